@@ -1,0 +1,273 @@
+//! Bit-exact field positions and the value types that can live in them.
+//!
+//! A [`Field`] is the `(Byte, Bit, Len)` triple of `shared/spec`: the byte holding the
+//! field's most significant bit, that bit's position counted from the byte's MSB
+//! (0 = 0x80), and the length in bits. Every structure of this crate names its fields
+//! exactly once, as `Field` constants in one table (see the `wire_struct!` invocations);
+//! accessors never contain a literal offset.
+
+use crate::error::{Error, Result};
+
+/// Position of a field: `(byte, bit, len)` with `bit` counted from the MSB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Field {
+    /// Byte holding the field's most significant bit.
+    pub byte: u16,
+    /// Bit inside that byte, 0 = most significant.
+    pub bit: u8,
+    /// Length in bits.
+    pub len: u16,
+}
+
+impl Field {
+    /// A field at `(byte, bit, len)`.
+    #[must_use]
+    pub const fn new(byte: u16, bit: u8, len: u16) -> Self {
+        Self { byte, bit, len }
+    }
+
+    /// Bit offset from the start of the structure (the IBA "bit offset").
+    #[must_use]
+    pub const fn abs_bit(self) -> usize {
+        self.byte as usize * 8 + self.bit as usize
+    }
+
+    /// One past the last byte the field touches.
+    #[must_use]
+    pub const fn end_byte(self) -> usize {
+        (self.abs_bit() + self.len as usize).div_ceil(8)
+    }
+
+    /// The field moved `bytes` further (for records nested in larger structures).
+    #[must_use]
+    pub const fn shifted(self, bytes: u16) -> Self {
+        Self {
+            byte: self.byte + bytes,
+            ..self
+        }
+    }
+
+    /// Mask of the field's width as a `u64` (fields wider than 64 bits are arrays).
+    #[must_use]
+    pub const fn mask(self) -> u64 {
+        if self.len >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.len) - 1
+        }
+    }
+}
+
+/// Reads an unsigned field of at most 64 bits.
+///
+/// The caller guarantees `buf.len() >= f.end_byte()` (views check that once, at
+/// construction); with constant `f` this folds to a load, a shift and a mask.
+#[inline(always)]
+#[must_use]
+pub fn get_uint(buf: &[u8], f: Field) -> u64 {
+    let first = f.byte as usize;
+    let nbytes = (f.bit as usize + f.len as usize).div_ceil(8);
+    let shift = nbytes * 8 - f.bit as usize - f.len as usize;
+    if nbytes <= 8 {
+        let mut acc: u64 = 0;
+        for &b in &buf[first..first + nbytes] {
+            acc = (acc << 8) | u64::from(b);
+        }
+        (acc >> shift) & f.mask()
+    } else {
+        let mut acc: u128 = 0;
+        for &b in &buf[first..first + nbytes] {
+            acc = (acc << 8) | u128::from(b);
+        }
+        ((acc >> shift) as u64) & f.mask()
+    }
+}
+
+/// Writes an unsigned field of at most 64 bits; bits of `v` above the field width are
+/// dropped so neighbouring fields are never touched (unlike libibmad's setters).
+#[inline(always)]
+pub fn set_uint(buf: &mut [u8], f: Field, v: u64) {
+    let first = f.byte as usize;
+    let nbytes = (f.bit as usize + f.len as usize).div_ceil(8);
+    let shift = nbytes * 8 - f.bit as usize - f.len as usize;
+    let mask = u128::from(f.mask()) << shift;
+    let mut acc: u128 = 0;
+    for &b in &buf[first..first + nbytes] {
+        acc = (acc << 8) | u128::from(b);
+    }
+    acc = (acc & !mask) | ((u128::from(v) << shift) & mask);
+    for (i, b) in buf[first..first + nbytes].iter_mut().enumerate() {
+        *b = (acc >> ((nbytes - 1 - i) * 8)) as u8;
+    }
+}
+
+/// A field value seen without its Rust type: an unsigned number or raw bytes.
+///
+/// Used by reflective access (`fields()`/`get_field()`/`set_field()` on every owned
+/// structure), by the example decoder and by the libibmad oracle test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValue<'a> {
+    /// Fields of at most 64 bits.
+    Uint(u64),
+    /// Byte-aligned fields wider than 64 bits (GIDs, strings, tables, paths).
+    Bytes(&'a [u8]),
+}
+
+/// Static description of one field: its Rust name, position and libibmad name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldDesc {
+    /// Name of the field in the owned Rust structure.
+    pub name: &'static str,
+    /// Position relative to the structure's first byte.
+    pub field: Field,
+    /// The `enum MAD_FIELDS` name libibmad uses for the same bits, if any.
+    pub libibmad: Option<&'static str>,
+}
+
+/// Types that can be stored in a [`Field`].
+///
+/// Implemented for unsigned integers, `bool` (one-bit flags), byte arrays (byte-aligned
+/// fields) and the code-point enums of this crate.
+pub trait FieldType: Sized + Copy {
+    /// Reads the value; `buf` covers the field (checked by the view).
+    fn read(buf: &[u8], f: Field) -> Self;
+    /// Writes the value into `buf` at `f`, masking to the field width.
+    fn write(self, buf: &mut [u8], f: Field);
+    /// The value as a [`FieldValue`].
+    fn to_value(&self) -> FieldValue<'_>;
+    /// Builds the value from a [`FieldValue`]; `None` if the kind or width is wrong.
+    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self>;
+}
+
+macro_rules! uint_field_type {
+    ($($t:ty),*) => {$(
+        impl FieldType for $t {
+            #[inline(always)]
+            fn read(buf: &[u8], f: Field) -> Self {
+                get_uint(buf, f) as $t
+            }
+            #[inline(always)]
+            fn write(self, buf: &mut [u8], f: Field) {
+                set_uint(buf, f, u64::from(self));
+            }
+            fn to_value(&self) -> FieldValue<'_> {
+                FieldValue::Uint(u64::from(*self))
+            }
+            fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
+                match v {
+                    FieldValue::Uint(x) if x & !f.mask() == 0 => <$t>::try_from(x).ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+uint_field_type!(u8, u16, u32, u64);
+
+impl FieldType for bool {
+    #[inline(always)]
+    fn read(buf: &[u8], f: Field) -> Self {
+        get_uint(buf, f) != 0
+    }
+    #[inline(always)]
+    fn write(self, buf: &mut [u8], f: Field) {
+        set_uint(buf, f, u64::from(self));
+    }
+    fn to_value(&self) -> FieldValue<'_> {
+        FieldValue::Uint(u64::from(*self))
+    }
+    fn from_value(v: FieldValue<'_>, _f: Field) -> Option<Self> {
+        match v {
+            FieldValue::Uint(x @ (0 | 1)) => Some(x == 1),
+            _ => None,
+        }
+    }
+}
+
+impl<const N: usize> FieldType for [u8; N] {
+    #[inline(always)]
+    fn read(buf: &[u8], f: Field) -> Self {
+        let mut out = [0u8; N];
+        let s = f.byte as usize;
+        out.copy_from_slice(&buf[s..s + N]);
+        out
+    }
+    #[inline(always)]
+    fn write(self, buf: &mut [u8], f: Field) {
+        let s = f.byte as usize;
+        buf[s..s + N].copy_from_slice(&self);
+    }
+    fn to_value(&self) -> FieldValue<'_> {
+        FieldValue::Bytes(self)
+    }
+    fn from_value(v: FieldValue<'_>, _f: Field) -> Option<Self> {
+        match v {
+            FieldValue::Bytes(b) => b.try_into().ok(),
+            FieldValue::Uint(_) => None,
+        }
+    }
+}
+
+/// Checks that `buf` holds at least `need` bytes.
+#[inline]
+pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<()> {
+    if buf.len() < need {
+        Err(Error::Truncated {
+            what,
+            need,
+            got: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_examples() {
+        // PortInfo.LMC is (34, 5, 3); PortState (32, 4, 4); NoticeCount (8, 1, 15).
+        let mut b = [0u8; 64];
+        b[34] = 0xAD;
+        assert_eq!(get_uint(&b, Field::new(34, 5, 3)), 0x5);
+        b[32] = 0x3C;
+        assert_eq!(get_uint(&b, Field::new(32, 4, 4)), 0xC);
+        b[8] = 0xFF;
+        b[9] = 0x12;
+        assert_eq!(get_uint(&b, Field::new(8, 1, 15)), 0x7F12);
+    }
+
+    #[test]
+    fn set_masks_and_keeps_neighbours() {
+        let mut b = [0xFFu8; 16];
+        set_uint(&mut b, Field::new(4, 1, 15), 0xFFFF_0000);
+        assert_eq!(b[4], 0x80);
+        assert_eq!(b[5], 0x00);
+        assert_eq!(b[3], 0xFF);
+        assert_eq!(b[6], 0xFF);
+        set_uint(&mut b, Field::new(1, 3, 64), 0x0123_4567_89AB_CDEF);
+        assert_eq!(get_uint(&b, Field::new(1, 3, 64)), 0x0123_4567_89AB_CDEF);
+        assert_eq!(b[1] >> 5, 0b111);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn uint_roundtrip(byte in 0u16..8, bit in 0u8..8, len in 1u16..=64, v: u64, fill: u8) {
+            let f = Field::new(byte, bit, len);
+            let mut b = [fill; 24];
+            let before = b;
+            set_uint(&mut b, f, v);
+            proptest::prop_assert_eq!(get_uint(&b, f), v & f.mask());
+            // Bits outside the field are untouched.
+            for i in 0..b.len() * 8 {
+                let inside = i >= f.abs_bit() && i < f.abs_bit() + len as usize;
+                if !inside {
+                    let m = 0x80u8 >> (i % 8);
+                    proptest::prop_assert_eq!(b[i / 8] & m, before[i / 8] & m);
+                }
+            }
+        }
+    }
+}
