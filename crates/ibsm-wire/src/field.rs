@@ -208,6 +208,36 @@ impl<const N: usize> FieldType for [u8; N] {
     }
 }
 
+/// What every owned structure built from a field table offers, for generic code
+/// (decoders that print any attribute, the libibmad oracle test, fuzz targets).
+pub trait WireStruct: Sized + Copy + Default + PartialEq + core::fmt::Debug {
+    /// Size on the wire in bytes.
+    const SIZE: usize;
+    /// Human-readable name of the structure.
+    const LABEL: &'static str;
+    /// Every field, in table order.
+    const FIELDS: &'static [FieldDesc];
+    /// Decodes from the first `SIZE` bytes.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when `bytes` is too short.
+    fn parse(bytes: &[u8]) -> Result<Self>;
+    /// Encodes into the first `SIZE` bytes.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when `buf` is too short.
+    fn emit_into(&self, buf: &mut [u8]) -> Result<()>;
+    /// Reflective read by field name.
+    fn get_field(&self, name: &str) -> Option<FieldValue<'_>>;
+    /// Reflective write by field name.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchField`] or [`Error::Overflow`].
+    fn set_field(&mut self, name: &str, value: FieldValue<'_>) -> Result<()>;
+    /// Visits every field with its value.
+    fn for_each_field(&self, f: &mut dyn FnMut(&'static FieldDesc, FieldValue<'_>));
+}
+
 /// Checks that `buf` holds at least `need` bytes.
 #[inline]
 pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<()> {

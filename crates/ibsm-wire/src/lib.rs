@@ -63,11 +63,12 @@ pub mod attr;
 mod error;
 pub mod field;
 pub mod mad;
+pub mod sa;
 pub mod smp;
 
 pub use attr::*;
 pub use error::{Error, Result};
-pub use field::{Field, FieldDesc, FieldType, FieldValue};
+pub use field::{Field, FieldDesc, FieldType, FieldValue, WireStruct};
 pub use mad::{
     InvalidField, MAD_HEADER_SIZE, MAD_SIZE, MadHeader, MadHeaderView, Method, MgmtClass, Status,
 };

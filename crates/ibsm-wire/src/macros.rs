@@ -223,6 +223,27 @@ macro_rules! wire_struct {
             }
         }
 
+        impl $crate::field::WireStruct for $name {
+            const SIZE: usize = $size;
+            const LABEL: &'static str = $label;
+            const FIELDS: &'static [$crate::field::FieldDesc] = <$name>::FIELDS;
+            fn parse(bytes: &[u8]) -> $crate::Result<Self> {
+                <$name>::parse(bytes)
+            }
+            fn emit_into(&self, buf: &mut [u8]) -> $crate::Result<()> {
+                <$name>::emit_into(self, buf)
+            }
+            fn get_field(&self, name: &str) -> Option<$crate::field::FieldValue<'_>> {
+                <$name>::get_field(self, name)
+            }
+            fn set_field(&mut self, name: &str, value: $crate::field::FieldValue<'_>) -> $crate::Result<()> {
+                <$name>::set_field(self, name, value)
+            }
+            fn for_each_field(&self, f: &mut dyn FnMut(&'static $crate::field::FieldDesc, $crate::field::FieldValue<'_>)) {
+                <$name>::for_each_field(self, f);
+            }
+        }
+
         impl<T> $view<T> {
             /// Wraps a buffer without checking its length.
             ///
