@@ -18,7 +18,7 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
     if let Some(&(pos, _)) = digits.iter().find(|(_, c)| !c.is_ascii_hexdigit()) {
         return Err(format!("not a hex digit at character {pos}"));
     }
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", digits.len()));
     }
     Ok(digits
