@@ -101,16 +101,69 @@ pub fn set_uint(buf: &mut [u8], f: Field, v: u64) {
     }
 }
 
-/// A field value seen without its Rust type: an unsigned number or raw bytes.
+/// A field value seen without its Rust type: an unsigned number, raw bytes, or a nested
+/// structure.
 ///
-/// Used by reflective access (`fields()`/`get_field()`/`set_field()` on every owned
+/// Used by reflective access (`for_each_field`/`get_field`/`set_field` on every owned
 /// structure), by the example decoder and by the libibmad oracle test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub enum FieldValue<'a> {
     /// Fields of at most 64 bits.
     Uint(u64),
     /// Byte-aligned fields wider than 64 bits (GIDs, strings, tables, paths).
     Bytes(&'a [u8]),
+    /// A structure embedded in another (an attribute inside an SA record).
+    Struct(&'a dyn Reflect),
+}
+
+impl core::fmt::Debug for FieldValue<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Uint(v) => write!(f, "Uint({v:#x})"),
+            Self::Bytes(b) => write!(f, "Bytes({b:02x?})"),
+            Self::Struct(r) => write!(f, "Struct({})", r.label()),
+        }
+    }
+}
+
+impl PartialEq for FieldValue<'_> {
+    /// Nested structures compare equal when their encodings are equal.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Uint(a), Self::Uint(b)) => a == b,
+            (Self::Bytes(a), Self::Bytes(b)) => a == b,
+            (Self::Struct(a), Self::Struct(b)) => {
+                let (mut x, mut y) = ([0u8; 256], [0u8; 256]);
+                a.encode(&mut x);
+                b.encode(&mut y);
+                a.label() == b.label() && x == y
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for FieldValue<'_> {}
+
+/// Object-safe reflective access to a structure built from a field table.
+///
+/// Field names may be dotted (`node_info.node_type`) to reach into nested structures.
+pub trait Reflect {
+    /// Human-readable name of the structure.
+    fn label(&self) -> &'static str;
+    /// Every field, in table order.
+    fn fields(&self) -> &'static [FieldDesc];
+    /// The value of a field by (possibly dotted) name.
+    fn get(&self, name: &str) -> Option<FieldValue<'_>>;
+    /// Sets a field by (possibly dotted) name.
+    ///
+    /// # Errors
+    /// [`Error::NoSuchField`] or [`Error::Overflow`].
+    fn set(&mut self, name: &str, value: FieldValue<'_>) -> Result<()>;
+    /// Visits every top-level field with its value.
+    fn visit(&self, f: &mut dyn FnMut(&'static FieldDesc, FieldValue<'_>));
+    /// Encodes into the first `size` bytes of `out` (at most 256 bytes are written).
+    fn encode(&self, out: &mut [u8; 256]);
 }
 
 /// Static description of one field: its Rust name, position and libibmad name.
@@ -137,6 +190,10 @@ pub trait FieldType: Sized + Copy {
     fn to_value(&self) -> FieldValue<'_>;
     /// Builds the value from a [`FieldValue`]; `None` if the kind or width is wrong.
     fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self>;
+    /// Nested structures expose themselves for dotted-name access.
+    fn reflect_mut(&mut self) -> Option<&mut dyn Reflect> {
+        None
+    }
 }
 
 macro_rules! uint_field_type {
@@ -203,7 +260,7 @@ impl<const N: usize> FieldType for [u8; N] {
     fn from_value(v: FieldValue<'_>, _f: Field) -> Option<Self> {
         match v {
             FieldValue::Bytes(b) => b.try_into().ok(),
-            FieldValue::Uint(_) => None,
+            FieldValue::Uint(_) | FieldValue::Struct(_) => None,
         }
     }
 }

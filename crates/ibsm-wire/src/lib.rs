@@ -62,13 +62,18 @@ mod macros;
 pub mod attr;
 mod error;
 pub mod field;
+mod gid;
 pub mod mad;
 pub mod sa;
 pub mod smp;
 
+#[cfg(test)]
+mod nesting_tests;
+
 pub use attr::*;
 pub use error::{Error, Result};
-pub use field::{Field, FieldDesc, FieldType, FieldValue, WireStruct};
+pub use field::{Field, FieldDesc, FieldType, FieldValue, Reflect, WireStruct};
+pub use gid::{DEFAULT_SUBNET_PREFIX, Gid};
 pub use mad::{
     InvalidField, MAD_HEADER_SIZE, MAD_SIZE, MadHeader, MadHeaderView, Method, MgmtClass, Status,
 };

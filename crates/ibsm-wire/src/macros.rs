@@ -170,6 +170,8 @@ macro_rules! wire_struct {
 
             /// The encoded bytes (reserved bits zero).
             #[must_use]
+            // By reference: some structures are 256 bytes.
+            #[allow(clippy::wrong_self_convention)]
             pub fn to_bytes(&self) -> [u8; $size] {
                 let mut out = [0u8; $size];
                 self.emit(&mut $view::new_unchecked(&mut out[..]));
@@ -185,34 +187,103 @@ macro_rules! wire_struct {
                 )*
             }
 
-            /// The value of the field named `name` (the Rust field name).
+            /// The value of the field named `name` (the Rust field name; dotted names such as
+            /// `node_info.node_type` reach into nested structures).
             #[must_use]
             pub fn get_field(&self, name: &str) -> Option<$crate::field::FieldValue<'_>> {
-                match name {
-                    $( stringify!($field) => Some($crate::field::FieldType::to_value(&self.$field)), )*
-                    _ => None,
+                let (head, rest) = match name.split_once('.') {
+                    Some((h, r)) => (h, Some(r)),
+                    None => (name, None),
+                };
+                let v = match head {
+                    $( stringify!($field) => $crate::field::FieldType::to_value(&self.$field), )*
+                    _ => return None,
+                };
+                match (rest, v) {
+                    (None, v) => Some(v),
+                    (Some(r), $crate::field::FieldValue::Struct(s)) => s.get(r),
+                    (Some(_), _) => None,
                 }
             }
 
-            /// Sets the field named `name` from a [`FieldValue`](crate::field::FieldValue).
+            /// Sets the field named `name` (dotted names reach into nested structures).
             ///
             /// # Errors
             /// [`Error::NoSuchField`](crate::Error::NoSuchField) for an unknown name,
             /// [`Error::Overflow`](crate::Error::Overflow) when the value has the wrong kind
             /// or does not fit the field.
             pub fn set_field(&mut self, name: &str, value: $crate::field::FieldValue<'_>) -> $crate::Result<()> {
-                match name {
+                let (head, rest) = match name.split_once('.') {
+                    Some((h, r)) => (h, Some(r)),
+                    None => (name, None),
+                };
+                match head {
                     $( stringify!($field) => {
+                        if let Some(r) = rest {
+                            return $crate::field::FieldType::reflect_mut(&mut self.$field)
+                                .ok_or($crate::Error::NoSuchField { what: $label })?
+                                .set(r, value);
+                        }
                         self.$field = $crate::field::FieldType::from_value(value, $crate::field::Field::new($byte, $bit, $len))
                             .ok_or($crate::Error::Overflow {
                                 what: $label,
                                 field: stringify!($field),
-                                value: match value { $crate::field::FieldValue::Uint(v) => v, $crate::field::FieldValue::Bytes(b) => b.len() as u64 },
+                                value: match value {
+                                    $crate::field::FieldValue::Uint(v) => v,
+                                    $crate::field::FieldValue::Bytes(b) => b.len() as u64,
+                                    $crate::field::FieldValue::Struct(_) => 0,
+                                },
                             })?;
                         Ok(())
                     } )*
                     _ => Err($crate::Error::NoSuchField { what: $label }),
                 }
+            }
+        }
+
+        impl $crate::field::Reflect for $name {
+            fn label(&self) -> &'static str {
+                $label
+            }
+            fn fields(&self) -> &'static [$crate::field::FieldDesc] {
+                Self::FIELDS
+            }
+            fn get(&self, name: &str) -> Option<$crate::field::FieldValue<'_>> {
+                self.get_field(name)
+            }
+            fn set(&mut self, name: &str, value: $crate::field::FieldValue<'_>) -> $crate::Result<()> {
+                self.set_field(name, value)
+            }
+            fn visit(&self, f: &mut dyn FnMut(&'static $crate::field::FieldDesc, $crate::field::FieldValue<'_>)) {
+                self.for_each_field(f);
+            }
+            fn encode(&self, out: &mut [u8; 256]) {
+                self.emit(&mut $view::new_unchecked(&mut out[..]));
+            }
+        }
+
+        // A structure can be a field of another (records embed attributes); it must start
+        // on a byte boundary.
+        impl $crate::field::FieldType for $name {
+            #[inline]
+            fn read(buf: &[u8], f: $crate::field::Field) -> Self {
+                Self::from_view(&$view::new_unchecked(&buf[f.byte as usize..]))
+            }
+            #[inline]
+            fn write(self, buf: &mut [u8], f: $crate::field::Field) {
+                self.emit(&mut $view::new_unchecked(&mut buf[f.byte as usize..]));
+            }
+            fn to_value(&self) -> $crate::field::FieldValue<'_> {
+                $crate::field::FieldValue::Struct(self)
+            }
+            fn from_value(v: $crate::field::FieldValue<'_>, _f: $crate::field::Field) -> Option<Self> {
+                match v {
+                    $crate::field::FieldValue::Bytes(b) => Self::parse(b).ok(),
+                    _ => None,
+                }
+            }
+            fn reflect_mut(&mut self) -> Option<&mut dyn $crate::field::Reflect> {
+                Some(self)
             }
         }
 
