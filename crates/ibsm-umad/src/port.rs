@@ -1,0 +1,314 @@
+//! An open umad port: agents registered, MADs written and read with the right header.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::hdr::{
+    HeaderLen, IOCTL_ENABLE_PKEY, IOCTL_REGISTER_AGENT, RegReq, UmadHdr, method_mask,
+};
+use crate::sys::{self, Fd};
+use crate::sysfs::{self, PortDesc, Selector};
+
+/// Which header form to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeaderMode {
+    /// 56 bytes when the umad2sim preload is loaded; otherwise 64 via `ENABLE_PKEY`,
+    /// falling back to 56 if the kernel refuses.
+    #[default]
+    Auto,
+    /// Force the given form.
+    Fixed(HeaderLen),
+}
+
+/// How to open a port.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Which port.
+    pub selector: Selector,
+    /// Header form.
+    pub header: HeaderMode,
+    /// Register a class 0x03 (SA) agent with kernel RMPP, to serve or query the SA.
+    pub sa_agent: bool,
+    /// Open `issmN` (sets IsSM on the port) and keep it open while the port is open.
+    pub issm: bool,
+}
+
+/// Where a MAD goes, as the umad header expresses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendTo {
+    /// LRH DLID: 0xFFFF for directed-route SMPs (and SMPs to the local port).
+    pub lid: u16,
+    /// Destination QP: 0 for SMPs, 1 for GMPs.
+    pub qpn: u32,
+    /// Q_Key: 0 for QP0, 0x80010000 for QP1.
+    pub qkey: u32,
+    /// Service level.
+    pub sl: u8,
+    /// P_Key index (64-byte header only).
+    pub pkey_index: u16,
+}
+
+impl SendTo {
+    /// A directed-route SMP.
+    pub const DIRECTED: Self = Self {
+        lid: 0xFFFF,
+        qpn: 0,
+        qkey: 0,
+        sl: 0,
+        pkey_index: 0,
+    };
+
+    /// A LID-routed SMP to `lid`.
+    #[must_use]
+    pub const fn smp(lid: u16) -> Self {
+        Self {
+            lid,
+            qpn: 0,
+            qkey: 0,
+            sl: 0,
+            pkey_index: 0,
+        }
+    }
+
+    /// A GMP (SA, ...) to QP1 of `lid` on `sl`.
+    #[must_use]
+    pub const fn gmp(lid: u16, sl: u8) -> Self {
+        Self {
+            lid,
+            qpn: 1,
+            qkey: ibsm_wire::mad::QP1_QKEY,
+            sl,
+            pkey_index: 0,
+        }
+    }
+}
+
+/// A MAD read from the port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The header (source LID/QP/SL, status 110 for timed-out requests).
+    pub hdr: UmadHdr,
+    /// The MAD bytes (24 bytes only for a timed-out request; more than 256 for a
+    /// reassembled RMPP message).
+    pub mad: Vec<u8>,
+}
+
+impl Received {
+    /// Whether this is the kernel's "request timed out" notification.
+    #[must_use]
+    pub fn timed_out(&self) -> bool {
+        self.hdr.status == 110
+    }
+}
+
+/// SMP methods an SM wants unsolicited: Get, Set (SMInfo from other SMs), Trap,
+/// TrapRepress.
+const SMP_METHODS: [u8; 4] = [0x01, 0x02, 0x05, 0x07];
+/// SA methods a server receives: Get, Set, Report, GetTable, GetTraceTable, GetMulti,
+/// Delete.
+const SA_METHODS: [u8; 7] = [0x01, 0x02, 0x06, 0x12, 0x13, 0x14, 0x15];
+
+/// An open umad port with its agents.
+#[derive(Debug)]
+pub struct UmadPort {
+    fd: Fd,
+    _issm: Option<Fd>,
+    desc: PortDesc,
+    path: String,
+    hdr_len: HeaderLen,
+    preload: bool,
+    agent_dr: u32,
+    agent_lid: u32,
+    agent_sa: Option<u32>,
+}
+
+impl UmadPort {
+    /// Finds the port in sysfs, opens it, picks the header form and registers agents
+    /// for classes 0x81 and 0x01 (and 0x03 when asked).
+    ///
+    /// # Errors
+    /// Every failure names the file and errno: missing sysfs (no `ib_umad` or no
+    /// preload), no matching port, `open` or `ioctl` refused.
+    pub fn open(opts: &OpenOptions) -> Result<Self> {
+        let ports = sysfs::list_ports()?;
+        let desc = sysfs::select(&ports, &opts.selector)?;
+        Self::open_desc(desc, opts)
+    }
+
+    /// Opens a port already described (see [`sysfs::list_ports`]).
+    ///
+    /// # Errors
+    /// As [`Self::open`].
+    pub fn open_desc(desc: PortDesc, opts: &OpenOptions) -> Result<Self> {
+        let path = desc.umad_path();
+        let fd = sys::open(&path, libc::O_RDWR | libc::O_NONBLOCK)
+            .map_err(|e| Error::io("open", &path, &e))?;
+        let preload = sys::umad2sim_preloaded();
+        let hdr_len = match opts.header {
+            HeaderMode::Fixed(l) => {
+                if l == HeaderLen::New64 {
+                    sys::ioctl_none(&fd, IOCTL_ENABLE_PKEY)
+                        .map_err(|e| Error::io("ioctl ENABLE_PKEY", &path, &e))?;
+                }
+                l
+            }
+            HeaderMode::Auto if preload => HeaderLen::Old56,
+            HeaderMode::Auto => {
+                if sys::ioctl_none(&fd, IOCTL_ENABLE_PKEY).is_ok() {
+                    HeaderLen::New64
+                } else {
+                    HeaderLen::Old56
+                }
+            }
+        };
+        let register = |class: u8, version: u8, qpn: u8, methods: &[u8], rmpp: u8| -> Result<u32> {
+            let req = RegReq {
+                qpn,
+                mgmt_class: class,
+                class_version: version,
+                methods: method_mask(methods),
+                oui: [0; 3],
+                rmpp_version: rmpp,
+            };
+            let mut arg = req.encode();
+            sys::ioctl_buf(&fd, IOCTL_REGISTER_AGENT, &mut arg)
+                .map_err(|e| Error::io("ioctl REGISTER_AGENT", &path, &e))?;
+            Ok(u32::from_ne_bytes([arg[0], arg[1], arg[2], arg[3]]))
+        };
+        // Every class that can arrive must have an agent: the preload dereferences a
+        // NULL agent otherwise and kills the process.
+        let agent_dr = register(0x81, 1, 0, &SMP_METHODS, 0)?;
+        let agent_lid = register(0x01, 1, 0, &SMP_METHODS, 0)?;
+        let agent_sa = if opts.sa_agent {
+            Some(register(0x03, 2, 1, &SA_METHODS, 1)?)
+        } else {
+            None
+        };
+        let issm = if opts.issm {
+            let p = desc.issm_path();
+            Some(
+                sys::open(&p, libc::O_RDWR | libc::O_NONBLOCK)
+                    .map_err(|e| Error::io("open", &p, &e))?,
+            )
+        } else {
+            None
+        };
+        Ok(Self {
+            fd,
+            _issm: issm,
+            desc,
+            path,
+            hdr_len,
+            preload,
+            agent_dr,
+            agent_lid,
+            agent_sa,
+        })
+    }
+
+    /// The port as sysfs described it when opened.
+    #[must_use]
+    pub fn desc(&self) -> &PortDesc {
+        &self.desc
+    }
+
+    /// Header form in use.
+    #[must_use]
+    pub fn header_len(&self) -> HeaderLen {
+        self.hdr_len
+    }
+
+    /// Whether the umad2sim preload (ibsim) is in use.
+    #[must_use]
+    pub fn under_ibsim(&self) -> bool {
+        self.preload
+    }
+
+    /// Sends one MAD. `track` is how long the kernel should keep a request outstanding
+    /// so its response is delivered (use `None` for responses, TrapRepress and other
+    /// MADs that get no answer). Deadlines and retries are the caller's: the kernel is
+    /// asked for no retries (and the preload ignores both anyway).
+    ///
+    /// # Errors
+    /// [`Error::BadMad`] for a MAD shorter than 24 bytes or of a class without an agent;
+    /// [`Error::Io`] when `write` fails.
+    pub fn send(&self, to: &SendTo, mad: &[u8], track: Option<Duration>) -> Result<()> {
+        if mad.len() < 24 {
+            return Err(Error::BadMad(format!(
+                "{} bytes, a MAD header needs 24",
+                mad.len()
+            )));
+        }
+        let agent_id = match mad[1] {
+            0x81 => self.agent_dr,
+            0x01 => self.agent_lid,
+            0x03 => self.agent_sa.ok_or_else(|| {
+                Error::BadMad("class 0x03 without an SA agent (OpenOptions::sa_agent)".into())
+            })?,
+            c => return Err(Error::BadMad(format!("no agent for class {c:#04x}"))),
+        };
+        let timeout_ms = track.map_or(0, |d| {
+            u32::try_from(d.as_millis().max(1)).unwrap_or(u32::MAX)
+        });
+        let hdr = UmadHdr {
+            agent_id,
+            timeout_ms,
+            qpn: to.qpn,
+            qkey: to.qkey,
+            lid: to.lid,
+            sl: to.sl,
+            pkey_index: to.pkey_index,
+            ..UmadHdr::default()
+        };
+        let hl = self.hdr_len.bytes();
+        let mut buf = vec![0u8; hl + mad.len()];
+        hdr.encode(&mut buf, self.hdr_len);
+        buf[hl..].copy_from_slice(mad);
+        let n = sys::write(&self.fd, &buf).map_err(|e| Error::io("write", &self.path, &e))?;
+        if n != buf.len() {
+            return Err(Error::BadMad(format!(
+                "short write: {n} of {} bytes",
+                buf.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for one MAD. `Ok(None)` when nothing arrived in time.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `poll` or `read` fail (other than "nothing yet").
+    pub fn recv(&self, timeout: Duration) -> Result<Option<Received>> {
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // The preload's read never blocks: always poll first.
+        if !sys::poll_in(&self.fd, ms).map_err(|e| Error::io("poll", &self.path, &e))? {
+            return Ok(None);
+        }
+        let hl = self.hdr_len.bytes();
+        let mut size = hl + 256;
+        loop {
+            let mut buf = vec![0u8; size];
+            match sys::read(&self.fd, &mut buf) {
+                Ok(n) if n >= hl => {
+                    let Some(hdr) = UmadHdr::decode(&buf, self.hdr_len) else {
+                        return Ok(None);
+                    };
+                    let mut mad = buf[hl..n].to_vec();
+                    if self.preload && mad.len() >= 256 && mad[1] != 0x03 {
+                        // umad2sim leaves garbage in the last 24 bytes of a received MAD.
+                        mad[232..256].fill(0);
+                    }
+                    return Ok(Some(Received { hdr, mad }));
+                }
+                Ok(_) => return Ok(None),
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return Ok(None),
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && size < (1 << 20) => {
+                    // A reassembled RMPP message: hdr.length in the copied part tells the size.
+                    let need = UmadHdr::decode(&buf, self.hdr_len).map_or(0, |h| h.length as usize);
+                    size = need.max(size * 2);
+                }
+                Err(e) => return Err(Error::io("read", &self.path, &e)),
+            }
+        }
+    }
+}
