@@ -1,7 +1,16 @@
 //! Small helpers shared by the ibsm examples (argument and hex handling).
 //!
 //! The examples themselves live next to this crate's `Cargo.toml`, e.g.
-//! `cargo run --example mad_decode -- <hex>`.
+//! `cargo run --example mad_decode -- <hex>`. The decoding logic of `mad_decode` lives in
+//! [`decode`] so it is unit tested.
+//!
+//! ```
+//! let mad = ibsm_examples::parse_hex("01 81 01 01 00 00 00 00  00 00 00 00 00 00 00 01  00 11 00 00 00 00 00 00")?;
+//! assert_eq!(mad.len(), 24);
+//! # Ok::<(), String>(())
+//! ```
+
+pub mod decode;
 
 /// Decodes hex text, ignoring whitespace, `:` and `-` separators and an optional `0x`.
 ///

@@ -1,0 +1,578 @@
+//! Decoding any MAD into a printable tree: the logic behind `examples/mad_decode.rs`.
+//!
+//! [`decode_mad`] splits a MAD into the common header, the class-specific header (SMP
+//! directed-route or LID-routed, SA) and the attribute, chosen by class and AttributeID
+//! among every structure `ibsm-wire` knows; [`Decoded::to_text`] renders an smpquery-like
+//! listing and [`Decoded::to_json`] one JSON object.
+
+use std::fmt::Write as _;
+
+use ibsm_wire::{
+    DrPath, DrSmp, FieldValue, LidSmp, MAD_HEADER_SIZE, MadHeader, Method, MgmtClass,
+    NodeDescription, NodeInfo, NodeType, Reflect, SmAttributeId, WireStruct,
+};
+
+/// A decoded value, detached from the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// An unsigned field, with its width in bits and an optional symbolic name.
+    Uint {
+        /// The value.
+        value: u64,
+        /// Width in bits (decides decimal or hex display).
+        bits: u16,
+        /// Name of the code point, when the field is an enum that knows it.
+        name: Option<String>,
+    },
+    /// Raw bytes (GIDs, tables, paths), with text when they hold a NUL-padded string.
+    Bytes {
+        /// The bytes.
+        bytes: Vec<u8>,
+        /// Printable text, for string fields.
+        text: Option<String>,
+    },
+    /// A directed route in the diagnostics' syntax (`0,1,3`).
+    Route(String),
+    /// A nested structure.
+    Struct(Section),
+}
+
+/// One named field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// Field name (the Rust field name).
+    pub name: String,
+    /// Its value.
+    pub value: Value,
+}
+
+/// A titled list of fields: one header or one attribute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// What the section is (`MAD header`, `NodeInfo`, ...).
+    pub title: String,
+    /// The fields, in wire order.
+    pub items: Vec<Item>,
+}
+
+/// A decoded MAD.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// Header, class-specific header, then attributes (several for SA tables).
+    pub sections: Vec<Section>,
+    /// Things worth telling that are not errors (unknown attribute, short table, ...).
+    pub notes: Vec<String>,
+}
+
+/// Why a MAD could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn err(e: impl std::fmt::Display) -> DecodeError {
+    DecodeError(e.to_string())
+}
+
+/// Symbolic name of a code point, for the fields whose type is an enum.
+fn code_name(section: &str, field: &str, v: u64) -> Option<String> {
+    let known = |s: String| (!s.starts_with("Unknown")).then_some(s);
+    match (section, field) {
+        (_, "mgmt_class") => known(format!("{:?}", MgmtClass::from(v as u8))),
+        (_, "method") => known(format!("{:?}", Method::from(v as u8))),
+        ("NodeInfo", "node_type") => known(format!("{:?}", NodeType::from(v as u8))),
+        (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
+        _ => None,
+    }
+}
+
+/// NUL-padded printable ASCII, as NodeDescription and ServiceName hold.
+fn as_text(name: &str, b: &[u8]) -> Option<String> {
+    let stringy = ["string", "name", "description"]
+        .iter()
+        .any(|k| name.contains(k));
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    let printable = b[..end].iter().all(|c| (0x20..0x7f).contains(c));
+    (stringy && printable && b[end..].iter().all(|&c| c == 0))
+        .then(|| String::from_utf8_lossy(&b[..end]).into_owned())
+}
+
+/// Converts any structure with a field table, recursing into nested structures.
+pub fn section_of(r: &dyn Reflect) -> Section {
+    let title = r.label();
+    let mut items = Vec::new();
+    r.visit(&mut |d, v| {
+        let value = match v {
+            FieldValue::Uint(value) => Value::Uint {
+                value,
+                bits: d.field.len,
+                name: code_name(title, d.name, value),
+            },
+            FieldValue::Bytes(b) => Value::Bytes {
+                bytes: b.to_vec(),
+                text: as_text(d.name, b),
+            },
+            FieldValue::Struct(s) => Value::Struct(section_of(s)),
+        };
+        items.push(Item {
+            name: d.name.to_string(),
+            value,
+        });
+    });
+    Section {
+        title: title.to_string(),
+        items,
+    }
+}
+
+/// Parses bytes as `T` and returns it as a trait object for printing.
+fn boxed<T: WireStruct + Reflect + 'static>(b: &[u8]) -> Result<Box<dyn Reflect>, DecodeError> {
+    Ok(Box::new(T::parse(b).map_err(err)?))
+}
+
+type Parser = fn(&[u8]) -> Result<Box<dyn Reflect>, DecodeError>;
+
+/// The structure carried by an SMP (classes 0x01 and 0x81) with this AttributeID.
+#[must_use]
+pub fn smp_attribute(id: u16) -> Option<Parser> {
+    Some(match SmAttributeId::from(id) {
+        SmAttributeId::NodeInfo => boxed::<NodeInfo>,
+        SmAttributeId::NodeDescription => boxed::<NodeDescription>,
+        _ => return None,
+    })
+}
+
+/// Fields of `full` that are not in the common header, as their own section.
+fn without_header(full: &dyn Reflect, title: &str, skip: &[&str]) -> Section {
+    let mut s = section_of(full);
+    let header: Vec<&str> = MadHeader::FIELDS.iter().map(|d| d.name).collect();
+    s.items
+        .retain(|i| !header.contains(&i.name.as_str()) && !skip.contains(&i.name.as_str()));
+    s.title = title.to_string();
+    s
+}
+
+/// Decodes a whole MAD (at least the 24-byte header; the SMP and SA forms need 256).
+///
+/// # Errors
+/// A one-line message naming the structure that did not fit.
+pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
+    if bytes.len() < MAD_HEADER_SIZE {
+        return Err(DecodeError(format!(
+            "MAD truncated: {} bytes, the common header alone needs {MAD_HEADER_SIZE}",
+            bytes.len()
+        )));
+    }
+    if bytes.len() > 256 {
+        return Err(DecodeError(format!(
+            "{} bytes is longer than a MAD (256)",
+            bytes.len()
+        )));
+    }
+    let header = MadHeader::parse(bytes).map_err(err)?;
+    let mut d = Decoded {
+        sections: vec![section_of(&header)],
+        notes: Vec::new(),
+    };
+    let data: &[u8] = match header.mgmt_class {
+        MgmtClass::SubnDirected => {
+            let smp = DrSmp::parse(bytes).map_err(err)?;
+            let mut s = without_header(&smp, "Directed-route SMP", &["data"]);
+            // The paths are shown as routes, the way the diagnostics write them.
+            for item in &mut s.items {
+                let path = match item.name.as_str() {
+                    "initial_path" => smp.initial_path,
+                    "return_path" => smp.return_path,
+                    _ => continue,
+                };
+                item.value = Value::Route(route_text(&path, smp.hop_count));
+            }
+            if DrPath::parse_str(&route_text(&smp.initial_path, smp.hop_count)).is_err() {
+                d.notes
+                    .push("InitialPath is not a valid route (port 0 or HopCount > 63)".into());
+            }
+            d.sections.push(s);
+            &bytes[64..128]
+        }
+        MgmtClass::SubnLid => {
+            let smp = LidSmp::parse(bytes).map_err(err)?;
+            d.sections
+                .push(without_header(&smp, "LID-routed SMP", &["data"]));
+            &bytes[64..128]
+        }
+        other => {
+            d.notes.push(format!(
+                "class {:#04x} ({other:?}): no class-specific decoding; data shown raw",
+                u8::from(other)
+            ));
+            d.sections.push(Section {
+                title: "Data".into(),
+                items: vec![Item {
+                    name: "data".into(),
+                    value: Value::Bytes {
+                        bytes: bytes[MAD_HEADER_SIZE..].to_vec(),
+                        text: None,
+                    },
+                }],
+            });
+            return Ok(d);
+        }
+    };
+    match smp_attribute(header.attribute_id) {
+        Some(parse) => d.sections.push(section_of(parse(data)?.as_ref())),
+        None => {
+            d.notes.push(format!(
+                "attribute {:#06x} has no decoder; data shown raw",
+                header.attribute_id
+            ));
+            d.sections.push(Section {
+                title: "Attribute data".into(),
+                items: vec![Item {
+                    name: "data".into(),
+                    value: Value::Bytes {
+                        bytes: data.to_vec(),
+                        text: None,
+                    },
+                }],
+            });
+        }
+    }
+    Ok(d)
+}
+
+fn route_text(path: &[u8; 64], hops: u8) -> String {
+    let n = usize::from(hops).min(63);
+    let mut s = String::from("0");
+    for p in &path[1..=n] {
+        let _ = write!(s, ",{p}");
+    }
+    if hops > 63 {
+        s.push_str(",?");
+    }
+    s
+}
+
+/// Identifiers, masks and status words read better in hex, counts and LIDs in decimal.
+fn prefers_hex(field: &str) -> bool {
+    ["_id", "status", "mask", "class", "class_specific", "code"]
+        .iter()
+        .any(|k| field.ends_with(k))
+}
+
+fn uint_text(value: u64, bits: u16) -> String {
+    if bits <= 16 {
+        format!("{value}")
+    } else {
+        format!("{value:#0w$x}", w = usize::from(bits).div_ceil(4) + 2)
+    }
+}
+
+fn bytes_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl Decoded {
+    /// An smpquery-like listing: one `name:....value` line per field, nested structures
+    /// indented, long byte fields as hex rows of 16 bytes.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for s in &self.sections {
+            let _ = writeln!(out, "# {}", s.title);
+            text_items(&mut out, &s.items, 0);
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "# note: {n}");
+        }
+        out
+    }
+
+    /// One JSON object: `{"sections":[{"title":..,"fields":{..}}, ..],"notes":[..]}`.
+    /// Fields wider than 32 bits and byte fields are hex strings (`"0x.."`), so no
+    /// precision is lost; code points are `{"value":2,"name":"Switch"}`.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{\"sections\":[");
+        for (i, s) in self.sections.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json_section(&mut out, s);
+        }
+        out.push_str("],\"notes\":[");
+        for (i, n) in self.notes.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json_string(&mut out, n);
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+fn text_items(out: &mut String, items: &[Item], depth: usize) {
+    let indent = "  ".repeat(depth);
+    for it in items {
+        let label = format!("{indent}{}:", it.name);
+        match &it.value {
+            Value::Uint { value, bits, name } => {
+                let shown = if prefers_hex(&it.name) && *bits > 1 {
+                    format!("{value:#0w$x}", w = usize::from(*bits).div_ceil(4) + 2)
+                } else {
+                    uint_text(*value, *bits)
+                };
+                let _ = write!(out, "{label:.<40}{shown}");
+                if let Some(n) = name {
+                    let _ = write!(out, " ({n})");
+                }
+                out.push('\n');
+            }
+            Value::Route(r) => {
+                let _ = writeln!(out, "{label:.<40}{r}");
+            }
+            Value::Bytes { text: Some(t), .. } => {
+                let _ = writeln!(out, "{label:.<40}\"{t}\"");
+            }
+            Value::Bytes { bytes, text: None } if bytes.len() <= 16 => {
+                let _ = writeln!(out, "{label:.<40}0x{}", bytes_hex(bytes));
+            }
+            Value::Bytes { bytes, text: None } => {
+                if bytes.iter().all(|&b| b == 0) {
+                    let _ = writeln!(out, "{label:.<40}({} zero bytes)", bytes.len());
+                    continue;
+                }
+                let _ = writeln!(out, "{label}");
+                for chunk in bytes.chunks(16) {
+                    let row: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+                    let _ = writeln!(out, "{indent}    {}", row.join(" "));
+                }
+            }
+            Value::Struct(s) => {
+                let _ = writeln!(out, "{label} ({})", s.title);
+                text_items(out, &s.items, depth + 1);
+            }
+        }
+    }
+}
+
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_section(out: &mut String, s: &Section) {
+    out.push_str("{\"title\":");
+    json_string(out, &s.title);
+    out.push_str(",\"fields\":");
+    json_items(out, &s.items);
+    out.push('}');
+}
+
+fn json_items(out: &mut String, items: &[Item]) {
+    out.push('{');
+    for (i, it) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_string(out, &it.name);
+        out.push(':');
+        match &it.value {
+            Value::Uint { value, bits, name } => match name {
+                Some(n) => {
+                    let _ = write!(out, "{{\"value\":{},\"name\":", json_number(*value, *bits));
+                    json_string(out, n);
+                    out.push('}');
+                }
+                None => out.push_str(&json_number(*value, *bits)),
+            },
+            Value::Bytes { text: Some(t), .. } | Value::Route(t) => json_string(out, t),
+            Value::Bytes { bytes, text: None } => {
+                let _ = write!(out, "\"0x{}\"", bytes_hex(bytes));
+            }
+            Value::Struct(s) => json_section(out, s),
+        }
+    }
+    out.push('}');
+}
+
+/// Fields up to 32 bits are JSON numbers; wider ones (GUIDs, keys, TIDs) are hex
+/// strings, exact in every JSON reader and the same type whatever the value.
+fn json_number(v: u64, bits: u16) -> String {
+    if bits <= 32 {
+        v.to_string()
+    } else {
+        uint_text(v, bits)
+    }
+    .replace("0x", "\"0x")
+        + if bits > 32 { "\"" } else { "" }
+}
+
+/// Removes `#` comments (to the end of the line), so annotated hex files decode as is.
+#[must_use]
+pub fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibsm_wire::{DrPath, DrSmp, Method};
+
+    fn nodeinfo_resp() -> Vec<u8> {
+        let path = DrPath::parse_str("0,1,3").unwrap();
+        let mut smp = DrSmp::request(Method::Get, 0x11, 0, 0x1234, 0, &path);
+        smp.response = true;
+        smp.direction = true;
+        smp.return_path[1] = 1;
+        smp.return_path[2] = 3;
+        let ni = NodeInfo {
+            base_version: 1,
+            class_version: 1,
+            node_type: NodeType::Switch,
+            num_ports: 8,
+            node_guid: 0x0002_c903_0000_1234,
+            vendor_id: 0x02c9,
+            ..NodeInfo::default()
+        };
+        ni.emit_into(&mut smp.data).unwrap();
+        smp.to_bytes().to_vec()
+    }
+
+    fn find<'a>(d: &'a Decoded, section: &str, field: &str) -> &'a Value {
+        let s = d
+            .sections
+            .iter()
+            .find(|s| s.title == section)
+            .unwrap_or_else(|| panic!("no section {section}"));
+        &s.items
+            .iter()
+            .find(|i| i.name == field)
+            .unwrap_or_else(|| panic!("no field {field}"))
+            .value
+    }
+
+    #[test]
+    fn dr_smp_nodeinfo_text() {
+        let d = decode_mad(&nodeinfo_resp()).unwrap();
+        let titles: Vec<&str> = d.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles, ["MAD header", "Directed-route SMP", "NodeInfo"]);
+        let t = d.to_text();
+        assert!(t.contains("mgmt_class:"), "{t}");
+        assert!(t.contains("0x81 (SubnDirected)"), "{t}");
+        assert!(t.contains("status:.....") && t.contains("0x8000\n"), "{t}");
+        assert!(t.contains("node_type:"), "{t}");
+        assert!(t.contains("2 (Switch)"), "{t}");
+        assert!(t.contains("0x0002c90300001234"), "{t}");
+        assert!(t.contains("initial_path:"), "{t}");
+        assert!(t.contains("0,1,3\n"), "{t}");
+        assert!(t.contains("attribute_id:"), "{t}");
+        assert!(t.contains("(NodeInfo)"), "{t}");
+        assert_eq!(
+            find(&d, "Directed-route SMP", "hop_count"),
+            &Value::Uint {
+                value: 2,
+                bits: 8,
+                name: None
+            }
+        );
+    }
+
+    #[test]
+    fn json_is_one_object_with_exact_numbers() {
+        let d = decode_mad(&nodeinfo_resp()).unwrap();
+        let j = d.to_json();
+        assert!(
+            j.starts_with("{\"sections\":[{\"title\":\"MAD header\""),
+            "{j}"
+        );
+        assert!(j.ends_with("\"notes\":[]}"), "{j}");
+        assert!(!j.contains('\n'));
+        assert!(j.contains("\"node_guid\":\"0x0002c90300001234\""), "{j}");
+        assert!(
+            j.contains("\"transaction_id\":\"0x0000000000001234\""),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"node_type\":{\"value\":2,\"name\":\"Switch\"}"),
+            "{j}"
+        );
+        assert!(j.contains("\"num_ports\":8"), "{j}");
+        assert!(j.contains("\"return_path\":\"0,1,3\""), "{j}");
+        let mut s = String::new();
+        json_string(&mut s, "a\"b\\c\n");
+        assert_eq!(s, r#""a\"b\\c\u000a""#);
+        // Balanced braces and brackets (a cheap well-formedness check without a parser).
+        let depth = j.chars().try_fold(0i32, |d, c| {
+            let d = match c {
+                '{' | '[' => d + 1,
+                '}' | ']' => d - 1,
+                _ => d,
+            };
+            (d >= 0).then_some(d)
+        });
+        assert_eq!(depth, Some(0));
+    }
+
+    #[test]
+    fn node_description_is_text() {
+        let path = DrPath::local();
+        let mut smp = DrSmp::request(Method::Get, 0x10, 0, 1, 0, &path);
+        NodeDescription::from_text("sw-a \"core\"")
+            .emit_into(&mut smp.data)
+            .unwrap();
+        let d = decode_mad(&smp.to_bytes()).unwrap();
+        assert!(d.to_text().contains("\"sw-a \"core\"\""), "{}", d.to_text());
+        assert!(d.to_json().contains(r#""node_string":"sw-a \"core\"""#));
+    }
+
+    #[test]
+    fn bad_input_is_one_line_errors() {
+        let e = decode_mad(&[1, 0x81, 1]).unwrap_err();
+        assert!(e.0.contains("truncated") && e.0.contains('3'), "{e}");
+        let mut short = nodeinfo_resp();
+        short.truncate(100);
+        let e = decode_mad(&short).unwrap_err();
+        assert!(e.0.contains("256") && e.0.contains("100"), "{e}");
+        assert!(decode_mad(&[0u8; 300]).unwrap_err().0.contains("300"));
+        assert!(!e.0.contains('\n'));
+    }
+
+    #[test]
+    fn unknown_class_and_attribute_are_raw_not_errors() {
+        let mut b = nodeinfo_resp();
+        b[16] = 0x7f;
+        b[17] = 0x7f;
+        let d = decode_mad(&b).unwrap();
+        assert!(d.notes[0].contains("0x7f7f"));
+        assert_eq!(d.sections.last().unwrap().title, "Attribute data");
+        b[1] = 0x42;
+        let d = decode_mad(&b).unwrap();
+        assert!(d.notes[0].contains("0x42"));
+        assert!(d.to_text().contains("# Data"));
+    }
+
+    #[test]
+    fn comments_are_stripped() {
+        assert_eq!(strip_comments("# x\n01 02 # y\n03"), "\n01 02 \n03");
+    }
+}
