@@ -8,8 +8,12 @@
 use std::fmt::Write as _;
 
 use ibsm_wire::{
-    DrPath, DrSmp, FieldValue, LidSmp, MAD_HEADER_SIZE, MadHeader, Method, MgmtClass,
-    NodeDescription, NodeInfo, NodeType, Reflect, SmAttributeId, WireStruct,
+    DrPath, DrSmp, FecMode, FieldValue, GuidInfo, LedInfo, LidSmp, LinearForwardingTable,
+    LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedWidthPairsTable, LinkWidth,
+    MAD_HEADER_SIZE, MadHeader, Method, MgmtClass, MlnxExtPortInfo, Mtu, MulticastForwardingTable,
+    NodeDescription, NodeInfo, NodeType, Notice, NoticeType, PKeyTable, PhysPortState, PortInfo,
+    PortInfoExtended, PortState, RandomForwardingTable, Reflect, SlToVlMappingTable, SmAttributeId,
+    SmInfo, SmState, SwitchInfo, VendorDiag, VlArbitrationTable, VlCap, WireStruct,
 };
 
 /// A decoded value, detached from the bytes.
@@ -87,6 +91,21 @@ fn code_name(section: &str, field: &str, v: u64) -> Option<String> {
         (_, "mgmt_class") => known(format!("{:?}", MgmtClass::from(v as u8))),
         (_, "method") => known(format!("{:?}", Method::from(v as u8))),
         ("NodeInfo", "node_type") => known(format!("{:?}", NodeType::from(v as u8))),
+        ("PortInfo", "port_state") => known(format!("{:?}", PortState::from(v as u8))),
+        ("PortInfo", "port_phys_state") => known(format!("{:?}", PhysPortState::from(v as u8))),
+        ("PortInfo", "link_down_default_state") => {
+            known(format!("{:?}", LinkDownDefaultState::from(v as u8)))
+        }
+        ("PortInfo", "neighbor_mtu" | "mtu_cap") => known(format!("{:?}", Mtu::from(v as u8))),
+        ("PortInfo", "vl_cap" | "operational_vls") => known(format!("{:?}", VlCap::from(v as u8))),
+        ("PortInfo", "link_width_active") => known(format!("{:?}", LinkWidth::from(v as u8))),
+        ("PortInfo", "link_speed_active") => known(format!("{:?}", LinkSpeed::from(v as u8))),
+        ("PortInfo", "link_speed_ext_active") => {
+            known(format!("{:?}", LinkSpeedExt::from(v as u8)))
+        }
+        ("SMInfo", "sm_state") => known(format!("{:?}", SmState::from(v as u8))),
+        ("Notice", "notice_type") => known(format!("{:?}", NoticeType::from(v as u8))),
+        ("PortInfoExtended", "fec_mode_active") => known(format!("{:?}", FecMode::from(v as u16))),
         (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
         _ => None,
     }
@@ -144,6 +163,22 @@ pub fn smp_attribute(id: u16) -> Option<Parser> {
     Some(match SmAttributeId::from(id) {
         SmAttributeId::NodeInfo => boxed::<NodeInfo>,
         SmAttributeId::NodeDescription => boxed::<NodeDescription>,
+        SmAttributeId::Notice => boxed::<Notice>,
+        SmAttributeId::SwitchInfo => boxed::<SwitchInfo>,
+        SmAttributeId::GuidInfo => boxed::<GuidInfo>,
+        SmAttributeId::PortInfo => boxed::<PortInfo>,
+        SmAttributeId::PKeyTable => boxed::<PKeyTable>,
+        SmAttributeId::SlToVlMappingTable => boxed::<SlToVlMappingTable>,
+        SmAttributeId::VlArbitrationTable => boxed::<VlArbitrationTable>,
+        SmAttributeId::LinearForwardingTable => boxed::<LinearForwardingTable>,
+        SmAttributeId::RandomForwardingTable => boxed::<RandomForwardingTable>,
+        SmAttributeId::MulticastForwardingTable => boxed::<MulticastForwardingTable>,
+        SmAttributeId::LinkSpeedWidthPairsTable => boxed::<LinkSpeedWidthPairsTable>,
+        SmAttributeId::SmInfo => boxed::<SmInfo>,
+        SmAttributeId::VendorDiag => boxed::<VendorDiag>,
+        SmAttributeId::LedInfo => boxed::<LedInfo>,
+        SmAttributeId::PortInfoExtended => boxed::<PortInfoExtended>,
+        SmAttributeId::MlnxExtPortInfo => boxed::<MlnxExtPortInfo>,
         _ => return None,
     })
 }

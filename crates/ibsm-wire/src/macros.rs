@@ -279,6 +279,12 @@ macro_rules! wire_struct {
             fn from_value(v: $crate::field::FieldValue<'_>, _f: $crate::field::Field) -> Option<Self> {
                 match v {
                     $crate::field::FieldValue::Bytes(b) => Self::parse(b).ok(),
+                    // What `get_field` returns for a nested structure can be set back.
+                    $crate::field::FieldValue::Struct(s) if s.label() == $label => {
+                        let mut buf = [0u8; 256];
+                        s.encode(&mut buf);
+                        Self::parse(&buf).ok()
+                    }
                     _ => None,
                 }
             }

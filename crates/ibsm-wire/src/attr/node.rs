@@ -97,4 +97,41 @@ mod tests {
         e.push('a');
         assert_eq!(NodeDescription::from_text(&e).text().unwrap().len(), 64);
     }
+
+    /// NodeInfo of a 36-port switch as ibnetdiscover would see it through port 0.
+    const NODE_INFO: [u8; 40] = [
+        0x01, 0x01, 0x02, 0x24, // versions 1/1, switch, 36 ports
+        0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0xcc, // system image GUID
+        0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0xcd, // node GUID
+        0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0xcd, // port GUID
+        0x00, 0x08, 0xc7, 0x38, // partition cap 8, device 0xc738
+        0x00, 0x00, 0x00, 0xa1, // revision
+        0x00, 0x00, 0x02, 0xc9, // local port 0, vendor 0x0002c9
+    ];
+
+    #[test]
+    fn node_info_bytes() {
+        let n = NodeInfo::parse(&NODE_INFO).unwrap();
+        assert_eq!((n.base_version, n.class_version), (1, 1));
+        assert_eq!(n.node_type, NodeType::Switch);
+        assert_eq!(n.num_ports, 36);
+        assert_eq!(n.system_image_guid, 0x0002_c903_00aa_bbcc);
+        assert_eq!(n.node_guid, 0x0002_c903_00aa_bbcd);
+        assert_eq!(n.port_guid, n.node_guid);
+        assert_eq!((n.partition_cap, n.device_id), (8, 0xc738));
+        assert_eq!(n.revision, 0xa1);
+        assert_eq!(n.local_port_num, 0);
+        assert_eq!(n.vendor_id, 0x02c9);
+        assert_eq!(n.to_bytes(), NODE_INFO);
+        let v = NodeInfoView::new_checked(&NODE_INFO[..]).unwrap();
+        assert_eq!(v.vendor_id(), 0x02c9);
+        assert!(NodeInfo::parse(&NODE_INFO[..39]).is_err());
+        assert_eq!(NodeType::from(9), NodeType::Unknown(9));
+    }
+
+    #[test]
+    fn generic_properties() {
+        crate::attr::testutil::check::<NodeInfo>();
+        crate::attr::testutil::check::<NodeDescription>();
+    }
 }

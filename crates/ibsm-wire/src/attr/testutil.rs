@@ -199,9 +199,17 @@ fn arbitrary_bytes<T: WireStruct>(buf: &[u8], cut: usize) -> Result<(), TestCase
         T::LABEL,
         failed
     );
-    for d in T::FIELDS {
-        prop_assert!(x.get_field(d.name).is_some());
-    }
+    // Reflection sees the typed values, and setting each field to what it reads back
+    // (nested structures included) changes nothing.
+    let mut c = x;
+    let mut set_failed = None;
+    x.for_each_field(&mut |d, v| {
+        if x.get_field(d.name) != Some(v) || c.set_field(d.name, v).is_err() {
+            set_failed = set_failed.or(Some(d.name));
+        }
+    });
+    prop_assert!(set_failed.is_none(), "{}: {:?}", T::LABEL, set_failed);
+    prop_assert_eq!(c, x);
     // Emitting over the original bytes changes nothing: reserved bits are kept and
     // every field already holds its value.
     let mut again = buf.to_vec();
@@ -234,4 +242,42 @@ pub(crate) fn check<T: WireStruct>() {
             |(buf, cut)| arbitrary_bytes::<T>(&buf, cut),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", T::LABEL));
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(dead_code, unreachable_pub)]
+
+    wire_struct! {
+        /// Two rows sharing bit 7: the layout check must refuse it.
+        pub struct Overlap, view OverlapView, size 2, label "Overlap";
+        fields {
+            /// High bits.
+            a, set_a: u8 = (0, 0, 8);
+            /// Overlaps `a`.
+            b, set_b: u8 = (0, 7, 4);
+        }
+    }
+
+    wire_struct! {
+        /// A sane structure with a reserved gap and a nested one.
+        pub struct Sane, view SaneView, size 8, label "Sane";
+        fields {
+            /// 3 bits.
+            a, set_a: u8 = (0, 1, 3);
+            /// Nested.
+            inner, set_inner: crate::attr::LedInfo = (4, 0, 32);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "share bit")]
+    fn overlap_detected() {
+        super::check::<Overlap>();
+    }
+
+    #[test]
+    fn sane_passes() {
+        super::check::<Sane>();
+    }
 }
