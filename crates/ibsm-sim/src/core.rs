@@ -1,0 +1,970 @@
+//! The simulation proper: nodes, the port/link table, the event queue and forwarding.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::time::Duration;
+
+use ibsm_transport::{Incoming, Instant, Received};
+use ibsm_wire::{
+    DrAction, DrDiscard, DrNode, DrSmpView, PERMISSIVE_LID, dr_outbound, dr_returning,
+};
+
+use crate::SimConfig;
+use crate::agent::{Agent, LinkRequest, NodeKind, NodeSetup};
+use crate::counters::{Counters, DropReason};
+use crate::fault::Fault;
+use crate::rng::SplitMix64;
+
+const NONE: u32 = u32::MAX;
+const ATTR_SM_INFO: u16 = 0x0020;
+const METHOD_TRAP: u8 = 0x05;
+/// LID-routed hops after which a packet is declared looping (IB has no TTL; real
+/// fabrics drop it on the head-of-queue lifetime).
+pub(crate) const LID_HOP_LIMIT: u8 = 64;
+
+/// One port's end of the cabling.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    pub(crate) node: u32,
+    pub(crate) num: u8,
+    /// Global slot index of the peer port, NONE without a cable.
+    pub(crate) peer: u32,
+    /// A link-down fault holds this port's link down.
+    cut: bool,
+    /// The agent disabled the port.
+    disabled: bool,
+    /// Retraining (reset, GUID change, SubnSet PortState=Down) until a LinkTrain event.
+    training: bool,
+    /// The physical link is up (derived from the above at both ends).
+    pub(crate) up: bool,
+    drop_ppm: u32,
+    /// Per-link latency override in ns; NONE: the global hop latency.
+    latency_ns: u32,
+}
+
+pub(crate) struct Node<A> {
+    pub(crate) setup: NodeSetup,
+    pub(crate) agent: A,
+    pub(crate) base: u32,
+    pub(crate) removed: bool,
+    /// Bumped on reset/replacement: SMA work scheduled before is void.
+    epoch: u32,
+    timer_at: Option<Instant>,
+}
+
+impl<A> Node<A> {
+    pub(crate) fn is_switch(&self) -> bool {
+        self.setup.kind == NodeKind::Switch
+    }
+}
+
+/// A packet in flight: LRH fields that matter plus the 256-byte MAD.
+#[derive(Clone)]
+pub(crate) struct Packet {
+    pub(crate) mad: [u8; 256],
+    slid: u16,
+    dlid: u16,
+    sl: u8,
+    lid_hops: u8,
+    /// Port of the handle or agent that injected it (for local delivery).
+    src_port: u8,
+    /// The request reached the SMA over a LID-routed leg (answer goes back by LID).
+    arrived_by_lid: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ev {
+    Arrive {
+        node: u32,
+        port: u8,
+        pkt: u32,
+    },
+    Process {
+        node: u32,
+        port: u8,
+        pkt: u32,
+        epoch: u32,
+    },
+    AgentTimer {
+        node: u32,
+    },
+    LinkTrain {
+        slot: u32,
+    },
+    Fault(Fault),
+    Babble {
+        node: u32,
+        port: u8,
+        left: u32,
+        interval: Duration,
+    },
+}
+
+struct Entry {
+    t: Instant,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.t, self.seq).cmp(&(o.t, o.seq))
+    }
+}
+
+/// An SM attachment point.
+pub(crate) struct Attach {
+    pub(crate) node: u32,
+    pub(crate) port: u8,
+    pub(crate) inbox: VecDeque<Incoming>,
+    pub(crate) detached: bool,
+    /// The SM announced itself (IsSM), to be restored after a node reset.
+    pub(crate) is_sm: bool,
+}
+
+/// One record of the optional trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceRecord {
+    /// When.
+    pub t: Instant,
+    /// Node index.
+    pub node: u32,
+    /// Port involved (arrival or departure).
+    pub port: u8,
+    /// What happened.
+    pub kind: TraceKind,
+    /// AttributeID of the MAD.
+    pub attr: u16,
+    /// Low 32 bits of its TID.
+    pub tid: u32,
+}
+
+/// What a [`TraceRecord`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TraceKind {
+    /// Put on the link out of `port`.
+    Send,
+    /// Handed to the SMA or an SM.
+    Deliver,
+    /// Dropped.
+    Drop(DropReason),
+}
+
+pub(crate) struct Core<A> {
+    pub(crate) cfg: SimConfig,
+    pub(crate) now: Instant,
+    rng: SplitMix64,
+    pub(crate) nodes: Vec<Node<A>>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) by_guid: HashMap<u64, u32>,
+    queue: BinaryHeap<Reverse<Entry>>,
+    seq: u64,
+    packets: Vec<Packet>,
+    free: Vec<u32>,
+    pub(crate) attach: Vec<Attach>,
+    pub(crate) counters: Counters,
+    pub(crate) trace: Option<Vec<TraceRecord>>,
+    digest: u64,
+}
+
+fn fnv(h: u64, v: u64) -> u64 {
+    let mut h = h;
+    for b in v.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01B3);
+    }
+    h
+}
+
+impl<A: Agent> Core<A> {
+    pub(crate) fn new(cfg: SimConfig) -> Self {
+        Self {
+            rng: SplitMix64::new(cfg.seed),
+            cfg,
+            now: Instant::ZERO,
+            nodes: Vec::new(),
+            slots: Vec::new(),
+            by_guid: HashMap::new(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            packets: Vec::new(),
+            free: Vec::new(),
+            attach: Vec::new(),
+            counters: Counters::default(),
+            trace: None,
+            digest: 0xCBF2_9CE4_8422_2325,
+        }
+    }
+
+    pub(crate) fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    pub(crate) fn add_node(&mut self, setup: NodeSetup) -> u32 {
+        let idx = self.nodes.len() as u32;
+        let base = self.slots.len() as u32;
+        for num in 0..=setup.num_ports {
+            self.slots.push(Slot {
+                node: idx,
+                num,
+                peer: NONE,
+                cut: false,
+                disabled: false,
+                training: false,
+                up: false,
+                drop_ppm: 0,
+                latency_ns: NONE,
+            });
+        }
+        self.by_guid.insert(setup.guid, idx);
+        let agent = A::create(&setup, self.now);
+        self.nodes.push(Node {
+            setup,
+            agent,
+            base,
+            removed: false,
+            epoch: 0,
+            timer_at: None,
+        });
+        self.counters.nodes.push(Default::default());
+        idx
+    }
+
+    pub(crate) fn slot_of(&self, node: u32, port: u8) -> Option<u32> {
+        let n = self.nodes.get(node as usize)?;
+        (port <= n.setup.num_ports).then_some(n.base + u32::from(port))
+    }
+
+    /// Cables two ports (without training the link; [`Self::refresh_link`] does).
+    pub(crate) fn cable(&mut self, a: u32, b: u32) {
+        self.slots[a as usize].peer = b;
+        self.slots[b as usize].peer = a;
+    }
+
+    // ----- the event queue -----
+
+    fn push(&mut self, t: Instant, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Entry {
+            t,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    pub(crate) fn next_event_time(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse(e)| e.t)
+    }
+
+    pub(crate) fn schedule_fault(&mut self, at: Instant, f: Fault) {
+        self.push(at.max(self.now), Ev::Fault(f));
+    }
+
+    /// Processes one event; `false` when the queue is empty.
+    pub(crate) fn step(&mut self) -> bool {
+        let Some(Reverse(e)) = self.queue.pop() else {
+            return false;
+        };
+        if e.t > self.now {
+            self.now = e.t;
+        }
+        self.counters.events += 1;
+        match e.ev {
+            Ev::Arrive { node, port, pkt } => self.arrive(node, port, pkt),
+            Ev::Process {
+                node,
+                port,
+                pkt,
+                epoch,
+            } => self.process(node, port, pkt, epoch),
+            Ev::AgentTimer { node } => {
+                let n = &mut self.nodes[node as usize];
+                if n.timer_at == Some(e.t) && !n.removed {
+                    n.timer_at = None;
+                    n.agent.handle_timeout(self.now);
+                    self.after_agent(node);
+                }
+            }
+            Ev::LinkTrain { slot } => {
+                self.slots[slot as usize].training = false;
+                self.refresh_link(slot);
+            }
+            Ev::Fault(f) => self.apply_fault(f),
+            Ev::Babble {
+                node,
+                port,
+                left,
+                interval,
+            } => self.babble(node, port, left, interval),
+        }
+        true
+    }
+
+    pub(crate) fn run_until(&mut self, t: Instant) {
+        while self.next_event_time().is_some_and(|et| et <= t) {
+            self.step();
+        }
+        if t > self.now && t != Instant::MAX {
+            self.now = t;
+        }
+    }
+
+    // ----- packets -----
+
+    fn alloc(&mut self, p: Packet) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.packets[i as usize] = p;
+            i
+        } else {
+            self.packets.push(p);
+            (self.packets.len() - 1) as u32
+        }
+    }
+
+    fn release(&mut self, pkt: u32) {
+        self.free.push(pkt);
+    }
+
+    fn attr_of(&self, pkt: u32) -> (u16, u32) {
+        let m = &self.packets[pkt as usize].mad;
+        (
+            u16::from_be_bytes([m[16], m[17]]),
+            u32::from_be_bytes([m[12], m[13], m[14], m[15]]),
+        )
+    }
+
+    fn record(&mut self, node: u32, port: u8, kind: TraceKind, pkt: u32) {
+        let (attr, tid) = self.attr_of(pkt);
+        let code = match kind {
+            TraceKind::Send => 1,
+            TraceKind::Deliver => 2,
+            TraceKind::Drop(r) => 3 + r as u64,
+        };
+        let mut h = fnv(self.digest, self.now.as_nanos());
+        h = fnv(h, (u64::from(node) << 16) | (u64::from(port) << 8) | code);
+        self.digest = fnv(h, (u64::from(attr) << 32) | u64::from(tid));
+        if let Some(tr) = &mut self.trace {
+            tr.push(TraceRecord {
+                t: self.now,
+                node,
+                port,
+                kind,
+                attr,
+                tid,
+            });
+        }
+    }
+
+    fn drop_pkt(&mut self, node: u32, port: u8, pkt: u32, why: DropReason) {
+        let (attr, _) = self.attr_of(pkt);
+        *self.counters.drops.entry(why).or_insert(0) += 1;
+        self.counters.attrs.entry(attr).or_default().dropped += 1;
+        if let Some(c) = self.counters.nodes.get_mut(node as usize) {
+            c.dropped += 1;
+        }
+        self.record(node, port, TraceKind::Drop(why), pkt);
+        self.release(pkt);
+    }
+
+    fn note_sent(&mut self, pkt: u32) {
+        let (attr, _) = self.attr_of(pkt);
+        self.counters.attrs.entry(attr).or_default().sent += 1;
+    }
+
+    fn note_delivered(&mut self, node: u32, port: u8, pkt: u32) {
+        let (attr, _) = self.attr_of(pkt);
+        self.counters.attrs.entry(attr).or_default().delivered += 1;
+        self.counters.nodes[node as usize].delivered += 1;
+        self.record(node, port, TraceKind::Deliver, pkt);
+    }
+
+    fn is_smp(mad: &[u8; 256]) -> bool {
+        matches!(mad[1], 0x01 | 0x81)
+    }
+
+    /// Whether `node` owns `dlid` when it arrives on `port`.
+    fn owns(&self, node: u32, port: u8, dlid: u16) -> bool {
+        if dlid == PERMISSIVE_LID {
+            return true;
+        }
+        let n = &self.nodes[node as usize];
+        let p = if n.is_switch() { 0 } else { port };
+        let (base, lmc) = n.agent.lid(p);
+        if base == 0 {
+            return false;
+        }
+        let span = 1u32 << lmc.min(7);
+        let d = u32::from(dlid);
+        d >= u32::from(base) && d < u32::from(base) + span
+    }
+
+    /// Puts `pkt` on the link out of (node, port).
+    fn transmit(&mut self, node: u32, port: u8, pkt: u32) {
+        let n = &self.nodes[node as usize];
+        if port == 0 || port > n.setup.num_ports {
+            return self.drop_pkt(node, port, pkt, DropReason::NoSuchPort);
+        }
+        let si = (n.base + u32::from(port)) as usize;
+        let slot = self.slots[si];
+        if !slot.up {
+            return self.drop_pkt(node, port, pkt, DropReason::PortDown);
+        }
+        let p = &self.packets[pkt as usize];
+        let smp = Self::is_smp(&p.mad);
+        let state = n.agent.port_state(port);
+        let passes = if smp {
+            state.passes_smps()
+        } else {
+            state == crate::agent::PortState::Active
+        };
+        if !passes {
+            return self.drop_pkt(node, port, pkt, DropReason::PortState);
+        }
+        let lid_routed = p.dlid != PERMISSIVE_LID;
+        let peer = self.slots[slot.peer as usize];
+        if self.rng.chance_ppm(self.cfg.drop_ppm) || self.rng.chance_ppm(slot.drop_ppm) {
+            return self.drop_pkt(node, port, pkt, DropReason::Loss);
+        }
+        self.counters.nodes[node as usize].forwarded += 1;
+        if lid_routed {
+            self.counters.lid_hops += 1;
+        } else {
+            self.counters.dr_hops += 1;
+        }
+        if self.trace.is_some() {
+            self.record(node, port, TraceKind::Send, pkt);
+        }
+        let lat = if slot.latency_ns == NONE {
+            self.cfg.hop_latency
+        } else {
+            Duration::from_nanos(u64::from(slot.latency_ns))
+        };
+        let at = self.now + lat;
+        self.push(
+            at,
+            Ev::Arrive {
+                node: peer.node,
+                port: peer.num,
+                pkt,
+            },
+        );
+    }
+
+    fn arrive(&mut self, node: u32, port: u8, pkt: u32) {
+        if self.nodes[node as usize].removed {
+            return self.drop_pkt(node, port, pkt, DropReason::NodeGone);
+        }
+        let dlid = self.packets[pkt as usize].dlid;
+        if dlid != PERMISSIVE_LID {
+            if !self.owns(node, port, dlid) {
+                if self.nodes[node as usize].is_switch() {
+                    return self.lid_forward(node, port, pkt);
+                }
+                return self.drop_pkt(node, port, pkt, DropReason::WrongEndpoint);
+            }
+            return self.at_destination(node, Some(port), true, pkt);
+        }
+        self.at_destination(node, Some(port), false, pkt);
+    }
+
+    /// LID-routes `pkt` onwards from switch `node` (which does not own the DLID).
+    fn lid_forward(&mut self, node: u32, in_port: u8, pkt: u32) {
+        let p = &mut self.packets[pkt as usize];
+        p.lid_hops = p.lid_hops.saturating_add(1);
+        if p.lid_hops > LID_HOP_LIMIT {
+            return self.drop_pkt(node, in_port, pkt, DropReason::Loop);
+        }
+        let dlid = p.dlid;
+        let smp = Self::is_smp(&p.mad);
+        let n = &self.nodes[node as usize];
+        let Some(out) = n.agent.lft_port(dlid) else {
+            return self.drop_pkt(node, in_port, pkt, DropReason::NoRoute);
+        };
+        if out == 0 {
+            // The management port only owns the switch's own LIDs.
+            return self.drop_pkt(node, in_port, pkt, DropReason::WrongEndpoint);
+        }
+        if !smp && in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+            return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
+        }
+        self.transmit(node, out, pkt);
+    }
+
+    /// The packet's LRH destination is this node: apply directed-route rules or deliver.
+    fn at_destination(&mut self, node: u32, in_port: Option<u8>, via_lid: bool, pkt: u32) {
+        let class = self.packets[pkt as usize].mad[1];
+        let port_here = in_port.unwrap_or(self.packets[pkt as usize].src_port);
+        if class != 0x81 {
+            return self.dispatch(node, port_here, via_lid, pkt);
+        }
+        let n = &self.nodes[node as usize];
+        let dn = DrNode {
+            is_switch: n.is_switch(),
+            num_ports: n.setup.num_ports,
+            in_port,
+            via_lid,
+        };
+        let returning = self.packets[pkt as usize].mad[4] & 0x80 != 0;
+        let action = {
+            let Ok(mut v) = DrSmpView::new_checked(&mut self.packets[pkt as usize].mad[..]) else {
+                return self.drop_pkt(node, port_here, pkt, DropReason::Malformed);
+            };
+            if returning {
+                dr_returning(&mut v, dn)
+            } else {
+                dr_outbound(&mut v, dn)
+            }
+        };
+        match action {
+            DrAction::Forward { port } => {
+                self.packets[pkt as usize].dlid = PERMISSIVE_LID;
+                self.transmit(node, port, pkt);
+            }
+            DrAction::ForwardLid { dlid } => {
+                let own = self.nodes[node as usize].agent.lid(0).0;
+                let p = &mut self.packets[pkt as usize];
+                p.dlid = dlid;
+                p.slid = own;
+                p.lid_hops = 0;
+                if self.owns(node, 0, dlid) {
+                    return self.at_destination(node, Some(0), true, pkt);
+                }
+                self.lid_forward(node, 0, pkt);
+            }
+            DrAction::Deliver => {
+                if returning {
+                    self.deliver_to_sm(node, port_here, pkt);
+                } else {
+                    self.dispatch(node, port_here, via_lid, pkt);
+                }
+            }
+            DrAction::Discard(d) => {
+                let why = match d {
+                    DrDiscard::NotASwitch => DropReason::NotASwitch,
+                    DrDiscard::NoSuchPort => DropReason::NoSuchPort,
+                    _ => DropReason::BadHopPointer,
+                };
+                self.drop_pkt(node, port_here, pkt, why);
+            }
+        }
+    }
+
+    fn sm_at(&self, node: u32, port: u8) -> Option<usize> {
+        self.attach
+            .iter()
+            .position(|a| !a.detached && a.node == node && a.port == port)
+    }
+
+    /// Hands a packet to the SM attached at (node, port).
+    fn deliver_to_sm(&mut self, node: u32, port: u8, pkt: u32) {
+        let port = if self.nodes[node as usize].is_switch() {
+            0
+        } else {
+            port
+        };
+        let Some(a) = self.sm_at(node, port) else {
+            return self.drop_pkt(node, port, pkt, DropReason::NoSm);
+        };
+        self.note_delivered(node, port, pkt);
+        let p = &self.packets[pkt as usize];
+        let rx = Received {
+            mad: p.mad.to_vec(),
+            slid: p.slid,
+            sl: p.sl,
+            qpn: if Self::is_smp(&p.mad) { 0 } else { 1 },
+            pkey_index: 0,
+            at: self.now,
+        };
+        self.attach[a].inbox.push_back(Incoming::Mad(rx));
+        self.release(pkt);
+    }
+
+    /// A packet reached its destination node: to the SMA or to an attached SM.
+    fn dispatch(&mut self, node: u32, port: u8, via_lid: bool, pkt: u32) {
+        // The SMA learns the real arrival port (NodeInfo.LocalPortNum); SMs on a
+        // switch sit on port 0 (`deliver_to_sm` maps it).
+        let p = &mut self.packets[pkt as usize];
+        p.arrived_by_lid = via_lid;
+        let mad = &p.mad;
+        let response = mad[3] & 0x80 != 0;
+        let method = mad[3] & 0x7F;
+        let attr = u16::from_be_bytes([mad[16], mad[17]]);
+        if !Self::is_smp(mad) {
+            self.nodes[node as usize].agent.data_packet(self.now, port);
+            return self.deliver_to_sm(node, port, pkt);
+        }
+        if mad[0] != 1 {
+            return self.drop_pkt(node, port, pkt, DropReason::Malformed);
+        }
+        let for_sm = response
+            || method == METHOD_TRAP
+            || (attr == ATTR_SM_INFO && self.sm_at(node, port).is_some());
+        if for_sm {
+            return self.deliver_to_sm(node, port, pkt);
+        }
+        let epoch = self.nodes[node as usize].epoch;
+        let at = self.now + self.cfg.sma_time;
+        self.push(
+            at,
+            Ev::Process {
+                node,
+                port,
+                pkt,
+                epoch,
+            },
+        );
+    }
+
+    /// The SMA of `node` answers the SMP that arrived on `port`.
+    fn process(&mut self, node: u32, port: u8, pkt: u32, epoch: u32) {
+        let n = &self.nodes[node as usize];
+        if n.removed || n.epoch != epoch {
+            return self.drop_pkt(node, port, pkt, DropReason::NodeGone);
+        }
+        self.note_delivered(node, port, pkt);
+        let now = self.now;
+        let answered = self.nodes[node as usize].agent.handle_smp(
+            now,
+            port,
+            &mut self.packets[pkt as usize].mad,
+        );
+        if !answered {
+            // Counted apart from losses: the SMA chose silence.
+            *self
+                .counters
+                .drops
+                .entry(DropReason::NoResponse)
+                .or_insert(0) += 1;
+            self.release(pkt);
+            self.after_agent(node);
+            return;
+        }
+        self.counters.nodes[node as usize].answered += 1;
+        self.note_sent(pkt);
+        let p = &mut self.packets[pkt as usize];
+        p.src_port = port;
+        let class = p.mad[1];
+        let dr_dlid = u16::from_be_bytes([p.mad[34], p.mad[35]]);
+        if class == 0x81 && !(p.arrived_by_lid && dr_dlid != PERMISSIVE_LID) {
+            self.at_destination(node, None, false, pkt);
+        } else {
+            // LID-routed answer back to the requester (for a DR SMP that came over a
+            // final LID-routed leg: back to the switch that started that leg).
+            let own = self.nodes[node as usize].agent.lid(port).0;
+            let p = &mut self.packets[pkt as usize];
+            p.dlid = p.slid;
+            p.slid = own;
+            p.lid_hops = 0;
+            self.route_from(node, port, pkt);
+        }
+        self.after_agent(node);
+    }
+
+    /// Sends a LID-routed packet (LRH DLID already set) from (node, port).
+    pub(crate) fn route_from(&mut self, node: u32, port: u8, pkt: u32) {
+        let dlid = self.packets[pkt as usize].dlid;
+        if self.owns(node, port, dlid) {
+            return self.at_destination(node, Some(port), true, pkt);
+        }
+        if self.nodes[node as usize].is_switch() {
+            self.lid_forward(node, 0, pkt);
+        } else {
+            self.transmit(node, port, pkt);
+        }
+    }
+
+    /// Drains what the agent wants after any input: traps, link requests, its timer.
+    fn after_agent(&mut self, node: u32) {
+        let now = self.now;
+        loop {
+            let n = &mut self.nodes[node as usize];
+            let Some(tx) = n.agent.poll_transmit(now) else {
+                break;
+            };
+            let slid = n.agent.lid(tx.port).0;
+            let pkt = self.alloc(Packet {
+                mad: tx.mad,
+                slid,
+                dlid: tx.dlid,
+                sl: tx.sl,
+                lid_hops: 0,
+                src_port: tx.port,
+                arrived_by_lid: false,
+            });
+            self.note_sent(pkt);
+            self.route_from(node, tx.port, pkt);
+        }
+        while let Some((port, req)) = self.nodes[node as usize].agent.poll_link_request() {
+            if let Some(s) = self.slot_of(node, port) {
+                match req {
+                    LinkRequest::Retrain => self.retrain(s),
+                    LinkRequest::Disable => {
+                        self.slots[s as usize].disabled = true;
+                        self.refresh_link(s);
+                    }
+                    LinkRequest::Enable => {
+                        self.slots[s as usize].disabled = false;
+                        self.refresh_link(s);
+                    }
+                }
+            }
+        }
+        let n = &mut self.nodes[node as usize];
+        if let Some(t) = n.agent.poll_timeout() {
+            if n.timer_at.is_none_or(|cur| t < cur) {
+                n.timer_at = Some(t);
+                self.push(t.max(now), Ev::AgentTimer { node });
+            }
+        }
+    }
+
+    // ----- links -----
+
+    fn want_up(&self, s: u32) -> bool {
+        let a = self.slots[s as usize];
+        if a.peer == NONE || a.num == 0 {
+            return false;
+        }
+        let b = self.slots[a.peer as usize];
+        let alive =
+            |x: &Slot| !x.cut && !x.disabled && !x.training && !self.nodes[x.node as usize].removed;
+        alive(&a) && alive(&b)
+    }
+
+    /// Brings the physical state of the link through slot `s` in line with its causes,
+    /// telling both agents when it changes.
+    pub(crate) fn refresh_link(&mut self, s: u32) {
+        let up = self.want_up(s);
+        let a = self.slots[s as usize];
+        if a.peer == NONE || a.up == up {
+            return;
+        }
+        let peer = a.peer;
+        self.slots[s as usize].up = up;
+        self.slots[peer as usize].up = up;
+        let now = self.now;
+        for slot in [s, peer] {
+            let Slot { node, num, .. } = self.slots[slot as usize];
+            let n = &mut self.nodes[node as usize];
+            if n.removed {
+                continue;
+            }
+            if up {
+                n.agent.link_up(now, num);
+            } else {
+                n.agent.link_down(now, num);
+            }
+            self.after_agent(node);
+        }
+    }
+
+    fn retrain(&mut self, s: u32) {
+        self.slots[s as usize].training = true;
+        self.refresh_link(s);
+        let at = self.now + self.cfg.retrain_time;
+        self.push(at, Ev::LinkTrain { slot: s });
+    }
+
+    fn flap_node(&mut self, node: u32) {
+        let n = &self.nodes[node as usize];
+        let (base, np) = (n.base, n.setup.num_ports);
+        for p in 1..=np {
+            let s = base + u32::from(p);
+            if self.slots[s as usize].peer != NONE {
+                self.retrain(s);
+            }
+        }
+    }
+
+    // ----- faults -----
+
+    pub(crate) fn apply_fault(&mut self, f: Fault) {
+        match f {
+            Fault::LinkDown { node, port } | Fault::LinkUp { node, port } => {
+                let down = matches!(f, Fault::LinkDown { .. });
+                if let Some(s) = self.slot_of(node.0, port) {
+                    self.slots[s as usize].cut = down;
+                    let peer = self.slots[s as usize].peer;
+                    if peer != NONE {
+                        self.slots[peer as usize].cut = down;
+                    }
+                    self.refresh_link(s);
+                }
+            }
+            Fault::NodeReset { node } => {
+                if let Some(n) = self.nodes.get_mut(node.0 as usize) {
+                    n.epoch += 1;
+                    n.timer_at = None;
+                    n.agent.reset(self.now);
+                    self.restore_is_sm(node.0);
+                    self.flap_node(node.0);
+                }
+            }
+            Fault::NodeRemove { node } => {
+                if let Some(n) = self.nodes.get_mut(node.0 as usize) {
+                    n.removed = true;
+                    let (base, np) = (n.base, n.setup.num_ports);
+                    for p in 1..=np {
+                        self.refresh_link(base + u32::from(p));
+                    }
+                    for a in &mut self.attach {
+                        if a.node == node.0 {
+                            a.detached = true;
+                        }
+                    }
+                }
+            }
+            Fault::GuidChange { node, guid } => {
+                if let Some(n) = self.nodes.get_mut(node.0 as usize) {
+                    let setup = n.setup.with_guid(guid);
+                    self.by_guid.remove(&n.setup.guid);
+                    n.agent = A::create(&setup, self.now);
+                    n.setup = setup;
+                    n.epoch += 1;
+                    n.timer_at = None;
+                    self.by_guid.insert(guid, node.0);
+                    self.restore_is_sm(node.0);
+                    self.flap_node(node.0);
+                }
+            }
+            Fault::DropRate { ppm } => self.cfg.drop_ppm = ppm,
+            Fault::LinkDropRate { node, port, ppm } => {
+                if let Some(s) = self.slot_of(node.0, port) {
+                    self.slots[s as usize].drop_ppm = ppm;
+                    let peer = self.slots[s as usize].peer;
+                    if peer != NONE {
+                        self.slots[peer as usize].drop_ppm = ppm;
+                    }
+                }
+            }
+            Fault::HopLatency { latency } => self.cfg.hop_latency = latency,
+            Fault::LinkLatency {
+                node,
+                port,
+                latency,
+            } => {
+                if let Some(s) = self.slot_of(node.0, port) {
+                    let ns = u32::try_from(latency.as_nanos()).unwrap_or(NONE - 1);
+                    self.slots[s as usize].latency_ns = ns;
+                    let peer = self.slots[s as usize].peer;
+                    if peer != NONE {
+                        self.slots[peer as usize].latency_ns = ns;
+                    }
+                }
+            }
+            Fault::SmaTime { time } => self.cfg.sma_time = time,
+            Fault::Babble {
+                node,
+                port,
+                interval,
+                count,
+            } => {
+                if count > 0 && (node.0 as usize) < self.nodes.len() {
+                    let now = self.now;
+                    self.push(
+                        now,
+                        Ev::Babble {
+                            node: node.0,
+                            port,
+                            left: count,
+                            interval,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn restore_is_sm(&mut self, node: u32) {
+        let ports: Vec<u8> = self
+            .attach
+            .iter()
+            .filter(|a| a.node == node && !a.detached && a.is_sm)
+            .map(|a| a.port)
+            .collect();
+        for p in ports {
+            self.nodes[node as usize].agent.set_is_sm(p, true);
+        }
+    }
+
+    /// One garbage SMP out of a babbling port: random bytes shaped just enough to
+    /// travel (base version 1, an SMP class), so every receiver's checks are exercised.
+    fn babble(&mut self, node: u32, port: u8, left: u32, interval: Duration) {
+        if self.nodes[node as usize].removed {
+            return;
+        }
+        let mut mad = [0u8; 256];
+        self.rng.fill(&mut mad);
+        mad[0] = 1;
+        let directed = mad[1] & 1 == 1;
+        mad[1] = if directed { 0x81 } else { 0x01 };
+        let dlid = if directed {
+            PERMISSIVE_LID
+        } else {
+            u16::from_be_bytes([mad[2], mad[5]])
+        };
+        mad[2] = 1;
+        let pkt = self.alloc(Packet {
+            mad,
+            slid: PERMISSIVE_LID,
+            dlid,
+            sl: 0,
+            lid_hops: 0,
+            src_port: port,
+            arrived_by_lid: false,
+        });
+        self.note_sent(pkt);
+        self.transmit(node, port, pkt);
+        if left > 1 {
+            let at = self.now + interval;
+            self.push(
+                at,
+                Ev::Babble {
+                    node,
+                    port,
+                    left: left - 1,
+                    interval,
+                },
+            );
+        }
+    }
+
+    // ----- SM handles -----
+
+    /// Injects a MAD from the SM attached as `a`. The caller has validated and
+    /// prepared the bytes; `dlid` is the first leg's LRH DLID.
+    pub(crate) fn inject(&mut self, a: usize, mad: [u8; 256], dlid: u16, sl: u8) {
+        let Attach { node, port, .. } = self.attach[a];
+        let slid = if dlid == PERMISSIVE_LID {
+            PERMISSIVE_LID
+        } else {
+            self.nodes[node as usize].agent.lid(port).0
+        };
+        let pkt = self.alloc(Packet {
+            mad,
+            slid,
+            dlid,
+            sl,
+            lid_hops: 0,
+            src_port: port,
+            arrived_by_lid: false,
+        });
+        self.note_sent(pkt);
+        if dlid == PERMISSIVE_LID {
+            self.at_destination(node, None, false, pkt);
+        } else {
+            self.route_from(node, port, pkt);
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! `ibsm-sim`: a deterministic InfiniBand fabric simulator for SM development and tests.
+//!
+//! Every node runs a Subnet Management Agent (the [`Agent`] trait; `ibsm-sma` by
+//! default), links carry SMPs with per-hop latency and loss, and time is virtual: an
+//! event queue that [`Sim::run_until`] / [`Sim::step`] drain, so a 60 s M_Key lease
+//! expires without waiting and one seed always gives the bit-identical run.
+//!
+//! * **Directed routing** follows the hop-by-hop rules of `smp.md` section 4 in both
+//!   directions (hop pointer, ReturnPath, DrSLID/DrDLID LID-routed legs); SMPs are
+//!   dropped where a port is down or the path is invalid.
+//! * **LID routing** follows the LFTs the SM programmed into the switches' SMAs and
+//!   the port states: SMPs (VL15) pass ports in Init/Armed/Active, other traffic needs
+//!   Active. A wrong LFT really breaks delivery.
+//! * **SMs attach** at any port ([`Sim::attach_sm`]), each getting its own
+//!   [`SimPort`], an `ibsm_transport::Transport`. SMInfo requests and traps go to the
+//!   attached SM, everything else to the node's SMA.
+//! * **Faults** ([`Fault`]), applied now or scheduled on the timeline, also from a
+//!   small text script ([`Sim::load_script`]).
+//! * **Counters** per node, per attribute and per drop reason, an optional trace, a
+//!   digest of the whole run, and [`Sim::verify`], the checks the diagnostics make.
+//!
+//! # Example
+//!
+//! ```
+//! use ibsm_sim::{Sim, SimConfig, NodeSetup, NodeKind, testing::MiniAgent};
+//! use ibsm_transport::{Address, DrAddress, Incoming, Instant, Transport};
+//! use ibsm_wire::{DrPath, DrSmp, Method, SmAttributeId, NodeInfo, DrSmpView};
+//!
+//! let mut sim: Sim<MiniAgent> = Sim::new(SimConfig::default());
+//! let ca = sim.add_node(NodeSetup::new(0x10, NodeKind::Ca, 1, "host"))?;
+//! let sw = sim.add_node(NodeSetup::new(0x20, NodeKind::Switch, 8, "switch"))?;
+//! sim.connect(ca, 1, sw, 5)?;
+//! let mut sm = sim.attach_sm(ca, 1)?;
+//!
+//! // SubnGet(NodeInfo) of the switch, one hop away through port 1.
+//! let path = DrPath::from_ports(&[1])?;
+//! let req = DrSmp::request(Method::Get, SmAttributeId::NodeInfo.into(), 0, 7, 0, &path);
+//! sm.send(&Address::Directed(DrAddress::direct(path)), &req.to_bytes())?;
+//! let Ok(Incoming::Mad(rx)) = sm.recv(Instant::from_millis(1)) else { panic!() };
+//! let view = DrSmpView::new_checked(&rx.mad[..])?;
+//! assert_eq!(view.return_path()[1], 5); // the switch saw it arrive on port 5
+//! assert_eq!(NodeInfo::parse(view.attr_data())?.node_guid, 0x20);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod agent;
+mod core;
+mod counters;
+mod error;
+mod fault;
+mod handle;
+mod rng;
+pub mod testing;
+mod verify;
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::Duration;
+
+use ibsm_transport::Instant;
+
+pub use agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
+pub use core::{TraceKind, TraceRecord};
+pub use counters::{AttrCounters, Counters, DropReason, NodeCounters};
+pub use error::SimError;
+pub use fault::{Fault, parse_duration};
+pub use handle::SimPort;
+pub use rng::{SplitMix64, ppm};
+pub use verify::{PathFault, PathProblem, VerifyReport};
+
+use crate::core::{Attach, Core};
+
+/// A node of the simulation (its index, stable for the simulation's life).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeIdx(pub u32);
+
+/// Knobs of a simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Seed of every random choice (drops, babble bytes).
+    pub seed: u64,
+    /// Time to cross one link.
+    pub hop_latency: Duration,
+    /// Time an SMA takes to answer.
+    pub sma_time: Duration,
+    /// Time a link takes to train again after a retrain request, reset or replacement.
+    pub retrain_time: Duration,
+    /// Loss on every link, parts per million.
+    pub drop_ppm: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            hop_latency: Duration::from_nanos(100),
+            sma_time: Duration::from_micros(1),
+            retrain_time: Duration::from_millis(10),
+            drop_ppm: 0,
+        }
+    }
+}
+
+/// A simulated fabric; see the [crate docs](crate).
+///
+/// `Sim` and its [`SimPort`]s share one state (`Rc<RefCell<..>>`): they live in one
+/// thread, which is what makes runs deterministic.
+pub struct Sim<A: Agent> {
+    core: Rc<RefCell<Core<A>>>,
+}
+
+impl<A: Agent> std::fmt::Debug for Sim<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.core.borrow();
+        write!(f, "Sim({} nodes, now {})", c.nodes.len(), c.now)
+    }
+}
+
+impl<A: Agent> Sim<A> {
+    /// An empty fabric.
+    #[must_use]
+    pub fn new(cfg: SimConfig) -> Self {
+        Self {
+            core: Rc::new(RefCell::new(Core::new(cfg))),
+        }
+    }
+
+    /// Adds a powered node with no links.
+    ///
+    /// # Errors
+    /// [`SimError::DuplicateGuid`].
+    pub fn add_node(&mut self, setup: NodeSetup) -> Result<NodeIdx, SimError> {
+        let mut c = self.core.borrow_mut();
+        if c.by_guid.contains_key(&setup.guid) {
+            return Err(SimError::DuplicateGuid(setup.guid));
+        }
+        Ok(NodeIdx(c.add_node(setup)))
+    }
+
+    /// Cables (a, pa) to (b, pb); the link trains at once (both SMAs see it come up).
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNode`] / [`SimError::NoSuchPort`] (port 0 included),
+    /// [`SimError::BadLink`] for a port already cabled or a loop-back cable.
+    pub fn connect(&mut self, a: NodeIdx, pa: u8, b: NodeIdx, pb: u8) -> Result<(), SimError> {
+        let mut c = self.core.borrow_mut();
+        let sa = Self::ext_slot(&c, a, pa)?;
+        let sb = Self::ext_slot(&c, b, pb)?;
+        if sa == sb
+            || c.slots[sa as usize].peer != u32::MAX
+            || c.slots[sb as usize].peer != u32::MAX
+        {
+            return Err(SimError::BadLink {
+                what: format!("node {} port {pa} to node {} port {pb}", a.0, b.0),
+            });
+        }
+        c.cable(sa, sb);
+        c.refresh_link(sa);
+        Ok(())
+    }
+
+    fn ext_slot(c: &Core<A>, n: NodeIdx, p: u8) -> Result<u32, SimError> {
+        let node = c
+            .nodes
+            .get(n.0 as usize)
+            .ok_or_else(|| SimError::NoSuchNode(format!("index {}", n.0)))?;
+        if p == 0 || p > node.setup.num_ports {
+            return Err(SimError::NoSuchPort {
+                node: format!("{:#018x}", node.setup.guid),
+                port: p,
+            });
+        }
+        Ok(node.base + u32::from(p))
+    }
+
+    /// Attaches an SM at (node, port) (port 0 on a switch) and returns its transport.
+    /// The SM announces itself with [`Transport::set_is_sm`](ibsm_transport::Transport::set_is_sm).
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNode`], [`SimError::NoSuchPort`],
+    /// [`SimError::AlreadyAttached`].
+    pub fn attach_sm(&mut self, node: NodeIdx, port: u8) -> Result<SimPort<A>, SimError> {
+        let mut c = self.core.borrow_mut();
+        let n = c
+            .nodes
+            .get(node.0 as usize)
+            .ok_or_else(|| SimError::NoSuchNode(format!("index {}", node.0)))?;
+        let guid = format!("{:#018x}", n.setup.guid);
+        let valid = if n.is_switch() {
+            port == 0
+        } else {
+            port >= 1 && port <= n.setup.num_ports
+        };
+        if !valid {
+            return Err(SimError::NoSuchPort { node: guid, port });
+        }
+        if c.attach
+            .iter()
+            .any(|a| !a.detached && a.node == node.0 && a.port == port)
+        {
+            return Err(SimError::AlreadyAttached { node: guid, port });
+        }
+        c.attach.push(Attach {
+            node: node.0,
+            port,
+            inbox: VecDeque::new(),
+            detached: false,
+            is_sm: false,
+        });
+        Ok(SimPort {
+            core: Rc::clone(&self.core),
+            id: c.attach.len() - 1,
+        })
+    }
+
+    /// The virtual clock.
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        self.core.borrow().now
+    }
+
+    /// When the next event is due (`None`: the fabric is quiet).
+    #[must_use]
+    pub fn next_event_time(&self) -> Option<Instant> {
+        self.core.borrow().next_event_time()
+    }
+
+    /// Processes one event; `false` if there was none.
+    pub fn step(&mut self) -> bool {
+        self.core.borrow_mut().step()
+    }
+
+    /// Processes every event due at or before `t`, then sets the clock to `t`.
+    pub fn run_until(&mut self, t: Instant) {
+        self.core.borrow_mut().run_until(t);
+    }
+
+    /// [`Self::run_until`] `now + d`.
+    pub fn run_for(&mut self, d: Duration) {
+        let t = self.now() + d;
+        self.run_until(t);
+    }
+
+    /// Processes events until none is left or `max_events` have run; returns how many
+    /// ran.
+    pub fn run_until_idle(&mut self, max_events: u64) -> u64 {
+        let mut c = self.core.borrow_mut();
+        let mut n = 0;
+        while n < max_events && c.step() {
+            n += 1;
+        }
+        n
+    }
+
+    /// Applies a fault now.
+    pub fn apply(&mut self, fault: Fault) {
+        self.core.borrow_mut().apply_fault(fault);
+    }
+
+    /// Schedules a fault at `at` (now, if `at` is past).
+    pub fn schedule(&mut self, at: Instant, fault: Fault) {
+        self.core.borrow_mut().schedule_fault(at, fault);
+    }
+
+    /// Schedules the faults of a script, times relative to now. One line each,
+    /// `<time> <action> <args>`, `#` starts a comment; times as `1.5s`, `20ms`, `5us`;
+    /// nodes as a GUID (`0x...`), an index (`n12`) or a description without spaces:
+    ///
+    /// ```text
+    /// 1s     link-down 0x0002c90000000010 3
+    /// 1.5s   link-up   0x0002c90000000010 3
+    /// 2s     reset n12          # power-cycle
+    /// 3s     remove n13
+    /// 4s     guid n14 0x1234    # board replaced
+    /// 0      drop-rate 0.01     # every link
+    /// 0      link-drop-rate n1 2 0.5
+    /// 0      latency 200ns      # per hop
+    /// 0      link-latency n1 2 5us
+    /// 0      sma-time 2us
+    /// 5s     babble n3 1 1ms 100
+    /// ```
+    ///
+    /// # Errors
+    /// [`SimError::Script`] with the line number; nothing is scheduled then.
+    pub fn load_script(&mut self, text: &str) -> Result<usize, SimError> {
+        let lines = fault::split_script(text)?;
+        let mut out = Vec::with_capacity(lines.len());
+        {
+            let c = self.core.borrow();
+            for l in &lines {
+                out.push((c.now + l.at, Self::script_fault(&c, l)?));
+            }
+        }
+        let n = out.len();
+        for (t, f) in out {
+            self.schedule(t, f);
+        }
+        Ok(n)
+    }
+
+    fn script_fault(c: &Core<A>, l: &fault::ScriptLine) -> Result<Fault, SimError> {
+        let err = |msg: String| SimError::Script { line: l.line, msg };
+        let need = |n: usize| {
+            if l.args.len() == n {
+                Ok(())
+            } else {
+                Err(err(format!(
+                    "{} takes {n} arguments, got {}",
+                    l.action,
+                    l.args.len()
+                )))
+            }
+        };
+        let node = |s: &str| -> Result<NodeIdx, SimError> {
+            let found = if let Some(h) = s.strip_prefix("0x") {
+                u64::from_str_radix(h, 16)
+                    .ok()
+                    .and_then(|g| c.by_guid.get(&g).copied())
+            } else if let Some(i) = s.strip_prefix('n').and_then(|i| i.parse::<u32>().ok()) {
+                ((i as usize) < c.nodes.len()).then_some(i)
+            } else {
+                c.nodes
+                    .iter()
+                    .position(|n| n.setup.description == s)
+                    .map(|i| i as u32)
+            };
+            found
+                .map(NodeIdx)
+                .ok_or_else(|| err(format!("no node {s:?}")))
+        };
+        let port = |s: &str| s.parse::<u8>().map_err(|_| err(format!("bad port {s:?}")));
+        let frac = |s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|f| (0.0..=1.0).contains(f))
+                .map(ppm)
+                .ok_or_else(|| err(format!("bad rate {s:?} (0..1)")))
+        };
+        let dur = |s: &str| parse_duration(s, l.line);
+        let a = &l.args;
+        Ok(match l.action.as_str() {
+            "link-down" | "link-up" => {
+                need(2)?;
+                let (node, port) = (node(&a[0])?, port(&a[1])?);
+                if l.action == "link-down" {
+                    Fault::LinkDown { node, port }
+                } else {
+                    Fault::LinkUp { node, port }
+                }
+            }
+            "reset" => {
+                need(1)?;
+                Fault::NodeReset { node: node(&a[0])? }
+            }
+            "remove" => {
+                need(1)?;
+                Fault::NodeRemove { node: node(&a[0])? }
+            }
+            "guid" => {
+                need(2)?;
+                let g = a[1]
+                    .strip_prefix("0x")
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| err(format!("bad GUID {:?}", a[1])))?;
+                Fault::GuidChange {
+                    node: node(&a[0])?,
+                    guid: g,
+                }
+            }
+            "drop-rate" => {
+                need(1)?;
+                Fault::DropRate { ppm: frac(&a[0])? }
+            }
+            "link-drop-rate" => {
+                need(3)?;
+                Fault::LinkDropRate {
+                    node: node(&a[0])?,
+                    port: port(&a[1])?,
+                    ppm: frac(&a[2])?,
+                }
+            }
+            "latency" => {
+                need(1)?;
+                Fault::HopLatency {
+                    latency: dur(&a[0])?,
+                }
+            }
+            "link-latency" => {
+                need(3)?;
+                Fault::LinkLatency {
+                    node: node(&a[0])?,
+                    port: port(&a[1])?,
+                    latency: dur(&a[2])?,
+                }
+            }
+            "sma-time" => {
+                need(1)?;
+                Fault::SmaTime { time: dur(&a[0])? }
+            }
+            "babble" => {
+                need(4)?;
+                Fault::Babble {
+                    node: node(&a[0])?,
+                    port: port(&a[1])?,
+                    interval: dur(&a[2])?,
+                    count: a[3]
+                        .parse()
+                        .map_err(|_| err(format!("bad count {:?}", a[3])))?,
+                }
+            }
+            other => return Err(err(format!("unknown action {other:?}"))),
+        })
+    }
+
+    /// The node with this node GUID.
+    #[must_use]
+    pub fn node_by_guid(&self, guid: u64) -> Option<NodeIdx> {
+        self.core.borrow().by_guid.get(&guid).copied().map(NodeIdx)
+    }
+
+    /// Number of nodes ever added (removed ones included).
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.core.borrow().nodes.len()
+    }
+
+    /// The node's identity.
+    #[must_use]
+    pub fn node_setup(&self, node: NodeIdx) -> Option<NodeSetup> {
+        self.core
+            .borrow()
+            .nodes
+            .get(node.0 as usize)
+            .map(|n| n.setup.clone())
+    }
+
+    /// Whether the link through (node, port) is physically up.
+    #[must_use]
+    pub fn link_up(&self, node: NodeIdx, port: u8) -> bool {
+        let c = self.core.borrow();
+        c.slot_of(node.0, port)
+            .is_some_and(|s| c.slots[s as usize].up)
+    }
+
+    /// The (node, port) cabled to (node, port).
+    #[must_use]
+    pub fn peer(&self, node: NodeIdx, port: u8) -> Option<(NodeIdx, u8)> {
+        let c = self.core.borrow();
+        let s = c.slot_of(node.0, port)?;
+        let p = c.slots[s as usize].peer;
+        (p != u32::MAX && port != 0).then(|| {
+            let ps = c.slots[p as usize];
+            (NodeIdx(ps.node), ps.num)
+        })
+    }
+
+    /// Reads a node's agent (its SMA).
+    ///
+    /// # Panics
+    /// If `node` is out of range.
+    pub fn with_agent<R>(&self, node: NodeIdx, f: impl FnOnce(&A) -> R) -> R {
+        f(&self.core.borrow().nodes[node.0 as usize].agent)
+    }
+
+    /// Changes a node's agent directly (test setups: preset keys, LIDs, tables).
+    ///
+    /// # Panics
+    /// If `node` is out of range.
+    pub fn with_agent_mut<R>(&mut self, node: NodeIdx, f: impl FnOnce(&mut A) -> R) -> R {
+        f(&mut self.core.borrow_mut().nodes[node.0 as usize].agent)
+    }
+
+    /// A copy of the counters.
+    #[must_use]
+    pub fn counters(&self) -> Counters {
+        self.core.borrow().counters.clone()
+    }
+
+    /// A digest of every send, delivery and drop so far (time, node, port, attribute,
+    /// TID): equal digests mean identical runs.
+    #[must_use]
+    pub fn digest(&self) -> u64 {
+        self.core.borrow().digest()
+    }
+
+    /// Starts recording a [`TraceRecord`] per send, delivery and drop.
+    pub fn enable_trace(&mut self) {
+        let mut c = self.core.borrow_mut();
+        if c.trace.is_none() {
+            c.trace = Some(Vec::new());
+        }
+    }
+
+    /// The records so far (recording continues).
+    pub fn take_trace(&mut self) -> Vec<TraceRecord> {
+        self.core
+            .borrow_mut()
+            .trace
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Walks the programmed LFTs from every CA port to every LID and checks LID
+    /// uniqueness and port states; see [`VerifyReport`].
+    #[must_use]
+    pub fn verify(&self) -> VerifyReport {
+        verify::verify(&self.core.borrow())
+    }
+}
+
+#[cfg(test)]
+mod tests;
