@@ -75,7 +75,10 @@ pub use error::{Error, Result};
 pub use field::{Field, FieldDesc, FieldType, FieldValue, Reflect, WireStruct};
 pub use gid::{DEFAULT_SUBNET_PREFIX, Gid};
 pub use mad::{
-    InvalidField, MAD_HEADER_SIZE, MAD_SIZE, MadHeader, MadHeaderView, Method, MgmtClass, Status,
+    ClassPortInfo, ClassPortInfoView, GsMad, GsMadView, InvalidField, MAD_HEADER_SIZE, MAD_SIZE,
+    MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader, RmppHeaderView, RmppStatus,
+    RmppType, Status,
+    Vendor2Mad, Vendor2MadView,
 };
 pub use smp::{
     DrAction, DrDiscard, DrNode, DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, PERMISSIVE_LID,

@@ -2,6 +2,7 @@
 //! (`shared/spec/mad.md`).
 
 use crate::field::{Field, FieldType, FieldValue, get_uint, set_uint};
+use crate::gid::Gid;
 
 /// Size of every MAD handled here (base version 1).
 pub const MAD_SIZE: usize = 256;
@@ -218,6 +219,293 @@ impl MadHeader {
     }
 }
 
+
+/// Offset of the RMPP header in every class that can use RMPP (SA, vendor range 2).
+pub const RMPP_HEADER_OFFSET: usize = 24;
+/// Size of the RMPP header.
+pub const RMPP_HEADER_SIZE: usize = 12;
+
+code_enum! {
+    /// RMPPType: what an RMPP segment is (byte 25 of SA and vendor range-2 MADs).
+    pub enum RmppType: u8 {
+        /// No RMPP: a single-packet MAD.
+        None = 0,
+        /// A data segment.
+        Data = 1,
+        /// Acknowledgement of the segments received so far.
+        Ack = 2,
+        /// The receiver stops the transfer (RMPPStatus says why).
+        Stop = 3,
+        /// Either side aborts the transfer (RMPPStatus says why).
+        Abort = 4,
+    }
+}
+
+/// The three RMPP flags (low 3 bits of byte 26): Active, First, Last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RmppFlags(pub u8);
+
+impl RmppFlags {
+    /// No flag set (RMPP not in use).
+    pub const NONE: Self = Self(0);
+    /// RMPP is in use for this MAD.
+    pub const ACTIVE: Self = Self(0x1);
+    /// First segment of a transfer.
+    pub const FIRST: Self = Self(0x2);
+    /// Last segment of a transfer.
+    pub const LAST: Self = Self(0x4);
+
+    /// Active flag.
+    #[must_use]
+    pub const fn active(self) -> bool {
+        self.0 & 0x1 != 0
+    }
+    /// First flag.
+    #[must_use]
+    pub const fn first(self) -> bool {
+        self.0 & 0x2 != 0
+    }
+    /// Last flag.
+    #[must_use]
+    pub const fn last(self) -> bool {
+        self.0 & 0x4 != 0
+    }
+    /// Whether every flag of `other` is set here.
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for RmppFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl core::ops::BitOrAssign for RmppFlags {
+    fn bitor_assign(&mut self, rhs: Self) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl FieldType for RmppFlags {
+    #[inline(always)]
+    fn read(buf: &[u8], f: Field) -> Self {
+        Self(get_uint(buf, f) as u8)
+    }
+    #[inline(always)]
+    fn write(self, buf: &mut [u8], f: Field) {
+        set_uint(buf, f, u64::from(self.0));
+    }
+    fn to_value(&self) -> FieldValue<'_> {
+        FieldValue::Uint(u64::from(self.0))
+    }
+    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
+        u8::from_value(v, f).map(Self)
+    }
+}
+
+code_enum! {
+    /// RMPPStatus (byte 27): why a transfer was stopped or aborted.
+    pub enum RmppStatus: u8 {
+        /// Normal.
+        Normal = 0,
+        /// STOP: the receiver ran out of resources.
+        ResourcesExhausted = 1,
+        /// ABORT: the whole transfer took too long.
+        TotalTimeTooLong = 118,
+        /// ABORT: Last flag and PayloadLength inconsistent.
+        InconsistentLastAndLength = 119,
+        /// ABORT: First flag and SegmentNumber inconsistent.
+        InconsistentFirstAndSegment = 120,
+        /// ABORT: bad RMPPType.
+        BadRmppType = 121,
+        /// ABORT: NewWindowLast too small.
+        NewWindowLastTooSmall = 122,
+        /// ABORT: SegmentNumber too big.
+        SegmentNumberTooBig = 123,
+        /// ABORT: illegal status.
+        IllegalStatus = 124,
+        /// ABORT: unsupported RMPPVersion.
+        UnsupportedVersion = 125,
+        /// ABORT: too many retries.
+        TooManyRetries = 126,
+        /// ABORT: unspecified error.
+        Unspecified = 127,
+    }
+}
+
+wire_struct! {
+    /// The 12-byte RMPP header at bytes 24..36 of SA and vendor range-2 MADs
+    /// (`sa.md` 1-2); used by [`crate::sa::rmpp`] for either class.
+    pub struct RmppHeader, view RmppHeaderView, size 12, label "RMPP header";
+    fields {
+        /// RMPPVersion (1 when RMPP is in use).
+        version, set_version: u8 = (0, 0, 8);
+        /// RMPPType.
+        rmpp_type, set_rmpp_type: RmppType = (1, 0, 8);
+        /// RRespTime: 4.096 us * 2^value, 0x1F = none given.
+        resp_time, set_resp_time: u8 = (2, 0, 5);
+        /// RMPP flags.
+        flags, set_flags: RmppFlags = (2, 5, 3);
+        /// RMPPStatus.
+        status, set_status: RmppStatus = (3, 0, 8);
+        /// Data1: SegmentNumber of DATA and ACK.
+        data1, set_data1: u32 = (4, 0, 32);
+        /// Data2: PayloadLength of DATA, NewWindowLast of ACK.
+        data2, set_data2: u32 = (8, 0, 32);
+    }
+}
+
+wire_struct! {
+    /// ClassPortInfo (AttributeID 0x0001, 72 bytes): capabilities, response time,
+    /// redirection and trap destination of a GMP class agent (`mad.md` 9.1).
+    pub struct ClassPortInfo, view ClassPortInfoView, size 72, label "ClassPortInfo";
+    fields {
+        /// Base version (1).
+        base_version, set_base_version: u8 = (0, 0, 8), "IB_CPI_BASEVER_F";
+        /// Highest class version supported.
+        class_version, set_class_version: u8 = (1, 0, 8), "IB_CPI_CLASSVER_F";
+        /// Capability bits: 0 traps, 1 Get/Set(Notice), 2 CapabilityMask2 valid, 8..15
+        /// class specific (SA: [`crate::sa::sa_cap`]).
+        capability_mask, set_capability_mask: u16 = (2, 0, 16), "IB_CPI_CAPMASK_F";
+        /// Class-specific extension bits (SA: [`crate::sa::sa_cap2`]).
+        capability_mask2, set_capability_mask2: u32 = (4, 0, 27), "IB_CPI_CAPMASK2_F";
+        /// Expected response time: 4.096 us * 2^value.
+        resp_time_value, set_resp_time_value: u8 = (7, 3, 5), "IB_CPI_RESP_TIME_VALUE_F";
+        /// GID to redirect requests to (0 if none).
+        redirect_gid, set_redirect_gid: Gid = (8, 0, 128), "IB_CPI_REDIRECT_GID_F";
+        /// Traffic class for redirected requests.
+        redirect_tc, set_redirect_tc: u8 = (24, 0, 8), "IB_CPI_REDIRECT_TC_F";
+        /// SL for redirected requests.
+        redirect_sl, set_redirect_sl: u8 = (25, 0, 4), "IB_CPI_REDIRECT_SL_F";
+        /// Flow label for redirected requests.
+        redirect_fl, set_redirect_fl: u32 = (25, 4, 20), "IB_CPI_REDIRECT_FL_F";
+        /// LID to redirect to (0 = no redirection).
+        redirect_lid, set_redirect_lid: u16 = (28, 0, 16), "IB_CPI_REDIRECT_LID_F";
+        /// P_Key for redirected requests.
+        redirect_pkey, set_redirect_pkey: u16 = (30, 0, 16), "IB_CPI_REDIRECT_PKEY_F";
+        /// QP to redirect to.
+        redirect_qp, set_redirect_qp: u32 = (33, 0, 24), "IB_CPI_REDIRECT_QP_F";
+        /// Q_Key for redirected requests.
+        redirect_qkey, set_redirect_qkey: u32 = (36, 0, 32), "IB_CPI_REDIRECT_QKEY_F";
+        /// Where this class's traps go.
+        trap_gid, set_trap_gid: Gid = (40, 0, 128), "IB_CPI_TRAP_GID_F";
+        /// Traffic class for traps.
+        trap_tc, set_trap_tc: u8 = (56, 0, 8), "IB_CPI_TRAP_TC_F";
+        /// SL for traps.
+        trap_sl, set_trap_sl: u8 = (57, 0, 4), "IB_CPI_TRAP_SL_F";
+        /// Flow label for traps.
+        trap_fl, set_trap_fl: u32 = (57, 4, 20), "IB_CPI_TRAP_FL_F";
+        /// LID traps go to.
+        trap_lid, set_trap_lid: u16 = (60, 0, 16), "IB_CPI_TRAP_LID_F";
+        /// P_Key for traps.
+        trap_pkey, set_trap_pkey: u16 = (62, 0, 16), "IB_CPI_TRAP_PKEY_F";
+        /// Hop limit for traps.
+        trap_hl, set_trap_hl: u8 = (64, 0, 8), "IB_CPI_TRAP_HL_F";
+        /// QP traps go to.
+        trap_qp, set_trap_qp: u32 = (65, 0, 24), "IB_CPI_TRAP_QP_F";
+        /// Q_Key for traps.
+        trap_qkey, set_trap_qkey: u32 = (68, 0, 32), "IB_CPI_TRAP_QKEY_F";
+    }
+}
+
+/// ClassPortInfo.CapabilityMask bits common to every class.
+pub mod cpi_cap {
+    /// The agent generates traps.
+    pub const TRAP: u16 = 0x0001;
+    /// Get/Set(Notice) supported.
+    pub const GET_SET_NOTICE: u16 = 0x0002;
+    /// CapabilityMask2 is valid.
+    pub const CAP_MASK2: u16 = 0x0004;
+}
+
+wire_struct! {
+    /// A vendor range-2 MAD (classes 0x30..=0x4F), all 256 bytes (`mad.md` 7): common
+    /// header, RMPP header, OUI and 216 data bytes.
+    pub struct Vendor2Mad, view Vendor2MadView, size 256, label "vendor range-2 MAD";
+    fields {
+        /// Base version (1).
+        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
+        /// Management class (0x30..=0x4F).
+        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
+        /// Class version.
+        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
+        /// R bit.
+        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
+        /// Method without the R bit.
+        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
+        /// Status word.
+        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
+        /// Class-specific word.
+        class_specific, set_class_specific: u16 = (6, 0, 16);
+        /// Transaction ID.
+        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
+        /// Attribute ID.
+        attribute_id, set_attribute_id: u16 = (16, 0, 16), "IB_MAD_ATTRID_F";
+        /// Attribute modifier.
+        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
+        /// RMPPVersion (1 when RMPP is in use).
+        rmpp_version, set_rmpp_version: u8 = (24, 0, 8);
+        /// RMPPType.
+        rmpp_type, set_rmpp_type: RmppType = (25, 0, 8);
+        /// RRespTime: 4.096 us * 2^value, 0x1F = none given.
+        rmpp_resp_time, set_rmpp_resp_time: u8 = (26, 0, 5);
+        /// RMPP flags.
+        rmpp_flags, set_rmpp_flags: RmppFlags = (26, 5, 3);
+        /// RMPPStatus.
+        rmpp_status, set_rmpp_status: RmppStatus = (27, 0, 8);
+        /// Data1: SegmentNumber of DATA and ACK.
+        rmpp_data1, set_rmpp_data1: u32 = (28, 0, 32);
+        /// Data2: PayloadLength of DATA, NewWindowLast of ACK.
+        rmpp_data2, set_rmpp_data2: u32 = (32, 0, 32);
+        /// IEEE OUI of the vendor class owner.
+        oui, set_oui: u32 = (37, 0, 24), "IB_VEND2_OUI_F";
+        /// The 216 vendor data bytes.
+        data, set_data: [u8; 216] = (40, 0, 1728), "IB_VEND2_DATA_F";
+    }
+}
+
+/// Offset of the data area of a vendor range-2 MAD (also its RMPP header length).
+pub const VENDOR2_DATA_OFFSET: usize = 40;
+
+wire_struct! {
+    /// A general-services MAD of the PerfMgt / DevMgt / BM kind (`mad.md` 8): common
+    /// header, 40 class-specific bytes and 192 data bytes.
+    pub struct GsMad, view GsMadView, size 256, label "GS MAD";
+    fields {
+        /// Base version (1).
+        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
+        /// Management class.
+        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
+        /// Class version.
+        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
+        /// R bit.
+        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
+        /// Method without the R bit.
+        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
+        /// Status word.
+        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
+        /// Class-specific word.
+        class_specific, set_class_specific: u16 = (6, 0, 16);
+        /// Transaction ID.
+        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
+        /// Attribute ID.
+        attribute_id, set_attribute_id: u16 = (16, 0, 16), "IB_MAD_ATTRID_F";
+        /// Attribute modifier.
+        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
+        /// Bytes 24..63: class-specific (BM: B_Key at 24), reserved for PerfMgt/DevMgt.
+        class_header, set_class_header: [u8; 40] = (24, 0, 320);
+        /// The 192 bytes of class data.
+        data, set_data: [u8; 192] = (64, 0, 1536), "IB_GS_DATA_F";
+    }
+}
+
+/// Offset of the data area of a [`GsMad`].
+pub const GS_DATA_OFFSET: usize = 64;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +559,67 @@ mod tests {
                 got: 23
             })
         );
+    }
+
+    #[test]
+    fn class_port_info_vector() {
+        let mut b = [0u8; 72];
+        b[0] = 1;
+        b[1] = 2;
+        b[2..4].copy_from_slice(&0x2602u16.to_be_bytes());
+        // CapabilityMask2 = 0x1F, RespTimeValue = 18 share bytes 4..7.
+        b[4..8].copy_from_slice(&((0x1Fu32 << 5) | 18).to_be_bytes());
+        b[25] = 0x3A;
+        b[26] = 0xBC;
+        b[27] = 0xDE;
+        b[33..36].copy_from_slice(&[0x00, 0x00, 0x01]);
+        b[36..40].copy_from_slice(&QP1_QKEY.to_be_bytes());
+        b[60..62].copy_from_slice(&0x0001u16.to_be_bytes());
+        b[64] = 0xFF;
+        b[65..68].copy_from_slice(&[0x12, 0x34, 0x56]);
+        let c = ClassPortInfo::parse(&b).unwrap();
+        assert_eq!(c.capability_mask, 0x2602);
+        assert_eq!(c.capability_mask2, 0x1F);
+        assert_eq!(c.resp_time_value, 18);
+        assert_eq!(c.redirect_sl, 3);
+        assert_eq!(c.redirect_fl, 0xA_BCDE);
+        assert_eq!(c.redirect_qp, 1);
+        assert_eq!(c.redirect_qkey, QP1_QKEY);
+        assert_eq!(c.trap_lid, 1);
+        assert_eq!(c.trap_hl, 0xFF);
+        assert_eq!(c.trap_qp, 0x12_3456);
+        assert_eq!(c.to_bytes(), b);
+    }
+
+    #[test]
+    fn rmpp_flags() {
+        let f = RmppFlags::ACTIVE | RmppFlags::FIRST;
+        assert!(f.active() && f.first() && !f.last());
+        assert!(f.contains(RmppFlags::FIRST));
+        assert!(!f.contains(RmppFlags::LAST));
+        assert_eq!(RmppStatus::from(121), RmppStatus::BadRmppType);
+        assert_eq!(RmppType::from(9), RmppType::Unknown(9));
+    }
+
+    #[test]
+    fn vendor2_and_gs_layouts() {
+        let mut b = [0u8; 256];
+        b[1] = 0x30;
+        b[25] = 1;
+        b[26] = 0x07;
+        b[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
+        b[40] = 0xAA;
+        b[255] = 0xBB;
+        let v = Vendor2Mad::parse(&b).unwrap();
+        assert!(v.mgmt_class.is_vendor());
+        assert_eq!(v.rmpp_type, RmppType::Data);
+        assert_eq!(v.rmpp_flags, RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST);
+        assert_eq!(v.oui, 0x001405);
+        assert_eq!((v.data[0], v.data[215]), (0xAA, 0xBB));
+        assert_eq!(v.to_bytes(), b);
+        let g = GsMad::parse(&b).unwrap();
+        assert_eq!(g.data[0], b[GS_DATA_OFFSET]);
+        assert_eq!(g.class_header[13], 0x00);
+        assert_eq!(g.to_bytes(), b);
     }
 }

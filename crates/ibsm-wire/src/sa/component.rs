@@ -1,0 +1,223 @@
+//! ComponentMask: which template fields of an SA query must match (`sa.md` 3).
+
+use core::ops::{BitAnd, BitOr, BitOrAssign, Not};
+
+use crate::field::{Field, FieldType, FieldValue, WireStruct, get_uint, set_uint};
+
+use super::codes::SaAttributeId;
+
+/// The 64-bit ComponentMask of an SA MAD: bit `i` (value `1 << i`) selects the `i`-th
+/// component of the record, reserved fields included.
+///
+/// Each record names its bits as associated constants (`PathRecord::CM_SGID`) and lists
+/// them with their positions in [`SaRecord::COMPONENTS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ComponentMask(pub u64);
+
+impl ComponentMask {
+    /// No component: everything matches.
+    pub const NONE: Self = Self(0);
+
+    /// The mask with only bit `bit` set (`bit` is taken modulo 64).
+    #[must_use]
+    pub const fn bit(bit: u8) -> Self {
+        Self(1u64 << (bit & 63))
+    }
+
+    /// Whether bit `bit` is set.
+    #[must_use]
+    pub const fn has(self, bit: u8) -> bool {
+        self.0 & (1u64 << (bit & 63)) != 0
+    }
+
+    /// Whether every bit of `other` is set here.
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether no bit is set.
+    #[must_use]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The mask of the components of `R` whose field is named in `names` (dotted names
+    /// for nested attributes, as in [`SaRecord::COMPONENTS`]). `None` if a name is not a
+    /// component of `R`.
+    #[must_use]
+    pub fn of<R: SaRecord>(names: &[&str]) -> Option<Self> {
+        let mut m = Self::NONE;
+        for n in names {
+            m |= Self::bit(R::COMPONENTS.iter().find(|c| c.name == *n)?.bit);
+        }
+        Some(m)
+    }
+
+    /// The set bits, lowest first.
+    pub fn bits(self) -> impl Iterator<Item = u8> {
+        (0u8..64).filter(move |&b| self.has(b))
+    }
+}
+
+impl BitOr for ComponentMask {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl BitOrAssign for ComponentMask {
+    fn bitor_assign(&mut self, rhs: Self) {
+        self.0 |= rhs.0;
+    }
+}
+
+impl BitAnd for ComponentMask {
+    type Output = Self;
+    fn bitand(self, rhs: Self) -> Self {
+        Self(self.0 & rhs.0)
+    }
+}
+
+impl Not for ComponentMask {
+    type Output = Self;
+    fn not(self) -> Self {
+        Self(!self.0)
+    }
+}
+
+impl From<u64> for ComponentMask {
+    fn from(v: u64) -> Self {
+        Self(v)
+    }
+}
+
+impl From<ComponentMask> for u64 {
+    fn from(m: ComponentMask) -> u64 {
+        m.0
+    }
+}
+
+impl FieldType for ComponentMask {
+    #[inline(always)]
+    fn read(buf: &[u8], f: Field) -> Self {
+        Self(get_uint(buf, f))
+    }
+    #[inline(always)]
+    fn write(self, buf: &mut [u8], f: Field) {
+        set_uint(buf, f, self.0);
+    }
+    fn to_value(&self) -> FieldValue<'_> {
+        FieldValue::Uint(self.0)
+    }
+    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
+        u64::from_value(v, f).map(Self)
+    }
+}
+
+/// One ComponentMask bit of a record: its number, the field it selects and where the
+/// selected bits lie in the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Component {
+    /// ComponentMask bit number.
+    pub bit: u8,
+    /// The (possibly dotted) field name; `reserved` for reserved components, and for
+    /// components that cover part of a field (PathRecord's two ServiceID halves,
+    /// ServiceRecord's ServiceData pieces) the field name with a `[..]` suffix.
+    pub name: &'static str,
+    /// Bits compared when the component is selected, relative to the record's start.
+    pub field: Field,
+}
+
+/// An SA record: a wire structure with an SA AttributeID and ComponentMask bits.
+pub trait SaRecord: WireStruct {
+    /// The SA AttributeID.
+    const ATTRIBUTE_ID: SaAttributeId;
+    /// Record spacing in a table, in 8-byte words (`SIZE` rounded up).
+    const ATTRIBUTE_OFFSET: u16 = Self::SIZE.div_ceil(8) as u16;
+    /// Every ComponentMask bit of the record, in bit order.
+    const COMPONENTS: &'static [Component];
+
+    /// Whether `self` equals `template` in every component selected by `mask`
+    /// (exact-equality matching; bits of the mask beyond the record's components are
+    /// ignored).
+    fn matches(&self, template: &Self, mask: ComponentMask) -> bool {
+        let (mut a, mut b) = ([0u8; 256], [0u8; 256]);
+        // SIZE <= 256 for every SA record, so these cannot fail.
+        if self.emit_into(&mut a).is_err() || template.emit_into(&mut b).is_err() {
+            return false;
+        }
+        Self::COMPONENTS
+            .iter()
+            .filter(|c| mask.has(c.bit))
+            .all(|c| bits_equal(&a, &b, c.field))
+    }
+
+    /// The mask of every component of the record.
+    fn all_components() -> ComponentMask {
+        Self::COMPONENTS
+            .iter()
+            .fold(ComponentMask::NONE, |m, c| m | ComponentMask::bit(c.bit))
+    }
+}
+
+/// Whether `a` and `b` hold the same bits at `f` (any width). `false` when either
+/// buffer is too short.
+#[must_use]
+pub fn bits_equal(a: &[u8], b: &[u8], f: Field) -> bool {
+    if a.len() < f.end_byte() || b.len() < f.end_byte() {
+        return false;
+    }
+    let start = f.abs_bit();
+    let len = usize::from(f.len);
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(64);
+        let at = start + off;
+        let piece = Field::new((at / 8) as u16, (at % 8) as u8, n as u16);
+        if get_uint(a, piece) != get_uint(b, piece) {
+            return false;
+        }
+        off += n;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn mask_ops() {
+        let m = ComponentMask::bit(3) | ComponentMask::bit(2) | ComponentMask::bit(12);
+        assert_eq!(m, ComponentMask(0x100C));
+        assert!(m.has(12) && !m.has(11));
+        assert!(m.contains(ComponentMask::bit(2)));
+        assert_eq!((m & ComponentMask::bit(3)).0, 8);
+        assert_eq!(m.bits().collect::<std::vec::Vec<_>>(), [2, 3, 12]);
+        assert!(ComponentMask::NONE.is_empty());
+        assert_eq!(ComponentMask::bit(63).0, 1 << 63);
+    }
+
+    #[test]
+    fn wide_and_unaligned_bits() {
+        let a = [0xAAu8; 80];
+        let mut b = a;
+        let wide = Field::new(4, 0, 512);
+        assert!(bits_equal(&a, &b, wide));
+        b[67] ^= 1;
+        assert!(!bits_equal(&a, &b, wide));
+        assert!(bits_equal(&a, &b, Field::new(4, 0, 504)));
+        // 20-bit field starting mid-byte; flip a bit just outside it.
+        let fl = Field::new(1, 4, 20);
+        let mut c = a;
+        c[1] ^= 0x10; // bit 3 of byte 1: outside
+        assert!(!bits_equal(&a, &c, Field::new(1, 3, 1)));
+        assert!(bits_equal(&a, &c, fl));
+        c[3] ^= 0x01;
+        assert!(!bits_equal(&a, &c, fl));
+        assert!(!bits_equal(&a[..3], &c, fl));
+    }
+}

@@ -1,0 +1,292 @@
+//! The 256-byte SA MAD (`sa.md` 1): common header, RMPP header, SM_Key,
+//! AttributeOffset, ComponentMask and 200 data bytes; plus record access at
+//! `56 + k * AttributeOffset * 8`.
+
+use core::marker::PhantomData;
+
+use crate::error::{Error, Result};
+use crate::field::WireStruct;
+use crate::mad::{Method, MgmtClass, RmppFlags, RmppStatus, RmppType, Status};
+
+use super::codes::SaAttributeId;
+use super::component::{ComponentMask, SaRecord};
+
+/// ClassVersion of the SA class.
+pub const SA_CLASS_VERSION: u8 = 2;
+/// Size of the SA header (common MAD header + RMPP header + SA fields); the data
+/// starts here.
+pub const SA_HEADER_SIZE: usize = 56;
+/// Offset of the SA data area.
+pub const SA_DATA_OFFSET: usize = 56;
+/// Size of the SA data area of one MAD.
+pub const SA_DATA_SIZE: usize = 200;
+
+wire_struct! {
+    /// An SA MAD (management class 0x03), all 256 bytes.
+    ///
+    /// libibmad names bytes 28..31 twice (`IB_SA_RMPP_D1_F`, `IB_SA_RMPP_SEGNUM_F`) and
+    /// bytes 32..35 three times (`IB_SA_RMPP_D2_F`, `IB_SA_RMPP_LEN_F`,
+    /// `IB_SA_RMPP_NEWWIN_F`): the owned value holds them once, as `rmpp_data1` and
+    /// `rmpp_data2`, with the aliases as methods ([`Self::segment_number`],
+    /// [`Self::payload_length`], [`Self::new_window_last`]) and listed in
+    /// [`Self::LIBIBMAD_ALIASES`].
+    pub struct SaMad, view SaMadView, size 256, label "SA MAD";
+    fields {
+        /// Base version (1).
+        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
+        /// Management class (0x03).
+        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
+        /// Class version (2).
+        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
+        /// R bit.
+        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
+        /// Method without the R bit.
+        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
+        /// Status word; bits 8..15 are the SA code ([`Status::sa_status`]).
+        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
+        /// Class-specific word (reserved for SA).
+        class_specific, set_class_specific: u16 = (6, 0, 16);
+        /// Transaction ID.
+        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
+        /// Attribute ID.
+        attribute_id, set_attribute_id: SaAttributeId = (16, 0, 16), "IB_MAD_ATTRID_F";
+        /// Attribute modifier (0 for SA requests).
+        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
+        /// RMPPVersion (1 when RMPP is in use).
+        rmpp_version, set_rmpp_version: u8 = (24, 0, 8), "IB_SA_RMPP_VERS_F";
+        /// RMPPType.
+        rmpp_type, set_rmpp_type: RmppType = (25, 0, 8), "IB_SA_RMPP_TYPE_F";
+        /// RRespTime: 4.096 us * 2^value; 0x1F = no value given.
+        rmpp_resp_time, set_rmpp_resp_time: u8 = (26, 0, 5), "IB_SA_RMPP_RESP_F";
+        /// RMPP flags (Active, First, Last).
+        rmpp_flags, set_rmpp_flags: RmppFlags = (26, 5, 3), "IB_SA_RMPP_FLAGS_F";
+        /// RMPPStatus.
+        rmpp_status, set_rmpp_status: RmppStatus = (27, 0, 8), "IB_SA_RMPP_STATUS_F";
+        /// Data1: SegmentNumber of DATA and ACK segments.
+        rmpp_data1, set_rmpp_data1: u32 = (28, 0, 32), "IB_SA_RMPP_D1_F";
+        /// Data2: PayloadLength of DATA segments, NewWindowLast of ACKs.
+        rmpp_data2, set_rmpp_data2: u32 = (32, 0, 32), "IB_SA_RMPP_D2_F";
+        /// SM_Key (0 for ordinary clients).
+        sm_key, set_sm_key: u64 = (36, 0, 64), "IB_SA_MKEY_F";
+        /// Record spacing in 8-byte words (responses); 0 in requests.
+        attribute_offset, set_attribute_offset: u16 = (44, 0, 16), "IB_SA_ATTROFFS_F";
+        /// Which template components must match.
+        component_mask, set_component_mask: ComponentMask = (48, 0, 64), "IB_SA_COMPMASK_F";
+        /// The 200 data bytes: a record, or part of a record table.
+        data, set_data: [u8; 200] = (56, 0, 1600), "IB_SA_DATA_F";
+    }
+}
+
+impl SaMad {
+    /// Other libibmad names of fields held once here: `(field, libibmad name)`.
+    pub const LIBIBMAD_ALIASES: &'static [(&'static str, &'static str)] = &[
+        ("rmpp_data1", "IB_SA_RMPP_SEGNUM_F"),
+        ("rmpp_data2", "IB_SA_RMPP_LEN_F"),
+        ("rmpp_data2", "IB_SA_RMPP_NEWWIN_F"),
+    ];
+
+    /// An SA request (class 0x03, version 2, RMPP off, AttributeOffset 0) carrying
+    /// `template` in the data area.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if the record does not fit the 200 data bytes (only a
+    /// MultiPathRecord with many GIDs can be that large; send it with RMPP).
+    pub fn request<R: SaRecord>(
+        method: Method,
+        transaction_id: u64,
+        component_mask: ComponentMask,
+        template: &R,
+    ) -> Result<Self> {
+        let mut m = Self {
+            base_version: 1,
+            mgmt_class: MgmtClass::SubnAdm,
+            class_version: SA_CLASS_VERSION,
+            method,
+            transaction_id,
+            attribute_id: R::ATTRIBUTE_ID,
+            component_mask,
+            ..Self::default()
+        };
+        template.emit_into(&mut m.data)?;
+        Ok(m)
+    }
+
+    /// The header of the response to this request: R bit set, method kept (a Set is
+    /// answered by GetResp), status 0, RMPP and data cleared, AttributeOffset set for
+    /// `R`.
+    #[must_use]
+    pub fn response_header<R: SaRecord>(&self) -> Self {
+        let method = if self.method == Method::Set {
+            Method::Get
+        } else {
+            self.method
+        };
+        Self {
+            response: true,
+            method,
+            status: Status::OK,
+            rmpp_version: 0,
+            rmpp_type: RmppType::None,
+            rmpp_resp_time: 0,
+            rmpp_flags: RmppFlags::NONE,
+            rmpp_status: RmppStatus::Normal,
+            rmpp_data1: 0,
+            rmpp_data2: 0,
+            attribute_offset: R::ATTRIBUTE_OFFSET,
+            data: [0; SA_DATA_SIZE],
+            ..*self
+        }
+    }
+
+    /// SegmentNumber (DATA and ACK segments): alias of `rmpp_data1`.
+    #[must_use]
+    pub const fn segment_number(&self) -> u32 {
+        self.rmpp_data1
+    }
+
+    /// PayloadLength (DATA segments): alias of `rmpp_data2`.
+    #[must_use]
+    pub const fn payload_length(&self) -> u32 {
+        self.rmpp_data2
+    }
+
+    /// NewWindowLast (ACK segments): alias of `rmpp_data2`.
+    #[must_use]
+    pub const fn new_window_last(&self) -> u32 {
+        self.rmpp_data2
+    }
+
+    /// The record spacing in bytes (`AttributeOffset * 8`).
+    #[must_use]
+    pub const fn record_stride(&self) -> usize {
+        self.attribute_offset as usize * 8
+    }
+
+    /// Decodes the `k`-th record of the data area (`k = 0` for the single record of a
+    /// request or a Get response, whatever the AttributeOffset).
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when the record does not lie inside the 200 data bytes.
+    pub fn record<R: WireStruct>(&self, k: usize) -> Result<R> {
+        let at = k.saturating_mul(self.record_stride());
+        R::parse(self.data.get(at..).unwrap_or(&[]))
+    }
+
+    /// Encodes `record` as the `k`-th record of the data area.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] when the record does not fit.
+    pub fn set_record<R: WireStruct>(&mut self, k: usize, record: &R) -> Result<()> {
+        let at = k.saturating_mul(self.record_stride());
+        let need = at.saturating_add(R::SIZE);
+        let got = self.data.len();
+        match self.data.get_mut(at..) {
+            Some(buf) => record.emit_into(buf),
+            None => Err(Error::Truncated {
+                what: R::LABEL,
+                need,
+                got,
+            }),
+        }
+    }
+
+    /// The SA data bytes this single MAD holds: for an RMPP DATA MAD that is both
+    /// first and last, `PayloadLength - 20` (capped at 200); otherwise all 200.
+    #[must_use]
+    pub fn payload(&self) -> &[u8] {
+        let f = self.rmpp_flags;
+        if self.rmpp_type == RmppType::Data && f.active() && f.first() && f.last() {
+            let len = (self.rmpp_data2 as usize).saturating_sub(20).min(SA_DATA_SIZE);
+            &self.data[..len]
+        } else {
+            &self.data
+        }
+    }
+}
+
+impl<T: AsRef<[u8]>> SaMadView<T> {
+    /// The 200 data bytes.
+    #[must_use]
+    pub fn data_bytes(&self) -> &[u8] {
+        &self.as_bytes()[SA_DATA_OFFSET..]
+    }
+
+    /// The bytes of the `k`-th record (`stride = AttributeOffset * 8` bytes from
+    /// `56 + k * stride`), or `None` when they do not lie inside the MAD or the
+    /// AttributeOffset is 0.
+    #[must_use]
+    pub fn record_bytes(&self, k: usize) -> Option<&[u8]> {
+        let stride = usize::from(self.attribute_offset()) * 8;
+        if stride == 0 {
+            return None;
+        }
+        let at = k.checked_mul(stride)?;
+        self.data_bytes().get(at..at.checked_add(stride)?)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMadView<T> {
+    /// The 200 data bytes, writable.
+    pub fn data_bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.as_bytes_mut()[SA_DATA_OFFSET..]
+    }
+}
+
+/// Iterates over the records of a table (`data` = the SA data of a whole answer, as a
+/// umad read of a reassembled GetTableResp returns after its 56-byte header, or the
+/// output of [`super::rmpp::Reassembler`]).
+///
+/// The number of records is `data.len() / (attribute_offset * 8)`, as `sa.md` 2.2
+/// says.
+///
+/// # Errors
+/// [`Error::InvalidValue`] when `attribute_offset * 8` is smaller than `R::SIZE`
+/// (0 included): the table cannot hold records of that type.
+pub fn records<R: WireStruct>(data: &[u8], attribute_offset: u16) -> Result<RecordIter<'_, R>> {
+    let stride = usize::from(attribute_offset) * 8;
+    if stride < R::SIZE || stride == 0 {
+        return Err(Error::InvalidValue {
+            what: R::LABEL,
+            field: "AttributeOffset",
+            value: u64::from(attribute_offset),
+        });
+    }
+    Ok(RecordIter {
+        data,
+        stride,
+        next: 0,
+        count: data.len() / stride,
+        _r: PhantomData,
+    })
+}
+
+/// Iterator over the records of a table, see [`records`].
+#[derive(Debug, Clone)]
+pub struct RecordIter<'a, R> {
+    data: &'a [u8],
+    stride: usize,
+    next: usize,
+    count: usize,
+    _r: PhantomData<fn() -> R>,
+}
+
+impl<R: WireStruct> Iterator for RecordIter<'_, R> {
+    type Item = R;
+
+    fn next(&mut self) -> Option<R> {
+        if self.next >= self.count {
+            return None;
+        }
+        let at = self.next * self.stride;
+        self.next += 1;
+        // `records` checked stride >= SIZE and count * stride <= len, so this parses.
+        R::parse(self.data.get(at..at + self.stride)?).ok()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.count - self.next;
+        (n, Some(n))
+    }
+}
+
+impl<R: WireStruct> ExactSizeIterator for RecordIter<'_, R> {}

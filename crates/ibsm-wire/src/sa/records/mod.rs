@@ -1,0 +1,53 @@
+//! The SA records (`sa.md` 6..17), one `wire_struct!` table each plus its ComponentMask
+//! table.
+
+/// ComponentMask constants and the [`SaRecord`](super::SaRecord) impl of a record, from
+/// one table of `CONST = bit, "field", (byte, bit, len);` rows (the spec's "CM bit"
+/// column; positions are where the component's bits lie in the record).
+macro_rules! sa_record {
+    (
+        $rec:ident, $id:ident;
+        $( $cm:ident = $bit:literal, $name:literal, ($b:expr, $bi:expr, $l:expr); )*
+    ) => {
+        impl $rec {
+            $(
+                #[doc = concat!("ComponentMask bit ", stringify!($bit), ": `", $name, "`.")]
+                pub const $cm: $crate::sa::ComponentMask = $crate::sa::ComponentMask::bit($bit);
+            )*
+        }
+
+        impl $crate::sa::SaRecord for $rec {
+            const ATTRIBUTE_ID: $crate::sa::SaAttributeId = $crate::sa::SaAttributeId::$id;
+            const COMPONENTS: &'static [$crate::sa::Component] = &[
+                $( $crate::sa::Component {
+                    bit: $bit,
+                    name: $name,
+                    field: $crate::field::Field::new($b, $bi, $l),
+                }, )*
+            ];
+        }
+    };
+}
+
+mod inform;
+mod mcast;
+mod node;
+mod path;
+mod service;
+mod tables;
+
+pub use inform::{InformInfo, InformInfoRecord, InformInfoRecordView, InformInfoView};
+pub use mcast::{McMemberRecord, McMemberRecordView, join_state, mgid_scope};
+pub use node::{
+    GuidInfoRecord, GuidInfoRecordView, LinkRecord, LinkRecordView, NodeRecord, NodeRecordView,
+    PortInfoRecord, PortInfoRecordView, SmInfoRecord, SmInfoRecordView, SwitchInfoRecord,
+    SwitchInfoRecordView,
+};
+pub use path::{MULTI_PATH_GID_OFFSET, MultiPathRecord, MultiPathRecordView, PathRecord, PathRecordView};
+pub use service::{ServiceRecord, ServiceRecordView};
+pub use tables::{
+    LinearForwardingTableRecord, LinearForwardingTableRecordView, MulticastForwardingTableRecord,
+    MulticastForwardingTableRecordView, PKeyTableRecord, PKeyTableRecordView,
+    RandomForwardingTableRecord, RandomForwardingTableRecordView, SlToVlMappingTableRecord,
+    SlToVlMappingTableRecordView, VlArbitrationTableRecord, VlArbitrationTableRecordView,
+};

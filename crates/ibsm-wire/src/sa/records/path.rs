@@ -1,0 +1,245 @@
+//! PathRecord (0x0035) and MultiPathRecord (0x003A), `sa.md` 6 and 17.
+
+use crate::error::{Error, Result};
+use crate::gid::Gid;
+use crate::sa::codes::{Mtu, Rate, Selector};
+
+wire_struct! {
+    /// PathRecord (64 bytes): everything a client needs to talk from SGID/SLID to
+    /// DGID/DLID.
+    pub struct PathRecord, view PathRecordView, size 64, label "PathRecord";
+    fields {
+        /// Service ID the path is for (QoS); 0 if unused.
+        service_id, set_service_id: u64 = (0, 0, 64);
+        /// Destination GID.
+        dgid, set_dgid: Gid = (8, 0, 128), "IB_SA_PR_DGID_F";
+        /// Source GID.
+        sgid, set_sgid: Gid = (24, 0, 128), "IB_SA_PR_SGID_F";
+        /// Destination LID.
+        dlid, set_dlid: u16 = (40, 0, 16), "IB_SA_PR_DLID_F";
+        /// Source LID.
+        slid, set_slid: u16 = (42, 0, 16), "IB_SA_PR_SLID_F";
+        /// Raw packets instead of IBA transport.
+        raw_traffic, set_raw_traffic: bool = (44, 0, 1);
+        /// GRH flow label.
+        flow_label, set_flow_label: u32 = (44, 4, 20);
+        /// GRH hop limit.
+        hop_limit, set_hop_limit: u8 = (47, 0, 8);
+        /// GRH traffic class.
+        tclass, set_tclass: u8 = (48, 0, 8);
+        /// The path is usable in both directions.
+        reversible, set_reversible: bool = (49, 0, 1);
+        /// Request: maximum number of paths wanted.
+        numb_path, set_numb_path: u8 = (49, 1, 7), "IB_SA_PR_NPATH_F";
+        /// P_Key to use.
+        pkey, set_pkey: u16 = (50, 0, 16);
+        /// QoS class.
+        qos_class, set_qos_class: u16 = (52, 0, 12);
+        /// Service level.
+        sl, set_sl: u8 = (53, 4, 4), "IB_SA_PR_SL_F";
+        /// Selector of `mtu`.
+        mtu_selector, set_mtu_selector: Selector = (54, 0, 2);
+        /// MTU code.
+        mtu, set_mtu: Mtu = (54, 2, 6);
+        /// Selector of `rate`.
+        rate_selector, set_rate_selector: Selector = (55, 0, 2);
+        /// Rate code.
+        rate, set_rate: Rate = (55, 2, 6);
+        /// Selector of `packet_life_time`.
+        packet_life_time_selector, set_packet_life_time_selector: Selector = (56, 0, 2);
+        /// Packet lifetime: 4.096 us * 2^value.
+        packet_life_time, set_packet_life_time: u8 = (56, 2, 6);
+        /// Lower is better among the returned paths.
+        preference, set_preference: u8 = (57, 0, 8);
+    }
+}
+
+sa_record! {
+    PathRecord, PathRecord;
+    CM_SERVICE_ID_MSB = 0, "service_id[63:32]", (0, 0, 32);
+    CM_SERVICE_ID_LSB = 1, "service_id[31:0]", (4, 0, 32);
+    CM_DGID = 2, "dgid", (8, 0, 128);
+    CM_SGID = 3, "sgid", (24, 0, 128);
+    CM_DLID = 4, "dlid", (40, 0, 16);
+    CM_SLID = 5, "slid", (42, 0, 16);
+    CM_RAW_TRAFFIC = 6, "raw_traffic", (44, 0, 1);
+    CM_RESERVED1 = 7, "reserved", (44, 1, 3);
+    CM_FLOW_LABEL = 8, "flow_label", (44, 4, 20);
+    CM_HOP_LIMIT = 9, "hop_limit", (47, 0, 8);
+    CM_TCLASS = 10, "tclass", (48, 0, 8);
+    CM_REVERSIBLE = 11, "reversible", (49, 0, 1);
+    CM_NUMB_PATH = 12, "numb_path", (49, 1, 7);
+    CM_PKEY = 13, "pkey", (50, 0, 16);
+    CM_QOS_CLASS = 14, "qos_class", (52, 0, 12);
+    CM_SL = 15, "sl", (53, 4, 4);
+    CM_MTU_SELECTOR = 16, "mtu_selector", (54, 0, 2);
+    CM_MTU = 17, "mtu", (54, 2, 6);
+    CM_RATE_SELECTOR = 18, "rate_selector", (55, 0, 2);
+    CM_RATE = 19, "rate", (55, 2, 6);
+    CM_PACKET_LIFE_TIME_SELECTOR = 20, "packet_life_time_selector", (56, 0, 2);
+    CM_PACKET_LIFE_TIME = 21, "packet_life_time", (56, 2, 6);
+    CM_PREFERENCE = 22, "preference", (57, 0, 8);
+}
+
+impl PathRecord {
+    /// Both ServiceID components (bits 0 and 1).
+    pub const CM_SERVICE_ID: crate::sa::ComponentMask =
+        crate::sa::ComponentMask(Self::CM_SERVICE_ID_MSB.0 | Self::CM_SERVICE_ID_LSB.0);
+}
+
+/// Offset of the GID list of a MultiPathRecord.
+pub const MULTI_PATH_GID_OFFSET: usize = 24;
+
+wire_struct! {
+    /// The fixed 24-byte part of a MultiPathRecord; `sgid_count` source GIDs and then
+    /// `dgid_count` destination GIDs follow at byte 24, 16 bytes each (libibmad names
+    /// the first of them `IB_SA_MP_GID0_F`). Use [`MultiPathRecord::gid`] and
+    /// [`MultiPathRecord::emit_with_gids`] for the list.
+    pub struct MultiPathRecord, view MultiPathRecordView, size 24, label "MultiPathRecord";
+    fields {
+        /// Raw packets instead of IBA transport.
+        raw_traffic, set_raw_traffic: bool = (0, 0, 1);
+        /// GRH flow label.
+        flow_label, set_flow_label: u32 = (0, 4, 20);
+        /// GRH hop limit.
+        hop_limit, set_hop_limit: u8 = (3, 0, 8);
+        /// GRH traffic class.
+        tclass, set_tclass: u8 = (4, 0, 8);
+        /// Paths usable in both directions.
+        reversible, set_reversible: bool = (5, 0, 1);
+        /// Maximum number of paths wanted.
+        numb_path, set_numb_path: u8 = (5, 1, 7), "IB_SA_MP_NPATH_F";
+        /// P_Key.
+        pkey, set_pkey: u16 = (6, 0, 16);
+        /// QoS class.
+        qos_class, set_qos_class: u16 = (8, 0, 12);
+        /// Service level.
+        sl, set_sl: u8 = (9, 4, 4);
+        /// Selector of `mtu`.
+        mtu_selector, set_mtu_selector: Selector = (10, 0, 2);
+        /// MTU code.
+        mtu, set_mtu: Mtu = (10, 2, 6);
+        /// Selector of `rate`.
+        rate_selector, set_rate_selector: Selector = (11, 0, 2);
+        /// Rate code.
+        rate, set_rate: Rate = (11, 2, 6);
+        /// Selector of `packet_life_time`.
+        packet_life_time_selector, set_packet_life_time_selector: Selector = (12, 0, 2);
+        /// Packet lifetime: 4.096 us * 2^value.
+        packet_life_time, set_packet_life_time: u8 = (12, 2, 6);
+        /// ServiceID bits 63..56 (see [`MultiPathRecord::service_id`]).
+        service_id_msb, set_service_id_msb: u8 = (13, 0, 8);
+        /// How independent the returned paths must be.
+        independence_selector, set_independence_selector: u8 = (14, 0, 2);
+        /// Number of source GIDs in the list.
+        sgid_count, set_sgid_count: u8 = (15, 0, 8), "IB_SA_MP_NSRC_F";
+        /// Number of destination GIDs in the list.
+        dgid_count, set_dgid_count: u8 = (16, 0, 8), "IB_SA_MP_NDEST_F";
+        /// ServiceID bits 55..0.
+        service_id_lsb, set_service_id_lsb: u64 = (17, 0, 56);
+    }
+}
+
+sa_record! {
+    MultiPathRecord, MultiPathRecord;
+    CM_RAW_TRAFFIC = 0, "raw_traffic", (0, 0, 1);
+    CM_RESERVED1 = 1, "reserved", (0, 1, 3);
+    CM_FLOW_LABEL = 2, "flow_label", (0, 4, 20);
+    CM_HOP_LIMIT = 3, "hop_limit", (3, 0, 8);
+    CM_TCLASS = 4, "tclass", (4, 0, 8);
+    CM_REVERSIBLE = 5, "reversible", (5, 0, 1);
+    CM_NUMB_PATH = 6, "numb_path", (5, 1, 7);
+    CM_PKEY = 7, "pkey", (6, 0, 16);
+    CM_QOS_CLASS = 8, "qos_class", (8, 0, 12);
+    CM_SL = 9, "sl", (9, 4, 4);
+    CM_MTU_SELECTOR = 10, "mtu_selector", (10, 0, 2);
+    CM_MTU = 11, "mtu", (10, 2, 6);
+    CM_RATE_SELECTOR = 12, "rate_selector", (11, 0, 2);
+    CM_RATE = 13, "rate", (11, 2, 6);
+    CM_PACKET_LIFE_TIME_SELECTOR = 14, "packet_life_time_selector", (12, 0, 2);
+    CM_PACKET_LIFE_TIME = 15, "packet_life_time", (12, 2, 6);
+    CM_SERVICE_ID_MSB = 16, "service_id_msb", (13, 0, 8);
+    CM_INDEPENDENCE_SELECTOR = 17, "independence_selector", (14, 0, 2);
+    CM_RESERVED2 = 18, "reserved", (14, 2, 6);
+    CM_SGID_COUNT = 19, "sgid_count", (15, 0, 8);
+    CM_DGID_COUNT = 20, "dgid_count", (16, 0, 8);
+    CM_SERVICE_ID_LSB = 21, "service_id_lsb", (17, 0, 56);
+}
+
+impl MultiPathRecord {
+    /// The 64-bit ServiceID, joined from its two pieces.
+    #[must_use]
+    pub const fn service_id(&self) -> u64 {
+        ((self.service_id_msb as u64) << 56) | (self.service_id_lsb & 0x00FF_FFFF_FFFF_FFFF)
+    }
+
+    /// Splits a 64-bit ServiceID into its two pieces.
+    pub const fn set_service_id(&mut self, id: u64) {
+        self.service_id_msb = (id >> 56) as u8;
+        self.service_id_lsb = id & 0x00FF_FFFF_FFFF_FFFF;
+    }
+
+    /// Size of the whole record with its GID list.
+    #[must_use]
+    pub const fn wire_size(&self) -> usize {
+        MULTI_PATH_GID_OFFSET + 16 * (self.sgid_count as usize + self.dgid_count as usize)
+    }
+
+    /// GID `i` of the list in `bytes` (the whole record): source GIDs first
+    /// (`i < sgid_count`), then destination GIDs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when `i` is beyond the counts, [`Error::Truncated`] when
+    /// `bytes` ends before the GID.
+    pub fn gid(&self, bytes: &[u8], i: usize) -> Result<Gid> {
+        if i >= usize::from(self.sgid_count) + usize::from(self.dgid_count) {
+            return Err(Error::InvalidValue {
+                what: "MultiPathRecord",
+                field: "GID index",
+                value: i as u64,
+            });
+        }
+        let at = MULTI_PATH_GID_OFFSET + 16 * i;
+        let g = bytes.get(at..at + 16).ok_or(Error::Truncated {
+            what: "MultiPathRecord GID list",
+            need: at + 16,
+            got: bytes.len(),
+        })?;
+        let mut out = [0u8; 16];
+        out.copy_from_slice(g);
+        Ok(Gid(out))
+    }
+
+    /// Writes the record with `sgids` then `dgids` into `out` (setting the counts) and
+    /// returns the number of bytes written.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] with more than 255 GIDs of a kind, [`Error::Truncated`] when
+    /// `out` is too short.
+    pub fn emit_with_gids(&self, sgids: &[Gid], dgids: &[Gid], out: &mut [u8]) -> Result<usize> {
+        let count = |n: usize, field| {
+            u8::try_from(n).map_err(|_| Error::Overflow {
+                what: "MultiPathRecord",
+                field,
+                value: n as u64,
+            })
+        };
+        let mut head = *self;
+        head.sgid_count = count(sgids.len(), "sgid_count")?;
+        head.dgid_count = count(dgids.len(), "dgid_count")?;
+        let need = head.wire_size();
+        if out.len() < need {
+            return Err(Error::Truncated {
+                what: "MultiPathRecord",
+                need,
+                got: out.len(),
+            });
+        }
+        head.emit_into(out)?;
+        for (i, g) in sgids.iter().chain(dgids).enumerate() {
+            let at = MULTI_PATH_GID_OFFSET + 16 * i;
+            out[at..at + 16].copy_from_slice(&g.0);
+        }
+        Ok(need)
+    }
+}
