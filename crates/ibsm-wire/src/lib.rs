@@ -77,8 +77,7 @@ pub use gid::{DEFAULT_SUBNET_PREFIX, Gid};
 pub use mad::{
     ClassPortInfo, ClassPortInfoView, GsMad, GsMadView, InvalidField, MAD_HEADER_SIZE, MAD_SIZE,
     MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader, RmppHeaderView, RmppStatus,
-    RmppType, Status,
-    Vendor2Mad, Vendor2MadView,
+    RmppType, Status, Vendor2Mad, Vendor2MadView,
 };
 pub use smp::{
     DrAction, DrDiscard, DrNode, DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, PERMISSIVE_LID,

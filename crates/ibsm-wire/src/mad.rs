@@ -219,7 +219,6 @@ impl MadHeader {
     }
 }
 
-
 /// Offset of the RMPP header in every class that can use RMPP (SA, vendor range 2).
 pub const RMPP_HEADER_OFFSET: usize = 24;
 /// Size of the RMPP header.
@@ -613,7 +612,10 @@ mod tests {
         let v = Vendor2Mad::parse(&b).unwrap();
         assert!(v.mgmt_class.is_vendor());
         assert_eq!(v.rmpp_type, RmppType::Data);
-        assert_eq!(v.rmpp_flags, RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST);
+        assert_eq!(
+            v.rmpp_flags,
+            RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
+        );
         assert_eq!(v.oui, 0x001405);
         assert_eq!((v.data[0], v.data[215]), (0xAA, 0xBB));
         assert_eq!(v.to_bytes(), b);

@@ -122,46 +122,6 @@ code_enum! {
 }
 
 code_enum! {
-    /// The 6-bit MTU code of SA records (`attributes.md` 6.5).
-    pub enum Mtu: u8 {
-        /// 256 bytes.
-        Mtu256 = 1,
-        /// 512 bytes.
-        Mtu512 = 2,
-        /// 1024 bytes.
-        Mtu1024 = 3,
-        /// 2048 bytes.
-        Mtu2048 = 4,
-        /// 4096 bytes.
-        Mtu4096 = 5,
-    }
-}
-
-impl Mtu {
-    /// The MTU in bytes, `None` for codes without a meaning.
-    #[must_use]
-    pub fn bytes(self) -> Option<u16> {
-        match u8::from(self) {
-            c @ 1..=5 => Some(128 << c),
-            _ => None,
-        }
-    }
-
-    /// The code of an MTU given in bytes.
-    #[must_use]
-    pub fn from_bytes(bytes: u16) -> Option<Self> {
-        match bytes {
-            256 => Some(Self::Mtu256),
-            512 => Some(Self::Mtu512),
-            1024 => Some(Self::Mtu1024),
-            2048 => Some(Self::Mtu2048),
-            4096 => Some(Self::Mtu4096),
-            _ => None,
-        }
-    }
-}
-
-code_enum! {
     /// The 6-bit rate code of SA records (`sa.md` 13). Variant names are the rate in
     /// Gb/s (`G2_5` = 2.5 Gb/s).
     pub enum Rate: u8 {
@@ -217,8 +177,8 @@ code_enum! {
 /// Rate code -> Mb/s, indexed by code (0 = no meaning).
 const RATE_MBPS: [u32; 25] = [
     0, 0, 2_500, 10_000, 30_000, 5_000, 20_000, 40_000, 60_000, 80_000, 120_000, 14_000, 56_000,
-    112_000, 168_000, 25_000, 100_000, 200_000, 300_000, 28_000, 50_000, 400_000, 600_000,
-    800_000, 1_200_000,
+    112_000, 168_000, 25_000, 100_000, 200_000, 300_000, 28_000, 50_000, 400_000, 600_000, 800_000,
+    1_200_000,
 ];
 
 impl Rate {
@@ -304,10 +264,6 @@ mod tests {
             assert!(r.is_known());
             assert_eq!(Rate::from_mbps(r.mbps().unwrap()), Some(r));
         }
-        assert_eq!(Mtu::Mtu4096.bytes(), Some(4096));
-        assert_eq!(Mtu::from(0).bytes(), None);
-        assert_eq!(Mtu::from_bytes(2048), Some(Mtu::Mtu2048));
-        assert_eq!(Mtu::from_bytes(2000), None);
     }
 
     #[test]

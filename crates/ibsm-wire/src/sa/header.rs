@@ -196,7 +196,9 @@ impl SaMad {
     pub fn payload(&self) -> &[u8] {
         let f = self.rmpp_flags;
         if self.rmpp_type == RmppType::Data && f.active() && f.first() && f.last() {
-            let len = (self.rmpp_data2 as usize).saturating_sub(20).min(SA_DATA_SIZE);
+            let len = (self.rmpp_data2 as usize)
+                .saturating_sub(20)
+                .min(SA_DATA_SIZE);
             &self.data[..len]
         } else {
             &self.data

@@ -38,10 +38,12 @@ pub mod rmpp;
 #[cfg(test)]
 mod tests;
 
-pub use codes::{Mtu, Rate, SaAttributeId, SaStatus, Selector, sa_cap, sa_cap2};
+/// The MTU code of SA records is the PortInfo one (6 bits wide here, 4 in PortInfo).
+pub use crate::attr::Mtu;
+pub use codes::{Rate, SaAttributeId, SaStatus, Selector, sa_cap, sa_cap2};
 pub use component::{Component, ComponentMask, SaRecord, bits_equal};
 pub use header::{
-    RecordIter, SA_DATA_OFFSET, SA_DATA_SIZE, SA_HEADER_SIZE, SA_CLASS_VERSION, SaMad, SaMadView,
+    RecordIter, SA_CLASS_VERSION, SA_DATA_OFFSET, SA_DATA_SIZE, SA_HEADER_SIZE, SaMad, SaMadView,
     records,
 };
 pub use records::*;

@@ -781,7 +781,9 @@ impl<B: ReassemblyBuffer> Reassembler<B> {
             data1: last,
             data2: last.saturating_add(window),
         }
-        .emit(&mut RmppHeaderView::new_unchecked(&mut out[RMPP_HEADER_OFFSET..]));
+        .emit(&mut RmppHeaderView::new_unchecked(
+            &mut out[RMPP_HEADER_OFFSET..],
+        ));
         out
     }
 }

@@ -1,5 +1,8 @@
 //! Fixed vectors, generic round trips and RMPP properties of the SA module.
 
+// Records are built field by field, as callers fill in query templates.
+#![allow(clippy::field_reassign_with_default)]
+
 extern crate std;
 
 use std::string::{String, ToString};
@@ -8,7 +11,7 @@ use std::vec::Vec;
 use proptest::prelude::*;
 
 use super::rmpp::{
-    Progress, RecordTable, Reassembler, RmppError, RmppLayout, Segmenter, SliceBuffer,
+    Progress, Reassembler, RecordTable, RmppError, RmppLayout, Segmenter, SliceBuffer,
 };
 use super::*;
 use crate::attr::{NodeDescription, NodeType};
@@ -75,7 +78,13 @@ fn assert_no_overlap<R: WireStruct + Reflect>() {
         .collect();
     v.sort();
     for w in v.windows(2) {
-        assert!(w[0].1 <= w[1].0, "{}: {} overlaps {}", R::LABEL, w[0].2, w[1].2);
+        assert!(
+            w[0].1 <= w[1].0,
+            "{}: {} overlaps {}",
+            R::LABEL,
+            w[0].2,
+            w[1].2
+        );
     }
     assert!(v.last().is_none_or(|l| l.1 <= R::SIZE * 8), "{}", R::LABEL);
 }
@@ -92,11 +101,19 @@ fn check_components<R: SaRecord + Reflect>() {
     for (i, c) in R::COMPONENTS.iter().enumerate() {
         assert_eq!(usize::from(c.bit), i, "{}: component order", R::LABEL);
         assert!(c.field.end_byte() <= R::SIZE, "{} {}", R::LABEL, c.name);
-        let (lo, hi) = (c.field.abs_bit(), c.field.abs_bit() + usize::from(c.field.len));
+        let (lo, hi) = (
+            c.field.abs_bit(),
+            c.field.abs_bit() + usize::from(c.field.len),
+        );
         if c.name == "reserved" {
             for (n, f, _) in &leaves {
                 let (a, b) = (f.abs_bit(), f.abs_bit() + usize::from(f.len));
-                assert!(b <= lo || a >= hi, "{}: reserved bit {} overlaps {n}", R::LABEL, c.bit);
+                assert!(
+                    b <= lo || a >= hi,
+                    "{}: reserved bit {} overlaps {n}",
+                    R::LABEL,
+                    c.bit
+                );
             }
         } else if let Some((field, _)) = c.name.split_once('[') {
             let f = top
@@ -106,13 +123,21 @@ fn check_components<R: SaRecord + Reflect>() {
                 .find(|(n, _)| n == field)
                 .map(|(_, f)| f)
                 .unwrap_or_else(|| panic!("{}: no field {field}", R::LABEL));
-            assert!(f.abs_bit() <= lo && hi <= f.abs_bit() + usize::from(f.len), "{} {}", R::LABEL, c.name);
+            assert!(
+                f.abs_bit() <= lo && hi <= f.abs_bit() + usize::from(f.len),
+                "{} {}",
+                R::LABEL,
+                c.name
+            );
         } else {
             // Set the field to all ones in a zero record: exactly the component's bits
             // must come out set.
             let mut x = R::default();
             let (is_struct, f) = match top.iter().find(|(n, _)| n == c.name) {
-                Some((_, f)) => (matches!(x.get_field(c.name), Some(FieldValue::Struct(_))), *f),
+                Some((_, f)) => (
+                    matches!(x.get_field(c.name), Some(FieldValue::Struct(_))),
+                    *f,
+                ),
                 None => {
                     let (_, f, _) = leaves
                         .iter()
@@ -132,7 +157,13 @@ fn check_components<R: SaRecord + Reflect>() {
                 x.emit_into(&mut buf).unwrap();
                 for bit in 0..R::SIZE * 8 {
                     let set = buf[bit / 8] & (0x80 >> (bit % 8)) != 0;
-                    assert_eq!(set, bit >= lo && bit < hi, "{} {} bit {bit}", R::LABEL, c.name);
+                    assert_eq!(
+                        set,
+                        bit >= lo && bit < hi,
+                        "{} {} bit {bit}",
+                        R::LABEL,
+                        c.name
+                    );
                 }
             }
         }
@@ -247,7 +278,8 @@ fn no_overlap_in_headers() {
 fn path_resp_bytes() -> [u8; 256] {
     let mut b = [0u8; 256];
     b[..24].copy_from_slice(&[
-        0x01, 0x03, 0x02, 0x92, 0x00, 0x00, 0x00, 0x00, // base, class, version, method, status
+        0x01, 0x03, 0x02, 0x92, 0x00, 0x00, 0x00,
+        0x00, // base, class, version, method, status
         0x00, 0x00, 0x00, 0x01, 0x23, 0x45, 0x67, 0x89, // TID
         0x00, 0x35, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // PathRecord, attr mod 0
     ]);
@@ -293,19 +325,28 @@ fn sa_header_vector() {
     assert!(m.response);
     assert_eq!(m.method, Method::GetTable);
     assert_eq!(m.status, Status::OK);
-    assert_eq!(m.transaction_id, 0x0123_4567_89);
+    assert_eq!(m.transaction_id, 0x01_2345_6789);
     assert_eq!(m.attribute_id, SaAttributeId::PathRecord);
     assert_eq!(m.rmpp_version, 1);
     assert_eq!(m.rmpp_type, RmppType::Data);
     assert_eq!(m.rmpp_resp_time, 0x1C);
-    assert_eq!(m.rmpp_flags, RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST);
+    assert_eq!(
+        m.rmpp_flags,
+        RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
+    );
     assert_eq!(m.rmpp_status, RmppStatus::Normal);
     assert_eq!(m.segment_number(), 1);
     assert_eq!(m.payload_length(), 84);
     assert_eq!(m.new_window_last(), 84);
     assert_eq!(m.sm_key, 0x1122_3344_5566_7788);
     assert_eq!(m.attribute_offset, PathRecord::ATTRIBUTE_OFFSET);
-    assert_eq!(m.component_mask, PathRecord::CM_DGID | PathRecord::CM_SGID | PathRecord::CM_REVERSIBLE | PathRecord::CM_NUMB_PATH);
+    assert_eq!(
+        m.component_mask,
+        PathRecord::CM_DGID
+            | PathRecord::CM_SGID
+            | PathRecord::CM_REVERSIBLE
+            | PathRecord::CM_NUMB_PATH
+    );
     assert_eq!(m.payload().len(), 64);
     assert_eq!(m.to_bytes(), bytes);
     // The view reads the same bits without copying.
@@ -350,7 +391,10 @@ fn path_record_vector() {
     assert_eq!(p.sl, 5);
     assert_eq!((p.mtu_selector, p.mtu), (Selector::Exactly, Mtu::Mtu2048));
     assert_eq!((p.rate_selector, p.rate), (Selector::Exactly, Rate::G40));
-    assert_eq!((p.packet_life_time_selector, p.packet_life_time), (Selector::Exactly, 18));
+    assert_eq!(
+        (p.packet_life_time_selector, p.packet_life_time),
+        (Selector::Exactly, 18)
+    );
     assert_eq!(p.preference, 3);
     assert_eq!(p.to_bytes(), bytes);
     // Reserved bits are dropped on re-encode (sent as 0).
@@ -399,14 +443,27 @@ fn node_record_vector() {
     for (dotted, ib, byte, len) in [
         ("node_info.base_version", "IB_SA_NR_BASEVER_F", 4, 8),
         ("node_info.node_type", "IB_SA_NR_TYPE_F", 6, 8),
-        ("node_info.system_image_guid", "IB_SA_NR_SYSTEM_GUID_F", 8, 64),
+        (
+            "node_info.system_image_guid",
+            "IB_SA_NR_SYSTEM_GUID_F",
+            8,
+            64,
+        ),
         ("node_info.node_guid", "IB_SA_NR_GUID_F", 16, 64),
         ("node_info.revision", "IB_SA_NR_REVISION_F", 36, 32),
         ("node_info.vendor_id", "IB_SA_NR_VENDORID_F", 41, 24),
-        ("node_description.node_string", "IB_SA_NR_NODEDESC_F", 44, 512),
+        (
+            "node_description.node_string",
+            "IB_SA_NR_NODEDESC_F",
+            44,
+            512,
+        ),
     ] {
         assert!(NodeRecord::LIBIBMAD_ALIASES.contains(&(dotted, ib)));
-        let (_, f, _) = leaves_of::<NodeRecord>().into_iter().find(|(n, _, _)| n == dotted).unwrap();
+        let (_, f, _) = leaves_of::<NodeRecord>()
+            .into_iter()
+            .find(|(n, _, _)| n == dotted)
+            .unwrap();
         assert_eq!(f, Field::new(byte, 0, len), "{dotted}");
     }
     for (dotted, _) in NodeRecord::LIBIBMAD_ALIASES {
@@ -422,8 +479,15 @@ fn component_mask_usage() {
     t.dgid = Gid::new(0xfe80_0000_0000_0000, 2);
     t.reversible = true;
     t.numb_path = 1;
-    let mask = ComponentMask::of::<PathRecord>(&["sgid", "dgid", "reversible", "numb_path"]).unwrap();
-    assert_eq!(mask, PathRecord::CM_SGID | PathRecord::CM_DGID | PathRecord::CM_REVERSIBLE | PathRecord::CM_NUMB_PATH);
+    let mask =
+        ComponentMask::of::<PathRecord>(&["sgid", "dgid", "reversible", "numb_path"]).unwrap();
+    assert_eq!(
+        mask,
+        PathRecord::CM_SGID
+            | PathRecord::CM_DGID
+            | PathRecord::CM_REVERSIBLE
+            | PathRecord::CM_NUMB_PATH
+    );
     assert_eq!(mask.0, 0x180C);
     assert_eq!(ComponentMask::of::<PathRecord>(&["nope"]), None);
     let req = SaMad::request(Method::GetTable, 9, mask, &t).unwrap();
@@ -465,14 +529,23 @@ fn component_mask_usage() {
     assert!(!a.set_data16(8, 1));
     assert_eq!(a.data16(3), Some(0xBEEF));
     let b2 = ServiceRecord::default();
-    assert!(a.matches(&b2, ServiceRecord::cm_data16(2) | ServiceRecord::cm_data8(0)));
+    assert!(a.matches(
+        &b2,
+        ServiceRecord::cm_data16(2) | ServiceRecord::cm_data8(0)
+    ));
     assert!(!a.matches(&b2, ServiceRecord::cm_data16(3)));
     assert_eq!(ServiceRecord::cm_data16(3), ServiceRecord::CM_DATA16_3);
 }
 
 #[test]
 fn response_header_and_status() {
-    let req = SaMad::request(Method::Set, 5, McMemberRecord::CM_MGID, &McMemberRecord::default()).unwrap();
+    let req = SaMad::request(
+        Method::Set,
+        5,
+        McMemberRecord::CM_MGID,
+        &McMemberRecord::default(),
+    )
+    .unwrap();
     let mut resp = req.response_header::<McMemberRecord>();
     assert!(resp.response);
     assert_eq!(resp.method, Method::Get); // GetResp answers a Set
@@ -480,8 +553,18 @@ fn response_header_and_status() {
     assert_eq!(resp.transaction_id, 5);
     resp.status = SaStatus::NoRecords.into();
     assert_eq!(resp.to_bytes()[4..6], [0x03, 0x00]);
-    assert_eq!(SaMad::parse(&resp.to_bytes()).unwrap().status.sa_status(), SaStatus::NoRecords);
-    resp.set_record(0, &McMemberRecord { mlid: 0xC001, ..Default::default() }).unwrap();
+    assert_eq!(
+        SaMad::parse(&resp.to_bytes()).unwrap().status.sa_status(),
+        SaStatus::NoRecords
+    );
+    resp.set_record(
+        0,
+        &McMemberRecord {
+            mlid: 0xC001,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(resp.data[36..38], [0xC0, 0x01]);
     assert!(resp.set_record(4, &McMemberRecord::default()).is_err());
     assert!(resp.record::<McMemberRecord>(4).is_err());
@@ -511,27 +594,64 @@ fn multipath_gid_list() {
 }
 
 #[test]
-fn small_table_helpers() {
+fn table_records_nest_attributes() {
     let mut p = PKeyTableRecord::default();
-    p.pkey_table[2..4].copy_from_slice(&0x7FFFu16.to_be_bytes());
-    assert_eq!(p.pkey(1), Some(0x7FFF));
-    assert_eq!(p.pkey(32), None);
+    p.pkey_table.pkeys.0[2..4].copy_from_slice(&0x7FFFu16.to_be_bytes());
+    let b = p.to_bytes();
+    assert_eq!(b[10..12], [0x7F, 0xFF]);
+    assert_eq!(
+        PKeyTableRecord::parse(&b)
+            .unwrap()
+            .pkey_table
+            .pkeys
+            .get(1)
+            .map(|k| k.0),
+        Some(0x7FFF)
+    );
     let mut s = SlToVlMappingTableRecord::default();
-    s.sl_to_vl_table[1] = 0x3F;
-    assert_eq!((s.vl(2), s.vl(3), s.vl(16)), (Some(3), Some(15), None));
-    let mut v = VlArbitrationTableRecord::default();
-    v.vl_arbitration_table[4..6].copy_from_slice(&[0xF2, 0x40]);
-    assert_eq!(v.entry(2), Some((2, 0x40)));
+    s.sl_to_vl_table.map.0[1] = 0x3F;
+    assert_eq!(s.to_bytes()[9], 0x3F);
+    assert_eq!(
+        (s.sl_to_vl_table.map.vl(2), s.sl_to_vl_table.map.vl(3)),
+        (Some(3), Some(15))
+    );
     let mut m = MulticastForwardingTableRecord::default();
     m.block_num = 0x1FF;
     m.position = 0xF;
     assert_eq!(m.to_bytes()[2..4], [0xF1, 0xFF]);
-    m.mft[62..64].copy_from_slice(&[0x80, 0x01]);
-    assert_eq!(m.port_mask(31), Some(0x8001));
+    let mut l = LinearForwardingTableRecord::default();
+    l.lft.ports[63] = 9;
+    assert_eq!(l.to_bytes()[71], 9);
+    let mut g = GuidInfoRecord::default();
+    g.guid_info.guid7 = 0x0102_0304_0506_0708;
+    assert_eq!(g.to_bytes()[64..72], [1, 2, 3, 4, 5, 6, 7, 8]);
+    for (dotted, _) in GuidInfoRecord::LIBIBMAD_ALIASES {
+        assert!(g.get_field(dotted).is_some(), "{dotted}");
+    }
+    let mut sm = SmInfoRecord::default();
+    sm.sm_info.priority = 0xE;
+    sm.sm_info.sm_state = crate::attr::SmState::Master;
+    assert_eq!(sm.to_bytes()[24], 0xE3);
+    let mut pi = PortInfoRecord::default();
+    pi.port_info.lid = 0x1234;
+    pi.port_info.lmc = 2;
+    assert_eq!(pi.to_bytes()[20..22], [0x12, 0x34]);
+    assert_eq!(pi.to_bytes()[38] & 7, 2);
     let mut sr = ServiceRecord::default();
     sr.set_name("ibsm.test");
     assert_eq!(sr.name(), Some("ibsm.test"));
-    assert_eq!(get_uint(&sr.to_bytes(), Field::new(48, 0, 8)), u64::from(b'i'));
+    assert_eq!(
+        get_uint(&sr.to_bytes(), Field::new(48, 0, 8)),
+        u64::from(b'i')
+    );
+    let req = SaMad::request(
+        Method::Get,
+        1,
+        ComponentMask::NONE,
+        &ClassPortInfo::default(),
+    )
+    .unwrap();
+    assert_eq!(req.attribute_id, SaAttributeId::ClassPortInfo);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -576,15 +696,27 @@ fn segment_payload_lengths() {
     let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&many)).unwrap();
     assert_eq!(seg.segment_count(), 4);
     let mid = SaMad::parse(&seg.segment(2).unwrap()).unwrap();
-    assert_eq!((mid.rmpp_flags, mid.payload_length()), (RmppFlags::ACTIVE, 0));
+    assert_eq!(
+        (mid.rmpp_flags, mid.payload_length()),
+        (RmppFlags::ACTIVE, 0)
+    );
     // An empty table is one segment with PayloadLength 20.
-    let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::<LinkRecord>::new(&[])).unwrap();
+    let seg = Segmenter::sa(
+        &table_header::<LinkRecord>(),
+        RecordTable::<LinkRecord>::new(&[]),
+    )
+    .unwrap();
     assert_eq!(seg.segment_count(), 1);
     let only = SaMad::parse(&seg.segment(1).unwrap()).unwrap();
     assert_eq!(only.payload_length(), 20);
     assert!(only.payload().is_empty());
     // Records straddle segment boundaries: NodeRecords are 112 bytes apart.
-    let nodes: Vec<NodeRecord> = (0..3u16).map(|i| NodeRecord { lid: i + 1, ..Default::default() }).collect();
+    let nodes: Vec<NodeRecord> = (0..3u16)
+        .map(|i| NodeRecord {
+            lid: i + 1,
+            ..Default::default()
+        })
+        .collect();
     let seg = Segmenter::sa(&table_header::<NodeRecord>(), RecordTable::new(&nodes)).unwrap();
     assert_eq!(seg.segment_count(), 2);
     let s2 = seg.segment(2).unwrap();
@@ -600,24 +732,64 @@ fn reassembly_errors_leave_state_unchanged() {
     assert_eq!(s.len(), 4);
     let mut store = [0u8; 800];
     let mut rx = Reassembler::sa(SliceBuffer::new(&mut store));
-    assert!(matches!(rx.records::<LinkRecord>(), Err(RmppError::Incomplete)));
-    assert_eq!(rx.push(&s[1]), Err(RmppError::OutOfOrder { expected: 1, got: 2 }));
+    assert!(matches!(
+        rx.records::<LinkRecord>(),
+        Err(RmppError::Incomplete)
+    ));
+    assert_eq!(
+        rx.push(&s[1]),
+        Err(RmppError::OutOfOrder {
+            expected: 1,
+            got: 2
+        })
+    );
     assert_eq!(rx.push(&s[0]), Ok(Progress::NeedMore { last: 1 }));
     assert_eq!(rx.expected_segments(), Some(4));
-    assert_eq!(rx.push(&s[0]), Err(RmppError::Duplicate { segment: 1, expected: 2 }));
-    assert_eq!(rx.push(&s[2]), Err(RmppError::OutOfOrder { expected: 2, got: 3 }));
+    assert_eq!(
+        rx.push(&s[0]),
+        Err(RmppError::Duplicate {
+            segment: 1,
+            expected: 2
+        })
+    );
+    assert_eq!(
+        rx.push(&s[2]),
+        Err(RmppError::OutOfOrder {
+            expected: 2,
+            got: 3
+        })
+    );
     // Another transaction's segment 2.
     let mut foreign = s[1];
     foreign[15] ^= 1;
-    assert_eq!(rx.push(&foreign), Err(RmppError::Foreign { segment: 2, field: "TransactionID" }));
+    assert_eq!(
+        rx.push(&foreign),
+        Err(RmppError::Foreign {
+            segment: 2,
+            field: "TransactionID"
+        })
+    );
     // Segment 2 claiming to be First, or Last.
     let mut bad = s[1];
     bad[26] |= 0x02;
-    assert_eq!(rx.push(&bad), Err(RmppError::FirstFlag { segment: 2, first: true }));
+    assert_eq!(
+        rx.push(&bad),
+        Err(RmppError::FirstFlag {
+            segment: 2,
+            first: true
+        })
+    );
     let mut bad = s[1];
     bad[26] |= 0x04;
     bad[32..36].copy_from_slice(&100u32.to_be_bytes());
-    assert!(matches!(rx.push(&bad), Err(RmppError::LastFlag { segment: 2, last: true, expected: 4 })));
+    assert!(matches!(
+        rx.push(&bad),
+        Err(RmppError::LastFlag {
+            segment: 2,
+            last: true,
+            expected: 4
+        })
+    ));
     // An ACK is not data; a truncated MAD is a wire error.
     let ack = rx.ack(8);
     assert_eq!(rx.push(&ack), Err(RmppError::NotData(RmppType::Ack)));
@@ -633,15 +805,38 @@ fn reassembly_errors_leave_state_unchanged() {
     assert_eq!(rx.push(&s[1]), Ok(Progress::NeedMore { last: 2 }));
     assert_eq!(rx.push(&s[2]), Ok(Progress::NeedMore { last: 3 }));
     assert_eq!(rx.push(&s[3]), Ok(Progress::Complete));
-    assert_eq!(rx.push(&s[3]), Err(RmppError::Duplicate { segment: 4, expected: 5 }));
+    assert_eq!(
+        rx.push(&s[3]),
+        Err(RmppError::Duplicate {
+            segment: 4,
+            expected: 5
+        })
+    );
     let mut beyond = s[3];
     beyond[28..32].copy_from_slice(&5u32.to_be_bytes());
-    assert!(matches!(rx.push(&beyond), Err(RmppError::TooManySegments { segment: 5, .. })));
+    assert!(matches!(
+        rx.push(&beyond),
+        Err(RmppError::TooManySegments { segment: 5, .. })
+    ));
     let back: Vec<LinkRecord> = rx.records().unwrap().collect();
     assert_eq!(back, links);
     assert_eq!(rx.header()[44..46], [0, 1]);
-    assert_eq!(RmppError::TooManySegments { segment: 5, last: 4 }.abort_status(), Some(RmppStatus::SegmentNumberTooBig));
-    assert_eq!(RmppError::Duplicate { segment: 1, expected: 2 }.abort_status(), None);
+    assert_eq!(
+        RmppError::TooManySegments {
+            segment: 5,
+            last: 4
+        }
+        .abort_status(),
+        Some(RmppStatus::SegmentNumberTooBig)
+    );
+    assert_eq!(
+        RmppError::Duplicate {
+            segment: 1,
+            expected: 2
+        }
+        .abort_status(),
+        None
+    );
 }
 
 #[test]
@@ -653,7 +848,13 @@ fn reassembly_overflow_and_bad_lengths() {
     let mut rx = Reassembler::sa(SliceBuffer::new(&mut small));
     rx.push(&s[0]).unwrap();
     rx.push(&s[1]).unwrap();
-    assert_eq!(rx.push(&s[2]), Err(RmppError::Overflow { need: 600, capacity: 450 }));
+    assert_eq!(
+        rx.push(&s[2]),
+        Err(RmppError::Overflow {
+            need: 600,
+            capacity: 450
+        })
+    );
     let err = rx.push(&s[2]).unwrap_err();
     assert_eq!(err.abort_status(), Some(RmppStatus::ResourcesExhausted));
     // A last PayloadLength that disagrees with the first segment's.
@@ -664,9 +865,21 @@ fn reassembly_overflow_and_bad_lengths() {
     }
     let mut last = s[3];
     last[32..36].copy_from_slice(&200u32.to_be_bytes());
-    assert_eq!(rx.push(&last), Err(RmppError::PayloadLength { segment: 4, value: 200 }));
+    assert_eq!(
+        rx.push(&last),
+        Err(RmppError::PayloadLength {
+            segment: 4,
+            value: 200
+        })
+    );
     last[32..36].copy_from_slice(&300u32.to_be_bytes());
-    assert_eq!(rx.push(&last), Err(RmppError::PayloadLength { segment: 4, value: 300 }));
+    assert_eq!(
+        rx.push(&last),
+        Err(RmppError::PayloadLength {
+            segment: 4,
+            value: 300
+        })
+    );
     rx.push(&s[3]).unwrap();
     assert!(rx.is_complete());
     // A first segment without a PayloadLength: the Last flag alone ends the message.
@@ -681,7 +894,10 @@ fn reassembly_overflow_and_bad_lengths() {
     }
     assert_eq!(rx.records::<LinkRecord>().unwrap().count(), 80);
     rx.reset();
-    assert_eq!((rx.last_segment(), rx.data().len(), rx.is_complete()), (0, 0, false));
+    assert_eq!(
+        (rx.last_segment(), rx.data().len(), rx.is_complete()),
+        (0, 0, false)
+    );
 }
 
 #[test]
@@ -698,7 +914,10 @@ fn vendor2_layout_roundtrip() {
     assert_eq!(first.rmpp_data2 as usize, 1000 + 4 * 5);
     let last = Vendor2Mad::parse(&seg.segment(5).unwrap()).unwrap();
     assert_eq!(last.rmpp_data2 as usize, 220 - (5 * 216 - 1000));
-    let mut rx = Reassembler::new(RmppLayout::VENDOR2, super::rmpp::VecBuffer::with_limit(4096));
+    let mut rx = Reassembler::new(
+        RmppLayout::VENDOR2,
+        super::rmpp::VecBuffer::with_limit(4096),
+    );
     for m in seg.iter() {
         rx.push(&m).unwrap();
     }

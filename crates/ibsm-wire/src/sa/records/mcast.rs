@@ -1,7 +1,8 @@
 //! MCMemberRecord (0x0038), `sa.md` 11.
 
+use crate::attr::Mtu;
 use crate::gid::Gid;
-use crate::sa::codes::{Mtu, Rate, Selector};
+use crate::sa::codes::{Rate, Selector};
 
 wire_struct! {
     /// MCMemberRecord (52 bytes, 56 apart in a table): a port's membership of a

@@ -29,6 +29,16 @@ macro_rules! sa_record {
     };
 }
 
+// Attributes the SA sends or receives whole, without ComponentMask bits.
+use crate::attr::SaNotice;
+use crate::mad::ClassPortInfo;
+sa_record! {
+    ClassPortInfo, ClassPortInfo;
+}
+sa_record! {
+    SaNotice, Notice;
+}
+
 mod inform;
 mod mcast;
 mod node;
@@ -43,7 +53,9 @@ pub use node::{
     PortInfoRecord, PortInfoRecordView, SmInfoRecord, SmInfoRecordView, SwitchInfoRecord,
     SwitchInfoRecordView,
 };
-pub use path::{MULTI_PATH_GID_OFFSET, MultiPathRecord, MultiPathRecordView, PathRecord, PathRecordView};
+pub use path::{
+    MULTI_PATH_GID_OFFSET, MultiPathRecord, MultiPathRecordView, PathRecord, PathRecordView,
+};
 pub use service::{ServiceRecord, ServiceRecordView};
 pub use tables::{
     LinearForwardingTableRecord, LinearForwardingTableRecordView, MulticastForwardingTableRecord,

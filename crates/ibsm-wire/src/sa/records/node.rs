@@ -1,7 +1,7 @@
 //! Records about nodes, ports and links: NodeRecord, PortInfoRecord, LinkRecord,
 //! SwitchInfoRecord, SMInfoRecord, GuidInfoRecord (`sa.md` 7..10, 14, 16).
 
-use crate::attr::{NodeDescription, NodeInfo};
+use crate::attr::{GuidInfo, NodeDescription, NodeInfo, PortInfo, SmInfo, SwitchInfo};
 
 wire_struct! {
     /// NodeRecord (108 bytes): a port's LID with the node's NodeInfo and
@@ -70,7 +70,7 @@ wire_struct! {
         /// Bit 7 (0x80): the requester handles extended speeds.
         options, set_options: u8 = (3, 0, 8);
         /// The PortInfo attribute (`attributes.md` 6).
-        port_info, set_port_info: [u8; 64] = (4, 0, 512);
+        port_info, set_port_info: PortInfo = (4, 0, 512);
     }
 }
 
@@ -98,7 +98,7 @@ sa_record! {
     CM_LINK_WIDTH_ACTIVE = 13, "port_info.link_width_active", (35, 0, 8);
     CM_LINK_SPEED_SUPPORTED = 14, "port_info.link_speed_supported", (36, 0, 4);
     CM_PORT_STATE = 15, "port_info.port_state", (36, 4, 4);
-    CM_PORT_PHYSICAL_STATE = 16, "port_info.port_physical_state", (37, 0, 4);
+    CM_PORT_PHYSICAL_STATE = 16, "port_info.port_phys_state", (37, 0, 4);
     CM_LINK_DOWN_DEFAULT_STATE = 17, "port_info.link_down_default_state", (37, 4, 4);
     CM_M_KEY_PROTECT_BITS = 18, "port_info.m_key_protect_bits", (38, 0, 2);
     CM_RESERVED19 = 19, "reserved", (38, 2, 3);
@@ -133,7 +133,7 @@ sa_record! {
     CM_LOCAL_PHY_ERRORS = 48, "port_info.local_phy_errors", (57, 0, 4);
     CM_OVERRUN_ERRORS = 49, "port_info.overrun_errors", (57, 4, 4);
     CM_MAX_CREDIT_HINT = 50, "port_info.max_credit_hint", (58, 0, 16);
-    CM_RESERVED51 = 51, "reserved", (60, 0, 8);
+    CM_RESERVED51 = 51, "port_info[byte 56: reserved, LinkSpeedExt*2]", (60, 0, 8);
     CM_LINK_ROUND_TRIP_LATENCY = 52, "port_info.link_round_trip_latency", (61, 0, 24);
     CM_CAPABILITY_MASK2 = 53, "port_info.capability_mask2", (64, 0, 16);
     CM_LINK_SPEED_EXT_ACTIVE = 54, "port_info.link_speed_ext_active", (66, 0, 4);
@@ -172,7 +172,7 @@ wire_struct! {
         /// Switch LID.
         lid, set_lid: u16 = (0, 0, 16);
         /// The SwitchInfo attribute (`attributes.md` 4).
-        switch_info, set_switch_info: [u8; 20] = (4, 0, 160);
+        switch_info, set_switch_info: SwitchInfo = (4, 0, 160);
     }
 }
 
@@ -189,7 +189,7 @@ wire_struct! {
         /// LID of the SM port.
         lid, set_lid: u16 = (0, 0, 16);
         /// The SMInfo attribute (`attributes.md` 14).
-        sm_info, set_sm_info: [u8; 21] = (4, 0, 168);
+        sm_info, set_sm_info: SmInfo = (4, 0, 168);
     }
 }
 
@@ -206,49 +206,31 @@ sa_record! {
 
 wire_struct! {
     /// GuidInfoRecord (72 bytes): one GUIDInfo block (8 port GUIDs / alias GUIDs) of a
-    /// port.
+    /// port. libibmad's `IB_SA_GIR_GUIDn_F` are the nested GUIDInfo fields
+    /// ([`Self::LIBIBMAD_ALIASES`]).
     pub struct GuidInfoRecord, view GuidInfoRecordView, size 72, label "GuidInfoRecord";
     fields {
         /// Port LID.
         lid, set_lid: u16 = (0, 0, 16), "IB_SA_GIR_LID_F";
         /// GUIDInfo block number.
         block_num, set_block_num: u8 = (2, 0, 8), "IB_SA_GIR_BLOCKNUM_F";
-        /// GUID index 8 * block_num + 0 (block 0: the port GUID).
-        guid0, set_guid0: u64 = (8, 0, 64), "IB_SA_GIR_GUID0_F";
-        /// GUID index 8 * block_num + 1.
-        guid1, set_guid1: u64 = (16, 0, 64), "IB_SA_GIR_GUID1_F";
-        /// GUID index 8 * block_num + 2.
-        guid2, set_guid2: u64 = (24, 0, 64), "IB_SA_GIR_GUID2_F";
-        /// GUID index 8 * block_num + 3.
-        guid3, set_guid3: u64 = (32, 0, 64), "IB_SA_GIR_GUID3_F";
-        /// GUID index 8 * block_num + 4.
-        guid4, set_guid4: u64 = (40, 0, 64), "IB_SA_GIR_GUID4_F";
-        /// GUID index 8 * block_num + 5.
-        guid5, set_guid5: u64 = (48, 0, 64), "IB_SA_GIR_GUID5_F";
-        /// GUID index 8 * block_num + 6.
-        guid6, set_guid6: u64 = (56, 0, 64), "IB_SA_GIR_GUID6_F";
-        /// GUID index 8 * block_num + 7.
-        guid7, set_guid7: u64 = (64, 0, 64), "IB_SA_GIR_GUID7_F";
+        /// The GUIDInfo block: GUID indexes 8 * block_num ..= 8 * block_num + 7.
+        guid_info, set_guid_info: GuidInfo = (8, 0, 512);
     }
 }
 
 impl GuidInfoRecord {
-    /// The eight GUIDs of the block, in index order.
-    #[must_use]
-    pub const fn guids(&self) -> [u64; 8] {
-        [
-            self.guid0, self.guid1, self.guid2, self.guid3, self.guid4, self.guid5, self.guid6,
-            self.guid7,
-        ]
-    }
-
-    /// Sets the eight GUIDs of the block.
-    pub const fn set_guids(&mut self, g: [u64; 8]) {
-        [
-            self.guid0, self.guid1, self.guid2, self.guid3, self.guid4, self.guid5, self.guid6,
-            self.guid7,
-        ] = g;
-    }
+    /// libibmad names of the nested fields: `(dotted field, libibmad name)`.
+    pub const LIBIBMAD_ALIASES: &'static [(&'static str, &'static str)] = &[
+        ("guid_info.guid0", "IB_SA_GIR_GUID0_F"),
+        ("guid_info.guid1", "IB_SA_GIR_GUID1_F"),
+        ("guid_info.guid2", "IB_SA_GIR_GUID2_F"),
+        ("guid_info.guid3", "IB_SA_GIR_GUID3_F"),
+        ("guid_info.guid4", "IB_SA_GIR_GUID4_F"),
+        ("guid_info.guid5", "IB_SA_GIR_GUID5_F"),
+        ("guid_info.guid6", "IB_SA_GIR_GUID6_F"),
+        ("guid_info.guid7", "IB_SA_GIR_GUID7_F"),
+    ];
 }
 
 sa_record! {
@@ -257,12 +239,12 @@ sa_record! {
     CM_BLOCK_NUM = 1, "block_num", (2, 0, 8);
     CM_RESERVED2 = 2, "reserved", (3, 0, 8);
     CM_RESERVED3 = 3, "reserved", (4, 0, 32);
-    CM_GUID0 = 4, "guid0", (8, 0, 64);
-    CM_GUID1 = 5, "guid1", (16, 0, 64);
-    CM_GUID2 = 6, "guid2", (24, 0, 64);
-    CM_GUID3 = 7, "guid3", (32, 0, 64);
-    CM_GUID4 = 8, "guid4", (40, 0, 64);
-    CM_GUID5 = 9, "guid5", (48, 0, 64);
-    CM_GUID6 = 10, "guid6", (56, 0, 64);
-    CM_GUID7 = 11, "guid7", (64, 0, 64);
+    CM_GUID0 = 4, "guid_info.guid0", (8, 0, 64);
+    CM_GUID1 = 5, "guid_info.guid1", (16, 0, 64);
+    CM_GUID2 = 6, "guid_info.guid2", (24, 0, 64);
+    CM_GUID3 = 7, "guid_info.guid3", (32, 0, 64);
+    CM_GUID4 = 8, "guid_info.guid4", (40, 0, 64);
+    CM_GUID5 = 9, "guid_info.guid5", (48, 0, 64);
+    CM_GUID6 = 10, "guid_info.guid6", (56, 0, 64);
+    CM_GUID7 = 11, "guid_info.guid7", (64, 0, 64);
 }

@@ -1,8 +1,9 @@
 //! PathRecord (0x0035) and MultiPathRecord (0x003A), `sa.md` 6 and 17.
 
+use crate::attr::Mtu;
 use crate::error::{Error, Result};
 use crate::gid::Gid;
-use crate::sa::codes::{Mtu, Rate, Selector};
+use crate::sa::codes::{Rate, Selector};
 
 wire_struct! {
     /// PathRecord (64 bytes): everything a client needs to talk from SGID/SLID to

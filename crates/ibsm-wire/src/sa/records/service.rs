@@ -19,7 +19,8 @@ wire_struct! {
         /// Service name: 64 bytes of UTF-8, NUL-padded.
         service_name, set_service_name: [u8; 64] = (48, 0, 512), "IB_SA_SR_NAME_F";
         /// Service data: 16 x 8-bit, 8 x 16-bit, 4 x 32-bit, 2 x 64-bit values
-        /// ([`Self::data8`], [`Self::data16`], [`Self::data32`], [`Self::data64`]).
+        /// ([`ServiceRecord::data8`], [`ServiceRecord::data16`], [`ServiceRecord::data32`],
+        /// [`ServiceRecord::data64`]).
         service_data, set_service_data: [u8; 64] = (112, 0, 512), "IB_SA_SR_DATA_F";
     }
 }
@@ -28,22 +29,22 @@ impl ServiceRecord {
     /// `service_lease` value meaning "never expires".
     pub const INFINITE_LEASE: u32 = 0xFFFF_FFFF;
 
-    /// ComponentMask bit of ServiceData8[i] (0..16).
+    /// ComponentMask bit of `ServiceData8[i]` (0..16).
     #[must_use]
     pub const fn cm_data8(i: u8) -> crate::sa::ComponentMask {
         crate::sa::ComponentMask::bit(7 + (i & 15))
     }
-    /// ComponentMask bit of ServiceData16[i] (0..8).
+    /// ComponentMask bit of `ServiceData16[i]` (0..8).
     #[must_use]
     pub const fn cm_data16(i: u8) -> crate::sa::ComponentMask {
         crate::sa::ComponentMask::bit(23 + (i & 7))
     }
-    /// ComponentMask bit of ServiceData32[i] (0..4).
+    /// ComponentMask bit of `ServiceData32[i]` (0..4).
     #[must_use]
     pub const fn cm_data32(i: u8) -> crate::sa::ComponentMask {
         crate::sa::ComponentMask::bit(31 + (i & 3))
     }
-    /// ComponentMask bit of ServiceData64[i] (0..2).
+    /// ComponentMask bit of `ServiceData64[i]` (0..2).
     #[must_use]
     pub const fn cm_data64(i: u8) -> crate::sa::ComponentMask {
         crate::sa::ComponentMask::bit(35 + (i & 1))
@@ -66,39 +67,51 @@ impl ServiceRecord {
         }
     }
 
-    /// ServiceData8[i] (0..16).
+    /// `ServiceData8[i]` (0..16).
     #[must_use]
     pub fn data8(&self, i: usize) -> Option<u8> {
         (i < 16).then(|| self.service_data[i])
     }
-    /// ServiceData16[i] (0..8).
+    /// `ServiceData16[i]` (0..8).
     #[must_use]
     pub fn data16(&self, i: usize) -> Option<u16> {
-        if i < 8 { self.data_be(16 + 2 * i, 2).map(|v| v as u16) } else { None }
+        if i < 8 {
+            self.data_be(16 + 2 * i, 2).map(|v| v as u16)
+        } else {
+            None
+        }
     }
-    /// ServiceData32[i] (0..4).
+    /// `ServiceData32[i]` (0..4).
     #[must_use]
     pub fn data32(&self, i: usize) -> Option<u32> {
-        if i < 4 { self.data_be(32 + 4 * i, 4).map(|v| v as u32) } else { None }
+        if i < 4 {
+            self.data_be(32 + 4 * i, 4).map(|v| v as u32)
+        } else {
+            None
+        }
     }
-    /// ServiceData64[i] (0..2).
+    /// `ServiceData64[i]` (0..2).
     #[must_use]
     pub fn data64(&self, i: usize) -> Option<u64> {
-        if i < 2 { self.data_be(48 + 8 * i, 8) } else { None }
+        if i < 2 {
+            self.data_be(48 + 8 * i, 8)
+        } else {
+            None
+        }
     }
-    /// Sets ServiceData8[i]; `false` if `i` is out of range.
+    /// Sets `ServiceData8[i]`; `false` if `i` is out of range.
     pub fn set_data8(&mut self, i: usize, v: u8) -> bool {
         i < 16 && self.set_data_be(i, 1, u64::from(v))
     }
-    /// Sets ServiceData16[i]; `false` if `i` is out of range.
+    /// Sets `ServiceData16[i]`; `false` if `i` is out of range.
     pub fn set_data16(&mut self, i: usize, v: u16) -> bool {
         i < 8 && self.set_data_be(16 + 2 * i, 2, u64::from(v))
     }
-    /// Sets ServiceData32[i]; `false` if `i` is out of range.
+    /// Sets `ServiceData32[i]`; `false` if `i` is out of range.
     pub fn set_data32(&mut self, i: usize, v: u32) -> bool {
         i < 4 && self.set_data_be(32 + 4 * i, 4, u64::from(v))
     }
-    /// Sets ServiceData64[i]; `false` if `i` is out of range.
+    /// Sets `ServiceData64[i]`; `false` if `i` is out of range.
     pub fn set_data64(&mut self, i: usize, v: u64) -> bool {
         i < 2 && self.set_data_be(48 + 8 * i, 8, v)
     }

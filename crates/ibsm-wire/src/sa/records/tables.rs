@@ -1,5 +1,10 @@
 //! Table records: a record identifier followed by one block of an SMP table
-//! (`sa.md` 16).
+//! (`sa.md` 16). The block is the SMP attribute's own type, nested.
+
+use crate::attr::{
+    LinearForwardingTable, MulticastForwardingTable, PKeyTable, RandomForwardingTable,
+    SlToVlMappingTable, VlArbitrationTable,
+};
 
 wire_struct! {
     /// P_KeyTableRecord (72 bytes): one 32-entry P_Key block of a port.
@@ -12,7 +17,7 @@ wire_struct! {
         /// Switch port (reserved for CAs).
         port_num, set_port_num: u8 = (4, 0, 8);
         /// The P_Key block: 32 big-endian 16-bit entries (`attributes.md` 7).
-        pkey_table, set_pkey_table: [u8; 64] = (8, 0, 512);
+        pkey_table, set_pkey_table: PKeyTable = (8, 0, 512);
     }
 }
 
@@ -21,15 +26,6 @@ sa_record! {
     CM_LID = 0, "lid", (0, 0, 16);
     CM_BLOCK_NUM = 1, "block_num", (2, 0, 16);
     CM_PORT_NUM = 2, "port_num", (4, 0, 8);
-}
-
-impl PKeyTableRecord {
-    /// P_Key entry `i` (0..32) of the block; `None` beyond.
-    #[must_use]
-    pub fn pkey(&self, i: usize) -> Option<u16> {
-        let b = self.pkey_table.get(2 * i..2 * i + 2)?;
-        Some(u16::from_be_bytes([b[0], b[1]]))
-    }
 }
 
 wire_struct! {
@@ -46,7 +42,7 @@ wire_struct! {
         output_port_num, set_output_port_num: u8 = (3, 0, 8);
         /// The table: 16 four-bit VLs, SL 0 in the high nibble of byte 0
         /// (`attributes.md` 8).
-        sl_to_vl_table, set_sl_to_vl_table: [u8; 8] = (8, 0, 64);
+        sl_to_vl_table, set_sl_to_vl_table: SlToVlMappingTable = (8, 0, 64);
     }
 }
 
@@ -55,15 +51,6 @@ sa_record! {
     CM_LID = 0, "lid", (0, 0, 16);
     CM_INPUT_PORT_NUM = 1, "input_port_num", (2, 0, 8);
     CM_OUTPUT_PORT_NUM = 2, "output_port_num", (3, 0, 8);
-}
-
-impl SlToVlMappingTableRecord {
-    /// The VL of `sl` (0..16); `None` beyond.
-    #[must_use]
-    pub fn vl(&self, sl: usize) -> Option<u8> {
-        let b = *self.sl_to_vl_table.get(sl / 2)?;
-        Some(if sl % 2 == 0 { b >> 4 } else { b & 0x0F })
-    }
 }
 
 wire_struct! {
@@ -79,7 +66,7 @@ wire_struct! {
         /// Table part 1..4, as in the SMP AttributeModifier.
         block_num, set_block_num: u8 = (3, 0, 8);
         /// 32 entries of (4 reserved bits, 4-bit VL, 8-bit weight) (`attributes.md` 9).
-        vl_arbitration_table, set_vl_arbitration_table: [u8; 64] = (8, 0, 512);
+        vl_arbitration_table, set_vl_arbitration_table: VlArbitrationTable = (8, 0, 512);
     }
 }
 
@@ -88,15 +75,6 @@ sa_record! {
     CM_LID = 0, "lid", (0, 0, 16);
     CM_OUTPUT_PORT_NUM = 1, "output_port_num", (2, 0, 8);
     CM_BLOCK_NUM = 2, "block_num", (3, 0, 8);
-}
-
-impl VlArbitrationTableRecord {
-    /// Entry `i` (0..32) as `(vl, weight)`; `None` beyond.
-    #[must_use]
-    pub fn entry(&self, i: usize) -> Option<(u8, u8)> {
-        let b = self.vl_arbitration_table.get(2 * i..2 * i + 2)?;
-        Some((b[0] & 0x0F, b[1]))
-    }
 }
 
 wire_struct! {
@@ -109,7 +87,7 @@ wire_struct! {
         /// LFT block: LIDs 64 * block_num ..= 64 * block_num + 63.
         block_num, set_block_num: u16 = (2, 0, 16);
         /// Output port of each LID of the block (`attributes.md` 10).
-        lft, set_lft: [u8; 64] = (8, 0, 512);
+        lft, set_lft: LinearForwardingTable = (8, 0, 512);
     }
 }
 
@@ -131,7 +109,7 @@ wire_struct! {
         /// RFT block number.
         block_num, set_block_num: u16 = (2, 0, 16);
         /// 16 entries of 4 bytes (`attributes.md` 11).
-        rft, set_rft: [u8; 64] = (8, 0, 512);
+        rft, set_rft: RandomForwardingTable = (8, 0, 512);
     }
 }
 
@@ -154,7 +132,7 @@ wire_struct! {
         /// MFT block: MLIDs 0xC000 + 32 * block_num ..
         block_num, set_block_num: u16 = (2, 7, 9);
         /// 32 big-endian 16-bit port masks (`attributes.md` 12).
-        mft, set_mft: [u8; 64] = (8, 0, 512);
+        mft, set_mft: MulticastForwardingTable = (8, 0, 512);
     }
 }
 
@@ -165,13 +143,4 @@ sa_record! {
     CM_RESERVED2 = 2, "reserved", (2, 4, 3);
     CM_BLOCK_NUM = 3, "block_num", (2, 7, 9);
     CM_RESERVED4 = 4, "reserved", (4, 0, 32);
-}
-
-impl MulticastForwardingTableRecord {
-    /// Port mask of MLID `0xC000 + 32 * block_num + i` (0..32); `None` beyond.
-    #[must_use]
-    pub fn port_mask(&self, i: usize) -> Option<u16> {
-        let b = self.mft.get(2 * i..2 * i + 2)?;
-        Some(u16::from_be_bytes([b[0], b[1]]))
-    }
 }
