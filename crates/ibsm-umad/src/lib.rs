@@ -33,8 +33,10 @@ pub mod hdr;
 mod port;
 mod sys;
 pub mod sysfs;
+mod transport;
 
 pub use error::{Error, Result};
 pub use hdr::{HeaderLen, UmadHdr};
 pub use port::{HeaderMode, OpenOptions, Received, SendTo, UmadPort};
 pub use sysfs::{PortDesc, Selector};
+pub use transport::UmadTransport;

@@ -112,7 +112,7 @@ const SA_METHODS: [u8; 7] = [0x01, 0x02, 0x06, 0x12, 0x13, 0x14, 0x15];
 #[derive(Debug)]
 pub struct UmadPort {
     fd: Fd,
-    _issm: Option<Fd>,
+    issm: Option<Fd>,
     desc: PortDesc,
     path: String,
     hdr_len: HeaderLen,
@@ -195,7 +195,7 @@ impl UmadPort {
         };
         Ok(Self {
             fd,
-            _issm: issm,
+            issm,
             desc,
             path,
             hdr_len,
@@ -204,6 +204,26 @@ impl UmadPort {
             agent_lid,
             agent_sa,
         })
+    }
+
+    /// Opens (`on`) or closes `/dev/infiniband/issmN`, which sets or clears the port's
+    /// IsSM capability bit.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `open` fails (EAGAIN: another SM holds it).
+    pub fn set_issm(&mut self, on: bool) -> Result<()> {
+        match (on, self.issm.is_some()) {
+            (true, false) => {
+                let p = self.desc.issm_path();
+                self.issm = Some(
+                    sys::open(&p, libc::O_RDWR | libc::O_NONBLOCK)
+                        .map_err(|e| Error::io("open", &p, &e))?,
+                );
+            }
+            (false, true) => self.issm = None,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The port as sysfs described it when opened.
