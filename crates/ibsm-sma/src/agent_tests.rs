@@ -1,0 +1,689 @@
+extern crate std;
+
+use super::*;
+use crate::config::MemNvStore;
+use crate::mkey::NANOS_PER_SEC;
+use ibsm_wire::{
+    DrPath, DrSmp, LidSmp, Notice, PortState, SmState, Trap128Details, Trap256Details, TrapNumber,
+};
+use std::vec::Vec;
+
+const KEY: u64 = 0xDEAD_BEEF_0000_0001;
+const WRONG: u64 = 0x1234;
+const SM_LID: u16 = 1;
+const CA_LID: u16 = 7;
+
+fn lid_req(method: Method, attr: SmAttributeId, am: u32, key: u64, data: &[u8]) -> [u8; 256] {
+    let mut s = LidSmp::request(method, attr.into(), am, 0x55, key);
+    s.data[..data.len()].copy_from_slice(data);
+    s.to_bytes()
+}
+
+fn dr_req(method: Method, attr: SmAttributeId, am: u32, key: u64, data: &[u8]) -> [u8; 256] {
+    let path = DrPath::from_ports(&[1, 3]).unwrap();
+    let mut s = DrSmp::request(method, attr.into(), am, 0x66, key, &path);
+    s.hop_pointer = 3;
+    s.return_path[1] = 9;
+    s.return_path[2] = 1;
+    s.data[..data.len()].copy_from_slice(data);
+    s.to_bytes()
+}
+
+fn status(resp: &[u8; 256]) -> u16 {
+    u16::from_be_bytes([resp[4], resp[5]])
+}
+
+fn ca() -> Sma {
+    let mut s = Sma::new(NodeConfig::ca(0x100, 2)).unwrap();
+    s.link_up(0, 1);
+    s.link_up(0, 2);
+    s
+}
+
+fn switch() -> Sma {
+    let mut s = Sma::new(NodeConfig::switch(0x200, 8)).unwrap();
+    for p in 1..=8 {
+        s.link_up(0, p);
+    }
+    s
+}
+
+/// Keyed SubnSet(PortInfo) of `port` built from its current value.
+fn set_pi(sma: &mut Sma, now: u64, rx: u8, port: u8, key: u64, f: impl FnOnce(&mut PortInfo)) -> Option<[u8; 256]> {
+    let mut pi = sma.port_info(port).unwrap();
+    pi.port_state = PortState::NoChange;
+    pi.port_phys_state = PhysPortState::NoChange;
+    f(&mut pi);
+    let req = lid_req(Method::Set, SmAttributeId::PortInfo, u32::from(port), key, &pi.to_bytes());
+    sma.handle(now, Rx { port: rx, slid: SM_LID }, &req)
+}
+
+/// A CA whose port 1 has LID 7, SM LID 1 and the given M_Key settings.
+fn protected_ca(protect: u8, lease: u16) -> Sma {
+    let mut s = ca();
+    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+        pi.lid = CA_LID;
+        pi.master_sm_lid = SM_LID;
+        pi.m_key = KEY;
+        pi.m_key_protect_bits = protect;
+        pi.m_key_lease_period = lease;
+    })
+    .unwrap();
+    s
+}
+
+fn get_pi<S: NvStore>(sma: &mut Sma<S>, now: u64, key: u64) -> Option<PortInfo> {
+    let req = lid_req(Method::Get, SmAttributeId::PortInfo, 1, key, &[]);
+    sma.handle(now, Rx { port: 1, slid: SM_LID }, &req)
+        .map(|r| PortInfo::parse(&r[64..128]).unwrap())
+}
+
+fn drain_traps(sma: &mut Sma, now: u64) -> Vec<Trap> {
+    core::iter::from_fn(|| sma.poll_trap(now)).collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Right,
+    Wrong,
+    Zero,
+}
+
+/// Every row of the M_Key check table through the whole agent: protection levels
+/// 0..3 x SubnGet / SubnSet / SubnTrapRepress x right key / wrong key / zero key, plus
+/// every case with the port's M_Key 0.
+#[test]
+fn check_table_rows_through_the_agent() {
+    for protect in 0..=3u8 {
+        for method in [Method::Get, Method::Set, Method::TrapRepress] {
+            for key in [Key::Right, Key::Wrong, Key::Zero] {
+                for port_key_zero in [false, true] {
+                    let mut s = protected_ca(protect, 0);
+                    if port_key_zero {
+                        set_pi(&mut s, 0, 1, 1, KEY, |pi| {
+                            pi.m_key = 0;
+                        })
+                        .unwrap();
+                    }
+                    drain_traps(&mut s, 0);
+                    let k = match key {
+                        Key::Right => KEY,
+                        Key::Wrong => WRONG,
+                        Key::Zero => 0,
+                    };
+                    let cur = s.port_info(1).unwrap();
+                    let data = match method {
+                        Method::TrapRepress => [0u8; 64],
+                        _ => {
+                            let mut pi = cur;
+                            pi.port_state = PortState::NoChange;
+                            pi.port_phys_state = PhysPortState::NoChange;
+                            pi.lid = 99;
+                            pi.to_bytes()
+                        }
+                    };
+                    let attr = if method == Method::TrapRepress {
+                        SmAttributeId::Notice
+                    } else {
+                        SmAttributeId::PortInfo
+                    };
+                    let mut buf = lid_req(method, attr, 1, k, &data);
+                    let out = s.handle_in_place(5, Rx { port: 1, slid: 3 }, &mut buf);
+                    let matches = port_key_zero || key == Key::Right;
+                    let ctx = std::format!("protect {protect} {method:?} {key:?} port key 0: {port_key_zero}");
+                    let passes = matches || (method == Method::Get && protect < 2);
+                    let viol = s.m_key_state(1).unwrap().violations;
+                    if passes {
+                        assert_eq!(viol, 0, "{ctx}");
+                        assert!(drain_traps(&mut s, 5).is_empty(), "{ctx}");
+                        match method {
+                            Method::TrapRepress => {
+                                assert_eq!(out, Outcome::Repressed { matched: false }, "{ctx}");
+                            }
+                            Method::Get => {
+                                assert_eq!(out, Outcome::Respond, "{ctx}");
+                                let pi = PortInfo::parse(&buf[64..128]).unwrap();
+                                let shown = if !matches && protect == 1 { 0 } else { cur.m_key };
+                                assert_eq!(pi.m_key, shown, "{ctx}");
+                                assert_eq!(pi.m_key_protect_bits, protect, "{ctx}");
+                            }
+                            _ => {
+                                assert_eq!(out, Outcome::Respond, "{ctx}");
+                                assert_eq!(s.lid(1), Some(99), "{ctx}");
+                            }
+                        }
+                    } else {
+                        assert_eq!(out, Outcome::Dropped(DropReason::MKey), "{ctx}");
+                        assert_eq!(viol, 1, "{ctx}");
+                        assert_eq!(s.lid(1), Some(CA_LID), "{ctx}: a failed Set changes nothing");
+                        let traps = drain_traps(&mut s, 5);
+                        assert_eq!(traps.len(), 1, "{ctx}");
+                        let n = traps[0].notice();
+                        assert_eq!(n.trap(), Some(TrapNumber::BadMKey), "{ctx}");
+                        let d: Trap256Details = n.details().unwrap();
+                        assert_eq!((d.lid, d.m_key, d.attribute_modifier), (3, k, 1), "{ctx}");
+                        assert_eq!(d.method, u8::from(method), "{ctx}");
+                        assert_eq!(d.attribute_id, u16::from(attr), "{ctx}");
+                        assert!(!d.dr_notice, "{ctx}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn trap_256_carries_the_directed_route() {
+    let mut s = protected_ca(2, 0);
+    let req = dr_req(Method::Get, SmAttributeId::NodeInfo, 0, WRONG, &[]);
+    assert!(s.handle(1, Rx::port(1), &req).is_none());
+    let traps = drain_traps(&mut s, 1);
+    assert_eq!(traps.len(), 1);
+    let t = &traps[0];
+    assert_eq!((t.slid, t.dlid, t.port), (CA_LID, SM_LID, 1));
+    let sent = LidSmp::parse(&t.mad).unwrap();
+    assert_eq!(sent.method, Method::Trap);
+    assert_eq!(sent.attribute_id, u16::from(SmAttributeId::Notice));
+    let n = t.notice();
+    assert_eq!(n.issuer_lid, CA_LID);
+    let d: Trap256Details = n.details().unwrap();
+    assert!(d.dr_notice && !d.dr_path_truncated);
+    assert_eq!(d.dr_hop_count, 2);
+    assert_eq!(d.dr_slid, PERMISSIVE_LID);
+    assert_eq!(&d.dr_notice_return_path[..3], &[0, 9, 1]);
+}
+
+#[test]
+fn no_trap_without_sm_lid_or_trap_support() {
+    let mut s = protected_ca(2, 0);
+    set_pi(&mut s, 0, 1, 1, KEY, |pi| pi.master_sm_lid = 0).unwrap();
+    let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, WRONG, &[]);
+    assert!(s.handle(1, Rx::port(1), &req).is_none());
+    assert!(drain_traps(&mut s, 1).is_empty());
+    assert_eq!(s.m_key_state(1).unwrap().violations, 1);
+}
+
+#[test]
+fn trap_is_resent_until_repressed() {
+    let mut s = protected_ca(2, 0);
+    let req = lid_req(Method::Set, SmAttributeId::NodeInfo, 0, WRONG, &[]);
+    s.handle(0, Rx::port(1), &req);
+    let first = drain_traps(&mut s, 0);
+    assert_eq!(first.len(), 1);
+    assert_eq!(s.poll_timeout(), Some(NANOS_PER_SEC));
+    assert!(drain_traps(&mut s, NANOS_PER_SEC - 1).is_empty());
+    let again = drain_traps(&mut s, NANOS_PER_SEC);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].transaction_id, first[0].transaction_id);
+    // A repress with the wrong key is itself a violation and does not stop the trap.
+    let mut rep = first[0].mad;
+    rep[3] = 0x07;
+    rep[24..32].copy_from_slice(&WRONG.to_be_bytes());
+    assert_eq!(
+        s.handle_in_place(NANOS_PER_SEC, Rx::port(1), &mut rep.clone()),
+        Outcome::Dropped(DropReason::MKey)
+    );
+    rep[24..32].copy_from_slice(&KEY.to_be_bytes());
+    assert_eq!(
+        s.handle_in_place(NANOS_PER_SEC, Rx::port(1), &mut rep),
+        Outcome::Repressed { matched: true }
+    );
+    // Only the trap raised by the bad repress is left.
+    assert_eq!(s.pending_traps(), 1);
+}
+
+// ----- lease edges ----------------------------------------------------------------------
+
+#[test]
+fn lease_expires_exactly_at_the_period() {
+    let mut s = protected_ca(2, 10);
+    assert!(get_pi(&mut s, 100, WRONG).is_none());
+    let deadline = 100 + 10 * NANOS_PER_SEC;
+    assert_eq!(s.m_key_state(1).unwrap().lease_deadline, Some(deadline));
+    assert!(get_pi(&mut s, deadline - 1, WRONG).is_none(), "still protected one ns before");
+    assert_eq!(s.m_key_state(1).unwrap().violations, 2);
+    // At the deadline protection falls back to 0: a wrong-keyed Get succeeds.
+    let pi = get_pi(&mut s, deadline, WRONG).expect("answered after expiry");
+    assert_eq!(pi.m_key_protect_bits, 0);
+    assert_eq!(pi.m_key, KEY, "level 0 shows the key");
+    assert_eq!(pi.m_key_violations, 2);
+}
+
+#[test]
+fn lease_expiry_by_timeout_alone() {
+    let mut s = protected_ca(1, 1);
+    assert!(set_pi(&mut s, 0, 1, 1, WRONG, |_| {}).is_none());
+    s.handle_timeout(NANOS_PER_SEC);
+    assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
+    assert_eq!(s.poll_timeout(), None.or(s.poll_timeout()));
+}
+
+#[test]
+fn keyed_smp_one_tick_before_expiry_refreshes() {
+    let mut s = protected_ca(2, 10);
+    assert!(get_pi(&mut s, 0, WRONG).is_none());
+    let deadline = 10 * NANOS_PER_SEC;
+    assert!(get_pi(&mut s, deadline - 1, KEY).is_some());
+    assert_eq!(s.m_key_state(1).unwrap().lease_deadline, None);
+    assert!(get_pi(&mut s, deadline, WRONG).is_none(), "still protected at the old deadline");
+    assert!(get_pi(&mut s, deadline + 5, WRONG).is_none());
+    // The second violation started a new countdown.
+    assert_eq!(
+        s.m_key_state(1).unwrap().lease_deadline,
+        Some(2 * deadline)
+    );
+}
+
+#[test]
+fn lease_period_zero_never_expires() {
+    let mut s = protected_ca(3, 0);
+    assert!(get_pi(&mut s, 0, WRONG).is_none());
+    assert_eq!(s.poll_timeout(), Some(0).filter(|_| s.pending_traps() > 0));
+    assert!(get_pi(&mut s, u64::MAX / 2, WRONG).is_none());
+    assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 3);
+}
+
+#[test]
+fn unkeyed_get_does_not_refresh() {
+    let mut s = protected_ca(1, 10);
+    assert!(set_pi(&mut s, 0, 1, 1, WRONG, |_| {}).is_none());
+    let pi = get_pi(&mut s, 5, WRONG).unwrap();
+    assert_eq!(pi.m_key, 0, "level 1 hides the key");
+    assert!(s.m_key_state(1).unwrap().lease_deadline.is_some());
+    s.handle_timeout(10 * NANOS_PER_SEC);
+    assert_eq!(get_pi(&mut s, 10 * NANOS_PER_SEC, WRONG).unwrap().m_key, KEY);
+}
+
+#[test]
+fn mkey_fields_change_only_together_and_only_keyed() {
+    let mut s = protected_ca(1, 60);
+    set_pi(&mut s, 0, 1, 1, KEY, |pi| {
+        pi.m_key = 0x77;
+        pi.m_key_protect_bits = 2;
+        pi.m_key_lease_period = 5;
+    })
+    .unwrap();
+    let st = s.m_key_state(1).unwrap().config;
+    assert_eq!((st.m_key, st.protect_bits, st.lease_period), (0x77, 2, 5));
+    // A Set with an invalid field changes none of them.
+    let r = set_pi(&mut s, 0, 1, 1, 0x77, |pi| {
+        pi.m_key = 0x88;
+        pi.port_state = PortState::Active; // Init -> Active is illegal
+    })
+    .unwrap();
+    assert_eq!(status(&r), 0x001C);
+    assert_eq!(s.m_key_state(1).unwrap().config.m_key, 0x77);
+    let pi = PortInfo::parse(&r[64..128]).unwrap();
+    assert_eq!(pi.m_key, 0x77, "the response carries the unchanged values");
+}
+
+#[test]
+fn violations_saturate_through_the_agent() {
+    let mut s = protected_ca(2, 0);
+    set_pi(&mut s, 0, 1, 1, KEY, |pi| pi.m_key_violations = 0xFFFE).unwrap();
+    for _ in 0..3 {
+        get_pi(&mut s, 0, WRONG);
+    }
+    assert_eq!(s.m_key_state(1).unwrap().violations, 0xFFFF);
+}
+
+#[test]
+fn ca_ports_have_their_own_keys() {
+    let mut s = protected_ca(2, 0);
+    // Port 2 has no key: SMPs arriving there pass, and may even read port 1.
+    let req = lid_req(Method::Get, SmAttributeId::PortInfo, 1, WRONG, &[]);
+    let r = s.handle(0, Rx::port(2), &req).unwrap();
+    let pi = PortInfo::parse(&r[64..128]).unwrap();
+    assert_eq!(pi.local_port_num, 2);
+    assert_eq!(pi.lid, CA_LID);
+    assert!(s.handle(0, Rx::port(1), &req).is_none());
+}
+
+#[test]
+fn switch_checks_port_zero_key() {
+    let mut s = switch();
+    set_pi(&mut s, 0, 1, 0, 0, |pi| {
+        pi.lid = 5;
+        pi.master_sm_lid = SM_LID;
+        pi.m_key = KEY;
+        pi.m_key_protect_bits = 2;
+    })
+    .unwrap();
+    for rx in [1, 4] {
+        let req = lid_req(Method::Get, SmAttributeId::PortInfo, 3, WRONG, &[]);
+        assert!(s.handle(0, Rx::port(rx), &req).is_none());
+    }
+    assert_eq!(s.m_key_state(0).unwrap().violations, 2);
+    let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, KEY, &[]);
+    let r = s.handle(0, Rx::port(4), &req).unwrap();
+    let ni = ibsm_wire::NodeInfo::parse(&r[64..]).unwrap();
+    assert_eq!((ni.port_guid, ni.local_port_num), (0x200, 4));
+}
+
+// ----- NV store and reset ------------------------------------------------------------------
+
+#[test]
+fn reset_restores_from_nv_store_or_zero() {
+    let mut plain = protected_ca(2, 3);
+    plain.reset(0);
+    assert_eq!(plain.m_key_state(1).unwrap().config, MKeyConfig::default());
+    assert_eq!(plain.port_state(1), Some(LogicalState::Down));
+
+    let mut s = Sma::with_nv_store(NodeConfig::ca(0x100, 1), MemNvStore::default()).unwrap();
+    s.link_up(0, 1);
+    let mut pi = s.port_info(1).unwrap();
+    pi.port_state = PortState::NoChange;
+    pi.port_phys_state = PhysPortState::NoChange;
+    pi.m_key = KEY;
+    pi.m_key_protect_bits = 2;
+    pi.m_key_lease_period = 1;
+    let req = lid_req(Method::Set, SmAttributeId::PortInfo, 1, 0, &pi.to_bytes());
+    s.handle(0, Rx::port(1), &req).unwrap();
+    get_pi(&mut s, 0, WRONG);
+    s.handle_timeout(NANOS_PER_SEC);
+    assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
+    s.reset(2 * NANOS_PER_SEC);
+    let st = s.m_key_state(1).unwrap();
+    assert_eq!(st.config, MKeyConfig { m_key: KEY, protect_bits: 2, lease_period: 1 });
+    assert_eq!((st.violations, st.lease_deadline), (0, None));
+}
+
+// ----- port state machine --------------------------------------------------------------------
+
+#[test]
+fn port_state_transitions_via_set() {
+    let mut s = ca();
+    let st = |s: &Sma| s.port_state(1).unwrap();
+    assert_eq!(st(&s), LogicalState::Init);
+    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
+    assert_eq!(status(&r), 0x1C);
+    assert_eq!(st(&s), LogicalState::Init);
+    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(PortInfo::parse(&r[64..]).unwrap().port_state, PortState::Armed);
+    let r = set_pi(&mut s, 0, 1, 1, 0, |_| {}).unwrap();
+    assert_eq!((status(&r), st(&s)), (0, LogicalState::Armed), "NoChange keeps the state");
+    set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
+    assert_eq!(st(&s), LogicalState::Active);
+    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    assert_eq!(status(&r), 0x1C);
+    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Down).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(st(&s), LogicalState::Down);
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Link { port: 1, request: LinkRequest::Retrain })
+    );
+    s.link_up(1, 1);
+    assert_eq!(st(&s), LogicalState::Init);
+    s.link_down(2, 1);
+    let pi = s.port_info(1).unwrap();
+    assert_eq!((pi.port_state, pi.port_phys_state), (PortState::Down, PhysPortState::Polling));
+    let r = set_pi(&mut s, 0, 1, 2, 0, |pi| pi.port_phys_state = PhysPortState::Disabled).unwrap();
+    assert_eq!(status(&r), 0);
+    s.link_up(3, 2);
+    assert_eq!(s.port_state(2), Some(LogicalState::Down));
+}
+
+#[test]
+fn switch_port_state_change_and_trap_128() {
+    let mut s = switch();
+    assert!(s.switch_info().unwrap().port_state_change);
+    // Clearing by writing 1.
+    let mut si = s.switch_info().unwrap();
+    let req = lid_req(Method::Set, SmAttributeId::SwitchInfo, 0, 0, &si.to_bytes());
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    assert!(!s.switch_info().unwrap().port_state_change);
+    assert!(!SwitchInfo::parse(&r[64..]).unwrap().port_state_change);
+    set_pi(&mut s, 0, 1, 0, 0, |pi| {
+        pi.lid = 5;
+        pi.master_sm_lid = SM_LID;
+    })
+    .unwrap();
+    // A SubnSet-driven change does not set the bit ...
+    set_pi(&mut s, 0, 1, 3, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    assert!(!s.switch_info().unwrap().port_state_change);
+    assert!(drain_traps(&mut s, 0).is_empty());
+    // ... a link-driven one does, and raises trap 128.
+    s.link_down(1, 3);
+    assert!(s.switch_info().unwrap().port_state_change);
+    let traps = drain_traps(&mut s, 1);
+    assert_eq!(traps.len(), 1);
+    let n: Notice = traps[0].notice();
+    assert_eq!(n.trap(), Some(TrapNumber::LinkStateChange));
+    assert_eq!(n.details::<Trap128Details>().unwrap().lid, 5);
+    assert_eq!((traps[0].slid, traps[0].dlid), (5, SM_LID));
+    // Writing 0 leaves the bit set.
+    si.port_state_change = false;
+    let req = lid_req(Method::Set, SmAttributeId::SwitchInfo, 0, 0, &si.to_bytes());
+    s.handle(2, Rx::port(1), &req).unwrap();
+    assert!(s.switch_info().unwrap().port_state_change);
+}
+
+// ----- attribute store ------------------------------------------------------------------------
+
+#[test]
+fn lft_blocks() {
+    let mut s = switch();
+    let block: Vec<u8> = (0..64).collect();
+    let req = lid_req(Method::Set, SmAttributeId::LinearForwardingTable, 2, 0, &block);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(&r[64..128], &block[..]);
+    assert_eq!(&s.lft()[128..192], &block[..]);
+    assert_eq!(s.lft()[0], 0xFF);
+    assert_eq!(s.lft().len(), 49152);
+    let req = lid_req(Method::Get, SmAttributeId::LinearForwardingTable, 768, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let mut c = ca();
+    let req = lid_req(Method::Get, SmAttributeId::LinearForwardingTable, 0, 0, &[]);
+    assert_eq!(status(&c.handle(0, Rx::port(1), &req).unwrap()), 0x0C);
+}
+
+#[test]
+fn mft_blocks_and_positions() {
+    let mut s = Sma::new(NodeConfig::switch(0x300, 20)).unwrap();
+    let mut data = [0u8; 64];
+    data[0..2].copy_from_slice(&0xFFFFu16.to_be_bytes());
+    let am = (1 << 28) | 3;
+    let req = lid_req(Method::Set, SmAttributeId::MulticastForwardingTable, am, 0, &data);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    // Position 1 covers ports 16..31; only 16..20 exist.
+    assert_eq!(u16::from_be_bytes([r[64], r[65]]), 0x001F);
+    assert_eq!(s.mft(0xC000 + 96), Some(&[0, 0x001F][..]));
+    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 2 << 28, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 32, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 1 << 12, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+}
+
+#[test]
+fn pkey_tables() {
+    let mut s = switch();
+    let mut data = [0u8; 64];
+    data[2..4].copy_from_slice(&0x8001u16.to_be_bytes());
+    let req = lid_req(Method::Set, SmAttributeId::PKeyTable, 3 << 16, 0, &data);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(&s.pkeys(3)[..2], &[0, 0x8001]);
+    assert_eq!(s.pkeys(0)[0], 0xFFFF);
+    let req = lid_req(Method::Get, SmAttributeId::PKeyTable, (3 << 16) | 1, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::PKeyTable, 9 << 16, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    // A CA ignores the port bits and uses the receiving port's table (64 entries).
+    let mut c = ca();
+    let req = lid_req(Method::Get, SmAttributeId::PKeyTable, (7 << 16) | 1, 0, &[]);
+    let r = c.handle(0, Rx::port(2), &req).unwrap();
+    assert_eq!(status(&r), 0);
+}
+
+#[test]
+fn sl2vl_tables() {
+    let mut s = switch();
+    let table = [0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67];
+    let all = (1 << 16) | (1 << 17);
+    let req = lid_req(Method::Set, SmAttributeId::SlToVlMappingTable, all, 0, &table);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(s.sl2vl(3, 5), Some(table));
+    let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, (3 << 8) | 5, 0, &[]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(&r[64..72], &table);
+    let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, all, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, 9, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let mut c = ca();
+    let req = lid_req(Method::Set, SmAttributeId::SlToVlMappingTable, 0, 0, &table);
+    assert_eq!(status(&c.handle(0, Rx::port(2), &req).unwrap()), 0);
+    assert_eq!(c.sl2vl(0, 2), Some(table));
+    assert_eq!(c.sl2vl(0, 1), Some([0; 8]));
+}
+
+#[test]
+fn vlarb_tables() {
+    let mut s = switch();
+    let mut data = [0u8; 64];
+    for (i, e) in data.chunks_exact_mut(2).enumerate() {
+        e[0] = 0xF0 | (i as u8 & 7);
+        e[1] = 0x40;
+    }
+    let req = lid_req(Method::Set, SmAttributeId::VlArbitrationTable, (1 << 16) | 2, 0, &data);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    // 8 entries exist; the reserved nibble reads 0.
+    assert_eq!(&r[64..68], &[0x00, 0x40, 0x01, 0x40]);
+    assert_eq!(&r[80..82], &[0, 0]);
+    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, (2 << 16) | 2, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, 5 << 16 | 2, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, 1 << 16, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0C, "port 0 has none");
+}
+
+#[test]
+fn guid_info() {
+    let mut s = ca();
+    let mut data = [0u8; 64];
+    data[0..8].copy_from_slice(&0xAAu64.to_be_bytes());
+    data[8..16].copy_from_slice(&0xBBu64.to_be_bytes());
+    let req = lid_req(Method::Set, SmAttributeId::GuidInfo, 0, 0, &data);
+    let r = s.handle(0, Rx::port(2), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(u64::from_be_bytes(r[64..72].try_into().unwrap()), 0x102, "entry 0 is read-only");
+    assert_eq!(u64::from_be_bytes(r[72..80].try_into().unwrap()), 0xBB);
+    let req = lid_req(Method::Get, SmAttributeId::GuidInfo, 1, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
+}
+
+#[test]
+fn port_info_modifiers() {
+    let mut s = switch();
+    for (am, st) in [(8, 0), (9, 0x1C), (0x100, 0x1C), (0x8000_0001, 0)] {
+        let req = lid_req(Method::Get, SmAttributeId::PortInfo, am, 0, &[]);
+        assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), st, "am {am:#x}");
+    }
+    let mut c = ca();
+    let req = lid_req(Method::Get, SmAttributeId::PortInfo, 0, 0, &[]);
+    let r = c.handle(0, Rx::port(2), &req).unwrap();
+    assert_eq!(PortInfo::parse(&r[64..]).unwrap().local_port_num, 2);
+    let req = lid_req(Method::Get, SmAttributeId::PortInfo, 3, 0, &[]);
+    assert_eq!(status(&c.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
+}
+
+#[test]
+fn port_info_set_fields() {
+    let mut s = ca();
+    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| {
+        pi.capability_mask = CapabilityMask::EMPTY; // read-only
+        pi.link_width_enabled = LinkWidthMask::SET_TO_SUPPORTED;
+        pi.neighbor_mtu = Mtu::Mtu2048;
+        pi.client_reregister = true;
+        pi.operational_vls = VlCap::NoChange;
+    })
+    .unwrap();
+    assert_eq!(status(&r), 0);
+    let pi = PortInfo::parse(&r[64..]).unwrap();
+    assert!(pi.capability_mask.contains(CapabilityMask::IS_TRAP_SUPPORTED));
+    assert_eq!(pi.link_width_enabled, pi.link_width_supported);
+    assert_eq!(pi.neighbor_mtu, Mtu::Mtu2048);
+    assert!(!pi.client_reregister);
+    assert_eq!(pi.operational_vls, VlCap::Vl0To7);
+    assert_eq!(s.poll_event(), Some(Event::ClientReregister { port: 1 }));
+    for bad in [
+        |pi: &mut PortInfo| pi.link_width_enabled = LinkWidthMask::X12,
+        |pi: &mut PortInfo| pi.neighbor_mtu = Mtu::from(6),
+        |pi: &mut PortInfo| pi.operational_vls = VlCap::Vl0To14,
+        |pi: &mut PortInfo| pi.port_phys_state = PhysPortState::LinkUp,
+    ] {
+        let r = set_pi(&mut s, 0, 1, 1, 0, bad).unwrap();
+        assert_eq!(status(&r), 0x1C);
+    }
+}
+
+#[test]
+fn sm_info_answers_only_with_an_sm() {
+    let mut s = protected_ca(1, 0);
+    let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, KEY, &[]);
+    assert!(s.handle(0, Rx::port(1), &req).is_none());
+    let info = SmInfo {
+        guid: 0x101,
+        sm_key: 0x5EC,
+        act_count: 9,
+        priority: 3,
+        sm_state: SmState::Master,
+    };
+    s.set_sm_info(Some(info));
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(SmInfo::parse(&r[64..]).unwrap(), info);
+    let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, WRONG, &[]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(SmInfo::parse(&r[64..]).unwrap().sm_key, 0);
+    let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, 0x5EC, &[]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(SmInfo::parse(&r[64..]).unwrap().sm_key, 0x5EC);
+    let req = lid_req(Method::Set, SmAttributeId::SmInfo, 1, KEY, &info.to_bytes());
+    s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::SmInfoSet { control: 1, sender: info, authenticated: true })
+    );
+    let req = lid_req(Method::Set, SmAttributeId::SmInfo, 6, KEY, &info.to_bytes());
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+}
+
+#[test]
+fn methods_versions_and_routing_forms() {
+    let mut s = ca();
+    let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
+    req[3] = 0x03;
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!((r[3], status(&r)), (0x83, 0x0008));
+    let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
+    req[2] = 2;
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0004);
+    let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
+    req[3] = 0x81;
+    assert!(s.handle(0, Rx::port(1), &req).is_none());
+    let req = lid_req(Method::Set, SmAttributeId::NodeInfo, 0, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 1, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x001C);
+    let req = lid_req(Method::Get, SmAttributeId::CableInfo, 0, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    assert!(s.handle(0, Rx::port(3), &req).is_none(), "no port 3");
+    assert!(s.handle(0, Rx::port(1), &req[..255]).is_none());
+    // Directed route: answered in the same form, turned around.
+    let req = dr_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let v = DrSmp::parse(&r).unwrap();
+    assert!(v.direction && v.response);
+    assert_eq!((v.hop_pointer, v.status), (3, 0));
+    let mut bad = req;
+    bad[6] = 2; // hop pointer not at the end
+    assert!(s.handle(0, Rx::port(1), &bad).is_none());
+}

@@ -1,0 +1,73 @@
+//! `ibsm-sma`: a sans-IO InfiniBand Subnet Management Agent.
+//!
+//! The SMA is the other end of every SMP: each node (channel adapter, router, or switch
+//! behind its management port 0) runs one, and it answers SubnGet/SubnSet from the
+//! Subnet Manager. This crate implements one exactly as `shared/spec/smp.md` section 5
+//! and `attributes.md` describe, including the parts simulators usually leave out:
+//!
+//! * **M_Key** per CA/router port and per switch (port 0): the check table for protection
+//!   levels 0..3 ([`mkey::check`]), level 1 hiding the key in GetResp(PortInfo),
+//!   silent drops that count M_KeyViolations (saturating), the lease countdown
+//!   (`M_KeyLeasePeriod` seconds of virtual time; 0 = never expires) stopped by any
+//!   correctly keyed SMP, protection falling back to 0 on expiry, trap 256 with the
+//!   offending SMP's details, and a non-volatile store for the keys ([`NvStore`]).
+//! * **Port state machine** ([`port`]): Down, Init, Armed, Active and the physical state,
+//!   driven by link events from the host and SubnSet(PortInfo); illegal transitions are
+//!   rejected with status 0x001C and nothing changes. A switch sets PortStateChange and
+//!   raises trap 128 on link-driven changes.
+//! * **Attribute store**: NodeInfo, NodeDescription, SwitchInfo, GUIDInfo, PortInfo,
+//!   P_KeyTable, SLtoVLMappingTable, VLArbitrationTable, LinearForwardingTable,
+//!   MulticastForwardingTable, SMInfo (from the hosted SM), LedInfo; tables are sized
+//!   from the node's capabilities and readable without copying ([`Sma::lft`],
+//!   [`Sma::mft`], [`Sma::pkeys`], [`Sma::sl2vl`]).
+//!
+//! # Driving the agent
+//!
+//! The agent holds no clock and does no I/O. Every input carries `now` (nanoseconds of
+//! the host's clock, which may be virtual); after any input, drain the polls, then wait
+//! for the next SMP or until [`Sma::poll_timeout`]:
+//!
+//! ```
+//! use ibsm_sma::{NodeConfig, Rx, Sma};
+//! use ibsm_wire::{DrPath, DrSmp, Method, PortInfo, SmAttributeId};
+//!
+//! let mut sma = Sma::new(NodeConfig::ca(0x0002_c903_0000_1000, 1))?;
+//! sma.link_up(0, 1);
+//!
+//! // A SubnGet(PortInfo) for the local port, as it arrives after the outbound DR rules.
+//! let mut req = DrSmp::request(Method::Get, SmAttributeId::PortInfo.into(), 0, 7, 0, &DrPath::local());
+//! req.hop_pointer = 1;
+//! let resp = sma.handle(0, Rx::port(1), &req.to_bytes()).expect("answered");
+//! let info = PortInfo::parse(&resp[64..128])?;
+//! assert_eq!(info.local_port_num, 1);
+//!
+//! // The host loop: send what is due, then sleep until the next deadline.
+//! while let Some(trap) = sma.poll_trap(1_000) {
+//!     let _ = trap.mad; // send it LID-routed to trap.dlid
+//! }
+//! while let Some(_event) = sma.poll_event() { /* act on link changes etc. */ }
+//! let _next_wakeup = sma.poll_timeout();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Panic contract
+//!
+//! [`Sma::handle`] accepts any bytes: short, malformed or hostile SMPs are dropped or
+//! answered with an error status, never a panic (the `sma_handle` fuzz target holds the
+//! crate to this).
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod agent;
+mod config;
+pub mod mkey;
+pub mod port;
+mod trap;
+
+pub use agent::{DropReason, Event, Outcome, Rx, Sma, Stats};
+pub use config::{ConfigError, MemNvStore, NoNvStore, NodeConfig, NvStore, PortConfig};
+pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
+pub use port::{LinkRequest, LogicalState};
+pub use trap::Trap;
