@@ -4,11 +4,15 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use ibsm_wire::modifier::{
+    GuidInfoMod, LftMod, MftMod, PKeyMod, PortMod, SlToVlMod, VlArbMod, VlArbPart,
+    decode_sm_info_control,
+};
 use ibsm_wire::{
-    CapabilityMask, CapabilityMask2, DrSmpView, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask,
-    MAD_SIZE, Method, MgmtClass, NodeDescription, NodeType, PERMISSIVE_LID, PortInfo,
-    PortInfoView, PortState, PhysPortState, LinkDownDefaultState, SmAttributeId, SmInfo,
-    SmInfoView, Status, SwitchInfo, VlCap, Mtu, dr_turn_around,
+    CapabilityMask, CapabilityMask2, DrSmpView, LinkDownDefaultState, LinkSpeedExtMask,
+    LinkSpeedMask, LinkWidthMask, MAD_SIZE, Method, MgmtClass, Mtu, NodeDescription, NodeType,
+    PERMISSIVE_LID, PhysPortState, PortInfo, PortInfoView, PortState, SmAttributeId, SmInfo,
+    SmInfoView, Status, SwitchInfo, VlCap, dr_turn_around,
 };
 
 use crate::config::{ConfigError, NoNvStore, NodeConfig, NvStore};
@@ -255,7 +259,11 @@ impl<S: NvStore> Sma<S> {
                 // Volatile SM-set values start at their reset values.
                 v.set_client_reregister(false);
             }
-            let cap = if is_switch && num != 0 { ext_pkey_cap } else { pkey_cap };
+            let cap = if is_switch && num != 0 {
+                ext_pkey_cap
+            } else {
+                pkey_cap
+            };
             let mut pkeys = vec![0u16; cap];
             if let Some(first) = pkeys.first_mut() {
                 *first = 0xFFFF;
@@ -396,11 +404,12 @@ impl<S: NvStore> Sma<S> {
             return;
         };
         sw.info.port_state_change = true;
-        let p0 = &self.ports[0];
-        if let Some((dlid, lid)) = Self::trap_route(p0) {
-            let _ = dlid;
+        if let Some((_, lid)) = Self::trap_route(&self.ports[0]) {
             let notice = link_state_notice(lid);
-            self.traps.push(PendingTrap::new(0, notice, self.now), &mut self.stats.traps_overflowed);
+            self.traps.push(
+                PendingTrap::new(0, notice, self.now),
+                &mut self.stats.traps_overflowed,
+            );
         }
     }
 
@@ -409,7 +418,8 @@ impl<S: NvStore> Sma<S> {
     fn trap_route(p: &PortData) -> Option<(u16, u16)> {
         let v = pi_view(&p.info);
         let sm_lid = v.master_sm_lid();
-        (v.capability_mask().contains(CapabilityMask::IS_TRAP_SUPPORTED)
+        (v.capability_mask()
+            .contains(CapabilityMask::IS_TRAP_SUPPORTED)
             && sm_lid != 0
             && p.link.state != LogicalState::Down)
             .then(|| (sm_lid, v.lid()))
@@ -431,7 +441,11 @@ impl<S: NvStore> Sma<S> {
             for p in &mut self.ports {
                 p.mkey.advance(now);
             }
-            self.lease_due = self.ports.iter().filter_map(|p| p.mkey.lease_deadline).min();
+            self.lease_due = self
+                .ports
+                .iter()
+                .filter_map(|p| p.mkey.lease_deadline)
+                .min();
         }
     }
 
@@ -439,7 +453,11 @@ impl<S: NvStore> Sma<S> {
     /// is (re)sent.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<u64> {
-        let lease = self.ports.iter().filter_map(|p| p.mkey.lease_deadline).min();
+        let lease = self
+            .ports
+            .iter()
+            .filter_map(|p| p.mkey.lease_deadline)
+            .min();
         let trap = self.traps.next_due();
         match (lease, trap) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -457,7 +475,12 @@ impl<S: NvStore> Sma<S> {
         let trap = self.traps.poll(now, interval, |port| {
             let p = &ports[usize::from(port)];
             let v = pi_view(&p.info);
-            (v.lid(), v.master_sm_lid(), v.master_sm_sl(), p.mkey.config.m_key)
+            (
+                v.lid(),
+                v.master_sm_lid(),
+                v.master_sm_sl(),
+                p.mkey.config.m_key,
+            )
         })?;
         self.stats.traps_sent += 1;
         Some(trap)
@@ -708,8 +731,10 @@ impl<S: NvStore> Sma<S> {
         if let Some((_, lid)) = Self::trap_route(p) {
             let node_type = self.cfg.node_info.node_type;
             let notice = bad_mkey_notice(node_type, lid, rx.slid, buf, directed);
-            self.traps
-                .push(PendingTrap::new(auth_port, notice, self.now), &mut self.stats.traps_overflowed);
+            self.traps.push(
+                PendingTrap::new(auth_port, notice, self.now),
+                &mut self.stats.traps_overflowed,
+            );
         }
     }
 
@@ -806,7 +831,7 @@ impl<S: NvStore> Sma<S> {
         // GUIDInfo belongs to the receiving port of a CA and to port 0 of a switch.
         let p = &mut self.ports[usize::from(ctx.auth_port)];
         let blocks = p.guids.len().div_ceil(8);
-        let block = ctx.am as usize;
+        let block = GuidInfoMod::decode(ctx.am).block as usize;
         if block >= blocks {
             return Err(Status::INVALID_VALUE);
         }
@@ -829,19 +854,13 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// The port a PortInfo-style modifier selects: 0 on a CA means the receiving port.
-    fn select_port(&self, ctx: &Ctx, port: u32) -> Result<u8, Status> {
-        let n = u32::from(self.num_ports);
-        if self.is_switch {
-            if port > n {
-                return Err(Status::INVALID_VALUE);
-            }
-            Ok(port as u8)
-        } else if port == 0 {
-            Ok(ctx.rx.port)
-        } else if port <= n {
-            Ok(port as u8)
-        } else {
+    fn select_port(&self, ctx: &Ctx, port: u8) -> Result<u8, Status> {
+        if port > self.num_ports {
             Err(Status::INVALID_VALUE)
+        } else if port == 0 && !self.is_switch {
+            Ok(ctx.rx.port)
+        } else {
+            Ok(port)
         }
     }
 
@@ -860,20 +879,23 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn port_info_attr(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        if ctx.am & 0x7FFF_FF00 != 0 {
-            return Err(Status::INVALID_VALUE);
-        }
-        let port = self.select_port(ctx, ctx.am & 0xFF)?;
+        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let port = self.select_port(ctx, m.port)?;
         let mut status = Ok(());
         if ctx.set {
-            status = self.set_port_info(port, ctx, data);
+            status = self.set_port_info(port, data);
         }
-        Self::render_port_info(&self.ports[usize::from(port)], ctx.rx.port, ctx.hide_key, data);
+        Self::render_port_info(
+            &self.ports[usize::from(port)],
+            ctx.rx.port,
+            ctx.hide_key,
+            data,
+        );
         status
     }
 
     /// Validates the whole request first; applies nothing if any field is invalid.
-    fn set_port_info(&mut self, port: u8, ctx: &Ctx, data: &[u8; 64]) -> AttrResult {
+    fn set_port_info(&mut self, port: u8, data: &[u8; 64]) -> AttrResult {
         let req = pi_view(data);
         let p = &mut self.ports[usize::from(port)];
         let cur = pi_view(&p.info);
@@ -935,7 +957,9 @@ impl<S: NvStore> Sma<S> {
         w.set_filter_raw_outbound(req.filter_raw_outbound());
         w.set_p_key_violations(req.p_key_violations());
         w.set_q_key_violations(req.q_key_violations());
-        w.set_multicast_pkey_trap_suppression_enabled(req.multicast_pkey_trap_suppression_enabled());
+        w.set_multicast_pkey_trap_suppression_enabled(
+            req.multicast_pkey_trap_suppression_enabled(),
+        );
         w.set_subnet_timeout(req.subnet_timeout());
         w.set_local_phy_errors(req.local_phy_errors());
         w.set_overrun_errors(req.overrun_errors());
@@ -959,7 +983,6 @@ impl<S: NvStore> Sma<S> {
             self.nv.save(port, new_mkey);
         }
         let link_req = p.link.apply(state, phys, ldd);
-        let _ = ctx;
         if let Some(request) = link_req {
             self.events.push_back(Event::Link { port, request });
         }
@@ -970,14 +993,15 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn pkey_table(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        let (port, block) = if self.is_switch {
-            let port = ctx.am >> 16;
-            if port > u32::from(self.num_ports) {
+        let m = PKeyMod::decode(ctx.am);
+        let block = usize::from(m.block);
+        let port = if self.is_switch {
+            if m.port > u16::from(self.num_ports) {
                 return Err(Status::INVALID_VALUE);
             }
-            (port as u8, (ctx.am & 0xFFFF) as usize)
+            m.port as u8
         } else {
-            (ctx.rx.port, (ctx.am & 0xFFFF) as usize)
+            ctx.rx.port
         };
         let p = &mut self.ports[usize::from(port)];
         if block >= p.pkeys.len().div_ceil(32) {
@@ -1001,15 +1025,13 @@ impl<S: NvStore> Sma<S> {
         let mut table = [0u8; 8];
         table.copy_from_slice(&data[..8]);
         if let Some(sw) = self.switch.as_mut() {
-            if ctx.am >> 18 != 0 {
-                return Err(Status::INVALID_VALUE);
-            }
-            let all_out = ctx.am & (1 << 16) != 0;
-            let all_in = ctx.am & (1 << 17) != 0;
+            let m = SlToVlMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+            let (all_out, all_in) = (m.all_outputs, m.all_inputs);
             let n = usize::from(self.num_ports) + 1;
-            let out_p = (ctx.am & 0xFF) as usize;
-            let in_p = ((ctx.am >> 8) & 0xFF) as usize;
-            if (all_out || all_in) && (!ctx.set || sw.info.optimized_sl_to_vl_mapping_programming == 0)
+            let out_p = usize::from(m.output_port);
+            let in_p = usize::from(m.input_port);
+            if (all_out || all_in)
+                && (!ctx.set || sw.info.optimized_sl_to_vl_mapping_programming == 0)
             {
                 return Err(Status::INVALID_VALUE);
             }
@@ -1049,13 +1071,12 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn vlarb(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        let part = ctx.am >> 16;
+        let m = VlArbMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let port = if self.is_switch {
-            let port = ctx.am & 0xFFFF;
-            if port > u32::from(self.num_ports) {
+            if m.port > u16::from(self.num_ports) {
                 return Err(Status::INVALID_VALUE);
             }
-            port as u8
+            m.port as u8
         } else {
             ctx.rx.port
         };
@@ -1069,18 +1090,16 @@ impl<S: NvStore> Sma<S> {
             return Err(Status::METHOD_ATTR_UNSUPPORTED);
         }
         // Entries of this block that exist: the table's cap minus the block's start.
-        let (cap, first) = match part {
-            1 => (low, 0),
-            2 => (low, 32),
-            3 => (high, 0),
-            4 => (high, 32),
-            _ => return Err(Status::INVALID_VALUE),
+        let (cap, first, off) = match m.part {
+            VlArbPart::Low0To31 => (low, 0, 0),
+            VlArbPart::Low32To63 => (low, 32, 64),
+            VlArbPart::High0To31 => (high, 0, 128),
+            _ => (high, 32, 192),
         };
         if cap <= first {
             return Err(Status::INVALID_VALUE);
         }
         let entries = (cap - first).min(32);
-        let off = (part as usize - 1) * 64;
         if ctx.set {
             p.vlarb[off..off + 2 * entries].copy_from_slice(&data[..2 * entries]);
         }
@@ -1097,8 +1116,9 @@ impl<S: NvStore> Sma<S> {
         let Some(sw) = self.switch.as_mut() else {
             return Err(Status::METHOD_ATTR_UNSUPPORTED);
         };
-        let start = (ctx.am as usize).saturating_mul(64);
-        let Some(block) = sw.lft.get_mut(start..start.saturating_add(64)) else {
+        let m = LftMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let start = usize::from(m.block) * usize::from(LftMod::PER_BLOCK);
+        let Some(block) = sw.lft.get_mut(start..start + 64) else {
             return Err(Status::INVALID_VALUE);
         };
         if ctx.set {
@@ -1116,11 +1136,9 @@ impl<S: NvStore> Sma<S> {
         if sw.mft.is_empty() {
             return Err(Status::METHOD_ATTR_UNSUPPORTED);
         }
-        if ctx.am & 0x0FFF_FE00 != 0 {
-            return Err(Status::INVALID_VALUE);
-        }
-        let pos = (ctx.am >> 28) as usize;
-        let block = (ctx.am & 0x1FF) as usize;
+        let m = MftMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let pos = usize::from(m.position);
+        let block = usize::from(m.block);
         let blocks = sw.mft.len() / (32 * sw.positions);
         if pos >= sw.positions || block >= blocks {
             return Err(Status::INVALID_VALUE);
@@ -1145,12 +1163,10 @@ impl<S: NvStore> Sma<S> {
             return Err(DROP_NO_SM);
         };
         let port_key = self.ports[usize::from(ctx.auth_port)].mkey.config.m_key;
-        let authenticated = (info.sm_key != 0 && ctx.smp_key == info.sm_key)
-            || (ctx.keyed && port_key != 0);
+        let authenticated =
+            (info.sm_key != 0 && ctx.smp_key == info.sm_key) || (ctx.keyed && port_key != 0);
         if ctx.set {
-            if !(1..=5).contains(&ctx.am) {
-                return Err(Status::INVALID_VALUE);
-            }
+            decode_sm_info_control(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
             let sender = SmInfo::from_view(&SmInfoView::new_unchecked(&data[..]));
             self.events.push_back(Event::SmInfoSet {
                 control: ctx.am,
@@ -1170,7 +1186,8 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn led_info(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        let port = self.select_port(ctx, ctx.am)?;
+        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let port = self.select_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
         if !pi_view(&p.info)
             .capability_mask()

@@ -49,13 +49,33 @@ fn switch() -> Sma {
 }
 
 /// Keyed SubnSet(PortInfo) of `port` built from its current value.
-fn set_pi(sma: &mut Sma, now: u64, rx: u8, port: u8, key: u64, f: impl FnOnce(&mut PortInfo)) -> Option<[u8; 256]> {
+fn set_pi(
+    sma: &mut Sma,
+    now: u64,
+    rx: u8,
+    port: u8,
+    key: u64,
+    f: impl FnOnce(&mut PortInfo),
+) -> Option<[u8; 256]> {
     let mut pi = sma.port_info(port).unwrap();
     pi.port_state = PortState::NoChange;
     pi.port_phys_state = PhysPortState::NoChange;
     f(&mut pi);
-    let req = lid_req(Method::Set, SmAttributeId::PortInfo, u32::from(port), key, &pi.to_bytes());
-    sma.handle(now, Rx { port: rx, slid: SM_LID }, &req)
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::PortInfo,
+        u32::from(port),
+        key,
+        &pi.to_bytes(),
+    );
+    sma.handle(
+        now,
+        Rx {
+            port: rx,
+            slid: SM_LID,
+        },
+        &req,
+    )
 }
 
 /// A CA whose port 1 has LID 7, SM LID 1 and the given M_Key settings.
@@ -74,8 +94,15 @@ fn protected_ca(protect: u8, lease: u16) -> Sma {
 
 fn get_pi<S: NvStore>(sma: &mut Sma<S>, now: u64, key: u64) -> Option<PortInfo> {
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 1, key, &[]);
-    sma.handle(now, Rx { port: 1, slid: SM_LID }, &req)
-        .map(|r| PortInfo::parse(&r[64..128]).unwrap())
+    sma.handle(
+        now,
+        Rx {
+            port: 1,
+            slid: SM_LID,
+        },
+        &req,
+    )
+    .map(|r| PortInfo::parse(&r[64..128]).unwrap())
 }
 
 fn drain_traps(sma: &mut Sma, now: u64) -> Vec<Trap> {
@@ -130,7 +157,9 @@ fn check_table_rows_through_the_agent() {
                     let mut buf = lid_req(method, attr, 1, k, &data);
                     let out = s.handle_in_place(5, Rx { port: 1, slid: 3 }, &mut buf);
                     let matches = port_key_zero || key == Key::Right;
-                    let ctx = std::format!("protect {protect} {method:?} {key:?} port key 0: {port_key_zero}");
+                    let ctx = std::format!(
+                        "protect {protect} {method:?} {key:?} port key 0: {port_key_zero}"
+                    );
                     let passes = matches || (method == Method::Get && protect < 2);
                     let viol = s.m_key_state(1).unwrap().violations;
                     if passes {
@@ -143,7 +172,11 @@ fn check_table_rows_through_the_agent() {
                             Method::Get => {
                                 assert_eq!(out, Outcome::Respond, "{ctx}");
                                 let pi = PortInfo::parse(&buf[64..128]).unwrap();
-                                let shown = if !matches && protect == 1 { 0 } else { cur.m_key };
+                                let shown = if !matches && protect == 1 {
+                                    0
+                                } else {
+                                    cur.m_key
+                                };
                                 assert_eq!(pi.m_key, shown, "{ctx}");
                                 assert_eq!(pi.m_key_protect_bits, protect, "{ctx}");
                             }
@@ -155,7 +188,11 @@ fn check_table_rows_through_the_agent() {
                     } else {
                         assert_eq!(out, Outcome::Dropped(DropReason::MKey), "{ctx}");
                         assert_eq!(viol, 1, "{ctx}");
-                        assert_eq!(s.lid(1), Some(CA_LID), "{ctx}: a failed Set changes nothing");
+                        assert_eq!(
+                            s.lid(1),
+                            Some(CA_LID),
+                            "{ctx}: a failed Set changes nothing"
+                        );
                         let traps = drain_traps(&mut s, 5);
                         assert_eq!(traps.len(), 1, "{ctx}");
                         let n = traps[0].notice();
@@ -240,7 +277,10 @@ fn lease_expires_exactly_at_the_period() {
     assert!(get_pi(&mut s, 100, WRONG).is_none());
     let deadline = 100 + 10 * NANOS_PER_SEC;
     assert_eq!(s.m_key_state(1).unwrap().lease_deadline, Some(deadline));
-    assert!(get_pi(&mut s, deadline - 1, WRONG).is_none(), "still protected one ns before");
+    assert!(
+        get_pi(&mut s, deadline - 1, WRONG).is_none(),
+        "still protected one ns before"
+    );
     assert_eq!(s.m_key_state(1).unwrap().violations, 2);
     // At the deadline protection falls back to 0: a wrong-keyed Get succeeds.
     let pi = get_pi(&mut s, deadline, WRONG).expect("answered after expiry");
@@ -265,13 +305,13 @@ fn keyed_smp_one_tick_before_expiry_refreshes() {
     let deadline = 10 * NANOS_PER_SEC;
     assert!(get_pi(&mut s, deadline - 1, KEY).is_some());
     assert_eq!(s.m_key_state(1).unwrap().lease_deadline, None);
-    assert!(get_pi(&mut s, deadline, WRONG).is_none(), "still protected at the old deadline");
+    assert!(
+        get_pi(&mut s, deadline, WRONG).is_none(),
+        "still protected at the old deadline"
+    );
     assert!(get_pi(&mut s, deadline + 5, WRONG).is_none());
     // The second violation started a new countdown.
-    assert_eq!(
-        s.m_key_state(1).unwrap().lease_deadline,
-        Some(2 * deadline)
-    );
+    assert_eq!(s.m_key_state(1).unwrap().lease_deadline, Some(2 * deadline));
 }
 
 #[test]
@@ -291,7 +331,10 @@ fn unkeyed_get_does_not_refresh() {
     assert_eq!(pi.m_key, 0, "level 1 hides the key");
     assert!(s.m_key_state(1).unwrap().lease_deadline.is_some());
     s.handle_timeout(10 * NANOS_PER_SEC);
-    assert_eq!(get_pi(&mut s, 10 * NANOS_PER_SEC, WRONG).unwrap().m_key, KEY);
+    assert_eq!(
+        get_pi(&mut s, 10 * NANOS_PER_SEC, WRONG).unwrap().m_key,
+        KEY
+    );
 }
 
 #[test]
@@ -384,7 +427,14 @@ fn reset_restores_from_nv_store_or_zero() {
     assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
     s.reset(2 * NANOS_PER_SEC);
     let st = s.m_key_state(1).unwrap();
-    assert_eq!(st.config, MKeyConfig { m_key: KEY, protect_bits: 2, lease_period: 1 });
+    assert_eq!(
+        st.config,
+        MKeyConfig {
+            m_key: KEY,
+            protect_bits: 2,
+            lease_period: 1
+        }
+    );
     assert_eq!((st.violations, st.lease_deadline), (0, None));
 }
 
@@ -400,9 +450,16 @@ fn port_state_transitions_via_set() {
     assert_eq!(st(&s), LogicalState::Init);
     let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
     assert_eq!(status(&r), 0);
-    assert_eq!(PortInfo::parse(&r[64..]).unwrap().port_state, PortState::Armed);
+    assert_eq!(
+        PortInfo::parse(&r[64..]).unwrap().port_state,
+        PortState::Armed
+    );
     let r = set_pi(&mut s, 0, 1, 1, 0, |_| {}).unwrap();
-    assert_eq!((status(&r), st(&s)), (0, LogicalState::Armed), "NoChange keeps the state");
+    assert_eq!(
+        (status(&r), st(&s)),
+        (0, LogicalState::Armed),
+        "NoChange keeps the state"
+    );
     set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
     assert_eq!(st(&s), LogicalState::Active);
     let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
@@ -412,14 +469,23 @@ fn port_state_transitions_via_set() {
     assert_eq!(st(&s), LogicalState::Down);
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link { port: 1, request: LinkRequest::Retrain })
+        Some(Event::Link {
+            port: 1,
+            request: LinkRequest::Retrain
+        })
     );
     s.link_up(1, 1);
     assert_eq!(st(&s), LogicalState::Init);
     s.link_down(2, 1);
     let pi = s.port_info(1).unwrap();
-    assert_eq!((pi.port_state, pi.port_phys_state), (PortState::Down, PhysPortState::Polling));
-    let r = set_pi(&mut s, 0, 1, 2, 0, |pi| pi.port_phys_state = PhysPortState::Disabled).unwrap();
+    assert_eq!(
+        (pi.port_state, pi.port_phys_state),
+        (PortState::Down, PhysPortState::Polling)
+    );
+    let r = set_pi(&mut s, 0, 1, 2, 0, |pi| {
+        pi.port_phys_state = PhysPortState::Disabled;
+    })
+    .unwrap();
     assert_eq!(status(&r), 0);
     s.link_up(3, 2);
     assert_eq!(s.port_state(2), Some(LogicalState::Down));
@@ -467,14 +533,26 @@ fn switch_port_state_change_and_trap_128() {
 fn lft_blocks() {
     let mut s = switch();
     let block: Vec<u8> = (0..64).collect();
-    let req = lid_req(Method::Set, SmAttributeId::LinearForwardingTable, 2, 0, &block);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::LinearForwardingTable,
+        2,
+        0,
+        &block,
+    );
     let r = s.handle(0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(&r[64..128], &block[..]);
     assert_eq!(&s.lft()[128..192], &block[..]);
     assert_eq!(s.lft()[0], 0xFF);
     assert_eq!(s.lft().len(), 49152);
-    let req = lid_req(Method::Get, SmAttributeId::LinearForwardingTable, 768, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::LinearForwardingTable,
+        768,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
     let mut c = ca();
     let req = lid_req(Method::Get, SmAttributeId::LinearForwardingTable, 0, 0, &[]);
@@ -487,17 +565,41 @@ fn mft_blocks_and_positions() {
     let mut data = [0u8; 64];
     data[0..2].copy_from_slice(&0xFFFFu16.to_be_bytes());
     let am = (1 << 28) | 3;
-    let req = lid_req(Method::Set, SmAttributeId::MulticastForwardingTable, am, 0, &data);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::MulticastForwardingTable,
+        am,
+        0,
+        &data,
+    );
     let r = s.handle(0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     // Position 1 covers ports 16..31; only 16..20 exist.
     assert_eq!(u16::from_be_bytes([r[64], r[65]]), 0x001F);
     assert_eq!(s.mft(0xC000 + 96), Some(&[0, 0x001F][..]));
-    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 2 << 28, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::MulticastForwardingTable,
+        2 << 28,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
-    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 32, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::MulticastForwardingTable,
+        32,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
-    let req = lid_req(Method::Get, SmAttributeId::MulticastForwardingTable, 1 << 12, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::MulticastForwardingTable,
+        1 << 12,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
 }
 
@@ -526,10 +628,22 @@ fn sl2vl_tables() {
     let mut s = switch();
     let table = [0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67];
     let all = (1 << 16) | (1 << 17);
-    let req = lid_req(Method::Set, SmAttributeId::SlToVlMappingTable, all, 0, &table);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::SlToVlMappingTable,
+        all,
+        0,
+        &table,
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
     assert_eq!(s.sl2vl(3, 5), Some(table));
-    let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, (3 << 8) | 5, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::SlToVlMappingTable,
+        (3 << 8) | 5,
+        0,
+        &[],
+    );
     let r = s.handle(0, Rx::port(1), &req).unwrap();
     assert_eq!(&r[64..72], &table);
     let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, all, 0, &[]);
@@ -551,18 +665,46 @@ fn vlarb_tables() {
         e[0] = 0xF0 | (i as u8 & 7);
         e[1] = 0x40;
     }
-    let req = lid_req(Method::Set, SmAttributeId::VlArbitrationTable, (1 << 16) | 2, 0, &data);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::VlArbitrationTable,
+        (1 << 16) | 2,
+        0,
+        &data,
+    );
     let r = s.handle(0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     // 8 entries exist; the reserved nibble reads 0.
     assert_eq!(&r[64..68], &[0x00, 0x40, 0x01, 0x40]);
     assert_eq!(&r[80..82], &[0, 0]);
-    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, (2 << 16) | 2, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::VlArbitrationTable,
+        (2 << 16) | 2,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
-    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, 5 << 16 | 2, 0, &[]);
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::VlArbitrationTable,
+        5 << 16 | 2,
+        0,
+        &[],
+    );
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
-    let req = lid_req(Method::Get, SmAttributeId::VlArbitrationTable, 1 << 16, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0C, "port 0 has none");
+    let req = lid_req(
+        Method::Get,
+        SmAttributeId::VlArbitrationTable,
+        1 << 16,
+        0,
+        &[],
+    );
+    assert_eq!(
+        status(&s.handle(0, Rx::port(1), &req).unwrap()),
+        0x0C,
+        "port 0 has none"
+    );
 }
 
 #[test]
@@ -574,7 +716,11 @@ fn guid_info() {
     let req = lid_req(Method::Set, SmAttributeId::GuidInfo, 0, 0, &data);
     let r = s.handle(0, Rx::port(2), &req).unwrap();
     assert_eq!(status(&r), 0);
-    assert_eq!(u64::from_be_bytes(r[64..72].try_into().unwrap()), 0x102, "entry 0 is read-only");
+    assert_eq!(
+        u64::from_be_bytes(r[64..72].try_into().unwrap()),
+        0x102,
+        "entry 0 is read-only"
+    );
     assert_eq!(u64::from_be_bytes(r[72..80].try_into().unwrap()), 0xBB);
     let req = lid_req(Method::Get, SmAttributeId::GuidInfo, 1, 0, &[]);
     assert_eq!(status(&s.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
@@ -585,7 +731,11 @@ fn port_info_modifiers() {
     let mut s = switch();
     for (am, st) in [(8, 0), (9, 0x1C), (0x100, 0x1C), (0x8000_0001, 0)] {
         let req = lid_req(Method::Get, SmAttributeId::PortInfo, am, 0, &[]);
-        assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), st, "am {am:#x}");
+        assert_eq!(
+            status(&s.handle(0, Rx::port(1), &req).unwrap()),
+            st,
+            "am {am:#x}"
+        );
     }
     let mut c = ca();
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 0, 0, &[]);
@@ -608,7 +758,10 @@ fn port_info_set_fields() {
     .unwrap();
     assert_eq!(status(&r), 0);
     let pi = PortInfo::parse(&r[64..]).unwrap();
-    assert!(pi.capability_mask.contains(CapabilityMask::IS_TRAP_SUPPORTED));
+    assert!(
+        pi.capability_mask
+            .contains(CapabilityMask::IS_TRAP_SUPPORTED)
+    );
     assert_eq!(pi.link_width_enabled, pi.link_width_supported);
     assert_eq!(pi.neighbor_mtu, Mtu::Mtu2048);
     assert!(!pi.client_reregister);
@@ -650,7 +803,11 @@ fn sm_info_answers_only_with_an_sm() {
     s.handle(0, Rx::port(1), &req).unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::SmInfoSet { control: 1, sender: info, authenticated: true })
+        Some(Event::SmInfoSet {
+            control: 1,
+            sender: info,
+            authenticated: true
+        })
     );
     let req = lid_req(Method::Set, SmAttributeId::SmInfo, 6, KEY, &info.to_bytes());
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);

@@ -41,7 +41,12 @@ pub enum Verdict {
 /// On a mismatch a SubnGet succeeds at protection levels 0 and 1 (level 1 hides the
 /// key) and fails at 2 and 3; SubnSet and SubnTrapRepress fail at every level.
 #[must_use]
-pub const fn check(port_key: u64, protect_bits: u8, smp_key: u64, method: CheckedMethod) -> Verdict {
+pub const fn check(
+    port_key: u64,
+    protect_bits: u8,
+    smp_key: u64,
+    method: CheckedMethod,
+) -> Verdict {
     if port_key == 0 || port_key == smp_key {
         return Verdict::Keyed;
     }
@@ -141,10 +146,22 @@ mod tests {
             (3, Get, Verdict::Fail), (3, Set, Verdict::Fail), (3, TrapRepress, Verdict::Fail),
         ];
         for (prot, m, mismatch) in rows {
-            assert_eq!(check(PORT, prot, PORT, m), Verdict::Keyed, "match {prot} {m:?}");
-            assert_eq!(check(PORT, prot, WRONG, m), mismatch, "mismatch {prot} {m:?}");
+            assert_eq!(
+                check(PORT, prot, PORT, m),
+                Verdict::Keyed,
+                "match {prot} {m:?}"
+            );
+            assert_eq!(
+                check(PORT, prot, WRONG, m),
+                mismatch,
+                "mismatch {prot} {m:?}"
+            );
             assert_eq!(check(PORT, prot, 0, m), mismatch, "zero key {prot} {m:?}");
-            assert_eq!(check(0, prot, WRONG, m), Verdict::Keyed, "port key 0 {prot} {m:?}");
+            assert_eq!(
+                check(0, prot, WRONG, m),
+                Verdict::Keyed,
+                "port key 0 {prot} {m:?}"
+            );
             assert_eq!(check(0, prot, 0, m), Verdict::Keyed, "both 0 {prot} {m:?}");
         }
     }

@@ -163,7 +163,12 @@ impl PortLink {
     ///
     /// # Errors
     /// [`InvalidSet`] for any other value or transition.
-    pub const fn validate(&self, state: u8, phys_req: u8, down_default: u8) -> Result<(), InvalidSet> {
+    pub const fn validate(
+        &self,
+        state: u8,
+        phys_req: u8,
+        down_default: u8,
+    ) -> Result<(), InvalidSet> {
         let state_ok = match state {
             0 => true,
             1 => !self.management,

@@ -4,7 +4,7 @@
 use alloc::collections::VecDeque;
 
 use ibsm_wire::{
-    DrSmpView, LidSmp, MAD_SIZE, Method, Notice, NodeType, ProducerType, SmAttributeId,
+    DrSmpView, LidSmp, MAD_SIZE, Method, NodeType, Notice, ProducerType, SmAttributeId,
     Trap128Details, Trap256Details,
 };
 
@@ -112,13 +112,7 @@ impl TrapQueue {
         let t = self.pending.iter_mut().find(|t| t.next_send <= now)?;
         t.next_send = now.saturating_add(interval);
         let (slid, dlid, sl, m_key) = addr(t.port);
-        let mut smp = LidSmp::request(
-            Method::Trap,
-            SmAttributeId::Notice.into(),
-            0,
-            t.tid,
-            m_key,
-        );
+        let mut smp = LidSmp::request(Method::Trap, SmAttributeId::Notice.into(), 0, t.tid, m_key);
         smp.data = t.notice.to_bytes();
         Some(Trap {
             port: t.port,

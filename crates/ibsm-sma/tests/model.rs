@@ -237,7 +237,15 @@ fn key_value(k: KeyPick, m: &Model) -> u64 {
     }
 }
 
-fn request(method: Method, attr: SmAttributeId, am: u32, tid: u64, key: u64, dr: bool, data: &[u8; 64]) -> [u8; 256] {
+fn request(
+    method: Method,
+    attr: SmAttributeId,
+    am: u32,
+    tid: u64,
+    key: u64,
+    dr: bool,
+    data: &[u8; 64],
+) -> [u8; 256] {
     if dr {
         let mut s = DrSmp::request(method, attr.into(), am, tid, key, &DrPath::local());
         s.hop_pointer = 1;
@@ -276,7 +284,12 @@ fn rx_for(m: &Model, rx: u8, dr: bool) -> Rx {
 fn compare_state(sma: &Sma<MemNvStore>, m: &Model, step: usize) -> Result<(), TestCaseError> {
     let st = sma.m_key_state(m.guarded_port()).unwrap();
     prop_assert_eq!(st.config.m_key, m.m_key, "m_key at step {}", step);
-    prop_assert_eq!(st.config.protect_bits, m.protect, "protect at step {}", step);
+    prop_assert_eq!(
+        st.config.protect_bits,
+        m.protect,
+        "protect at step {}",
+        step
+    );
     prop_assert_eq!(st.config.lease_period, m.lease, "lease at step {}", step);
     prop_assert_eq!(st.violations, m.violations, "violations at step {}", step);
     prop_assert_eq!(st.lease_deadline, m.deadline, "deadline at step {}", step);
@@ -291,10 +304,30 @@ fn compare_state(sma: &Sma<MemNvStore>, m: &Model, step: usize) -> Result<(), Te
 
 fn check_pi(resp: &[u8; 256], m: &Model, hide: bool, step: usize) -> Result<(), TestCaseError> {
     let pi = PortInfo::parse(&resp[64..128]).unwrap();
-    prop_assert_eq!(pi.m_key, if hide { 0 } else { m.m_key }, "shown m_key at step {}", step);
-    prop_assert_eq!(pi.m_key_protect_bits, m.protect, "shown protect at step {}", step);
-    prop_assert_eq!(pi.m_key_lease_period, m.lease, "shown lease at step {}", step);
-    prop_assert_eq!(pi.m_key_violations, m.violations, "shown violations at step {}", step);
+    prop_assert_eq!(
+        pi.m_key,
+        if hide { 0 } else { m.m_key },
+        "shown m_key at step {}",
+        step
+    );
+    prop_assert_eq!(
+        pi.m_key_protect_bits,
+        m.protect,
+        "shown protect at step {}",
+        step
+    );
+    prop_assert_eq!(
+        pi.m_key_lease_period,
+        m.lease,
+        "shown lease at step {}",
+        step
+    );
+    prop_assert_eq!(
+        pi.m_key_violations,
+        m.violations,
+        "shown violations at step {}",
+        step
+    );
     prop_assert_eq!(pi.master_sm_lid, m.sm_lid, "shown sm lid at step {}", step);
     Ok(())
 }
@@ -318,27 +351,58 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Get { key, dr, rx } => {
                 let k = key_value(key, &m);
                 let am = u32::from(gp);
-                let buf = request(Method::Get, SmAttributeId::PortInfo, am, tid, k, dr, &[0; 64]);
+                let buf = request(
+                    Method::Get,
+                    SmAttributeId::PortInfo,
+                    am,
+                    tid,
+                    k,
+                    dr,
+                    &[0; 64],
+                );
                 let rx = rx_for(&m, rx, dr);
                 let mut b = buf;
                 let out = sma.handle_in_place(m.now, rx, &mut b);
                 m.time(m.now);
-                let want = m.check(k, Method::Get, details(Method::Get, SmAttributeId::PortInfo, am, k, dr));
+                let want = m.check(
+                    k,
+                    Method::Get,
+                    details(Method::Get, SmAttributeId::PortInfo, am, k, dr),
+                );
                 match want {
                     Some(hide) => {
                         prop_assert_eq!(out, Outcome::Respond, "step {}", step);
                         prop_assert_eq!(u16::from_be_bytes([b[4], b[5]]) & 0x7FFF, 0);
                         check_pi(&b, &m, hide, step)?;
                     }
-                    None => prop_assert!(matches!(out, Outcome::Dropped(_)), "step {}: {:?}", step, out),
+                    None => prop_assert!(
+                        matches!(out, Outcome::Dropped(_)),
+                        "step {}: {:?}",
+                        step,
+                        out
+                    ),
                 }
             }
-            Op::Set { key, dr, rx, m_key, protect, lease, sm_lid, violations, illegal } => {
+            Op::Set {
+                key,
+                dr,
+                rx,
+                m_key,
+                protect,
+                lease,
+                sm_lid,
+                violations,
+                illegal,
+            } => {
                 let k = key_value(key, &m);
                 let am = u32::from(gp);
                 // Start from the current value (as an SM does), write the M_Key fields.
                 let mut pi = sma.port_info(gp).unwrap();
-                pi.port_state = if illegal { PortState::Active } else { PortState::NoChange };
+                pi.port_state = if illegal {
+                    PortState::Active
+                } else {
+                    PortState::NoChange
+                };
                 pi.port_phys_state = PhysPortState::NoChange;
                 pi.m_key = m_key;
                 pi.m_key_protect_bits = protect;
@@ -349,7 +413,15 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                     pi.m_key_violations = v;
                 }
                 let written_violations = pi.m_key_violations;
-                let buf = request(Method::Set, SmAttributeId::PortInfo, am, tid, k, dr, &pi.to_bytes());
+                let buf = request(
+                    Method::Set,
+                    SmAttributeId::PortInfo,
+                    am,
+                    tid,
+                    k,
+                    dr,
+                    &pi.to_bytes(),
+                );
                 let rx = rx_for(&m, rx, dr);
                 let mut b = buf;
                 let out = sma.handle_in_place(m.now, rx, &mut b);
@@ -357,7 +429,11 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 // An illegal transition: Init -> Active on a CA port or the switch's port 0
                 // (Init at power-on and after reset); Down -> Active on a CA port.
                 let state_illegal = illegal;
-                match m.check(k, Method::Set, details(Method::Set, SmAttributeId::PortInfo, am, k, dr)) {
+                match m.check(
+                    k,
+                    Method::Set,
+                    details(Method::Set, SmAttributeId::PortInfo, am, k, dr),
+                ) {
                     Some(_) => {
                         prop_assert_eq!(out, Outcome::Respond, "step {}", step);
                         let status = u16::from_be_bytes([b[4], b[5]]) & 0x7FFF;
@@ -377,7 +453,12 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                         }
                         check_pi(&b, &m, false, step)?;
                     }
-                    None => prop_assert!(matches!(out, Outcome::Dropped(_)), "step {}: {:?}", step, out),
+                    None => prop_assert!(
+                        matches!(out, Outcome::Dropped(_)),
+                        "step {}: {:?}",
+                        step,
+                        out
+                    ),
                 }
             }
             Op::Repress { key, rx, pick } => {
@@ -386,7 +467,15 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                     Some(i) if !m.traps.is_empty() => m.traps[i % m.traps.len()].tid,
                     _ => 0xFFFF_0000,
                 };
-                let buf = request(Method::TrapRepress, SmAttributeId::Notice, 0, rtid, k, false, &[0; 64]);
+                let buf = request(
+                    Method::TrapRepress,
+                    SmAttributeId::Notice,
+                    0,
+                    rtid,
+                    k,
+                    false,
+                    &[0; 64],
+                );
                 let rx = rx_for(&m, rx, false);
                 let mut b = buf;
                 let out = sma.handle_in_place(m.now, rx, &mut b);
@@ -400,7 +489,12 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                         let matched = m.traps.len() != before;
                         prop_assert_eq!(out, Outcome::Repressed { matched }, "step {}", step);
                     }
-                    None => prop_assert!(matches!(out, Outcome::Dropped(_)), "step {}: {:?}", step, out),
+                    None => prop_assert!(
+                        matches!(out, Outcome::Dropped(_)),
+                        "step {}: {:?}",
+                        step,
+                        out
+                    ),
                 }
             }
             Op::Advance { jump, explicit } => {
@@ -449,7 +543,13 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             }
         }
         compare_state(&sma, &m, step)?;
-        if matches!(op, Op::Advance { explicit: false, .. }) {
+        if matches!(
+            op,
+            Op::Advance {
+                explicit: false,
+                ..
+            }
+        ) {
             continue;
         }
         // Traps due now, in order; each one sent once per interval.
@@ -479,7 +579,12 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
         }
-        prop_assert_eq!(sma.pending_traps(), m.traps.len(), "pending at step {}", step);
+        prop_assert_eq!(
+            sma.pending_traps(),
+            m.traps.len(),
+            "pending at step {}",
+            step
+        );
     }
     Ok(())
 }
