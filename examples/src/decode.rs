@@ -8,12 +8,13 @@
 use std::fmt::Write as _;
 
 use ibsm_wire::{
-    DrPath, DrSmp, FecMode, FieldValue, GuidInfo, LedInfo, LidSmp, LinearForwardingTable,
-    LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedWidthPairsTable, LinkWidth,
-    MAD_HEADER_SIZE, MadHeader, Method, MgmtClass, MlnxExtPortInfo, Mtu, MulticastForwardingTable,
-    NodeDescription, NodeInfo, NodeType, Notice, NoticeType, PKeyTable, PhysPortState, PortInfo,
-    PortInfoExtended, PortState, RandomForwardingTable, Reflect, SlToVlMappingTable, SmAttributeId,
-    SmInfo, SmState, SwitchInfo, VendorDiag, VlArbitrationTable, VlCap, WireStruct,
+    CapabilityMask, CapabilityMask2, DrPath, DrSmp, FecMode, FieldValue, GuidInfo, LedInfo, LidSmp,
+    LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedWidthPairsTable,
+    LinkWidth, MAD_HEADER_SIZE, MadHeader, Method, MgmtClass, MlnxExtPortInfo, Mtu,
+    MulticastForwardingTable, NodeDescription, NodeInfo, NodeType, Notice, NoticeType, PKeyTable,
+    PhysPortState, PortInfo, PortInfoExtended, PortState, RandomForwardingTable, Reflect,
+    SlToVlMappingTable, SmAttributeId, SmInfo, SmState, SwitchInfo, TrapData, VendorDiag,
+    VlArbitrationTable, VlCap, WireStruct,
 };
 
 /// A decoded value, detached from the bytes.
@@ -91,24 +92,40 @@ fn code_name(section: &str, field: &str, v: u64) -> Option<String> {
         (_, "mgmt_class") => known(format!("{:?}", MgmtClass::from(v as u8))),
         (_, "method") => known(format!("{:?}", Method::from(v as u8))),
         ("NodeInfo", "node_type") => known(format!("{:?}", NodeType::from(v as u8))),
+        (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
         ("PortInfo", "port_state") => known(format!("{:?}", PortState::from(v as u8))),
         ("PortInfo", "port_phys_state") => known(format!("{:?}", PhysPortState::from(v as u8))),
         ("PortInfo", "link_down_default_state") => {
             known(format!("{:?}", LinkDownDefaultState::from(v as u8)))
         }
-        ("PortInfo", "neighbor_mtu" | "mtu_cap") => known(format!("{:?}", Mtu::from(v as u8))),
-        ("PortInfo", "vl_cap" | "operational_vls") => known(format!("{:?}", VlCap::from(v as u8))),
         ("PortInfo", "link_width_active") => known(format!("{:?}", LinkWidth::from(v as u8))),
         ("PortInfo", "link_speed_active") => known(format!("{:?}", LinkSpeed::from(v as u8))),
         ("PortInfo", "link_speed_ext_active") => {
             known(format!("{:?}", LinkSpeedExt::from(v as u8)))
         }
-        ("SMInfo", "sm_state") => known(format!("{:?}", SmState::from(v as u8))),
         ("Notice", "notice_type") => known(format!("{:?}", NoticeType::from(v as u8))),
         ("PortInfoExtended", "fec_mode_active") => known(format!("{:?}", FecMode::from(v as u16))),
-        (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
+        ("PortInfo", "neighbor_mtu" | "mtu_cap") => known(format!("{:?}", Mtu::from(v as u8))),
+        ("PortInfo", "vl_cap" | "operational_vls") => known(format!("{:?}", VlCap::from(v as u8))),
+        ("PortInfo", "capability_mask") => flag_names(CapabilityMask::NAMED, |f| {
+            CapabilityMask(v as u32).contains(f)
+        }),
+        ("PortInfo", "capability_mask2") => flag_names(CapabilityMask2::NAMED, |f| {
+            CapabilityMask2(v as u16).contains(f)
+        }),
+        ("SMInfo", "sm_state") => known(format!("{:?}", SmState::from(v as u8))),
         _ => None,
     }
+}
+
+/// Names of the flags set in a flag word, `|`-joined (`None` when none is named).
+fn flag_names<F: Copy>(named: &[(&str, F)], set: impl Fn(F) -> bool) -> Option<String> {
+    let names: Vec<&str> = named
+        .iter()
+        .filter(|(_, f)| set(*f))
+        .map(|(n, _)| *n)
+        .collect();
+    (!names.is_empty()).then(|| names.join("|"))
 }
 
 /// NUL-padded printable ASCII, as NodeDescription and ServiceName hold.
@@ -161,9 +178,9 @@ type Parser = fn(&[u8]) -> Result<Box<dyn Reflect>, DecodeError>;
 #[must_use]
 pub fn smp_attribute(id: u16) -> Option<Parser> {
     Some(match SmAttributeId::from(id) {
-        SmAttributeId::NodeInfo => boxed::<NodeInfo>,
-        SmAttributeId::NodeDescription => boxed::<NodeDescription>,
         SmAttributeId::Notice => boxed::<Notice>,
+        SmAttributeId::NodeDescription => boxed::<NodeDescription>,
+        SmAttributeId::NodeInfo => boxed::<NodeInfo>,
         SmAttributeId::SwitchInfo => boxed::<SwitchInfo>,
         SmAttributeId::GuidInfo => boxed::<GuidInfo>,
         SmAttributeId::PortInfo => boxed::<PortInfo>,
@@ -180,6 +197,22 @@ pub fn smp_attribute(id: u16) -> Option<Parser> {
         SmAttributeId::PortInfoExtended => boxed::<PortInfoExtended>,
         SmAttributeId::MlnxExtPortInfo => boxed::<MlnxExtPortInfo>,
         _ => return None,
+    })
+}
+
+/// The typed DataDetails of a Notice, when its trap number has a layout.
+#[must_use]
+pub fn trap_details(n: &Notice) -> Option<Section> {
+    Some(match n.trap_data() {
+        TrapData::Gid(d) => section_of(&d),
+        TrapData::LinkStateChange(d) => section_of(&d),
+        TrapData::PortThreshold(d) => section_of(&d),
+        TrapData::LocalChanges(d) => section_of(&d),
+        TrapData::SystemImageGuidChange(d) => section_of(&d),
+        TrapData::BadMKey(d) => section_of(&d),
+        TrapData::BadKey(d) => section_of(&d),
+        TrapData::BadPKeySwitchExternalPort(d) => section_of(&d),
+        TrapData::Raw(_) => return None,
     })
 }
 
@@ -260,7 +293,13 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         }
     };
     match smp_attribute(header.attribute_id) {
-        Some(parse) => d.sections.push(section_of(parse(data)?.as_ref())),
+        Some(parse) => {
+            d.sections.push(section_of(parse(data)?.as_ref()));
+            if header.attribute_id == u16::from(SmAttributeId::Notice) {
+                let n = Notice::parse(data).map_err(err)?;
+                d.sections.extend(trap_details(&n));
+            }
+        }
         None => {
             d.notes.push(format!(
                 "attribute {:#06x} has no decoder; data shown raw",
@@ -604,6 +643,31 @@ mod tests {
         let d = decode_mad(&b).unwrap();
         assert!(d.notes[0].contains("0x42"));
         assert!(d.to_text().contains("# Data"));
+    }
+
+    #[test]
+    fn golden_portinfo_names_code_points() {
+        let text = include_str!("../../tests/fixtures/golden/portinfo.resp.hex");
+        let bytes = crate::parse_hex(&strip_comments(text)).unwrap();
+        let t = decode_mad(&bytes).unwrap().to_text();
+        assert!(t.contains("# PortInfo\n"), "{t}");
+        assert!(t.contains("4 (Active)"), "{t}");
+        assert!(t.contains("5 (LinkUp)"), "{t}");
+        assert!(t.contains("(Mtu2048)"), "{t}");
+        assert!(t.contains("IS_SM"), "{t}");
+        assert!(t.contains("lid:") && t.contains("gid_prefix:"), "{t}");
+    }
+
+    #[test]
+    fn notice_with_trap_details() {
+        use ibsm_wire::{ProducerType, Trap128Details};
+        let n = Notice::generic_with(ProducerType::from(2), 7, &Trap128Details { lid: 0x1234 });
+        let mut smp = DrSmp::request(Method::Trap, 0x0002, 0, 1, 0, &DrPath::local());
+        n.emit_into(&mut smp.data).unwrap();
+        let d = decode_mad(&smp.to_bytes()).unwrap();
+        let titles: Vec<&str> = d.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles[2..], ["Notice", "Notice trap 128"]);
+        assert!(d.to_text().contains("4660"), "{}", d.to_text());
     }
 
     #[test]

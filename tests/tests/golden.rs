@@ -5,7 +5,10 @@
 use std::path::Path;
 
 use ibsm_wire::{
-    DrPath, DrSmp, DrSmpView, Method, MgmtClass, NodeInfo, NodeType, SmAttributeId, WireStruct,
+    CapabilityMask, CapabilityMask2, DrPath, DrSmp, DrSmpView, LinearForwardingTable,
+    LinkDownDefaultState, LinkSpeed, LinkSpeedMask, LinkWidth, LinkWidthMask, Method, MgmtClass,
+    Mtu, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SmAttributeId, SmInfo, SmState,
+    SwitchInfo, VlCap, WireStruct,
 };
 
 /// Reads `tests/fixtures/golden/<name>.hex` (16 bytes a line, `#` comments).
@@ -168,4 +171,123 @@ fn nodeinfo_of_switch_a() {
     // The request's data area is empty.
     let req = DrSmp::parse(&load("nodeinfo.req")).unwrap();
     assert_eq!(NodeInfo::parse(&req.data).unwrap(), NodeInfo::default());
+}
+
+/// Fields both PortInfo captures share: what ibsim reports for every linked port.
+fn common_link_fields(pi: &PortInfo, name: &str) {
+    assert_eq!(pi.m_key, 0, "{name}: ibsim always reads back M_Key 0");
+    assert_eq!(pi.link_width_enabled, LinkWidthMask(0x02), "{name}: 4X");
+    assert_eq!(
+        pi.link_width_supported,
+        LinkWidthMask(0x1f),
+        "{name}: 1X/4X/8X/12X/2X"
+    );
+    assert_eq!(pi.link_width_active, LinkWidth::X4, "{name}");
+    assert_eq!(
+        pi.link_speed_supported,
+        LinkSpeedMask(0x7),
+        "{name}: SDR/DDR/QDR"
+    );
+    assert_eq!(
+        pi.port_state,
+        PortState::Active,
+        "{name}: OpenSM brought it up"
+    );
+    assert_eq!(pi.port_phys_state, PhysPortState::LinkUp, "{name}");
+    assert_eq!(
+        pi.link_down_default_state,
+        LinkDownDefaultState::Polling,
+        "{name}"
+    );
+    assert_eq!(pi.link_speed_active, LinkSpeed::Sdr, "{name}");
+    assert_eq!(pi.link_speed_enabled, LinkSpeedMask(0x1), "{name}");
+    assert_eq!(pi.neighbor_mtu, Mtu::Mtu2048, "{name}");
+    assert_eq!(pi.vl_cap, VlCap::Vl0To7, "{name}");
+    assert_eq!(pi.operational_vls, VlCap::Vl0To7, "{name}");
+    assert_eq!(pi.mtu_cap, Mtu::Mtu2048, "{name}");
+    assert_eq!(
+        (pi.vl_arbitration_high_cap, pi.vl_arbitration_low_cap),
+        (8, 8),
+        "{name}"
+    );
+    assert_eq!(pi.vl_stall_count, 7, "{name}");
+    assert_eq!(pi.lmc, 0, "{name}");
+}
+
+#[test]
+fn portinfo_of_the_sm_port() {
+    // h1 port 1, where OpenSM runs: LID 1, its own SM LID, IsSM among the capabilities.
+    let smp = DrSmp::parse(&load("portinfo.resp")).unwrap();
+    let pi: PortInfo = attr(&smp);
+    common_link_fields(&pi, "h1 port 1");
+    assert_eq!(pi.gid_prefix, 0xfe80_0000_0000_0000);
+    assert_eq!(pi.lid, 1);
+    assert_eq!(pi.master_sm_lid, 1);
+    assert_eq!(pi.capability_mask, CapabilityMask(0x0050_c04a));
+    assert!(pi.capability_mask.contains(CapabilityMask::IS_SM));
+    assert_eq!(pi.capability_mask2, CapabilityMask2(0x0030));
+    assert_eq!(pi.m_key_lease_period, 4089);
+    assert_eq!(pi.local_port_num, 1);
+    assert_eq!(pi.guid_cap, 32);
+    assert_eq!(pi.subnet_timeout, 31);
+    assert_eq!(pi.hoq_life, 0);
+    assert!(pi.owns_lid(1) && !pi.owns_lid(2));
+}
+
+#[test]
+fn portinfo_of_a_switch_port() {
+    // sw-a port 1 (to h1): switch external ports have no LID of their own.
+    let smp = DrSmp::parse(&load("portinfo_sw.resp")).unwrap();
+    let pi: PortInfo = attr(&smp);
+    common_link_fields(&pi, "sw-a port 1");
+    assert_eq!((pi.lid, pi.master_sm_lid), (0, 0));
+    assert_eq!(pi.capability_mask, CapabilityMask(0));
+    assert_eq!(pi.local_port_num, 3, "the SMP entered sw-a on port 3");
+    assert_eq!(pi.hoq_life, 16);
+}
+
+#[test]
+fn switchinfo_of_switch_b() {
+    let smp = DrSmp::parse(&load("switchinfo.resp")).unwrap();
+    let si: SwitchInfo = attr(&smp);
+    assert_eq!(si.linear_fdb_cap, 30720, "ibsim's default -L");
+    assert_eq!(si.random_fdb_cap, 0);
+    assert_eq!(si.multicast_fdb_cap, 1024);
+    assert_eq!(si.linear_fdb_top, 6, "six LIDs in fabric.net");
+    assert_eq!(si.default_port, 0);
+    assert_eq!(si.life_time_value, 18);
+    assert!(!si.port_state_change);
+    assert_eq!(si.partition_enforcement_cap, 64);
+    assert!(!si.inbound_enforcement_cap && !si.outbound_enforcement_cap);
+    assert!(si.filter_raw_inbound_cap && si.filter_raw_outbound_cap);
+    assert!(!si.enhanced_port0);
+    assert_eq!(si.multicast_fdb_top, 0);
+}
+
+#[test]
+fn sminfo_of_opensm() {
+    let smp = DrSmp::parse(&load("sminfo.resp")).unwrap();
+    let sm: SmInfo = attr(&smp);
+    assert_eq!(sm.guid, 0x10_0001, "h1's port GUID");
+    assert_eq!(sm.sm_key, 1, "OpenSM's default sm_key");
+    assert_eq!(sm.act_count, 116);
+    assert_eq!(sm.priority, 0);
+    assert_eq!(sm.sm_state, SmState::Master);
+}
+
+#[test]
+fn lft_block_0_of_switch_b() {
+    let smp = DrSmp::parse(&load("lft.resp")).unwrap();
+    let lft: LinearForwardingTable = attr(&smp);
+    // From fabric.net and OpenSM's LIDs (h1=1, sw-a=2, sw-b=3, h2=4, h3=5, h4=6): sw-b
+    // reaches h1, sw-a through port 3, itself on 0, h2 on 1, h3 over the port-5 link,
+    // h4 on 2. LID 0 and LIDs above 6 are unrouted.
+    assert_eq!(&lft.ports[..7], &[0xff, 3, 3, 0, 1, 5, 2]);
+    assert!(lft.ports[7..].iter().all(|&p| p == 0xff));
+    assert_eq!(smp.attribute_modifier, 0, "block 0");
+    let req = DrSmp::parse(&load("lft.req")).unwrap();
+    assert_eq!(
+        LinearForwardingTable::parse(&req.data).unwrap().ports,
+        [0; 64]
+    );
 }

@@ -27,8 +27,12 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ibsm_wire::{
-    DrSmp, Field, FieldValue, Gid, LidSmp, MadHeader, NodeDescription, NodeInfo, Reflect,
-    WireStruct,
+    DrSmp, Field, FieldValue, Gid, GuidInfo, LedInfo, LidSmp, LinearForwardingTable,
+    LinkSpeedWidthPairsTable, MadHeader, MlnxExtPortInfo, MulticastForwardingTable,
+    NodeDescription, NodeInfo, Notice, PKeyTable, PortInfo, PortInfoExtended,
+    RandomForwardingTable, Reflect, RftEntry, SaNotice, SlToVlMappingTable, SmInfo, SwitchInfo,
+    Trap128Details, Trap129Details, Trap144Details, Trap145Details, Trap256Details, Trap257Details,
+    Trap259Details, TrapGidDetails, VendorDiag, VlArbitrationTable, WireStruct,
 };
 
 /// Random values tried per field and direction.
@@ -232,6 +236,32 @@ fn subjects() -> Vec<Box<dyn Subject>> {
         ty::<DrSmp>(),
         ty::<NodeInfo>(),
         ty::<NodeDescription>(),
+        ty::<PortInfo>(),
+        ty::<SwitchInfo>(),
+        ty::<SmInfo>(),
+        ty::<GuidInfo>(),
+        ty::<PKeyTable>(),
+        ty::<SlToVlMappingTable>(),
+        ty::<VlArbitrationTable>(),
+        ty::<LinearForwardingTable>(),
+        ty::<RftEntry>(),
+        ty::<RandomForwardingTable>(),
+        ty::<MulticastForwardingTable>(),
+        ty::<LinkSpeedWidthPairsTable>(),
+        ty::<Notice>(),
+        ty::<SaNotice>(),
+        ty::<TrapGidDetails>(),
+        ty::<Trap128Details>(),
+        ty::<Trap129Details>(),
+        ty::<Trap144Details>(),
+        ty::<Trap145Details>(),
+        ty::<Trap256Details>(),
+        ty::<Trap257Details>(),
+        ty::<Trap259Details>(),
+        ty::<VendorDiag>(),
+        ty::<LedInfo>(),
+        ty::<MlnxExtPortInfo>(),
+        ty::<PortInfoExtended>(),
         Box::new(GidSubject),
     ]
 }
@@ -244,7 +274,18 @@ const ALIASES: &[(&str, &str, u16)] = &[
     ("DR SMP class-specific", "directed-route SMP", 0),
     ("Directed-route SMP", "directed-route SMP", 0),
     ("GID", "Gid", 0),
+    ("GUIDInfo (legacy name)", "GUIDInfo", 0),
 ];
+
+/// Structures that start inside their TSV table's frame: the trap data details begin at
+/// Notice byte 10 (DataDetails), and the TSV numbers their fields from the Notice.
+fn label_offset(label: &str) -> u16 {
+    if label.starts_with("Notice trap") {
+        10
+    } else {
+        0
+    }
+}
 
 fn mappings<'a>(table: &str, subjects: &'a [Box<dyn Subject>]) -> Vec<Mapping<'a>> {
     let mut out: Vec<Mapping<'a>> = subjects
@@ -252,7 +293,7 @@ fn mappings<'a>(table: &str, subjects: &'a [Box<dyn Subject>]) -> Vec<Mapping<'a
         .filter(|s| s.label() == table)
         .map(|s| Mapping {
             subject: s.as_ref(),
-            offset: 0,
+            offset: label_offset(s.label()),
         })
         .collect();
     for &(t, label, offset) in ALIASES {
