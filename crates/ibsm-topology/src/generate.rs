@@ -316,6 +316,444 @@ pub fn fat_tree_params(radix: PortNum, levels: usize) -> Result<Xgft, FabricErro
     })
 }
 
+/// Parameters of a mesh or torus of switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    /// Size of each dimension (1 to 3 dimensions, each at least 1).
+    pub dims: Vec<u32>,
+    /// Wrap-around links (torus) or not (mesh).
+    pub torus: bool,
+    /// CAs attached to each switch.
+    pub cas_per_switch: u32,
+}
+
+/// A 1D/2D/3D mesh or torus of switches, each with `cas_per_switch` single-port CAs.
+///
+/// Switch `(x, y, z)` has index `x + X*(y + Y*z)` and description `"mesh sw x,y,z"`
+/// (`"torus ..."`); its ports are `1..=cas_per_switch` for CAs, then per dimension `d` a
+/// "minus" port and a "plus" port: `cas + 2d + 1` and `cas + 2d + 2`. Plus port of a switch
+/// cables to the minus port of its neighbour. In a torus of size 2 along a dimension the
+/// two neighbours coincide and the pair gets two parallel cables; size 1 adds no cable.
+/// Unused direction ports (mesh edges) stay free, so every switch has the same radix.
+/// CA `i` hangs off switch `i / cas_per_switch`.
+///
+/// # Errors
+/// [`FabricError::BadParameters`] for 0 or more than 3 dimensions, a zero size, or too
+/// many ports.
+pub fn grid(p: &Grid) -> Result<Fabric, FabricError> {
+    let nd = p.dims.len();
+    if nd == 0 || nd > 3 || p.dims.contains(&0) {
+        return Err(bad("mesh/torus needs 1 to 3 dimensions of size >= 1"));
+    }
+    let n: u64 = p.dims.iter().map(|&d| u64::from(d)).product();
+    let cas = n * u64::from(p.cas_per_switch);
+    if n > u64::from(u32::MAX) || cas > u64::from(u32::MAX) {
+        return Err(bad("mesh/torus too large"));
+    }
+    let ports = port_count(u64::from(p.cas_per_switch) + 2 * nd as u64, "a mesh switch")?;
+    let kind = if p.torus { "torus" } else { "mesh" };
+    let mut f = Fabric::with_capacity((n + cas) as usize, (cas + n * nd as u64) as usize);
+    let mut sw = Vec::with_capacity(n as usize);
+    let mut coords = [0u32; 3];
+    for i in 0..n as u32 {
+        let mut rem = i;
+        for (c, &d) in coords.iter_mut().zip(&p.dims) {
+            *c = rem % d;
+            rem /= d;
+        }
+        let label: Vec<String> = coords[..nd].iter().map(u32::to_string).collect();
+        sw.push(add_switch(
+            &mut f,
+            0,
+            i,
+            ports,
+            format!("{kind} sw {}", label.join(",")),
+        )?);
+    }
+    let base = p.cas_per_switch;
+    let mut stride = 1u32;
+    for (d, &size) in p.dims.iter().enumerate() {
+        let minus = (base + 2 * d as u32 + 1) as PortNum;
+        let plus = minus + 1;
+        for i in 0..n as u32 {
+            let x = (i / stride) % size;
+            let next = if x + 1 < size {
+                i + stride
+            } else if p.torus && size > 1 {
+                i - x * stride
+            } else {
+                continue;
+            };
+            if next == i {
+                continue;
+            }
+            f.connect(sw[i as usize], plus, sw[next as usize], minus)?;
+        }
+        stride *= size;
+    }
+    let width = cas.to_string().len();
+    for c in 0..cas as u32 {
+        let id = add_ca(&mut f, c, 1, format!("{kind} ca {c:0width$}"))?;
+        let s = c / p.cas_per_switch;
+        f.connect(id, 1, sw[s as usize], (c % p.cas_per_switch + 1) as PortNum)?;
+    }
+    Ok(f)
+}
+
+/// How dragonfly global links are spread over the routers of a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum GlobalArrangement {
+    /// "Consecutive"/absolute: global link `j` of group `i` goes to group `j` if `j < i`,
+    /// else `j + 1`; router `j / h` holds link `j`.
+    #[default]
+    Absolute,
+    /// "Palmtree": global link `j` of group `i` goes to group `(i - j - 1) mod g`.
+    Palmtree,
+}
+
+/// Parameters of a dragonfly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dragonfly {
+    /// Routers (switches) per group, fully connected inside the group.
+    pub a: u32,
+    /// CAs per router.
+    pub p: u32,
+    /// Global links per router.
+    pub h: u32,
+    /// Number of groups, 2..=a*h+1.
+    pub g: u32,
+    /// Which group each global port reaches.
+    pub arrangement: GlobalArrangement,
+}
+
+/// A dragonfly(a, p, h, g).
+///
+/// Router ports: `1..=p` CAs, `p+1 ..= p+a-1` local links (to the other routers of the
+/// group in index order), `p+a ..= p+a+h-1` global links. Group `i` has `a*h` global link
+/// slots `j = 0..a*h`; slot `j` sits on router `j / h`, global port `j % h`. With
+/// `g = a*h + 1` every pair of groups gets exactly one global cable; with fewer groups,
+/// slot `j` uses target index `j mod (g-1)` and pairs get `floor(a*h / (g-1))` parallel
+/// cables, leftover slots stay free. Router `r` of group `G` has GUID group `G` and index
+/// `r`, description `"df g<G> sw <r>"`; CAs `"df ca <index>"`.
+///
+/// # Errors
+/// [`FabricError::BadParameters`] for zero sizes, `g` outside `2..=a*h+1`, or too many
+/// ports.
+pub fn dragonfly(p: &Dragonfly) -> Result<Fabric, FabricError> {
+    let (a, t, h, g) = (
+        u64::from(p.a),
+        u64::from(p.p),
+        u64::from(p.h),
+        u64::from(p.g),
+    );
+    if a == 0 || h == 0 || g < 2 || g > a * h + 1 || g > u64::from(u16::MAX) {
+        return Err(bad("dragonfly needs a, h >= 1 and 2 <= g <= a*h + 1"));
+    }
+    let ports = port_count(t + a - 1 + h, "a dragonfly router")?;
+    let routers = a * g;
+    let cas = routers * t;
+    if cas > u64::from(u32::MAX) {
+        return Err(bad("dragonfly too large"));
+    }
+    let mut f = Fabric::with_capacity((routers + cas) as usize, (cas + routers * (a + h)) as usize);
+    let mut r_ids = Vec::with_capacity(routers as usize);
+    for grp in 0..g {
+        for r in 0..a {
+            r_ids.push(add_switch(
+                &mut f,
+                grp as u16,
+                r as u32,
+                ports,
+                format!("df g{grp} sw {r}"),
+            )?);
+        }
+    }
+    let rid = |grp: u64, r: u64| r_ids[(grp * a + r) as usize];
+    // Local all-to-all: router r's local port for peer q is p + 1 + (q if q < r else q - 1).
+    let local = |r: u64, q: u64| (t + 1 + if q < r { q } else { q - 1 }) as PortNum;
+    for grp in 0..g {
+        for r in 0..a {
+            for q in r + 1..a {
+                f.connect(rid(grp, r), local(r, q), rid(grp, q), local(q, r))?;
+            }
+        }
+    }
+    // Global links.
+    let slots = a * h;
+    let copies = slots / (g - 1);
+    let global_port = |j: u64| (t + a + (j % h)) as PortNum;
+    let target = |i: u64, k: u64| match p.arrangement {
+        GlobalArrangement::Absolute => {
+            if k < i {
+                k
+            } else {
+                k + 1
+            }
+        }
+        GlobalArrangement::Palmtree => (i + g - k - 1) % g,
+    };
+    let back = |i: u64, tgt: u64| match p.arrangement {
+        GlobalArrangement::Absolute => {
+            if i < tgt {
+                i
+            } else {
+                i - 1
+            }
+        }
+        GlobalArrangement::Palmtree => (tgt + g - i - 1) % g,
+    };
+    for i in 0..g {
+        for c in 0..copies {
+            for k in 0..g - 1 {
+                let tgt = target(i, k);
+                if tgt < i {
+                    continue; // created from the other side
+                }
+                let j = c * (g - 1) + k;
+                let jb = c * (g - 1) + back(i, tgt);
+                f.connect(
+                    rid(i, j / h),
+                    global_port(j),
+                    rid(tgt, jb / h),
+                    global_port(jb),
+                )?;
+            }
+        }
+    }
+    let width = cas.to_string().len();
+    for c in 0..cas {
+        let id = add_ca(&mut f, c as u32, 1, format!("df ca {c:0width$}"))?;
+        f.connect(id, 1, r_ids[(c / t) as usize], (c % t + 1) as PortNum)?;
+    }
+    Ok(f)
+}
+
+/// Parameters of a Jellyfish (random regular switch graph).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Jellyfish {
+    /// Number of switches.
+    pub switches: u32,
+    /// Ports per switch.
+    pub radix: PortNum,
+    /// Ports per switch used for switch-to-switch cables (the degree `r`); the remaining
+    /// `radix - r` carry CAs.
+    pub network_ports: PortNum,
+    /// Random seed.
+    pub seed: u64,
+}
+
+/// A Jellyfish: a random `r`-regular graph of switches (no parallel cables), each
+/// switch with `radix - r` single-port CAs.
+///
+/// Built as in the Jellyfish paper: join random pairs of switches that both have free
+/// network ports and are not yet adjacent; when no such pair is left but a switch still
+/// has two or more free ports, remove a random cable `(x, y)` with `x`, `y` not adjacent
+/// to it and cable it to both. Deterministic for a given seed. If `switches * r` is odd,
+/// one port stays free. Switch `i` is `"jf sw <i>"`; CA ports come first (`1..=radix-r`),
+/// network ports after.
+///
+/// # Errors
+/// [`FabricError::BadParameters`] if `r >= switches` or `r > radix`.
+pub fn jellyfish(p: &Jellyfish) -> Result<Fabric, FabricError> {
+    let n = p.switches as usize;
+    let r = usize::from(p.network_ports);
+    if r > usize::from(p.radix) || (r >= n && n > 0) || p.radix == 0 {
+        return Err(bad(
+            "jellyfish needs network ports <= radix and < switch count",
+        ));
+    }
+    let cas_per = u32::from(p.radix) - r as u32;
+    // Adjacency as sorted small vectors; degree r.
+    let mut adj: Vec<Vec<u32>> = vec![Vec::with_capacity(r); n];
+    let mut rng = SplitMix64::new(p.seed);
+    let has = |adj: &Vec<Vec<u32>>, x: usize, y: u32| adj[x].contains(&y);
+    // Free-port list (switch indices with free network ports).
+    let mut free: Vec<u32> = (0..n as u32).collect();
+    let mut stall = 0usize;
+    let mut rewires = 0usize;
+    loop {
+        if free.is_empty() || (free.len() == 1 && adj[free[0] as usize].len() + 1 >= r) {
+            break;
+        }
+        if free.len() >= 2 {
+            let i = rng.below(free.len());
+            let mut j = rng.below(free.len() - 1);
+            if j >= i {
+                j += 1;
+            }
+            let (x, y) = (free[i], free[j]);
+            if !has(&adj, x as usize, y) {
+                adj[x as usize].push(y);
+                adj[y as usize].push(x);
+                stall = 0;
+                // Drop full switches (higher position first so the lower stays valid).
+                for k in [i.max(j), i.min(j)] {
+                    if adj[free[k] as usize].len() == r {
+                        free.swap_remove(k);
+                    }
+                }
+                continue;
+            }
+            stall += 1;
+            if stall < 8 * free.len() * free.len() + 16 {
+                continue;
+            }
+        }
+        // Stuck: every remaining pair is adjacent. Rewire through a random cable.
+        stall = 0;
+        rewires += 1;
+        if rewires > 16 * n {
+            break;
+        }
+        // Prefer a switch with two free ports: it absorbs the cable whole.
+        let s = free
+            .iter()
+            .copied()
+            .find(|&v| adj[v as usize].len() + 2 <= r)
+            .unwrap_or(free[0]) as usize;
+        for _ in 0..64 * n {
+            let x = rng.below(n);
+            if x == s || adj[x].is_empty() || has(&adj, s, x as u32) {
+                continue;
+            }
+            let y = adj[x][rng.below(adj[x].len())] as usize;
+            if y == s || has(&adj, s, y as u32) {
+                continue;
+            }
+            adj[x].retain(|&v| v as usize != y);
+            adj[y].retain(|&v| v as usize != x);
+            adj[s].push(x as u32);
+            adj[x].push(s as u32);
+            if adj[s].len() < r {
+                adj[s].push(y as u32);
+                adj[y].push(s as u32);
+            } else if !free.contains(&(y as u32)) {
+                // s had one free port: the free port moves to y, which may pair up.
+                free.push(y as u32);
+            }
+            break;
+        }
+        free.retain(|&v| adj[v as usize].len() < r);
+    }
+    let total = n as u64 * (1 + u64::from(cas_per));
+    let mut f = Fabric::with_capacity(total as usize, n * (r / 2 + cas_per as usize));
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n as u32 {
+        ids.push(add_switch(&mut f, 0, i, p.radix, format!("jf sw {i}"))?);
+    }
+    // Cable in (lower index, neighbour) order so ports follow neighbour order.
+    let mut next_port = vec![cas_per as PortNum + 1; n];
+    for x in 0..n {
+        let mut nb = adj[x].clone();
+        nb.sort_unstable();
+        for y in nb {
+            let y = y as usize;
+            if y <= x {
+                continue;
+            }
+            f.connect(ids[x], next_port[x], ids[y], next_port[y])?;
+            next_port[x] += 1;
+            next_port[y] += 1;
+        }
+    }
+    let cas = n as u64 * u64::from(cas_per);
+    let width = cas.to_string().len();
+    for c in 0..cas as u32 {
+        let id = add_ca(&mut f, c, 1, format!("jf ca {c:0width$}"))?;
+        f.connect(
+            id,
+            1,
+            ids[(c / cas_per) as usize],
+            (c % cas_per + 1) as PortNum,
+        )?;
+    }
+    Ok(f)
+}
+
+/// Options for [`degrade_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DegradeOptions {
+    /// Keep the switches connected (never cut a cable of a random spanning tree).
+    pub keep_connected: bool,
+}
+
+impl Default for DegradeOptions {
+    fn default() -> Self {
+        DegradeOptions {
+            keep_connected: true,
+        }
+    }
+}
+
+/// Removes `fraction` (0.0..=1.0, rounded down) of the switch-to-switch cables, chosen at
+/// random by `seed`, keeping the fabric connected; returns how many were removed. See
+/// [`degrade_with`].
+///
+/// # Errors
+/// See [`degrade_with`].
+pub fn degrade(f: &mut Fabric, fraction: f64, seed: u64) -> Result<usize, FabricError> {
+    degrade_with(f, fraction, seed, DegradeOptions::default())
+}
+
+/// Removes `fraction` of the switch-to-switch cables, chosen at random by `seed`.
+///
+/// With `keep_connected`, a random spanning forest of the switch graph (Kruskal over the
+/// shuffled cables) is protected first, so the switch graph keeps its components (and
+/// every CA stays reachable); if fewer unprotected cables exist than asked for, all of
+/// them go and the count returned is smaller. Deterministic: cables are listed in
+/// canonical GUID order before shuffling.
+///
+/// # Errors
+/// [`FabricError::BadParameters`] if `fraction` is not within 0.0..=1.0.
+pub fn degrade_with(
+    f: &mut Fabric,
+    fraction: f64,
+    seed: u64,
+    opts: DegradeOptions,
+) -> Result<usize, FabricError> {
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(bad("degrade fraction must be within 0.0..=1.0"));
+    }
+    let mut cables: Vec<(crate::types::LinkId, NodeId, NodeId)> = f
+        .links()
+        .filter(|(_, l)| {
+            f.node(l.a.node).is_some_and(crate::Node::is_switch)
+                && f.node(l.b.node).is_some_and(crate::Node::is_switch)
+        })
+        .map(|(id, l)| (id, l.a.node, l.b.node))
+        .collect();
+    let want = (cables.len() as f64 * fraction).floor() as usize;
+    let mut rng = SplitMix64::new(seed);
+    rng.shuffle(&mut cables);
+    let mut removable = Vec::with_capacity(cables.len());
+    if opts.keep_connected {
+        let mut parent: Vec<u32> = (0..f.node_bound() as u32).collect();
+        fn find(parent: &mut [u32], mut x: u32) -> u32 {
+            while parent[x as usize] != x {
+                parent[x as usize] = parent[parent[x as usize] as usize];
+                x = parent[x as usize];
+            }
+            x
+        }
+        for &(id, a, b) in &cables {
+            let (ra, rb) = (find(&mut parent, a.0), find(&mut parent, b.0));
+            if ra == rb {
+                removable.push(id);
+            } else {
+                parent[ra as usize] = rb;
+            }
+        }
+    } else {
+        removable.extend(cables.iter().map(|c| c.0));
+    }
+    let n = want.min(removable.len());
+    for &id in &removable[..n] {
+        f.remove_link(id)?;
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,5 +877,179 @@ mod tests {
     fn guid_scheme() {
         assert_eq!(scheme_guid(KIND_SWITCH, 2, 7), Guid(0x5300_0200_0000_0700));
         assert_eq!(scheme_guid(KIND_CA, 0, 0x11).0 + 1, 0x4800_0000_0000_1101);
+    }
+
+    #[test]
+    fn mesh_and_torus() {
+        let m = grid(&Grid {
+            dims: vec![4, 3],
+            torus: false,
+            cas_per_switch: 2,
+        })
+        .unwrap();
+        assert_eq!(m.switch_count(), 12);
+        assert_eq!(m.cas().count(), 24);
+        assert_eq!(m.link_count(), 24 + 3 * 3 + 4 * 2);
+        assert!(m.is_connected());
+        let csr = crate::Csr::new(&m);
+        // Corner to corner: 3 + 2 hops.
+        assert_eq!(csr.hops_from(0)[11], 5);
+        let t = grid(&Grid {
+            dims: vec![4, 3, 2],
+            torus: true,
+            cas_per_switch: 1,
+        })
+        .unwrap();
+        assert_eq!(t.switch_count(), 24);
+        // Every switch: 6 network cables (size-2 dimension gives 2 parallel ones).
+        assert!(t.switches().all(|(_, n)| n.degree() == 7));
+        let st = t.degree_stats();
+        assert_eq!(st.parallel_pairs, 12);
+        assert_eq!(st.max_parallel, 2);
+        let csr = crate::Csr::new(&t);
+        assert_eq!(*csr.hops_from(0).iter().max().unwrap(), 2 + 1 + 1);
+        assert!(
+            grid(&Grid {
+                dims: vec![],
+                torus: true,
+                cas_per_switch: 1
+            })
+            .is_err()
+        );
+        assert!(
+            grid(&Grid {
+                dims: vec![2, 2, 2, 2],
+                torus: true,
+                cas_per_switch: 1
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn dragonfly_balanced() {
+        for arrangement in [GlobalArrangement::Absolute, GlobalArrangement::Palmtree] {
+            let p = Dragonfly {
+                a: 4,
+                p: 2,
+                h: 2,
+                g: 9,
+                arrangement,
+            };
+            let f = dragonfly(&p).unwrap();
+            assert_eq!(f.switch_count(), 36);
+            assert_eq!(f.cas().count(), 72);
+            // local: 9 * C(4,2) = 54; global: C(9,2) = 36; CA: 72.
+            assert_eq!(f.link_count(), 54 + 36 + 72);
+            assert!(f.switches().all(|(_, n)| n.degree() == 2 + 3 + 2));
+            // Every pair of groups joined exactly once: diameter 3 router hops.
+            let csr = crate::Csr::new(&f);
+            let all = csr.all_hops();
+            assert_eq!(*all.iter().max().unwrap(), 3);
+            assert_eq!(f.degree_stats().parallel_pairs, 0);
+        }
+    }
+
+    #[test]
+    fn dragonfly_fewer_groups() {
+        let p = Dragonfly {
+            a: 4,
+            p: 1,
+            h: 2,
+            g: 5,
+            arrangement: GlobalArrangement::Absolute,
+        };
+        let f = dragonfly(&p).unwrap();
+        // 8 slots per group, 4 other groups: 2 cables per group pair.
+        assert_eq!(f.link_count(), 5 * 6 + 10 * 2 + 20);
+        assert!(f.is_connected());
+        assert!(dragonfly(&Dragonfly { g: 10, ..p.clone() }).is_err());
+    }
+
+    #[test]
+    fn jellyfish_is_regular_and_seeded() {
+        for seed in 0..5 {
+            let p = Jellyfish {
+                switches: 40,
+                radix: 12,
+                network_ports: 7,
+                seed,
+            };
+            let f = jellyfish(&p).unwrap();
+            assert_eq!(f.cas().count(), 200);
+            let st = f.degree_stats();
+            assert_eq!(st.parallel_pairs, 0);
+            assert_eq!(st.switch_links.max, 7);
+            // 40 * 7 is even: every network port is used.
+            assert_eq!(st.switch_links.min, 7, "{st:?}");
+            assert!(f.is_connected());
+            let g = jellyfish(&p).unwrap();
+            let la: Vec<_> = f
+                .links()
+                .map(|(_, l)| (f.guid_of(l.a.node), l.a.port, f.guid_of(l.b.node), l.b.port))
+                .collect();
+            let lb: Vec<_> = g
+                .links()
+                .map(|(_, l)| (g.guid_of(l.a.node), l.a.port, g.guid_of(l.b.node), l.b.port))
+                .collect();
+            assert_eq!(la, lb);
+        }
+        assert!(
+            jellyfish(&Jellyfish {
+                switches: 4,
+                radix: 8,
+                network_ports: 4,
+                seed: 0
+            })
+            .is_err()
+        );
+        // Odd port total: exactly one network port stays free.
+        let f = jellyfish(&Jellyfish {
+            switches: 9,
+            radix: 4,
+            network_ports: 3,
+            seed: 3,
+        })
+        .unwrap();
+        let st = f.degree_stats();
+        assert_eq!((st.switch_links.min, st.switch_links.max), (2, 3));
+        assert_eq!(f.link_count() - 9, 13);
+    }
+
+    #[test]
+    fn degrade_keeps_connected() {
+        let mut f = fat_tree(8, 3).unwrap();
+        let before = f.link_count();
+        let ss = before - f.cas().count();
+        let removed = degrade(&mut f, 0.3, 7).unwrap();
+        assert_eq!(removed, ss * 3 / 10);
+        assert_eq!(f.link_count(), before - removed);
+        assert!(f.is_connected());
+        // Asking for everything removes only the non-tree cables.
+        let mut g = fat_tree(8, 2).unwrap();
+        let sw = g.switch_count();
+        let removed = degrade(&mut g, 1.0, 1).unwrap();
+        assert!(g.is_connected());
+        assert_eq!(g.link_count(), g.cas().count() + sw - 1);
+        assert!(removed > 0);
+        // Without the guard it disconnects.
+        let mut h = fat_tree(8, 2).unwrap();
+        degrade_with(
+            &mut h,
+            1.0,
+            1,
+            DegradeOptions {
+                keep_connected: false,
+            },
+        )
+        .unwrap();
+        assert!(!h.is_connected());
+        assert!(degrade(&mut h, 1.5, 0).is_err());
+        // Same seed, same result.
+        let mut a = fat_tree(8, 3).unwrap();
+        let mut b = fat_tree(8, 3).unwrap();
+        degrade(&mut a, 0.2, 99).unwrap();
+        degrade(&mut b, 0.2, 99).unwrap();
+        assert_eq!(crate::Csr::new(&a), crate::Csr::new(&b));
     }
 }

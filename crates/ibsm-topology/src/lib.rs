@@ -11,7 +11,9 @@
 //! * queries: components, switch hop distances, [`DegreeStats`], and the [`Csr`]
 //!   snapshot that routing engines iterate;
 //! * generators ([`generate`]): fat trees (k-ary n-tree, XGFT), mesh/torus, dragonfly,
-//!   Jellyfish, and `degrade`.
+//!   Jellyfish, and `degrade`;
+//! * files ([`ibnet`]): the `ibnetdiscover` format and ibsim net files, read and written;
+//! * pictures ([`dot`]): Graphviz export with per-link weights.
 //!
 //! # Example
 //!
@@ -42,9 +44,11 @@
 
 mod algo;
 pub mod csr;
+pub mod dot;
 mod error;
 mod fabric;
 pub mod generate;
+pub mod ibnet;
 mod types;
 
 pub use algo::{DegreeStats, Summary};

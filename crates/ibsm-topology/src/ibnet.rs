@@ -1,0 +1,887 @@
+//! The `ibnetdiscover` topology file format, and the ibsim net-file dialect of it.
+//!
+//! # What is read
+//!
+//! One parser reads both dialects (ibsim itself reads both with one parser):
+//!
+//! * **`ibnetdiscover` output**: attribute lines (`vendid=`, `devid=`, `sysimgguid=`,
+//!   `switchguid=0x..(portguid)`, `caguid=`, `routerguid=`) that belong to the next node
+//!   header; a header `Switch 36 "S-<guid>"  # "<description>" enhanced port 0 lid 3 lmc 0`
+//!   (types `Switch`, `Ca`, `Rt`); port lines
+//!   `[1](portguid)  "S-<guid>"[12](remote portguid)  # lid 5 lmc 0 "<remote description>" lid 3 4xEDR`.
+//!   GUIDs come from the attribute lines, or else from an `S-`/`H-`/`R-` name; LIDs,
+//!   LMC, width and speed from the comments.
+//! * **ibsim net files** (`/usr/share/doc/ibsim-utils/net-examples/`): `Switch 8 "Switch1"`
+//!   or `Hca 2 "Hca1"` headers with free names, `[1] "Hca1"[1] w=4` port lines (`w=` lane
+//!   count), and the `include <file>` / `do <command>` extensions, which are skipped with a
+//!   [`Note`]. Nodes without a GUID get one the way ibsim assigns them: switches
+//!   `0x200000, 0x200001, ...`, CAs `0x100000` upwards with `1 + ports` GUIDs each (node, then
+//!   ports), routers `0x300000` upwards, in file order, skipping GUIDs taken explicitly.
+//!   The description is then the name.
+//!
+//! Each cable may be listed at one end or both; when both ends are listed they must agree.
+//!
+//! # Errors
+//!
+//! Every [`ParseError`] carries the 1-based line and a [`ParseErrorKind`]: unknown node
+//! type, duplicate name or GUID, port out of range (local or remote), a port listed twice,
+//! a link whose ends disagree (naming the other line), a link to an undeclared node, a
+//! self-loop, a truncated line, a bad number. The parser never panics (fuzzed in
+//! `fuzz/fuzz_targets/topology_parse.rs`).
+//!
+//! # What is written
+//!
+//! [`write`] with [`Dialect::Ibnetdiscover`] produces the format `ibnetdiscover` prints
+//! (switches, then CAs, then routers, each in GUID order), which ibsim loads with the
+//! same GUIDs, descriptions and cables and which [`parse`] reads back to the same
+//! fabric. [`Dialect::IbsimNet`] produces the short ibsim form with descriptions as names.
+//!
+//! ```
+//! use ibsm_topology::{generate, ibnet};
+//! let fabric = generate::k_ary_n_tree(2, 2)?;
+//! let text = ibnet::write(&fabric, &ibnet::WriteOptions::default())?;
+//! let back = ibnet::parse(&text)?.fabric;
+//! assert_eq!(back.node_count(), fabric.node_count());
+//! assert_eq!(back.link_count(), fabric.link_count());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::{FabricError, ParseError, ParseErrorKind};
+use crate::fabric::{Fabric, MAX_PORTS, NodeSpec};
+use crate::types::{Guid, LinkSpeed, LinkWidth, NodeId, NodeType, PortNum};
+
+/// Something the parser skipped or assumed, with its line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// 1-based line number.
+    pub line: usize,
+    /// What happened.
+    pub message: String,
+}
+
+/// A parsed file: the fabric and the notes.
+#[derive(Clone, Debug)]
+pub struct Parsed {
+    /// The fabric.
+    pub fabric: Fabric,
+    /// Skipped lines (`include`, `do`, unknown `key=value` options) and assumptions.
+    pub notes: Vec<Note>,
+}
+
+/// Reading a file failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The contents are not a valid topology.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
+/// Reads and parses a topology file; errors name the file.
+///
+/// # Errors
+/// [`LoadError::Io`] if it cannot be read, [`LoadError::Parse`] with file and line.
+pub fn read_file(path: impl AsRef<Path>) -> Result<Parsed, LoadError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse(&text).map_err(|mut e| {
+        e.file = Some(path.display().to_string());
+        LoadError::Parse(e)
+    })
+}
+
+/// Which flavour [`write`] produces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// Full `ibnetdiscover` output: GUID lines, `S-<guid>` names, LIDs and link
+    /// width/speed in comments.
+    #[default]
+    Ibnetdiscover,
+    /// ibsim's short form: descriptions as names, `w=` widths, no GUIDs (ibsim assigns
+    /// its own). Needs unique descriptions without `"`.
+    IbsimNet,
+}
+
+/// Options for [`write`].
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// Output flavour.
+    pub dialect: Dialect,
+    /// A first comment line (e.g. what generated the file); none when `None`.
+    pub title: Option<String>,
+}
+
+/// Writing failed: the fabric cannot be expressed in the chosen dialect.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// [`Dialect::IbsimNet`] needs unique descriptions without `"`.
+    #[error("node {guid}: description {description:?} is empty, repeated or contains '\"'")]
+    BadName {
+        /// The node.
+        guid: Guid,
+        /// Its description.
+        description: String,
+    },
+}
+
+// ---------------------------------------------------------------- reading
+
+#[derive(Default)]
+struct Pending {
+    vendid: Option<u32>,
+    devid: Option<u16>,
+    sysimg: Option<u64>,
+    guid: Option<u64>,
+}
+
+struct Record<'a> {
+    line: usize,
+    name: &'a str,
+    node_type: NodeType,
+    ports: PortNum,
+    description: Option<&'a str>,
+    guid: Option<u64>,
+    sysimg: Option<u64>,
+    vendid: u32,
+    devid: u16,
+    lid: u16,
+    lmc: u8,
+    /// Port GUIDs (CAs/routers) from `[p](guid)`, filled lazily.
+    port_guids: Vec<u64>,
+    /// Per-port LID/LMC from CA port comments, filled lazily.
+    port_lids: Vec<(u16, u8)>,
+}
+
+struct Decl<'a> {
+    line: usize,
+    node: u32,
+    port: PortNum,
+    remote: &'a str,
+    remote_port: u32,
+    width: LinkWidth,
+    speed: LinkSpeed,
+}
+
+fn err(line: usize, kind: ParseErrorKind) -> ParseError {
+    ParseError {
+        file: None,
+        line,
+        kind,
+    }
+}
+
+fn trunc(line: usize, what: &str) -> ParseError {
+    err(line, ParseErrorKind::Truncated(what.to_owned()))
+}
+
+fn parse_u64(s: &str, line: usize) -> Result<u64, ParseError> {
+    let bad = || err(line, ParseErrorKind::BadNumber(s.to_owned()));
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (s, 10),
+    };
+    if digits.is_empty() {
+        return Err(bad());
+    }
+    u64::from_str_radix(digits, radix).map_err(|_| bad())
+}
+
+fn parse_hex(s: &str, line: usize) -> Result<u64, ParseError> {
+    let d = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if d.is_empty() {
+        return Err(err(line, ParseErrorKind::BadNumber(s.to_owned())));
+    }
+    u64::from_str_radix(d, 16).map_err(|_| err(line, ParseErrorKind::BadNumber(s.to_owned())))
+}
+
+fn parse_dec(s: &str, line: usize) -> Result<u32, ParseError> {
+    s.parse::<u32>()
+        .map_err(|_| err(line, ParseErrorKind::BadNumber(s.to_owned())))
+}
+
+/// `"name"` at the start of `s` (after whitespace): (name, rest).
+fn quoted(s: &str, line: usize) -> Result<(&str, &str), ParseError> {
+    let s = s.trim_start();
+    let body = s
+        .strip_prefix('"')
+        .ok_or_else(|| trunc(line, "expected a quoted name"))?;
+    let end = body
+        .find('"')
+        .ok_or_else(|| trunc(line, "missing closing quote"))?;
+    Ok((&body[..end], &body[end + 1..]))
+}
+
+/// `[n]` at the start of `s`: (n, rest).
+fn bracket(s: &str, line: usize) -> Result<(u32, &str), ParseError> {
+    let body = s
+        .strip_prefix('[')
+        .ok_or_else(|| trunc(line, "expected '[port]'"))?;
+    let end = body.find(']').ok_or_else(|| trunc(line, "missing ']'"))?;
+    Ok((parse_dec(body[..end].trim(), line)?, &body[end + 1..]))
+}
+
+/// Optional `(hexguid)` at the start of `s`.
+fn paren_guid(s: &str, line: usize) -> Result<(Option<u64>, &str), ParseError> {
+    match s.strip_prefix('(') {
+        None => Ok((None, s)),
+        Some(body) => {
+            let end = body.find(')').ok_or_else(|| trunc(line, "missing ')'"))?;
+            Ok((Some(parse_hex(body[..end].trim(), line)?), &body[end + 1..]))
+        }
+    }
+}
+
+/// Skips an `[ext N]` annotation (Mellanox extended port numbers).
+fn skip_ext(s: &str) -> &str {
+    let t = s.trim_start();
+    if let Some(body) = t.strip_prefix("[ext")
+        && let Some(end) = body.find(']')
+    {
+        return &body[end + 1..];
+    }
+    s
+}
+
+/// `4xEDR` -> (X4, Edr).
+fn width_speed(tok: &str) -> Option<(LinkWidth, LinkSpeed)> {
+    let x = tok.find('x')?;
+    let lanes: u32 = tok[..x].parse().ok()?;
+    Some((
+        LinkWidth::from_lanes(lanes)?,
+        LinkSpeed::from_name(&tok[x + 1..])?,
+    ))
+}
+
+/// From a comment's `lid N lmc M` tokens.
+fn lid_lmc(tokens: &str) -> (Option<u16>, Option<u8>) {
+    let mut lid = None;
+    let mut lmc = None;
+    let mut it = tokens.split_ascii_whitespace();
+    while let Some(t) = it.next() {
+        match t {
+            "lid" => lid = it.next().and_then(|v| v.parse().ok()),
+            "lmc" => lmc = it.next().and_then(|v| v.parse().ok()),
+            _ => {}
+        }
+    }
+    (lid, lmc)
+}
+
+/// Splits a comment `pre "quoted" post` using the first and last quote (descriptions may
+/// contain anything but are printed raw).
+fn split_comment(c: &str) -> (&str, Option<&str>, &str) {
+    match (c.find('"'), c.rfind('"')) {
+        (Some(a), Some(b)) if b > a => (&c[..a], Some(&c[a + 1..b]), &c[b + 1..]),
+        _ => (c, None, ""),
+    }
+}
+
+fn node_type_of(word: &str) -> Option<NodeType> {
+    match word {
+        "Switch" => Some(NodeType::Switch),
+        "Ca" | "Hca" | "CA" => Some(NodeType::Ca),
+        "Rt" | "Router" => Some(NodeType::Router),
+        _ => None,
+    }
+}
+
+fn guid_from_name(name: &str) -> Option<u64> {
+    let (prefix, hex) = name.split_at_checked(2)?;
+    if matches!(prefix, "S-" | "H-" | "R-") && !hex.is_empty() && hex.len() <= 16 {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        None
+    }
+}
+
+/// Parses a topology in either dialect; see the [module docs](self).
+///
+/// # Errors
+/// A [`ParseError`] naming the line and the reason.
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let mut notes = Vec::new();
+    let mut records: Vec<Record<'_>> = Vec::new();
+    let mut decls: Vec<Decl<'_>> = Vec::new();
+    let mut by_name: HashMap<&str, u32> = HashMap::new();
+    let mut pending = Pending::default();
+    // Ports seen in the current record, to catch duplicates cheaply.
+    let mut seen_ports = [false; 256];
+
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if l.starts_with('[') {
+            let rec_idx = records
+                .len()
+                .checked_sub(1)
+                .ok_or_else(|| err(line, ParseErrorKind::PortOutsideNode))?;
+            let (body, comment) = match l.find('#') {
+                Some(h) => (&l[..h], Some(&l[h + 1..])),
+                None => (l, None),
+            };
+            let (lport, rest) = bracket(body, line)?;
+            let rec = &mut records[rec_idx];
+            if lport == 0 || lport > u32::from(rec.ports) {
+                return Err(err(
+                    line,
+                    ParseErrorKind::PortOutOfRange {
+                        node: rec.name.to_owned(),
+                        port: lport,
+                        num_ports: u32::from(rec.ports),
+                    },
+                ));
+            }
+            let lport = lport as PortNum;
+            if std::mem::replace(&mut seen_ports[usize::from(lport)], true) {
+                return Err(err(line, ParseErrorKind::DuplicatePort(u32::from(lport))));
+            }
+            let (lguid, rest) = paren_guid(rest, line)?;
+            let rest = skip_ext(rest);
+            if let Some(g) = lguid {
+                if rec.port_guids.is_empty() {
+                    rec.port_guids = vec![0; usize::from(rec.ports) + 1];
+                }
+                rec.port_guids[usize::from(lport)] = g;
+            }
+            let (remote, rest) = quoted(rest, line)?;
+            let (rport, rest) = bracket(rest.trim_start(), line)?;
+            let (_rguid, rest) = paren_guid(rest, line)?;
+            let rest = skip_ext(rest);
+            let mut width = LinkWidth::Unknown;
+            let mut speed = LinkSpeed::Unknown;
+            for tok in rest.split_ascii_whitespace() {
+                if let Some(w) = tok.strip_prefix("w=") {
+                    width = LinkWidth::from_lanes(parse_dec(w, line)?)
+                        .ok_or_else(|| err(line, ParseErrorKind::BadNumber(tok.to_owned())))?;
+                } else {
+                    notes.push(Note {
+                        line,
+                        message: format!("ignored port option {tok:?}"),
+                    });
+                }
+            }
+            if let Some(c) = comment {
+                let (pre, _desc, post) = split_comment(c);
+                if rec.node_type != NodeType::Switch {
+                    let (lid, lmc) = lid_lmc(pre);
+                    if lid.is_some() || lmc.is_some() {
+                        if rec.port_lids.is_empty() {
+                            rec.port_lids = vec![(0, 0); usize::from(rec.ports) + 1];
+                        }
+                        rec.port_lids[usize::from(lport)] = (lid.unwrap_or(0), lmc.unwrap_or(0));
+                    }
+                }
+                if let Some((w, s)) = post.split_ascii_whitespace().find_map(width_speed) {
+                    width = w;
+                    speed = s;
+                }
+            }
+            decls.push(Decl {
+                line,
+                node: rec_idx as u32,
+                port: lport,
+                remote,
+                remote_port: rport,
+                width,
+                speed,
+            });
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("include")
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+        {
+            notes.push(Note {
+                line,
+                message: format!("skipped include of {:?}", rest.trim()),
+            });
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("do")
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+        {
+            notes.push(Note {
+                line,
+                message: format!("skipped ibsim command {:?}", rest.trim()),
+            });
+            continue;
+        }
+        if let Some((key, value)) = l.split_once('=')
+            && !key.contains(char::is_whitespace)
+        {
+            let value = value.trim();
+            match key {
+                "vendid" => pending.vendid = Some(parse_u64(value, line)? as u32 & 0xff_ffff),
+                "devid" => pending.devid = Some(parse_u64(value, line)? as u16),
+                "sysimgguid" => pending.sysimg = Some(parse_hex(value, line)?),
+                "switchguid" | "caguid" | "routerguid" => {
+                    let (g, rest) = match value.find('(') {
+                        Some(p) => (&value[..p], &value[p..]),
+                        None => (value, ""),
+                    };
+                    pending.guid = Some(parse_hex(g.trim(), line)?);
+                    // Validated but not kept: a switch's port GUID is its node GUID here.
+                    paren_guid(rest, line)?;
+                }
+                _ => notes.push(Note {
+                    line,
+                    message: format!("ignored attribute {key:?}"),
+                }),
+            }
+            continue;
+        }
+        // A node header.
+        let mut words = l.splitn(2, char::is_whitespace);
+        let word = words.next().unwrap_or("");
+        let node_type = node_type_of(word)
+            .ok_or_else(|| err(line, ParseErrorKind::UnknownNodeType(word.to_owned())))?;
+        let rest = words.next().unwrap_or("").trim_start();
+        let count_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if count_end == 0 {
+            return Err(if rest.is_empty() {
+                trunc(line, "node header without port count and name")
+            } else {
+                err(
+                    line,
+                    ParseErrorKind::BadPortCount(
+                        rest.split_whitespace().next().unwrap_or("").to_owned(),
+                    ),
+                )
+            });
+        }
+        let ports = rest[..count_end]
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| (1..=u32::from(MAX_PORTS)).contains(&n))
+            .ok_or_else(|| {
+                err(
+                    line,
+                    ParseErrorKind::BadPortCount(rest[..count_end].to_owned()),
+                )
+            })? as PortNum;
+        let (name, tail) = quoted(&rest[count_end..], line)?;
+        let mut description = None;
+        let mut lid = 0;
+        let mut lmc = 0;
+        if let Some(h) = tail.find('#') {
+            let (_, desc, post) = split_comment(&tail[h + 1..]);
+            description = desc;
+            let (l2, m2) = lid_lmc(post);
+            lid = l2.unwrap_or(0);
+            lmc = m2.unwrap_or(0);
+        }
+        let idx = records.len() as u32;
+        if let Some(&first) = by_name.get(name) {
+            return Err(err(
+                line,
+                ParseErrorKind::DuplicateName {
+                    name: name.to_owned(),
+                    first_line: records[first as usize].line,
+                },
+            ));
+        }
+        by_name.insert(name, idx);
+        let p = std::mem::take(&mut pending);
+        let rec = Record {
+            line,
+            name,
+            node_type,
+            ports,
+            description,
+            guid: p.guid.or_else(|| guid_from_name(name)),
+            sysimg: p.sysimg,
+            vendid: p.vendid.unwrap_or(0),
+            devid: p.devid.unwrap_or(0),
+            lid,
+            lmc,
+            port_guids: Vec::new(),
+            port_lids: Vec::new(),
+        };
+        records.push(rec);
+        seen_ports = [false; 256];
+    }
+
+    build(&records, &decls, &by_name, notes)
+}
+
+fn build(
+    records: &[Record<'_>],
+    decls: &[Decl<'_>],
+    by_name: &HashMap<&str, u32>,
+    notes: Vec<Note>,
+) -> Result<Parsed, ParseError> {
+    // GUIDs: explicit ones first (checking duplicates), then ibsim-style assignment.
+    let mut guid_line: HashMap<u64, usize> = HashMap::with_capacity(records.len());
+    for r in records {
+        if let Some(g) = r.guid {
+            if let Some(&first_line) = guid_line.get(&g) {
+                return Err(err(
+                    r.line,
+                    ParseErrorKind::DuplicateGuid {
+                        guid: Guid(g),
+                        first_line,
+                    },
+                ));
+            }
+            guid_line.insert(g, r.line);
+        }
+    }
+    let mut next = [0x10_0000u64, 0x20_0000, 0x30_0000];
+    let mut guids = Vec::with_capacity(records.len());
+    for r in records {
+        let g = match r.guid {
+            Some(g) => g,
+            None => {
+                let slot = match r.node_type {
+                    NodeType::Ca => 0,
+                    NodeType::Switch => 1,
+                    NodeType::Router => 2,
+                };
+                let span = if r.node_type == NodeType::Switch {
+                    1
+                } else {
+                    1 + u64::from(r.ports)
+                };
+                let mut g = next[slot];
+                while (0..span).any(|k| guid_line.contains_key(&(g + k))) {
+                    g += 1;
+                }
+                next[slot] = g + span;
+                guid_line.insert(g, r.line);
+                g
+            }
+        };
+        guids.push(g);
+    }
+
+    let link_estimate = decls.len() / 2 + 1;
+    let mut fabric = Fabric::with_capacity(records.len(), link_estimate);
+    let mut ids: Vec<NodeId> = Vec::with_capacity(records.len());
+    for (r, &g) in records.iter().zip(&guids) {
+        let mut spec = NodeSpec::new(
+            Guid(g),
+            r.node_type,
+            r.ports,
+            r.description.unwrap_or(r.name),
+        );
+        spec.system_image_guid = Guid(r.sysimg.unwrap_or(0));
+        spec.vendor_id = r.vendid;
+        spec.device_id = r.devid;
+        if !r.port_guids.is_empty() && r.node_type != NodeType::Switch {
+            spec.port_guids = Some(
+                (1..=u64::from(r.ports))
+                    .map(|p| match r.port_guids[p as usize] {
+                        0 => Guid(g.wrapping_add(p)),
+                        x => Guid(x),
+                    })
+                    .collect(),
+            );
+        }
+        let id = fabric
+            .add_node(spec)
+            .map_err(|e| fabric_err(r.line, e, r.name))?;
+        let node = fabric
+            .node_mut(id)
+            .ok_or_else(|| trunc(r.line, "node vanished"))?;
+        if r.node_type == NodeType::Switch {
+            if let Some(p0) = node.port_mut(0) {
+                p0.lid = r.lid;
+                p0.lmc = r.lmc;
+            }
+        } else {
+            for (p, &(lid, lmc)) in r.port_lids.iter().enumerate().skip(1) {
+                if let Some(port) = node.port_mut(p as PortNum) {
+                    port.lid = lid;
+                    port.lmc = lmc;
+                }
+            }
+        }
+        ids.push(id);
+    }
+
+    // Links: each (node, port) may be claimed by one peer only.
+    let mut claims: HashMap<(u32, PortNum), (u32, PortNum, usize)> =
+        HashMap::with_capacity(decls.len() + link_estimate);
+    for d in decls {
+        let rec = &records[d.node as usize];
+        let &r = by_name
+            .get(d.remote)
+            .ok_or_else(|| err(d.line, ParseErrorKind::UnknownRemote(d.remote.to_owned())))?;
+        let rrec = &records[r as usize];
+        if d.remote_port == 0 || d.remote_port > u32::from(rrec.ports) {
+            return Err(err(
+                d.line,
+                ParseErrorKind::PortOutOfRange {
+                    node: d.remote.to_owned(),
+                    port: d.remote_port,
+                    num_ports: u32::from(rrec.ports),
+                },
+            ));
+        }
+        if r == d.node {
+            return Err(err(d.line, ParseErrorKind::SelfLoop(rec.name.to_owned())));
+        }
+        let rp = d.remote_port as PortNum;
+        let describe = |n: u32, p: PortNum, m: u32, q: PortNum| {
+            format!(
+                "{:?}[{p}] <-> {:?}[{q}]",
+                records[n as usize].name, records[m as usize].name
+            )
+        };
+        let mut is_new = true;
+        for (key, want) in [((d.node, d.port), (r, rp)), ((r, rp), (d.node, d.port))] {
+            match claims.get(&key) {
+                Some(&(n, p, other_line)) if (n, p) != want => {
+                    return Err(err(
+                        d.line,
+                        ParseErrorKind::LinkMismatch {
+                            this: describe(d.node, d.port, r, rp),
+                            other: describe(key.0, key.1, n, p),
+                            other_line,
+                        },
+                    ));
+                }
+                Some(_) => is_new = false,
+                None => {}
+            }
+        }
+        if !is_new {
+            continue;
+        }
+        claims.insert((d.node, d.port), (r, rp, d.line));
+        claims.insert((r, rp), (d.node, d.port, d.line));
+        fabric
+            .connect(ids[d.node as usize], d.port, ids[r as usize], rp)
+            .map_err(|e| fabric_err(d.line, e, rec.name))?;
+        for (n, p) in [(d.node, d.port), (r, rp)] {
+            if let Some(port) = fabric.node_mut(ids[n as usize]).and_then(|x| x.port_mut(p)) {
+                port.width = d.width;
+                port.speed = d.speed;
+            }
+        }
+    }
+    Ok(Parsed { fabric, notes })
+}
+
+fn fabric_err(line: usize, e: FabricError, name: &str) -> ParseError {
+    let kind = match e {
+        FabricError::DuplicateGuid(guid) => ParseErrorKind::DuplicateGuid {
+            guid,
+            first_line: 0,
+        },
+        FabricError::SelfLoop { .. } => ParseErrorKind::SelfLoop(name.to_owned()),
+        FabricError::PortOutOfRange {
+            port, num_ports, ..
+        } => ParseErrorKind::PortOutOfRange {
+            node: name.to_owned(),
+            port: u32::from(port),
+            num_ports: u32::from(num_ports),
+        },
+        other => ParseErrorKind::Unrecognised(other.to_string()),
+    };
+    err(line, kind)
+}
+
+// ---------------------------------------------------------------- writing
+
+fn type_word(t: NodeType, dialect: Dialect) -> &'static str {
+    match (t, dialect) {
+        (NodeType::Switch, _) => "Switch",
+        (NodeType::Ca, Dialect::IbsimNet) => "Hca",
+        (NodeType::Ca, _) => "Ca",
+        (NodeType::Router, _) => "Rt",
+    }
+}
+
+fn id_prefix(t: NodeType) -> char {
+    match t {
+        NodeType::Switch => 'S',
+        NodeType::Ca => 'H',
+        NodeType::Router => 'R',
+    }
+}
+
+fn width_speed_str(out: &mut String, w: LinkWidth, s: LinkSpeed) {
+    if w != LinkWidth::Unknown && s != LinkSpeed::Unknown {
+        let _ = write!(out, " {}x{}", w.lanes(), s.name());
+    }
+}
+
+/// Writes a fabric as text; see the [module docs](self).
+///
+/// # Errors
+/// [`WriteError::BadName`] for [`Dialect::IbsimNet`] when descriptions cannot serve as
+/// names.
+pub fn write(fabric: &Fabric, opts: &WriteOptions) -> Result<String, WriteError> {
+    // About 80 bytes per port line, 200 per node header.
+    let lines: usize = fabric.link_count() * 2;
+    let mut out = String::with_capacity(lines * 80 + fabric.node_count() * 200);
+    write_into(fabric, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Writes a fabric to a file.
+///
+/// # Errors
+/// I/O errors, or [`WriteError`] as `InvalidInput`.
+pub fn write_file(
+    fabric: &Fabric,
+    opts: &WriteOptions,
+    path: impl AsRef<Path>,
+) -> std::io::Result<()> {
+    let text = write(fabric, opts)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    std::fs::write(path, text)
+}
+
+/// Like [`write`], appending to `out`.
+///
+/// # Errors
+/// See [`write`].
+pub fn write_into(
+    fabric: &Fabric,
+    opts: &WriteOptions,
+    out: &mut String,
+) -> Result<(), WriteError> {
+    let dialect = opts.dialect;
+    if dialect == Dialect::IbsimNet {
+        let mut seen = std::collections::HashSet::new();
+        for (_, n) in fabric.nodes() {
+            let d = n.description.as_str();
+            if d.is_empty() || d.contains('"') || d.contains('\n') || !seen.insert(d) {
+                return Err(WriteError::BadName {
+                    guid: n.guid(),
+                    description: n.description.clone(),
+                });
+            }
+        }
+    }
+    out.push_str("#\n");
+    if let Some(t) = &opts.title {
+        for l in t.lines() {
+            let _ = writeln!(out, "# {l}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# Topology file: {} nodes ({} switches), {} links\n#\n",
+        fabric.node_count(),
+        fabric.switch_count(),
+        fabric.link_count()
+    );
+    // Node name as referenced from other records.
+    let name = |id: NodeId, out: &mut String| {
+        if let Some(n) = fabric.node(id) {
+            match dialect {
+                Dialect::IbsimNet => {
+                    let _ = write!(out, "\"{}\"", n.description);
+                }
+                _ => {
+                    let _ = write!(out, "\"{}-{:016x}\"", id_prefix(n.node_type()), n.guid().0);
+                }
+            }
+        }
+    };
+    for pass in [NodeType::Switch, NodeType::Ca, NodeType::Router] {
+        for (id, n) in fabric.nodes().filter(|(_, n)| n.node_type() == pass) {
+            let is_sw = n.is_switch();
+            if dialect == Dialect::Ibnetdiscover {
+                let g = n.guid().0;
+                let kw = match pass {
+                    NodeType::Switch => "switchguid",
+                    NodeType::Ca => "caguid",
+                    NodeType::Router => "routerguid",
+                };
+                let _ = writeln!(
+                    out,
+                    "vendid={:#x}\ndevid={:#x}\nsysimgguid={:#x}",
+                    n.vendor_id, n.device_id, n.system_image_guid.0
+                );
+                if is_sw {
+                    let _ = writeln!(out, "{kw}={g:#x}({g:x})");
+                } else {
+                    let _ = writeln!(out, "{kw}={g:#x}");
+                }
+            }
+            let _ = write!(out, "{}\t{} ", type_word(pass, dialect), n.num_ports());
+            name(id, out);
+            if dialect == Dialect::Ibnetdiscover {
+                let _ = write!(out, "\t\t# \"{}\"", n.description);
+                if is_sw {
+                    let p0 = n.port(0);
+                    let _ = write!(
+                        out,
+                        " base port 0 lid {} lmc {}",
+                        p0.map_or(0, |p| p.lid),
+                        p0.map_or(0, |p| p.lmc)
+                    );
+                }
+            }
+            out.push('\n');
+            for (p, port) in n.ports() {
+                let Some(peer) = port.peer() else { continue };
+                let Some(rn) = fabric.node(peer.node) else {
+                    continue;
+                };
+                let _ = write!(out, "[{p}]");
+                if dialect == Dialect::Ibnetdiscover && !is_sw {
+                    let _ = write!(out, "({:x}) ", port.guid.0);
+                }
+                out.push('\t');
+                name(peer.node, out);
+                let _ = write!(out, "[{}]", peer.port);
+                let rport = rn.port(peer.port);
+                match dialect {
+                    Dialect::IbsimNet => {
+                        if port.width != LinkWidth::Unknown {
+                            let _ = write!(out, "\tw={}", port.width.lanes());
+                        }
+                    }
+                    _ => {
+                        if !rn.is_switch() {
+                            let _ = write!(out, "({:x}) ", rport.map_or(0, |x| x.guid.0));
+                        }
+                        out.push_str("\t\t#");
+                        if !is_sw {
+                            let _ = write!(out, " lid {} lmc {}", port.lid, port.lmc);
+                        }
+                        let rlid = if rn.is_switch() {
+                            rn.lid()
+                        } else {
+                            rport.map_or(0, |x| x.lid)
+                        };
+                        let _ = write!(out, " \"{}\" lid {rlid}", rn.description);
+                        width_speed_str(out, port.width, port.speed);
+                    }
+                }
+                out.push('\n');
+            }
+            out.push('\n');
+        }
+    }
+    Ok(())
+}
