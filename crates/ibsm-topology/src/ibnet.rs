@@ -31,7 +31,7 @@
 //!
 //! # What is written
 //!
-//! [`write`] with [`Dialect::Ibnetdiscover`] produces the format `ibnetdiscover` prints
+//! [`write()`] with [`Dialect::Ibnetdiscover`] produces the format `ibnetdiscover` prints
 //! (switches, then CAs, then routers, each in GUID order), which ibsim loads with the
 //! same GUIDs, descriptions and cables and which [`parse`] reads back to the same
 //! fabric. [`Dialect::IbsimNet`] produces the short ibsim form with descriptions as names.
@@ -105,7 +105,7 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Parsed, LoadError> {
     })
 }
 
-/// Which flavour [`write`] produces.
+/// Which flavour [`write()`] produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Dialect {
@@ -118,7 +118,7 @@ pub enum Dialect {
     IbsimNet,
 }
 
-/// Options for [`write`].
+/// Options for [`write()`].
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
     /// Output flavour.
@@ -237,7 +237,12 @@ fn bracket(s: &str, line: usize) -> Result<(u32, &str), ParseError> {
         .strip_prefix('[')
         .ok_or_else(|| trunc(line, "expected '[port]'"))?;
     let end = body.find(']').ok_or_else(|| trunc(line, "missing ']'"))?;
-    Ok((parse_dec(body[..end].trim(), line)?, &body[end + 1..]))
+    let inner = body[..end].trim();
+    if inner.contains(['"', '[', ' ', '\t', '(']) {
+        // `[1 "b"[1]`: the port's own bracket was never closed.
+        return Err(trunc(line, "missing ']'"));
+    }
+    Ok((parse_dec(inner, line)?, &body[end + 1..]))
 }
 
 /// Optional `(hexguid)` at the start of `s`.
@@ -338,11 +343,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 .len()
                 .checked_sub(1)
                 .ok_or_else(|| err(line, ParseErrorKind::PortOutsideNode))?;
-            let (body, comment) = match l.find('#') {
-                Some(h) => (&l[..h], Some(&l[h + 1..])),
-                None => (l, None),
-            };
-            let (lport, rest) = bracket(body, line)?;
+            let (lport, rest) = bracket(l, line)?;
             let rec = &mut records[rec_idx];
             if lport == 0 || lport > u32::from(rec.ports) {
                 return Err(err(
@@ -370,6 +371,11 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             let (rport, rest) = bracket(rest.trim_start(), line)?;
             let (_rguid, rest) = paren_guid(rest, line)?;
             let rest = skip_ext(rest);
+            // Only now look for the comment: names may contain '#'.
+            let (rest, comment) = match rest.find('#') {
+                Some(h) => (&rest[..h], Some(&rest[h + 1..])),
+                None => (rest, None),
+            };
             let mut width = LinkWidth::Unknown;
             let mut speed = LinkSpeed::Unknown;
             for tok in rest.split_ascii_whitespace() {
@@ -758,10 +764,10 @@ pub fn write_file(
     std::fs::write(path, text)
 }
 
-/// Like [`write`], appending to `out`.
+/// Like [`write()`], appending to `out`.
 ///
 /// # Errors
-/// See [`write`].
+/// See [`write()`].
 pub fn write_into(
     fabric: &Fabric,
     opts: &WriteOptions,
@@ -884,4 +890,230 @@ pub fn write_into(
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------- `ibnetdiscover -p`
+
+/// (line, one end, other end, width, speed) as listed in a port report.
+type ReportLink = (usize, (u64, PortNum), (u64, PortNum), LinkWidth, LinkSpeed);
+
+struct PortsNode<'a> {
+    node_type: NodeType,
+    description: &'a str,
+    max_port: PortNum,
+    line: usize,
+    /// (port, port GUID, LID) as listed.
+    ports: Vec<(PortNum, u64, u16)>,
+}
+
+struct PortsEnd<'a> {
+    node_type: NodeType,
+    lid: u16,
+    port: PortNum,
+    guid: u64,
+    rest: &'a str,
+}
+
+/// Splits the first whitespace-separated token off `s`.
+fn token(s: &str) -> Option<(&str, &str)> {
+    let s = s.trim_start();
+    if s.is_empty() {
+        return None;
+    }
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    Some((&s[..end], &s[end..]))
+}
+
+fn ports_end(s: &str, line: usize) -> Result<PortsEnd<'_>, ParseError> {
+    let (t, s) = token(s).ok_or_else(|| trunc(line, "node type"))?;
+    let node_type = match t {
+        "SW" => NodeType::Switch,
+        "CA" => NodeType::Ca,
+        "RT" => NodeType::Router,
+        other => return Err(err(line, ParseErrorKind::UnknownNodeType(other.to_owned()))),
+    };
+    let (lid, s) = token(s).ok_or_else(|| trunc(line, "LID"))?;
+    let lid = u16::try_from(parse_dec(lid, line)?)
+        .map_err(|_| err(line, ParseErrorKind::BadNumber(lid.to_owned())))?;
+    let (port, s) = token(s).ok_or_else(|| trunc(line, "port"))?;
+    let pn = parse_dec(port, line)?;
+    if pn == 0 || pn > u32::from(MAX_PORTS) {
+        return Err(err(
+            line,
+            ParseErrorKind::PortOutOfRange {
+                node: t.to_owned(),
+                port: pn,
+                num_ports: u32::from(MAX_PORTS),
+            },
+        ));
+    }
+    let (guid, rest) = token(s).ok_or_else(|| trunc(line, "GUID"))?;
+    Ok(PortsEnd {
+        node_type,
+        lid,
+        port: pn as PortNum,
+        guid: parse_hex(guid, line)?,
+        rest,
+    })
+}
+
+/// Reads the per-port report of `ibnetdiscover -p` (`SW  2  3 0x.. 4x SDR - CA ...`).
+///
+/// That report names switches by node GUID but CA and router ports only by port GUID,
+/// so a terminal's node GUID is taken as `port GUID - port number` (how ibsim and most
+/// adapters number them); ports that agree on it form one node. Port counts are the
+/// highest port listed. Switch LIDs go to port 0, terminal LIDs to their ports; widths and
+/// speeds to both ends.
+///
+/// # Errors
+/// A [`ParseError`] naming the line: unknown type, bad number, truncated line, or a
+/// link whose two listings disagree.
+pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
+    use std::collections::BTreeMap;
+    let node_guid = |t: NodeType, guid: u64, port: PortNum| {
+        if t == NodeType::Switch {
+            guid
+        } else {
+            guid.wrapping_sub(u64::from(port))
+        }
+    };
+    let mut nodes: BTreeMap<u64, PortsNode<'_>> = BTreeMap::new();
+    let mut links: Vec<ReportLink> = Vec::new();
+    let note = |n: &mut BTreeMap<u64, PortsNode<'_>>, line: usize, end: &PortsEnd<'_>| -> u64 {
+        let g = node_guid(end.node_type, end.guid, end.port);
+        let e = n.entry(g).or_insert(PortsNode {
+            node_type: end.node_type,
+            description: "",
+            max_port: 0,
+            line,
+            ports: Vec::new(),
+        });
+        e.max_port = e.max_port.max(end.port);
+        if !e.ports.iter().any(|p| p.0 == end.port) {
+            e.ports.push((end.port, end.guid, end.lid));
+        }
+        g
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let local = ports_end(l, line)?;
+        let (w, rest) = token(local.rest).ok_or_else(|| trunc(line, "width"))?;
+        let (s, after) = token(rest).ok_or_else(|| trunc(line, "speed"))?;
+        let width = w
+            .strip_suffix('x')
+            .and_then(|x| x.parse().ok())
+            .and_then(LinkWidth::from_lanes)
+            .unwrap_or_default();
+        let speed = LinkSpeed::from_name(s).unwrap_or_default();
+        let after = after.trim_start();
+        let lg = note(&mut nodes, line, &local);
+        if let Some(remote_text) = after.strip_prefix('-') {
+            let remote = ports_end(remote_text, line)?;
+            let rg = note(&mut nodes, line, &remote);
+            // ( 'local desc' - 'remote desc' )
+            let names = remote.rest.trim();
+            let inner = names
+                .strip_prefix("( '")
+                .and_then(|x| x.strip_suffix("' )"))
+                .ok_or_else(|| trunc(line, "expected ( 'desc' - 'desc' )"))?;
+            let (ld, rd) = inner
+                .split_once("' - '")
+                .ok_or_else(|| trunc(line, "expected ( 'desc' - 'desc' )"))?;
+            for (g, d) in [(lg, ld), (rg, rd)] {
+                if let Some(n) = nodes.get_mut(&g)
+                    && n.description.is_empty()
+                {
+                    n.description = d;
+                }
+            }
+            links.push((line, (lg, local.port), (rg, remote.port), width, speed));
+        } else {
+            let d = after.trim();
+            let d = d
+                .strip_prefix('\'')
+                .and_then(|x| x.strip_suffix('\''))
+                .ok_or_else(|| trunc(line, "expected 'description'"))?;
+            if let Some(n) = nodes.get_mut(&lg)
+                && n.description.is_empty()
+            {
+                n.description = d;
+            }
+        }
+    }
+    let mut fabric = Fabric::with_capacity(nodes.len(), links.len() / 2 + 1);
+    let mut ids: HashMap<u64, NodeId> = HashMap::with_capacity(nodes.len());
+    for (&g, n) in &nodes {
+        let mut spec = NodeSpec::new(Guid(g), n.node_type, n.max_port, n.description);
+        if n.node_type != NodeType::Switch {
+            let mut pg: Vec<Guid> = (1..=u64::from(n.max_port))
+                .map(|p| Guid(g.wrapping_add(p)))
+                .collect();
+            for &(p, guid, _) in &n.ports {
+                pg[usize::from(p) - 1] = Guid(guid);
+            }
+            spec.port_guids = Some(pg);
+        }
+        let id = fabric
+            .add_node(spec)
+            .map_err(|e| fabric_err(n.line, e, n.description))?;
+        if let Some(node) = fabric.node_mut(id) {
+            for &(p, _, lid) in &n.ports {
+                let p = if n.node_type == NodeType::Switch {
+                    0
+                } else {
+                    p
+                };
+                if let Some(port) = node.port_mut(p) {
+                    port.lid = lid;
+                }
+            }
+        }
+        ids.insert(g, id);
+    }
+    let mut claims: HashMap<(u64, PortNum), ((u64, PortNum), usize)> = HashMap::new();
+    for (line, a, b, width, speed) in links {
+        let mut is_new = true;
+        for (k, v) in [(a, b), (b, a)] {
+            match claims.get(&k) {
+                Some(&(other, other_line)) if other != v => {
+                    return Err(err(
+                        line,
+                        ParseErrorKind::LinkMismatch {
+                            this: format!("{:#x}[{}] <-> {:#x}[{}]", a.0, a.1, b.0, b.1),
+                            other: format!("{:#x}[{}] <-> {:#x}[{}]", k.0, k.1, other.0, other.1),
+                            other_line,
+                        },
+                    ));
+                }
+                Some(_) => is_new = false,
+                None => {}
+            }
+        }
+        if !is_new {
+            continue;
+        }
+        if a.0 == b.0 {
+            return Err(err(line, ParseErrorKind::SelfLoop(format!("{:#x}", a.0))));
+        }
+        claims.insert(a, (b, line));
+        claims.insert(b, (a, line));
+        let (ia, ib) = (ids[&a.0], ids[&b.0]);
+        fabric
+            .connect(ia, a.1, ib, b.1)
+            .map_err(|e| fabric_err(line, e, "link"))?;
+        for (id, p) in [(ia, a.1), (ib, b.1)] {
+            if let Some(port) = fabric.node_mut(id).and_then(|n| n.port_mut(p)) {
+                port.width = width;
+                port.speed = speed;
+            }
+        }
+    }
+    Ok(Parsed {
+        fabric,
+        notes: Vec::new(),
+    })
 }
