@@ -48,6 +48,7 @@ mod agent;
 mod core;
 mod counters;
 mod error;
+mod fabric;
 mod fault;
 mod handle;
 mod rng;

@@ -1,0 +1,116 @@
+//! Simulator scale: loading the 3-level radix-36 fat tree (11,664 CAs, 1,620 switches)
+//! and directed-route SMP hops per second.
+//!
+//! The forwarding bench runs on `MiniAgent` so that it measures the simulator's own
+//! machinery (event queue, link model, DR rules); the SMA's processing cost is the
+//! `ibsm-sma` benches' business.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ibsm_sim::testing::MiniAgent;
+use ibsm_sim::{NodeIdx, Sim, SimConfig};
+use ibsm_topology::generate;
+use ibsm_transport::{Address, DrAddress, Transport};
+use ibsm_wire::{DrPath, DrSmp, Method};
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Directed routes from `from` port 1 to every node, by BFS over the cabling.
+fn routes(sim: &Sim<MiniAgent>, from: NodeIdx) -> Vec<(NodeIdx, DrPath)> {
+    let mut seen = vec![false; sim.node_count()];
+    let mut out = Vec::new();
+    let mut q = VecDeque::new();
+    seen[from.0 as usize] = true;
+    if let Some((n, _)) = sim.peer(from, 1) {
+        seen[n.0 as usize] = true;
+        q.push_back((n, DrPath::from_ports(&[1]).unwrap()));
+    }
+    while let Some((n, path)) = q.pop_front() {
+        out.push((n, path));
+        let np = sim.node_setup(n).unwrap().num_ports;
+        let is_switch = np > 1;
+        if !is_switch || path.hops() >= 63 {
+            continue;
+        }
+        for p in 1..=np {
+            if let Some((m, _)) = sim.peer(n, p)
+                && !seen[m.0 as usize]
+            {
+                seen[m.0 as usize] = true;
+                q.push_back((m, path.child(p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let fabric = generate::fat_tree(36, 3).expect("fat tree");
+    let mut g = c.benchmark_group("sim");
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    let before = rss_kib();
+    let t = std::time::Instant::now();
+    let sim: Sim<MiniAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
+    eprintln!(
+        "fat tree 36x3: {} nodes loaded in {:?}, RSS +{} MiB",
+        sim.node_count(),
+        t.elapsed(),
+        (rss_kib().saturating_sub(before)) / 1024
+    );
+    drop(sim);
+    g.bench_function("load_fat_tree_36x3", |b| {
+        b.iter(|| Sim::<MiniAgent>::from_fabric(&fabric, SimConfig::default()).unwrap());
+    });
+
+    // DR hops: 2,000 NodeInfo requests to the farthest nodes (6 hops out, 6 back).
+    let mut sim: Sim<MiniAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
+    let sm_node = (0..sim.node_count() as u32)
+        .map(NodeIdx)
+        .find(|&n| sim.node_setup(n).unwrap().num_ports == 1)
+        .unwrap();
+    let mut sm = sim.attach_sm(sm_node, 1).unwrap();
+    let all = routes(&sim, sm_node);
+    let far: Vec<DrPath> = all.iter().rev().take(2_000).map(|(_, p)| *p).collect();
+    let hops_per_iter: u64 = far.iter().map(|p| 2 * p.hops() as u64).sum();
+    let reqs: Vec<[u8; 256]> = far
+        .iter()
+        .map(|p| DrSmp::request(Method::Get, 0x11, 0, 1, 0, p).to_bytes())
+        .collect();
+    g.throughput(Throughput::Elements(hops_per_iter));
+    g.bench_function("dr_hops_fat_tree_36x3", |b| {
+        b.iter(|| {
+            for (p, r) in far.iter().zip(&reqs) {
+                sm.send(&Address::Directed(DrAddress::direct(*p)), r)
+                    .unwrap();
+            }
+            sim.run_until_idle(u64::MAX);
+            while sm.pending() > 0 {
+                let _ = sm.recv(sm.now());
+            }
+        });
+    });
+    let c = sim.counters();
+    eprintln!(
+        "dr hops {} lid hops {} dropped {} ({} hops per iteration)",
+        c.dr_hops,
+        c.lid_hops,
+        c.total_dropped(),
+        hops_per_iter
+    );
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

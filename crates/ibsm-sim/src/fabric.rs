@@ -1,0 +1,98 @@
+//! Building a simulation from an `ibsm-topology` [`Fabric`].
+
+use std::collections::HashMap;
+
+use ibsm_topology::{Fabric, NodeType};
+
+use crate::agent::{Agent, NodeKind, NodeSetup};
+use crate::error::SimError;
+use crate::{NodeIdx, Sim, SimConfig};
+
+impl<A: Agent> Sim<A> {
+    /// A powered, unconfigured fabric (no LIDs, every cabled link trained to Init) with
+    /// the nodes, port GUIDs and cables of `fabric`. Nodes are added in the fabric's
+    /// GUID order, so node indices are reproducible; look nodes up with
+    /// [`Sim::node_by_guid`].
+    ///
+    /// # Errors
+    /// [`SimError::Fabric`] for a node type the simulator does not know,
+    /// [`SimError::DuplicateGuid`] / [`SimError::BadLink`] for an inconsistent fabric.
+    pub fn from_fabric(fabric: &Fabric, cfg: SimConfig) -> Result<Self, SimError> {
+        let mut sim = Self::new(cfg);
+        let mut map: HashMap<ibsm_topology::NodeId, NodeIdx> =
+            HashMap::with_capacity(fabric.node_count());
+        for (id, node) in fabric.nodes() {
+            let kind = match node.node_type() {
+                NodeType::Ca => NodeKind::Ca,
+                NodeType::Switch => NodeKind::Switch,
+                NodeType::Router => NodeKind::Router,
+                other => {
+                    return Err(SimError::Fabric(format!(
+                        "node {}: unsupported node type {other:?}",
+                        node.guid()
+                    )));
+                }
+            };
+            let guid = node.guid().0;
+            let mut setup = NodeSetup::new(guid, kind, node.num_ports(), node.description.clone());
+            setup.system_image_guid = node.system_image_guid.0;
+            setup.vendor_id = node.vendor_id;
+            setup.device_id = node.device_id;
+            if kind == NodeKind::Switch {
+                let g = node.port(0).map_or(guid, |p| p.guid.0);
+                let g = if g == 0 { guid } else { g };
+                setup.port_guids.iter_mut().for_each(|x| *x = g);
+            } else {
+                for (p, port) in node.ports() {
+                    if port.guid.0 != 0 {
+                        setup.port_guids[usize::from(p)] = port.guid.0;
+                    }
+                }
+            }
+            map.insert(id, sim.add_node(setup)?);
+        }
+        for (_, link) in fabric.links() {
+            let (a, b) = (map[&link.a.node], map[&link.b.node]);
+            sim.connect(a, link.a.port, b, link.b.port)?;
+        }
+        Ok(sim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::MiniAgent;
+    use ibsm_topology::{NodeSpec, generate};
+
+    #[test]
+    fn fat_tree_loads_with_links_up() {
+        let f = generate::fat_tree(8, 2).unwrap();
+        let sim: Sim<MiniAgent> = Sim::from_fabric(&f, SimConfig::default()).unwrap();
+        assert_eq!(sim.node_count(), f.node_count());
+        for (_, link) in f.links() {
+            let ga = f.node(link.a.node).unwrap().guid().0;
+            let gb = f.node(link.b.node).unwrap().guid().0;
+            let a = sim.node_by_guid(ga).unwrap();
+            let b = sim.node_by_guid(gb).unwrap();
+            assert!(sim.link_up(a, link.a.port));
+            assert_eq!(sim.peer(a, link.a.port), Some((b, link.b.port)));
+        }
+    }
+
+    #[test]
+    fn port_guids_come_along() {
+        let mut f = Fabric::new();
+        let mut spec = NodeSpec::ca(0x50, 2, "hca");
+        spec.port_guids = Some(vec![ibsm_topology::Guid(0x51), ibsm_topology::Guid(0x99)]);
+        let h = f.add_node(spec).unwrap();
+        let s = f.add_node(NodeSpec::switch(0x60, 4, "sw")).unwrap();
+        f.connect(h, 2, s, 4).unwrap();
+        let sim: Sim<MiniAgent> = Sim::from_fabric(&f, SimConfig::default()).unwrap();
+        let hs = sim.node_setup(sim.node_by_guid(0x50).unwrap()).unwrap();
+        assert_eq!((hs.port_guid(1), hs.port_guid(2)), (0x51, 0x99));
+        assert_eq!(hs.description, "hca");
+        let ss = sim.node_setup(sim.node_by_guid(0x60).unwrap()).unwrap();
+        assert_eq!(ss.port_guid(0), 0x60);
+    }
+}
