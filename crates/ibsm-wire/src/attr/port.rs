@@ -561,15 +561,23 @@ impl PortInfo {
     }
 }
 
-/// Converts a "4.096 us * 2^value" time exponent (HOQLife, SubnetTimeOut, RespTimeValue,
-/// LifeTimeValue) to nanoseconds; `None` for values >= 20 on fields where that means
-/// infinite, and for exponents too large to represent.
+/// Converts a "4.096 us * 2^value" time exponent (SubnetTimeOut, RespTimeValue, and
+/// the lifetimes below 20) to nanoseconds; `None` only when the result overflows.
 #[must_use]
 pub fn time_exponent_ns(value: u8) -> Option<u64> {
+    4096u64
+        .checked_shl(u32::from(value))
+        .filter(|v| v >> value == 4096)
+}
+
+/// Converts a packet lifetime exponent (HOQLife, SwitchInfo.LifeTimeValue) to
+/// nanoseconds; values >= 20 mean "infinite" and give `None`.
+#[must_use]
+pub fn lifetime_ns(value: u8) -> Option<u64> {
     if value >= 20 {
         None
     } else {
-        Some(4096u64 << value)
+        time_exponent_ns(value)
     }
 }
 
@@ -727,7 +735,12 @@ mod tests {
         );
         assert_eq!(time_exponent_ns(0), Some(4096));
         assert_eq!(time_exponent_ns(18), Some(4096 << 18));
-        assert_eq!(time_exponent_ns(20), None);
+        assert_eq!(time_exponent_ns(31), Some(4096 << 31));
+        assert_eq!(time_exponent_ns(51), Some(4096 << 51));
+        assert_eq!(time_exponent_ns(52), None);
+        assert_eq!(time_exponent_ns(255), None);
+        assert_eq!(lifetime_ns(19), Some(4096 << 19));
+        assert_eq!(lifetime_ns(20), None);
     }
 
     #[test]
