@@ -7,6 +7,13 @@
 
 use std::fmt::Write as _;
 
+use ibsm_wire::sa::{
+    Component, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
+    LinkRecord, McMemberRecord, MultiPathRecord, MulticastForwardingTableRecord, NodeRecord,
+    PKeyTableRecord, PathRecord, PortInfoRecord, RandomForwardingTableRecord, SaAttributeId, SaMad,
+    SaRecord, ServiceRecord, SlToVlMappingTableRecord, SmInfoRecord, SwitchInfoRecord,
+    VlArbitrationTableRecord,
+};
 use ibsm_wire::{
     CapabilityMask, CapabilityMask2, DrPath, DrSmp, FecMode, FieldValue, GuidInfo, LedInfo, LidSmp,
     LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedWidthPairsTable,
@@ -16,6 +23,7 @@ use ibsm_wire::{
     SlToVlMappingTable, SmAttributeId, SmInfo, SmState, SwitchInfo, TrapData, VendorDiag,
     VlArbitrationTable, VlCap, WireStruct,
 };
+use ibsm_wire::{ClassPortInfo, SaNotice};
 
 /// A decoded value, detached from the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +100,7 @@ fn code_name(section: &str, field: &str, v: u64) -> Option<String> {
         (_, "mgmt_class") => known(format!("{:?}", MgmtClass::from(v as u8))),
         (_, "method") => known(format!("{:?}", Method::from(v as u8))),
         ("NodeInfo", "node_type") => known(format!("{:?}", NodeType::from(v as u8))),
+        ("SA MAD", "attribute_id") => known(format!("{:?}", SaAttributeId::from(v as u16))),
         (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
         ("PortInfo", "port_state") => known(format!("{:?}", PortState::from(v as u8))),
         ("PortInfo", "port_phys_state") => known(format!("{:?}", PhysPortState::from(v as u8))),
@@ -216,6 +225,135 @@ pub fn trap_details(n: &Notice) -> Option<Section> {
     })
 }
 
+/// How to print one kind of SA record.
+#[derive(Clone, Copy)]
+pub struct SaKind {
+    /// Decoder.
+    pub parse: Parser,
+    /// ComponentMask bits, to name the ones a request selects.
+    pub components: &'static [Component],
+    /// Size of one record on the wire.
+    pub size: usize,
+}
+
+fn sa_kind<R: SaRecord + Reflect + 'static>() -> SaKind {
+    SaKind {
+        parse: boxed::<R>,
+        components: R::COMPONENTS,
+        size: R::SIZE,
+    }
+}
+
+/// The record or attribute carried by an SA MAD (class 0x03) with this AttributeID.
+#[must_use]
+pub fn sa_record(id: u16) -> Option<SaKind> {
+    Some(match SaAttributeId::from(id) {
+        SaAttributeId::ClassPortInfo => sa_kind::<ClassPortInfo>(),
+        SaAttributeId::Notice => sa_kind::<SaNotice>(),
+        SaAttributeId::InformInfo => sa_kind::<InformInfo>(),
+        SaAttributeId::NodeRecord => sa_kind::<NodeRecord>(),
+        SaAttributeId::PortInfoRecord => sa_kind::<PortInfoRecord>(),
+        SaAttributeId::SlToVlMappingTableRecord => sa_kind::<SlToVlMappingTableRecord>(),
+        SaAttributeId::SwitchInfoRecord => sa_kind::<SwitchInfoRecord>(),
+        SaAttributeId::LinearForwardingTableRecord => sa_kind::<LinearForwardingTableRecord>(),
+        SaAttributeId::RandomForwardingTableRecord => sa_kind::<RandomForwardingTableRecord>(),
+        SaAttributeId::MulticastForwardingTableRecord => {
+            sa_kind::<MulticastForwardingTableRecord>()
+        }
+        SaAttributeId::SmInfoRecord => sa_kind::<SmInfoRecord>(),
+        SaAttributeId::LinkRecord => sa_kind::<LinkRecord>(),
+        SaAttributeId::GuidInfoRecord => sa_kind::<GuidInfoRecord>(),
+        SaAttributeId::ServiceRecord => sa_kind::<ServiceRecord>(),
+        SaAttributeId::PKeyTableRecord => sa_kind::<PKeyTableRecord>(),
+        SaAttributeId::PathRecord => sa_kind::<PathRecord>(),
+        SaAttributeId::VlArbitrationTableRecord => sa_kind::<VlArbitrationTableRecord>(),
+        SaAttributeId::McMemberRecord => sa_kind::<McMemberRecord>(),
+        SaAttributeId::MultiPathRecord => sa_kind::<MultiPathRecord>(),
+        SaAttributeId::InformInfoRecord => sa_kind::<InformInfoRecord>(),
+        _ => return None,
+    })
+}
+
+/// Decodes the SA part of a class 0x03 MAD: the SA header (RMPP, SM_Key,
+/// AttributeOffset, ComponentMask with the selected components named) and the record,
+/// or every record of a GetTable/GetMulti/GetTraceTable response.
+fn decode_sa(bytes: &[u8], d: &mut Decoded) -> Result<(), DecodeError> {
+    let sa = SaMad::parse(bytes).map_err(err)?;
+    let id = u16::from(sa.attribute_id);
+    let kind = sa_record(id);
+    let mut s = without_header(&sa, "SA header", &["data"]);
+    if let Some(k) = kind {
+        for item in &mut s.items {
+            if let ("component_mask", Value::Uint { value, name, .. }) =
+                (item.name.as_str(), &mut item.value)
+            {
+                let names: Vec<&str> = k
+                    .components
+                    .iter()
+                    .filter(|c| *value >> c.bit & 1 == 1)
+                    .map(|c| c.name)
+                    .collect();
+                *name = (!names.is_empty()).then(|| names.join("|"));
+            }
+        }
+    }
+    d.sections.push(s);
+    let Some(kind) = kind else {
+        d.notes.push(format!(
+            "SA attribute {id:#06x} has no decoder; data shown raw"
+        ));
+        d.sections.push(raw_section("SA data", &sa.data));
+        return Ok(());
+    };
+    let table = sa.response
+        && matches!(
+            sa.method,
+            Method::GetTable | Method::GetMulti | Method::GetTraceTable
+        );
+    if !table {
+        d.sections
+            .push(section_of((kind.parse)(&sa.data)?.as_ref()));
+        return Ok(());
+    }
+    let stride = usize::from(sa.attribute_offset) * 8;
+    if stride < kind.size {
+        return Err(DecodeError(format!(
+            "SA table: AttributeOffset {} ({stride} bytes) is smaller than one record ({} bytes)",
+            sa.attribute_offset, kind.size
+        )));
+    }
+    let payload = sa.payload();
+    let count = payload.len() / stride;
+    for k in 0..count {
+        let mut r = section_of((kind.parse)(&payload[k * stride..])?.as_ref());
+        r.title = format!("{} [{k}]", r.title);
+        d.sections.push(r);
+    }
+    if count == 0 {
+        d.notes.push("SA table holds no record".into());
+    }
+    let rest = payload.len() - count * stride;
+    if rest > 0 && (sa.rmpp_flags.active() || rest >= kind.size) {
+        d.notes.push(format!(
+            "{rest} trailing bytes: part of a record continued in the next RMPP segment"
+        ));
+    }
+    Ok(())
+}
+
+fn raw_section(title: &str, bytes: &[u8]) -> Section {
+    Section {
+        title: title.into(),
+        items: vec![Item {
+            name: "data".into(),
+            value: Value::Bytes {
+                bytes: bytes.to_vec(),
+                text: None,
+            },
+        }],
+    }
+}
+
 /// Fields of `full` that are not in the common header, as their own section.
 fn without_header(full: &dyn Reflect, title: &str, skip: &[&str]) -> Section {
     let mut s = section_of(full);
@@ -244,8 +382,25 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         )));
     }
     let header = MadHeader::parse(bytes).map_err(err)?;
+    let mut first = section_of(&header);
+    // AttributeIDs are per class: name them in the class's own list.
+    for item in &mut first.items {
+        if let (
+            "attribute_id",
+            Value::Uint {
+                name, value: id, ..
+            },
+        ) = (item.name.as_str(), &mut item.value)
+        {
+            *name = match header.mgmt_class {
+                MgmtClass::SubnLid | MgmtClass::SubnDirected => code_name("", "attribute_id", *id),
+                MgmtClass::SubnAdm => code_name("SA MAD", "attribute_id", *id),
+                _ => None,
+            };
+        }
+    }
     let mut d = Decoded {
-        sections: vec![section_of(&header)],
+        sections: vec![first],
         notes: Vec::new(),
     };
     let data: &[u8] = match header.mgmt_class {
@@ -273,6 +428,10 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             d.sections
                 .push(without_header(&smp, "LID-routed SMP", &["data"]));
             &bytes[64..128]
+        }
+        MgmtClass::SubnAdm => {
+            decode_sa(bytes, &mut d)?;
+            return Ok(d);
         }
         other => {
             d.notes.push(format!(
@@ -668,6 +827,47 @@ mod tests {
         let titles: Vec<&str> = d.sections.iter().map(|s| s.title.as_str()).collect();
         assert_eq!(titles[2..], ["Notice", "Notice trap 128"]);
         assert!(d.to_text().contains("4660"), "{}", d.to_text());
+    }
+
+    #[test]
+    fn sa_get_table_response_lists_records() {
+        use ibsm_wire::sa::ComponentMask;
+        let tmpl = NodeRecord {
+            lid: 5,
+            ..NodeRecord::default()
+        };
+        let req = SaMad::request(Method::GetTable, 9, ComponentMask(1), &tmpl).unwrap();
+        let d = decode_mad(&req.to_bytes()).unwrap();
+        let t = d.to_text();
+        assert!(t.contains("0x0011 (NodeRecord)"), "{t}");
+        assert!(t.contains("# SA header"), "{t}");
+        assert!(t.contains("# NodeRecord\n"), "{t}");
+        assert!(t.contains("(lid)"), "component names: {t}");
+
+        let mut resp = req.response_header::<NodeRecord>();
+        resp.method = Method::GetTable;
+        let stride = usize::from(resp.attribute_offset) * 8;
+        for k in 0..200 / stride {
+            let mut r = NodeRecord {
+                lid: 10 + k as u16,
+                ..NodeRecord::default()
+            };
+            r.node_info.node_type = NodeType::Ca;
+            resp.set_record(k, &r).unwrap();
+        }
+        let d = decode_mad(&resp.to_bytes()).unwrap();
+        let titles: Vec<&str> = d.sections.iter().map(|s| s.title.as_str()).collect();
+        assert_eq!(titles, ["MAD header", "SA header", "NodeRecord [0]"]);
+        let t = d.to_text();
+        assert!(t.contains("node_info: (NodeInfo)"), "{t}");
+        assert!(
+            t.contains("  node_type:"),
+            "nested fields are indented: {t}"
+        );
+        assert!(
+            d.to_json()
+                .contains("\"node_info\":{\"title\":\"NodeInfo\"")
+        );
     }
 
     #[test]
