@@ -168,9 +168,11 @@ pub trait Agent {
     fn reset(&mut self, now: Instant);
 
     /// Processes an SMP (class 0x01 or 0x81) addressed to this node that arrived on
-    /// `in_port`, turning `mad` into its response in place. Returns `false` when no
-    /// response is sent (M_Key violation, a method without response, ...).
-    fn handle_smp(&mut self, now: Instant, in_port: u8, mad: &mut [u8; 256]) -> bool;
+    /// `in_port` (a switch's external port, or 0 for its own SM) from LRH SLID `slid`,
+    /// turning `mad` into its response in place. A directed-route SMP has passed the
+    /// outbound rules (HopPointer = HopCount + 1). Returns `false` when no response is
+    /// sent (M_Key violation, TrapRepress, ...).
+    fn handle_smp(&mut self, now: Instant, in_port: u8, slid: u16, mad: &mut [u8; 256]) -> bool;
 
     /// A trap or other unsolicited SMP to send.
     fn poll_transmit(&mut self, now: Instant) -> Option<AgentTransmit>;

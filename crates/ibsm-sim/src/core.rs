@@ -311,6 +311,31 @@ impl<A: Agent> Core<A> {
         true
     }
 
+    /// Runs events until some attached SM has input waiting or the next event is after
+    /// `deadline`; returns whether an SM has input.
+    pub(crate) fn advance(&mut self, deadline: Instant) -> bool {
+        loop {
+            if self
+                .attach
+                .iter()
+                .any(|a| !a.detached && !a.inbox.is_empty())
+            {
+                return true;
+            }
+            match self.next_event_time() {
+                Some(t) if t <= deadline => {
+                    self.step();
+                }
+                _ => {
+                    if deadline > self.now && deadline != Instant::MAX {
+                        self.now = deadline;
+                    }
+                    return false;
+                }
+            }
+        }
+    }
+
     pub(crate) fn run_until(&mut self, t: Instant) {
         while self.next_event_time().is_some_and(|et| et <= t) {
             self.step();
@@ -634,9 +659,11 @@ impl<A: Agent> Core<A> {
         }
         self.note_delivered(node, port, pkt);
         let now = self.now;
+        let slid = self.packets[pkt as usize].slid;
         let answered = self.nodes[node as usize].agent.handle_smp(
             now,
             port,
+            slid,
             &mut self.packets[pkt as usize].mad,
         );
         if !answered {

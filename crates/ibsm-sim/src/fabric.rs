@@ -59,6 +59,24 @@ impl<A: Agent> Sim<A> {
     }
 }
 
+impl<A: Agent> Sim<A> {
+    /// A fabric from the text of an ibnetdiscover or ibsim net file (see
+    /// `ibsm_topology::ibnet`); the reader's notes (skipped lines, assumptions) come
+    /// back beside it.
+    ///
+    /// # Errors
+    /// [`SimError::Fabric`] with the reader's error (which names the line), or as
+    /// [`Sim::from_fabric`].
+    pub fn from_net(
+        text: &str,
+        cfg: SimConfig,
+    ) -> Result<(Self, Vec<ibsm_topology::ibnet::Note>), SimError> {
+        let parsed =
+            ibsm_topology::ibnet::parse(text).map_err(|e| SimError::Fabric(e.to_string()))?;
+        Ok((Self::from_fabric(&parsed.fabric, cfg)?, parsed.notes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +112,21 @@ mod tests {
         assert_eq!(hs.description, "hca");
         let ss = sim.node_setup(sim.node_by_guid(0x60).unwrap()).unwrap();
         assert_eq!(ss.port_guid(0), 0x60);
+    }
+
+    #[test]
+    fn net_file_text() {
+        let net = "Switch 4 \"S-0000000000000100\" # \"sw\" base port 0 lid 0 lmc 0\n\
+[1] \"H-0000000000000200\"[1] # \"h\" lid 0 4xQDR\n\n\
+Ca 1 \"H-0000000000000200\" # \"h\"\n\
+[1](0000000000000201) \"S-0000000000000100\"[1] # lid 0 lmc 0 \"sw\" lid 0 4xQDR\n";
+        let (sim, _notes) = Sim::<MiniAgent>::from_net(net, SimConfig::default()).unwrap();
+        let s = sim.node_by_guid(0x100).unwrap();
+        let h = sim.node_by_guid(0x200).unwrap();
+        assert_eq!(sim.peer(s, 1), Some((h, 1)));
+        assert!(matches!(
+            Sim::<MiniAgent>::from_net("Switch x", SimConfig::default()),
+            Err(SimError::Fabric(_))
+        ));
     }
 }

@@ -238,6 +238,15 @@ impl<A: Agent> Sim<A> {
         self.core.borrow_mut().run_until(t);
     }
 
+    /// Runs the simulation until some attached SM has a MAD waiting or the clock
+    /// reaches `deadline`, whichever is first; returns whether an SM has input. This is
+    /// the heart of a driver for several SMs in one thread: each SM's earliest timer is
+    /// a candidate deadline; after `advance`, poll every SM without blocking
+    /// (`recv(now)`), let each react, repeat.
+    pub fn advance(&mut self, deadline: Instant) -> bool {
+        self.core.borrow_mut().advance(deadline)
+    }
+
     /// [`Self::run_until`] `now + d`.
     pub fn run_for(&mut self, d: Duration) {
         let t = self.now() + d;

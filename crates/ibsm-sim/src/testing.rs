@@ -88,7 +88,7 @@ impl Agent for MiniAgent {
         self.is_sm = sms;
     }
 
-    fn handle_smp(&mut self, _now: Instant, in_port: u8, mad: &mut [u8; 256]) -> bool {
+    fn handle_smp(&mut self, _now: Instant, in_port: u8, _slid: u16, mad: &mut [u8; 256]) -> bool {
         let method = mad[3];
         let attr = u16::from_be_bytes([mad[16], mad[17]]);
         let modifier = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
