@@ -1,6 +1,25 @@
 //! Subnet-management attributes (`shared/spec/attributes.md`): one module per attribute
 //! or group, each a `wire_struct!` table plus the enums, flag words and helpers its
 //! fields need. [`modifier`] holds the typed AttributeModifier encodings.
+//!
+//! ```
+//! use ibsm_wire::modifier::PortMod;
+//! use ibsm_wire::{Notice, PortInfo, PortInfoView, PortState, ProducerType, Trap128Details, TrapData};
+//!
+//! // Read two fields of a PortInfo in place, then change its state for a SubnSet.
+//! let mut data = PortInfo { lid: 7, port_state: PortState::Init, ..PortInfo::default() }.to_bytes();
+//! let mut view = PortInfoView::new_checked(&mut data[..])?;
+//! assert_eq!((view.lid(), view.port_state()), (7, PortState::Init));
+//! view.set_port_state(PortState::Armed);
+//! let modifier = PortMod { port: 3, sm_supports_extended_speeds: true }.encode();
+//! assert_eq!(modifier, 0x8000_0003);
+//!
+//! // A switch's trap 128, and how the SM reads it back.
+//! let trap = Notice::generic_with(ProducerType::Switch, 7, &Trap128Details { lid: 7 });
+//! let seen = Notice::parse(&trap.to_bytes())?;
+//! assert_eq!(seen.trap_data(), TrapData::LinkStateChange(Trap128Details { lid: 7 }));
+//! # Ok::<(), ibsm_wire::Error>(())
+//! ```
 
 /// A flag word over an unsigned integer: named bit constants, set operations and a
 /// [`FieldType`](crate::field::FieldType) impl so it can be a field of a wire structure.
