@@ -1,0 +1,252 @@
+//! The [`RoutingEngine`] trait, [`Options`] and the built-in engine registry.
+
+use ibsm_topology::{Csr, Guid};
+
+use crate::error::{Result, RoutingError};
+use crate::lids::LidAssignment;
+use crate::routes::Routes;
+
+/// A routing engine: a pure function from a fabric snapshot and its LIDs to forwarding
+/// tables (and SLs when it needs virtual lanes).
+///
+/// Implementations must be deterministic and must not fall back to another algorithm on
+/// their own: they return a typed [`RoutingError`] and let the caller decide (see
+/// [`route_with_fallback`]).
+pub trait RoutingEngine: Send + Sync {
+    /// Short name, as in OpenSM's `routing_engine` option (`"minhop"`, `"updn"`, ...).
+    fn name(&self) -> &str;
+
+    /// Computes routes.
+    ///
+    /// # Errors
+    /// Engine-specific: [`RoutingError::NotAFatTree`], [`RoutingError::NotEnoughVls`],
+    /// [`RoutingError::Disconnected`], ...
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes>;
+
+    /// Recomputes routes after a change (typically a failed link), starting from
+    /// `previous` so that as few LFT entries as possible change. The default recomputes
+    /// from scratch.
+    ///
+    /// # Errors
+    /// As [`RoutingEngine::route`].
+    fn reroute(
+        &self,
+        csr: &Csr,
+        lids: &LidAssignment,
+        opts: &Options,
+        previous: &Routes,
+    ) -> Result<Routes> {
+        let _ = previous;
+        self.route(csr, lids, opts)
+    }
+}
+
+/// Dimension-order coordinates for [`EngineKind::Dor`]: one coordinate vector per switch
+/// (snapshot order), the size of every dimension and whether it wraps (torus).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coordinates {
+    /// Per switch, its coordinate in each dimension.
+    pub coords: Vec<Vec<u16>>,
+    /// Extent of each dimension.
+    pub dims: Vec<u16>,
+    /// Whether each dimension wraps around (torus ring) or not (mesh line).
+    pub wrap: Vec<bool>,
+}
+
+/// Options shared by all engines. Names follow OpenSM's where one exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Worker threads for engines that parallelise per destination (1 = single-threaded).
+    pub threads: usize,
+    /// Data VLs available for deadlock avoidance (OpenSM's effective `max_op_vls`), 1..=15.
+    pub max_vls: u8,
+    /// Up/down roots given by the user (OpenSM `root_guid_file`); empty = detect.
+    pub roots: Vec<Guid>,
+    /// Engines to try, in order, when the requested one fails (OpenSM's comma-separated
+    /// `routing_engine` list). Empty = no fallback: the error is returned.
+    pub fallback: Vec<EngineKind>,
+    /// Coordinates for dimension-order routing; `None` = detect from the graph.
+    pub coordinates: Option<Coordinates>,
+    /// Accept fabrics where some switch cannot reach some LID (the entry stays 255)
+    /// instead of failing with [`RoutingError::Disconnected`].
+    pub allow_unreachable: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 1,
+            max_vls: 8,
+            roots: Vec::new(),
+            fallback: Vec::new(),
+            coordinates: None,
+            allow_unreachable: false,
+        }
+    }
+}
+
+impl Options {
+    /// Sets [`Options::threads`].
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Sets [`Options::max_vls`].
+    #[must_use]
+    pub fn with_max_vls(mut self, vls: u8) -> Self {
+        self.max_vls = vls;
+        self
+    }
+
+    /// Sets [`Options::roots`].
+    #[must_use]
+    pub fn with_roots(mut self, roots: Vec<Guid>) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    /// Sets [`Options::fallback`].
+    #[must_use]
+    pub fn with_fallback(mut self, chain: Vec<EngineKind>) -> Self {
+        self.fallback = chain;
+        self
+    }
+
+    /// Sets [`Options::coordinates`].
+    #[must_use]
+    pub fn with_coordinates(mut self, c: Coordinates) -> Self {
+        self.coordinates = Some(c);
+        self
+    }
+
+    /// Sets [`Options::allow_unreachable`].
+    #[must_use]
+    pub fn with_allow_unreachable(mut self, allow: bool) -> Self {
+        self.allow_unreachable = allow;
+        self
+    }
+}
+
+/// The built-in engines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EngineKind {
+    /// Balanced shortest paths (not deadlock-free on cyclic topologies).
+    MinHop,
+    /// Up*/Down*.
+    UpDn,
+    /// Down*/Up*.
+    DnUp,
+    /// Fat tree.
+    FatTree,
+    /// Dimension order for meshes and tori.
+    Dor,
+    /// Layered shortest paths.
+    Lash,
+    /// Deadlock-free single-source shortest paths.
+    Dfsssp,
+}
+
+impl EngineKind {
+    /// All built-in engines.
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::MinHop,
+        EngineKind::UpDn,
+        EngineKind::DnUp,
+        EngineKind::FatTree,
+        EngineKind::Dor,
+        EngineKind::Lash,
+        EngineKind::Dfsssp,
+    ];
+
+    /// OpenSM-style name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::MinHop => "minhop",
+            EngineKind::UpDn => "updn",
+            EngineKind::DnUp => "dnup",
+            EngineKind::FatTree => "ftree",
+            EngineKind::Dor => "dor",
+            EngineKind::Lash => "lash",
+            EngineKind::Dfsssp => "dfsssp",
+        }
+    }
+
+    /// The engine with that name.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// An instance of the engine.
+    #[must_use]
+    pub fn engine(self) -> Box<dyn RoutingEngine> {
+        match self {
+            EngineKind::MinHop => Box::new(crate::minhop::MinHop),
+            EngineKind::UpDn => Box::new(crate::updn::UpDn::default()),
+            EngineKind::DnUp => Box::new(crate::updn::UpDn { reverse: true }),
+            EngineKind::FatTree => Box::new(crate::ftree::FatTree),
+            EngineKind::Dor => Box::new(crate::dor::Dor),
+            EngineKind::Lash => Box::new(crate::layered::Lash),
+            EngineKind::Dfsssp => Box::new(crate::layered::Dfsssp),
+        }
+    }
+
+    /// Whether the engine's routes are deadlock-free on any topology it accepts.
+    #[must_use]
+    pub fn deadlock_free(self) -> bool {
+        !matches!(self, EngineKind::MinHop)
+    }
+}
+
+/// Runs `primary`, then each engine of `opts.fallback` in turn until one succeeds. The
+/// returned [`Routes::engine`] names the engine that produced them; if all fail the error
+/// lists every failure.
+///
+/// # Errors
+/// [`RoutingError::AllFailed`] when a fallback chain is given and every engine failed;
+/// the primary engine's own error when there is no chain.
+pub fn route_with_fallback(
+    primary: &dyn RoutingEngine,
+    csr: &Csr,
+    lids: &LidAssignment,
+    opts: &Options,
+) -> Result<Routes> {
+    let first = match primary.route(csr, lids, opts) {
+        Ok(r) => return Ok(r),
+        Err(e) if opts.fallback.is_empty() => return Err(e),
+        Err(e) => e,
+    };
+    let mut failures = vec![(primary.name().to_string(), first)];
+    for k in &opts.fallback {
+        let eng = k.engine();
+        match eng.route(csr, lids, opts) {
+            Ok(r) => return Ok(r),
+            Err(e) => failures.push((k.name().to_string(), e)),
+        }
+    }
+    Err(RoutingError::AllFailed(failures))
+}
+
+/// Turns a [`crate::balance::RouteStats`] into the engine's answer.
+pub(crate) fn check_reach(st: crate::balance::RouteStats, opts: &Options, why: &str) -> Result<()> {
+    if let Some((switch, lid)) = st.escape_traffic {
+        return Err(RoutingError::Disconnected {
+            switch,
+            lid,
+            why: format!(" with up/down paths{why}"),
+        });
+    }
+    match st.unreachable {
+        Some((switch, lid)) if !opts.allow_unreachable => Err(RoutingError::Disconnected {
+            switch,
+            lid,
+            why: why.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,169 @@
+//! `ftree`: fat-tree routing.
+
+use ibsm_topology::Csr;
+
+use crate::balance::{Prefer, Rule, route_all};
+use crate::engine::{Options, RoutingEngine, check_reach};
+use crate::error::{Result, RoutingError};
+use crate::lids::LidAssignment;
+use crate::net::{Dest, INF, Net};
+use crate::routes::Routes;
+use crate::updn::{leaf_ranks, order_by_rank};
+
+/// Fat-tree routing.
+///
+/// Detection: leaves are the switches with CAs, ranks count hops up from the leaves, and
+/// every cable must join adjacent ranks (else [`RoutingError::NotAFatTree`]). Missing
+/// cables (a degraded tree) are fine.
+///
+/// Routing: CA destinations get a global index `D` (leaves ordered so that leaves under
+/// the same parents are consecutive, CAs by port), and a rank-`r` switch climbs through up
+/// port `(D / P_r + k) mod u_r` (`u_r` up ports, `P_r` the product of the up-port counts
+/// below, `k` the LMC offset): d-mod-k, which makes every shift permutation contention-free
+/// on a full tree. Paths are Up*/Down* with respect to the ranks, so they stay deadlock-free
+/// when cables are missing; where the preferred port cannot reach the destination the
+/// least-loaded legal one is used. LMC > 0 gives each LID of a port a different up path.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FatTree;
+
+/// What detection learned.
+pub(crate) struct FtInfo {
+    pub rank: Vec<u16>,
+    /// CSR of up arcs per switch (sorted by remote switch).
+    up_off: Vec<u32>,
+    up: Vec<u32>,
+    /// Product of up-port counts of the ranks below.
+    p: Vec<u64>,
+    /// Global index of each terminal (by terminal index), `u32::MAX` if none.
+    dindex: Vec<u32>,
+}
+
+pub(crate) fn detect(net: &Net) -> Result<FtInfo> {
+    if net.n_sw == 0 {
+        return Err(RoutingError::NotAFatTree("no switches".into()));
+    }
+    let (rank, _) = leaf_ranks(net);
+    if !rank.contains(&0) {
+        return Err(RoutingError::NotAFatTree(
+            "no switch has CAs (no leaves)".into(),
+        ));
+    }
+    if let Some(s) = rank.iter().position(|&r| r == INF) {
+        return Err(RoutingError::NotAFatTree(format!(
+            "switch #{s} is not connected to any leaf"
+        )));
+    }
+    for a in 0..net.n_arcs() {
+        let (s, x) = (net.asrc[a] as usize, net.adst[a] as usize);
+        if rank[s].abs_diff(rank[x]) != 1 {
+            return Err(RoutingError::NotAFatTree(format!(
+                "switch #{s} (rank {}) port {} is cabled to switch #{x} (rank {}): links must join adjacent ranks",
+                rank[s], net.aport[a], rank[x]
+            )));
+        }
+    }
+    let mut up_off = vec![0u32; net.n_sw + 1];
+    let mut up = Vec::new();
+    for s in 0..net.n_sw {
+        for a in net.arcs(s) {
+            if rank[net.adst[a] as usize] > rank[s] {
+                up.push(a as u32);
+            }
+        }
+        up_off[s + 1] = up.len() as u32;
+    }
+    let maxr = usize::from(rank.iter().copied().max().unwrap_or(0));
+    let mut updeg = vec![0u64; maxr + 1];
+    for s in 0..net.n_sw {
+        let u = u64::from(up_off[s + 1] - up_off[s]);
+        let r = usize::from(rank[s]);
+        updeg[r] = updeg[r].max(u);
+    }
+    let mut p = vec![1u64; maxr + 2];
+    for r in 0..=maxr {
+        p[r + 1] = p[r].saturating_mul(updeg[r].max(1));
+    }
+    // Leaf order: by the smallest ancestor at each rank, highest rank below the top first,
+    // so leaves sharing parents (a "pod") are consecutive, as d-mod-k assumes.
+    let leaves: Vec<usize> = (0..net.n_sw).filter(|&s| rank[s] == 0).collect();
+    let mut minanc: Vec<Vec<u32>> = vec![Vec::new(); net.n_sw];
+    let mut by_rank: Vec<usize> = (0..net.n_sw).collect();
+    by_rank.sort_by_key(|&s| std::cmp::Reverse(rank[s]));
+    // minanc[s][r] for r >= rank[s]: smallest switch index at rank r reachable upward.
+    for &s in &by_rank {
+        let mut v = vec![u32::MAX; maxr + 1];
+        v[usize::from(rank[s])] = s as u32;
+        for &a in &up[up_off[s] as usize..up_off[s + 1] as usize] {
+            let x = net.adst[a as usize] as usize;
+            for r in usize::from(rank[x])..=maxr {
+                v[r] = v[r].min(minanc[x][r]);
+            }
+        }
+        minanc[s] = v;
+    }
+    let mut order = leaves.clone();
+    order.sort_by(|&a, &b| {
+        let ka: Vec<u32> = (1..maxr).rev().map(|r| minanc[a][r]).collect();
+        let kb: Vec<u32> = (1..maxr).rev().map(|r| minanc[b][r]).collect();
+        (ka, a).cmp(&(kb, b))
+    });
+    let mut dindex = vec![u32::MAX; net.terms.len()];
+    let mut d = 0u32;
+    for &l in &order {
+        for &t in net.terms_of(l) {
+            if net.terms[t as usize].base != 0 {
+                dindex[t as usize] = d;
+                d += 1;
+            }
+        }
+    }
+    Ok(FtInfo {
+        rank,
+        up_off,
+        up,
+        p,
+        dindex,
+    })
+}
+
+impl Prefer for FtInfo {
+    fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], _load: &[u64]) -> Option<u32> {
+        let Dest::Term(t, k) = net.lid_dest[usize::from(lid)] else {
+            return None;
+        };
+        let d = u64::from(self.dindex[t as usize]);
+        let ups = &self.up[self.up_off[s] as usize..self.up_off[s + 1] as usize];
+        if ups.is_empty() || elig.is_empty() || !ups.contains(&elig[0]) {
+            return None;
+        }
+        let r = usize::from(self.rank[s]);
+        let want = ups[((d / self.p[r] + u64::from(k)) % ups.len() as u64) as usize];
+        elig.contains(&want).then_some(want)
+    }
+}
+
+pub(crate) fn ftree_net(net: &Net, opts: &Options) -> Result<Routes> {
+    let info = detect(net)?;
+    let maxr = info.rank.iter().copied().max().unwrap_or(0);
+    let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();
+    let (pos, by_pos) = order_by_rank(&toward_root, false);
+    let mut r = Routes::new("ftree", net.n_sw, net.lft_len);
+    let rule = Rule::UpDown {
+        pos: &pos,
+        by_pos: &by_pos,
+    };
+    let st = route_all(net, rule, opts.threads, &mut r.lfts, &info);
+    check_reach(st, opts, " (fat tree partitioned)")?;
+    r.updown_pos = Some(pos);
+    Ok(r)
+}
+
+impl RoutingEngine for FatTree {
+    fn name(&self) -> &str {
+        "ftree"
+    }
+
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+        ftree_net(&lids.net(csr)?, opts)
+    }
+}

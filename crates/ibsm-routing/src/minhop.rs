@@ -1,0 +1,44 @@
+//! `minhop`: balanced shortest paths.
+
+use ibsm_topology::Csr;
+
+use crate::balance::{NoPref, Rule, route_all};
+use crate::engine::{Options, RoutingEngine, check_reach};
+use crate::error::Result;
+use crate::lids::LidAssignment;
+use crate::net::Net;
+use crate::routes::Routes;
+
+/// Shortest paths, balanced by traffic flow across equal-cost ports (see the
+/// [`balance`](crate) notes in the crate docs). Not deadlock-free on topologies with
+/// cycles of shortest paths (tori, random graphs); use `updn`, `lash` or `dfsssp` there.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MinHop;
+
+pub(crate) fn minhop_net(net: &Net, opts: &Options) -> Result<Routes> {
+    let mut r = Routes::new("minhop", net.n_sw, net.lft_len);
+    let st = route_all(net, Rule::MinHop, opts.threads, &mut r.lfts, &NoPref);
+    check_reach(st, opts, "")?;
+    Ok(r)
+}
+
+impl RoutingEngine for MinHop {
+    fn name(&self) -> &str {
+        "minhop"
+    }
+
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+        minhop_net(&lids.net(csr)?, opts)
+    }
+
+    fn reroute(
+        &self,
+        csr: &Csr,
+        lids: &LidAssignment,
+        opts: &Options,
+        previous: &Routes,
+    ) -> Result<Routes> {
+        let net = lids.net(csr)?;
+        crate::reroute::reroute_net(&net, Rule::MinHop, opts, previous, "minhop")
+    }
+}

@@ -1,0 +1,203 @@
+//! [`Routes`]: the output of every engine.
+
+/// "No route" in an LFT (the value OpenSM and the hardware use).
+pub const NO_ROUTE: u8 = 255;
+
+/// Linear forwarding tables for every switch, plus SLs and SL-to-VL tables when the engine
+/// needs virtual lanes for deadlock freedom.
+///
+/// Switches are numbered in the order of the snapshot the routes were computed from
+/// (`0..switch_count()`). Each LFT is a dense array indexed by LID (`lft_len()` entries,
+/// the highest assigned LID + 1) holding the output port, [`NO_ROUTE`] where there is none,
+/// 0 for the switch's own LID. All tables live in one allocation (`switches x lft_len` bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Routes {
+    pub(crate) engine: String,
+    pub(crate) n_sw: usize,
+    pub(crate) lft_len: usize,
+    pub(crate) lfts: Vec<u8>,
+    /// SL per (source switch, destination LID), same layout as `lfts`.
+    pub(crate) sl: Option<Vec<u8>>,
+    /// Per switch, per output port (index = port), the VL for each SL.
+    pub(crate) sl2vl: Option<Vec<Vec<[u8; 16]>>>,
+    pub(crate) vls: u8,
+    /// Up/down engines: the switch order used (so re-routing keeps the same directions).
+    pub(crate) updown_pos: Option<Vec<u32>>,
+}
+
+impl Routes {
+    /// Empty routes (every entry [`NO_ROUTE`], no SLs) for `switches` switches and LIDs
+    /// `0..lft_len`, produced by the engine called `engine`. Custom engines start here.
+    #[must_use]
+    pub fn new(engine: impl Into<String>, switches: usize, lft_len: usize) -> Self {
+        Routes {
+            engine: engine.into(),
+            n_sw: switches,
+            lft_len,
+            lfts: vec![NO_ROUTE; switches * lft_len],
+            sl: None,
+            sl2vl: None,
+            vls: 1,
+            updown_pos: None,
+        }
+    }
+
+    /// Name of the engine that produced these routes (after any fallback).
+    #[must_use]
+    pub fn engine(&self) -> &str {
+        &self.engine
+    }
+
+    /// Number of switches.
+    #[must_use]
+    pub fn switch_count(&self) -> usize {
+        self.n_sw
+    }
+
+    /// Length of every LFT (highest LID + 1).
+    #[must_use]
+    pub fn lft_len(&self) -> usize {
+        self.lft_len
+    }
+
+    /// The LFT of switch `sw` (index in snapshot order).
+    ///
+    /// # Panics
+    /// If `sw >= switch_count()`.
+    #[must_use]
+    pub fn lft(&self, sw: usize) -> &[u8] {
+        &self.lfts[sw * self.lft_len..(sw + 1) * self.lft_len]
+    }
+
+    /// Mutable LFT of switch `sw`.
+    ///
+    /// # Panics
+    /// If `sw >= switch_count()`.
+    pub fn lft_mut(&mut self, sw: usize) -> &mut [u8] {
+        &mut self.lfts[sw * self.lft_len..(sw + 1) * self.lft_len]
+    }
+
+    /// The output port of switch `sw` for `lid` ([`NO_ROUTE`] if none or out of range).
+    #[must_use]
+    pub fn port(&self, sw: usize, lid: u16) -> u8 {
+        let l = usize::from(lid);
+        if sw >= self.n_sw || l >= self.lft_len {
+            return NO_ROUTE;
+        }
+        self.lfts[sw * self.lft_len + l]
+    }
+
+    /// The SL to use from a source on switch `src_sw` (a CA cabled there, or the switch
+    /// itself) to `dlid`. 0 when the engine needs no SLs.
+    #[must_use]
+    pub fn sl(&self, src_sw: usize, dlid: u16) -> u8 {
+        match &self.sl {
+            Some(t) if src_sw < self.n_sw && usize::from(dlid) < self.lft_len => {
+                t[src_sw * self.lft_len + usize::from(dlid)]
+            }
+            _ => 0,
+        }
+    }
+
+    /// Whether the engine assigned SLs (`sl` is meaningful).
+    #[must_use]
+    pub fn has_sls(&self) -> bool {
+        self.sl.is_some()
+    }
+
+    /// Sets the SL for (source switch, destination LID); allocates the SL table on first use.
+    ///
+    /// # Panics
+    /// If `src_sw` or `dlid` is out of range, or `sl > 15`.
+    pub fn set_sl(&mut self, src_sw: usize, dlid: u16, sl: u8) {
+        assert!(sl < 16, "SL {sl} > 15");
+        let len = self.n_sw * self.lft_len;
+        let t = self.sl.get_or_insert_with(|| vec![0; len]);
+        t[src_sw * self.lft_len + usize::from(dlid)] = sl;
+    }
+
+    /// The VL a packet with `sl` uses when switch `sw` sends it out of `out_port`.
+    /// Without SL-to-VL tables the identity (VL = SL) applies.
+    #[must_use]
+    pub fn vl(&self, sw: usize, out_port: u8, sl: u8) -> u8 {
+        match &self.sl2vl {
+            Some(t) => t
+                .get(sw)
+                .and_then(|p| p.get(usize::from(out_port)))
+                .map_or(sl, |m| m[usize::from(sl & 15)]),
+            None => sl,
+        }
+    }
+
+    /// The SL-to-VL table of switch `sw` for packets leaving by `out_port` (the same for
+    /// every input port), if the engine programs SL-to-VL tables.
+    #[must_use]
+    pub fn sl2vl(&self, sw: usize, out_port: u8) -> Option<[u8; 16]> {
+        self.sl2vl
+            .as_ref()
+            .and_then(|t| t.get(sw)?.get(usize::from(out_port)).copied())
+    }
+
+    /// Installs SL-to-VL tables: per switch, per output port (index = port number).
+    pub fn set_sl2vl(&mut self, tables: Vec<Vec<[u8; 16]>>) {
+        self.sl2vl = Some(tables);
+    }
+
+    /// Number of virtual lanes the routes need (1 for engines without SLs).
+    #[must_use]
+    pub fn vls_used(&self) -> u8 {
+        self.vls
+    }
+
+    /// Records how many VLs the routes need.
+    pub fn set_vls_used(&mut self, vls: u8) {
+        self.vls = vls;
+    }
+
+    /// Renames the producing engine (used by fallback chains and wrappers).
+    pub fn set_engine(&mut self, engine: impl Into<String>) {
+        self.engine = engine.into();
+    }
+
+    /// Bytes held by the tables (LFTs, SLs, SL-to-VL).
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.lfts.len()
+            + self.sl.as_ref().map_or(0, Vec::len)
+            + self
+                .sl2vl
+                .as_ref()
+                .map_or(0, |t| t.iter().map(|p| p.len() * 16).sum())
+    }
+
+    /// Number of 64-entry LFT blocks (the unit of a LinearForwardingTable SMP) that differ
+    /// between `self` and `other`, per switch summed. Both must have the same shape.
+    #[must_use]
+    pub fn changed_blocks(&self, other: &Routes) -> usize {
+        let mut n = 0;
+        for s in 0..self.n_sw.min(other.n_sw) {
+            let a = self.lft(s);
+            let b = other.lft(s);
+            let len = a.len().max(b.len());
+            for blk in (0..len).step_by(64) {
+                let ea = blk + 64;
+                let ra = &a[blk.min(a.len())..ea.min(a.len())];
+                let rb = &b[blk.min(b.len())..ea.min(b.len())];
+                if ra != rb {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Number of LFT entries that differ from `other` (same shape assumed).
+    #[must_use]
+    pub fn changed_entries(&self, other: &Routes) -> usize {
+        self.lfts
+            .iter()
+            .zip(&other.lfts)
+            .filter(|(a, b)| a != b)
+            .count()
+    }
+}
