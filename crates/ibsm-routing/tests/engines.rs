@@ -14,8 +14,11 @@ fn fabrics() -> Vec<(&'static str, Fabric)> {
     let cut: Vec<_> = deg
         .links()
         .filter(|(_, l)| {
-            deg.node(l.a.node).is_some_and(ibsm_topology::Node::is_switch)
-                && deg.node(l.b.node).is_some_and(ibsm_topology::Node::is_switch)
+            deg.node(l.a.node)
+                .is_some_and(ibsm_topology::Node::is_switch)
+                && deg
+                    .node(l.b.node)
+                    .is_some_and(ibsm_topology::Node::is_switch)
         })
         .map(|(id, _)| id)
         .step_by(9)
