@@ -159,7 +159,10 @@ pub struct AgentTransmit {
 /// Ports are numbered as on the node: 0 is a switch's management port, 1..=N external.
 pub trait Agent {
     /// The agent of a freshly powered node.
-    fn create(setup: &NodeSetup, now: Instant) -> Self
+    ///
+    /// # Errors
+    /// A message naming what in `setup` the agent cannot model.
+    fn create(setup: &NodeSetup, now: Instant) -> Result<Self, String>
     where
         Self: Sized;
 

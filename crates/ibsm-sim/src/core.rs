@@ -211,7 +211,8 @@ impl<A: Agent> Core<A> {
         self.digest
     }
 
-    pub(crate) fn add_node(&mut self, setup: NodeSetup) -> u32 {
+    pub(crate) fn add_node(&mut self, setup: NodeSetup) -> Result<u32, String> {
+        let agent = A::create(&setup, self.now)?;
         let idx = self.nodes.len() as u32;
         let base = self.slots.len() as u32;
         for num in 0..=setup.num_ports {
@@ -228,7 +229,6 @@ impl<A: Agent> Core<A> {
             });
         }
         self.by_guid.insert(setup.guid, idx);
-        let agent = A::create(&setup, self.now);
         self.nodes.push(Node {
             setup,
             agent,
@@ -238,7 +238,7 @@ impl<A: Agent> Core<A> {
             timer_at: None,
         });
         self.counters.nodes.push(Default::default());
-        idx
+        Ok(idx)
     }
 
     pub(crate) fn slot_of(&self, node: u32, port: u8) -> Option<u32> {
@@ -855,8 +855,14 @@ impl<A: Agent> Core<A> {
             Fault::GuidChange { node, guid } => {
                 if let Some(n) = self.nodes.get_mut(node.0 as usize) {
                     let setup = n.setup.with_guid(guid);
+                    if self.by_guid.contains_key(&guid) {
+                        return;
+                    }
+                    let Ok(agent) = A::create(&setup, self.now) else {
+                        return;
+                    };
                     self.by_guid.remove(&n.setup.guid);
-                    n.agent = A::create(&setup, self.now);
+                    n.agent = agent;
                     n.setup = setup;
                     n.epoch += 1;
                     n.timer_at = None;

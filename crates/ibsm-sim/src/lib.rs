@@ -137,7 +137,10 @@ impl<A: Agent> Sim<A> {
         if c.by_guid.contains_key(&setup.guid) {
             return Err(SimError::DuplicateGuid(setup.guid));
         }
-        Ok(NodeIdx(c.add_node(setup)))
+        let guid = setup.guid;
+        c.add_node(setup)
+            .map(NodeIdx)
+            .map_err(|msg| SimError::Fabric(format!("node {guid:#018x}: {msg}")))
     }
 
     /// Cables (a, pa) to (b, pb); the link trains at once (both SMAs see it come up).

@@ -68,23 +68,25 @@ impl MiniAgent {
 }
 
 impl Agent for MiniAgent {
-    fn create(setup: &NodeSetup, _now: Instant) -> Self {
+    fn create(setup: &NodeSetup, _now: Instant) -> Result<Self, String> {
         let n = usize::from(setup.num_ports) + 1;
         let mut ports = vec![(0, 0, PortState::Down); n];
         if setup.kind == NodeKind::Switch {
             ports[0].2 = PortState::Active;
         }
-        Self {
+        Ok(Self {
             setup: setup.clone(),
             ports,
             lft: Vec::new(),
             is_sm: vec![false; n],
-        }
+        })
     }
 
     fn reset(&mut self, now: Instant) {
         let sms = self.is_sm.clone();
-        *self = Self::create(&self.setup, now);
+        if let Ok(fresh) = Self::create(&self.setup, now) {
+            *self = fresh;
+        }
         self.is_sm = sms;
     }
 
