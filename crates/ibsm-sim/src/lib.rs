@@ -22,11 +22,12 @@
 //! # Example
 //!
 //! ```
-//! use ibsm_sim::{Sim, SimConfig, NodeSetup, NodeKind, testing::MiniAgent};
+//! use ibsm_sim::{Sim, SimConfig, NodeSetup, NodeKind};
 //! use ibsm_transport::{Address, DrAddress, Incoming, Instant, Transport};
 //! use ibsm_wire::{DrPath, DrSmp, Method, SmAttributeId, NodeInfo, DrSmpView};
 //!
-//! let mut sim: Sim<MiniAgent> = Sim::new(SimConfig::default());
+//! // Every node runs ibsm-sma (the default agent).
+//! let mut sim: Sim = Sim::new(SimConfig::default());
 //! let ca = sim.add_node(NodeSetup::new(0x10, NodeKind::Ca, 1, "host"))?;
 //! let sw = sim.add_node(NodeSetup::new(0x20, NodeKind::Switch, 8, "switch"))?;
 //! sim.connect(ca, 1, sw, 5)?;
@@ -52,6 +53,7 @@ mod fabric;
 mod fault;
 mod handle;
 mod rng;
+mod sma;
 pub mod testing;
 mod verify;
 
@@ -69,6 +71,7 @@ pub use error::SimError;
 pub use fault::{Fault, parse_duration};
 pub use handle::SimPort;
 pub use rng::{SplitMix64, ppm};
+pub use sma::SmaAgent;
 pub use verify::{PathFault, PathProblem, VerifyReport};
 
 use crate::core::{Attach, Core};
@@ -108,7 +111,7 @@ impl Default for SimConfig {
 ///
 /// `Sim` and its [`SimPort`]s share one state (`Rc<RefCell<..>>`): they live in one
 /// thread, which is what makes runs deterministic.
-pub struct Sim<A: Agent> {
+pub struct Sim<A: Agent = SmaAgent> {
     core: Rc<RefCell<Core<A>>>,
 }
 
@@ -524,5 +527,7 @@ impl<A: Agent> Sim<A> {
     }
 }
 
+#[cfg(test)]
+mod sma_tests;
 #[cfg(test)]
 mod tests;

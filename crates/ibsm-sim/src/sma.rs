@@ -1,0 +1,199 @@
+//! [`SmaAgent`]: `ibsm-sma` as the agent of every simulated node.
+
+use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Rx, Sma};
+use ibsm_transport::Instant;
+use ibsm_wire::{NodeDescription, NodeType};
+
+use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
+
+/// A node's spec-exact Subnet Management Agent (`ibsm_sma::Sma`) with non-volatile
+/// M_Key storage, so a reset keeps what the SM saved there and loses the rest.
+///
+/// Forwarding reads LIDs, LMCs and LinearFDBTop on every LID-routed hop; they change
+/// only through SubnSet, so they are cached here and refreshed after each Set and reset.
+#[derive(Debug, Clone)]
+pub struct SmaAgent {
+    sma: Sma<MemNvStore>,
+    is_switch: bool,
+    /// Per port number: (base LID, LMC). A switch uses entry 0.
+    lids: Vec<(u16, u8)>,
+    lft_top: u16,
+}
+
+impl SmaAgent {
+    /// The agent.
+    #[must_use]
+    pub fn sma(&self) -> &Sma<MemNvStore> {
+        &self.sma
+    }
+
+    /// The agent, writable (test setups: preset keys, LIDs, tables).
+    pub fn sma_mut(&mut self) -> &mut Sma<MemNvStore> {
+        &mut self.sma
+    }
+
+    /// The `ibsm-sma` configuration a simulated node gets: a typical CA or switch
+    /// of the setup's identity (GUIDs, description, vendor/device, LFT capacity).
+    #[must_use]
+    pub fn node_config(setup: &NodeSetup) -> NodeConfig {
+        let mut cfg = match setup.kind {
+            NodeKind::Switch => NodeConfig::switch(setup.guid, setup.num_ports),
+            NodeKind::Ca | NodeKind::Router => NodeConfig::ca(setup.guid, setup.num_ports),
+        };
+        if setup.kind == NodeKind::Router {
+            cfg.node_info.node_type = NodeType::Router;
+        }
+        cfg.description = NodeDescription::from_text(&setup.description);
+        cfg.node_info.system_image_guid = if setup.system_image_guid == 0 {
+            setup.guid
+        } else {
+            setup.system_image_guid
+        };
+        if setup.vendor_id != 0 {
+            cfg.node_info.vendor_id = setup.vendor_id;
+        }
+        if setup.device_id != 0 {
+            cfg.node_info.device_id = setup.device_id;
+        }
+        if setup.kind == NodeKind::Switch {
+            if let Some(p0) = cfg.ports.first_mut() {
+                p0.guid = setup.port_guid(0);
+            }
+            if let Some(si) = cfg.switch_info.as_mut() {
+                if setup.lft_cap != 0 {
+                    si.linear_fdb_cap = setup.lft_cap;
+                }
+            }
+        } else {
+            for (i, p) in cfg.ports.iter_mut().enumerate() {
+                p.guid = setup.port_guid(i as u8 + 1);
+            }
+        }
+        cfg
+    }
+
+    fn refresh(&mut self) {
+        let n = self.lids.len();
+        for p in 0..n {
+            let p8 = p as u8;
+            if self.is_switch && p != 0 {
+                continue;
+            }
+            self.lids[p] = self.sma.port_info(p8).map_or((0, 0), |pi| (pi.lid, pi.lmc));
+        }
+        self.lft_top = self.sma.switch_info().map_or(0, |si| si.linear_fdb_top);
+    }
+}
+
+fn ns(t: Instant) -> u64 {
+    t.as_nanos()
+}
+
+impl Agent for SmaAgent {
+    fn create(setup: &NodeSetup, now: Instant) -> Result<Self, String> {
+        let cfg = Self::node_config(setup);
+        let mut sma = Sma::with_nv_store(cfg, MemNvStore::default()).map_err(|e| e.to_string())?;
+        sma.handle_timeout(ns(now));
+        let mut a = Self {
+            sma,
+            is_switch: setup.kind == NodeKind::Switch,
+            lids: vec![(0, 0); usize::from(setup.num_ports) + 1],
+            lft_top: 0,
+        };
+        a.refresh();
+        Ok(a)
+    }
+
+    fn reset(&mut self, now: Instant) {
+        self.sma.reset(ns(now));
+        self.refresh();
+    }
+
+    fn handle_smp(&mut self, now: Instant, in_port: u8, slid: u16, mad: &mut [u8; 256]) -> bool {
+        let set = mad[3] == 0x02;
+        let out = self.sma.handle_in_place(
+            ns(now),
+            Rx {
+                port: in_port,
+                slid,
+            },
+            mad,
+        );
+        if set {
+            self.refresh();
+        }
+        out == Outcome::Respond
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<AgentTransmit> {
+        let t = self.sma.poll_trap(ns(now))?;
+        Some(AgentTransmit {
+            port: t.port,
+            dlid: t.dlid,
+            sl: t.sl,
+            mad: t.mad,
+        })
+    }
+
+    fn poll_link_request(&mut self) -> Option<(u8, LinkRequest)> {
+        while let Some(ev) = self.sma.poll_event() {
+            if let Event::Link { port, request } = ev {
+                let r = match request {
+                    ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
+                    ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
+                    ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
+                };
+                return Some((port, r));
+            }
+        }
+        None
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.sma.poll_timeout().map(Instant::from_nanos)
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.sma.handle_timeout(ns(now));
+    }
+
+    fn link_up(&mut self, now: Instant, port: u8) {
+        self.sma.link_up(ns(now), port);
+    }
+
+    fn link_down(&mut self, now: Instant, port: u8) {
+        self.sma.link_down(ns(now), port);
+    }
+
+    fn data_packet(&mut self, now: Instant, port: u8) {
+        self.sma.data_packet(ns(now), port);
+    }
+
+    fn port_state(&self, port: u8) -> PortState {
+        match self.sma.port_state(port) {
+            Some(ibsm_sma::LogicalState::Init) => PortState::Init,
+            Some(ibsm_sma::LogicalState::Armed) => PortState::Armed,
+            Some(ibsm_sma::LogicalState::Active) => PortState::Active,
+            _ => PortState::Down,
+        }
+    }
+
+    fn lid(&self, port: u8) -> (u16, u8) {
+        let p = if self.is_switch { 0 } else { usize::from(port) };
+        self.lids.get(p).copied().unwrap_or((0, 0))
+    }
+
+    fn lft_port(&self, dlid: u16) -> Option<u8> {
+        if dlid > self.lft_top {
+            return None;
+        }
+        match self.sma.lft().get(usize::from(dlid)) {
+            Some(&p) if p != 0xFF => Some(p),
+            _ => None,
+        }
+    }
+
+    fn set_is_sm(&mut self, port: u8, on: bool) {
+        self.sma.set_is_sm(port, on);
+    }
+}
