@@ -154,7 +154,8 @@ fn configure(sm: &mut Sm) {
         });
         assert_eq!(r.unwrap().lid, lid);
     }
-    let lfts: [(&str, u16, &[(u16, u8)]); 2] = [
+    type Lft<'a> = (&'a str, u16, &'a [(u16, u8)]);
+    let lfts: [Lft<'_>; 2] = [
         ("0,1", 2, &[(1, 5), (3, 9), (4, 9), (5, 2)]),
         ("0,1,9", 3, &[(1, 3), (2, 3), (4, 4), (5, 3)]),
     ];
@@ -213,7 +214,7 @@ fn configure(sm: &mut Sm) {
 
 #[test]
 fn an_sm_configures_the_fabric_and_lid_routing_works() {
-    let (mut sim, mut sm, [_, swa, swb, _, _]) = line();
+    let (sim, mut sm, [_, swa, swb, _, _]) = line();
     let r = sm
         .dr(Method::Get, SmAttributeId::NodeInfo, 0, &p("0,1,9"), None)
         .unwrap();
@@ -284,7 +285,7 @@ fn m_key_lease_expires_on_virtual_time() {
     assert!(pi.m_key_violations >= 2);
     assert!(sim.now() < Instant::from_secs(200));
     sim.with_agent(ca2, |a| {
-        assert_eq!(a.sma().port_info(1).unwrap().m_key_protect_bits, 0)
+        assert_eq!(a.sma().port_info(1).unwrap().m_key_protect_bits, 0);
     });
 }
 
@@ -337,7 +338,7 @@ fn reset_keeps_non_volatile_m_key_and_loses_the_rest() {
 
 #[test]
 fn is_sm_is_served_from_the_attachment() {
-    let (mut sim, mut sm, [ca1, ..]) = line();
+    let (sim, mut sm, [ca1, ..]) = line();
     sm.port.set_is_sm(true).unwrap();
     let pi = sm.port_info(&p("0"), 0);
     assert!(
