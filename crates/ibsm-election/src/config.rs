@@ -1,0 +1,114 @@
+//! Configuration: the election's knobs, named after OpenSM's options.
+
+use core::time::Duration;
+
+use crate::error::ConfigError;
+
+/// How one SM takes part in the election.
+///
+/// Field names follow the project convention of documenting the OpenSM option beside
+/// each one. [`Config::opensm_defaults`] gives OpenSM 3.3's values; [`Config::fast`] a
+/// sub-second failover profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// Port GUID of this SM (SMInfo.GUID; OpenSM `guid`). Never 0.
+    pub guid: u64,
+    /// SMInfo.Priority, 0..=15 (OpenSM `sm_priority`, default 0).
+    pub priority: u8,
+    /// SMInfo.SM_Key (OpenSM `sm_key`). 0 means "no key configured": every peer is
+    /// accepted and nothing is hidden, as in the spec.
+    pub sm_key: u64,
+    /// M_Key written into every SMInfo SMP this SM sends (OpenSM sends the target port's
+    /// M_Key; hosts that know per-port keys patch bytes 24..32 of [`crate::Transmit::mad`]).
+    pub m_key: u64,
+    /// Period of the Standby's SubnGet(SMInfo) polls of the Master
+    /// (OpenSM `sminfo_polling_timeout`, default 10 s). Sub-second values are allowed.
+    pub polling_timeout: Duration,
+    /// Failed polls tolerated before the Master is declared lost: the Master is lost
+    /// after `polling_retries + 1` consecutive failed polls (OpenSM
+    /// `polling_retry_number`, default 4). A poll fails when it is unanswered at the next
+    /// tick, or answered by something that is no longer a live Master (wrong GUID, wrong
+    /// key, state not Master, or an ActCount that did not advance).
+    pub polling_retries: u32,
+    /// Time to wait for the response to a probe, HANDOVER, ACKNOWLEDGE or control Set
+    /// before resending it (OpenSM `transaction_timeout`, default 200 ms).
+    pub transaction_timeout: Duration,
+    /// Resends of a probe or Set before giving up (OpenSM `transaction_retries`, default 3).
+    pub transaction_retries: u32,
+    /// How often a Master increments ActCount even when it sends nothing. Must be
+    /// shorter than the Standbys' `polling_timeout`, so that a live Master always shows
+    /// progress between two polls. Default: a quarter of `polling_timeout`.
+    pub heartbeat_interval: Duration,
+    /// Upper 32 bits of every TransactionID this machine uses; the lower 32 count up.
+    /// Responses are matched on the lower 32 bits only (kernels and ibsim overwrite the
+    /// upper half).
+    pub tid_high: u32,
+}
+
+impl Config {
+    /// OpenSM 3.3's defaults: priority 0, SM_Key 1 (OpenSM's default `sm_key`), polls
+    /// every 10 s, 4 retries, 200 ms × 3 transactions. A dead Master is noticed after
+    /// 50 to 60 s, as with OpenSM.
+    #[must_use]
+    pub fn opensm_defaults(guid: u64) -> Self {
+        Self::with_polling(guid, Duration::from_secs(10), 4)
+    }
+
+    /// A fast-failover profile: polls every 200 ms, 2 retries, 50 ms transactions. A
+    /// dead Master is noticed after 600 to 800 ms.
+    #[must_use]
+    pub fn fast(guid: u64) -> Self {
+        let mut c = Self::with_polling(guid, Duration::from_millis(200), 2);
+        c.transaction_timeout = Duration::from_millis(50);
+        c
+    }
+
+    /// OpenSM's defaults with another polling period and retry count; the heartbeat
+    /// follows the period.
+    #[must_use]
+    pub fn with_polling(guid: u64, polling_timeout: Duration, polling_retries: u32) -> Self {
+        Self {
+            guid,
+            priority: 0,
+            sm_key: 1,
+            m_key: 0,
+            polling_timeout,
+            polling_retries,
+            transaction_timeout: Duration::from_millis(200),
+            transaction_retries: 3,
+            heartbeat_interval: (polling_timeout / 4).max(Duration::from_micros(1)),
+            tid_high: 0,
+        }
+    }
+
+    /// The time a Standby needs, at most, to declare a silent Master lost:
+    /// `(polling_retries + 2) × polling_timeout` after the Master's last answer.
+    #[must_use]
+    pub fn worst_case_detection(&self) -> Duration {
+        self.polling_timeout * (self.polling_retries + 2)
+    }
+
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the first bad field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.priority > 15 {
+            return Err(ConfigError::Priority(self.priority));
+        }
+        if self.guid == 0 {
+            return Err(ConfigError::ZeroGuid);
+        }
+        if self.polling_timeout.is_zero() {
+            return Err(ConfigError::ZeroDuration("polling_timeout"));
+        }
+        if self.transaction_timeout.is_zero() {
+            return Err(ConfigError::ZeroDuration("transaction_timeout"));
+        }
+        if self.heartbeat_interval.is_zero() {
+            return Err(ConfigError::ZeroDuration("heartbeat_interval"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! `ibsm-election`: the Subnet Manager election over SMInfo, as a sans-IO state machine.
+//!
+//! Several SMs may run on one InfiniBand subnet; exactly one of them is Master and
+//! configures it, the others stand by. This crate decides which, following the rules of
+//! `shared/spec/attributes.md` section 14 and OpenSM's behaviour where the spec is loose:
+//!
+//! * **Rank**: higher SMInfo.Priority wins, equal priority goes to the numerically lower
+//!   port GUID ([`outranks`]).
+//! * **States**: a new SM is Discovering; after its sweep it becomes Standby under a
+//!   Master (or under a higher SM it found), otherwise Master. A Master whose sweep finds
+//!   a higher authenticated Standby or Master sends it SubnSet(SMInfo, HANDOVER) and
+//!   becomes Standby once it is accepted; the receiver answers, becomes Master and sends
+//!   ACKNOWLEDGE. Two Masters resolve the same way: the lower one hands over.
+//! * **Polling**: a Standby polls the SM it follows with SubnGet(SMInfo) every
+//!   `polling_timeout`; after `polling_retries + 1` failed polls (no answer, or a Master
+//!   whose ActCount stood still) it declares the Master lost and rediscovers.
+//! * **SM_Key**: a peer counts only when its SMInfo shows our SM_Key (a peer that hid its
+//!   key, showing 0, counts once we have seen its real key). Unauthenticated peers are
+//!   never followed or handed control; one that outranks us is reported
+//!   ([`Event::UnauthenticatedHigherPrioritySm`]). HANDOVER, DISABLE, STANDBY and DISCOVER
+//!   are obeyed only from an authenticated Master, and our own SM_Key reads as 0 unless
+//!   the requester passed the M_Key check or is the Master we verified. SM_Key 0 in the
+//!   configuration means "no key": everyone is accepted.
+//!
+//! # Driving it
+//!
+//! The machine never reads a clock or touches a socket. After any input, drain
+//! [`Election::poll_transmit`] (SMInfo SMPs to send, already encoded) and
+//! [`Election::poll_event`], copy [`Election::sm_info`] into the SM's own SMA (or route
+//! SMInfo requests to [`Election::handle_request`]), then wait for a MAD or until
+//! [`Election::poll_timeout`] and call [`Election::handle_timeout`].
+//!
+//! ```
+//! use core::time::Duration;
+//! use ibsm_election::{Config, Election, Event, SmAddr, SmState};
+//!
+//! let mut sm = Election::new(Config::fast(0x0002_c903_0000_0001), Duration::ZERO)?;
+//! assert_eq!(sm.poll_event(), Some(Event::SweepNeeded));
+//!
+//! // The host sweeps: one other SM port (IsSM) found at LID 7.
+//! sm.begin_sweep(Duration::ZERO);
+//! sm.probe(Duration::ZERO, SmAddr::Lid(7));
+//! sm.sweep_complete(Duration::from_millis(5));
+//! let get = sm.poll_transmit().expect("SubnGet(SMInfo) to LID 7");
+//! assert_eq!(get.to, SmAddr::Lid(7));
+//!
+//! // Nobody answers: after the probe's resends the SM becomes Master.
+//! let mut now = Duration::ZERO;
+//! while let Some(t) = sm.poll_timeout() {
+//!     if sm.state() == SmState::Master {
+//!         break;
+//!     }
+//!     now = t;
+//!     sm.handle_timeout(now);
+//!     while sm.poll_transmit().is_some() {}
+//! }
+//! assert_eq!(sm.state(), SmState::Master);
+//! # Ok::<(), ibsm_election::ConfigError>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod event;
+mod mad;
+mod machine;
+mod sminfo;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::Config;
+pub use error::{ConfigError, Error};
+pub use event::{Event, RejectReason};
+pub use mad::{SmAddr, Transmit};
+pub use machine::{Election, Requester, outranks};
+pub use sminfo::{SmInfo, SmInfoControl, SmState};

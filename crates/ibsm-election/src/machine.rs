@@ -1,0 +1,986 @@
+//! The election state machine.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use core::time::Duration;
+
+use ibsm_wire::{MAD_SIZE, Method, Status};
+
+use crate::config::Config;
+use crate::error::{ConfigError, Error};
+use crate::event::{Event, RejectReason};
+use crate::mad::{SmAddr, Transmit, build_request, build_response, parse};
+use crate::sminfo::{SmInfo, SmInfoControl, SmState};
+
+/// Whether SM `a` outranks SM `b`: higher priority, or equal priority and a numerically
+/// lower GUID. This total order decides every election.
+#[must_use]
+pub fn outranks(a_priority: u8, a_guid: u64, b_priority: u8, b_guid: u64) -> bool {
+    a_priority > b_priority || (a_priority == b_priority && a_guid < b_guid)
+}
+
+/// Who sent a SubnGet/SubnSet(SMInfo) to this SM, as far as the host knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Requester {
+    /// The SMA checked the request's M_Key against this port's M_Key and it matched
+    /// (or the port has no M_Key, as OpenSM treats it). Such a requester reads the
+    /// real SM_Key.
+    pub m_key_authenticated: bool,
+    /// The requester's port GUID, when the host can tell (e.g. from its source LID).
+    /// A requester that is the Master this SM authenticated reads the real SM_Key.
+    pub guid: Option<u64>,
+    /// How to reach the requester, when the host can tell. Needed to poll a Master that
+    /// sent STANDBY and to acknowledge a HANDOVER; otherwise the peer table (filled by
+    /// sweeps) is used.
+    pub addr: Option<SmAddr>,
+}
+
+/// How a peer's SM_Key compares with ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyCheck {
+    /// Equal, or we have no key configured.
+    Match,
+    /// The peer showed 0: it hid its key from us.
+    Hidden,
+    /// A different non-zero key.
+    Wrong,
+}
+
+#[derive(Debug, Clone)]
+struct Peer {
+    addr: Option<SmAddr>,
+    info: SmInfo,
+    /// Seen at least once with our SM_Key (and not with a wrong one since).
+    key_verified: bool,
+    /// ActCount at which this peer was declared a stalled Master; while it still shows
+    /// this value it is treated as dead.
+    dead_act_count: Option<u32>,
+    /// An UnauthenticatedHigherPrioritySm event was emitted for its current SMInfo.
+    reported: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Standby {
+    master: u64,
+    addr: SmAddr,
+    next_poll: Duration,
+    outstanding: Option<u32>,
+    failures: u32,
+    last_act: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct Master {
+    next_heartbeat: Duration,
+    handover_to: Option<u64>,
+    lower_masters: BTreeSet<u64>,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    NotActive,
+    Discovering,
+    Standby(Standby),
+    Master(Master),
+}
+
+impl State {
+    fn sm_state(&self) -> SmState {
+        match self {
+            Self::NotActive => SmState::NotActive,
+            Self::Discovering => SmState::Discovering,
+            Self::Standby(_) => SmState::Standby,
+            Self::Master(_) => SmState::Master,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PendingKind {
+    /// SubnGet(SMInfo) of the sweep with this id.
+    Probe(u32),
+    Handover(u64),
+    Control(SmInfoControl),
+    Ack,
+}
+
+/// Sweeps kept open at once before the oldest is dropped undecided.
+const MAX_OPEN_SWEEPS: usize = 8;
+
+#[derive(Debug, Clone)]
+struct Sweep {
+    id: u32,
+    found: BTreeSet<u64>,
+    closing: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    tid: u32,
+    kind: PendingKind,
+    tx: Transmit,
+    deadline: Duration,
+    resends_left: u32,
+}
+
+/// One SM's side of the election, sans-IO.
+///
+/// Feed it inputs (received SMInfo MADs, sweep results, the current time) and drain its
+/// outputs ([`poll_transmit`](Self::poll_transmit), [`poll_event`](Self::poll_event),
+/// [`poll_timeout`](Self::poll_timeout)) after each one. It never reads a clock: every
+/// input carries `now`, the time since an origin of the host's choosing.
+#[derive(Debug, Clone)]
+pub struct Election {
+    cfg: Config,
+    state: State,
+    act_count: u32,
+    next_tid: u32,
+    peers: BTreeMap<u64, Peer>,
+    /// Open sweeps, oldest first: the SMs each has found and whether the host has
+    /// completed it. Several may be open when probes outlast the sweep interval.
+    sweeps: VecDeque<Sweep>,
+    next_sweep_id: u32,
+    /// The SMs of the last completed sweep, kept to pick another handover target
+    /// when one does not answer.
+    last_found: BTreeSet<u64>,
+    pending: Vec<Pending>,
+    handed_over_to: Option<u64>,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    state_changes: u64,
+}
+
+impl Election {
+    /// A new SM in the Discovering state. Its first event is [`Event::SweepNeeded`].
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the configuration is out of range.
+    pub fn new(cfg: Config, _now: Duration) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        let mut e = Self {
+            cfg,
+            state: State::Discovering,
+            act_count: 0,
+            next_tid: 1,
+            peers: BTreeMap::new(),
+            sweeps: VecDeque::new(),
+            next_sweep_id: 0,
+            last_found: BTreeSet::new(),
+            pending: Vec::new(),
+            handed_over_to: None,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            state_changes: 0,
+        };
+        e.events.push_back(Event::SweepNeeded);
+        Ok(e)
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Current state.
+    #[must_use]
+    pub fn state(&self) -> SmState {
+        self.state.sm_state()
+    }
+
+    /// Number of state changes since creation (a flapping indicator).
+    #[must_use]
+    pub fn state_changes(&self) -> u64 {
+        self.state_changes
+    }
+
+    /// The GUID of the SM a Standby polls.
+    #[must_use]
+    pub fn following(&self) -> Option<u64> {
+        match &self.state {
+            State::Standby(s) => Some(s.master),
+            _ => None,
+        }
+    }
+
+    /// This SM's SMInfo, SM_Key included. The host's own SMA serves it; copy it after
+    /// every drain of the outputs (ActCount moves). Prefer routing SubnGet/SubnSet(SMInfo)
+    /// to [`handle_request`](Self::handle_request), which also hides the key; an SMA that
+    /// answers Gets itself must apply [`reveals_key_to`](Self::reveals_key_to).
+    #[must_use]
+    pub fn sm_info(&self) -> SmInfo {
+        SmInfo {
+            guid: self.cfg.guid,
+            sm_key: self.cfg.sm_key,
+            act_count: self.act_count,
+            priority: self.cfg.priority,
+            sm_state: self.state(),
+        }
+    }
+
+    /// Whether `requester` may read the real SM_Key (else it reads 0): it passed the M_Key
+    /// check, or it is a Master whose SM_Key this SM verified, or no key is configured.
+    #[must_use]
+    pub fn reveals_key_to(&self, requester: &Requester) -> bool {
+        self.cfg.sm_key == 0
+            || requester.m_key_authenticated
+            || requester.guid.is_some_and(|g| {
+                self.peers
+                    .get(&g)
+                    .is_some_and(|p| p.key_verified && p.info.sm_state == SmState::Master)
+            })
+    }
+
+    /// This SM's SMInfo as `requester` may see it.
+    #[must_use]
+    pub fn sm_info_for(&self, requester: &Requester) -> SmInfo {
+        let mut i = self.sm_info();
+        if !self.reveals_key_to(requester) {
+            i.sm_key = 0;
+        }
+        i
+    }
+
+    /// Counts SMPs the host sent on this SM's behalf (sweeps, configuration): like
+    /// OpenSM, ActCount reflects management activity.
+    pub fn record_smps_sent(&mut self, n: u32) {
+        self.act_count = self.act_count.wrapping_add(n);
+    }
+
+    /// Next output MAD to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// Next event for the host.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        let state = match &self.state {
+            State::Standby(s) => Some(s.next_poll),
+            State::Master(m) => Some(m.next_heartbeat),
+            _ => None,
+        };
+        self.pending.iter().map(|p| p.deadline).chain(state).min()
+    }
+
+    // ----- sweeps ---------------------------------------------------------------------
+
+    /// The host starts a sweep: SMs found from now on form the picture the next
+    /// [`sweep_complete`](Self::sweep_complete) decides on.
+    pub fn begin_sweep(&mut self, _now: Duration) {
+        self.open_sweep();
+    }
+
+    fn open_sweep(&mut self) -> u32 {
+        // A host that never completes its sweeps must not make this grow without bound.
+        if self.sweeps.len() >= MAX_OPEN_SWEEPS {
+            self.sweeps.pop_front();
+        }
+        let id = self.next_sweep_id;
+        self.next_sweep_id = self.next_sweep_id.wrapping_add(1);
+        self.sweeps.push_back(Sweep {
+            id,
+            found: BTreeSet::new(),
+            closing: false,
+        });
+        id
+    }
+
+    fn current_sweep(&mut self) -> u32 {
+        match self.sweeps.back() {
+            Some(s) if !s.closing => s.id,
+            _ => self.open_sweep(),
+        }
+    }
+
+    /// Asks the SM at `addr` (a port with CapabilityMask.IsSM found by the sweep) for its
+    /// SMInfo. The answer feeds the sweep's decision; unanswered probes are resent
+    /// `transaction_retries` times.
+    pub fn probe(&mut self, now: Duration, addr: SmAddr) {
+        let info = self.sm_info();
+        let id = self.current_sweep();
+        self.send_request(now, addr, Method::Get, 0, &info, PendingKind::Probe(id));
+    }
+
+    /// The host read an SM's SMInfo itself during the sweep (instead of [`probe`](Self::probe)).
+    pub fn sm_found(&mut self, now: Duration, addr: Option<SmAddr>, info: SmInfo) {
+        self.current_sweep();
+        self.note_sm(now, addr, info);
+    }
+
+    /// The sweep has probed every SM it found. Once the last probe is answered or given
+    /// up, a Discovering SM decides (Standby under a Master or higher SM, else Master)
+    /// and a Master hands over to a higher authenticated SM if there is one.
+    pub fn sweep_complete(&mut self, now: Duration) {
+        self.current_sweep();
+        if let Some(s) = self.sweeps.back_mut() {
+            s.closing = true;
+        }
+        self.maybe_close_sweep(now);
+    }
+
+    // ----- operator -------------------------------------------------------------------
+
+    /// Stops taking part: NotActive (answers Gets, obeys only STANDBY and DISCOVER).
+    pub fn disable(&mut self, now: Duration) {
+        self.enter(now, State::NotActive);
+    }
+
+    /// From NotActive, starts again in Discovering (emits [`Event::SweepNeeded`]).
+    pub fn enable(&mut self, now: Duration) {
+        if matches!(self.state, State::NotActive) {
+            self.enter(now, State::Discovering);
+        }
+    }
+
+    /// As Master, sends SubnSet(SMInfo) DISABLE, STANDBY or DISCOVER to the SM at `addr`.
+    /// The outcome arrives as [`Event::ControlCompleted`].
+    ///
+    /// # Errors
+    /// [`Error::ControlNotAllowed`] when not Master or for HANDOVER/ACKNOWLEDGE, which
+    /// only the election sends.
+    pub fn send_control(
+        &mut self,
+        now: Duration,
+        addr: SmAddr,
+        code: SmInfoControl,
+    ) -> Result<(), Error> {
+        if !matches!(
+            code,
+            SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover
+        ) {
+            return Err(Error::ControlNotAllowed {
+                code: code.into(),
+                why: "only DISABLE, STANDBY and DISCOVER can be sent on request",
+            });
+        }
+        if !matches!(self.state, State::Master(_)) {
+            return Err(Error::ControlNotAllowed {
+                code: code.into(),
+                why: "only the Master sends control codes",
+            });
+        }
+        let info = self.sm_info();
+        self.send_request(
+            now,
+            addr,
+            Method::Set,
+            code.into(),
+            &info,
+            PendingKind::Control(code),
+        );
+        Ok(())
+    }
+
+    // ----- time -----------------------------------------------------------------------
+
+    /// Runs every timer due at `now`: resends, given-up requests, polls, heartbeats.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].deadline > now {
+                i += 1;
+                continue;
+            }
+            if self.pending[i].resends_left > 0 {
+                let p = &mut self.pending[i];
+                p.resends_left -= 1;
+                p.deadline = now + self.cfg.transaction_timeout;
+                let tx = p.tx.clone();
+                self.push_tx(tx);
+                i += 1;
+            } else {
+                let p = self.pending.swap_remove(i);
+                self.give_up(now, &p);
+            }
+        }
+        match &mut self.state {
+            State::Master(m) => {
+                if m.next_heartbeat <= now {
+                    let beats = 1 + duration_div(now - m.next_heartbeat, self.cfg.heartbeat_interval);
+                    m.next_heartbeat += self.cfg.heartbeat_interval * beats;
+                    self.act_count = self.act_count.wrapping_add(beats);
+                }
+            }
+            State::Standby(s) if s.next_poll <= now => {
+                if s.outstanding.take().is_some() {
+                    s.failures += 1;
+                    if s.failures > self.cfg.polling_retries {
+                        let g = s.master;
+                        self.lose_master(now, g, None);
+                        return;
+                    }
+                }
+                self.send_poll(now);
+            }
+            _ => {}
+        }
+        self.maybe_close_sweep(now);
+    }
+
+    // ----- MADs -----------------------------------------------------------------------
+
+    /// A SubnGet or SubnSet(SMInfo) addressed to this SM (already past the SMA's M_Key
+    /// and directed-route checks). Returns the GetResp to send back the way the request
+    /// came; side effects (state changes, an ACKNOWLEDGE to send) go to the polls.
+    ///
+    /// # Errors
+    /// [`Error`] for bytes that are not an SMInfo request; nothing changes then.
+    pub fn handle_request(
+        &mut self,
+        now: Duration,
+        mad: &[u8],
+        requester: &Requester,
+    ) -> Result<[u8; MAD_SIZE], Error> {
+        let p = parse(mad)?;
+        if p.response {
+            return Err(Error::WrongDirection { response: true });
+        }
+        // Answering is management activity: a live SM's ActCount moves with every answer.
+        self.act_count = self.act_count.wrapping_add(1);
+        match p.method {
+            Method::Get => build_response(mad, Status::OK, &self.sm_info_for(requester)),
+            Method::Set => {
+                let (status, payload) = self.handle_set(now, p.modifier, p.info, requester);
+                build_response(mad, status, &payload)
+            }
+            _ => build_response(
+                mad,
+                Status::METHOD_ATTR_UNSUPPORTED,
+                &self.sm_info_for(requester),
+            ),
+        }
+    }
+
+    /// A GetResp to one of this machine's requests. Returns whether it matched one
+    /// (stale and foreign responses are ignored).
+    ///
+    /// # Errors
+    /// [`Error`] for bytes that are not an SMInfo response.
+    pub fn handle_response(&mut self, now: Duration, mad: &[u8]) -> Result<bool, Error> {
+        let p = parse(mad)?;
+        if !p.response {
+            return Err(Error::WrongDirection { response: false });
+        }
+        let tid = p.tid as u32;
+        if let State::Standby(s) = &mut self.state {
+            if s.outstanding == Some(tid) {
+                s.outstanding = None;
+                self.on_poll_reply(now, p.status, p.info);
+                return Ok(true);
+            }
+        }
+        let Some(i) = self.pending.iter().position(|x| x.tid == tid) else {
+            return Ok(false);
+        };
+        let pend = self.pending.swap_remove(i);
+        let ok = Status(p.status).is_ok();
+        match pend.kind {
+            PendingKind::Probe(_) => {
+                if ok {
+                    self.note_sm(now, Some(pend.tx.to), p.info);
+                }
+            }
+            PendingKind::Handover(to) => {
+                if ok && p.info.guid == to {
+                    self.complete_handover(now, to, pend.tx.to);
+                } else {
+                    self.events.push_back(Event::HandoverFailed {
+                        to,
+                        status: Some(p.status),
+                    });
+                    self.set_handover(None);
+                }
+            }
+            PendingKind::Control(code) => self.events.push_back(Event::ControlCompleted {
+                to: pend.tx.to,
+                code,
+                status: Some(p.status),
+            }),
+            PendingKind::Ack => {}
+        }
+        self.maybe_close_sweep(now);
+        Ok(true)
+    }
+
+    // ----- internals ------------------------------------------------------------------
+
+    fn key_check(&self, key: u64) -> KeyCheck {
+        if self.cfg.sm_key == 0 || key == self.cfg.sm_key {
+            KeyCheck::Match
+        } else if key == 0 {
+            KeyCheck::Hidden
+        } else {
+            KeyCheck::Wrong
+        }
+    }
+
+    /// Whether an SMInfo claiming to come from `guid` with `key` is from our key group.
+    fn authenticated(&self, guid: u64, key: u64) -> bool {
+        match self.key_check(key) {
+            KeyCheck::Match => true,
+            KeyCheck::Hidden => self.peers.get(&guid).is_some_and(|p| p.key_verified),
+            KeyCheck::Wrong => false,
+        }
+    }
+
+    fn outranks_me(&self, info: &SmInfo) -> bool {
+        outranks(info.priority, info.guid, self.cfg.priority, self.cfg.guid)
+    }
+
+    /// Records what we learnt about a peer; reports it when it outranks us unauthenticated.
+    fn note_sm(&mut self, _now: Duration, addr: Option<SmAddr>, info: SmInfo) {
+        if info.guid == self.cfg.guid {
+            return;
+        }
+        let check = self.key_check(info.sm_key);
+        let outranks_me = self.outranks_me(&info);
+        let peer = self.peers.entry(info.guid).or_insert(Peer {
+            addr,
+            info,
+            key_verified: false,
+            dead_act_count: None,
+            reported: false,
+        });
+        if addr.is_some() {
+            peer.addr = addr;
+        }
+        if peer.info.priority != info.priority || peer.info.sm_key != info.sm_key {
+            peer.reported = false;
+        }
+        peer.info = info;
+        match check {
+            KeyCheck::Match => peer.key_verified = true,
+            KeyCheck::Wrong => peer.key_verified = false,
+            KeyCheck::Hidden => {}
+        }
+        if peer.dead_act_count.is_some_and(|a| a != info.act_count) {
+            peer.dead_act_count = None;
+        }
+        let auth = peer.key_verified;
+        let report = !auth && outranks_me && !peer.reported;
+        if report {
+            peer.reported = true;
+            self.events.push_back(Event::UnauthenticatedHigherPrioritySm {
+                guid: info.guid,
+                priority: info.priority,
+                sm_key: info.sm_key,
+            });
+        }
+        for s in &mut self.sweeps {
+            s.found.insert(info.guid);
+        }
+    }
+
+    /// Peers of this sweep that may take part in decisions: authenticated, reachable,
+    /// and not a Master still frozen at the ActCount it was declared dead with.
+    fn candidates(&self) -> Vec<(u64, SmInfo, SmAddr)> {
+        self.last_found
+            .iter()
+            .filter_map(|g| {
+                let p = self.peers.get(g)?;
+                let addr = p.addr?;
+                let dead = p.dead_act_count == Some(p.info.act_count);
+                (self.authenticated(*g, p.info.sm_key) && !dead).then_some((*g, p.info, addr))
+            })
+            .collect()
+    }
+
+    fn maybe_close_sweep(&mut self, now: Duration) {
+        while let Some(front) = self.sweeps.front() {
+            let id = front.id;
+            if !front.closing
+                || self
+                    .pending
+                    .iter()
+                    .any(|p| p.kind == PendingKind::Probe(id))
+            {
+                return;
+            }
+            let done = self.sweeps.pop_front().map(|s| s.found).unwrap_or_default();
+            self.last_found = done;
+            self.decide(now);
+        }
+    }
+
+    /// The decision a completed sweep leads to (Discovering: follow or lead; Master:
+    /// hand over or keep), on the SMs of [`Self::last_found`].
+    fn decide(&mut self, now: Duration) {
+        let cands = self.candidates();
+        let best = |f: &dyn Fn(&SmInfo) -> bool| {
+            cands
+                .iter()
+                .filter(|(_, i, _)| f(i))
+                .copied()
+                .reduce(|a, b| {
+                    if outranks(b.1.priority, b.0, a.1.priority, a.0) {
+                        b
+                    } else {
+                        a
+                    }
+                })
+        };
+        match &self.state {
+            State::Discovering => {
+                let master = best(&|i| i.sm_state == SmState::Master);
+                let higher = best(&|i| {
+                    matches!(i.sm_state, SmState::Standby | SmState::Discovering)
+                        && self.outranks_me(i)
+                });
+                match master.or(higher) {
+                    Some((g, _, addr)) => self.follow(now, g, addr),
+                    None => self.enter(now, State::Master(self.new_master(now))),
+                }
+            }
+            State::Master(m) => {
+                if m.handover_to.is_some() {
+                    return;
+                }
+                let target = best(&|i| {
+                    matches!(i.sm_state, SmState::Standby | SmState::Master) && self.outranks_me(i)
+                });
+                if let Some((g, _, addr)) = target {
+                    let info = self.sm_info();
+                    self.send_request(
+                        now,
+                        addr,
+                        Method::Set,
+                        SmInfoControl::Handover.into(),
+                        &info,
+                        PendingKind::Handover(g),
+                    );
+                    self.set_handover(Some(g));
+                    self.events.push_back(Event::HandoverSent { to: g });
+                    return;
+                }
+                let lower: BTreeSet<u64> = cands
+                    .iter()
+                    .filter(|(_, i, _)| i.sm_state == SmState::Master)
+                    .map(|(g, _, _)| *g)
+                    .collect();
+                if let State::Master(m) = &mut self.state {
+                    for g in lower.difference(&m.lower_masters) {
+                        self.events.push_back(Event::OtherMasterDetected { guid: *g });
+                    }
+                    m.lower_masters = lower;
+                }
+            }
+            State::Standby(_) | State::NotActive => {}
+        }
+    }
+
+    fn set_handover(&mut self, to: Option<u64>) {
+        if let State::Master(m) = &mut self.state {
+            m.handover_to = to;
+        }
+    }
+
+    fn new_master(&self, now: Duration) -> Master {
+        Master {
+            next_heartbeat: now + self.cfg.heartbeat_interval,
+            handover_to: None,
+            lower_masters: BTreeSet::new(),
+        }
+    }
+
+    fn complete_handover(&mut self, now: Duration, to: u64, addr: SmAddr) {
+        self.pending.retain(|p| p.kind != PendingKind::Handover(to));
+        self.handed_over_to = Some(to);
+        self.events.push_back(Event::HandoverCompleted { to });
+        self.follow(now, to, addr);
+    }
+
+    /// Becomes Standby polling `guid` at `addr`, the first poll now.
+    fn follow(&mut self, now: Duration, guid: u64, addr: SmAddr) {
+        let st = Standby {
+            master: guid,
+            addr,
+            next_poll: now,
+            outstanding: None,
+            failures: 0,
+            last_act: None,
+        };
+        self.enter(now, State::Standby(st));
+        self.events.push_back(Event::Following { guid });
+        self.send_poll(now);
+    }
+
+    fn send_poll(&mut self, now: Duration) {
+        let info = self.sm_info();
+        let tid = self.alloc_tid();
+        let full = self.full_tid(tid);
+        let m_key = self.cfg.m_key;
+        let period = self.cfg.polling_timeout;
+        let State::Standby(s) = &mut self.state else {
+            return;
+        };
+        let tx = build_request(s.addr, Method::Get, 0, full, m_key, &info);
+        s.outstanding = Some(tid);
+        s.next_poll = now + period;
+        self.push_tx(tx);
+    }
+
+    fn on_poll_reply(&mut self, now: Duration, status: u16, info: SmInfo) {
+        let State::Standby(s) = &self.state else {
+            return;
+        };
+        let master = s.master;
+        let addr = s.addr;
+        let last_act = s.last_act;
+        let valid = Status(status).is_ok() && info.guid == master;
+        if valid {
+            self.note_sm(now, Some(addr), info);
+        }
+        let auth = valid && self.authenticated(info.guid, info.sm_key);
+        // A working SM issues SMPs, so its ActCount moves between two polls; one that
+        // answers with a frozen count is hung (its SMA serves a stale copy).
+        let stalled = auth && last_act == Some(info.act_count);
+        let alive = auth
+            && !stalled
+            && match info.sm_state {
+                SmState::Master => true,
+                SmState::Standby | SmState::Discovering => self.outranks_me(&info),
+                _ => false,
+            };
+        let retries = self.cfg.polling_retries;
+        let State::Standby(s) = &mut self.state else {
+            return;
+        };
+        if valid {
+            s.last_act = Some(info.act_count);
+        }
+        if alive {
+            s.failures = 0;
+        } else {
+            s.failures += 1;
+            if s.failures > retries {
+                self.lose_master(now, master, stalled.then_some(info.act_count));
+            }
+        }
+    }
+
+    fn lose_master(&mut self, now: Duration, guid: u64, stalled_at: Option<u32>) {
+        if let (Some(a), Some(p)) = (stalled_at, self.peers.get_mut(&guid)) {
+            p.dead_act_count = Some(a);
+        }
+        self.events.push_back(Event::MasterLost {
+            guid,
+            stalled: stalled_at.is_some(),
+        });
+        self.enter(now, State::Discovering);
+    }
+
+    fn enter(&mut self, now: Duration, new: State) {
+        let from = self.state();
+        let to = new.sm_state();
+        let was_master = matches!(self.state, State::Master(_));
+        self.state = new;
+        if was_master && to != SmState::Master {
+            self.pending
+                .retain(|p| matches!(p.kind, PendingKind::Probe(_) | PendingKind::Ack));
+        }
+        if from != to {
+            self.state_changes += 1;
+            self.events.push_back(Event::StateChanged { from, to });
+        }
+        if to == SmState::Discovering && from != SmState::Discovering {
+            self.events.push_back(Event::SweepNeeded);
+        }
+        if to == SmState::Master && from != SmState::Master {
+            self.handed_over_to = None;
+        }
+        let _ = now;
+    }
+
+    fn handle_set(
+        &mut self,
+        now: Duration,
+        modifier: u32,
+        sender: SmInfo,
+        requester: &Requester,
+    ) -> (Status, SmInfo) {
+        let code = SmInfoControl::from(modifier);
+        let check = self.key_check(sender.sm_key);
+        let auth = self.authenticated(sender.guid, sender.sm_key);
+        // The answer describes this SM as it was when the Set arrived (as OpenSM does);
+        // the key is shown to an authenticated sender.
+        let mut pre = self.sm_info_for(requester);
+        if auth {
+            pre.sm_key = self.cfg.sm_key;
+        }
+        let reject = |me: &mut Self, reason| {
+            me.events.push_back(Event::ControlRejected {
+                from: sender.guid,
+                code,
+                reason,
+            });
+            (Status::INVALID_VALUE, pre)
+        };
+        let sender_state_ok = match code {
+            SmInfoControl::Acknowledge => {
+                matches!(sender.sm_state, SmState::Standby | SmState::Discovering)
+            }
+            SmInfoControl::Handover
+            | SmInfoControl::Disable
+            | SmInfoControl::Standby
+            | SmInfoControl::Discover => sender.sm_state == SmState::Master,
+            _ => return reject(self, RejectReason::UnknownCode),
+        };
+        if !sender_state_ok {
+            return reject(self, RejectReason::SenderState);
+        }
+        if !auth {
+            let addr = requester.addr;
+            self.note_sm(now, addr, sender);
+            return reject(self, RejectReason::Unauthenticated);
+        }
+        if check == KeyCheck::Match {
+            let addr = requester
+                .addr
+                .or_else(|| self.peers.get(&sender.guid).and_then(|p| p.addr));
+            self.note_sm(now, addr, sender);
+        }
+        let sender_addr = requester
+            .addr
+            .or_else(|| self.peers.get(&sender.guid).and_then(|p| p.addr));
+        let sender_higher = self.outranks_me(&sender);
+        let is_master = matches!(self.state, State::Master(_));
+        match code {
+            SmInfoControl::Handover => match &mut self.state {
+                State::NotActive => return reject(self, RejectReason::OurState),
+                State::Master(m) => {
+                    m.lower_masters.remove(&sender.guid);
+                    self.events.push_back(Event::HandoverReceived { from: sender.guid });
+                    self.events.push_back(Event::SweepNeeded);
+                }
+                State::Discovering | State::Standby(_) => {
+                    let m = self.new_master(now);
+                    self.enter(now, State::Master(m));
+                    self.events.push_back(Event::HandoverReceived { from: sender.guid });
+                    if let Some(addr) = sender_addr {
+                        let mut ack = pre;
+                        ack.sm_key = self.cfg.sm_key;
+                        self.send_request(
+                            now,
+                            addr,
+                            Method::Set,
+                            SmInfoControl::Acknowledge.into(),
+                            &ack,
+                            PendingKind::Ack,
+                        );
+                    }
+                }
+            },
+            SmInfoControl::Acknowledge => match &self.state {
+                State::Master(m) if m.handover_to == Some(sender.guid) => {
+                    self.events.push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                    match sender_addr {
+                        Some(addr) => self.complete_handover(now, sender.guid, addr),
+                        // Without an address to poll, rediscover the new Master.
+                        None => {
+                            self.pending
+                                .retain(|p| p.kind != PendingKind::Handover(sender.guid));
+                            self.handed_over_to = Some(sender.guid);
+                            self.events
+                                .push_back(Event::HandoverCompleted { to: sender.guid });
+                            self.enter(now, State::Discovering);
+                        }
+                    }
+                }
+                State::Standby(_) if self.handed_over_to == Some(sender.guid) => {
+                    self.events.push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                }
+                _ => return reject(self, RejectReason::OurState),
+            },
+            SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover => {
+                if is_master && !sender_higher {
+                    return reject(self, RejectReason::SenderOutranked);
+                }
+                match code {
+                    SmInfoControl::Disable => self.enter(now, State::NotActive),
+                    SmInfoControl::Discover => self.enter(now, State::Discovering),
+                    _ => match sender_addr {
+                        Some(addr) => self.follow(now, sender.guid, addr),
+                        None => self.enter(now, State::Discovering),
+                    },
+                }
+                self.events.push_back(Event::ControlObeyed {
+                    from: sender.guid,
+                    code,
+                });
+            }
+            _ => return reject(self, RejectReason::UnknownCode),
+        }
+        (Status::OK, pre)
+    }
+
+    fn give_up(&mut self, now: Duration, p: &Pending) {
+        match p.kind {
+            PendingKind::Probe(_) | PendingKind::Ack => {}
+            PendingKind::Handover(to) => {
+                self.set_handover(None);
+                self.events.push_back(Event::HandoverFailed { to, status: None });
+                // A target that never answers is hung or gone: skip it while its ActCount
+                // stands still, and try the next best SM of the last sweep at once.
+                if let Some(peer) = self.peers.get_mut(&to) {
+                    peer.dead_act_count = Some(peer.info.act_count);
+                }
+                if matches!(self.state, State::Master(_)) {
+                    self.decide(now);
+                }
+            }
+            PendingKind::Control(code) => self.events.push_back(Event::ControlCompleted {
+                to: p.tx.to,
+                code,
+                status: None,
+            }),
+        }
+    }
+
+    fn alloc_tid(&mut self) -> u32 {
+        let t = self.next_tid;
+        self.next_tid = self.next_tid.wrapping_add(1).max(1);
+        t
+    }
+
+    fn full_tid(&self, low: u32) -> u64 {
+        (u64::from(self.cfg.tid_high) << 32) | u64::from(low)
+    }
+
+    fn send_request(
+        &mut self,
+        now: Duration,
+        addr: SmAddr,
+        method: Method,
+        modifier: u32,
+        payload: &SmInfo,
+        kind: PendingKind,
+    ) {
+        let tid = self.alloc_tid();
+        let tx = build_request(addr, method, modifier, self.full_tid(tid), self.cfg.m_key, payload);
+        self.pending.push(Pending {
+            tid,
+            kind,
+            tx: tx.clone(),
+            deadline: now + self.cfg.transaction_timeout,
+            resends_left: self.cfg.transaction_retries,
+        });
+        self.push_tx(tx);
+    }
+
+    fn push_tx(&mut self, tx: Transmit) {
+        // Every SMP issued is management activity (OpenSM counts QP0 MADs sent).
+        self.act_count = self.act_count.wrapping_add(1);
+        self.transmits.push_back(tx);
+    }
+}
+
+/// `a / b` in whole periods (`b > 0`).
+fn duration_div(a: Duration, b: Duration) -> u32 {
+    u32::try_from(a.as_nanos() / b.as_nanos().max(1)).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,577 @@
+//! A small virtual-time "network" of election machines for the model test and the
+//! failover measurements: SMs exchange real SMInfo SMP bytes over LID addresses, with
+//! latency, loss, partitions, crashes, restarts and hangs. Each node's host behaves like
+//! the future SM engine: it sweeps when asked (probing every SM port it can reach), a
+//! Master sweeps periodically, and its SMA answers SMInfo Gets from the copy of
+//! `Election::sm_info` it holds (which is all that answers while the SM is hung).
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use ibsm_election::{
+    Config, Election, Event, Requester, SmAddr, SmInfo, SmInfoControl, SmState, outranks,
+};
+
+/// Deterministic xorshift-style generator (splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    pub fn chance(&mut self, permille: u32) -> bool {
+        self.below(1000) < u64::from(permille)
+    }
+    pub fn duration(&mut self, max: Duration) -> Duration {
+        Duration::from_nanos(self.below(max.as_nanos() as u64 + 1))
+    }
+}
+
+/// Timing of the host side (what the SM engine will do).
+#[derive(Debug, Clone, Copy)]
+pub struct HostParams {
+    /// A Master's light sweep period (OpenSM `sweep_interval`).
+    pub sweep_interval: Duration,
+    /// Time from the start of a sweep to `sweep_complete` (probes go out at the start).
+    pub sweep_duration: Duration,
+    /// One-way MAD latency; each MAD gets this plus up to as much again of jitter.
+    pub latency: Duration,
+    /// Whether SM ports are protected by M_Key: then only SMs of the same key group pass
+    /// the M_Key check and read each other's SM_Key; without it everyone reads it.
+    pub m_key_in_use: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub guid: u64,
+    pub priority: u8,
+    pub key: u64,
+}
+
+#[derive(Debug)]
+pub struct Node {
+    pub spec: Spec,
+    pub cfg: Config,
+    pub sm: Option<Election>,
+    pub hung: bool,
+    /// What this node's SMA serves (refreshed after every input unless hung).
+    pub copy: SmInfo,
+    pub sweep_end: Option<Duration>,
+    pub next_periodic: Option<Duration>,
+    /// (time, new state) of every state change.
+    pub changes: Vec<(Duration, SmState)>,
+    pub events: Vec<(Duration, Event)>,
+}
+
+#[derive(Debug, Clone)]
+enum Delivery {
+    Request { from: usize, to: usize, mad: [u8; 256] },
+    Response { from: usize, to: usize, mad: [u8; 256] },
+}
+
+#[derive(Debug)]
+pub struct Net {
+    pub now: Duration,
+    pub host: HostParams,
+    pub nodes: Vec<Node>,
+    /// Partition component of each node; MADs cross only within one.
+    pub comp: Vec<u8>,
+    pub loss_permille: u32,
+    pub rng: Rng,
+    queue: BinaryHeap<Reverse<(Duration, u64)>>,
+    inflight: std::collections::HashMap<u64, Delivery>,
+    seq: u64,
+    /// Last fault event or MAD lost to `loss_permille`.
+    pub last_disturbance: Duration,
+    pub violations: Vec<String>,
+    /// Since when each node has been a live Master sharing its group with another one.
+    pub dual_since: Vec<Option<Duration>>,
+    /// Longest such episode measured from the later of its start and the last disturbance.
+    pub max_dual_undisturbed: Duration,
+    pub max_dual_any: Duration,
+    pub dual_bound: Duration,
+    /// Since when each live node's key group has had no live Master.
+    pub masterless_since: Vec<Option<Duration>>,
+    pub masterless_bound: Duration,
+    pub max_masterless_undisturbed: Duration,
+    pub handovers_accepted: u32,
+    pub mads_sent: u64,
+    pub keep_events: bool,
+}
+
+impl Net {
+    pub fn new(specs: &[Spec], cfg_of: impl Fn(&Spec) -> Config, host: HostParams, seed: u64) -> Self {
+        let nodes = specs
+            .iter()
+            .map(|s| {
+                let cfg = cfg_of(s);
+                Node {
+                    spec: *s,
+                    cfg,
+                    sm: None,
+                    hung: false,
+                    copy: SmInfo::default(),
+                    sweep_end: None,
+                    next_periodic: None,
+                    changes: Vec::new(),
+                    events: Vec::new(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let n = nodes.len();
+        let c0 = nodes[0].cfg.clone();
+        let budget = c0.transaction_timeout * (c0.transaction_retries + 1);
+        let dual_bound = c0.polling_timeout
+            + host.sweep_interval
+            + host.sweep_duration
+            + budget * 3
+            + host.latency * 8;
+        Self {
+            now: Duration::ZERO,
+            host,
+            nodes,
+            comp: vec![0; n],
+            loss_permille: 0,
+            rng: Rng::new(seed),
+            queue: BinaryHeap::new(),
+            inflight: std::collections::HashMap::new(),
+            seq: 0,
+            last_disturbance: Duration::ZERO,
+            violations: Vec::new(),
+            dual_since: vec![None; n],
+            max_dual_undisturbed: Duration::ZERO,
+            max_dual_any: Duration::ZERO,
+            dual_bound,
+            masterless_since: vec![None; n],
+            masterless_bound: c0.worst_case_detection()
+                + c0.polling_timeout
+                + host.sweep_duration
+                + budget * 2
+                + host.latency * 8,
+            max_masterless_undisturbed: Duration::ZERO,
+            handovers_accepted: 0,
+            mads_sent: 0,
+            keep_events: false,
+        }
+    }
+
+    fn lid_of(i: usize) -> u16 {
+        u16::try_from(i + 1).expect("few nodes")
+    }
+
+    fn node_of(addr: SmAddr) -> usize {
+        match addr {
+            SmAddr::Lid(l) => usize::from(l) - 1,
+            SmAddr::Directed(_) => unreachable!("the harness addresses by LID"),
+        }
+    }
+
+    pub fn state(&self, i: usize) -> Option<SmState> {
+        self.nodes[i].sm.as_ref().map(Election::state)
+    }
+
+    fn live(&self, i: usize) -> bool {
+        self.nodes[i].sm.is_some() && !self.nodes[i].hung
+    }
+
+    fn m_key_ok(&self, from: usize, to: usize) -> bool {
+        !self.host.m_key_in_use || self.nodes[from].spec.key == self.nodes[to].spec.key
+    }
+
+    // ----- faults -------------------------------------------------------------------
+
+    pub fn start(&mut self, i: usize) {
+        let sm = Election::new(self.nodes[i].cfg.clone(), self.now).expect("valid config");
+        self.nodes[i].sm = Some(sm);
+        self.nodes[i].hung = false;
+        self.nodes[i].sweep_end = None;
+        self.nodes[i].next_periodic = None;
+        self.nodes[i].changes.push((self.now, SmState::Discovering));
+        self.disturb();
+        self.drain(i);
+    }
+
+    pub fn crash(&mut self, i: usize) {
+        self.nodes[i].sm = None;
+        self.nodes[i].hung = false;
+        self.nodes[i].sweep_end = None;
+        self.nodes[i].next_periodic = None;
+        self.disturb();
+    }
+
+    pub fn hang(&mut self, i: usize, hung: bool) {
+        if self.nodes[i].sm.is_some() {
+            self.nodes[i].hung = hung;
+        }
+        self.disturb();
+    }
+
+    pub fn partition(&mut self, comp: Vec<u8>) {
+        self.comp = comp;
+        self.disturb();
+    }
+
+    pub fn set_loss(&mut self, permille: u32) {
+        self.loss_permille = permille;
+        self.disturb();
+    }
+
+    fn disturb(&mut self) {
+        self.last_disturbance = self.now;
+    }
+
+    // ----- the event loop -----------------------------------------------------------
+
+    fn node_deadline(&self, i: usize) -> Option<Duration> {
+        let n = &self.nodes[i];
+        if n.hung {
+            return None;
+        }
+        let sm = n.sm.as_ref()?;
+        [sm.poll_timeout(), n.sweep_end, n.next_periodic]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Runs every event up to and including `end`; time stops at `end`.
+    pub fn run_until(&mut self, end: Duration) {
+        loop {
+            let q = self.queue.peek().map(|Reverse((t, _))| *t);
+            let (node_t, node_i) = (0..self.nodes.len())
+                .filter_map(|i| self.node_deadline(i).map(|t| (t, i)))
+                .min()
+                .map_or((None, 0), |(t, i)| (Some(t), i));
+            let next = match (q, node_t) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            if next > end {
+                break;
+            }
+            self.now = self.now.max(next);
+            if q == Some(next) {
+                let Reverse((_, seq)) = self.queue.pop().expect("peeked");
+                let d = self.inflight.remove(&seq).expect("in flight");
+                self.deliver(d);
+            } else {
+                self.node_timers(node_i);
+            }
+            self.check_dual();
+        }
+        self.now = self.now.max(end);
+        self.check_dual();
+    }
+
+    fn node_timers(&mut self, i: usize) {
+        let now = self.now;
+        let n = &mut self.nodes[i];
+        let Some(sm) = n.sm.as_mut() else { return };
+        if n.sweep_end.is_some_and(|t| t <= now) {
+            n.sweep_end = None;
+            sm.sweep_complete(now);
+            if sm.state() == SmState::Master {
+                n.next_periodic = Some(now + self.host.sweep_interval);
+            }
+        }
+        if n.next_periodic.is_some_and(|t| t <= now) {
+            n.next_periodic = None;
+            if sm.state() == SmState::Master && n.sweep_end.is_none() {
+                self.start_sweep(i);
+            }
+        }
+        let n = &mut self.nodes[i];
+        let Some(sm) = n.sm.as_mut() else { return };
+        if sm.poll_timeout().is_some_and(|t| t <= now) {
+            sm.handle_timeout(now);
+        }
+        self.drain(i);
+    }
+
+    fn start_sweep(&mut self, i: usize) {
+        let now = self.now;
+        let count = self.nodes.len() as u32;
+        let peers: Vec<usize> = (0..self.nodes.len())
+            .filter(|&j| j != i && self.comp[j] == self.comp[i])
+            .collect();
+        let n = &mut self.nodes[i];
+        let Some(sm) = n.sm.as_mut() else { return };
+        sm.begin_sweep(now);
+        // The sweep's own SMPs (NodeInfo, PortInfo, ...) count as activity.
+        sm.record_smps_sent(count);
+        for j in peers {
+            sm.probe(now, SmAddr::Lid(Self::lid_of(j)));
+        }
+        n.sweep_end = Some(now + self.host.sweep_duration);
+        self.drain(i);
+    }
+
+    fn drain(&mut self, i: usize) {
+        loop {
+            let now = self.now;
+            let Some(sm) = self.nodes[i].sm.as_mut() else { return };
+            if let Some(tx) = sm.poll_transmit() {
+                self.send_request(i, tx);
+                continue;
+            }
+            let Some(ev) = sm.poll_event() else { break };
+            match &ev {
+                Event::SweepNeeded => {
+                    if self.nodes[i].sweep_end.is_none() {
+                        self.start_sweep(i);
+                    }
+                }
+                Event::StateChanged { to, .. } => {
+                    self.nodes[i].changes.push((now, *to));
+                    self.nodes[i].next_periodic =
+                        (*to == SmState::Master).then_some(now);
+                }
+                _ => {}
+            }
+            if self.keep_events {
+                self.nodes[i].events.push((now, ev));
+            }
+        }
+        let n = &mut self.nodes[i];
+        if let Some(sm) = n.sm.as_ref() {
+            n.copy = sm.sm_info();
+        }
+    }
+
+    fn schedule(&mut self, d: Delivery) {
+        self.mads_sent += 1;
+        if self.loss_permille > 0 && self.rng.chance(self.loss_permille) {
+            self.disturb();
+            return;
+        }
+        let lat = self.host.latency;
+        let at = self.now + lat + self.rng.duration(lat);
+        self.seq += 1;
+        self.inflight.insert(self.seq, d);
+        self.queue.push(Reverse((at, self.seq)));
+    }
+
+    fn send_request(&mut self, from: usize, tx: ibsm_election::Transmit) {
+        let to = Self::node_of(tx.to);
+        if tx.is_set() && tx.attribute_modifier() == u32::from(SmInfoControl::Handover) {
+            let a = self.nodes[from].spec;
+            let b = self.nodes[to].spec;
+            if a.key != b.key {
+                self.violations.push(format!(
+                    "{:?}: node {from} sent HANDOVER to node {to} with another SM_Key",
+                    self.now
+                ));
+            }
+            if !outranks(b.priority, b.guid, a.priority, a.guid) {
+                self.violations.push(format!(
+                    "{:?}: node {from} handed over to lower-ranked node {to}",
+                    self.now
+                ));
+            }
+        }
+        self.schedule(Delivery::Request {
+            from,
+            to,
+            mad: tx.mad,
+        });
+    }
+
+    fn deliver(&mut self, d: Delivery) {
+        let now = self.now;
+        match d {
+            Delivery::Request { from, to, mad } => {
+                if self.comp[from] != self.comp[to] || self.nodes[to].sm.is_none() {
+                    return;
+                }
+                let reveal = self.m_key_ok(from, to);
+                let resp = if self.nodes[to].hung {
+                    // Only the SMA answers, from its stale copy; Sets go unanswered.
+                    if mad[3] != 0x01 {
+                        return;
+                    }
+                    let mut info = self.nodes[to].copy;
+                    if !reveal {
+                        info.sm_key = 0;
+                    }
+                    let mut r = mad;
+                    r[3] = 0x81;
+                    r[64..85].copy_from_slice(&info.to_bytes());
+                    r
+                } else {
+                    let req = Requester {
+                        m_key_authenticated: reveal,
+                        guid: Some(self.nodes[from].spec.guid),
+                        addr: Some(SmAddr::Lid(Self::lid_of(from))),
+                    };
+                    let sm = self.nodes[to].sm.as_mut().expect("alive");
+                    let before = sm.state();
+                    let r = sm
+                        .handle_request(now, &mad, &req)
+                        .expect("well-formed SMInfo request");
+                    let status = u16::from_be_bytes([r[4], r[5]]);
+                    let modifier = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
+                    if mad[3] == 0x02
+                        && modifier == u32::from(SmInfoControl::Handover)
+                        && status == 0
+                        && before != SmState::Master
+                    {
+                        self.handovers_accepted += 1;
+                        if self.nodes[from].spec.key != self.nodes[to].spec.key {
+                            self.violations.push(format!(
+                                "{now:?}: node {to} accepted HANDOVER from node {from} with another SM_Key"
+                            ));
+                        }
+                    }
+                    self.drain(to);
+                    r
+                };
+                self.schedule(Delivery::Response {
+                    from: to,
+                    to: from,
+                    mad: resp,
+                });
+            }
+            Delivery::Response { from, to, mad } => {
+                if self.comp[from] != self.comp[to] || !self.live(to) {
+                    return;
+                }
+                let sm = self.nodes[to].sm.as_mut().expect("alive");
+                sm.handle_response(now, &mad).expect("well-formed SMInfo response");
+                self.drain(to);
+            }
+        }
+    }
+
+    // ----- invariants ---------------------------------------------------------------
+
+    /// Live Masters that share a connected key group with another live Master, and key
+    /// groups of live SMs without a live Master.
+    fn check_dual(&mut self) {
+        let n = self.nodes.len();
+        for i in 0..n {
+            let masterless = self.live(i)
+                && !(0..n).any(|j| {
+                    self.live(j)
+                        && self.state(j) == Some(SmState::Master)
+                        && self.comp[j] == self.comp[i]
+                        && self.nodes[j].spec.key == self.nodes[i].spec.key
+                });
+            match (masterless, self.masterless_since[i]) {
+                (true, None) => self.masterless_since[i] = Some(self.now),
+                (true, Some(since)) => {
+                    let undisturbed = self.now.saturating_sub(since.max(self.last_disturbance));
+                    self.max_masterless_undisturbed =
+                        self.max_masterless_undisturbed.max(undisturbed);
+                    if undisturbed > self.masterless_bound {
+                        self.violations.push(format!(
+                            "{:?}: node {i}'s key group has had no Master for {undisturbed:?} (bound {:?})",
+                            self.now, self.masterless_bound
+                        ));
+                        self.masterless_since[i] = Some(self.now);
+                    }
+                }
+                (false, _) => self.masterless_since[i] = None,
+            }
+        }
+        for i in 0..n {
+            let dual = self.live(i)
+                && self.state(i) == Some(SmState::Master)
+                && (0..n).any(|j| {
+                    j != i
+                        && self.live(j)
+                        && self.state(j) == Some(SmState::Master)
+                        && self.comp[j] == self.comp[i]
+                        && self.nodes[j].spec.key == self.nodes[i].spec.key
+                });
+            match (dual, self.dual_since[i]) {
+                (true, None) => self.dual_since[i] = Some(self.now),
+                (true, Some(since)) => {
+                    let any = self.now - since;
+                    self.max_dual_any = self.max_dual_any.max(any);
+                    let undisturbed = self.now.saturating_sub(since.max(self.last_disturbance));
+                    self.max_dual_undisturbed = self.max_dual_undisturbed.max(undisturbed);
+                    if undisturbed > self.dual_bound {
+                        self.violations.push(format!(
+                            "{:?}: node {i} has been one of two Masters for {undisturbed:?} (bound {:?})",
+                            self.now, self.dual_bound
+                        ));
+                        // Report each episode once.
+                        self.dual_since[i] = Some(self.now);
+                    }
+                }
+                (false, _) => self.dual_since[i] = None,
+            }
+        }
+    }
+
+    /// The quiescent-state check: in every connected group of live SMs sharing a key,
+    /// exactly one Master, it is the highest-ranked member, and every other is Standby.
+    pub fn check_settled(&mut self) {
+        let n = self.nodes.len();
+        let mut seen = vec![false; n];
+        for i in 0..n {
+            if seen[i] || !self.live(i) {
+                continue;
+            }
+            let group: Vec<usize> = (0..n)
+                .filter(|&j| {
+                    self.live(j)
+                        && self.comp[j] == self.comp[i]
+                        && self.nodes[j].spec.key == self.nodes[i].spec.key
+                })
+                .collect();
+            for &j in &group {
+                seen[j] = true;
+            }
+            let masters: Vec<usize> = group
+                .iter()
+                .copied()
+                .filter(|&j| self.state(j) == Some(SmState::Master))
+                .collect();
+            let top = group
+                .iter()
+                .copied()
+                .reduce(|a, b| {
+                    let (sa, sb) = (self.nodes[a].spec, self.nodes[b].spec);
+                    if outranks(sb.priority, sb.guid, sa.priority, sa.guid) { b } else { a }
+                })
+                .expect("non-empty");
+            if masters != [top] {
+                self.violations.push(format!(
+                    "settled group {group:?}: Masters {masters:?}, expected exactly [{top}]; states {:?}",
+                    group.iter().map(|&j| self.state(j)).collect::<Vec<_>>()
+                ));
+            }
+            for &j in &group {
+                if j != top && self.state(j) != Some(SmState::Standby) {
+                    self.violations.push(format!(
+                        "settled group {group:?}: node {j} is {:?}, expected Standby",
+                        self.state(j)
+                    ));
+                }
+            }
+        }
+    }
+
+    /// State changes of node `i` at or after `t`.
+    pub fn changes_since(&self, i: usize, t: Duration) -> usize {
+        self.nodes[i].changes.iter().filter(|(at, _)| *at >= t).count()
+    }
+}
