@@ -1,7 +1,7 @@
 //! What the election tells its host.
 
 use crate::mad::SmAddr;
-use crate::sminfo::{SmInfoControl, SmState};
+use ibsm_wire::{SmInfoControl, SmState};
 
 /// Something the host should know or act on, pulled with
 /// [`Election::poll_event`](crate::Election::poll_event).

@@ -62,9 +62,8 @@
 mod config;
 mod error;
 mod event;
-mod mad;
 mod machine;
-mod sminfo;
+mod mad;
 
 #[cfg(test)]
 mod tests;
@@ -72,6 +71,6 @@ mod tests;
 pub use config::Config;
 pub use error::{ConfigError, Error};
 pub use event::{Event, RejectReason};
-pub use mad::{SmAddr, Transmit};
+pub use ibsm_wire::{SmInfo, SmInfoControl, SmState};
 pub use machine::{Election, Requester, outranks};
-pub use sminfo::{SmInfo, SmInfoControl, SmState};
+pub use mad::{SmAddr, Transmit};

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::event::{Event, RejectReason};
 use crate::mad::{SmAddr, Transmit, build_request, build_response, parse};
-use crate::sminfo::{SmInfo, SmInfoControl, SmState};
+use ibsm_wire::{SmInfo, SmInfoControl, SmState};
 
 /// Whether SM `a` outranks SM `b`: higher priority, or equal priority and a numerically
 /// lower GUID. This total order decides every election.
@@ -400,12 +400,10 @@ impl Election {
             }
         }
         match &mut self.state {
-            State::Master(m) => {
-                if m.next_heartbeat <= now {
-                    let beats = 1 + duration_div(now - m.next_heartbeat, self.cfg.heartbeat_interval);
-                    m.next_heartbeat += self.cfg.heartbeat_interval * beats;
-                    self.act_count = self.act_count.wrapping_add(beats);
-                }
+            State::Master(m) if m.next_heartbeat <= now => {
+                let beats = 1 + duration_div(now - m.next_heartbeat, self.cfg.heartbeat_interval);
+                m.next_heartbeat += self.cfg.heartbeat_interval * beats;
+                self.act_count = self.act_count.wrapping_add(beats);
             }
             State::Standby(s) if s.next_poll <= now => {
                 if s.outstanding.take().is_some() {
@@ -566,11 +564,12 @@ impl Election {
         let report = !auth && outranks_me && !peer.reported;
         if report {
             peer.reported = true;
-            self.events.push_back(Event::UnauthenticatedHigherPrioritySm {
-                guid: info.guid,
-                priority: info.priority,
-                sm_key: info.sm_key,
-            });
+            self.events
+                .push_back(Event::UnauthenticatedHigherPrioritySm {
+                    guid: info.guid,
+                    priority: info.priority,
+                    sm_key: info.sm_key,
+                });
         }
         for s in &mut self.sweeps {
             s.found.insert(info.guid);
@@ -665,7 +664,8 @@ impl Election {
                     .collect();
                 if let State::Master(m) = &mut self.state {
                     for g in lower.difference(&m.lower_masters) {
-                        self.events.push_back(Event::OtherMasterDetected { guid: *g });
+                        self.events
+                            .push_back(Event::OtherMasterDetected { guid: *g });
                     }
                     m.lower_masters = lower;
                 }
@@ -855,13 +855,15 @@ impl Election {
                 State::NotActive => return reject(self, RejectReason::OurState),
                 State::Master(m) => {
                     m.lower_masters.remove(&sender.guid);
-                    self.events.push_back(Event::HandoverReceived { from: sender.guid });
+                    self.events
+                        .push_back(Event::HandoverReceived { from: sender.guid });
                     self.events.push_back(Event::SweepNeeded);
                 }
                 State::Discovering | State::Standby(_) => {
                     let m = self.new_master(now);
                     self.enter(now, State::Master(m));
-                    self.events.push_back(Event::HandoverReceived { from: sender.guid });
+                    self.events
+                        .push_back(Event::HandoverReceived { from: sender.guid });
                     if let Some(addr) = sender_addr {
                         let mut ack = pre;
                         ack.sm_key = self.cfg.sm_key;
@@ -878,7 +880,8 @@ impl Election {
             },
             SmInfoControl::Acknowledge => match &self.state {
                 State::Master(m) if m.handover_to == Some(sender.guid) => {
-                    self.events.push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                    self.events
+                        .push_back(Event::HandoverAcknowledged { guid: sender.guid });
                     match sender_addr {
                         Some(addr) => self.complete_handover(now, sender.guid, addr),
                         // Without an address to poll, rediscover the new Master.
@@ -893,7 +896,8 @@ impl Election {
                     }
                 }
                 State::Standby(_) if self.handed_over_to == Some(sender.guid) => {
-                    self.events.push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                    self.events
+                        .push_back(Event::HandoverAcknowledged { guid: sender.guid });
                 }
                 _ => return reject(self, RejectReason::OurState),
             },
@@ -924,7 +928,8 @@ impl Election {
             PendingKind::Probe(_) | PendingKind::Ack => {}
             PendingKind::Handover(to) => {
                 self.set_handover(None);
-                self.events.push_back(Event::HandoverFailed { to, status: None });
+                self.events
+                    .push_back(Event::HandoverFailed { to, status: None });
                 // A target that never answers is hung or gone: skip it while its ActCount
                 // stands still, and try the next best SM of the last sweep at once.
                 if let Some(peer) = self.peers.get_mut(&to) {
@@ -962,7 +967,14 @@ impl Election {
         kind: PendingKind,
     ) {
         let tid = self.alloc_tid();
-        let tx = build_request(addr, method, modifier, self.full_tid(tid), self.cfg.m_key, payload);
+        let tx = build_request(
+            addr,
+            method,
+            modifier,
+            self.full_tid(tid),
+            self.cfg.m_key,
+            payload,
+        );
         self.pending.push(Pending {
             tid,
             kind,

@@ -7,7 +7,7 @@ use ibsm_wire::{
 };
 
 use crate::error::Error;
-use crate::sminfo::SmInfo;
+use ibsm_wire::SmInfo;
 
 /// Where another SM's port is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

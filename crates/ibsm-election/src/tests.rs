@@ -1,0 +1,1146 @@
+//! Unit tests: one or more per transition and per SM_Key rule.
+
+use core::time::Duration;
+
+use ibsm_wire::{
+    DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, SmInfo, SmInfoControl, SmState, Status,
+};
+use proptest::prelude::*;
+
+use crate::mad::{build_request, build_response};
+use crate::{Config, Election, Error, Event, RejectReason, Requester, SmAddr, Transmit};
+
+const KEY: u64 = 0xABCD;
+const ME: u64 = 0x100;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn cfg(guid: u64, priority: u8, key: u64) -> Config {
+    let mut c = Config::fast(guid);
+    c.priority = priority;
+    c.sm_key = key;
+    c
+}
+
+fn sm(priority: u8) -> Election {
+    Election::new(cfg(ME, priority, KEY), Duration::ZERO).unwrap()
+}
+
+fn info(guid: u64, priority: u8, key: u64, state: SmState, act: u32) -> SmInfo {
+    SmInfo {
+        guid,
+        sm_key: key,
+        act_count: act,
+        priority,
+        sm_state: state,
+    }
+}
+
+fn events(e: &mut Election) -> Vec<Event> {
+    core::iter::from_fn(|| e.poll_event()).collect()
+}
+
+fn txs(e: &mut Election) -> Vec<Transmit> {
+    core::iter::from_fn(|| e.poll_transmit()).collect()
+}
+
+/// The GetResp a peer would send to `tx`.
+fn reply(tx: &Transmit, status: u16, peer: &SmInfo) -> [u8; MAD_SIZE] {
+    build_response(&tx.mad, Status(status), peer).unwrap()
+}
+
+/// A SubnSet(SMInfo) from `sender` with `code`, LID-routed.
+fn set_from(sender: &SmInfo, code: u32) -> [u8; MAD_SIZE] {
+    build_request(SmAddr::Lid(1), Method::Set, code, 0x77, 0, sender).mad
+}
+
+fn get_req() -> [u8; MAD_SIZE] {
+    build_request(SmAddr::Lid(1), Method::Get, 0, 0x55, 0, &SmInfo::default()).mad
+}
+
+fn resp_status(r: &[u8]) -> u16 {
+    LidSmpView::new_checked(r).unwrap().status().0
+}
+
+fn resp_info(r: &[u8]) -> SmInfo {
+    SmInfo::parse(&r[64..128]).unwrap()
+}
+
+fn from_lid(lid: u16) -> Requester {
+    Requester {
+        m_key_authenticated: false,
+        guid: None,
+        addr: Some(SmAddr::Lid(lid)),
+    }
+}
+
+/// Runs one sweep in which the SMs `peers` (LID i+10) answer the probes.
+fn sweep_with(e: &mut Election, now: Duration, peers: &[SmInfo]) {
+    e.begin_sweep(now);
+    for i in 0..peers.len() {
+        e.probe(now, SmAddr::Lid(10 + i as u16));
+    }
+    e.sweep_complete(now);
+    for tx in txs(e) {
+        let SmAddr::Lid(l) = tx.to else { panic!() };
+        let peer = peers[usize::from(l - 10)];
+        assert!(e.handle_response(now, &reply(&tx, 0, &peer)).unwrap());
+    }
+}
+
+/// Drives `e` to Master by a sweep that finds nobody.
+fn master(priority: u8) -> Election {
+    let mut e = sm(priority);
+    sweep_with(&mut e, Duration::ZERO, &[]);
+    assert_eq!(e.state(), SmState::Master);
+    events(&mut e);
+    e
+}
+
+/// Drives `e` to Standby following the Master `m` at LID 10.
+fn standby_under(priority: u8, m: &SmInfo) -> Election {
+    let mut e = sm(priority);
+    sweep_with(&mut e, Duration::ZERO, &[*m]);
+    assert_eq!(e.state(), SmState::Standby);
+    assert_eq!(e.following(), Some(m.guid));
+    events(&mut e);
+    e
+}
+
+#[test]
+fn starts_discovering_and_asks_for_a_sweep() {
+    let mut e = sm(3);
+    assert_eq!(e.state(), SmState::Discovering);
+    assert_eq!(events(&mut e), vec![Event::SweepNeeded]);
+    assert_eq!(e.sm_info().sm_state, SmState::Discovering);
+    assert_eq!(e.sm_info().priority, 3);
+    assert!(e.poll_timeout().is_none());
+}
+
+#[test]
+fn config_is_validated() {
+    assert!(Election::new(cfg(ME, 16, 0), Duration::ZERO).is_err());
+    assert!(Election::new(cfg(0, 1, 0), Duration::ZERO).is_err());
+    let mut c = cfg(ME, 1, 0);
+    c.polling_timeout = Duration::ZERO;
+    assert!(Election::new(c, Duration::ZERO).is_err());
+}
+
+#[test]
+fn alone_becomes_master_and_heartbeats() {
+    let mut e = sm(1);
+    events(&mut e);
+    sweep_with(&mut e, Duration::ZERO, &[]);
+    assert_eq!(e.state(), SmState::Master);
+    assert_eq!(
+        events(&mut e),
+        vec![Event::StateChanged {
+            from: SmState::Discovering,
+            to: SmState::Master
+        }]
+    );
+    let a0 = e.sm_info().act_count;
+    let t = e.poll_timeout().unwrap();
+    assert_eq!(t, Config::fast(ME).heartbeat_interval);
+    e.handle_timeout(t * 3);
+    assert!(
+        e.sm_info().act_count >= a0 + 3,
+        "missed heartbeats are all counted"
+    );
+}
+
+#[test]
+fn discovering_follows_any_authenticated_master_even_a_lower_one() {
+    let m = info(0x200, 0, KEY, SmState::Master, 5);
+    let mut e = sm(9);
+    events(&mut e);
+    sweep_with(&mut e, Duration::ZERO, &[m]);
+    assert_eq!(e.state(), SmState::Standby);
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::Following { guid: 0x200 }));
+    // The first poll goes out at once, to the Master's address.
+    let polls = txs(&mut e);
+    assert_eq!(polls.len(), 1);
+    assert_eq!(polls[0].to, SmAddr::Lid(10));
+    assert!(!polls[0].is_set());
+}
+
+#[test]
+fn discovering_follows_a_higher_standby_but_not_a_lower_one() {
+    let hi = info(0x200, 5, KEY, SmState::Standby, 1);
+    let mut e = sm(4);
+    sweep_with(&mut e, Duration::ZERO, &[hi]);
+    assert_eq!(e.following(), Some(0x200));
+
+    let lo = info(0x200, 3, KEY, SmState::Discovering, 1);
+    let mut e = sm(4);
+    sweep_with(&mut e, Duration::ZERO, &[lo]);
+    assert_eq!(e.state(), SmState::Master);
+}
+
+#[test]
+fn equal_priority_goes_to_the_lower_guid() {
+    let lower_guid = info(ME - 1, 4, KEY, SmState::Standby, 1);
+    let mut e = sm(4);
+    sweep_with(&mut e, Duration::ZERO, &[lower_guid]);
+    assert_eq!(e.state(), SmState::Standby);
+
+    let higher_guid = info(ME + 1, 4, KEY, SmState::Standby, 1);
+    let mut e = sm(4);
+    sweep_with(&mut e, Duration::ZERO, &[higher_guid]);
+    assert_eq!(e.state(), SmState::Master);
+    assert!(crate::outranks(4, 1, 4, 2) && !crate::outranks(4, 2, 4, 1));
+    assert!(crate::outranks(5, 9, 4, 1));
+}
+
+#[test]
+fn wrong_key_master_is_reported_and_ignored() {
+    let other = info(0x200, 15, 0x9999, SmState::Master, 1);
+    let mut e = sm(1);
+    events(&mut e);
+    sweep_with(&mut e, Duration::ZERO, &[other]);
+    assert_eq!(
+        e.state(),
+        SmState::Master,
+        "a foreign-key Master is not followed"
+    );
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::UnauthenticatedHigherPrioritySm {
+        guid: 0x200,
+        priority: 15,
+        sm_key: 0x9999
+    }));
+    // Reported once, not on every sweep.
+    sweep_with(&mut e, ms(300), &[other]);
+    assert!(
+        !events(&mut e)
+            .iter()
+            .any(|x| matches!(x, Event::UnauthenticatedHigherPrioritySm { .. }))
+    );
+}
+
+#[test]
+fn hidden_key_counts_only_once_verified() {
+    // Key hidden (0) and never seen: not trusted.
+    let hidden = info(0x200, 9, 0, SmState::Master, 1);
+    let mut e = sm(1);
+    events(&mut e);
+    sweep_with(&mut e, Duration::ZERO, &[hidden]);
+    assert_eq!(e.state(), SmState::Master);
+    assert!(
+        events(&mut e).contains(&Event::UnauthenticatedHigherPrioritySm {
+            guid: 0x200,
+            priority: 9,
+            sm_key: 0
+        })
+    );
+
+    // Seen once with our key, later hiding it: still trusted.
+    let mut e = sm(1);
+    let shown = info(0x200, 0, KEY, SmState::Standby, 1);
+    sweep_with(&mut e, Duration::ZERO, &[shown]);
+    assert_eq!(e.state(), SmState::Master);
+    e.disable(ms(1));
+    e.enable(ms(2));
+    sweep_with(&mut e, ms(3), &[hidden]);
+    assert_eq!(e.following(), Some(0x200));
+}
+
+#[test]
+fn no_key_configured_accepts_everyone() {
+    let mut e = Election::new(cfg(ME, 1, 0), Duration::ZERO).unwrap();
+    sweep_with(
+        &mut e,
+        Duration::ZERO,
+        &[info(0x200, 0, 0x9999, SmState::Master, 1)],
+    );
+    assert_eq!(e.following(), Some(0x200));
+}
+
+#[test]
+fn probes_are_resent_and_the_decision_waits_for_them() {
+    let mut e = sm(1);
+    e.begin_sweep(Duration::ZERO);
+    e.probe(Duration::ZERO, SmAddr::Lid(7));
+    e.sweep_complete(Duration::ZERO);
+    let first = txs(&mut e);
+    assert_eq!(first.len(), 1);
+    let tt = e.config().transaction_timeout;
+    let mut now = Duration::ZERO;
+    for _ in 0..e.config().transaction_retries {
+        now = e.poll_timeout().unwrap();
+        assert_eq!(now, now.max(tt));
+        e.handle_timeout(now);
+        let again = txs(&mut e);
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].tid(), first[0].tid(), "a resend keeps its TID");
+        assert_eq!(e.state(), SmState::Discovering);
+    }
+    // The late answer to the first send still counts.
+    let m = info(0x200, 0, KEY, SmState::Master, 1);
+    assert!(e.handle_response(now, &reply(&first[0], 0, &m)).unwrap());
+    assert_eq!(e.following(), Some(0x200));
+}
+
+#[test]
+fn unanswered_probes_give_up_then_decide() {
+    let mut e = sm(1);
+    e.begin_sweep(Duration::ZERO);
+    e.probe(Duration::ZERO, SmAddr::Lid(7));
+    e.sweep_complete(Duration::ZERO);
+    while e.state() == SmState::Discovering {
+        let t = e.poll_timeout().expect("probe pending");
+        e.handle_timeout(t);
+    }
+    assert_eq!(e.state(), SmState::Master);
+    let retries = e.config().transaction_retries;
+    assert_eq!(txs(&mut e).len() as u32, retries + 1);
+}
+
+#[test]
+fn a_new_sweep_does_not_cancel_the_previous_decision() {
+    let mut e = sm(1);
+    e.begin_sweep(Duration::ZERO);
+    e.probe(Duration::ZERO, SmAddr::Lid(7));
+    e.sweep_complete(Duration::ZERO);
+    let p1 = txs(&mut e);
+    e.begin_sweep(ms(1));
+    e.probe(ms(1), SmAddr::Lid(8));
+    e.sweep_complete(ms(1));
+    let p2 = txs(&mut e);
+    let m = info(0x200, 0, KEY, SmState::Master, 1);
+    e.handle_response(ms(2), &reply(&p1[0], 0, &m)).unwrap();
+    assert_eq!(
+        e.following(),
+        Some(0x200),
+        "first sweep decided on its own probe"
+    );
+    assert!(e.handle_response(ms(2), &reply(&p2[0], 0, &m)).unwrap());
+}
+
+fn answer_polls(e: &mut Election, now: Duration, m: &mut SmInfo, advance: bool) -> usize {
+    let mut n = 0;
+    for tx in txs(e) {
+        if advance {
+            m.act_count += 1;
+        }
+        e.handle_response(now, &reply(&tx, 0, m)).unwrap();
+        n += 1;
+    }
+    n
+}
+
+fn run_polls(e: &mut Election, until: Duration, m: &mut SmInfo, answer: bool, advance: bool) {
+    while let Some(t) = e.poll_timeout() {
+        if t > until || e.state() != SmState::Standby {
+            break;
+        }
+        e.handle_timeout(t);
+        if answer {
+            answer_polls(e, t, m, advance);
+        } else {
+            txs(e);
+        }
+    }
+}
+
+#[test]
+fn answered_polls_keep_the_standby() {
+    let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+    let mut e = standby_under(1, &m);
+    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    run_polls(&mut e, ms(10_000), &mut m, true, true);
+    assert_eq!(e.state(), SmState::Standby);
+    assert!(events(&mut e).is_empty());
+}
+
+fn detection_time(c: Config) -> Duration {
+    let mut m = info(0x200, 9, c.sm_key, SmState::Master, 1);
+    let mut e = Election::new(c, Duration::ZERO).unwrap();
+    sweep_with(&mut e, Duration::ZERO, &[m]);
+    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    events(&mut e);
+    // The Master dies right after answering the poll of t = 0.
+    let mut now = Duration::ZERO;
+    while e.state() == SmState::Standby {
+        now = e.poll_timeout().unwrap();
+        e.handle_timeout(now);
+        txs(&mut e);
+    }
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::MasterLost {
+        guid: 0x200,
+        stalled: false
+    }));
+    assert!(ev.contains(&Event::SweepNeeded));
+    assert_eq!(e.state(), SmState::Discovering);
+    now
+}
+
+#[test]
+fn silent_master_is_lost_after_retries_plus_one_polls() {
+    // OpenSM's defaults: 10 s, 4 retries -> declared at the 6th tick, 60 s.
+    let c = Config::opensm_defaults(ME);
+    assert_eq!(detection_time(c.clone()), Duration::from_secs(60));
+    assert_eq!(c.worst_case_detection(), Duration::from_secs(60));
+    // Fast profile: 200 ms, 2 retries -> 800 ms.
+    assert_eq!(detection_time(Config::fast(ME)), ms(800));
+    // Sub-second and single-retry values work too.
+    assert_eq!(detection_time(Config::with_polling(ME, ms(50), 1)), ms(150));
+}
+
+#[test]
+fn stalled_act_count_means_a_dead_master_which_stays_ignored_while_frozen() {
+    let mut m = info(0x200, 9, KEY, SmState::Master, 40);
+    let mut e = standby_under(1, &m);
+    answer_polls(&mut e, Duration::ZERO, &mut m, false);
+    run_polls(&mut e, ms(5_000), &mut m, true, false);
+    assert_eq!(e.state(), SmState::Discovering);
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::MasterLost {
+        guid: 0x200,
+        stalled: true
+    }));
+    // Its SMA still answers as Master with the frozen count: not followed again.
+    sweep_with(&mut e, ms(5_000), &[m]);
+    assert_eq!(e.state(), SmState::Master);
+    // Once its count moves it is alive again, and as a higher Master it gets our handover.
+    m.act_count += 1;
+    sweep_with(&mut e, ms(6_000), &[m]);
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert!(ho[0].is_set());
+    assert_eq!(ho[0].attribute_modifier(), 1);
+}
+
+#[test]
+fn polls_answered_by_something_else_are_failures() {
+    for bad in [
+        info(0x300, 9, KEY, SmState::Master, 1), // another GUID at that address
+        info(0x200, 9, 0x9999, SmState::Master, 1), // wrong key
+        info(0x200, 0, KEY, SmState::Standby, 1), // stepped down, lower than us
+        info(0x200, 9, KEY, SmState::NotActive, 1), // disabled
+    ] {
+        let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+        let mut e = standby_under(1, &m);
+        answer_polls(&mut e, Duration::ZERO, &mut m, true);
+        let mut b = bad;
+        run_polls(&mut e, ms(5_000), &mut b, true, true);
+        assert_eq!(e.state(), SmState::Discovering, "{bad:?}");
+    }
+}
+
+#[test]
+fn error_status_poll_is_a_failure() {
+    let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+    let mut e = standby_under(1, &m);
+    let mut answered = 0;
+    while e.state() == SmState::Standby {
+        for tx in txs(&mut e) {
+            m.act_count += 1;
+            answered += 1;
+            e.handle_response(Duration::ZERO, &reply(&tx, 0x001C, &m))
+                .unwrap();
+        }
+        if let Some(t) = e.poll_timeout() {
+            e.handle_timeout(t);
+        }
+    }
+    assert_eq!(e.state(), SmState::Discovering);
+    assert_eq!(answered, e.config().polling_retries + 1);
+}
+
+#[test]
+fn master_hands_over_to_a_higher_authenticated_standby() {
+    let mut e = master(2);
+    let hi = info(0x200, 7, KEY, SmState::Standby, 1);
+    sweep_with(&mut e, ms(100), &[hi]);
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert_eq!(ho[0].to, SmAddr::Lid(10));
+    assert!(ho[0].is_set());
+    assert_eq!(
+        ho[0].attribute_modifier(),
+        u32::from(SmInfoControl::Handover)
+    );
+    let sent = ho[0].sm_info().unwrap();
+    assert_eq!(
+        (sent.guid, sent.sm_state, sent.sm_key),
+        (ME, SmState::Master, KEY)
+    );
+    assert!(events(&mut e).contains(&Event::HandoverSent { to: 0x200 }));
+    assert_eq!(
+        e.state(),
+        SmState::Master,
+        "Master until the handover is accepted"
+    );
+
+    e.handle_response(ms(101), &reply(&ho[0], 0, &hi)).unwrap();
+    assert_eq!(e.state(), SmState::Standby);
+    assert_eq!(e.following(), Some(0x200));
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::HandoverCompleted { to: 0x200 }));
+    // The new Master's ACKNOWLEDGE is welcome afterwards.
+    let ack = info(0x200, 7, KEY, SmState::Standby, 2);
+    let r = e
+        .handle_request(ms(102), &set_from(&ack, 2), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert!(events(&mut e).contains(&Event::HandoverAcknowledged { guid: 0x200 }));
+}
+
+#[test]
+fn master_never_hands_over_to_a_higher_sm_with_a_wrong_key() {
+    let mut e = master(2);
+    let foreign = info(0x200, 15, 0x9999, SmState::Standby, 1);
+    sweep_with(&mut e, ms(100), &[foreign]);
+    assert!(txs(&mut e).is_empty());
+    assert_eq!(e.state(), SmState::Master);
+    assert!(
+        events(&mut e).contains(&Event::UnauthenticatedHigherPrioritySm {
+            guid: 0x200,
+            priority: 15,
+            sm_key: 0x9999
+        })
+    );
+}
+
+#[test]
+fn master_does_not_hand_over_to_lower_or_discovering_sms() {
+    let mut e = master(5);
+    sweep_with(
+        &mut e,
+        ms(100),
+        &[
+            info(0x200, 4, KEY, SmState::Standby, 1),
+            info(0x300, 9, KEY, SmState::Discovering, 1),
+            info(0x400, 9, KEY, SmState::NotActive, 1),
+        ],
+    );
+    assert!(txs(&mut e).is_empty());
+    assert_eq!(e.state(), SmState::Master);
+}
+
+#[test]
+fn unanswered_handover_fails_and_the_next_best_is_tried() {
+    let mut e = master(2);
+    let best = info(0x200, 9, KEY, SmState::Standby, 1);
+    let next = info(0x300, 8, KEY, SmState::Master, 1);
+    sweep_with(&mut e, ms(100), &[best, next]);
+    let first = txs(&mut e);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].to, SmAddr::Lid(10));
+    let mut now = ms(100);
+    let mut to_next = None;
+    while to_next.is_none() {
+        now = e.poll_timeout().unwrap();
+        e.handle_timeout(now);
+        to_next = txs(&mut e).into_iter().find(|t| t.to == SmAddr::Lid(11));
+    }
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::HandoverFailed {
+        to: 0x200,
+        status: None
+    }));
+    assert!(ev.contains(&Event::HandoverSent { to: 0x300 }));
+    assert_eq!(e.state(), SmState::Master);
+    e.handle_response(now, &reply(&to_next.unwrap(), 0, &next))
+        .unwrap();
+    assert_eq!(e.following(), Some(0x300));
+}
+
+#[test]
+fn refused_handover_keeps_the_master() {
+    let mut e = master(2);
+    let hi = info(0x200, 9, KEY, SmState::Standby, 1);
+    sweep_with(&mut e, ms(100), &[hi]);
+    let ho = txs(&mut e);
+    e.handle_response(ms(101), &reply(&ho[0], 0x001C, &hi))
+        .unwrap();
+    assert_eq!(e.state(), SmState::Master);
+    assert!(events(&mut e).contains(&Event::HandoverFailed {
+        to: 0x200,
+        status: Some(0x001C)
+    }));
+}
+
+#[test]
+fn acknowledge_completes_a_pending_handover() {
+    let mut e = master(2);
+    let hi = info(0x200, 9, KEY, SmState::Standby, 1);
+    sweep_with(&mut e, ms(100), &[hi]);
+    let ho = txs(&mut e);
+    let r = e
+        .handle_request(ms(101), &set_from(&hi, 2), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.following(), Some(0x200));
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::HandoverAcknowledged { guid: 0x200 }));
+    assert!(ev.contains(&Event::HandoverCompleted { to: 0x200 }));
+    // The GetResp that comes later matches nothing any more.
+    assert!(!e.handle_response(ms(102), &reply(&ho[0], 0, &hi)).unwrap());
+    assert_eq!(e.state(), SmState::Standby);
+}
+
+#[test]
+fn unexpected_or_ill_formed_acknowledge_is_refused() {
+    let mut e = master(2);
+    let hi = info(0x200, 9, KEY, SmState::Standby, 1);
+    let r = e
+        .handle_request(ms(1), &set_from(&hi, 2), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+    assert!(events(&mut e).contains(&Event::ControlRejected {
+        from: 0x200,
+        code: SmInfoControl::Acknowledge,
+        reason: RejectReason::OurState
+    }));
+    let as_master = info(0x200, 9, KEY, SmState::Master, 1);
+    let r = e
+        .handle_request(ms(1), &set_from(&as_master, 2), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+    assert!(events(&mut e).contains(&Event::ControlRejected {
+        from: 0x200,
+        code: SmInfoControl::Acknowledge,
+        reason: RejectReason::SenderState
+    }));
+}
+
+#[test]
+fn lower_master_is_detected_and_its_handover_received() {
+    let mut e = master(9);
+    let lo = info(0x200, 1, KEY, SmState::Master, 1);
+    sweep_with(&mut e, ms(100), &[lo]);
+    assert!(txs(&mut e).is_empty());
+    assert!(events(&mut e).contains(&Event::OtherMasterDetected { guid: 0x200 }));
+    // Not re-reported on the next sweep.
+    sweep_with(&mut e, ms(200), &[lo]);
+    assert!(events(&mut e).is_empty());
+    let r = e
+        .handle_request(ms(201), &set_from(&lo, 1), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state(), SmState::Master);
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::HandoverReceived { from: 0x200 }));
+    assert!(ev.contains(&Event::SweepNeeded));
+    assert!(
+        txs(&mut e).is_empty(),
+        "no ACKNOWLEDGE when mastership did not move"
+    );
+}
+
+#[test]
+fn master_finding_a_higher_master_hands_over_to_it() {
+    let mut e = master(2);
+    let hi = info(0x200, 9, KEY, SmState::Master, 1);
+    sweep_with(&mut e, ms(100), &[hi]);
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert_eq!(ho[0].attribute_modifier(), 1);
+}
+
+#[test]
+fn standby_takes_over_on_handover_and_acknowledges() {
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    let mut e = standby_under(9, &m);
+    txs(&mut e);
+    let r = e
+        .handle_request(ms(50), &set_from(&m, 1), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    let answered = resp_info(&r);
+    assert_eq!(
+        answered.sm_state,
+        SmState::Standby,
+        "the answer shows the state the HANDOVER found"
+    );
+    assert_eq!(
+        answered.sm_key, KEY,
+        "an authenticated Master reads our key"
+    );
+    assert_eq!(e.state(), SmState::Master);
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::HandoverReceived { from: 0x200 }));
+    let ack = txs(&mut e);
+    assert_eq!(ack.len(), 1);
+    assert_eq!(ack[0].to, SmAddr::Lid(10));
+    assert_eq!(
+        ack[0].attribute_modifier(),
+        u32::from(SmInfoControl::Acknowledge)
+    );
+    let a = ack[0].sm_info().unwrap();
+    assert_eq!((a.guid, a.sm_state, a.sm_key), (ME, SmState::Standby, KEY));
+    // The ACKNOWLEDGE is resent until answered, then forgotten.
+    e.handle_response(ms(51), &reply(&ack[0], 0, &m)).unwrap();
+    assert_eq!(
+        e.poll_timeout(),
+        Some(ms(50) + e.config().heartbeat_interval)
+    );
+}
+
+#[test]
+fn discovering_takes_over_on_handover() {
+    let mut e = sm(9);
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    let r = e
+        .handle_request(ms(1), &set_from(&m, 1), &from_lid(3))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state(), SmState::Master);
+    assert_eq!(txs(&mut e)[0].to, SmAddr::Lid(3));
+}
+
+#[test]
+fn handover_with_a_wrong_key_is_refused_and_reported() {
+    let m = info(0x200, 15, 0x9999, SmState::Master, 1);
+    let mut e = sm(1);
+    events(&mut e);
+    let r = e
+        .handle_request(ms(1), &set_from(&m, 1), &from_lid(3))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+    assert_eq!(
+        resp_info(&r).sm_key,
+        0,
+        "an unauthenticated sender does not read our key"
+    );
+    assert_eq!(e.state(), SmState::Discovering);
+    let ev = events(&mut e);
+    assert!(ev.contains(&Event::ControlRejected {
+        from: 0x200,
+        code: SmInfoControl::Handover,
+        reason: RejectReason::Unauthenticated
+    }));
+    assert!(ev.contains(&Event::UnauthenticatedHigherPrioritySm {
+        guid: 0x200,
+        priority: 15,
+        sm_key: 0x9999
+    }));
+    // A hidden key from a never-verified sender is refused too.
+    let hidden = info(0x300, 1, 0, SmState::Master, 1);
+    let r = e
+        .handle_request(ms(2), &set_from(&hidden, 1), &from_lid(4))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+}
+
+#[test]
+fn handover_from_a_non_master_or_to_a_disabled_sm_is_refused() {
+    let mut e = sm(1);
+    let not_master = info(0x200, 5, KEY, SmState::Standby, 1);
+    let r = e
+        .handle_request(ms(1), &set_from(&not_master, 1), &from_lid(3))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+    assert!(events(&mut e).contains(&Event::ControlRejected {
+        from: 0x200,
+        code: SmInfoControl::Handover,
+        reason: RejectReason::SenderState
+    }));
+    e.disable(ms(2));
+    let m = info(0x200, 5, KEY, SmState::Master, 1);
+    let r = e
+        .handle_request(ms(3), &set_from(&m, 1), &from_lid(3))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0x001C);
+    assert_eq!(e.state(), SmState::NotActive);
+}
+
+#[test]
+fn disable_standby_discover_from_the_authenticated_master() {
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    // DISABLE: Standby -> NotActive.
+    let mut e = standby_under(9, &m);
+    let r = e
+        .handle_request(ms(1), &set_from(&m, 3), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state(), SmState::NotActive);
+    assert!(events(&mut e).contains(&Event::ControlObeyed {
+        from: 0x200,
+        code: SmInfoControl::Disable
+    }));
+    assert!(e.poll_timeout().is_none(), "NotActive polls nobody");
+    // DISABLE again: no-op, accepted.
+    let r = e
+        .handle_request(ms(2), &set_from(&m, 3), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    // STANDBY: NotActive -> Standby polling the sender.
+    txs(&mut e);
+    let r = e
+        .handle_request(ms(3), &set_from(&m, 4), &from_lid(12))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.following(), Some(0x200));
+    assert_eq!(txs(&mut e)[0].to, SmAddr::Lid(12));
+    // DISCOVER: Standby -> Discovering, sweep requested.
+    events(&mut e);
+    let r = e
+        .handle_request(ms(4), &set_from(&m, 5), &from_lid(12))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state(), SmState::Discovering);
+    assert!(events(&mut e).contains(&Event::SweepNeeded));
+    // DISCOVER while Discovering: accepted, nothing changes.
+    let n = e.state_changes();
+    let r = e
+        .handle_request(ms(5), &set_from(&m, 5), &from_lid(12))
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state_changes(), n);
+    // DISABLE while Discovering.
+    e.handle_request(ms(6), &set_from(&m, 3), &from_lid(12))
+        .unwrap();
+    assert_eq!(e.state(), SmState::NotActive);
+    // DISCOVER while NotActive.
+    e.handle_request(ms(7), &set_from(&m, 5), &from_lid(12))
+        .unwrap();
+    assert_eq!(e.state(), SmState::Discovering);
+}
+
+#[test]
+fn standby_without_an_address_rediscovers() {
+    let mut e = sm(1);
+    e.disable(ms(1));
+    let m = info(0x200, 9, KEY, SmState::Master, 1);
+    let r = e
+        .handle_request(ms(2), &set_from(&m, 4), &Requester::default())
+        .unwrap();
+    assert_eq!(resp_status(&r), 0);
+    assert_eq!(e.state(), SmState::Discovering);
+}
+
+#[test]
+fn controls_from_unauthenticated_or_non_master_senders_are_refused() {
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    for (sender, reason) in [
+        (
+            info(0x300, 1, 0x9999, SmState::Master, 1),
+            RejectReason::Unauthenticated,
+        ),
+        (
+            info(0x300, 1, 0, SmState::Master, 1),
+            RejectReason::Unauthenticated,
+        ),
+        (
+            info(0x200, 1, KEY, SmState::Standby, 1),
+            RejectReason::SenderState,
+        ),
+    ] {
+        for code in [3u32, 4, 5] {
+            let mut e = standby_under(9, &m);
+            let r = e
+                .handle_request(ms(1), &set_from(&sender, code), &from_lid(5))
+                .unwrap();
+            assert_eq!(resp_status(&r), 0x001C);
+            assert_eq!(e.state(), SmState::Standby);
+            assert!(events(&mut e).contains(&Event::ControlRejected {
+                from: sender.guid,
+                code: SmInfoControl::from(code),
+                reason
+            }));
+        }
+    }
+}
+
+#[test]
+fn master_obeys_controls_only_from_a_higher_master() {
+    for code in [3u32, 4, 5] {
+        let mut e = master(5);
+        let lo = info(0x200, 1, KEY, SmState::Master, 1);
+        let r = e
+            .handle_request(ms(1), &set_from(&lo, code), &from_lid(5))
+            .unwrap();
+        assert_eq!(resp_status(&r), 0x001C);
+        assert_eq!(e.state(), SmState::Master);
+        assert!(events(&mut e).contains(&Event::ControlRejected {
+            from: 0x200,
+            code: SmInfoControl::from(code),
+            reason: RejectReason::SenderOutranked
+        }));
+        let hi = info(0x300, 9, KEY, SmState::Master, 1);
+        let r = e
+            .handle_request(ms(2), &set_from(&hi, code), &from_lid(6))
+            .unwrap();
+        assert_eq!(resp_status(&r), 0);
+        let want = [SmState::NotActive, SmState::Standby, SmState::Discovering][code as usize - 3];
+        assert_eq!(e.state(), want);
+    }
+}
+
+#[test]
+fn unknown_control_code_is_refused() {
+    let mut e = sm(1);
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    for code in [0u32, 6, 0xFFFF] {
+        let r = e
+            .handle_request(ms(1), &set_from(&m, code), &from_lid(5))
+            .unwrap();
+        assert_eq!(resp_status(&r), 0x001C);
+        assert!(events(&mut e).contains(&Event::ControlRejected {
+            from: 0x200,
+            code: SmInfoControl::from(code),
+            reason: RejectReason::UnknownCode
+        }));
+    }
+}
+
+#[test]
+fn sm_key_reads_as_zero_unless_authenticated_or_proven_master() {
+    let m = info(0x200, 9, KEY, SmState::Master, 1);
+    let mut e = standby_under(1, &m);
+    let get = get_req();
+    let anon = Requester::default();
+    assert_eq!(
+        resp_info(&e.handle_request(ms(1), &get, &anon).unwrap()).sm_key,
+        0
+    );
+    let mkey = Requester {
+        m_key_authenticated: true,
+        ..Requester::default()
+    };
+    assert_eq!(
+        resp_info(&e.handle_request(ms(1), &get, &mkey).unwrap()).sm_key,
+        KEY
+    );
+    let master_asks = Requester {
+        guid: Some(0x200),
+        ..Requester::default()
+    };
+    assert_eq!(
+        resp_info(&e.handle_request(ms(1), &get, &master_asks).unwrap()).sm_key,
+        KEY,
+        "the Master whose key we verified reads ours"
+    );
+    let stranger = Requester {
+        guid: Some(0x999),
+        ..Requester::default()
+    };
+    assert_eq!(
+        resp_info(&e.handle_request(ms(1), &get, &stranger).unwrap()).sm_key,
+        0
+    );
+    assert_eq!(e.sm_info_for(&anon).sm_key, 0);
+    assert_eq!(e.sm_info().sm_key, KEY);
+    // Without a configured key there is nothing to hide (and 0 is what is shown).
+    let e0 = Election::new(cfg(ME, 1, 0), Duration::ZERO).unwrap();
+    assert!(e0.reveals_key_to(&anon));
+}
+
+#[test]
+fn answering_moves_act_count_and_reports_the_state() {
+    let mut e = master(3);
+    let a = resp_info(
+        &e.handle_request(ms(1), &get_req(), &Requester::default())
+            .unwrap(),
+    );
+    let b = resp_info(
+        &e.handle_request(ms(2), &get_req(), &Requester::default())
+            .unwrap(),
+    );
+    assert_eq!((a.guid, a.priority, a.sm_state), (ME, 3, SmState::Master));
+    assert_ne!(a.act_count, b.act_count);
+    e.record_smps_sent(10);
+    assert_eq!(e.sm_info().act_count, b.act_count + 10);
+}
+
+#[test]
+fn send_control_only_as_master() {
+    let mut e = sm(1);
+    assert!(matches!(
+        e.send_control(ms(1), SmAddr::Lid(3), SmInfoControl::Disable),
+        Err(Error::ControlNotAllowed { .. })
+    ));
+    let mut e = master(5);
+    assert!(
+        e.send_control(ms(1), SmAddr::Lid(3), SmInfoControl::Handover)
+            .is_err()
+    );
+    assert!(
+        e.send_control(ms(1), SmAddr::Lid(3), SmInfoControl::Acknowledge)
+            .is_err()
+    );
+    e.send_control(ms(1), SmAddr::Lid(3), SmInfoControl::Standby)
+        .unwrap();
+    let tx = txs(&mut e);
+    assert_eq!(tx[0].attribute_modifier(), 4);
+    assert_eq!(tx[0].sm_info().unwrap().sm_state, SmState::Master);
+    let peer = info(0x200, 1, KEY, SmState::Standby, 1);
+    e.handle_response(ms(2), &reply(&tx[0], 0, &peer)).unwrap();
+    assert!(events(&mut e).contains(&Event::ControlCompleted {
+        to: SmAddr::Lid(3),
+        code: SmInfoControl::Standby,
+        status: Some(0)
+    }));
+    // Unanswered: resent, then reported without a status.
+    e.send_control(ms(3), SmAddr::Lid(4), SmInfoControl::Discover)
+        .unwrap();
+    while let Some(t) = e.poll_timeout() {
+        if t > ms(2_000) {
+            break;
+        }
+        e.handle_timeout(t);
+    }
+    assert!(events(&mut e).contains(&Event::ControlCompleted {
+        to: SmAddr::Lid(4),
+        code: SmInfoControl::Discover,
+        status: None
+    }));
+}
+
+#[test]
+fn sm_sent_from_our_own_sma_is_not_a_peer() {
+    let mut e = sm(1);
+    let me = e.sm_info();
+    sweep_with(
+        &mut e,
+        Duration::ZERO,
+        &[SmInfo {
+            sm_state: SmState::Master,
+            ..me
+        }],
+    );
+    assert_eq!(
+        e.state(),
+        SmState::Master,
+        "our own port answering a probe is ignored"
+    );
+}
+
+#[test]
+fn disable_and_enable() {
+    let mut e = master(3);
+    e.disable(ms(1));
+    assert_eq!(e.state(), SmState::NotActive);
+    e.enable(ms(2));
+    assert_eq!(e.state(), SmState::Discovering);
+    assert!(events(&mut e).contains(&Event::SweepNeeded));
+    let n = e.state_changes();
+    e.enable(ms(3));
+    assert_eq!(e.state_changes(), n, "enable only leaves NotActive");
+}
+
+#[test]
+fn directed_route_requests_and_responses() {
+    let path = DrPath::from_ports(&[1, 4, 2]).unwrap();
+    let mut e = sm(1);
+    e.begin_sweep(Duration::ZERO);
+    e.probe(Duration::ZERO, SmAddr::Directed(path));
+    let tx = txs(&mut e);
+    let v = DrSmpView::new_checked(&tx[0].mad[..]).unwrap();
+    assert_eq!(tx[0].mad[1], 0x81);
+    assert_eq!(v.hop_count(), 3);
+    assert_eq!(DrPath::from_smp(&v).unwrap(), path);
+    assert_eq!(v.method(), Method::Get);
+    assert_eq!(v.attribute_id(), 0x0020);
+    // Our answer to a directed request carries the D bit and GetResp.
+    let req = build_request(
+        SmAddr::Directed(path),
+        Method::Get,
+        0,
+        9,
+        0,
+        &SmInfo::default(),
+    )
+    .mad;
+    let r = e
+        .handle_request(ms(1), &req, &Requester::default())
+        .unwrap();
+    let rv = DrSmpView::new_checked(&r[..]).unwrap();
+    assert!(rv.direction() && rv.response());
+    assert_eq!(rv.status(), 0);
+    assert_eq!(SmInfo::parse(rv.attr_data()).unwrap().guid, ME);
+}
+
+#[test]
+fn responses_match_on_the_low_tid_half() {
+    let mut c = cfg(ME, 1, KEY);
+    c.tid_high = 0xDEAD;
+    let mut e = Election::new(c, Duration::ZERO).unwrap();
+    e.begin_sweep(Duration::ZERO);
+    e.probe(Duration::ZERO, SmAddr::Lid(7));
+    e.sweep_complete(Duration::ZERO);
+    let tx = txs(&mut e);
+    assert_eq!(tx[0].tid() >> 32, 0xDEAD);
+    let mut r = reply(&tx[0], 0, &info(0x200, 1, KEY, SmState::Master, 1));
+    r[8..12].copy_from_slice(&[0x12, 0x34, 0x56, 0x78]); // upper half rewritten in transit
+    assert!(e.handle_response(ms(1), &r).unwrap());
+    assert_eq!(e.following(), Some(0x200));
+}
+
+#[test]
+fn malformed_input_is_an_error_and_changes_nothing() {
+    let mut e = master(1);
+    let before = e.sm_info();
+    assert!(matches!(
+        e.handle_request(ms(1), &[0u8; 10], &Requester::default()),
+        Err(Error::NotSmp { .. } | Error::Wire(_))
+    ));
+    let mut m = get_req();
+    m[1] = 0x03;
+    assert_eq!(
+        e.handle_request(ms(1), &m, &Requester::default()),
+        Err(Error::NotSmp { class: 0x03 })
+    );
+    let mut m = get_req();
+    m[16..18].copy_from_slice(&0x0015u16.to_be_bytes());
+    assert_eq!(
+        e.handle_request(ms(1), &m, &Requester::default()),
+        Err(Error::NotSmInfo { attribute_id: 0x15 })
+    );
+    assert!(matches!(
+        e.handle_request(ms(1), &get_req()[..200], &Requester::default()),
+        Err(Error::Wire(_))
+    ));
+    let resp = build_response(&get_req(), Status::OK, &before).unwrap();
+    assert_eq!(
+        e.handle_request(ms(1), &resp, &Requester::default()),
+        Err(Error::WrongDirection { response: true })
+    );
+    assert_eq!(
+        e.handle_response(ms(1), &get_req()),
+        Err(Error::WrongDirection { response: false })
+    );
+    assert_eq!(e.sm_info(), before);
+    assert_eq!(e.state(), SmState::Master);
+    // Other methods get a status, not an error.
+    let mut m = get_req();
+    m[3] = 0x05; // Trap
+    let r = e.handle_request(ms(1), &m, &Requester::default()).unwrap();
+    assert_eq!(resp_status(&r), 0x000C);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever bytes arrive, in whatever state, nothing panics and the state stays valid.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        smp in any::<bool>(),
+        set in any::<bool>(),
+        modifier in 0u32..8,
+    ) {
+        let mut e = master(3);
+        let mut b = bytes;
+        if smp && b.len() >= 24 {
+            b[1] = 0x01;
+            b[16] = 0;
+            b[17] = 0x20;
+            b[3] = if set { 0x02 } else { 0x01 };
+            b[20..24].copy_from_slice(&modifier.to_be_bytes());
+        }
+        let _ = e.handle_request(ms(1), &b, &Requester::default());
+        let _ = e.handle_response(ms(1), &b);
+        prop_assert!(matches!(
+            e.state(),
+            SmState::Master | SmState::Standby | SmState::Discovering | SmState::NotActive
+        ));
+    }
+}

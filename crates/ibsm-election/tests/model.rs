@@ -86,7 +86,13 @@ fn generate(seed: u64) -> Schedule {
         m_key_in_use: r.chance(500),
     };
     let starts = (0..n)
-        .map(|i| if i == 0 { Duration::ZERO } else { r.duration(polling * 3) })
+        .map(|i| {
+            if i == 0 {
+                Duration::ZERO
+            } else {
+                r.duration(polling * 3)
+            }
+        })
         .collect();
     let chaos_end = polling * 12;
     let mut faults = Vec::new();
@@ -160,7 +166,7 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
         c.transaction_retries = s.tr;
         c
     };
-    let mut net = Net::new(&s.specs, cfg_of, s.host.clone(), seed);
+    let mut net = Net::new(&s.specs, cfg_of, s.host, seed);
     net.keep_events = verbose;
     let n = s.specs.len();
 
@@ -184,11 +190,8 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
         match fault {
             None => {}
             Some(Fault::Crash(i)) => net.crash(i),
-            Some(Fault::Restart(i)) => {
-                if started[i] && net.nodes[i].sm.is_none() {
-                    net.start(i);
-                }
-            }
+            Some(Fault::Restart(i)) if started[i] && net.nodes[i].sm.is_none() => net.start(i),
+            Some(Fault::Restart(_)) => {}
             Some(Fault::Hang(i)) => net.hang(i, true),
             Some(Fault::Unhang(i)) => net.hang(i, false),
             Some(Fault::Partition(c)) => net.partition(c),
@@ -255,7 +258,9 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
         Err(format!(
             "seed {seed}: {}\nschedule: {s:#?}\nfinal states: {:?}",
             net.violations.join("\n"),
-            (0..n).map(|i| net.state(i)).collect::<Vec<Option<SmState>>>()
+            (0..n)
+                .map(|i| net.state(i))
+                .collect::<Vec<Option<SmState>>>()
         ))
     }
 }

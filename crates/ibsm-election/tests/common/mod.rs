@@ -78,10 +78,18 @@ pub struct Node {
     pub events: Vec<(Duration, Event)>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 enum Delivery {
-    Request { from: usize, to: usize, mad: [u8; 256] },
-    Response { from: usize, to: usize, mad: [u8; 256] },
+    Request {
+        from: usize,
+        to: usize,
+        mad: [u8; 256],
+    },
+    Response {
+        from: usize,
+        to: usize,
+        mad: [u8; 256],
+    },
 }
 
 #[derive(Debug)]
@@ -115,7 +123,12 @@ pub struct Net {
 }
 
 impl Net {
-    pub fn new(specs: &[Spec], cfg_of: impl Fn(&Spec) -> Config, host: HostParams, seed: u64) -> Self {
+    pub fn new(
+        specs: &[Spec],
+        cfg_of: impl Fn(&Spec) -> Config,
+        host: HostParams,
+        seed: u64,
+    ) -> Self {
         let nodes = specs
             .iter()
             .map(|s| {
@@ -308,8 +321,10 @@ impl Net {
     fn start_sweep(&mut self, i: usize) {
         let now = self.now;
         let count = self.nodes.len() as u32;
+        // A port advertises IsSM only while an SM runs behind it (a crashed SM's issm file
+        // is closed, so the sweep does not probe it; a hung one still looks alive).
         let peers: Vec<usize> = (0..self.nodes.len())
-            .filter(|&j| j != i && self.comp[j] == self.comp[i])
+            .filter(|&j| j != i && self.comp[j] == self.comp[i] && self.nodes[j].sm.is_some())
             .collect();
         let n = &mut self.nodes[i];
         let Some(sm) = n.sm.as_mut() else { return };
@@ -326,22 +341,19 @@ impl Net {
     fn drain(&mut self, i: usize) {
         loop {
             let now = self.now;
-            let Some(sm) = self.nodes[i].sm.as_mut() else { return };
+            let Some(sm) = self.nodes[i].sm.as_mut() else {
+                return;
+            };
             if let Some(tx) = sm.poll_transmit() {
-                self.send_request(i, tx);
+                self.send_request(i, &tx);
                 continue;
             }
             let Some(ev) = sm.poll_event() else { break };
             match &ev {
-                Event::SweepNeeded => {
-                    if self.nodes[i].sweep_end.is_none() {
-                        self.start_sweep(i);
-                    }
-                }
+                Event::SweepNeeded if self.nodes[i].sweep_end.is_none() => self.start_sweep(i),
                 Event::StateChanged { to, .. } => {
                     self.nodes[i].changes.push((now, *to));
-                    self.nodes[i].next_periodic =
-                        (*to == SmState::Master).then_some(now);
+                    self.nodes[i].next_periodic = (*to == SmState::Master).then_some(now);
                 }
                 _ => {}
             }
@@ -368,7 +380,7 @@ impl Net {
         self.queue.push(Reverse((at, self.seq)));
     }
 
-    fn send_request(&mut self, from: usize, tx: ibsm_election::Transmit) {
+    fn send_request(&mut self, from: usize, tx: &ibsm_election::Transmit) {
         let to = Self::node_of(tx.to);
         if tx.is_set() && tx.attribute_modifier() == u32::from(SmInfoControl::Handover) {
             let a = self.nodes[from].spec;
@@ -453,7 +465,8 @@ impl Net {
                     return;
                 }
                 let sm = self.nodes[to].sm.as_mut().expect("alive");
-                sm.handle_response(now, &mad).expect("well-formed SMInfo response");
+                sm.handle_response(now, &mad)
+                    .expect("well-formed SMInfo response");
                 self.drain(to);
             }
         }
@@ -550,7 +563,11 @@ impl Net {
                 .copied()
                 .reduce(|a, b| {
                     let (sa, sb) = (self.nodes[a].spec, self.nodes[b].spec);
-                    if outranks(sb.priority, sb.guid, sa.priority, sa.guid) { b } else { a }
+                    if outranks(sb.priority, sb.guid, sa.priority, sa.guid) {
+                        b
+                    } else {
+                        a
+                    }
                 })
                 .expect("non-empty");
             if masters != [top] {
@@ -572,6 +589,10 @@ impl Net {
 
     /// State changes of node `i` at or after `t`.
     pub fn changes_since(&self, i: usize, t: Duration) -> usize {
-        self.nodes[i].changes.iter().filter(|(at, _)| *at >= t).count()
+        self.nodes[i]
+            .changes
+            .iter()
+            .filter(|(at, _)| *at >= t)
+            .count()
     }
 }
