@@ -1,16 +1,16 @@
 //! Simulator scale: loading the 3-level radix-36 fat tree (11,664 CAs, 1,620 switches)
 //! and directed-route SMP hops per second.
 //!
-//! The forwarding bench runs on `MiniAgent` so that it measures the simulator's own
-//! machinery (event queue, link model, DR rules); the SMA's processing cost is the
-//! `ibsm-sma` benches' business.
+//! Each is measured twice: with `MiniAgent` (the simulator's own machinery: event queue,
+//! link model, DR rules) and with `SmaAgent` (ibsm-sma on every node, as users run it:
+//! full-size LFTs, the real SMP processing).
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ibsm_sim::testing::MiniAgent;
-use ibsm_sim::{NodeIdx, Sim, SimConfig};
+use ibsm_sim::{Agent, NodeIdx, Sim, SimConfig, SmaAgent};
 use ibsm_topology::generate;
 use ibsm_transport::{Address, DrAddress, Transport};
 use ibsm_wire::{DrPath, DrSmp, Method};
@@ -27,7 +27,7 @@ fn rss_kib() -> u64 {
 }
 
 /// Directed routes from `from` port 1 to every node, by BFS over the cabling.
-fn routes(sim: &Sim<MiniAgent>, from: NodeIdx) -> Vec<(NodeIdx, DrPath)> {
+fn routes<A: Agent>(sim: &Sim<A>, from: NodeIdx) -> Vec<(NodeIdx, DrPath)> {
     let mut seen = vec![false; sim.node_count()];
     let mut out = Vec::new();
     let mut q = VecDeque::new();
@@ -55,27 +55,26 @@ fn routes(sim: &Sim<MiniAgent>, from: NodeIdx) -> Vec<(NodeIdx, DrPath)> {
     out
 }
 
-fn bench(c: &mut Criterion) {
-    let fabric = generate::fat_tree(36, 3).expect("fat tree");
-    let mut g = c.benchmark_group("sim");
+fn bench_agent<A: Agent>(c: &mut Criterion, name: &str, fabric: &ibsm_topology::Fabric) {
+    let mut g = c.benchmark_group(format!("sim_{name}"));
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(10));
     let before = rss_kib();
     let t = std::time::Instant::now();
-    let sim: Sim<MiniAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
+    let sim: Sim<A> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
     eprintln!(
-        "fat tree 36x3: {} nodes loaded in {:?}, RSS +{} MiB",
+        "{name}: fat tree 36x3, {} nodes loaded in {:?}, RSS +{} MiB",
         sim.node_count(),
         t.elapsed(),
         (rss_kib().saturating_sub(before)) / 1024
     );
     drop(sim);
     g.bench_function("load_fat_tree_36x3", |b| {
-        b.iter(|| Sim::<MiniAgent>::from_fabric(&fabric, SimConfig::default()).unwrap());
+        b.iter(|| Sim::<A>::from_fabric(fabric, SimConfig::default()).unwrap());
     });
 
     // DR hops: 2,000 NodeInfo requests to the farthest nodes (6 hops out, 6 back).
-    let mut sim: Sim<MiniAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
+    let mut sim: Sim<A> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
     let sm_node = (0..sim.node_count() as u32)
         .map(NodeIdx)
         .find(|&n| sim.node_setup(n).unwrap().num_ports == 1)
@@ -103,13 +102,18 @@ fn bench(c: &mut Criterion) {
     });
     let c = sim.counters();
     eprintln!(
-        "dr hops {} lid hops {} dropped {} ({} hops per iteration)",
+        "{name}: dr hops {} dropped {} ({} hops per iteration)",
         c.dr_hops,
-        c.lid_hops,
         c.total_dropped(),
         hops_per_iter
     );
     g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    let fabric = generate::fat_tree(36, 3).expect("fat tree");
+    bench_agent::<MiniAgent>(c, "mini_agent", &fabric);
+    bench_agent::<SmaAgent>(c, "sma_agent", &fabric);
 }
 
 criterion_group!(benches, bench);

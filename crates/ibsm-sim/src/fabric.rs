@@ -19,6 +19,7 @@ impl<A: Agent> Sim<A> {
     /// [`SimError::DuplicateGuid`] / [`SimError::BadLink`] for an inconsistent fabric.
     pub fn from_fabric(fabric: &Fabric, cfg: SimConfig) -> Result<Self, SimError> {
         let mut sim = Self::new(cfg);
+        let cfg = sim.core.borrow().cfg;
         let mut map: HashMap<ibsm_topology::NodeId, NodeIdx> =
             HashMap::with_capacity(fabric.node_count());
         for (id, node) in fabric.nodes() {
@@ -39,6 +40,7 @@ impl<A: Agent> Sim<A> {
             setup.vendor_id = node.vendor_id;
             setup.device_id = node.device_id;
             if kind == NodeKind::Switch {
+                setup.lft_cap = cfg.lft_cap;
                 let g = node.port(0).map_or(guid, |p| p.guid.0);
                 let g = if g == 0 { guid } else { g };
                 setup.port_guids.iter_mut().for_each(|x| *x = g);

@@ -93,6 +93,12 @@ pub struct SimConfig {
     pub retrain_time: Duration,
     /// Loss on every link, parts per million.
     pub drop_ppm: u32,
+    /// LinearFDBCap of the switches [`Sim::from_fabric`] creates. The default, 49152,
+    /// is the whole unicast LID space, as on real switches; with `SmaAgent` each
+    /// switch holds that many LFT bytes, which dominates memory on big fabrics
+    /// (1,620 switches: 76 MiB). A cap just above the highest LID the SM will assign
+    /// cuts it to switches x LIDs bytes.
+    pub lft_cap: u16,
 }
 
 impl Default for SimConfig {
@@ -103,6 +109,7 @@ impl Default for SimConfig {
             sma_time: Duration::from_micros(1),
             retrain_time: Duration::from_millis(10),
             drop_ppm: 0,
+            lft_cap: 0xC000,
         }
     }
 }

@@ -381,3 +381,82 @@ fn same_seed_same_run_with_real_smas() {
     assert!(a.1.dropped(DropReason::Loss) > 0);
     assert_ne!(a.0, sweep(2).0);
 }
+
+/// Two SMs in one thread, driven the way `Sim::advance` documents: each polls the
+/// other's SMInfo once a second and answers the other's polls; no SM's timer fires late.
+#[test]
+fn two_sms_poll_each_other_on_virtual_time() {
+    let (mut sim, a, [_, _, _, ca2, _]) = line();
+    let b = sim.attach_sm(ca2, 1).unwrap();
+    let mut ports = [a.port, b];
+    let paths = [p("0,1,9,4"), p("0,1,3,5")];
+    let guids = [0x10u64, 0x20];
+    let period = Duration::from_secs(1);
+    let mut next = [Instant::from_secs(1), Instant::from_millis(1_500)];
+    let mut sent_at = [Instant::ZERO; 2];
+    let mut answers = [0u32; 2];
+    let end = Instant::from_secs(10);
+    for port in &mut ports {
+        port.set_is_sm(true).unwrap();
+    }
+    while sim.now() < end {
+        let deadline = next.iter().copied().min().unwrap().min(end);
+        sim.advance(deadline);
+        let now = sim.now();
+        for i in 0..2 {
+            while let Ok(Incoming::Mad(rx)) = ports[i].recv(now) {
+                if rx.is_response() {
+                    let guid = u64::from_be_bytes(rx.mad[64..72].try_into().unwrap());
+                    assert_eq!(guid, guids[1 - i]);
+                    // Three hops each way at 100 ns; the SM answers at once.
+                    assert_eq!(rx.at - sent_at[i], Duration::from_nanos(600));
+                    answers[i] += 1;
+                } else {
+                    let mut resp = rx.mad.clone();
+                    let mut v = ibsm_wire::DrSmpView::new_checked(&mut resp[..]).unwrap();
+                    ibsm_wire::dr_turn_around(&mut v, 0);
+                    v.attr_data_mut()[0..8].copy_from_slice(&guids[i].to_be_bytes());
+                    ports[i].send(&rx.reply_address(), &resp).unwrap();
+                }
+            }
+            if next[i] <= now {
+                let req = DrSmp::request(
+                    Method::Get,
+                    SmAttributeId::SmInfo.into(),
+                    0,
+                    1,
+                    0,
+                    &paths[i],
+                );
+                ports[i]
+                    .send(
+                        &Address::Directed(DrAddress::direct(paths[i])),
+                        &req.to_bytes(),
+                    )
+                    .unwrap();
+                assert_eq!(now, next[i], "timer fired on time");
+                sent_at[i] = now;
+                next[i] += period;
+            }
+        }
+    }
+    assert_eq!(answers, [9, 9]);
+}
+
+#[test]
+fn lft_cap_sizes_the_switch_tables() {
+    let f = ibsm_topology::generate::fat_tree(4, 2).unwrap();
+    let cfg = SimConfig {
+        lft_cap: 64,
+        ..SimConfig::default()
+    };
+    let sim = Sim::<SmaAgent>::from_fabric(&f, cfg).unwrap();
+    let sw = (0..sim.node_count() as u32)
+        .map(NodeIdx)
+        .find(|&n| sim.node_setup(n).unwrap().kind == NodeKind::Switch)
+        .unwrap();
+    sim.with_agent(sw, |a| {
+        assert_eq!(a.sma().switch_info().unwrap().linear_fdb_cap, 64);
+        assert_eq!(a.sma().lft().len(), 64);
+    });
+}
