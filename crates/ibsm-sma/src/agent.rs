@@ -595,14 +595,13 @@ impl<S: NvStore> Sma<S> {
     /// request must already have passed the outbound rules (HopPointer = HopCount + 1),
     /// its response is turned around with [`dr_turn_around`] and must then follow the
     /// returning rules.
+    #[inline]
     pub fn handle(&mut self, now: u64, rx: Rx, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
-        let Some(src) = request.get(..MAD_SIZE) else {
+        let Some(Ok(mut buf)) = request.get(..MAD_SIZE).map(<[u8; MAD_SIZE]>::try_from) else {
             self.stats.received += 1;
             self.stats.other_dropped += 1;
             return None;
         };
-        let mut buf = [0u8; MAD_SIZE];
-        buf.copy_from_slice(src);
         match self.handle_in_place(now, rx, &mut buf) {
             Outcome::Respond => Some(buf),
             _ => None,

@@ -1,0 +1,91 @@
+//! Requests per second the SMA answers: SubnGet(PortInfo) (every sweep reads it for
+//! every port) in both routing forms, a rejected (M_Key-protected) Get, and
+//! SubnSet(LinearForwardingTable) blocks (routing uploads). Target: > 10 M/s.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ibsm_sma::{NodeConfig, Rx, Sma};
+use ibsm_wire::{DrPath, DrSmp, LidSmp, Method, SmAttributeId};
+
+fn switch() -> Sma {
+    let mut s = Sma::new(NodeConfig::switch(0x1000, 36)).expect("valid config");
+    for p in 1..=36 {
+        s.link_up(0, p);
+    }
+    s
+}
+
+fn requests(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sma");
+    g.throughput(Throughput::Elements(1));
+
+    let mut sma = switch();
+    let rx = Rx { port: 1, slid: 1 };
+    let get = LidSmp::request(Method::Get, SmAttributeId::PortInfo.into(), 5, 1, 0).to_bytes();
+    g.bench_function("PortInfo Get (LID-routed)", |b| {
+        b.iter(|| sma.handle(0, rx, black_box(&get[..])));
+    });
+    let mut dr = DrSmp::request(
+        Method::Get,
+        SmAttributeId::PortInfo.into(),
+        5,
+        1,
+        0,
+        &DrPath::from_ports(&[1, 3]).expect("path"),
+    );
+    dr.hop_pointer = 3;
+    let dr = dr.to_bytes();
+    g.bench_function("PortInfo Get (directed route)", |b| {
+        b.iter(|| sma.handle(0, Rx::port(3), black_box(&dr[..])));
+    });
+    let mut buf = get;
+    g.bench_function("PortInfo Get in place", |b| {
+        b.iter(|| {
+            buf = get;
+            sma.handle_in_place(0, rx, black_box(&mut buf))
+        });
+    });
+
+    let mut set = LidSmp::request(Method::Set, SmAttributeId::LinearForwardingTable.into(), 0, 2, 0);
+    for (i, e) in set.data.iter_mut().enumerate() {
+        *e = (i % 36) as u8 + 1;
+    }
+    let mut set = set.to_bytes();
+    let mut block = 0u32;
+    g.bench_function("LFT block Set (768 blocks round robin)", |b| {
+        b.iter(|| {
+            block = (block + 1) % 768;
+            set[20..24].copy_from_slice(&block.to_be_bytes());
+            sma.handle(0, rx, black_box(&set[..]))
+        });
+    });
+
+    let mut buf = set;
+    g.bench_function("LFT block Set in place", |b| {
+        b.iter(|| {
+            block = (block + 1) % 768;
+            set[20..24].copy_from_slice(&block.to_be_bytes());
+            buf = set;
+            sma.handle_in_place(0, rx, black_box(&mut buf))
+        });
+    });
+
+    // A protected switch dropping wrong-keyed Gets (violations saturate, no SM LID: no trap).
+    let mut guarded = switch();
+    let mut pi = guarded.port_info(0).expect("port 0");
+    pi.port_state = ibsm_wire::PortState::NoChange;
+    pi.port_phys_state = ibsm_wire::PhysPortState::NoChange;
+    pi.m_key = 0xABCD;
+    pi.m_key_protect_bits = 2;
+    let mut req = LidSmp::request(Method::Set, SmAttributeId::PortInfo.into(), 0, 3, 0);
+    req.data = pi.to_bytes();
+    guarded.handle(0, rx, &req.to_bytes()).expect("keyed Set accepted");
+    g.bench_function("PortInfo Get, wrong M_Key (dropped)", |b| {
+        b.iter(|| guarded.handle(0, rx, black_box(&get[..])));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, requests);
+criterion_main!(benches);
