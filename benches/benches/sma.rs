@@ -47,7 +47,13 @@ fn requests(c: &mut Criterion) {
         });
     });
 
-    let mut set = LidSmp::request(Method::Set, SmAttributeId::LinearForwardingTable.into(), 0, 2, 0);
+    let mut set = LidSmp::request(
+        Method::Set,
+        SmAttributeId::LinearForwardingTable.into(),
+        0,
+        2,
+        0,
+    );
     for (i, e) in set.data.iter_mut().enumerate() {
         *e = (i % 36) as u8 + 1;
     }
@@ -80,7 +86,9 @@ fn requests(c: &mut Criterion) {
     pi.m_key_protect_bits = 2;
     let mut req = LidSmp::request(Method::Set, SmAttributeId::PortInfo.into(), 0, 3, 0);
     req.data = pi.to_bytes();
-    guarded.handle(0, rx, &req.to_bytes()).expect("keyed Set accepted");
+    guarded
+        .handle(0, rx, &req.to_bytes())
+        .expect("keyed Set accepted");
     g.bench_function("PortInfo Get, wrong M_Key (dropped)", |b| {
         b.iter(|| guarded.handle(0, rx, black_box(&get[..])));
     });
