@@ -357,6 +357,16 @@ fn subjects() -> Vec<Box<dyn Subject>> {
         ty::<McMemberRecord>(),
         ty::<ServiceRecord>(),
         Box::new(GidSubject),
+        ty::<ibsm_wire::ClassPortInfo>(),
+        ty::<ibsm_wire::Vendor2Mad>(),
+        ty::<ibsm_wire::GsMad>(),
+        ty::<ibsm_wire::sa::SaMad>(),
+        ty::<ibsm_wire::sa::PathRecord>(),
+        ty::<ibsm_wire::sa::NodeRecord>(),
+        ty::<ibsm_wire::sa::McMemberRecord>(),
+        ty::<ibsm_wire::sa::GuidInfoRecord>(),
+        ty::<ibsm_wire::sa::ServiceRecord>(),
+        ty::<ibsm_wire::sa::MultiPathRecord>(),
     ]
 }
 
@@ -373,6 +383,7 @@ const ALIASES: &[(&str, &str, u16)] = &[
     ("Directed-route SMP", "directed-route SMP", 0),
     ("GID", "Gid", 0),
     ("GUIDInfo (legacy name)", "GUIDInfo", 0),
+    ("Vendor range 2 MAD", "vendor range-2 MAD", 0),
 ];
 
 /// Structures that start inside their TSV table's frame: the trap data details begin at

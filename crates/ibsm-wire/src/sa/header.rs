@@ -89,8 +89,8 @@ impl SaMad {
     /// `template` in the data area.
     ///
     /// # Errors
-    /// [`Error::Truncated`] if the record does not fit the 200 data bytes (only a
-    /// MultiPathRecord with many GIDs can be that large; send it with RMPP).
+    /// [`Error::Truncated`] if the record does not fit the 200 data bytes (no record
+    /// of this crate is that large).
     pub fn request<R: SaRecord>(
         method: Method,
         transaction_id: u64,

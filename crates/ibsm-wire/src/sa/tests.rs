@@ -578,19 +578,30 @@ fn multipath_gid_list() {
     assert_eq!(mp.service_id(), 0xAB00_0000_0000_00CD);
     let s = [Gid::new(1, 2)];
     let d = [Gid::new(3, 4), Gid::new(5, 6)];
-    let mut buf = [0u8; 200];
-    let n = mp.emit_with_gids(&s, &d, &mut buf).unwrap();
-    assert_eq!(n, 24 + 48);
-    let back = MultiPathRecord::parse(&buf).unwrap();
-    assert_eq!((back.sgid_count, back.dgid_count), (1, 2));
-    assert_eq!(back.wire_size(), n);
-    assert_eq!(back.gid(&buf, 0).unwrap(), s[0]);
-    assert_eq!(back.gid(&buf, 2).unwrap(), d[1]);
-    assert!(back.gid(&buf, 3).is_err());
-    assert!(back.gid(&buf[..50], 2).is_err());
-    assert!(mp.emit_with_gids(&s, &d, &mut buf[..60]).is_err());
-    // SDGID[0] is libibmad's IB_SA_MP_GID0_F at byte 24.
+    let mp = mp.with_gids(&s, &d).unwrap();
+    assert_eq!((mp.sgid_count, mp.dgid_count), (1, 2));
+    assert_eq!(mp.wire_size(), 24 + 48);
+    let buf = mp.to_bytes();
+    // SDGID[0] is libibmad's IB_SA_MP_GID0_F at byte 24; the others follow.
     assert_eq!(&buf[24..40], &s[0].0);
+    assert_eq!(&buf[40..56], &d[0].0);
+    assert_eq!(&buf[56..72], &d[1].0);
+    assert!(buf[72..].iter().all(|&b| b == 0));
+    let back = MultiPathRecord::parse(&buf).unwrap();
+    assert_eq!(back.gids().collect::<Vec<_>>(), [s[0], d[0], d[1]]);
+    assert_eq!(back.gid(10), Some(Gid::default()));
+    assert_eq!(back.gid(11), None);
+    let mut full = back;
+    assert!(full.set_gid(10, Gid::new(9, 9)).is_ok());
+    assert_eq!(full.to_bytes()[184..200], Gid::new(9, 9).0);
+    assert!(full.set_gid(11, Gid::new(9, 9)).is_err());
+    assert!(
+        mp.with_gids(&[Gid::default(); 6], &[Gid::default(); 6])
+            .is_err()
+    );
+    // A GetMulti request carries it whole.
+    let req = SaMad::request(Method::GetMulti, 3, MultiPathRecord::CM_SGID_COUNT, &mp).unwrap();
+    assert_eq!(req.record::<MultiPathRecord>(0).unwrap(), mp);
 }
 
 #[test]

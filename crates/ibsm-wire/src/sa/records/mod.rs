@@ -54,7 +54,8 @@ pub use node::{
     SwitchInfoRecordView,
 };
 pub use path::{
-    MULTI_PATH_GID_OFFSET, MultiPathRecord, MultiPathRecordView, PathRecord, PathRecordView,
+    MULTI_PATH_GID_OFFSET, MULTI_PATH_MAX_GIDS, MultiPathGids, MultiPathRecord,
+    MultiPathRecordView, PathRecord, PathRecordView,
 };
 pub use service::{ServiceRecord, ServiceRecordView};
 pub use tables::{

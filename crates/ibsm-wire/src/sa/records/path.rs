@@ -2,6 +2,7 @@
 
 use crate::attr::Mtu;
 use crate::error::{Error, Result};
+use crate::field::{Field, FieldType, FieldValue};
 use crate::gid::Gid;
 use crate::sa::codes::{Rate, Selector};
 
@@ -90,13 +91,43 @@ impl PathRecord {
 
 /// Offset of the GID list of a MultiPathRecord.
 pub const MULTI_PATH_GID_OFFSET: usize = 24;
+/// Most GIDs a MultiPathRecord carries in one MAD (24 + 11 * 16 = 200 bytes).
+pub const MULTI_PATH_MAX_GIDS: usize = 11;
+
+/// SDGID\[1..11\] of a MultiPathRecord: ten 16-byte GIDs, reflected as one byte field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MultiPathGids(pub [u8; 160]);
+
+impl Default for MultiPathGids {
+    fn default() -> Self {
+        Self([0; 160])
+    }
+}
+
+impl FieldType for MultiPathGids {
+    #[inline]
+    fn read(buf: &[u8], f: Field) -> Self {
+        Self(<[u8; 160]>::read(buf, f))
+    }
+    #[inline]
+    fn write(self, buf: &mut [u8], f: Field) {
+        self.0.write(buf, f);
+    }
+    fn to_value(&self) -> FieldValue<'_> {
+        FieldValue::Bytes(&self.0)
+    }
+    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
+        <[u8; 160]>::from_value(v, f).map(Self)
+    }
+}
 
 wire_struct! {
-    /// The fixed 24-byte part of a MultiPathRecord; `sgid_count` source GIDs and then
-    /// `dgid_count` destination GIDs follow at byte 24, 16 bytes each (libibmad names
-    /// the first of them `IB_SA_MP_GID0_F`). Use [`MultiPathRecord::gid`] and
-    /// [`MultiPathRecord::emit_with_gids`] for the list.
-    pub struct MultiPathRecord, view MultiPathRecordView, size 24, label "MultiPathRecord";
+    /// MultiPathRecord (0x003A) as it fits one MAD: the 24-byte fixed part, then
+    /// `sgid_count` source GIDs followed by `dgid_count` destination GIDs, 16 bytes each,
+    /// up to [`MULTI_PATH_MAX_GIDS`] in all. The first GID is a field of its own
+    /// (libibmad's `IB_SA_MP_GID0_F`); use [`MultiPathRecord::gid`],
+    /// [`MultiPathRecord::set_gid`] and [`MultiPathRecord::with_gids`] for the list.
+    pub struct MultiPathRecord, view MultiPathRecordView, size 200, label "MultiPathRecord";
     fields {
         /// Raw packets instead of IBA transport.
         raw_traffic, set_raw_traffic: bool = (0, 0, 1);
@@ -138,6 +169,10 @@ wire_struct! {
         dgid_count, set_dgid_count: u8 = (16, 0, 8), "IB_SA_MP_NDEST_F";
         /// ServiceID bits 55..0.
         service_id_lsb, set_service_id_lsb: u64 = (17, 0, 56);
+        /// SDGID[0]: the first GID of the list.
+        sdgid0, set_sdgid0: Gid = (24, 0, 128), "IB_SA_MP_GID0_F";
+        /// SDGID\[1..11\].
+        sdgids, set_sdgids: MultiPathGids = (40, 0, 1280);
     }
 }
 
@@ -180,67 +215,81 @@ impl MultiPathRecord {
         self.service_id_lsb = id & 0x00FF_FFFF_FFFF_FFFF;
     }
 
-    /// Size of the whole record with its GID list.
+    /// Bytes the record occupies with its GID list (`24 + 16 * (sgid_count +
+    /// dgid_count)`; the rest of the 200 bytes is padding).
     #[must_use]
     pub const fn wire_size(&self) -> usize {
         MULTI_PATH_GID_OFFSET + 16 * (self.sgid_count as usize + self.dgid_count as usize)
     }
 
-    /// GID `i` of the list in `bytes` (the whole record): source GIDs first
-    /// (`i < sgid_count`), then destination GIDs.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] when `i` is beyond the counts, [`Error::Truncated`] when
-    /// `bytes` ends before the GID.
-    pub fn gid(&self, bytes: &[u8], i: usize) -> Result<Gid> {
-        if i >= usize::from(self.sgid_count) + usize::from(self.dgid_count) {
-            return Err(Error::InvalidValue {
-                what: "MultiPathRecord",
-                field: "GID index",
-                value: i as u64,
-            });
+    /// GID `i` of the list (0..11): source GIDs first, then destination GIDs. `None`
+    /// beyond the list's capacity (the counts are not consulted).
+    #[must_use]
+    pub fn gid(&self, i: usize) -> Option<Gid> {
+        match i {
+            0 => Some(self.sdgid0),
+            1..MULTI_PATH_MAX_GIDS => {
+                let at = 16 * (i - 1);
+                let mut g = [0u8; 16];
+                g.copy_from_slice(&self.sdgids.0[at..at + 16]);
+                Some(Gid(g))
+            }
+            _ => None,
         }
-        let at = MULTI_PATH_GID_OFFSET + 16 * i;
-        let g = bytes.get(at..at + 16).ok_or(Error::Truncated {
-            what: "MultiPathRecord GID list",
-            need: at + 16,
-            got: bytes.len(),
-        })?;
-        let mut out = [0u8; 16];
-        out.copy_from_slice(g);
-        Ok(Gid(out))
     }
 
-    /// Writes the record with `sgids` then `dgids` into `out` (setting the counts) and
-    /// returns the number of bytes written.
+    /// Sets GID `i` of the list (0..11).
     ///
     /// # Errors
-    /// [`Error::Overflow`] with more than 255 GIDs of a kind, [`Error::Truncated`] when
-    /// `out` is too short.
-    pub fn emit_with_gids(&self, sgids: &[Gid], dgids: &[Gid], out: &mut [u8]) -> Result<usize> {
-        let count = |n: usize, field| {
-            u8::try_from(n).map_err(|_| Error::Overflow {
+    /// [`Error::InvalidValue`] beyond the list's capacity.
+    pub fn set_gid(&mut self, i: usize, gid: Gid) -> Result<()> {
+        match i {
+            0 => self.sdgid0 = gid,
+            1..MULTI_PATH_MAX_GIDS => {
+                let at = 16 * (i - 1);
+                self.sdgids.0[at..at + 16].copy_from_slice(&gid.0);
+            }
+            _ => {
+                return Err(Error::InvalidValue {
+                    what: "MultiPathRecord",
+                    field: "GID index",
+                    value: i as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The source GIDs, then the destination GIDs, as the counts say (capped at the
+    /// list's capacity).
+    pub fn gids(&self) -> impl Iterator<Item = Gid> + '_ {
+        let n = usize::from(self.sgid_count) + usize::from(self.dgid_count);
+        (0..n.min(MULTI_PATH_MAX_GIDS)).filter_map(|i| self.gid(i))
+    }
+
+    /// This record with `sgids` then `dgids` as its list and the counts set.
+    ///
+    /// # Errors
+    /// [`Error::Overflow`] with more than [`MULTI_PATH_MAX_GIDS`] GIDs in all.
+    pub fn with_gids(&self, sgids: &[Gid], dgids: &[Gid]) -> Result<Self> {
+        let n = sgids.len() + dgids.len();
+        if n > MULTI_PATH_MAX_GIDS {
+            return Err(Error::Overflow {
                 what: "MultiPathRecord",
-                field,
+                field: "sgid_count + dgid_count",
                 value: n as u64,
-            })
-        };
-        let mut head = *self;
-        head.sgid_count = count(sgids.len(), "sgid_count")?;
-        head.dgid_count = count(dgids.len(), "dgid_count")?;
-        let need = head.wire_size();
-        if out.len() < need {
-            return Err(Error::Truncated {
-                what: "MultiPathRecord",
-                need,
-                got: out.len(),
             });
         }
-        head.emit_into(out)?;
+        let mut out = Self {
+            sgid_count: sgids.len() as u8,
+            dgid_count: dgids.len() as u8,
+            sdgid0: Gid::default(),
+            sdgids: MultiPathGids::default(),
+            ..*self
+        };
         for (i, g) in sgids.iter().chain(dgids).enumerate() {
-            let at = MULTI_PATH_GID_OFFSET + 16 * i;
-            out[at..at + 16].copy_from_slice(&g.0);
+            out.set_gid(i, *g)?;
         }
-        Ok(need)
+        Ok(out)
     }
 }
