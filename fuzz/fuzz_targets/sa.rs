@@ -35,8 +35,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = sa.record::<PathRecord>(k);
         }
         if let Ok(mp) = MultiPathRecord::parse(&sa.data) {
-            for i in 0..4 {
-                let _ = mp.gid(&sa.data, i);
+            assert!(mp.gids().count() <= ibsm_wire::sa::MULTI_PATH_MAX_GIDS);
+            for i in 0..12 {
+                assert_eq!(mp.gid(i).is_some(), i < ibsm_wire::sa::MULTI_PATH_MAX_GIDS);
             }
         }
         let v = SaMadView::new_checked(data).expect("256 bytes");

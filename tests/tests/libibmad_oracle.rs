@@ -222,70 +222,6 @@ impl Subject for GidSubject {
     }
 }
 
-/// MultiPathRecord is its fixed 24 bytes followed by a GID list; libibmad names the
-/// first list entry (`IB_SA_MP_GID0_F`), read here with `MultiPathRecord::gid` and
-/// written with `MultiPathRecord::emit_with_gids`.
-struct MultiPathWithGids;
-
-const MP_GID0: &str = "gid[0]";
-
-impl Subject for MultiPathWithGids {
-    fn label(&self) -> &'static str {
-        MultiPathRecord::LABEL
-    }
-    fn size(&self) -> usize {
-        MultiPathRecord::SIZE + 16
-    }
-    fn leaves(&self) -> Vec<Leaf> {
-        let mut l = Ty::<MultiPathRecord>(PhantomData).leaves();
-        l.push(Leaf {
-            name: MP_GID0.into(),
-            field: Field::new(24, 0, 128),
-            bytes: true,
-        });
-        l
-    }
-    fn set_emit(&self, base: &[u8], leaf: &Leaf, v: &Val) -> Result<Vec<u8>, String> {
-        let fixed = MultiPathRecord::SIZE;
-        if leaf.name != MP_GID0 {
-            let mut out = Ty::<MultiPathRecord>(PhantomData).set_emit(&base[..fixed], leaf, v)?;
-            out.extend_from_slice(&base[fixed..]);
-            return Ok(out);
-        }
-        let Val::Bytes(b) = v else {
-            return Err("a GID is 16 bytes".into());
-        };
-        let head = MultiPathRecord::parse(base).map_err(|e| e.to_string())?;
-        let gid = Gid(b[..]
-            .try_into()
-            .map_err(|_| "a GID is 16 bytes".to_string())?);
-        let mut out = base.to_vec();
-        head.emit_with_gids(&[gid], &[], &mut out)
-            .map_err(|e| e.to_string())?;
-        Ok(out)
-    }
-    fn parse_get(&self, bytes: &[u8], names: &[&str]) -> Result<Vec<Option<Val>>, String> {
-        let mut head = MultiPathRecord::parse(bytes).map_err(|e| e.to_string())?;
-        let fixed = Ty::<MultiPathRecord>(PhantomData).parse_get(bytes, names)?;
-        // Entry 0 exists whenever the list is not empty; random headers may say it is.
-        if head.sgid_count == 0 && head.dgid_count == 0 {
-            head.sgid_count = 1;
-        }
-        let gid0 = head.gid(bytes, 0).map_err(|e| e.to_string())?;
-        Ok(names
-            .iter()
-            .zip(fixed)
-            .map(|(n, v)| {
-                if *n == MP_GID0 {
-                    Some(Val::Bytes(gid0.0.to_vec()))
-                } else {
-                    v
-                }
-            })
-            .collect())
-    }
-}
-
 fn ty<T: WireStruct + 'static>() -> Box<dyn Subject> {
     Box::new(Ty::<T>(PhantomData))
 }
@@ -339,7 +275,7 @@ fn subjects() -> Vec<Box<dyn Subject>> {
         ty::<RmppHeader>(),
         ty::<SaMad>(),
         ty::<PathRecord>(),
-        Box::new(MultiPathWithGids),
+        ty::<MultiPathRecord>(),
         ty::<NodeRecord>(),
         ty::<PortInfoRecord>(),
         ty::<LinkRecord>(),
@@ -357,16 +293,6 @@ fn subjects() -> Vec<Box<dyn Subject>> {
         ty::<McMemberRecord>(),
         ty::<ServiceRecord>(),
         Box::new(GidSubject),
-        ty::<ibsm_wire::ClassPortInfo>(),
-        ty::<ibsm_wire::Vendor2Mad>(),
-        ty::<ibsm_wire::GsMad>(),
-        ty::<ibsm_wire::sa::SaMad>(),
-        ty::<ibsm_wire::sa::PathRecord>(),
-        ty::<ibsm_wire::sa::NodeRecord>(),
-        ty::<ibsm_wire::sa::McMemberRecord>(),
-        ty::<ibsm_wire::sa::GuidInfoRecord>(),
-        ty::<ibsm_wire::sa::ServiceRecord>(),
-        ty::<ibsm_wire::sa::MultiPathRecord>(),
     ]
 }
 
@@ -383,7 +309,6 @@ const ALIASES: &[(&str, &str, u16)] = &[
     ("Directed-route SMP", "directed-route SMP", 0),
     ("GID", "Gid", 0),
     ("GUIDInfo (legacy name)", "GUIDInfo", 0),
-    ("Vendor range 2 MAD", "vendor range-2 MAD", 0),
 ];
 
 /// Structures that start inside their TSV table's frame: the trap data details begin at
