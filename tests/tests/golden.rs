@@ -4,11 +4,15 @@
 
 use std::path::Path;
 
+use ibsm_wire::sa::{
+    ComponentMask, NodeRecord, PathRecord, PortInfoRecord, Rate, SaAttributeId, SaMad, Selector,
+    records,
+};
 use ibsm_wire::{
-    CapabilityMask, CapabilityMask2, DrPath, DrSmp, DrSmpView, LinearForwardingTable,
-    LinkDownDefaultState, LinkSpeed, LinkSpeedMask, LinkWidth, LinkWidthMask, Method, MgmtClass,
-    Mtu, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SmAttributeId, SmInfo, SmState,
-    SwitchInfo, VlCap, WireStruct,
+    CapabilityMask, CapabilityMask2, DEFAULT_SUBNET_PREFIX, DrPath, DrSmp, DrSmpView, Gid,
+    LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedMask, LinkWidth,
+    LinkWidthMask, Method, MgmtClass, Mtu, NodeInfo, NodeType, PhysPortState, PortInfo, PortState,
+    SmAttributeId, SmInfo, SmState, Status, SwitchInfo, VlCap, WireStruct,
 };
 
 /// Reads `tests/fixtures/golden/<name>.hex` (16 bytes a line, `#` comments).
@@ -290,4 +294,120 @@ fn lft_block_0_of_switch_b() {
         LinearForwardingTable::parse(&req.data).unwrap().ports,
         [0; 64]
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// SA: GetTable requests from saquery and OpenSM's answers, cut to one MAD by ibsim (no
+// RMPP), so a table holds the records that fit in the first 200 data bytes.
+
+/// Checks the SA header of a captured exchange and returns the response.
+fn sa_exchange(name: &str, attr: SaAttributeId, attribute_offset: u16) -> SaMad {
+    let req_bytes = load(&format!("{name}.req"));
+    let resp_bytes = load(&format!("{name}.resp"));
+    for (bytes, is_resp) in [(req_bytes, false), (resp_bytes, true)] {
+        let sa = SaMad::parse(&bytes).unwrap();
+        assert_eq!(sa.to_bytes(), bytes, "{name}: re-encoding");
+        assert_eq!(sa.mgmt_class, MgmtClass::SubnAdm);
+        assert_eq!(sa.class_version, 2);
+        assert_eq!(sa.method, Method::GetTable, "{name}");
+        assert_eq!(sa.response, is_resp, "{name}");
+        assert_eq!(sa.status, Status::OK, "{name}");
+        assert_eq!(sa.attribute_id, attr, "{name}");
+        assert_eq!(sa.component_mask, ComponentMask(0), "{name}: whole table");
+        assert_eq!(sa.sm_key, 0, "{name}");
+        let want_offset = if is_resp { attribute_offset } else { 0 };
+        assert_eq!(sa.attribute_offset, want_offset, "{name}");
+    }
+    let req = SaMad::parse(&req_bytes).unwrap();
+    let resp = SaMad::parse(&resp_bytes).unwrap();
+    assert_eq!(req.transaction_id as u32, resp.transaction_id as u32);
+    assert!(req.data.iter().all(|&b| b == 0), "{name}: empty template");
+    resp
+}
+
+#[test]
+fn sa_node_records() {
+    let resp = sa_exchange("noderecord", SaAttributeId::NodeRecord, 14);
+    let nr: NodeRecord = resp.record(0).unwrap();
+    // h1, the first node OpenSM found (its own).
+    assert_eq!(nr.lid, 1);
+    assert_eq!(nr.node_info.node_type, NodeType::Ca);
+    assert_eq!(nr.node_info.num_ports, 1);
+    assert_eq!(nr.node_info.system_image_guid, 0x10_0000);
+    assert_eq!(nr.node_info.node_guid, 0x10_0000);
+    assert_eq!(nr.node_info.port_guid, 0x10_0001);
+    assert_eq!(nr.node_info.partition_cap, 0x40);
+    assert_eq!(nr.node_info.revision, 0xa1);
+    assert_eq!(nr.node_info.local_port_num, 1);
+    assert_eq!(nr.node_description.text(), Some("h1"));
+    let mut again = [0u8; 112];
+    nr.emit_into(&mut again).unwrap();
+    assert_eq!(&again[..NodeRecord::SIZE], &resp.data[..NodeRecord::SIZE]);
+    // 200 bytes hold one whole 112-byte record; the next is cut.
+    let n = records::<NodeRecord>(&resp.data, resp.attribute_offset)
+        .unwrap()
+        .count();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn sa_path_records() {
+    let resp = sa_exchange("pathrecord", SaAttributeId::PathRecord, 8);
+    let prs: Vec<PathRecord> = records::<PathRecord>(&resp.data, resp.attribute_offset)
+        .unwrap()
+        .collect();
+    assert_eq!(prs.len(), 3);
+    let gid = |guid| Gid::new(DEFAULT_SUBNET_PREFIX, guid);
+    // sw-a to itself, then h1 (LID 1) to sw-a (LID 2). Record 2 was cut by ibsim.
+    for (pr, (sgid, slid, life)) in prs
+        .iter()
+        .zip([(0x20_0000u64, 2u16, 0u8), (0x10_0001, 1, 18)])
+    {
+        assert_eq!(pr.dgid, gid(0x20_0000));
+        assert_eq!(pr.sgid, gid(sgid));
+        assert_eq!((pr.dlid, pr.slid), (2, slid));
+        assert!(pr.reversible);
+        assert_eq!(pr.pkey, 0xffff);
+        assert_eq!(pr.sl, 0);
+        assert_eq!((pr.mtu_selector, pr.mtu), (Selector::Exactly, Mtu::Mtu1024));
+        assert_eq!((pr.rate_selector, pr.rate), (Selector::Exactly, Rate::G10));
+        assert_eq!(pr.packet_life_time_selector, Selector::Exactly);
+        assert_eq!(pr.packet_life_time, life);
+        let mut again = [0u8; 64];
+        pr.emit_into(&mut again).unwrap();
+        assert_eq!(PathRecord::parse(&again).unwrap(), *pr);
+    }
+    assert_eq!(&prs[0].to_bytes()[..], &resp.data[..64]);
+    assert_eq!(&prs[1].to_bytes()[..], &resp.data[64..128]);
+}
+
+#[test]
+fn sa_port_info_records() {
+    let resp = sa_exchange("portinforecord", SaAttributeId::PortInfoRecord, 9);
+    let pirs: Vec<PortInfoRecord> = records::<PortInfoRecord>(&resp.data, resp.attribute_offset)
+        .unwrap()
+        .collect();
+    assert_eq!(pirs.len(), 2);
+    // h1 port 1: the same PortInfo as the SMP capture (an SM port, LID 1).
+    let h1 = &pirs[0];
+    assert_eq!((h1.endport_lid, h1.port_num), (1, 1));
+    assert_eq!(h1.port_info.lid, 1);
+    assert_eq!(h1.port_info.master_sm_lid, 1);
+    assert!(h1.port_info.capability_mask.contains(CapabilityMask::IS_SM));
+    assert_eq!(h1.port_info.port_state, PortState::Active);
+    let smp = DrSmp::parse(&load("portinfo.resp")).unwrap();
+    let via_smp = PortInfo::parse(&smp.data).unwrap();
+    assert_eq!(h1.port_info, via_smp, "SA and SMP views of h1 port 1 agree");
+    // sw-a port 0: the switch's LID 2, no IsSM.
+    let sw = &pirs[1];
+    assert_eq!((sw.endport_lid, sw.port_num), (2, 0));
+    assert_eq!(sw.port_info.lid, 2);
+    assert!(!sw.port_info.capability_mask.contains(CapabilityMask::IS_SM));
+    for (k, pir) in pirs.iter().enumerate() {
+        let at = k * 72;
+        assert_eq!(
+            &pir.to_bytes()[..],
+            &resp.data[at..at + PortInfoRecord::SIZE]
+        );
+    }
 }
