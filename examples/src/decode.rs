@@ -1,8 +1,9 @@
 //! Decoding any MAD into a printable tree: the logic behind `examples/mad_decode.rs`.
 //!
 //! [`decode_mad`] splits a MAD into the common header, the class-specific header (SMP
-//! directed-route or LID-routed, SA) and the attribute, chosen by class and AttributeID
-//! among every structure `ibsm-wire` knows; [`Decoded::to_text`] renders an smpquery-like
+//! directed-route or LID-routed, SA, general-services, vendor range 2) and the attribute
+//! or records, chosen by class and AttributeID among every structure `ibsm-wire` knows
+//! (trap DataDetails by trap number, SA tables record by record); [`Decoded::to_text`] renders an smpquery-like
 //! listing and [`Decoded::to_json`] one JSON object.
 
 use std::fmt::Write as _;
@@ -23,7 +24,7 @@ use ibsm_wire::{
     RandomForwardingTable, Reflect, SlToVlMappingTable, SmAttributeId, SmInfo, SmState, SwitchInfo,
     TrapData, VendorDiag, VlArbitrationTable, VlCap, WireStruct,
 };
-use ibsm_wire::{ClassPortInfo, SaNotice};
+use ibsm_wire::{ClassPortInfo, GsMad, SaNotice, Vendor2Mad};
 
 /// A decoded value, detached from the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -436,21 +437,45 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             decode_sa(bytes, &mut d)?;
             return Ok(d);
         }
+        other if (0x30..=0x4F).contains(&u8::from(other)) => {
+            let v = Vendor2Mad::parse(bytes).map_err(err)?;
+            d.sections
+                .push(without_header(&v, "Vendor range-2 header", &["data"]));
+            d.sections.push(raw_section("Vendor data", &v.data));
+            return Ok(d);
+        }
+        MgmtClass::PerfMgt
+        | MgmtClass::BoardMgt
+        | MgmtClass::DevMgt
+        | MgmtClass::ComMgt
+        | MgmtClass::Snmp
+        | MgmtClass::CongestionControl => {
+            let g = GsMad::parse(bytes).map_err(err)?;
+            d.sections
+                .push(without_header(&g, "GS class header", &["data"]));
+            // ClassPortInfo (0x0001) is common to every GS class; the rest is per class.
+            if header.attribute_id == 0x0001 {
+                let mut s = section_of(&ClassPortInfo::parse(&g.data).map_err(err)?);
+                s.title = "ClassPortInfo".into();
+                d.sections.push(s);
+            } else {
+                d.notes.push(format!(
+                    "class {:#04x} ({:?}) attribute {:#06x} has no decoder; data shown raw",
+                    u8::from(header.mgmt_class),
+                    header.mgmt_class,
+                    header.attribute_id
+                ));
+                d.sections.push(raw_section("GS data", &g.data));
+            }
+            return Ok(d);
+        }
         other => {
             d.notes.push(format!(
                 "class {:#04x} ({other:?}): no class-specific decoding; data shown raw",
                 u8::from(other)
             ));
-            d.sections.push(Section {
-                title: "Data".into(),
-                items: vec![Item {
-                    name: "data".into(),
-                    value: Value::Bytes {
-                        bytes: bytes[MAD_HEADER_SIZE..].to_vec(),
-                        text: None,
-                    },
-                }],
-            });
+            d.sections
+                .push(raw_section("Data", &bytes[MAD_HEADER_SIZE..]));
             return Ok(d);
         }
     };
@@ -815,10 +840,24 @@ mod tests {
         let d = decode_mad(&b).unwrap();
         assert!(d.notes[0].contains("0x7f7f"));
         assert_eq!(d.sections.last().unwrap().title, "Attribute data");
-        b[1] = 0x42;
+        b[1] = 0x22;
         let d = decode_mad(&b).unwrap();
-        assert!(d.notes[0].contains("0x42"));
+        assert!(d.notes[0].contains("0x22"));
         assert!(d.to_text().contains("# Data"));
+        // Vendor range 2: its header with the OUI, then the data.
+        b[1] = 0x42;
+        b[37..40].copy_from_slice(&[0x00, 0x02, 0xc9]);
+        let t = decode_mad(&b).unwrap().to_text();
+        assert!(
+            t.contains("# Vendor range-2 header") && t.contains("oui:"),
+            "{t}"
+        );
+        assert!(t.contains("0x0002c9"), "{t}");
+        // PerfMgt ClassPortInfo.
+        b[1] = 0x04;
+        b[16..18].copy_from_slice(&[0x00, 0x01]);
+        let d = decode_mad(&b).unwrap();
+        assert_eq!(d.sections.last().unwrap().title, "ClassPortInfo");
     }
 
     #[test]
