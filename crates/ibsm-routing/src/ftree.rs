@@ -166,4 +166,26 @@ impl RoutingEngine for FatTree {
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
         ftree_net(&lids.net(csr)?, opts)
     }
+
+    /// Keeps every column whose routes avoid dead ports and, inside recomputed columns,
+    /// every still-legal entry; the up/down order of `previous` is reused so old and new
+    /// columns agree on what "up" means.
+    fn reroute(
+        &self,
+        csr: &Csr,
+        lids: &LidAssignment,
+        opts: &Options,
+        previous: &Routes,
+    ) -> Result<Routes> {
+        let net = lids.net(csr)?;
+        let info = detect(&net)?;
+        let maxr = info.rank.iter().copied().max().unwrap_or(0);
+        let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();
+        let (pos, by_pos) = order_by_rank(&toward_root, false);
+        let rule = Rule::UpDown {
+            pos: &pos,
+            by_pos: &by_pos,
+        };
+        crate::reroute::reroute_net(&net, rule, opts, previous, "ftree")
+    }
 }

@@ -7,11 +7,13 @@
 //! not reorders only the affected region, or reports the cycle it would close, in which
 //! case the unit is rolled back (removing edges never invalidates a topological order).
 //!
-//! * `dfsssp` places a whole destination tree (every source's path to one LID) at once
-//!   and only splits it into single paths when no layer takes it whole: one pass on
-//!   topologies without cycles, fine-grained where needed.
+//! * `dfsssp` routes balanced shortest paths that, among equal-cost hops, prefer climbing
+//!   towards a central root (so most paths have an up*/down* shape and few cycles are
+//!   left); if the one-layer dependency graph is already acyclic (any fat tree) it is done,
+//!   else every (source switch, LID) path goes to the first layer that stays acyclic.
 //! * `lash` places every (source switch, LID) path on its own (first fit, the fewest
-//!   layers), then balances the paths over the layers it opened.
+//!   layers), then balances the paths over the layers it opened. On a mesh or torus it
+//!   uses the dimension-order paths (see `dor`), elsewhere balanced shortest paths.
 
 use ibsm_topology::Csr;
 
@@ -208,81 +210,57 @@ fn path_deps(net: &Net, r: &Routes, mut s: usize, lid: usize, t: usize, out: &mu
     }
 }
 
-pub(crate) fn layered(net: &Net, opts: &Options, name: &str, whole_trees: bool) -> Result<Routes> {
-    let mut r = minhop_net(net, opts)?;
+pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Result<Routes> {
+    // LASH on a mesh or torus takes the dimension-order paths (shortest, and they need
+    // fewer layers and give more bisection bandwidth there than balanced minhop paths).
+    let dor = if dfsssp {
+        None
+    } else {
+        crate::dor::dor_net(net, opts).ok()
+    };
+    let mut r = match dor {
+        Some(mut d) => {
+            d.sl = None;
+            d.sl2vl = None;
+            d.vls = 1;
+            d
+        }
+        None if dfsssp => updn_biased(net, opts)?,
+        None => minhop_net(net, opts)?,
+    };
     r.set_engine(name);
+    if dfsssp && crate::validate::cdg_scope(net, &r, true).is_ok() {
+        // Already acyclic on one layer (any fat tree): nothing to split.
+        return Ok(r);
+    }
     let max = usize::from(opts.max_vls.clamp(1, 15));
     let mut lay = Layering::new(net);
     lay.open();
     let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
     let mut sl = vec![0u8; net.n_sw * net.lft_len];
     let mut deps = Vec::new();
-    let mut active = vec![false; net.n_sw];
-    let mut marked = Vec::new();
     // Which (source, lid) units went where, for LASH balancing.
     let mut units: Vec<(u32, u16, u8)> = Vec::new();
-    let fail = |lay: &Layering<'_>| RoutingError::NotEnoughVls {
-        needed: (lay.layers.len() + 1).min(255) as u8,
-        available: max as u8,
-    };
     for lid in 1..net.lft_len {
         let Some((t, _)) = net.dest_switch(lid) else {
             continue;
         };
         let t = t as usize;
-        if whole_trees {
-            for &x in &marked {
-                active[x] = false;
-            }
-            marked.clear();
-            deps.clear();
-            for &s0 in &sources {
-                let mut s = s0;
-                while s != t && !active[s] {
-                    active[s] = true;
-                    marked.push(s);
-                    let a = arc_of(net, s, r.lft(s)[lid]);
-                    if a == NONE {
-                        break;
-                    }
-                    s = net.adst[a as usize] as usize;
-                }
-            }
-            for &s in &marked {
-                let a = arc_of(net, s, r.lft(s)[lid]);
-                let x = net.adst[a as usize] as usize;
-                if x != t {
-                    let b = arc_of(net, x, r.lft(x)[lid]);
-                    if b != NONE {
-                        deps.push((a, b));
-                    }
-                }
-            }
-            // Whole tree into an existing layer; else split.
-            let mut placed = None;
-            for l in 0..lay.layers.len() {
-                if lay.try_unit(l, &deps) {
-                    placed = Some(l);
-                    break;
-                }
-            }
-            if let Some(l) = placed {
-                for s in 0..net.n_sw {
-                    sl[s * net.lft_len + lid] = l as u8;
-                }
-                continue;
-            }
-        }
         for &s in &sources {
             path_deps(net, &r, s, lid, t, &mut deps);
-            let l = lay.place(&deps, max).ok_or_else(|| fail(&lay))?;
+            let l = lay
+                .place(&deps, max)
+                .ok_or_else(|| RoutingError::NotEnoughVls {
+                    needed: (lay.layers.len() + 1).min(255) as u8,
+                    available: max as u8,
+                })?;
             sl[s * net.lft_len + lid] = l as u8;
-            if !whole_trees {
+            if !dfsssp {
                 units.push((s as u32, lid as u16, l as u8));
             }
         }
     }
-    if !whole_trees && lay.layers.len() > 1 {
+    if !dfsssp && lay.layers.len() > 1 {
         // Balance: move paths from fuller layers to emptier ones where they fit.
         let target = units.len() as u64 / lay.layers.len() as u64;
         for &(s, lid, l) in &units {
@@ -334,4 +312,36 @@ impl RoutingEngine for Dfsssp {
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
         layered(&lids.net(csr)?, opts, "dfsssp", true)
     }
+}
+
+/// Shortest paths that, among equal-cost next hops, prefer climbing towards a central
+/// root: most paths then follow an up*/down* shape, so few dependency cycles remain for
+/// the layering to break.
+struct UpFirst {
+    pos: Vec<u32>,
+}
+
+impl crate::balance::Prefer for UpFirst {
+    fn prefer(&self, net: &Net, s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
+        elig.iter()
+            .copied()
+            .filter(|&a| self.pos[net.adst[a as usize] as usize] < self.pos[s])
+            .min_by_key(|&a| load[a as usize])
+    }
+}
+
+fn updn_biased(net: &Net, opts: &Options) -> Result<Routes> {
+    let roots = crate::updn::find_roots(net, None, opts, false)?;
+    let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
+    let pref = UpFirst { pos };
+    let mut r = Routes::new("dfsssp", net.n_sw, net.lft_len);
+    let st = crate::balance::route_all(
+        net,
+        crate::balance::Rule::MinHop,
+        opts.threads,
+        &mut r.lfts,
+        &pref,
+    );
+    crate::engine::check_reach(st, opts, "")?;
+    Ok(r)
 }

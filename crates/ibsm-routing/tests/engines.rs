@@ -4,30 +4,54 @@ use ibsm_routing::*;
 use ibsm_topology::{Csr, Fabric, generate};
 
 fn fabrics() -> Vec<(&'static str, Fabric)> {
-    let mut v = vec![
+    let grid = |dims: &[u32], torus| {
+        generate::grid(&generate::Grid {
+            dims: dims.to_vec(),
+            torus,
+            cas_per_switch: 2,
+        })
+        .unwrap()
+    };
+    let mut deg = generate::fat_tree(8, 3).unwrap();
+    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    vec![
         ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
         ("ft12x2", generate::fat_tree(12, 2).unwrap()),
         ("ft8x3", generate::fat_tree(8, 3).unwrap()),
-    ];
-    let mut deg = generate::fat_tree(8, 3).unwrap();
-    // Cut every 9th switch-to-switch cable.
-    let cut: Vec<_> = deg
-        .links()
-        .filter(|(_, l)| {
-            deg.node(l.a.node)
-                .is_some_and(ibsm_topology::Node::is_switch)
-                && deg
-                    .node(l.b.node)
-                    .is_some_and(ibsm_topology::Node::is_switch)
-        })
-        .map(|(id, _)| id)
-        .step_by(9)
-        .collect();
-    for id in cut {
-        deg.remove_link(id).unwrap();
-    }
-    v.push(("ft8x3-degraded", deg));
-    v
+        ("ft8x3-degraded", deg),
+        ("mesh4x4x2", grid(&[4, 4, 2], false)),
+        ("torus6x5", grid(&[6, 5], true)),
+        ("torus4x4x3", grid(&[4, 4, 3], true)),
+        (
+            "dragonfly",
+            generate::dragonfly(&generate::Dragonfly {
+                a: 4,
+                p: 2,
+                h: 2,
+                g: 9,
+                arrangement: generate::GlobalArrangement::default(),
+            })
+            .unwrap(),
+        ),
+        (
+            "jellyfish",
+            generate::jellyfish(&generate::Jellyfish {
+                switches: 40,
+                radix: 8,
+                network_ports: 5,
+                seed: 3,
+            })
+            .unwrap(),
+        ),
+    ]
+}
+
+/// Switch-graph diameter.
+fn diameter(csr: &Csr) -> u16 {
+    (0..csr.switch_count() as u32)
+        .map(|s| csr.hops_from(s).into_iter().max().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
 }
 
 fn is_full_fat_tree(name: &str) -> bool {
@@ -41,12 +65,48 @@ fn engine_matrix() {
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
         for kind in EngineKind::ALL {
             let res = kind.engine().route(&csr, &lids, &Options::default());
+            let tree = name.starts_with('k') || name.starts_with("ft");
+            let grid = name.starts_with("mesh") || name.starts_with("torus");
             let r = match (kind, res) {
                 (_, Ok(r)) => r,
-                // DOR needs a grid.
-                (EngineKind::Dor, Err(RoutingError::NoCoordinates(_))) => continue,
+                // Down*/Up* has no complete order outside trees; it must say so.
+                (EngineKind::DnUp, Err(RoutingError::Disconnected { .. })) if !tree => {
+                    eprintln!("{name}: dnup has no down/up path for some pair");
+                    continue;
+                }
+                // DOR needs a grid, ftree a tree: both must say so.
+                (EngineKind::Dor, Err(RoutingError::NoCoordinates(_))) if !grid => continue,
+                (EngineKind::FatTree, Err(RoutingError::NotAFatTree(_))) if !tree => continue,
                 (k, Err(e)) => panic!("{name}: {} failed: {e}", k.name()),
             };
+            if kind == EngineKind::Dfsssp && !tree {
+                let d = diameter(&csr);
+                eprintln!("{name}: dfsssp {} VLs, diameter {d}", r.vls_used());
+                if !grid {
+                    assert!(
+                        u16::from(r.vls_used()) <= d,
+                        "{name}: {} VLs > diameter {d}",
+                        r.vls_used()
+                    );
+                }
+            }
+            if grid && kind == EngineKind::Dor {
+                assert!(
+                    r.vls_used() <= 2,
+                    "{name} {}: {} VLs",
+                    kind.name(),
+                    r.vls_used()
+                );
+            }
+            if grid && kind == EngineKind::Lash {
+                // Constant VL per path: three layers on tori (DOR switches VLs per hop).
+                assert!(
+                    r.vls_used() <= 3,
+                    "{name} {}: {} VLs",
+                    kind.name(),
+                    r.vls_used()
+                );
+            }
             assert_eq!(r.engine(), kind.name());
             check_reachability(&csr, &lids, &r)
                 .unwrap()
@@ -138,5 +198,32 @@ fn lmc_paths_and_fallback_chain() {
             route_with_fallback(&FatTree, &csr, &lids, &opts),
             Err(RoutingError::AllFailed(v)) if v.len() == 2
         ));
+    }
+}
+
+#[test]
+fn lash_on_tori_matches_dor_bandwidth() {
+    for dims in [vec![6u32, 5], vec![4, 4, 3]] {
+        let f = generate::grid(&generate::Grid {
+            dims: dims.clone(),
+            torus: true,
+            cas_per_switch: 2,
+        })
+        .unwrap();
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let dor = Dor.route(&csr, &lids, &Options::default()).unwrap();
+        let lash = Lash.route(&csr, &lids, &Options::default()).unwrap();
+        let e_dor = metrics::effective_bisection_bandwidth(&csr, &lids, &dor, 20, 1).unwrap();
+        let e_lash = metrics::effective_bisection_bandwidth(&csr, &lids, &lash, 20, 1).unwrap();
+        eprintln!(
+            "torus {dims:?}: eBB dor {e_dor:.3} lash {e_lash:.3}, VLs dor {} lash {}",
+            dor.vls_used(),
+            lash.vls_used()
+        );
+        assert!(
+            e_lash >= 0.95 * e_dor,
+            "{dims:?}: lash {e_lash} vs dor {e_dor}"
+        );
     }
 }
