@@ -844,3 +844,136 @@ fn methods_versions_and_routing_forms() {
     bad[6] = 2; // hop pointer not at the end
     assert!(s.handle(0, Rx::port(1), &bad).is_none());
 }
+
+#[test]
+fn memory_per_node() {
+    let sw = Sma::new(NodeConfig::switch(1, 36)).unwrap();
+    let ca = Sma::new(NodeConfig::ca(2, 1)).unwrap();
+    let (s, c) = (sw.memory_bytes(), ca.memory_bytes());
+    std::println!("memory: 36-port switch {s} bytes, 1-port CA {c} bytes");
+    // The LFT dominates a switch; a CA stays small.
+    assert!(s > 49_152 && s < 120_000, "{s}");
+    assert!(c < 4_096, "{c}");
+}
+
+#[test]
+fn node_description_and_led_info_follow_capabilities() {
+    let mut s = ca();
+    let text = NodeDescription::from_text("renamed");
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::NodeDescription,
+        0,
+        0,
+        &text.node_string,
+    );
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    let req = lid_req(Method::Get, SmAttributeId::LedInfo, 1, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+
+    let mut cfg = NodeConfig::ca(0x100, 1);
+    let pi = &mut cfg.ports[0].port_info;
+    pi.capability_mask |=
+        CapabilityMask::IS_LED_INFO_SUPPORTED | CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED;
+    pi.capability_mask2 = CapabilityMask2::IS_SET_NODE_DESCRIPTION_SUPPORTED;
+    let mut s = Sma::new(cfg).unwrap();
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::NodeDescription,
+        0,
+        0,
+        &text.node_string,
+    );
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    let req = lid_req(Method::Get, SmAttributeId::NodeDescription, 0, 0, &[]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(
+        NodeDescription::parse(&r[64..]).unwrap().text(),
+        Some("renamed")
+    );
+    let req = lid_req(Method::Set, SmAttributeId::LedInfo, 0, 0, &[0x80]);
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!((status(&r), r[64]), (0, 0x80));
+    let req = lid_req(Method::Get, SmAttributeId::LedInfo, 2, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+}
+
+#[test]
+fn armed_port_goes_active_on_data_and_disable_enable_events() {
+    let mut s = ca();
+    set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    s.data_packet(1, 1);
+    assert_eq!(s.port_state(1), Some(LogicalState::Active));
+    set_pi(&mut s, 2, 1, 1, 0, |pi| {
+        pi.port_phys_state = PhysPortState::Disabled;
+    })
+    .unwrap();
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Link {
+            port: 1,
+            request: LinkRequest::Disable
+        })
+    );
+    set_pi(&mut s, 3, 1, 1, 0, |pi| {
+        pi.port_phys_state = PhysPortState::Polling;
+    })
+    .unwrap();
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Link {
+            port: 1,
+            request: LinkRequest::Enable
+        })
+    );
+    assert_eq!(s.poll_event(), None);
+}
+
+#[test]
+fn trap_queue_keeps_the_newest() {
+    let mut cfg = NodeConfig::ca(0x100, 1);
+    cfg.max_pending_traps = 2;
+    let mut s = Sma::new(cfg).unwrap();
+    s.link_up(0, 1);
+    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+        pi.master_sm_lid = SM_LID;
+        pi.m_key = KEY;
+        pi.m_key_protect_bits = 3;
+    })
+    .unwrap();
+    for i in 0..5 {
+        get_pi(&mut s, i, WRONG);
+    }
+    assert_eq!(s.pending_traps(), 2);
+    assert_eq!(s.stats().traps_overflowed, 3);
+    let tids: Vec<u64> = drain_traps(&mut s, 10)
+        .iter()
+        .map(|t| t.transaction_id)
+        .collect();
+    assert_eq!(tids, [4, 5]);
+    assert_eq!(s.stats().mkey_dropped, 5);
+}
+
+#[test]
+fn config_errors() {
+    let mut c = NodeConfig::ca(1, 2);
+    c.ports.pop();
+    assert!(matches!(
+        Sma::new(c),
+        Err(ConfigError::PortCount {
+            expected: 2,
+            got: 1,
+            ..
+        })
+    ));
+    let mut c = NodeConfig::switch(1, 2);
+    c.switch_info = None;
+    assert!(matches!(Sma::new(c), Err(ConfigError::SwitchInfo { .. })));
+    let mut c = NodeConfig::ca(1, 1);
+    c.max_pending_traps = 0;
+    assert_eq!(Sma::new(c).unwrap_err(), ConfigError::TrapQueue);
+    let mut c = NodeConfig::ca(1, 1);
+    c.node_info.node_type = NodeType::Rnic;
+    assert!(matches!(Sma::new(c), Err(ConfigError::NodeType { .. })));
+}

@@ -50,6 +50,31 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Choices where the spec text is silent
+//!
+//! * A Get whose key mismatches but which protection levels 0/1 let through is neither a
+//!   violation nor "correctly keyed": it leaves a running lease countdown alone.
+//! * A lease expiry is not written to the [`NvStore`]; a reset restores the SM's last
+//!   setting.
+//! * Trap 256 and trap 128 are raised when the issuing port has CapabilityMask
+//!   IsTrapSupported, a non-zero MasterSMLID and is not Down. Traps are resent every
+//!   [`NodeConfig::trap_resend_interval`] until a correctly keyed SubnTrapRepress with the
+//!   same TransactionID arrives; at most [`NodeConfig::max_pending_traps`] wait.
+//! * SubnSet(PortInfo) is all or nothing: any invalid field (an illegal PortState
+//!   transition, a PortPhysicalState other than 0/2/3, LinkDownDefaultState above 2,
+//!   an enabled width/speed outside the supported set, NeighborMTU outside 1..=MTUCap,
+//!   OperationalVLs above VLCap) gives status 0x001C and changes nothing. Read-only fields
+//!   are ignored; M_KeyViolations, P_KeyViolations and Q_KeyViolations are writable.
+//! * PortStateChange is set by link-driven state changes only (Down->Init, any->Down),
+//!   not by SubnSet, and cleared by a SubnSet(SwitchInfo) that writes it as 1.
+//! * A switch's port 0 has no link: it starts in Init/LinkUp, accepts Armed and Active
+//!   but not Down, and ignores the physical fields.
+//! * SMInfo.SM_Key is returned only to a request that presents this SM's SM_Key or the
+//!   port's non-zero M_Key; a node without an SM drops SMInfo.
+//! * Methods other than Get, Set and TrapRepress are answered with status 0x0008 (bad
+//!   class version: 0x0004); responses, returning DR SMPs, wrong classes and DR SMPs
+//!   whose HopPointer is not HopCount + 1 are dropped.
+//!
 //! # Panic contract
 //!
 //! [`Sma::handle`] accepts any bytes: short, malformed or hostile SMPs are dropped or

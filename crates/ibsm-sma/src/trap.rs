@@ -97,6 +97,10 @@ impl TrapQueue {
         self.pending.len() != before
     }
 
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.pending.capacity() * core::mem::size_of::<PendingTrap>()
+    }
+
     pub(crate) fn next_due(&self) -> Option<u64> {
         self.pending.iter().map(|t| t.next_send).min()
     }
