@@ -25,8 +25,11 @@
 //!   [`Csr::adj_port`], ordered by local port. Parallel cables appear once each, so the
 //!   list doubles as "which ports lead to switch t".
 //!
-//! For the radix-48 3-level fat tree (2,880 switches, 27,648 CAs) the snapshot takes
-//! about 1.4 MB; see [`Csr::heap_bytes`].
+//! Methods taking a switch index `s` panic when `s >= S`, like slice indexing; IDs from
+//! another snapshot or fabric are the caller's bug.
+//!
+//! For the radix-48 3-level fat tree (2,880 switches, 27,648 CAs, 82,944 links) the
+//! snapshot takes about 2.4 MB; see [`Csr::heap_bytes`].
 //!
 //! ```
 //! use ibsm_topology::{generate, Csr};
@@ -251,7 +254,30 @@ impl Csr {
         csr.adj_start.push(idx32(csr.adj_switch.len()));
         csr.node_switch = node_switch;
         csr.term_lookup = term_of_node_port;
+        csr.shrink();
         csr
+    }
+
+    /// Drops the growth slack of every array (a snapshot is read-only).
+    fn shrink(&mut self) {
+        self.switch_node.shrink_to_fit();
+        self.switch_guid.shrink_to_fit();
+        self.switch_lid.shrink_to_fit();
+        self.port_start.shrink_to_fit();
+        self.port_target.shrink_to_fit();
+        self.port_remote.shrink_to_fit();
+        self.term_start.shrink_to_fit();
+        self.term_node.shrink_to_fit();
+        self.term_port.shrink_to_fit();
+        self.term_guid.shrink_to_fit();
+        self.term_lid.shrink_to_fit();
+        self.term_lmc.shrink_to_fit();
+        self.term_switch.shrink_to_fit();
+        self.term_switch_port.shrink_to_fit();
+        self.adj_start.shrink_to_fit();
+        self.adj_switch.shrink_to_fit();
+        self.adj_port.shrink_to_fit();
+        self.term_lookup.shrink_to_fit();
     }
 
     /// Number of switches `S`.
@@ -408,5 +434,132 @@ impl Csr {
             + self.adj_port.capacity()
             + self.node_switch.capacity() * 4
             + self.term_lookup.capacity() * size_of::<(NodeId, PortNum, u32)>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::NodeSpec;
+    use crate::generate;
+
+    /// Every fact in the snapshot agrees with the fabric it came from.
+    fn check(f: &Fabric) {
+        let csr = Csr::new(f);
+        assert_eq!(csr.switch_count(), f.switch_count());
+        let guids: Vec<Guid> = f.switches().map(|(_, n)| n.guid()).collect();
+        assert_eq!(csr.switch_guid, guids);
+        for s in 0..csr.switch_count() as u32 {
+            let id = csr.switch_node[s as usize];
+            assert_eq!(csr.switch_index(id), Some(s));
+            let node = f.node(id).unwrap();
+            assert_eq!(csr.num_ports(s), node.num_ports());
+            assert!(csr.target(s, 0).is_none());
+            for (p, t, rp) in csr.ports_of(s) {
+                assert_eq!(csr.target(s, p), t);
+                match f.port_peer(id, p) {
+                    None => assert!(t.is_none()),
+                    Some(peer) => {
+                        assert_eq!(rp, peer.port);
+                        if let Some(o) = t.as_switch() {
+                            assert_eq!(csr.switch_node[o as usize], peer.node);
+                            // Symmetric: the other side points back.
+                            assert_eq!(csr.target(o, rp), Target::switch(s));
+                        } else {
+                            let term = t.terminal().unwrap() as usize;
+                            assert_eq!(csr.term_node[term], peer.node);
+                            assert_eq!(csr.term_port[term], peer.port);
+                            assert_eq!(csr.term_switch[term], s);
+                            assert_eq!(csr.term_switch_port[term], p);
+                            assert!(csr.terminals_of(s).contains(&(term as u32)));
+                            assert_eq!(csr.terminal_index(peer.node, peer.port), Some(term as u32));
+                        }
+                    }
+                }
+            }
+            let adj: Vec<(u32, PortNum)> = csr.neighbours(s).collect();
+            let expect: Vec<(u32, PortNum)> = csr
+                .ports_of(s)
+                .filter_map(|(p, t, _)| Some((t.as_switch()?, p)))
+                .collect();
+            assert_eq!(adj, expect);
+        }
+        let connected_terminal_ports: usize = f
+            .nodes()
+            .filter(|(_, n)| !n.is_switch())
+            .map(|(_, n)| n.degree())
+            .sum();
+        assert_eq!(csr.terminal_count(), connected_terminal_ports);
+        assert_eq!(
+            *csr.term_start.last().unwrap() as usize
+                + csr.term_switch.iter().filter(|&&x| x == NO_SWITCH).count(),
+            csr.terminal_count()
+        );
+        assert!(csr.heap_bytes() > 0);
+    }
+
+    #[test]
+    fn snapshot_matches_fabric() {
+        check(&Fabric::new());
+        check(&generate::k_ary_n_tree(3, 3).unwrap());
+        let mut f = generate::fat_tree(12, 2).unwrap();
+        generate::degrade(&mut f, 0.4, 5).unwrap();
+        check(&f);
+        check(
+            &generate::grid(&generate::Grid {
+                dims: vec![2, 3],
+                torus: true,
+                cas_per_switch: 2,
+            })
+            .unwrap(),
+        );
+        // Back-to-back CAs, an unconnected CA, a removed node leaving a hole in the IDs.
+        let mut f = generate::k_ary_n_tree(2, 2).unwrap();
+        let a = f.add_node(NodeSpec::ca(0x1_0000, 2, "a")).unwrap();
+        let b = f.add_node(NodeSpec::ca(0x2_0000, 1, "b")).unwrap();
+        f.add_node(NodeSpec::ca(0x3_0000, 1, "lonely")).unwrap();
+        f.connect(a, 2, b, 1).unwrap();
+        let first = f.switches().next().unwrap().0;
+        f.remove_node(first).unwrap();
+        check(&f);
+        let csr = Csr::new(&f);
+        let t = csr.terminal_index(a, 2).unwrap();
+        assert_eq!(csr.term_switch[t as usize], NO_SWITCH);
+        assert!(t >= *csr.term_start.last().unwrap());
+        assert_eq!(csr.switch_index(a), None);
+    }
+
+    #[test]
+    fn hops() {
+        let f = generate::k_ary_n_tree(4, 3).unwrap();
+        let csr = Csr::new(&f);
+        let all = csr.all_hops();
+        let n = csr.switch_count();
+        for s in 0..n {
+            assert_eq!(all[s * n + s], 0);
+            assert_eq!(&all[s * n..(s + 1) * n], csr.hops_from(s as u32).as_slice());
+            for t in 0..n {
+                assert_eq!(all[s * n + t], all[t * n + s]);
+                let fab = f
+                    .switch_hops(csr.switch_node[s], csr.switch_node[t])
+                    .unwrap();
+                assert_eq!(u32::from(all[s * n + t]), fab);
+            }
+        }
+        // Disconnected: unreachable.
+        let mut g = generate::fat_tree(4, 2).unwrap();
+        generate::degrade_with(
+            &mut g,
+            1.0,
+            0,
+            generate::DegradeOptions {
+                keep_connected: false,
+            },
+        )
+        .unwrap();
+        let c = Csr::new(&g);
+        assert!(c.hops_from(0).iter().skip(1).all(|&h| h == UNREACHABLE));
+        assert_eq!(g.switch_hops(c.switch_node[0], c.switch_node[1]), None);
+        assert_eq!(g.components().len(), g.switch_count());
     }
 }

@@ -185,3 +185,59 @@ fn levels(f: &Fabric) -> BTreeMap<u32, Vec<NodeId>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::NodeSpec;
+    use crate::generate;
+
+    #[test]
+    fn shapes_weights_and_filters() {
+        let f = generate::k_ary_n_tree(2, 2).unwrap();
+        let plain = to_dot(&f, &DotOptions::default());
+        assert_eq!(plain.matches(" -- ").count(), f.link_count());
+        assert_eq!(plain.matches("shape=box").count(), f.switch_count());
+        assert_eq!(plain.matches("shape=ellipse").count(), 4);
+        assert!(!plain.contains("penwidth"));
+        // Two levels of switches plus the CA level.
+        assert_eq!(plain.matches("rank=same").count(), 3);
+
+        let hot = f
+            .links()
+            .find(|(_, l)| {
+                f.node(l.a.node).unwrap().is_switch() && f.node(l.b.node).unwrap().is_switch()
+            })
+            .unwrap()
+            .0;
+        let w = move |l: LinkId| Some(if l == hot { 10.0 } else { 1.0 });
+        let opts = DotOptions {
+            terminals: false,
+            link_weight: Some(&w),
+            port_labels: true,
+            title: Some("t \"q\"".into()),
+            ..Default::default()
+        };
+        let text = to_dot(&f, &opts);
+        assert!(!text.contains("ellipse"));
+        assert!(text.contains("label=\"t \\\"q\\\"\""));
+        assert!(text.contains("penwidth=5.00"));
+        assert!(text.contains("color=\"0.000 0.900 0.850\""));
+        assert!(text.contains("taillabel="));
+        // Only switch-to-switch cables remain.
+        assert_eq!(text.matches(" -- ").count(), f.link_count() - 4);
+    }
+
+    #[test]
+    fn escapes_descriptions_and_shows_lids() {
+        let mut f = Fabric::new();
+        let r = f
+            .add_node(NodeSpec::new(crate::Guid(1), NodeType::Router, 1, "r\"1\\"))
+            .unwrap();
+        f.node_mut(r).unwrap().port_mut(1).unwrap().lid = 9;
+        let text = to_dot(&f, &DotOptions::default());
+        assert!(text.contains("shape=diamond"));
+        assert!(text.contains("label=\"r\\\"1\\\\\\nlid 9\""), "{text}");
+        assert!(text.ends_with("}\n"));
+    }
+}

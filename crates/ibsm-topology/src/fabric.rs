@@ -753,4 +753,104 @@ mod tests {
     fn port_is_small() {
         assert_eq!(core::mem::size_of::<Port>(), 24);
     }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(u8, u8, bool),
+        Remove(u8),
+        Connect(u8, u8, u8, u8),
+        Disconnect(u8, u8),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<u8>(), 1u8..6, any::<bool>()).prop_map(|(g, p, s)| Op::Add(g % 16, p, s)),
+            any::<u8>().prop_map(|g| Op::Remove(g % 16)),
+            (any::<u8>(), 0u8..7, any::<u8>(), 0u8..7).prop_map(|(a, pa, b, pb)| Op::Connect(
+                a % 16,
+                pa,
+                b % 16,
+                pb
+            )),
+            (any::<u8>(), 0u8..7).prop_map(|(a, p)| Op::Disconnect(a % 16, p)),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Random mutations against a plain model: a map of (guid, port) -> (guid, port).
+        #[test]
+        fn mutations_match_model(ops in proptest::collection::vec(op(), 1..80)) {
+            use std::collections::BTreeMap as M;
+            let mut f = Fabric::new();
+            let mut nodes: M<u64, u8> = M::new();
+            let mut cables: M<(u64, u8), (u64, u8)> = M::new();
+            for o in ops {
+                match o {
+                    Op::Add(g, p, sw) => {
+                        let g = u64::from(g) << 8;
+                        let spec = if sw { NodeSpec::switch(g, p, "s") } else { NodeSpec::ca(g, p, "c") };
+                        let r = f.add_node(spec);
+                        proptest::prop_assert_eq!(r.is_ok(), !nodes.contains_key(&g));
+                        nodes.entry(g).or_insert(p);
+                    }
+                    Op::Remove(g) => {
+                        let g = u64::from(g) << 8;
+                        match f.node_by_guid(Guid(g)) {
+                            Some(id) => {
+                                f.remove_node(id).unwrap();
+                                nodes.remove(&g);
+                                cables.retain(|a, b| a.0 != g && b.0 != g);
+                            }
+                            None => proptest::prop_assert!(!nodes.contains_key(&g)),
+                        }
+                    }
+                    Op::Connect(a, pa, b, pb) => {
+                        let (ga, gb) = (u64::from(a) << 8, u64::from(b) << 8);
+                        let (Some(ia), Some(ib)) = (f.node_by_guid(Guid(ga)), f.node_by_guid(Guid(gb))) else {
+                            continue;
+                        };
+                        let ok = ga != gb
+                            && (1..=nodes[&ga]).contains(&pa)
+                            && (1..=nodes[&gb]).contains(&pb)
+                            && !cables.contains_key(&(ga, pa))
+                            && !cables.contains_key(&(gb, pb));
+                        let r = f.connect(ia, pa, ib, pb);
+                        proptest::prop_assert_eq!(r.is_ok(), ok, "{:?}", r);
+                        if ok {
+                            cables.insert((ga, pa), (gb, pb));
+                            cables.insert((gb, pb), (ga, pa));
+                        }
+                    }
+                    Op::Disconnect(a, p) => {
+                        let ga = u64::from(a) << 8;
+                        let Some(ia) = f.node_by_guid(Guid(ga)) else { continue };
+                        let r = f.disconnect(ia, p);
+                        proptest::prop_assert_eq!(r.is_ok(), cables.contains_key(&(ga, p)));
+                        if let Some(other) = cables.remove(&(ga, p)) {
+                            cables.remove(&other);
+                        }
+                    }
+                }
+                // The fabric says exactly what the model says.
+                proptest::prop_assert_eq!(f.node_count(), nodes.len());
+                proptest::prop_assert_eq!(f.link_count() * 2, cables.len());
+                let mut seen = M::new();
+                for (id, n) in f.nodes() {
+                    for (p, port) in n.ports() {
+                        if let Some(peer) = port.peer() {
+                            seen.insert((n.guid().0, p), (f.guid_of(peer.node).0, peer.port));
+                            let back = f.port_peer(peer.node, peer.port).unwrap();
+                            proptest::prop_assert_eq!(back, Endpoint { node: id, port: p });
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(&seen, &cables);
+                proptest::prop_assert_eq!(f.links().count(), f.link_count());
+                proptest::prop_assert_eq!(f.switch_count(), f.switches().count());
+            }
+        }
+    }
 }

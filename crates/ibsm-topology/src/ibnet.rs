@@ -143,6 +143,75 @@ pub enum WriteError {
 
 // ---------------------------------------------------------------- reading
 
+/// A small multiplicative hasher (the FxHash scheme) for the parser's name and GUID
+/// maps: file contents are not adversarial to a local tool, and SipHash dominated the
+/// parse profile.
+#[derive(Default, Clone, Copy)]
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        let mut w = [0u8; 8];
+        let rest = chunks.remainder();
+        w[..rest.len()].copy_from_slice(rest);
+        self.write_u64(u64::from_le_bytes(w) ^ (rest.len() as u64) << 56);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Byte searches that beat `str::find` on the short strings of a topology line (the
+/// generic memchr path costs more to set up than the scan).
+trait FindByte {
+    fn find_byte(&self, b: u8) -> Option<usize>;
+    fn rfind_byte(&self, b: u8) -> Option<usize>;
+}
+
+impl FindByte for str {
+    fn find_byte(&self, b: u8) -> Option<usize> {
+        self.as_bytes().iter().position(|&c| c == b)
+    }
+
+    fn rfind_byte(&self, b: u8) -> Option<usize> {
+        self.as_bytes().iter().rposition(|&c| c == b)
+    }
+}
+
+/// The lines of `text` (split at `\n`; a `\r` before it is trimmed with the other
+/// whitespace). A plain byte loop: lines are short, and `str::lines` spends more setting
+/// up its memchr than scanning.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        let end = bytes[start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(bytes.len(), |p| start + p);
+        // Splitting at an ASCII byte keeps both halves valid UTF-8.
+        let line = text.get(start..end).unwrap_or("");
+        start = end + 1;
+        Some(line)
+    })
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+
 #[derive(Default)]
 struct Pending {
     vendid: Option<u32>,
@@ -208,10 +277,20 @@ fn parse_hex(s: &str, line: usize) -> Result<u64, ParseError> {
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
         .unwrap_or(s);
-    if d.is_empty() {
+    if d.is_empty() || d.len() > 16 {
         return Err(err(line, ParseErrorKind::BadNumber(s.to_owned())));
     }
-    u64::from_str_radix(d, 16).map_err(|_| err(line, ParseErrorKind::BadNumber(s.to_owned())))
+    let mut v = 0u64;
+    for &c in d.as_bytes() {
+        let digit = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Err(err(line, ParseErrorKind::BadNumber(s.to_owned()))),
+        };
+        v = (v << 4) | u64::from(digit);
+    }
+    Ok(v)
 }
 
 fn parse_dec(s: &str, line: usize) -> Result<u32, ParseError> {
@@ -226,7 +305,7 @@ fn quoted(s: &str, line: usize) -> Result<(&str, &str), ParseError> {
         .strip_prefix('"')
         .ok_or_else(|| trunc(line, "expected a quoted name"))?;
     let end = body
-        .find('"')
+        .find_byte(b'"')
         .ok_or_else(|| trunc(line, "missing closing quote"))?;
     Ok((&body[..end], &body[end + 1..]))
 }
@@ -236,13 +315,24 @@ fn bracket(s: &str, line: usize) -> Result<(u32, &str), ParseError> {
     let body = s
         .strip_prefix('[')
         .ok_or_else(|| trunc(line, "expected '[port]'"))?;
-    let end = body.find(']').ok_or_else(|| trunc(line, "missing ']'"))?;
-    let inner = body[..end].trim();
-    if inner.contains(['"', '[', ' ', '\t', '(']) {
-        // `[1 "b"[1]`: the port's own bracket was never closed.
+    let b = body.as_bytes();
+    let mut i = 0;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    let start = i;
+    while i < b.len() && b[i].is_ascii_alphanumeric() {
+        i += 1;
+    }
+    let end = i;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    if i >= b.len() || b[i] != b']' {
+        // `[1 "b"[1]` or `[1`: the bracket was never closed.
         return Err(trunc(line, "missing ']'"));
     }
-    Ok((parse_dec(inner, line)?, &body[end + 1..]))
+    Ok((parse_dec(&body[start..end], line)?, &body[i + 1..]))
 }
 
 /// Optional `(hexguid)` at the start of `s`.
@@ -250,7 +340,9 @@ fn paren_guid(s: &str, line: usize) -> Result<(Option<u64>, &str), ParseError> {
     match s.strip_prefix('(') {
         None => Ok((None, s)),
         Some(body) => {
-            let end = body.find(')').ok_or_else(|| trunc(line, "missing ')'"))?;
+            let end = body
+                .find_byte(b')')
+                .ok_or_else(|| trunc(line, "missing ')'"))?;
             Ok((Some(parse_hex(body[..end].trim(), line)?), &body[end + 1..]))
         }
     }
@@ -269,7 +361,7 @@ fn skip_ext(s: &str) -> &str {
 
 /// `4xEDR` -> (X4, Edr).
 fn width_speed(tok: &str) -> Option<(LinkWidth, LinkSpeed)> {
-    let x = tok.find('x')?;
+    let x = tok.find_byte(b'x')?;
     let lanes: u32 = tok[..x].parse().ok()?;
     Some((
         LinkWidth::from_lanes(lanes)?,
@@ -295,7 +387,7 @@ fn lid_lmc(tokens: &str) -> (Option<u16>, Option<u8>) {
 /// Splits a comment `pre "quoted" post` using the first and last quote (descriptions may
 /// contain anything but are printed raw).
 fn split_comment(c: &str) -> (&str, Option<&str>, &str) {
-    match (c.find('"'), c.rfind('"')) {
+    match (c.find_byte(b'"'), c.rfind_byte(b'"')) {
         (Some(a), Some(b)) if b > a => (&c[..a], Some(&c[a + 1..b]), &c[b + 1..]),
         _ => (c, None, ""),
     }
@@ -327,14 +419,14 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     let mut notes = Vec::new();
     let mut records: Vec<Record<'_>> = Vec::new();
     let mut decls: Vec<Decl<'_>> = Vec::new();
-    let mut by_name: HashMap<&str, u32> = HashMap::new();
+    let mut by_name: FastMap<&str, u32> = FastMap::default();
     let mut pending = Pending::default();
     // Ports seen in the current record, to catch duplicates cheaply.
     let mut seen_ports = [false; 256];
 
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines(text).enumerate() {
         let line = i + 1;
-        let l = raw.trim();
+        let l = raw.trim_ascii();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
@@ -372,7 +464,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             let (_rguid, rest) = paren_guid(rest, line)?;
             let rest = skip_ext(rest);
             // Only now look for the comment: names may contain '#'.
-            let (rest, comment) = match rest.find('#') {
+            let (rest, comment) = match rest.find_byte(b'#') {
                 Some(h) => (&rest[..h], Some(&rest[h + 1..])),
                 None => (rest, None),
             };
@@ -493,7 +585,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         let mut description = None;
         let mut lid = 0;
         let mut lmc = 0;
-        if let Some(h) = tail.find('#') {
+        if let Some(h) = tail.find_byte(b'#') {
             let (_, desc, post) = split_comment(&tail[h + 1..]);
             description = desc;
             let (l2, m2) = lid_lmc(post);
@@ -537,11 +629,12 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 fn build(
     records: &[Record<'_>],
     decls: &[Decl<'_>],
-    by_name: &HashMap<&str, u32>,
+    by_name: &FastMap<&str, u32>,
     notes: Vec<Note>,
 ) -> Result<Parsed, ParseError> {
     // GUIDs: explicit ones first (checking duplicates), then ibsim-style assignment.
-    let mut guid_line: HashMap<u64, usize> = HashMap::with_capacity(records.len());
+    let mut guid_line: FastMap<u64, usize> =
+        FastMap::with_capacity_and_hasher(records.len(), Default::default());
     for r in records {
         if let Some(g) = r.guid {
             if let Some(&first_line) = guid_line.get(&g) {
@@ -629,9 +722,17 @@ fn build(
         ids.push(id);
     }
 
-    // Links: each (node, port) may be claimed by one peer only.
-    let mut claims: HashMap<(u32, PortNum), (u32, PortNum, usize)> =
-        HashMap::with_capacity(decls.len() + link_estimate);
+    // Links: each (node, port) may be claimed by one peer only. Claims live in a dense
+    // table indexed by (record, port): base[record] + port.
+    const FREE: (u32, PortNum, u32) = (u32::MAX, 0, 0);
+    let mut base = Vec::with_capacity(records.len() + 1);
+    let mut total = 0usize;
+    for r in records {
+        base.push(total);
+        total += usize::from(r.ports) + 1;
+    }
+    let mut claims: Vec<(u32, PortNum, u32)> = vec![FREE; total];
+    let slot = |n: u32, p: PortNum| base[n as usize] + usize::from(p);
     for d in decls {
         let rec = &records[d.node as usize];
         let &r = by_name
@@ -660,26 +761,28 @@ fn build(
         };
         let mut is_new = true;
         for (key, want) in [((d.node, d.port), (r, rp)), ((r, rp), (d.node, d.port))] {
-            match claims.get(&key) {
-                Some(&(n, p, other_line)) if (n, p) != want => {
-                    return Err(err(
-                        d.line,
-                        ParseErrorKind::LinkMismatch {
-                            this: describe(d.node, d.port, r, rp),
-                            other: describe(key.0, key.1, n, p),
-                            other_line,
-                        },
-                    ));
-                }
-                Some(_) => is_new = false,
-                None => {}
+            let (n, p, other_line) = claims[slot(key.0, key.1)];
+            if n == u32::MAX {
+                continue;
             }
+            if (n, p) != want {
+                return Err(err(
+                    d.line,
+                    ParseErrorKind::LinkMismatch {
+                        this: describe(d.node, d.port, r, rp),
+                        other: describe(key.0, key.1, n, p),
+                        other_line: other_line as usize,
+                    },
+                ));
+            }
+            is_new = false;
         }
         if !is_new {
             continue;
         }
-        claims.insert((d.node, d.port), (r, rp, d.line));
-        claims.insert((r, rp), (d.node, d.port, d.line));
+        let line32 = u32::try_from(d.line).unwrap_or(u32::MAX);
+        claims[slot(d.node, d.port)] = (r, rp, line32);
+        claims[slot(r, rp)] = (d.node, d.port, line32);
         fabric
             .connect(ids[d.node as usize], d.port, ids[r as usize], rp)
             .map_err(|e| fabric_err(d.line, e, rec.name))?;
@@ -994,9 +1097,9 @@ pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
         }
         g
     };
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines(text).enumerate() {
         let line = i + 1;
-        let l = raw.trim();
+        let l = raw.trim_ascii();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
