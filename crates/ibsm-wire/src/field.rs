@@ -58,35 +58,64 @@ impl Field {
     }
 }
 
+/// Where the 8-byte window holding a field starts, if the buffer has one: preferably the
+/// aligned 8-byte word holding the field (fields of one word then share one load), else
+/// the field's first byte when 8 bytes fit there, else the last 8 bytes of the buffer.
+/// `None` for fields spanning more than 8 bytes or buffers shorter than 8 bytes.
+#[inline(always)]
+fn window(len: usize, f: Field) -> Option<usize> {
+    let first = f.byte as usize;
+    let span = f.bit as usize + f.len as usize;
+    let aligned = first & !7;
+    if span > 64 || len < 8 {
+        None
+    } else if aligned + 8 <= len && f.abs_bit() + f.len as usize <= (aligned + 8) * 8 {
+        Some(aligned)
+    } else if first + 8 <= len {
+        Some(first)
+    } else {
+        Some(len - 8)
+    }
+}
+
 /// Reads an unsigned field of at most 64 bits.
 ///
 /// The caller guarantees `buf.len() >= f.end_byte()` (views check that once, at
-/// construction); with constant `f` this folds to a load, a shift and a mask.
+/// construction). Fields are read through one big-endian 8-byte load around them, so
+/// with a constant `f` and a buffer of known length this folds to a load, a byte swap,
+/// a shift and a mask.
 #[inline(always)]
 #[must_use]
 pub fn get_uint(buf: &[u8], f: Field) -> u64 {
+    if let Some(w) = window(buf.len(), f) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&buf[w..w + 8]);
+        let shift = 64 - (f.abs_bit() - w * 8) - f.len as usize;
+        return (u64::from_be_bytes(word) >> shift) & f.mask();
+    }
     let first = f.byte as usize;
     let nbytes = (f.bit as usize + f.len as usize).div_ceil(8);
     let shift = nbytes * 8 - f.bit as usize - f.len as usize;
-    if nbytes <= 8 {
-        let mut acc: u64 = 0;
-        for &b in &buf[first..first + nbytes] {
-            acc = (acc << 8) | u64::from(b);
-        }
-        (acc >> shift) & f.mask()
-    } else {
-        let mut acc: u128 = 0;
-        for &b in &buf[first..first + nbytes] {
-            acc = (acc << 8) | u128::from(b);
-        }
-        ((acc >> shift) as u64) & f.mask()
+    let mut acc: u128 = 0;
+    for &b in &buf[first..first + nbytes] {
+        acc = (acc << 8) | u128::from(b);
     }
+    ((acc >> shift) as u64) & f.mask()
 }
 
 /// Writes an unsigned field of at most 64 bits; bits of `v` above the field width are
 /// dropped so neighbouring fields are never touched (unlike libibmad's setters).
 #[inline(always)]
 pub fn set_uint(buf: &mut [u8], f: Field, v: u64) {
+    if let Some(w) = window(buf.len(), f) {
+        let shift = 64 - (f.abs_bit() - w * 8) - f.len as usize;
+        let mask = f.mask() << shift;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&buf[w..w + 8]);
+        let x = (u64::from_be_bytes(word) & !mask) | ((v << shift) & mask);
+        buf[w..w + 8].copy_from_slice(&x.to_be_bytes());
+        return;
+    }
     let first = f.byte as usize;
     let nbytes = (f.bit as usize + f.len as usize).div_ceil(8);
     let shift = nbytes * 8 - f.bit as usize - f.len as usize;

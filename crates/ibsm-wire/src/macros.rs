@@ -140,7 +140,25 @@ macro_rules! wire_struct {
             #[inline]
             #[must_use]
             pub fn from_view<T: AsRef<[u8]>>(view: &$view<T>) -> Self {
-                Self { $( $field: view.$field(), )* }
+                // Through a fixed-size array every offset is a constant the compiler can
+                // check once, so the field reads compile to plain loads and shifts.
+                let bytes: &[u8; $size] = match view.as_bytes().try_into() {
+                    Ok(b) => b,
+                    Err(_) => return Self::from_slice_slow(view.as_bytes()),
+                };
+                Self {
+                    $( $field: <$ty as $crate::field::FieldType>::read(&bytes[..], $crate::field::Field::new($byte, $bit, $len)), )*
+                }
+            }
+
+            // Unreachable in practice (views hold at least SIZE bytes); kept so that
+            // `from_view` has no panic path.
+            #[cold]
+            fn from_slice_slow(bytes: &[u8]) -> Self {
+                let mut tmp = [0u8; $size];
+                let n = bytes.len().min($size);
+                tmp[..n].copy_from_slice(&bytes[..n]);
+                Self { $( $field: <$ty as $crate::field::FieldType>::read(&tmp[..], $crate::field::Field::new($byte, $bit, $len)), )* }
             }
 
             #[doc = concat!("Decodes a ", $label, " from the first `SIZE` bytes of `bytes`.")]
@@ -155,7 +173,9 @@ macro_rules! wire_struct {
             /// Writes every field into a view.
             #[inline]
             pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, view: &mut $view<T>) {
-                $( view.$setter(self.$field); )*
+                if let Ok(out) = <&mut [u8; $size]>::try_from(view.as_bytes_mut()) {
+                    $( <$ty as $crate::field::FieldType>::write(self.$field, &mut out[..], $crate::field::Field::new($byte, $bit, $len)); )*
+                }
             }
 
             /// Writes every field into the first `SIZE` bytes of `buf`.
