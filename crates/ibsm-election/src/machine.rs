@@ -203,10 +203,16 @@ impl Election {
         }
     }
 
-    /// This SM's SMInfo, SM_Key included. The host's own SMA serves it; copy it after
-    /// every drain of the outputs (ActCount moves). Prefer routing SubnGet/SubnSet(SMInfo)
-    /// to [`handle_request`](Self::handle_request), which also hides the key; an SMA that
-    /// answers Gets itself must apply [`reveals_key_to`](Self::reveals_key_to).
+    /// This SM's SMInfo, SM_Key included, for the SM's own SMA.
+    ///
+    /// Two ways to serve it: route SubnGet/SubnSet(SMInfo) to
+    /// [`handle_request`](Self::handle_request) (which also hides the key and applies
+    /// control codes), or copy this value into an SMA that answers by itself (such as
+    /// `ibsm_sma::Sma::set_sm_info`) after every drain of the outputs, since ActCount and
+    /// the state move, and feed the Sets it reports to
+    /// [`handle_control`](Self::handle_control). Such an SMA must hide the key as
+    /// [`reveals_key_to`](Self::reveals_key_to) does. A hung SM stops refreshing the copy,
+    /// which is how polling Standbys notice it (its ActCount freezes).
     #[must_use]
     pub fn sm_info(&self) -> SmInfo {
         SmInfo {
@@ -453,6 +459,22 @@ impl Election {
                 &self.sm_info_for(requester),
             ),
         }
+    }
+
+    /// A SubnSet(SMInfo) that the host's own SMA already answered (for SMAs that serve
+    /// SMInfo themselves, such as `ibsm-sma`, which reports the Set as an event after
+    /// responding with the SMInfo it held). Applies the control code exactly as
+    /// [`handle_request`](Self::handle_request) would and returns the status that
+    /// function would have answered with (0x001C when refused).
+    pub fn handle_control(
+        &mut self,
+        now: Duration,
+        control: u32,
+        sender: SmInfo,
+        requester: &Requester,
+    ) -> Status {
+        self.act_count = self.act_count.wrapping_add(1);
+        self.handle_set(now, control, sender, requester).0
     }
 
     /// A GetResp to one of this machine's requests. Returns whether it matched one

@@ -1144,3 +1144,24 @@ proptest! {
         ));
     }
 }
+
+#[test]
+fn control_already_answered_by_the_sma() {
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    let mut e = standby_under(9, &m);
+    txs(&mut e);
+    let st = e.handle_control(ms(1), 1, m, &from_lid(10));
+    assert_eq!(st, Status::OK);
+    assert_eq!(e.state(), SmState::Master);
+    assert_eq!(
+        txs(&mut e)[0].attribute_modifier(),
+        2,
+        "ACKNOWLEDGE follows"
+    );
+    let foreign = info(0x300, 15, 0x9999, SmState::Master, 1);
+    assert_eq!(
+        e.handle_control(ms(2), 3, foreign, &from_lid(11)),
+        Status::INVALID_VALUE
+    );
+    assert_eq!(e.state(), SmState::Master);
+}
