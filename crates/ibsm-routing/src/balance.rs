@@ -32,6 +32,11 @@ pub(crate) enum Rule<'a> {
 /// return the arc to use (must be one of `elig`), or `None` for the balancing default.
 pub(crate) trait Prefer: Sync {
     fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], load: &[u64]) -> Option<u32>;
+
+    /// Whether `prefer` can ever answer (lets the hot loop skip the call).
+    fn active(&self) -> bool {
+        true
+    }
 }
 
 /// No preference.
@@ -39,6 +44,10 @@ pub(crate) struct NoPref;
 impl Prefer for NoPref {
     fn prefer(&self, _: &Net, _: usize, _: u16, _: &[u32], _: &[u64]) -> Option<u32> {
         None
+    }
+
+    fn active(&self) -> bool {
+        false
     }
 }
 
@@ -296,6 +305,8 @@ pub(crate) struct Loads {
     pub load: Vec<u64>,
     pub lids: Vec<u32>,
     flow: Vec<u64>,
+    /// Round-robin position per switch.
+    rr: Vec<u32>,
     /// First (switch, LID) where CA traffic had to take an escape hop.
     pub escape_traffic: Option<(usize, u16)>,
 }
@@ -306,6 +317,7 @@ impl Loads {
             load: vec![0; net.n_arcs()],
             lids: vec![0; net.n_arcs()],
             flow: net.nsrc.iter().map(|&n| u64::from(n)).collect(),
+            rr: vec![0; net.n_sw],
             escape_traffic: None,
         }
     }
@@ -344,16 +356,12 @@ pub(crate) fn place_lid(
             let el = p.eligible(s);
             let mut best = el[0];
             if el.len() > 1 {
-                let mut bkey = (true, u32::MAX);
-                for &a in el {
-                    let port = net.aport[a as usize];
-                    let clash = (1..=sibs).any(|k| rows[s][col - k] == port);
-                    let key = (clash, loads.lids[a as usize]);
-                    if key < bkey {
-                        bkey = key;
-                        best = a;
-                    }
+                if let Some(a) = pref.prefer(net, s, lid, el, &loads.load) {
+                    rows[s][col] = net.aport[a as usize];
+                    loads.lids[a as usize] += 1;
+                    continue;
                 }
+                best = pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col);
             }
             rows[s][col] = net.aport[best as usize];
             loads.lids[best as usize] += 1;
@@ -363,6 +371,7 @@ pub(crate) fn place_lid(
     // `flow` holds each switch's own sources between LIDs; a switch adds what passes
     // through it to its next hop, then resets itself for the next LID.
     loads.flow[t] = u64::from(net.nsrc[t]);
+    let use_pref = pref.active();
     for &s in &p.order {
         let s = s as usize;
         let el = p.eligible(s);
@@ -370,20 +379,36 @@ pub(crate) fn place_lid(
         loads.flow[s] = u64::from(net.nsrc[s]);
         let arc = if el.len() == 1 {
             el[0]
-        } else if let Some(a) = pref.prefer(net, s, lid, el, &loads.load) {
+        } else if let Some(a) = use_pref
+            .then(|| pref.prefer(net, s, lid, el, &loads.load))
+            .flatten()
+        {
             a
+        } else if f == 0 {
+            // No CA traffic passes here for this LID: only LID counts matter.
+            pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col)
+        } else if sibs == 0 {
+            // The hot loop: least loaded eligible arc, first one on ties.
+            let load = &loads.load;
+            let mut best = el[0];
+            let mut bl = load[best as usize];
+            for &a in &el[1..] {
+                let l = load[a as usize];
+                if l < bl {
+                    bl = l;
+                    best = a;
+                }
+            }
+            best
         } else {
             let mut best = NONE;
             let mut bkey = (true, u64::MAX);
             for &a in el {
-                let port = net.aport[a as usize];
-                let clash = sibs > 0 && (1..=sibs).any(|k| rows[s][col - k] == port);
-                let m = if f > 0 {
-                    loads.load[a as usize]
-                } else {
-                    u64::from(loads.lids[a as usize])
+                let clash = sibs > 0 && {
+                    let port = net.aport[a as usize];
+                    (1..=sibs).any(|k| rows[s][col - k] == port)
                 };
-                let key = (clash, m);
+                let key = (clash, loads.load[a as usize]);
                 if key < bkey {
                     bkey = key;
                     best = a;
@@ -398,6 +423,24 @@ pub(crate) fn place_lid(
         loads.flow[net.adst[a] as usize] += f;
     }
     loads.flow[t] = u64::from(net.nsrc[t]);
+}
+
+/// Round robin over the eligible arcs of one switch (spreads LID counts in O(1)),
+/// skipping ports already taken by this LID's LMC siblings.
+#[inline]
+fn pick_rr(net: &Net, el: &[u32], rr: &mut u32, sibs: usize, row: &[u8], col: usize) -> u32 {
+    let n = el.len();
+    let start = *rr as usize;
+    for i in 0..n {
+        let a = el[(start + i) % n];
+        let port = net.aport[a as usize];
+        if sibs == 0 || !(1..=sibs).any(|k| row[col - k] == port) {
+            *rr = (start + i + 1) as u32;
+            return a;
+        }
+    }
+    *rr = (start + 1) as u32;
+    el[start % n]
 }
 
 /// What [`route_all`] found besides the tables.

@@ -1,70 +1,155 @@
-//! Big-fabric checks, run by hand: `cargo test --release -p ibsm-routing --test big -- --ignored --nocapture`.
-use std::time::Instant;
+//! Big-fabric checks, run by hand (not in CI):
+//! `cargo test --release -p ibsm-routing --test big -- --ignored --nocapture`
+//! `IBSM_ENGINES=ftree` limits the engines (one per process gives a clean peak RSS).
+use std::time::{Duration, Instant};
 
 use ibsm_routing::*;
-use ibsm_topology::{Csr, generate};
+use ibsm_topology::{Csr, Fabric, generate};
 
 /// CPU time of this thread (the machine is shared, so wall time overstates).
-fn cpu() -> std::time::Duration {
+fn cpu() -> Duration {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
     let ns: u64 = s
         .split_whitespace()
         .next()
         .and_then(|x| x.parse().ok())
         .unwrap_or(0);
-    std::time::Duration::from_nanos(ns)
+    Duration::from_nanos(ns)
 }
 
-fn xgft(m: [u32; 3], w: [u32; 3]) -> Csr {
-    let f = generate::xgft(&generate::Xgft {
+/// Peak and current resident set size in MB.
+fn rss() -> (f64, f64) {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let get = |k: &str| {
+        s.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|x| x.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (get("VmHWM:"), get("VmRSS:"))
+}
+
+fn xgft(m: &[u32], w: &[u32]) -> Fabric {
+    generate::xgft(&generate::Xgft {
         m: m.to_vec(),
         w: w.to_vec(),
         radix: None,
     })
-    .unwrap();
-    Csr::new(&f)
+    .unwrap()
+}
+
+fn engines(default: &[EngineKind]) -> Vec<EngineKind> {
+    match std::env::var("IBSM_ENGINES") {
+        Ok(v) => v.split(',').filter_map(EngineKind::from_name).collect(),
+        Err(_) => default.to_vec(),
+    }
+}
+
+fn run(name: &str, f: &Fabric, kinds: &[EngineKind], check: bool) {
+    let csr = Csr::new(f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    eprintln!(
+        "{name}: {} switches, {} CAs, max LID {}, LFTs {:.1} MB, RSS before routing {:.0} MB",
+        csr.switch_count(),
+        csr.terminal_count(),
+        lids.max_lid(),
+        (csr.switch_count() * (usize::from(lids.max_lid()) + 1)) as f64 / 1e6,
+        rss().1
+    );
+    for &k in kinds {
+        let threads_list: Vec<usize> = std::env::var("IBSM_THREADS").ok().map_or(vec![1, 2], |v| {
+            v.split(',').filter_map(|x| x.parse().ok()).collect()
+        });
+        for &threads in &threads_list {
+            let opts = Options::default().with_threads(threads);
+            let (t0, c0, m0) = (Instant::now(), cpu(), rss().1);
+            let r = k.engine().route(&csr, &lids, &opts).unwrap();
+            let (wall, cpu_t) = (t0.elapsed(), cpu() - c0);
+            let (peak, now) = rss();
+            eprintln!(
+                "  {:7} threads {threads}: wall {wall:>9.1?} cpu(main) {cpu_t:>9.1?}  VLs {}  peak RSS {peak:.0} MB (held {:.0} MB, routes {:.1} MB)",
+                k.name(),
+                r.vls_used(),
+                now - m0,
+                r.memory_bytes() as f64 / 1e6
+            );
+            if check && threads == 1 && std::env::var("IBSM_NOCHECK").is_err() {
+                let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+                let reach = check_reachability(&csr, &lids, &r).unwrap();
+                let cdg = check_deadlock_free(&csr, &lids, &r).unwrap();
+                eprintln!(
+                    "    imbalance {:.4} max load {} minimal {:.4} reachable {} deadlock-free {}",
+                    q.imbalance(),
+                    q.max_load,
+                    q.minimal_fraction,
+                    reach.is_ok(),
+                    cdg.is_ok()
+                );
+            }
+        }
+    }
 }
 
 #[test]
 #[ignore = "big: run by hand in release"]
 fn big_tree_11k() {
-    let t0 = Instant::now();
-    let csr = xgft([18, 18, 36], [1, 18, 18]);
+    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
+    let kinds = engines(&[
+        EngineKind::MinHop,
+        EngineKind::UpDn,
+        EngineKind::FatTree,
+        EngineKind::Dfsssp,
+    ]);
+    run("XGFT(3;18,18,36;1,18,18)", &f, &kinds, true);
+}
+
+#[test]
+#[ignore = "big: run by hand in release"]
+fn lid_limit_45k() {
+    let f = xgft(&[32, 32, 44], &[1, 32, 32]);
+    let kinds = engines(&[EngineKind::MinHop, EngineKind::FatTree]);
+    run("XGFT(3;32,32,44;1,32,32)", &f, &kinds, false);
+}
+
+#[test]
+#[ignore = "big: run by hand in release"]
+fn reroute_one_link_11k() {
+    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
+    let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
-    eprintln!(
-        "build {:?}: {} switches {} CAs max LID {}",
-        t0.elapsed(),
-        csr.switch_count(),
-        csr.terminal_count(),
-        lids.max_lid()
-    );
-    for k in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
-        for threads in [1, 2] {
-            let opts = Options::default().with_threads(threads);
-            let t0 = Instant::now();
-            let c0 = cpu();
-            let r = k.engine().route(&csr, &lids, &opts).unwrap();
+    let opts = Options::default();
+    for k in engines(&[EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree]) {
+        let eng = k.engine();
+        let before = eng.route(&csr, &lids, &opts).unwrap();
+        // Leaf 0's first up cable, then an L2-to-top cable.
+        for (sw, what) in [
+            (0u32, "leaf-L2"),
+            (csr.switch_count() as u32 - 400, "L2-top"),
+        ] {
+            let port = csr.neighbours(sw).last().unwrap().1;
+            let mut cut = f.clone();
+            cut.disconnect(csr.switch_node[sw as usize], port).unwrap();
+            let csr2 = Csr::new(&cut);
+            let (t0, c0) = (Instant::now(), cpu());
+            let after = eng.reroute(&csr2, &lids, &opts, &before).unwrap();
+            let (wall, c) = (t0.elapsed(), cpu() - c0);
+            let full = eng.route(&csr2, &lids, &opts).unwrap();
+            assert!(check_reachability(&csr2, &lids, &after).unwrap().is_ok());
+            assert!(check_deadlock_free(&csr2, &lids, &after).unwrap().is_ok());
+            let q = metrics::all_to_all(&csr2, &lids, &after).unwrap();
+            let qf = metrics::all_to_all(&csr2, &lids, &full).unwrap();
             eprintln!(
-                "{} threads {threads}: wall {:?} cpu(main thread) {:?}",
+                "{:7} {what}: reroute wall {wall:.1?} cpu {c:.1?}; changed {} entries in {} blocks (full recompute would change {} entries, {} blocks); imbalance after {:.3} (full recompute {:.3})",
                 k.name(),
-                t0.elapsed(),
-                cpu() - c0
+                after.changed_entries(&before),
+                after.changed_blocks(&before),
+                full.changed_entries(&before),
+                full.changed_blocks(&before),
+                q.imbalance(),
+                qf.imbalance()
             );
-            if threads == 1 {
-                let t0 = Instant::now();
-                let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
-                let reach = check_reachability(&csr, &lids, &r).unwrap();
-                let cdg = check_deadlock_free(&csr, &lids, &r).unwrap();
-                eprintln!(
-                    "  imbalance {:.4} max {} minimal {:.4} reach {:?} cdg {:?} (checks {:?})",
-                    q.imbalance(),
-                    q.max_load,
-                    q.minimal_fraction,
-                    reach.is_ok(),
-                    cdg.map(|c| c.dependencies),
-                    t0.elapsed()
-                );
-            }
         }
     }
 }
