@@ -2,8 +2,10 @@
 //! payload (raw bytes or a table of records) into 256-byte DATA segments, and a
 //! [`Reassembler`] that checks incoming DATA segments and joins their data.
 //!
-//! Neither touches a socket or a clock: the caller sends the segments, feeds what it
-//! receives, and drives windows and time-outs. On Linux the kernel does RMPP for umad
+//! Neither touches a socket or a clock: the caller sends the segments and feeds what it
+//! receives. [`Sender`] adds the sending side's protocol on top of a [`Segmenter`]: the
+//! window from ACKs, retransmission after a time-out (`now` in nanoseconds, as every
+//! sans-IO state machine of the workspace takes it), STOP and ABORT. On Linux the kernel does RMPP for umad
 //! agents registered with `rmpp_version = 1` (`umad.md`); these types serve the
 //! simulator, tests, tools that read raw MADs, and transports without kernel RMPP.
 //!
@@ -780,6 +782,210 @@ impl<B: ReassemblyBuffer> Reassembler<B> {
             status: RmppStatus::Normal,
             data1: last,
             data2: last.saturating_add(window),
+        }
+        .emit(&mut RmppHeaderView::new_unchecked(
+            &mut out[RMPP_HEADER_OFFSET..],
+        ));
+        out
+    }
+}
+
+/// How a [`Sender`] transfer stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SenderState {
+    /// Segments remain to be sent or acknowledged.
+    Sending,
+    /// The receiver acknowledged the last segment.
+    Complete,
+    /// The receiver sent STOP with this status.
+    Stopped(RmppStatus),
+    /// The transfer was aborted with this status (by the receiver, or by us after a bad
+    /// ACK or too many retries; our ABORT MAD is then waiting in `poll_transmit`).
+    Aborted(RmppStatus),
+}
+
+/// The sending side of an RMPP transfer over a [`Segmenter`], sans IO.
+///
+/// Run loop: after any input, drain [`Self::poll_transmit`], then wait for a MAD (feed
+/// it to [`Self::handle`]) or until [`Self::poll_timeout`] (call
+/// [`Self::handle_timeout`]). The window starts at one segment, as Linux does, and then
+/// follows the receiver's NewWindowLast; a time-out without progress resends from the
+/// first unacknowledged segment (go-back-N), at most `max_retries` times in a row.
+#[derive(Debug, Clone)]
+pub struct Sender<P> {
+    seg: Segmenter<P>,
+    acked: u32,
+    next: u32,
+    sent_max: u32,
+    window_last: u32,
+    timeout_ns: u64,
+    deadline: Option<u64>,
+    retries: u32,
+    max_retries: u32,
+    state: SenderState,
+    abort_pending: bool,
+}
+
+impl<P: RmppPayload> Sender<P> {
+    /// A sender of `seg`'s segments; `timeout_ns` is how long to wait for an ACK that
+    /// moves the transfer forward.
+    pub fn new(seg: Segmenter<P>, timeout_ns: u64, max_retries: u32) -> Self {
+        Self {
+            seg,
+            acked: 0,
+            next: 1,
+            sent_max: 0,
+            window_last: 1,
+            timeout_ns,
+            deadline: None,
+            retries: 0,
+            max_retries,
+            state: SenderState::Sending,
+            abort_pending: false,
+        }
+    }
+
+    /// The transfer's state.
+    #[must_use]
+    pub const fn state(&self) -> SenderState {
+        self.state
+    }
+
+    /// Highest segment the receiver acknowledged.
+    #[must_use]
+    pub const fn acked(&self) -> u32 {
+        self.acked
+    }
+
+    /// The segmenter.
+    #[must_use]
+    pub const fn segmenter(&self) -> &Segmenter<P> {
+        &self.seg
+    }
+
+    /// The next MAD to send now, if any: a segment inside the window, or our ABORT.
+    pub fn poll_transmit(&mut self, now: u64) -> Option<[u8; MAD_SIZE]> {
+        if self.abort_pending {
+            self.abort_pending = false;
+            if let SenderState::Aborted(status) = self.state {
+                return Some(self.control(RmppType::Abort, status));
+            }
+        }
+        if self.state != SenderState::Sending || self.next > self.window_last {
+            return None;
+        }
+        let mad = self.seg.segment(self.next).ok()?;
+        self.sent_max = self.sent_max.max(self.next);
+        self.next += 1;
+        if self.deadline.is_none() {
+            self.deadline = Some(now.saturating_add(self.timeout_ns));
+        }
+        Some(mad)
+    }
+
+    /// When [`Self::handle_timeout`] is due, if anything is outstanding.
+    #[must_use]
+    pub const fn poll_timeout(&self) -> Option<u64> {
+        match self.state {
+            SenderState::Sending => self.deadline,
+            _ => None,
+        }
+    }
+
+    /// Time passes: without an ACK since the deadline, resend from the first
+    /// unacknowledged segment, or abort (TooManyRetries) after `max_retries`.
+    pub fn handle_timeout(&mut self, now: u64) {
+        if self.state != SenderState::Sending || self.deadline.is_none_or(|d| now < d) {
+            return;
+        }
+        self.deadline = None;
+        if self.retries >= self.max_retries {
+            self.abort(RmppStatus::TooManyRetries);
+            return;
+        }
+        self.retries += 1;
+        self.next = self.acked + 1;
+    }
+
+    /// Takes a MAD from the receiver: ACK, STOP or ABORT of this transfer.
+    ///
+    /// A bad ACK (for a segment never sent, or a window ending before it) is not an
+    /// error of the call: it aborts the transfer, the state says why and the ABORT MAD
+    /// waits in [`Self::poll_transmit`]. Stale ACKs are ignored.
+    ///
+    /// # Errors
+    /// [`RmppError::Wire`] for a short MAD, [`RmppError::Foreign`] for another
+    /// transaction's MAD, [`RmppError::NotData`] (with the type found) for a MAD that
+    /// is not ACK, STOP or ABORT.
+    pub fn handle(&mut self, mad: &[u8], now: u64) -> Result<SenderState, RmppError> {
+        crate::field::check_len("RMPP ACK", mad, MAD_SIZE)?;
+        let h = RmppHeader::parse(&mad[RMPP_HEADER_OFFSET..])?;
+        for (range, field) in [
+            (1..2, "MgmtClass"),
+            (8..16, "TransactionID"),
+            (16..18, "AttributeID"),
+        ] {
+            if mad[range.clone()] != self.seg.header[range] {
+                return Err(RmppError::Foreign {
+                    segment: h.data1,
+                    field,
+                });
+            }
+        }
+        if self.state != SenderState::Sending {
+            return Ok(self.state);
+        }
+        match h.rmpp_type {
+            RmppType::Ack => {
+                let (seg, nwl) = (h.data1, h.data2);
+                let count = self.seg.count;
+                if seg > count || seg > self.sent_max {
+                    // Acknowledges something never sent.
+                    self.abort(RmppStatus::SegmentNumberTooBig);
+                } else if nwl < seg {
+                    self.abort(RmppStatus::NewWindowLastTooSmall);
+                } else if seg >= self.acked {
+                    if seg > self.acked {
+                        self.retries = 0;
+                        self.deadline = None;
+                    }
+                    self.acked = seg;
+                    self.window_last = self.window_last.max(nwl.min(count));
+                    if seg == count {
+                        self.state = SenderState::Complete;
+                    } else if self.acked < self.sent_max && self.deadline.is_none() {
+                        // Segments still in flight: keep a timer on them.
+                        self.deadline = Some(now.saturating_add(self.timeout_ns));
+                    }
+                }
+            }
+            RmppType::Stop => self.state = SenderState::Stopped(h.status),
+            RmppType::Abort => self.state = SenderState::Aborted(h.status),
+            other => return Err(RmppError::NotData(other)),
+        }
+        Ok(self.state)
+    }
+
+    fn abort(&mut self, status: RmppStatus) {
+        self.state = SenderState::Aborted(status);
+        self.abort_pending = true;
+        self.deadline = None;
+    }
+
+    /// A STOP or ABORT MAD for this transfer with `status`.
+    #[must_use]
+    pub fn control(&self, kind: RmppType, status: RmppStatus) -> [u8; MAD_SIZE] {
+        let mut out = [0u8; MAD_SIZE];
+        let hl = self.seg.layout.header_len;
+        out[..hl].copy_from_slice(&self.seg.header[..hl]);
+        RmppHeader {
+            version: RMPP_VERSION,
+            rmpp_type: kind,
+            resp_time: NO_RESP_TIME,
+            flags: RmppFlags::ACTIVE,
+            status,
+            data1: 0,
+            data2: 0,
         }
         .emit(&mut RmppHeaderView::new_unchecked(
             &mut out[RMPP_HEADER_OFFSET..],

@@ -11,7 +11,8 @@ use std::vec::Vec;
 use proptest::prelude::*;
 
 use super::rmpp::{
-    Progress, Reassembler, RecordTable, RmppError, RmppLayout, Segmenter, SliceBuffer,
+    Progress, Reassembler, RecordTable, RmppError, RmppLayout, Segmenter, Sender, SenderState,
+    SliceBuffer, VecBuffer,
 };
 use super::*;
 use crate::attr::{NodeDescription, NodeType};
@@ -925,10 +926,7 @@ fn vendor2_layout_roundtrip() {
     assert_eq!(first.rmpp_data2 as usize, 1000 + 4 * 5);
     let last = Vendor2Mad::parse(&seg.segment(5).unwrap()).unwrap();
     assert_eq!(last.rmpp_data2 as usize, 220 - (5 * 216 - 1000));
-    let mut rx = Reassembler::new(
-        RmppLayout::VENDOR2,
-        super::rmpp::VecBuffer::with_limit(4096),
-    );
+    let mut rx = Reassembler::new(RmppLayout::VENDOR2, VecBuffer::with_limit(4096));
     for m in seg.iter() {
         rx.push(&m).unwrap();
     }
@@ -943,7 +941,7 @@ fn rmpp_roundtrip<R: SaRecord>(recs: &[R]) -> Result<(), TestCaseError> {
     let d = recs.len() * usize::from(R::ATTRIBUTE_OFFSET) * 8;
     let s = seg.segment_count() as usize;
     prop_assert_eq!(s, d.div_ceil(200).max(1));
-    let mut rx = Reassembler::sa(super::rmpp::VecBuffer::with_limit(1 << 20));
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
     let mut last_paylen = 0;
     for (i, m) in seg.iter().enumerate() {
         let v = SaMad::parse(&m).unwrap();
@@ -1010,5 +1008,219 @@ proptest! {
             prop_assert!(rx.data().len() <= 2048);
         }
         let _ = rx.records::<LinkRecord>().map(Iterator::count);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// RMPP sender against the reassembler over a lossy channel, in virtual time.
+
+/// A tiny deterministic PRNG for loss patterns.
+struct Lossy(u64);
+
+impl Lossy {
+    fn drop(&mut self, percent: u64) -> bool {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % 100 < percent
+    }
+}
+
+const TIMEOUT: u64 = 1_000_000;
+
+/// Runs a whole transfer; returns the sender's final state, the receiver's data if it
+/// completed, and the virtual time taken.
+fn transfer(
+    links: &[LinkRecord],
+    window: u32,
+    loss: u64,
+    seed: u64,
+    max_retries: u32,
+) -> (SenderState, Option<Vec<u8>>, u64) {
+    let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(links)).unwrap();
+    let mut tx = Sender::new(seg, TIMEOUT, max_retries);
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+    let mut net = Lossy(seed | 1);
+    let mut now = 0u64;
+    for _ in 0..100_000 {
+        let mut acks = Vec::new();
+        while let Some(m) = tx.poll_transmit(now) {
+            if net.drop(loss) {
+                continue;
+            }
+            match rx.push(&m) {
+                Ok(_) | Err(RmppError::Duplicate { .. } | RmppError::OutOfOrder { .. }) => {
+                    acks.push(rx.ack(window));
+                }
+                Err(RmppError::NotData(RmppType::Abort)) => {}
+                Err(e) => panic!("receiver: {e:?}"),
+            }
+        }
+        for a in acks {
+            if !net.drop(loss) {
+                tx.handle(&a, now).unwrap();
+            }
+        }
+        match tx.state() {
+            SenderState::Sending => {}
+            st => {
+                let data = rx.is_complete().then(|| rx.data().to_vec());
+                return (st, data, now);
+            }
+        }
+        if let Some(t) = tx.poll_timeout() {
+            now = now.max(t);
+            tx.handle_timeout(now);
+        }
+    }
+    panic!("transfer did not end");
+}
+
+#[test]
+fn sender_lossless_and_windows() {
+    let links: Vec<LinkRecord> = (0..300).map(link).collect(); // 2400 bytes, 12 segments
+    let want = {
+        let mut v = Vec::new();
+        for l in &links {
+            let mut b = [0u8; 8];
+            l.emit_into(&mut b).unwrap();
+            v.extend_from_slice(&b);
+        }
+        v
+    };
+    for window in [1, 4, 64] {
+        let (st, data, t) = transfer(&links, window, 0, 1, 3);
+        assert_eq!(st, SenderState::Complete);
+        assert_eq!(data.as_deref(), Some(&want[..]));
+        assert_eq!(t, 0, "no time-out without loss");
+    }
+}
+
+#[test]
+fn sender_gives_up_and_aborts() {
+    let links: Vec<LinkRecord> = (0..100).map(link).collect();
+    let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&links)).unwrap();
+    let mut tx = Sender::new(seg, TIMEOUT, 2);
+    let first = tx.poll_transmit(0).unwrap();
+    assert_eq!(SaMad::parse(&first).unwrap().segment_number(), 1);
+    assert!(
+        tx.poll_transmit(0).is_none(),
+        "window of one before the first ACK"
+    );
+    assert_eq!(tx.poll_timeout(), Some(TIMEOUT));
+    tx.handle_timeout(TIMEOUT - 1);
+    assert!(tx.poll_transmit(TIMEOUT - 1).is_none());
+    for k in 1..=2 {
+        tx.handle_timeout(k * TIMEOUT);
+        let again = tx.poll_transmit(k * TIMEOUT).unwrap();
+        assert_eq!(again, first);
+    }
+    tx.handle_timeout(3 * TIMEOUT);
+    assert_eq!(tx.state(), SenderState::Aborted(RmppStatus::TooManyRetries));
+    let abort = SaMad::parse(&tx.poll_transmit(3 * TIMEOUT).unwrap()).unwrap();
+    assert_eq!(
+        (abort.rmpp_type, abort.rmpp_status),
+        (RmppType::Abort, RmppStatus::TooManyRetries)
+    );
+    assert!(tx.poll_transmit(3 * TIMEOUT).is_none());
+    assert_eq!(tx.poll_timeout(), None);
+}
+
+#[test]
+fn sender_handles_bad_acks_stop_and_abort() {
+    let links: Vec<LinkRecord> = (0..100).map(link).collect();
+    let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&links)).unwrap();
+    let mk = |tx: &Sender<_>, kind, seg_num: u32, nwl: u32, status| {
+        let mut m = tx.control(kind, status);
+        m[28..32].copy_from_slice(&seg_num.to_be_bytes());
+        m[32..36].copy_from_slice(&nwl.to_be_bytes());
+        m
+    };
+    // ACK of a segment never sent.
+    let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
+    tx.poll_transmit(0).unwrap();
+    let st = tx
+        .handle(&mk(&tx, RmppType::Ack, 2, 4, RmppStatus::Normal), 0)
+        .unwrap();
+    assert_eq!(st, SenderState::Aborted(RmppStatus::SegmentNumberTooBig));
+    assert_eq!(
+        SaMad::parse(&tx.poll_transmit(0).unwrap())
+            .unwrap()
+            .rmpp_type,
+        RmppType::Abort
+    );
+    // A window ending before the acknowledged segment.
+    let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
+    tx.poll_transmit(0).unwrap();
+    let st = tx
+        .handle(&mk(&tx, RmppType::Ack, 1, 0, RmppStatus::Normal), 0)
+        .unwrap();
+    assert_eq!(st, SenderState::Aborted(RmppStatus::NewWindowLastTooSmall));
+    // The window opens: segments 2..=4 go out; a stale ACK changes nothing.
+    let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
+    tx.poll_transmit(0).unwrap();
+    tx.handle(&mk(&tx, RmppType::Ack, 1, 4, RmppStatus::Normal), 0)
+        .unwrap();
+    let sent: Vec<u32> = core::iter::from_fn(|| tx.poll_transmit(0))
+        .map(|m| SaMad::parse(&m).unwrap().segment_number())
+        .collect();
+    assert_eq!(sent, [2, 3, 4]);
+    assert_eq!(
+        tx.handle(&mk(&tx, RmppType::Ack, 0, 1, RmppStatus::Normal), 0)
+            .unwrap(),
+        SenderState::Sending
+    );
+    assert_eq!(tx.acked(), 1);
+    // Another transaction's ACK is rejected; a DATA MAD is not an answer.
+    let mut other = mk(&tx, RmppType::Ack, 2, 4, RmppStatus::Normal);
+    other[15] ^= 1;
+    assert!(matches!(
+        tx.handle(&other, 0),
+        Err(RmppError::Foreign {
+            field: "TransactionID",
+            ..
+        })
+    ));
+    let data = seg.segment(1).unwrap();
+    assert_eq!(tx.handle(&data, 0), Err(RmppError::NotData(RmppType::Data)));
+    // STOP and ABORT from the receiver end the transfer.
+    let st = tx
+        .handle(
+            &mk(&tx, RmppType::Stop, 0, 0, RmppStatus::ResourcesExhausted),
+            0,
+        )
+        .unwrap();
+    assert_eq!(st, SenderState::Stopped(RmppStatus::ResourcesExhausted));
+    assert!(tx.poll_transmit(0).is_none());
+    let mut tx = Sender::new(seg, TIMEOUT, 3);
+    let st = tx
+        .handle(&mk(&tx, RmppType::Abort, 0, 0, RmppStatus::Unspecified), 0)
+        .unwrap();
+    assert_eq!(st, SenderState::Aborted(RmppStatus::Unspecified));
+    assert!(
+        tx.poll_transmit(0).is_none(),
+        "no ABORT back for the receiver's ABORT"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// Whatever is lost (up to 30 % of MADs each way), the transfer completes with the
+    /// exact data, or, with a dead link, gives up with TooManyRetries.
+    #[test]
+    fn sender_over_lossy_link(n in 0u16..400, window in 1u32..16, loss in 0u64..30, seed: u64) {
+        let links: Vec<LinkRecord> = (0..n).map(link).collect();
+        let (st, data, _) = transfer(&links, window, loss, seed, 60);
+        prop_assert_eq!(st, SenderState::Complete);
+        let want: Vec<u8> = links.iter().flat_map(|l| {
+            let mut b = [0u8; 8];
+            l.emit_into(&mut b).unwrap();
+            b
+        }).collect();
+        prop_assert_eq!(data, Some(want));
+        let (st, data, t) = transfer(&links, window, 100, seed, 4);
+        prop_assert_eq!(st, SenderState::Aborted(RmppStatus::TooManyRetries));
+        prop_assert_eq!(data, None);
+        prop_assert_eq!(t, 5 * TIMEOUT);
     }
 }

@@ -169,7 +169,7 @@ wire_struct! {
         dgid_count, set_dgid_count: u8 = (16, 0, 8), "IB_SA_MP_NDEST_F";
         /// ServiceID bits 55..0.
         service_id_lsb, set_service_id_lsb: u64 = (17, 0, 56);
-        /// SDGID[0]: the first GID of the list.
+        /// SDGID\[0\]: the first GID of the list.
         sdgid0, set_sdgid0: Gid = (24, 0, 128), "IB_SA_MP_GID0_F";
         /// SDGID\[1..11\].
         sdgids, set_sdgids: MultiPathGids = (40, 0, 1280);
