@@ -131,6 +131,10 @@ pub(crate) struct Attach {
     pub(crate) detached: bool,
     /// The SM announced itself (IsSM), to be restored after a node reset.
     pub(crate) is_sm: bool,
+    /// A tool sharing the port (gets only answers to its own requests).
+    pub(crate) shared: bool,
+    /// TIDs of the requests it sent recently, to route answers back to it.
+    pub(crate) sent: VecDeque<u64>,
 }
 
 /// One record of the optional trace.
@@ -585,10 +589,26 @@ impl<A: Agent> Core<A> {
         }
     }
 
+    /// Who receives a request (SMInfo, trap, GSI) at (node, port): an attachment that
+    /// announced IsSM, else one that owns the port; shared tool attachments only get
+    /// the answers to their own requests (as ibsim does).
     fn sm_at(&self, node: u32, port: u8) -> Option<usize> {
+        let here = |a: &&Attach| !a.detached && a.node == node && a.port == port;
+        let idx = |a: &Attach| self.attach.iter().position(|b| std::ptr::eq(a, b));
         self.attach
             .iter()
-            .position(|a| !a.detached && a.node == node && a.port == port)
+            .filter(here)
+            .find(|a| a.is_sm)
+            .or_else(|| self.attach.iter().filter(here).find(|a| !a.shared))
+            .and_then(idx)
+    }
+
+    /// Who receives a response at (node, port): the attachment that sent the request.
+    fn requester_at(&self, node: u32, port: u8, tid: u64) -> Option<usize> {
+        self.attach
+            .iter()
+            .position(|a| !a.detached && a.node == node && a.port == port && a.sent.contains(&tid))
+            .or_else(|| self.sm_at(node, port))
     }
 
     /// Hands a packet to the SM attached at (node, port).
@@ -598,7 +618,15 @@ impl<A: Agent> Core<A> {
         } else {
             port
         };
-        let Some(a) = self.sm_at(node, port) else {
+        let m = &self.packets[pkt as usize].mad;
+        let response = m[3] & 0x80 != 0 || (m[1] == 0x81 && m[4] & 0x80 != 0);
+        let tid = u64::from_be_bytes([m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15]]);
+        let who = if response {
+            self.requester_at(node, port, tid)
+        } else {
+            self.sm_at(node, port)
+        };
+        let Some(a) = who else {
             return self.drop_pkt(node, port, pkt, DropReason::NoSm);
         };
         self.note_delivered(node, port, pkt);
@@ -978,7 +1006,17 @@ impl<A: Agent> Core<A> {
     /// Injects a MAD from the SM attached as `a`. The caller has validated and
     /// prepared the bytes; `dlid` is the first leg's LRH DLID.
     pub(crate) fn inject(&mut self, a: usize, mad: [u8; 256], dlid: u16, sl: u8) {
-        let Attach { node, port, .. } = self.attach[a];
+        let (node, port) = (self.attach[a].node, self.attach[a].port);
+        let response = mad[3] & 0x80 != 0 || (mad[1] == 0x81 && mad[4] & 0x80 != 0);
+        if !response {
+            let sent = &mut self.attach[a].sent;
+            if sent.len() >= 1024 {
+                sent.pop_front();
+            }
+            sent.push_back(u64::from_be_bytes([
+                mad[8], mad[9], mad[10], mad[11], mad[12], mad[13], mad[14], mad[15],
+            ]));
+        }
         let slid = if dlid == PERMISSIVE_LID {
             PERMISSIVE_LID
         } else {

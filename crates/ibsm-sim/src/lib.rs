@@ -53,6 +53,8 @@ mod fabric;
 mod fault;
 mod handle;
 mod rng;
+#[cfg(target_os = "linux")]
+pub mod server;
 mod sma;
 pub mod testing;
 mod verify;
@@ -196,6 +198,20 @@ impl<A: Agent> Sim<A> {
     /// [`SimError::NoSuchNode`], [`SimError::NoSuchPort`],
     /// [`SimError::AlreadyAttached`].
     pub fn attach_sm(&mut self, node: NodeIdx, port: u8) -> Result<SimPort<A>, SimError> {
+        self.attach(node, port, false)
+    }
+
+    /// Attaches a tool (a diagnostic, a second client) at (node, port), beside the SM
+    /// there if any: it receives the answers to its own requests only, or requests too
+    /// once it announces IsSM. Any number may share a port, as under ibsim.
+    ///
+    /// # Errors
+    /// [`SimError::NoSuchNode`], [`SimError::NoSuchPort`].
+    pub fn attach_tool(&mut self, node: NodeIdx, port: u8) -> Result<SimPort<A>, SimError> {
+        self.attach(node, port, true)
+    }
+
+    fn attach(&mut self, node: NodeIdx, port: u8, shared: bool) -> Result<SimPort<A>, SimError> {
         let mut c = self.core.borrow_mut();
         let n = c
             .nodes
@@ -210,9 +226,10 @@ impl<A: Agent> Sim<A> {
         if !valid {
             return Err(SimError::NoSuchPort { node: guid, port });
         }
-        if c.attach
-            .iter()
-            .any(|a| !a.detached && a.node == node.0 && a.port == port)
+        if !shared
+            && c.attach
+                .iter()
+                .any(|a| !a.detached && !a.shared && a.node == node.0 && a.port == port)
         {
             return Err(SimError::AlreadyAttached { node: guid, port });
         }
@@ -222,6 +239,8 @@ impl<A: Agent> Sim<A> {
             inbox: VecDeque::new(),
             detached: false,
             is_sm: false,
+            shared,
+            sent: VecDeque::new(),
         });
         Ok(SimPort {
             core: Rc::clone(&self.core),

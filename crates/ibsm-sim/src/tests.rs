@@ -618,3 +618,30 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn tools_share_a_port_and_get_only_their_answers() {
+    let mut l = line(SimConfig::default());
+    let mut sm = l.sim.attach_sm(l.ca1, 1).unwrap();
+    let mut tool = l.sim.attach_tool(l.ca1, 1).unwrap();
+    let tool2 = l.sim.attach_tool(l.ca1, 1).unwrap();
+    let path = DrPath::from_ports(&[1]).unwrap();
+    tool.send(
+        &Address::Directed(DrAddress::direct(path)),
+        &node_info_req(&path, 0x55),
+    )
+    .unwrap();
+    let mad = recv_mad(&mut tool, Duration::from_millis(1)).expect("the tool's answer");
+    assert_eq!(mad[12..16], [0, 0, 0, 0x55]);
+    assert_eq!(sm.pending() + tool2.pending(), 0);
+    // Requests (SMInfo) go to the SM, not to the tools.
+    sm.set_is_sm(true).unwrap();
+    let mut other = l.sim.attach_sm(l.ca2, 1).unwrap();
+    let p2 = DrPath::from_ports(&[1, 3, 5]).unwrap();
+    let req = DrSmp::request(Method::Get, 0x20, 0, 9, 0, &p2).to_bytes();
+    other
+        .send(&Address::Directed(DrAddress::direct(p2)), &req)
+        .unwrap();
+    l.sim.run_for(Duration::from_millis(1));
+    assert_eq!((sm.pending(), tool.pending(), tool2.pending()), (1, 0, 0));
+}
