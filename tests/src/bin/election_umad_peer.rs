@@ -1,0 +1,128 @@
+//! An election-only SM over umad, for the OpenSM peer test: it opens the port with IsSM
+//! set, probes the SM its port knows (sysfs `sm_lid`), follows or leads by the election's
+//! rules, answers SubnGet/SubnSet(SMInfo) from other SMs, and prints one line per
+//! election event on stderr and a JSON summary as the last stdout line. It configures
+//! nothing (no LIDs, no routes): it only takes part in the election.
+//!
+//! `election-umad-peer --priority 10 --sm-key 0x1 --polling-timeout 500 --polling-retries 2 --run-secs 20`
+//! Under ibsim: `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ...`.
+
+use std::time::{Duration, Instant};
+
+use ibsm_election::{Config, Election, Event, Requester, SmAddr};
+use ibsm_umad::{OpenOptions, SendTo, UmadPort};
+
+fn arg(args: &[String], name: &str, default: u64) -> u64 {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |v| {
+            let v = v.trim();
+            match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).expect("hex number"),
+                None => v.parse().expect("number"),
+            }
+        })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let port = UmadPort::open(&OpenOptions {
+        issm: true,
+        ..OpenOptions::default()
+    })?;
+    let desc = port.desc().clone();
+    let guid = desc.port_guid.unwrap_or(desc.node_guid);
+    let mut cfg = Config::with_polling(
+        guid,
+        Duration::from_millis(arg(&args, "--polling-timeout", 10_000)),
+        u32::try_from(arg(&args, "--polling-retries", 4))?,
+    );
+    cfg.priority = u8::try_from(arg(&args, "--priority", 0))?;
+    cfg.sm_key = arg(&args, "--sm-key", 1);
+    let run_for = Duration::from_secs(arg(&args, "--run-secs", 20));
+    let start = Instant::now();
+    let mut sm = Election::new(cfg, Duration::ZERO)?;
+    let mut log = Vec::new();
+    let mut handovers_received = 0u32;
+    let mut requests_answered = 0u32;
+    eprintln!(
+        "election-umad-peer: guid {guid:#018x} lid {} sm_lid {} ibsim {}",
+        desc.lid,
+        desc.sm_lid,
+        port.under_ibsim()
+    );
+    loop {
+        let now = start.elapsed();
+        // Events can ask for a sweep, whose probes are new transmits: drain until quiet.
+        loop {
+            while let Some(tx) = sm.poll_transmit() {
+                let to = match tx.to {
+                    SmAddr::Lid(l) => SendTo::smp(l),
+                    SmAddr::Directed(_) => SendTo::DIRECTED,
+                };
+                port.send(&to, &tx.mad, None)?;
+            }
+            let Some(ev) = sm.poll_event() else { break };
+            eprintln!("{:>8} ms {ev:?}", now.as_millis());
+            if matches!(ev, Event::HandoverReceived { .. }) {
+                handovers_received += 1;
+            }
+            if ev == Event::SweepNeeded {
+                // The only SM this host knows without a fabric sweep is its port's SM.
+                sm.begin_sweep(now);
+                if desc.sm_lid != 0 && desc.sm_lid != desc.lid {
+                    sm.probe(now, SmAddr::Lid(desc.sm_lid));
+                }
+                sm.sweep_complete(now);
+            }
+            log.push(format!("{:?}", format!("{ev:?}")));
+        }
+        if now >= run_for {
+            break;
+        }
+        let wait = sm
+            .poll_timeout()
+            .map_or(run_for, |t| t.min(run_for))
+            .saturating_sub(now)
+            .max(Duration::from_millis(1));
+        if let Some(rx) = port.recv(wait)? {
+            let now = start.elapsed();
+            if rx.timed_out() || rx.mad.len() < 256 || rx.mad[16..18] != [0x00, 0x20] {
+                // Status 110 (unreachable) or not SMInfo: nothing the election uses.
+            } else if rx.mad[3] & 0x80 != 0 {
+                let _ = sm.handle_response(now, &rx.mad);
+            } else {
+                let req = Requester {
+                    // No M_Key on this port: like OpenSM, every requester passes.
+                    m_key_authenticated: true,
+                    guid: None,
+                    addr: (rx.mad[1] == 0x01).then_some(SmAddr::Lid(rx.hdr.lid)),
+                };
+                if let Ok(resp) = sm.handle_request(now, &rx.mad, &req) {
+                    let to = if resp[1] == 0x81 {
+                        SendTo::DIRECTED
+                    } else {
+                        SendTo::smp(rx.hdr.lid)
+                    };
+                    port.send(&to, &resp, None)?;
+                    requests_answered += 1;
+                }
+            }
+        } else {
+            sm.handle_timeout(start.elapsed());
+        }
+        if sm.poll_timeout().is_some_and(|t| t <= start.elapsed()) {
+            sm.handle_timeout(start.elapsed());
+        }
+    }
+    println!(
+        "{{\"state\":\"{:?}\",\"following\":{},\"handovers_received\":{handovers_received},\"requests_answered\":{requests_answered},\"state_changes\":{},\"events\":[{}]}}",
+        sm.state(),
+        sm.following()
+            .map_or("null".to_string(), |g| format!("\"{g:#x}\"")),
+        sm.state_changes(),
+        log.join(",")
+    );
+    Ok(())
+}

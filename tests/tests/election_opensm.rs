@@ -1,0 +1,309 @@
+//! Peer test: our election (the `election-umad-peer` binary, ibsm-election over
+//! ibsm-umad under the umad2sim preload) and OpenSM 3.3 share an ibsim fabric.
+//!
+//! * OpenSM at priority 0 is Master; ours joins at priority 10: OpenSM must hand over to
+//!   us (HANDOVER), accept our answers and our ACKNOWLEDGE without complaint (no
+//!   `ERR 2Fxx` from its SMInfo receiver), and go Standby polling us.
+//! * OpenSM at priority 10 is Master; ours joins at priority 0 and follows it, its polls
+//!   answered with a moving ActCount; OpenSM is killed and ours takes over within the
+//!   polling budget.
+//!
+//! The binary only takes part in the election (it configures nothing); the fabric is
+//! configured by OpenSM before ours starts.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ibsm_tests::peers_present;
+
+const IBSIM: &str = "/usr/bin/ibsim";
+const OPENSM: &str = "/usr/sbin/opensm";
+const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+const PEER: &str = env!("CARGO_BIN_EXE_election-umad-peer");
+
+const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Hca3\"[1]\n\n\
+Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \"Hca3\"\n[1]\t\"Sw1\"[3]\n";
+
+/// ibsim and OpenSM of one test, killed by PID when dropped.
+struct Fabric {
+    ibsim: Child,
+    opensm: Option<Child>,
+    sock: String,
+    dir: PathBuf,
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        if let Some(mut o) = self.opensm.take() {
+            // OpenSM ignores SIGTERM when ibsim is gone: SIGKILL, by PID.
+            let _ = o.kill();
+            let _ = o.wait();
+        }
+        let _ = self.ibsim.kill();
+        let _ = self.ibsim.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn wait_for(path: &PathBuf, needle: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not seen in {}:\n{}",
+            path.display(),
+            text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts ibsim and an OpenSM with `priority` on Hca1 (polling 1 s x 2, sweeps every
+/// 2 s), and waits for SUBNET UP.
+fn start(tag: &str, priority: u8) -> Fabric {
+    let dir = std::env::temp_dir().join(format!("ibsm_election_osm_{}_{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("osm")).unwrap();
+    std::fs::create_dir_all(dir.join("peer")).unwrap();
+    std::fs::write(dir.join("net"), NET).unwrap();
+    let sock = format!("ibsm_el_{}_{tag}", std::process::id());
+    let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
+    let ibsim = Command::new(IBSIM)
+        .args(["-s", "-n", "net"])
+        .current_dir(&dir)
+        .env("IBSIM_SOCKNAME", &sock)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start ibsim");
+    let mut f = Fabric {
+        ibsim,
+        opensm: None,
+        sock,
+        dir,
+    };
+    wait_for(
+        &f.dir.join("ibsim.log"),
+        "simulator ready",
+        Duration::from_secs(20),
+    );
+
+    // OpenSM's full default configuration, with the election knobs changed.
+    let conf = f.dir.join("osm.conf");
+    let st = Command::new(OPENSM)
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("opensm -c");
+    assert!(st.success() || conf.exists(), "opensm -c failed: {st}");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let edited: String = text
+        .lines()
+        .map(|l| {
+            let key = l.split_whitespace().next().unwrap_or("");
+            match key {
+                "sm_priority" => format!("sm_priority {priority}"),
+                "sminfo_polling_timeout" => "sminfo_polling_timeout 1000".into(),
+                "polling_retry_number" => "polling_retry_number 2".into(),
+                "sweep_interval" => "sweep_interval 2".into(),
+                _ => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&conf, edited).unwrap();
+    let osm_dir = f.dir.join("osm");
+    let out = std::fs::File::create(osm_dir.join("out.log")).unwrap();
+    let child = Command::new(OPENSM)
+        .arg("-F")
+        .arg(&conf)
+        .args(["-d2", "-f", "osm.log"])
+        .current_dir(&osm_dir)
+        .env("IBSIM_SOCKNAME", &f.sock)
+        .env("SIM_HOST", "Hca1")
+        .env("OSM_TMP_DIR", ".")
+        .env("OSM_CACHE_DIR", ".")
+        .env("LD_PRELOAD", PRELOAD)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .expect("start opensm");
+    f.opensm = Some(child);
+    wait_for(
+        &osm_dir.join("osm.log"),
+        "SUBNET UP",
+        Duration::from_secs(30),
+    );
+    f
+}
+
+/// Our SM on Hca2 for `secs` seconds; `during` runs while it does. Returns (stderr event
+/// log, JSON summary line).
+fn run_peer(
+    f: &mut Fabric,
+    priority: u8,
+    secs: u64,
+    during: impl FnOnce(&mut Fabric),
+) -> (String, String) {
+    let mut child = Command::new(PEER)
+        .args([
+            "--priority",
+            &priority.to_string(),
+            "--sm-key",
+            "0x1",
+            "--polling-timeout",
+            "500",
+            "--polling-retries",
+            "2",
+            "--run-secs",
+            &secs.to_string(),
+        ])
+        .current_dir(f.dir.join("peer"))
+        .env("IBSIM_SOCKNAME", &f.sock)
+        .env("SIM_HOST", "Hca2")
+        .env("LD_PRELOAD", PRELOAD)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start election-umad-peer");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    during(f);
+    let deadline = Instant::now() + Duration::from_secs(secs + 30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let (o, e) = (out.join().unwrap(), err.join().unwrap());
+            assert!(st.success(), "election-umad-peer failed ({st}):\n{e}");
+            let last = o.lines().last().unwrap_or_default().to_string();
+            return (e, last);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("election-umad-peer did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn osm_log(f: &Fabric) -> String {
+    std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default()
+}
+
+fn json_u64(json: &str, key: &str) -> u64 {
+    let at = json
+        .find(&format!("\"{key}\":"))
+        .unwrap_or_else(|| panic!("{key} in {json}"));
+    json[at + key.len() + 3..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+fn peers() -> bool {
+    peers_present("election_opensm", &[IBSIM, OPENSM, PRELOAD])
+}
+
+#[test]
+fn opensm_hands_over_to_our_higher_priority_sm() {
+    if !peers() {
+        return;
+    }
+    let mut f = start("ho", 0);
+    let (events, json) = run_peer(&mut f, 10, 8, |_| {});
+    let log = osm_log(&f);
+    assert!(
+        json.contains("\"state\":\"Master\""),
+        "ours should be Master: {json}\n{events}"
+    );
+    assert!(
+        json_u64(&json, "handovers_received") >= 1,
+        "{json}\n{events}"
+    );
+    assert!(
+        json_u64(&json, "requests_answered") >= 2,
+        "OpenSM, now Standby, polls us: {json}"
+    );
+    assert!(
+        log.contains("Entering STANDBY state"),
+        "OpenSM stepped down:\n{log}"
+    );
+    let sminfo_errors: Vec<&str> = log.lines().filter(|l| l.contains("ERR 2F")).collect();
+    assert!(
+        sminfo_errors.is_empty(),
+        "OpenSM's SMInfo receiver complained about us:\n{}",
+        sminfo_errors.join("\n")
+    );
+    // While ours ran, OpenSM did not take mastership back.
+    let after_standby = log
+        .split("Entering STANDBY state")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        !after_standby.contains("Entering MASTER state") || after_standby.contains("ERR 3113"),
+        "OpenSM became Master again while ours was alive:\n{log}"
+    );
+}
+
+#[test]
+fn our_standby_follows_opensm_and_takes_over_when_it_dies() {
+    if !peers() {
+        return;
+    }
+    let mut f = start("fo", 10);
+    let kill_after = Duration::from_secs(3);
+    let (events, json) = run_peer(&mut f, 0, 8, |f| {
+        std::thread::sleep(kill_after);
+        if let Some(mut o) = f.opensm.take() {
+            let _ = o.kill();
+            let _ = o.wait();
+        }
+    });
+    let ms_of = |needle: &str| -> Option<u64> {
+        events
+            .lines()
+            .find(|l| l.contains(needle))
+            .and_then(|l| l.split_whitespace().next()?.parse().ok())
+    };
+    let follow = ms_of("Following").unwrap_or_else(|| panic!("never followed OpenSM:\n{events}"));
+    let lost =
+        ms_of("MasterLost").unwrap_or_else(|| panic!("never noticed OpenSM's death:\n{events}"));
+    let master = ms_of("to: Master").unwrap_or_else(|| panic!("never took over:\n{events}"));
+    assert!(follow < 1_000, "followed OpenSM at once:\n{events}");
+    // Killed about 3 s in (process start adds a little); 500 ms x 2 retries detects
+    // within (2 + 2) x 500 ms of the last answer.
+    assert!(
+        (2_500..=3_000 + 2_000 + 500).contains(&lost),
+        "MasterLost at {lost} ms:\n{events}"
+    );
+    assert!(master >= lost && master <= lost + 2_000, "{events}");
+    assert!(json.contains("\"state\":\"Master\""), "{json}");
+    assert_eq!(
+        json_u64(&json, "state_changes"),
+        3,
+        "Standby, Discovering, Master: {events}"
+    );
+}
