@@ -1,52 +1,57 @@
 //! ibsm-topology at scale: the 3-level radix-48 fat tree (27,648 CAs, 2,880 switches).
 //!
-//! Measures generate+build, CSR snapshot, ibnetdiscover write and parse, and all-pairs
-//! switch hops. Before the timed runs it prints the memory the fabric costs: heap
-//! bytes of the model and snapshot as computed, and peak RSS (VmHWM) of the process.
+//! Measures generate+build, CSR snapshot, ibnetdiscover write and parse, and a BFS over
+//! the switches. Before the timed runs it prints what the fabric costs in memory: the
+//! model's and snapshot's heap bytes as computed, and the process peak RSS (VmHWM from
+//! /proc/self/status) after each step.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ibsm_topology::{Csr, Fabric, generate, ibnet};
+use ibsm_topology::{Csr, generate, ibnet};
 
-fn vm_hwm_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-fn report_memory(f: &Fabric, csr: &Csr, text: &str) {
-    let ports: usize = f.nodes().map(|(_, n)| usize::from(n.num_ports()) + 1).sum();
-    eprintln!(
-        "radix-48 3-level fat tree: {} nodes ({} switches), {} links, {} port slots",
-        f.node_count(),
-        f.switch_count(),
-        f.link_count(),
-        ports
-    );
-    eprintln!(
-        "model estimate: ports {} B ({} B each), CSR snapshot {} B, ibnetdiscover text {} B",
-        ports * size_of::<ibsm_topology::Port>(),
-        size_of::<ibsm_topology::Port>(),
-        csr.heap_bytes(),
-        text.len()
-    );
-    if let Some(kib) = vm_hwm_kib() {
-        eprintln!("peak RSS so far (VmHWM): {kib} KiB");
-    }
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn bench(c: &mut Criterion) {
-    let before = vm_hwm_kib();
+    let h0 = vm_hwm_kib();
     let fabric = generate::fat_tree(48, 3).expect("fat tree");
-    if let Some(kib) = before {
-        eprintln!("VmHWM before generating: {kib} KiB");
-    }
+    let h1 = vm_hwm_kib();
     let csr = Csr::new(&fabric);
+    let h2 = vm_hwm_kib();
     let text = ibnet::write(&fabric, &ibnet::WriteOptions::default()).expect("write");
-    report_memory(&fabric, &csr, &text);
+    let h3 = vm_hwm_kib();
+    let parsed = ibnet::parse(&text).expect("parse").fabric;
+    let h4 = vm_hwm_kib();
+    assert_eq!(parsed.link_count(), fabric.link_count());
+    drop(parsed);
+    let ports: usize = fabric
+        .nodes()
+        .map(|(_, n)| usize::from(n.num_ports()) + 1)
+        .sum();
+    eprintln!(
+        "radix-48 3-level fat tree: {} nodes ({} switches), {} links, {} port slots",
+        fabric.node_count(),
+        fabric.switch_count(),
+        fabric.link_count(),
+        ports
+    );
+    eprintln!(
+        "heap: Fabric {} B ({:.0} B/node), Csr {} B, ibnetdiscover text {} B",
+        fabric.heap_bytes(),
+        fabric.heap_bytes() as f64 / fabric.node_count() as f64,
+        csr.heap_bytes(),
+        text.len()
+    );
+    eprintln!("VmHWM KiB: start {h0}, +generate {h1}, +csr {h2}, +write {h3}, +parse {h4}");
 
     let mut g = c.benchmark_group("fat_tree_r48_l3");
     g.sample_size(10);

@@ -592,6 +592,27 @@ impl Fabric {
         })
     }
 
+    /// Approximate heap bytes held by the fabric: graph node and edge slots (with
+    /// petgraph's per-slot links), port tables, descriptions, and the GUID index (B-tree
+    /// nodes estimated at 2x the key/value bytes).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        use core::mem::size_of;
+        // petgraph keeps `Option<weight>` plus two next-edge indices per node slot, and two
+        // next-edge plus two endpoint indices per edge slot.
+        let node_slot = size_of::<Option<Node>>() + 2 * size_of::<u32>();
+        let edge_slot = size_of::<Option<Link>>() + 4 * size_of::<u32>();
+        let per_node: usize = self
+            .graph
+            .node_weights()
+            .map(|n| n.ports.len() * size_of::<Port>() + n.description.capacity())
+            .sum();
+        self.node_bound() * node_slot
+            + self.graph.edge_count() * edge_slot
+            + per_node
+            + self.by_guid.len() * 2 * (size_of::<Guid>() + size_of::<NodeId>())
+    }
+
     /// The node GUID of an ID (convenience for messages); `Guid(0)` if unknown.
     #[must_use]
     pub fn guid_of(&self, id: NodeId) -> Guid {
@@ -752,6 +773,15 @@ mod tests {
     #[test]
     fn port_is_small() {
         assert_eq!(core::mem::size_of::<Port>(), 24);
+    }
+
+    #[test]
+    fn heap_bytes_counts_ports_and_grows() {
+        let (mut f, a, b) = two_switches();
+        let before = f.heap_bytes();
+        assert!(before >= 2 * 5 * core::mem::size_of::<Port>());
+        f.connect(a, 1, b, 1).unwrap();
+        assert!(f.heap_bytes() > before);
     }
 
     #[derive(Debug, Clone)]
