@@ -16,7 +16,7 @@ use ibsm_wire::SmAttributeId;
 use libfuzzer_sys::fuzz_target;
 
 const KEYS: [u64; 4] = [0, 1, 0x1234_5678_9ABC_DEF0, u64::MAX];
-const ATTRS: [SmAttributeId; 14] = [
+const ATTRS: [SmAttributeId; 19] = [
     SmAttributeId::PortInfo,
     SmAttributeId::PortInfo,
     SmAttributeId::PortInfo,
@@ -31,6 +31,11 @@ const ATTRS: [SmAttributeId; 14] = [
     SmAttributeId::MulticastForwardingTable,
     SmAttributeId::SmInfo,
     SmAttributeId::Notice,
+    SmAttributeId::LedInfo,
+    SmAttributeId::PortInfoExtended,
+    SmAttributeId::MlnxExtPortInfo,
+    SmAttributeId::RandomForwardingTable,
+    SmAttributeId::VendorDiag,
 ];
 const MAX_TRAPS: usize = 4;
 

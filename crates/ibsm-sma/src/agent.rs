@@ -10,9 +10,10 @@ use ibsm_wire::modifier::{
 };
 use ibsm_wire::{
     CapabilityMask, CapabilityMask2, DrSmpView, LinkDownDefaultState, LinkSpeedExtMask,
-    LinkSpeedMask, LinkWidthMask, MAD_SIZE, Method, MgmtClass, Mtu, NodeDescription, NodeType,
-    PERMISSIVE_LID, PhysPortState, PortInfo, PortInfoView, PortState, SmAttributeId, SmInfo,
-    SmInfoView, Status, SwitchInfo, VlCap, dr_turn_around,
+    LinkSpeedMask, LinkWidthMask, MAD_SIZE, Method, MgmtClass, MlnxExtPortInfo, Mtu,
+    NodeDescription, NodeType, PERMISSIVE_LID, PhysPortState, PortInfo, PortInfoExtended,
+    PortInfoView, PortState, SmAttributeId, SmInfo, SmInfoView, Status, SwitchInfo, VendorDiag,
+    VlCap, dr_turn_around,
 };
 
 use crate::config::{ConfigError, NoNvStore, NodeConfig, NvStore};
@@ -132,6 +133,8 @@ struct PortData {
     sl2vl: [u8; 8],
     guids: Vec<u64>,
     led: bool,
+    ext: PortInfoExtended,
+    mlnx: Option<MlnxExtPortInfo>,
 }
 
 /// Switch-only store.
@@ -139,6 +142,8 @@ struct PortData {
 struct SwitchData {
     info: SwitchInfo,
     lft: Vec<u8>,
+    /// RandomForwardingTable entries (4 bytes each), RandomFDBCap of them.
+    rft: Vec<[u8; 4]>,
     /// `positions` masks per MLID.
     mft: Vec<u16>,
     positions: usize,
@@ -288,6 +293,8 @@ impl<S: NvStore> Sma<S> {
                 sl2vl: [0; 8],
                 guids,
                 led: false,
+                ext: pc.port_info_extended,
+                mlnx: pc.mlnx_ext_port_info,
             });
         }
         for (num, p) in ports.iter_mut().enumerate() {
@@ -308,6 +315,7 @@ impl<S: NvStore> Sma<S> {
                     ..si
                 },
                 lft: vec![0xFF; lft_len],
+                rft: vec![[0; 4]; usize::from(si.random_fdb_cap)],
                 mft: vec![0; mft_len],
                 positions,
                 sl2vl: vec![[0; 8]; (n + 1) * (n + 1)],
@@ -774,6 +782,10 @@ impl<S: NvStore> Sma<S> {
             SmAttributeId::MulticastForwardingTable => self.mft_attr(ctx, data),
             SmAttributeId::SmInfo => self.sm_info_attr(ctx, data),
             SmAttributeId::LedInfo => self.led_info(ctx, data),
+            SmAttributeId::PortInfoExtended => self.port_info_extended(ctx, data),
+            SmAttributeId::MlnxExtPortInfo => self.mlnx_ext_port_info(ctx, data),
+            SmAttributeId::RandomForwardingTable => self.rft_attr(ctx, data),
+            SmAttributeId::VendorDiag => Self::vendor_diag(ctx, data),
             _ => Err(Status::METHOD_ATTR_UNSUPPORTED),
         }
     }
@@ -1207,6 +1219,95 @@ impl<S: NvStore> Sma<S> {
         Ok(())
     }
 
+    fn port_info_extended(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let port = self.select_port(ctx, m.port)?;
+        let p = &mut self.ports[usize::from(port)];
+        if !pi_view(&p.info)
+            .capability_mask2()
+            .contains(CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED)
+        {
+            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        }
+        let mut status = Ok(());
+        if ctx.set {
+            let req = PortInfoExtended::parse(&data[..]).map_err(|_| Status::INVALID_VALUE)?;
+            let cur = p.ext;
+            let ok = [
+                (req.fdr_fec_mode_enabled, cur.fdr_fec_mode_supported),
+                (req.edr_fec_mode_enabled, cur.edr_fec_mode_supported),
+                (req.hdr_fec_mode_enabled, cur.hdr_fec_mode_supported),
+                (req.ndr_fec_mode_enabled, cur.ndr_fec_mode_supported),
+            ]
+            .iter()
+            .all(|(en, sup)| sup.contains(*en));
+            if ok {
+                p.ext.fdr_fec_mode_enabled = req.fdr_fec_mode_enabled;
+                p.ext.edr_fec_mode_enabled = req.edr_fec_mode_enabled;
+                p.ext.hdr_fec_mode_enabled = req.hdr_fec_mode_enabled;
+                p.ext.ndr_fec_mode_enabled = req.ndr_fec_mode_enabled;
+            } else {
+                status = Err(Status::INVALID_VALUE);
+            }
+        }
+        *data = p.ext.to_bytes();
+        status
+    }
+
+    fn mlnx_ext_port_info(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
+        let port = self.select_port(ctx, m.port)?;
+        let p = &mut self.ports[usize::from(port)];
+        let Some(cur) = p.mlnx.as_mut() else {
+            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        };
+        let mut status = Ok(());
+        if ctx.set {
+            let req = MlnxExtPortInfo::parse(&data[..]).map_err(|_| Status::INVALID_VALUE)?;
+            if cur.link_speed_supported.contains(req.link_speed_enabled) {
+                cur.state_change_enable = req.state_change_enable;
+                cur.link_speed_enabled = req.link_speed_enabled;
+            } else {
+                status = Err(Status::INVALID_VALUE);
+            }
+        }
+        *data = cur.to_bytes();
+        status
+    }
+
+    fn rft_attr(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        let Some(sw) = self.switch.as_mut().filter(|s| !s.rft.is_empty()) else {
+            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        };
+        let start = (ctx.am as usize).saturating_mul(16);
+        if start >= sw.rft.len() {
+            return Err(Status::INVALID_VALUE);
+        }
+        let end = (start + 16).min(sw.rft.len());
+        for (i, e) in sw.rft[start..end].iter_mut().enumerate() {
+            if ctx.set {
+                e.copy_from_slice(&data[4 * i..4 * i + 4]);
+            }
+        }
+        *data = [0; 64];
+        for (i, e) in sw.rft[start..end].iter().enumerate() {
+            data[4 * i..4 * i + 4].copy_from_slice(e);
+        }
+        Ok(())
+    }
+
+    /// VendorDiag: block 0 exists, holds no vendor data and ends the chain.
+    fn vendor_diag(ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        if ctx.set {
+            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        }
+        if ctx.am != 0 {
+            return Err(Status::INVALID_VALUE);
+        }
+        *data = VendorDiag::default().to_bytes();
+        Ok(())
+    }
+
     fn led_info(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let port = self.select_port(ctx, m.port)?;
@@ -1272,6 +1373,8 @@ impl PortData {
             sl2vl: [0; 8],
             guids: Vec::new(),
             led: false,
+            ext: PortInfoExtended::default(),
+            mlnx: None,
         }
     }
 }

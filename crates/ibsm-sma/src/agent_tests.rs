@@ -977,3 +977,110 @@ fn config_errors() {
     c.node_info.node_type = NodeType::Rnic;
     assert!(matches!(Sma::new(c), Err(ConfigError::NodeType { .. })));
 }
+
+#[test]
+fn extended_and_vendor_attributes() {
+    use ibsm_wire::{FecModeMask, MlnxExtPortInfo, MlnxLinkSpeed, PortInfoExtended};
+    let mut s = ca();
+    for attr in [
+        SmAttributeId::PortInfoExtended,
+        SmAttributeId::MlnxExtPortInfo,
+    ] {
+        let req = lid_req(Method::Get, attr, 1, 0, &[]);
+        assert_eq!(
+            status(&s.handle(0, Rx::port(1), &req).unwrap()),
+            0x000C,
+            "{attr:?}"
+        );
+    }
+    let req = lid_req(Method::Get, SmAttributeId::VendorDiag, 0, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    let req = lid_req(Method::Get, SmAttributeId::VendorDiag, 1, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+
+    let mut cfg = NodeConfig::ca(0x100, 1);
+    let pc = &mut cfg.ports[0];
+    pc.port_info.capability_mask |= CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED;
+    pc.port_info.capability_mask2 = CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED;
+    pc.port_info_extended.edr_fec_mode_supported = FecModeMask::NO_FEC | FecModeMask::RS;
+    pc.mlnx_ext_port_info = Some(MlnxExtPortInfo {
+        link_speed_supported: MlnxLinkSpeed::FDR10,
+        ..MlnxExtPortInfo::default()
+    });
+    let mut s = Sma::new(cfg).unwrap();
+    let want = PortInfoExtended {
+        edr_fec_mode_enabled: FecModeMask::RS,
+        ..PortInfoExtended::default()
+    };
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::PortInfoExtended,
+        0,
+        0,
+        &want.to_bytes(),
+    );
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    let got = PortInfoExtended::parse(&r[64..]).unwrap();
+    assert_eq!(got.edr_fec_mode_enabled, FecModeMask::RS);
+    assert_eq!(
+        got.edr_fec_mode_supported,
+        FecModeMask::NO_FEC | FecModeMask::RS,
+        "read-only kept"
+    );
+    let bad = PortInfoExtended {
+        fdr_fec_mode_enabled: FecModeMask::RS,
+        ..PortInfoExtended::default()
+    };
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::PortInfoExtended,
+        0,
+        0,
+        &bad.to_bytes(),
+    );
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    let m = MlnxExtPortInfo {
+        link_speed_enabled: MlnxLinkSpeed::FDR10,
+        ..MlnxExtPortInfo::default()
+    };
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::MlnxExtPortInfo,
+        1,
+        0,
+        &m.to_bytes(),
+    );
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(
+        MlnxExtPortInfo::parse(&r[64..]).unwrap().link_speed_enabled,
+        MlnxLinkSpeed::FDR10
+    );
+}
+
+#[test]
+fn random_forwarding_table_when_capable() {
+    let mut s = switch();
+    let req = lid_req(Method::Get, SmAttributeId::RandomForwardingTable, 0, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0C);
+    let mut cfg = NodeConfig::switch(0x200, 4);
+    cfg.switch_info.as_mut().unwrap().random_fdb_cap = 20;
+    let mut s = Sma::new(cfg).unwrap();
+    let mut data = [0u8; 64];
+    data[..4].copy_from_slice(&[0x00, 0x05, 0x80, 0x03]);
+    data[60..64].copy_from_slice(&[0, 9, 0x80, 1]);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::RandomForwardingTable,
+        1,
+        0,
+        &data,
+    );
+    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(&r[64..68], &[0, 5, 0x80, 3]);
+    assert_eq!(&r[80..84], &[0; 4], "entries beyond RandomFDBCap read 0");
+    let req = lid_req(Method::Get, SmAttributeId::RandomForwardingTable, 2, 0, &[]);
+    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+}

@@ -5,8 +5,8 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use ibsm_wire::{
-    CapabilityMask, LinkSpeed, LinkSpeedMask, LinkWidth, LinkWidthMask, Mtu, NodeDescription,
-    NodeInfo, NodeType, PortInfo, SmInfo, SwitchInfo, VlCap,
+    CapabilityMask, LinkSpeed, LinkSpeedMask, LinkWidth, LinkWidthMask, MlnxExtPortInfo, Mtu,
+    NodeDescription, NodeInfo, NodeType, PortInfo, PortInfoExtended, SmInfo, SwitchInfo, VlCap,
 };
 
 use crate::mkey::MKeyConfig;
@@ -46,6 +46,13 @@ pub struct PortConfig {
     /// PortState, PortPhysicalState, LocalPortNum and the M_Key fields are ignored: they
     /// come from the link state machine and the non-volatile store.
     pub port_info: PortInfo,
+    /// Power-on PortInfoExtended, answered when the port's CapabilityMask2 has
+    /// IsPortInfoExtendedSupported; the SM may write the FEC "enabled" masks (each a
+    /// subset of the matching "supported" mask).
+    pub port_info_extended: PortInfoExtended,
+    /// MlnxExtPortInfo (Mellanox vendor attribute 0xFF90); `None`: not answered. The SM
+    /// may write StateChangeEnable and LinkSpeedEnabled (a subset of LinkSpeedSupported).
+    pub mlnx_ext_port_info: Option<MlnxExtPortInfo>,
 }
 
 /// One second in ns, the default trap retransmission interval.
@@ -78,7 +85,12 @@ impl PortConfig {
             subnet_timeout: 18,
             ..PortInfo::default()
         };
-        Self { guid, port_info }
+        Self {
+            guid,
+            port_info,
+            port_info_extended: PortInfoExtended::default(),
+            mlnx_ext_port_info: None,
+        }
     }
 }
 

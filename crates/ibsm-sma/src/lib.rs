@@ -17,9 +17,13 @@
 //!   raises trap 128 on link-driven changes.
 //! * **Attribute store**: NodeInfo, NodeDescription, SwitchInfo, GUIDInfo, PortInfo,
 //!   P_KeyTable, SLtoVLMappingTable, VLArbitrationTable, LinearForwardingTable,
-//!   MulticastForwardingTable, SMInfo (from the hosted SM), LedInfo; tables are sized
-//!   from the node's capabilities and readable without copying ([`Sma::lft`],
-//!   [`Sma::mft`], [`Sma::pkeys`], [`Sma::sl2vl`]).
+//!   RandomForwardingTable, MulticastForwardingTable, SMInfo (from the hosted SM),
+//!   LedInfo, VendorDiag, PortInfoExtended and MlnxExtPortInfo, each answered only where
+//!   the node's capabilities say so (status 0x000C otherwise); tables are sized from the
+//!   node's capabilities and readable without copying ([`Sma::lft`], [`Sma::mft`],
+//!   [`Sma::pkeys`], [`Sma::sl2vl`]). Not implemented (status 0x000C): the Notice queue
+//!   (SubnGet/SubnSet(Notice)), LinkSpeedWidthPairsTable, HierarchyInfo, CableInfo and
+//!   the other attributes `attributes.md` lists without a layout.
 //!
 //! # Driving the agent
 //!
