@@ -56,6 +56,8 @@ pub(crate) struct Planner<'a> {
     pub net: &'a Net,
     pub rule: Rule<'a>,
     pub dist: Vec<u16>,
+    /// First-found legal next hop per switch (set by the BFS passes).
+    parent: Vec<u32>,
     down: Vec<bool>,
     queue: Vec<u32>,
     next: Vec<u32>,
@@ -79,6 +81,7 @@ impl<'a> Planner<'a> {
             net,
             rule,
             dist: vec![INF; n],
+            parent: vec![NONE; n],
             down: vec![false; n],
             queue: Vec::with_capacity(n),
             next: Vec::with_capacity(n),
@@ -98,6 +101,44 @@ impl<'a> Planner<'a> {
     pub(crate) fn eligible(&self, s: usize) -> &[u32] {
         let b = self.estart[s] as usize;
         &self.elig[b..b + usize::from(self.elen[s])]
+    }
+
+    /// One BFS towards `t` that keeps the first legal next hop of every switch, for
+    /// destinations without CA traffic (a switch's own LID), where balancing buys nothing.
+    /// Returns false when some switch is left without a route (the full `plan` then
+    /// handles repair, escape and error reporting).
+    pub(crate) fn plan_quick(&mut self, t: usize) -> bool {
+        let net = self.net;
+        match self.rule {
+            Rule::MinHop => {
+                self.dist.fill(INF);
+                self.dist[t] = 0;
+                self.queue.clear();
+                self.queue.push(t as u32);
+                let mut head = 0;
+                while head < self.queue.len() {
+                    let c = self.queue[head] as usize;
+                    head += 1;
+                    let d = self.dist[c] + 1;
+                    for a in net.arcs(c) {
+                        let x = net.adst[a] as usize;
+                        if self.dist[x] == INF {
+                            self.dist[x] = d;
+                            self.parent[x] = net.arev[a];
+                            self.queue.push(x as u32);
+                        }
+                    }
+                }
+            }
+            Rule::UpDown { pos, .. } => self.updown_bfs(t, pos),
+        }
+        !self.dist.contains(&INF)
+    }
+
+    /// The next hop found by [`Planner::plan_quick`].
+    #[inline]
+    pub(crate) fn quick_port(&self, s: usize) -> u8 {
+        self.net.aport[self.parent[s] as usize]
     }
 
     /// Computes distances and eligible arcs towards switch `t`.
@@ -212,9 +253,11 @@ impl<'a> Planner<'a> {
                     if self.dist[n] == INF {
                         self.dist[n] = d + 1;
                         self.down[n] = cand_down;
+                        self.parent[n] = net.arev[a];
                         self.next.push(n as u32);
-                    } else if self.dist[n] == d + 1 && cand_down {
+                    } else if self.dist[n] == d + 1 && cand_down && !self.down[n] {
                         self.down[n] = true;
+                        self.parent[n] = net.arev[a];
                     }
                 }
             }
@@ -494,6 +537,13 @@ pub(crate) fn route_all(
             net.lids_on(t, &mut lids);
             lids.retain(|&(l, ..)| (l0..l1).contains(&usize::from(l)));
             if lids.is_empty() {
+                continue;
+            }
+            if lids.len() == 1 && lids[0].1 == 0 && p.plan_quick(t) {
+                let col = usize::from(lids[0].0) - l0;
+                for (s, row) in rows.iter_mut().enumerate() {
+                    row[col] = if s == t { 0 } else { p.quick_port(s) };
+                }
                 continue;
             }
             p.plan(t);

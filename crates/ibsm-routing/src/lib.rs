@@ -45,6 +45,7 @@ mod lids;
 pub mod metrics;
 mod minhop;
 mod net;
+mod opensm;
 mod reroute;
 mod routes;
 mod updn;
@@ -60,6 +61,7 @@ pub use ftree::FatTree;
 pub use layered::{Dfsssp, Lash};
 pub use lids::{LidAssignment, MAX_UNICAST_LID};
 pub use minhop::MinHop;
+pub use opensm::{DumpError, read_opensm_lfts};
 pub use routes::{NO_ROUTE, Routes};
 pub use updn::UpDn;
 pub use validate::{

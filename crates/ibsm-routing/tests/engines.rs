@@ -227,3 +227,59 @@ fn lash_on_tori_matches_dor_bandwidth() {
         );
     }
 }
+
+/// Writes routes in OpenSM's `opensm-lfts.dump` layout.
+fn opensm_dump(csr: &Csr, lids: &LidAssignment, r: &Routes) -> String {
+    let mut owner = std::collections::HashMap::new();
+    for s in 0..csr.switch_count() {
+        owner.insert(lids.switch_lid(s), ("Switch", csr.switch_guid[s]));
+    }
+    for t in 0..csr.terminal_count() {
+        owner.insert(
+            lids.terminal_lid(t).0,
+            ("Channel Adapter", csr.term_guid[t]),
+        );
+    }
+    let mut out = String::new();
+    for s in 0..csr.switch_count() {
+        out += &format!(
+            "Unicast lids [0-{}] of switch Lid {} guid {:#018x} ('sw'):\n",
+            r.lft_len() - 1,
+            lids.switch_lid(s),
+            csr.switch_guid[s].0
+        );
+        for lid in 1..r.lft_len() as u16 {
+            let (kind, g) = owner[&lid];
+            out += &format!(
+                "0x{lid:04x} {:03} # {kind} portguid {:#018x}: 'x'\n",
+                r.port(s, lid),
+                g.0
+            );
+        }
+        out += &format!("{} lids dumped\n", r.lft_len() - 1);
+    }
+    out
+}
+
+#[test]
+fn opensm_dump_round_trip_and_errors() {
+    let f = generate::k_ary_n_tree(2, 3).unwrap();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let r = MinHop.route(&csr, &lids, &Options::default()).unwrap();
+    let text = opensm_dump(&csr, &lids, &r);
+    let (back, back_lids) = read_opensm_lfts(&text, &csr).unwrap();
+    assert_eq!(back_lids, lids);
+    for s in 0..csr.switch_count() {
+        assert_eq!(back.lft(s), r.lft(s));
+    }
+    let bad = text.replacen(
+        &format!("{:#018x} ('sw')", csr.switch_guid[1].0),
+        "0x00000000deadbeef ('sw')",
+        1,
+    );
+    let e = read_opensm_lfts(&bad, &csr).unwrap_err();
+    assert!(e.line > 1 && e.message.contains("not in the fabric"), "{e}");
+    let bad = text.replacen("0x0001 000", "0x0001 099", 1);
+    assert_eq!(read_opensm_lfts(&bad, &csr).unwrap_err().line, 2);
+}
