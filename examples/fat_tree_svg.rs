@@ -90,7 +90,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let removed = generate::degrade(&mut fabric, 0.15, 3).unwrap_or(0);
+    let removed = fabric.degrade(0.15, 3).unwrap_or(0);
     let mut loads = loads(&fabric);
     loads.sort_by_key(|x| x.0);
     let lookup = |l: LinkId| {

@@ -158,6 +158,8 @@ fn generated_fabrics_survive_ibsim() {
         return;
     }
     check_through_ibsim("fat_tree_r8_l2", &generate::fat_tree(8, 2).unwrap());
+    // The reference fabric: radix 36, 2 levels = 648 CAs on 18 + 36 switches.
+    check_through_ibsim("fat_tree_r36_l2", &generate::fat_tree(36, 2).unwrap());
     check_through_ibsim("kary_3_3", &generate::k_ary_n_tree(3, 3).unwrap());
     let mut degraded = generate::fat_tree(12, 2).unwrap();
     generate::degrade(&mut degraded, 0.25, 11).unwrap();

@@ -127,6 +127,12 @@ impl NodeSpec {
         Self::new(Guid(guid), NodeType::Switch, num_ports, description)
     }
 
+    /// Shorthand for a router spec.
+    #[must_use]
+    pub fn router(guid: u64, num_ports: PortNum, description: impl Into<String>) -> Self {
+        Self::new(Guid(guid), NodeType::Router, num_ports, description)
+    }
+
     /// Shorthand for a CA spec.
     #[must_use]
     pub fn ca(guid: u64, num_ports: PortNum, description: impl Into<String>) -> Self {
@@ -611,6 +617,15 @@ impl Fabric {
             + self.graph.edge_count() * edge_slot
             + per_node
             + self.by_guid.len() * 2 * (size_of::<Guid>() + size_of::<NodeId>())
+    }
+
+    /// Removes `fraction` of the switch-to-switch cables at random (by `seed`), keeping
+    /// the fabric connected; returns how many went. Same as [`crate::generate::degrade`].
+    ///
+    /// # Errors
+    /// [`FabricError::BadParameters`] if `fraction` is outside 0.0..=1.0.
+    pub fn degrade(&mut self, fraction: f64, seed: u64) -> Result<usize, FabricError> {
+        crate::generate::degrade(self, fraction, seed)
     }
 
     /// The node GUID of an ID (convenience for messages); `Guid(0)` if unknown.

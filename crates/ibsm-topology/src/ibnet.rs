@@ -36,6 +36,9 @@
 //! same GUIDs, descriptions and cables and which [`parse`] reads back to the same
 //! fabric. [`Dialect::IbsimNet`] produces the short ibsim form with descriptions as names.
 //!
+//! ibsim's default limits are 2,048 nodes, 256 switches and 13,312 ports; load larger
+//! files with `ibsim -N <nodes> -S <switches> -P <ports>`.
+//!
 //! ```
 //! use ibsm_topology::{generate, ibnet};
 //! let fabric = generate::k_ary_n_tree(2, 2)?;
