@@ -10,7 +10,8 @@
 //!   (types `Switch`, `Ca`, `Rt`); port lines
 //!   `[1](portguid)  "S-<guid>"[12](remote portguid)  # lid 5 lmc 0 "<remote description>" lid 3 4xEDR`.
 //!   GUIDs come from the attribute lines, or else from an `S-`/`H-`/`R-` name; LIDs,
-//!   LMC, width and speed from the comments.
+//!   LMC, width and speed from the comments. The variants `-f` (extra `s= w= v=` in
+//!   comments), `-g` (chassis headings) and `-s` (discovery steps on stdout) read too.
 //! * **ibsim net files** (`/usr/share/doc/ibsim-utils/net-examples/`): `Switch 8 "Switch1"`
 //!   or `Hca 2 "Hca1"` headers with free names, `[1] "Hca1"[1] w=4` port lines (`w=` lane
 //!   count), and the `include <file>` / `do <command>` extensions, which are skipped with a
@@ -556,8 +557,18 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         // A node header.
         let mut words = l.splitn(2, char::is_whitespace);
         let word = words.next().unwrap_or("");
-        let node_type = node_type_of(word)
-            .ok_or_else(|| err(line, ParseErrorKind::UnknownNodeType(word.to_owned())))?;
+        let Some(node_type) = node_type_of(word) else {
+            // `ibnetdiscover -g` groups nodes under chassis headings, and `-s` prints
+            // its discovery steps on stdout: neither describes the fabric.
+            if l == "Non-Chassis Nodes" || l.contains("Chassis") || l.starts_with("DR path") {
+                notes.push(Note {
+                    line,
+                    message: format!("skipped {l:?}"),
+                });
+                continue;
+            }
+            return Err(err(line, ParseErrorKind::UnknownNodeType(word.to_owned())));
+        };
         let rest = words.next().unwrap_or("").trim_start();
         let count_end = rest
             .find(|c: char| !c.is_ascii_digit())

@@ -556,3 +556,18 @@ proptest! {
         let _ = ibnet::parse_ports_report(&text);
     }
 }
+
+#[test]
+fn ibnetdiscover_output_variants_read_the_same() {
+    // `-f` (s= w= v= in comments), `-g` (chassis headings), `-s` (discovery steps).
+    let plain = ibnet::parse(&fixture("dragonfly_2_1_1_3.ibnetdiscover")).unwrap();
+    assert!(plain.notes.is_empty());
+    for v in ["f", "g", "s"] {
+        let p = ibnet::parse(&fixture(&format!("dragonfly_2_1_1_3.ibnetdiscover-{v}")))
+            .unwrap_or_else(|e| panic!("-{v}: {e}"));
+        assert_eq!(canon(&p.fabric), canon(&plain.fabric), "-{v}");
+        if v != "f" {
+            assert!(!p.notes.is_empty(), "-{v} lines are noted");
+        }
+    }
+}
