@@ -299,7 +299,8 @@ fn our_standby_follows_opensm_and_takes_over_when_it_dies() {
         (2_500..=3_000 + 2_000 + 500).contains(&lost),
         "MasterLost at {lost} ms:\n{events}"
     );
-    assert!(master >= lost && master <= lost + 2_000, "{events}");
+    // The probe of the dead Master's LID is not waited for: the decision is immediate.
+    assert!(master >= lost && master <= lost + 1_000, "{events}");
     assert!(json.contains("\"state\":\"Master\""), "{json}");
     assert_eq!(
         json_u64(&json, "state_changes"),

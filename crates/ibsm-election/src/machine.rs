@@ -143,6 +143,9 @@ pub struct Election {
     /// The SMs of the last completed sweep, kept to pick another handover target
     /// when one does not answer.
     last_found: BTreeSet<u64>,
+    /// Address of a Master just declared lost for silence: the next decision does not
+    /// wait for a probe sent there (it would only time out).
+    lost_addr: Option<SmAddr>,
     pending: Vec<Pending>,
     handed_over_to: Option<u64>,
     transmits: VecDeque<Transmit>,
@@ -166,6 +169,7 @@ impl Election {
             sweeps: VecDeque::new(),
             next_sweep_id: 0,
             last_found: BTreeSet::new(),
+            lost_addr: None,
             pending: Vec::new(),
             handed_over_to: None,
             transmits: VecDeque::new(),
@@ -415,7 +419,8 @@ impl Election {
                 if s.outstanding.take().is_some() {
                     s.failures += 1;
                     if s.failures > self.cfg.polling_retries {
-                        let g = s.master;
+                        let (g, addr) = (s.master, s.addr);
+                        self.lost_addr = Some(addr);
                         self.lose_master(now, g, None);
                         return;
                     }
@@ -615,17 +620,19 @@ impl Election {
     fn maybe_close_sweep(&mut self, now: Duration) {
         while let Some(front) = self.sweeps.front() {
             let id = front.id;
+            let lost = self.lost_addr;
             if !front.closing
                 || self
                     .pending
                     .iter()
-                    .any(|p| p.kind == PendingKind::Probe(id))
+                    .any(|p| p.kind == PendingKind::Probe(id) && Some(p.tx.to) != lost)
             {
                 return;
             }
             let done = self.sweeps.pop_front().map(|s| s.found).unwrap_or_default();
             self.last_found = done;
             self.decide(now);
+            self.lost_addr = None;
         }
     }
 

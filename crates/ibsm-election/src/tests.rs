@@ -1165,3 +1165,35 @@ fn control_already_answered_by_the_sma() {
     );
     assert_eq!(e.state(), SmState::Master);
 }
+
+#[test]
+fn takeover_does_not_wait_for_a_probe_of_the_silent_master() {
+    let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+    let mut e = standby_under(1, &m);
+    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    run_polls(&mut e, ms(5_000), &mut m, false, false);
+    assert_eq!(e.state(), SmState::Discovering);
+    let now = ms(5_000);
+    // The host's sweep still sees the dead SM's port (IsSM set) and probes it.
+    e.begin_sweep(now);
+    e.probe(now, SmAddr::Lid(10));
+    e.sweep_complete(now);
+    assert_eq!(
+        e.state(),
+        SmState::Master,
+        "decided at once, not after the probe's resends"
+    );
+    // Later sweeps wait for every probe again.
+    e.begin_sweep(now);
+    e.probe(now, SmAddr::Lid(10));
+    e.probe(now, SmAddr::Lid(11));
+    e.sweep_complete(now);
+    let probes = txs(&mut e);
+    let hi = info(0x300, 9, KEY, SmState::Standby, 1);
+    let to11 = probes.iter().find(|t| t.to == SmAddr::Lid(11)).unwrap();
+    e.handle_response(now, &reply(to11, 0, &hi)).unwrap();
+    assert!(
+        txs(&mut e).is_empty(),
+        "no handover before the sweep's last probe is settled"
+    );
+}

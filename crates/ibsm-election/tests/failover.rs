@@ -144,6 +144,7 @@ fn host_for(c: &Config, sweep_interval: Duration) -> HostParams {
         sweep_duration: SWEEP,
         latency: Duration::from_micros(20),
         m_key_in_use: false,
+        stale_is_sm: false,
     }
 }
 

@@ -84,6 +84,7 @@ fn generate(seed: u64) -> Schedule {
         sweep_duration: Duration::from_millis(2 + r.below(30)),
         latency: Duration::from_micros(50 + r.below(950)),
         m_key_in_use: r.chance(500),
+        stale_is_sm: r.chance(500),
     };
     let starts = (0..n)
         .map(|i| {

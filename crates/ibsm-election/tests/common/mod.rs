@@ -54,6 +54,8 @@ pub struct HostParams {
     /// Whether SM ports are protected by M_Key: then only SMs of the same key group pass
     /// the M_Key check and read each other's SM_Key; without it everyone reads it.
     pub m_key_in_use: bool,
+    /// Whether a crashed SM's port still advertises IsSM (so sweeps probe it in vain).
+    pub stale_is_sm: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -321,10 +323,14 @@ impl Net {
     fn start_sweep(&mut self, i: usize) {
         let now = self.now;
         let count = self.nodes.len() as u32;
-        // A port advertises IsSM only while an SM runs behind it (a crashed SM's issm file
-        // is closed, so the sweep does not probe it; a hung one still looks alive).
+        // A port normally advertises IsSM only while an SM runs behind it (a crashed SM's
+        // issm file is closed); with `stale_is_sm` the sweep also probes crashed SMs in
+        // vain. A hung SM always looks alive.
+        let stale = self.host.stale_is_sm;
         let peers: Vec<usize> = (0..self.nodes.len())
-            .filter(|&j| j != i && self.comp[j] == self.comp[i] && self.nodes[j].sm.is_some())
+            .filter(|&j| {
+                j != i && self.comp[j] == self.comp[i] && (stale || self.nodes[j].sm.is_some())
+            })
             .collect();
         let n = &mut self.nodes[i];
         let Some(sm) = n.sm.as_mut() else { return };
