@@ -19,7 +19,10 @@ use ibsm_wire::{
 use crate::config::{ConfigError, NoNvStore, NodeConfig, NvStore};
 use crate::mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 use crate::port::{LinkRequest, LinkTransition, LogicalState, PortLink};
-use crate::trap::{PendingTrap, Trap, TrapQueue, bad_mkey_notice, link_state_notice};
+use crate::trap::{
+    PendingTrap, Trap, TrapQueue, bad_mkey_notice, link_state_notice, local_changes_notice,
+};
+use ibsm_wire::Trap144ChangeFlags;
 
 /// Where an SMP was received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -368,13 +371,74 @@ impl<S: NvStore> Sma<S> {
         self.sm_info = sm_info;
     }
 
-    /// Sets or clears CapabilityMask.IsSM of `port` (an SM opened or closed it).
+    /// Sets or clears CapabilityMask.IsSM of `port` (an SM opened or closed it); see
+    /// [`Self::set_capability_mask`].
     pub fn set_is_sm(&mut self, port: u8, is_sm: bool) {
-        if let Some(p) = self.port_data_mut(port) {
-            let mut v = pi_view_mut(&mut p.info);
-            let mut cm = v.capability_mask();
+        if let Some(p) = self.port_data(port) {
+            let mut cm = pi_view(&p.info).capability_mask();
             cm.set(CapabilityMask::IS_SM, is_sm);
-            v.set_capability_mask(cm);
+            let now = self.now;
+            self.set_capability_mask(now, port, cm);
+        }
+    }
+
+    /// Replaces the CapabilityMask of `port` (the host's own capabilities changed). A
+    /// change raises trap 144 from that port when it has IsCapabilityMaskNoticeSupported.
+    pub fn set_capability_mask(&mut self, now: u64, port: u8, mask: CapabilityMask) {
+        self.advance(now);
+        let Some(p) = self.port_data_mut(port) else {
+            return;
+        };
+        let mut v = pi_view_mut(&mut p.info);
+        if v.capability_mask() == mask {
+            return;
+        }
+        v.set_capability_mask(mask);
+        if mask.contains(CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED) {
+            self.local_change_trap(port, Trap144ChangeFlags::EMPTY);
+        }
+    }
+
+    /// The host renamed the node: NodeDescription changes and every port that has
+    /// IsOtherLocalChangesNoticeSupported (a switch: port 0) raises trap 144.
+    pub fn set_node_description(&mut self, now: u64, description: NodeDescription) {
+        self.advance(now);
+        if self.description == description {
+            return;
+        }
+        self.description = description;
+        self.node_description_changed();
+    }
+
+    fn node_description_changed(&mut self) {
+        let ports: Vec<u8> = if self.is_switch {
+            vec![0]
+        } else {
+            (1..=self.num_ports).collect()
+        };
+        for port in ports {
+            let cm = pi_view(&self.ports[usize::from(port)].info).capability_mask();
+            if cm.contains(CapabilityMask::IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED) {
+                self.local_change_trap(port, Trap144ChangeFlags::NODE_DESCRIPTION);
+            }
+        }
+    }
+
+    fn local_change_trap(&mut self, port: u8, flags: Trap144ChangeFlags) {
+        let p = &self.ports[usize::from(port)];
+        if let Some((_, lid)) = Self::trap_route(p) {
+            let v = pi_view(&p.info);
+            let notice = local_changes_notice(
+                self.cfg.node_info.node_type,
+                lid,
+                v.capability_mask(),
+                v.capability_mask2(),
+                flags,
+            );
+            self.traps.push(
+                PendingTrap::new(port, notice, self.now),
+                &mut self.stats.traps_overflowed,
+            );
         }
     }
 
@@ -802,7 +866,11 @@ impl<S: NvStore> Sma<S> {
             {
                 return Err(Status::METHOD_ATTR_UNSUPPORTED);
             }
-            self.description = NodeDescription { node_string: *data };
+            let new = NodeDescription { node_string: *data };
+            if new != self.description {
+                self.description = new;
+                self.node_description_changed();
+            }
         }
         *data = self.description.node_string;
         Ok(())

@@ -1084,3 +1084,43 @@ fn random_forwarding_table_when_capable() {
     let req = lid_req(Method::Get, SmAttributeId::RandomForwardingTable, 2, 0, &[]);
     assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
 }
+
+#[test]
+fn trap_144_on_local_changes() {
+    use ibsm_wire::{Trap144ChangeFlags, Trap144Details};
+    let mut cfg = NodeConfig::ca(0x100, 2);
+    for pc in &mut cfg.ports {
+        pc.port_info.capability_mask |= CapabilityMask::IS_CAPABILITY_MASK_NOTICE_SUPPORTED
+            | CapabilityMask::IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED;
+    }
+    let mut s = Sma::new(cfg).unwrap();
+    s.link_up(0, 1);
+    s.link_up(0, 2);
+    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+        pi.lid = CA_LID;
+        pi.master_sm_lid = SM_LID;
+    })
+    .unwrap();
+    // No SM LID on port 2: only port 1 reports.
+    s.set_node_description(1, NodeDescription::from_text("new name"));
+    let traps = drain_traps(&mut s, 1);
+    assert_eq!(traps.len(), 1);
+    let d: Trap144Details = traps[0].notice().details().unwrap();
+    assert!(d.other_local_changes);
+    assert_eq!(d.change_flags, Trap144ChangeFlags::NODE_DESCRIPTION);
+    assert_eq!(d.lid, CA_LID);
+    s.set_node_description(2, NodeDescription::from_text("new name"));
+    assert!(drain_traps(&mut s, 2).is_empty(), "no change, no trap");
+    s.set_is_sm(1, true);
+    let traps = drain_traps(&mut s, 2);
+    assert_eq!(traps.len(), 1);
+    let d: Trap144Details = traps[0].notice().details().unwrap();
+    assert!(!d.other_local_changes);
+    assert!(d.capability_mask.contains(CapabilityMask::IS_SM));
+    assert!(
+        s.port_info(1)
+            .unwrap()
+            .capability_mask
+            .contains(CapabilityMask::IS_SM)
+    );
+}

@@ -60,7 +60,11 @@
 //!   violation nor "correctly keyed": it leaves a running lease countdown alone.
 //! * A lease expiry is not written to the [`NvStore`]; a reset restores the SM's last
 //!   setting.
-//! * Trap 256 and trap 128 are raised when the issuing port has CapabilityMask
+//! * Trap 144 is raised by the host's own changes ([`Sma::set_capability_mask`],
+//!   [`Sma::set_is_sm`], [`Sma::set_node_description`]) and by a SubnSet that changes
+//!   NodeDescription, from ports with IsCapabilityMaskNoticeSupported /
+//!   IsOtherLocalChangesNoticeSupported.
+//! * Traps 256, 128 and 144 are raised when the issuing port has CapabilityMask
 //!   IsTrapSupported, a non-zero MasterSMLID and is not Down. Traps are resent every
 //!   [`NodeConfig::trap_resend_interval`] until a correctly keyed SubnTrapRepress with the
 //!   same TransactionID arrives; at most [`NodeConfig::max_pending_traps`] wait.

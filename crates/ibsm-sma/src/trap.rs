@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 
 use ibsm_wire::{
     DrSmpView, LidSmp, MAD_SIZE, Method, NodeType, Notice, ProducerType, SmAttributeId,
-    Trap128Details, Trap256Details,
+    Trap128Details, Trap144ChangeFlags, Trap144Details, Trap256Details,
 };
 
 /// A SubnTrap ready to send: LID-routed (class 0x01) from `slid` to `dlid` on SL `sl`.
@@ -129,7 +129,7 @@ impl TrapQueue {
     }
 }
 
-fn producer(node_type: NodeType) -> ProducerType {
+pub(crate) fn producer(node_type: NodeType) -> ProducerType {
     match node_type {
         NodeType::Switch => ProducerType::Switch,
         NodeType::Router => ProducerType::Router,
@@ -170,5 +170,23 @@ pub(crate) fn bad_mkey_notice(
         rp.copy_from_slice(&v.return_path()[..30]);
         d.dr_notice_return_path = rp;
     }
+    Notice::generic_with(producer(node_type), lid, &d)
+}
+
+/// Trap 144 (local changes) of a port with LID `lid`.
+pub(crate) fn local_changes_notice(
+    node_type: NodeType,
+    lid: u16,
+    capability_mask: ibsm_wire::CapabilityMask,
+    capability_mask2: ibsm_wire::CapabilityMask2,
+    flags: Trap144ChangeFlags,
+) -> Notice {
+    let d = Trap144Details {
+        lid,
+        other_local_changes: !flags.is_empty(),
+        capability_mask,
+        change_flags: flags,
+        capability_mask2,
+    };
     Notice::generic_with(producer(node_type), lid, &d)
 }
