@@ -1,11 +1,13 @@
 //! Serves a simulated fabric to programs running under ibsim's umad2sim preload.
 //!
 //! ```text
-//! cargo run -p ibsm-sim --example ibsim_server -- net-file [--name sockname] [--seed N]
+//! cargo run -p ibsm-sim --example ibsim_server -- net-file [--name sockname] [--seed N] [--script faults]
 //! IBSIM_SOCKNAME=sockname LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so opensm ...
 //! ```
 //!
-//! The net file is in ibsim's or ibnetdiscover's format. Stop the server with a signal.
+//! The net file is in ibsim's or ibnetdiscover's format; the optional fault script uses
+//! `Sim::load_script`'s format, its times counted from the start of serving (virtual
+//! time follows the wall clock). Stop the server with a signal.
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -15,8 +17,10 @@ fn main() {
     let mut file = None;
     let mut name = std::env::var("IBSIM_SOCKNAME").unwrap_or_else(|_| "sim".into());
     let mut seed = 0u64;
+    let mut script = None;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--script" => script = Some(args.next().expect("--script needs a file")),
             "--name" => name = args.next().expect("--name needs a value"),
             "--seed" => {
                 seed = args
@@ -42,13 +46,25 @@ fn main() {
         seed,
         ..ibsm_sim::SimConfig::default()
     };
-    let (sim, _notes) = match ibsm_sim::Sim::from_net(&text, cfg) {
+    let (mut sim, _notes) = match ibsm_sim::Sim::from_net(&text, cfg) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{file}: {e}");
             std::process::exit(1);
         }
     };
+    if let Some(path) = script {
+        let loaded = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| sim.load_script(&t).map_err(|e| e.to_string()));
+        match loaded {
+            Ok(n) => eprintln!("{n} faults scheduled from {path}"),
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     let nodes = sim.node_count();
     let mut server = ibsm_sim::server::IbsimServer::bind(sim, &name).unwrap_or_else(|e| {
         eprintln!("cannot bind {name}: {e}");
