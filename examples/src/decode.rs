@@ -942,8 +942,8 @@ mod tests {
             let d = decode_mad(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
             let last = &d.sections.last().unwrap().title;
             let want = match name.split('.').next().unwrap() {
-                "nodeinfo" => "NodeInfo",
-                "portinfo" | "portinfo_sw" => "PortInfo",
+                "nodeinfo" | "nodeinfo_lid" => "NodeInfo",
+                "portinfo" | "portinfo_sw" | "portinfo_set" => "PortInfo",
                 "switchinfo" => "SwitchInfo",
                 "sminfo" => "SMInfo",
                 "lft" => "LinearForwardingTable",
@@ -956,7 +956,7 @@ mod tests {
             assert!(d.to_json().starts_with('{'));
             seen += 1;
         }
-        assert_eq!(seen, 18, "9 exchanges, request and response each");
+        assert_eq!(seen, 22, "11 exchanges, request and response each");
     }
 
     #[test]

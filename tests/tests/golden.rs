@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use ibsm_wire::modifier::PortMod;
 use ibsm_wire::sa::{
     ComponentMask, NodeRecord, PathRecord, PortInfoRecord, Rate, SaAttributeId, SaMad, Selector,
     records,
@@ -14,6 +15,7 @@ use ibsm_wire::{
     LinkWidthMask, Method, MgmtClass, Mtu, NodeInfo, NodeType, PhysPortState, PortInfo, PortState,
     SmAttributeId, SmInfo, SmState, Status, SwitchInfo, VlCap, WireStruct,
 };
+use ibsm_wire::{LidSmp, LidSmpView};
 
 /// Reads `tests/fixtures/golden/<name>.hex` (16 bytes a line, `#` comments).
 fn load(name: &str) -> [u8; 256] {
@@ -410,4 +412,92 @@ fn sa_port_info_records() {
             &resp.data[at..at + PortInfoRecord::SIZE]
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// A LID-routed SMP and a SubnSet.
+
+#[test]
+fn lid_routed_nodeinfo_of_switch_b() {
+    for (name, is_resp) in [("nodeinfo_lid.req", false), ("nodeinfo_lid.resp", true)] {
+        let bytes = load(name);
+        let smp = LidSmp::parse(&bytes).unwrap();
+        // Bytes 128..256 of a LID-routed SMP are reserved (no field): they encode as
+        // zero, and the capture holds zeros there except the simulator's garbage tail.
+        let enc = smp.to_bytes();
+        assert_eq!(enc[..232], bytes[..232], "{name}: re-encoding");
+        assert!(enc[128..].iter().all(|&b| b == 0));
+        let mut over = bytes;
+        smp.emit_into(&mut over).unwrap();
+        assert_eq!(
+            over, bytes,
+            "{name}: encoding over the capture changes nothing"
+        );
+        assert_eq!(smp.mgmt_class, MgmtClass::SubnLid);
+        assert_eq!((smp.method, smp.response), (Method::Get, is_resp));
+        assert_eq!(smp.status, Status::OK);
+        assert_eq!(smp.attribute_id, u16::from(SmAttributeId::NodeInfo));
+        assert_eq!(smp.m_key, 0);
+        let v = LidSmpView::new_checked(&bytes[..]).unwrap();
+        assert_eq!(v.attr_data(), &smp.data[..]);
+    }
+    let smp = LidSmp::parse(&load("nodeinfo_lid.resp")).unwrap();
+    let ni = NodeInfo::parse(&smp.data).unwrap();
+    // LID 3 is sw-b; a switch answers for its management port 0.
+    assert_eq!(ni.node_type, NodeType::Switch);
+    assert_eq!(ni.node_guid, 0x20_0001);
+    assert_eq!(ni.port_guid, 0x20_0001);
+    assert_eq!(ni.num_ports, 8);
+    assert_eq!(ni.local_port_num, 0);
+    let mut again = [0u8; 64];
+    ni.emit_into(&mut again).unwrap();
+    assert_eq!(again, smp.data);
+    // The request is what LidSmp::request builds.
+    let req = LidSmp::parse(&load("nodeinfo_lid.req")).unwrap();
+    let mine = LidSmp::request(
+        Method::Get,
+        SmAttributeId::NodeInfo.into(),
+        0,
+        req.transaction_id,
+        0,
+    );
+    assert_eq!(mine, req);
+}
+
+#[test]
+fn subnset_portinfo_speed() {
+    // ibportstate -D 0,1 2 speed 1: read sw-b port 2, then Set LinkSpeedEnabled = SDR.
+    let req = DrSmp::parse(&load("portinfo_set.req")).unwrap();
+    let resp = DrSmp::parse(&load("portinfo_set.resp")).unwrap();
+    assert_eq!(req.to_bytes(), load("portinfo_set.req"));
+    assert_eq!(resp.to_bytes(), load("portinfo_set.resp"));
+    assert_eq!((req.method, req.response), (Method::Set, false));
+    // A Set is answered by GetResp.
+    assert_eq!(
+        (resp.method, resp.response, resp.direction),
+        (Method::Get, true, true)
+    );
+    for smp in [&req, &resp] {
+        assert_eq!(smp.attribute_id, u16::from(SmAttributeId::PortInfo));
+        let m = PortMod::decode(smp.attribute_modifier).unwrap();
+        assert_eq!(m.port, 2);
+        assert!(m.sm_supports_extended_speeds, "ibportstate sets bit 31");
+    }
+    let set: PortInfo = attr(&req);
+    let got: PortInfo = attr(&resp);
+    assert_eq!(set.link_speed_enabled, LinkSpeedMask(0x1));
+    assert_eq!(
+        set.port_state,
+        PortState::NoChange,
+        "a Set leaves the state alone"
+    );
+    assert_eq!(set.port_phys_state, PhysPortState::NoChange);
+    assert_eq!(set.link_width_enabled, LinkWidthMask(0), "0 = no change");
+    // ibportstate fills LID and SM LID with a marker on switch ports; ibsim keeps them.
+    assert_eq!((set.lid, set.master_sm_lid), (0x1234, 0x1234));
+    assert_eq!((got.lid, got.master_sm_lid), (0x1234, 0x1234));
+    assert_eq!(got.link_speed_enabled, LinkSpeedMask(0x1));
+    assert_eq!(got.port_state, PortState::Active);
+    assert_eq!(got.port_phys_state, PhysPortState::LinkUp);
+    assert_eq!(got.link_width_enabled, LinkWidthMask(0x02));
 }
