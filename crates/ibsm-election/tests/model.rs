@@ -1,9 +1,11 @@
 //! Model-based randomised test: 2-5 election machines on a virtual-time network with
 //! random priorities, GUIDs, SM_Keys, start times, crashes, restarts, hangs, partitions,
-//! heals and lost MADs. Checked on every step and at the end:
+//! heals, lost MADs, and operator commands (a Master sending DISABLE, STANDBY or DISCOVER
+//! to any SM, its own key group or not). Checked on every step and at the end:
 //!
 //! * no HANDOVER is ever sent to, or accepted by, an SM with another SM_Key, and none
-//!   goes to an SM that does not outrank its sender;
+//!   goes to an SM that does not outrank its sender; no DISABLE, STANDBY or DISCOVER is
+//!   obeyed from another key group, nor by a Master from a lower-ranked sender;
 //! * two live Masters never share a connected key group for longer than one polling
 //!   period plus one sweep (plus the sweep's transaction budget), counted from the last
 //!   disturbance (fault event or lost MAD);
@@ -24,7 +26,7 @@ mod common;
 use std::time::Duration;
 
 use common::{HostParams, Net, Rng, Spec};
-use ibsm_election::{Config, SmState};
+use ibsm_election::{Config, SmInfoControl, SmState};
 
 #[derive(Debug, Clone)]
 enum Fault {
@@ -35,6 +37,9 @@ enum Fault {
     Partition(Vec<u8>),
     Heal,
     Loss(u32),
+    /// The SM `0` (if Master) sends control `2` to SM `1`.
+    Command(usize, usize, SmInfoControl),
+    Enable(usize),
 }
 
 #[derive(Debug)]
@@ -102,7 +107,7 @@ fn generate(seed: u64) -> Schedule {
         let t = r.duration(chaos_end);
         let i = r.below(n as u64) as usize;
         let later = |r: &mut Rng, max: Duration| t + r.duration(max);
-        match r.below(5) {
+        match r.below(6) {
             0 => {
                 faults.push((t, Fault::Crash(i)));
                 if r.chance(700) {
@@ -124,9 +129,22 @@ fn generate(seed: u64) -> Schedule {
                 faults.push((t, Fault::Loss(50 + r.below(251) as u32)));
                 faults.push((later(&mut r, polling * 3), Fault::Loss(0)));
             }
-            _ => {
+            4 => {
                 faults.push((t, Fault::Crash(i)));
                 faults.push((t, Fault::Restart(i)));
+            }
+            _ => {
+                // An operator command from whoever is Master (possibly of another key
+                // group), and later re-enabling anything it disabled.
+                let from = r.below(n as u64) as usize;
+                let to = (from + 1 + r.below(n as u64 - 1) as usize) % n;
+                let code = [
+                    SmInfoControl::Disable,
+                    SmInfoControl::Standby,
+                    SmInfoControl::Discover,
+                ][r.below(3) as usize];
+                faults.push((t, Fault::Command(from, to, code)));
+                faults.push((later(&mut r, polling * 4), Fault::Enable(to)));
             }
         }
     }
@@ -154,6 +172,8 @@ struct Stats {
     max_masterless: Duration,
     max_changes: usize,
     handovers: u32,
+    obeyed: u32,
+    refused: u32,
     mads: u64,
 }
 
@@ -198,12 +218,15 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
             Some(Fault::Partition(c)) => net.partition(c),
             Some(Fault::Heal) => net.partition(vec![0; n]),
             Some(Fault::Loss(p)) => net.set_loss(p),
+            Some(Fault::Command(from, to, code)) => net.command(from, to, code),
+            Some(Fault::Enable(i)) => net.enable(i),
         }
     }
     net.run_until(s.chaos_end);
     // Quiesce: hangs end and MADs stop getting lost; partitions and crashes may stay.
     for i in 0..n {
         net.hang(i, false);
+        net.enable(i);
     }
     net.set_loss(0);
     let cfg0 = &net.nodes[0].cfg;
@@ -253,6 +276,8 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
             max_masterless: net.max_masterless_undisturbed,
             max_changes,
             handovers: net.handovers_accepted,
+            obeyed: net.controls_obeyed,
+            refused: net.controls_refused,
             mads: net.mads_sent,
         })
     } else {
@@ -289,6 +314,8 @@ fn random_schedules() {
                 agg.max_masterless = agg.max_masterless.max(st.max_masterless);
                 agg.max_changes = agg.max_changes.max(st.max_changes);
                 agg.handovers += st.handovers;
+                agg.obeyed += st.obeyed;
+                agg.refused += st.refused;
                 agg.mads += st.mads;
             }
             Err(e) => failures.push(e),
@@ -296,13 +323,15 @@ fn random_schedules() {
     }
     eprintln!(
         "{count} schedules: {} failed; longest undisturbed dual-Master episode {:?}, longest with faults {:?}; longest undisturbed masterless {:?}; \
-         most state changes of one SM {}; {} handovers accepted; {} MADs",
+         most state changes of one SM {}; {} handovers accepted; controls {} obeyed, {} refused; {} MADs",
         failures.len(),
         agg.max_dual_undisturbed,
         agg.max_dual_any,
         agg.max_masterless,
         agg.max_changes,
         agg.handovers,
+        agg.obeyed,
+        agg.refused,
         agg.mads
     );
     assert!(

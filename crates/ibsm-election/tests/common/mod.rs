@@ -120,6 +120,9 @@ pub struct Net {
     pub masterless_bound: Duration,
     pub max_masterless_undisturbed: Duration,
     pub handovers_accepted: u32,
+    /// DISABLE/STANDBY/DISCOVER answered with status 0, and refused.
+    pub controls_obeyed: u32,
+    pub controls_refused: u32,
     pub mads_sent: u64,
     pub keep_events: bool,
 }
@@ -180,6 +183,8 @@ impl Net {
                 + host.latency * 8,
             max_masterless_undisturbed: Duration::ZERO,
             handovers_accepted: 0,
+            controls_obeyed: 0,
+            controls_refused: 0,
             mads_sent: 0,
             keep_events: false,
         }
@@ -202,6 +207,11 @@ impl Net {
 
     fn live(&self, i: usize) -> bool {
         self.nodes[i].sm.is_some() && !self.nodes[i].hung
+    }
+
+    /// Live and taking part (not disabled to NotActive by a DISABLE).
+    fn active(&self, i: usize) -> bool {
+        self.live(i) && self.state(i) != Some(SmState::NotActive)
     }
 
     fn m_key_ok(&self, from: usize, to: usize) -> bool {
@@ -234,6 +244,33 @@ impl Net {
             self.nodes[i].hung = hung;
         }
         self.disturb();
+    }
+
+    /// An operator asks node `from`, if it is a live Master, to send `code` to node `to`.
+    pub fn command(&mut self, from: usize, to: usize, code: SmInfoControl) {
+        self.disturb();
+        if !self.live(from) {
+            return;
+        }
+        let now = self.now;
+        let sm = self.nodes[from].sm.as_mut().expect("live");
+        if sm
+            .send_control(now, SmAddr::Lid(Self::lid_of(to)), code)
+            .is_ok()
+        {
+            self.drain(from);
+        }
+    }
+
+    /// An operator re-enables node `i` if it is NotActive.
+    pub fn enable(&mut self, i: usize) {
+        self.disturb();
+        if !self.live(i) {
+            return;
+        }
+        let now = self.now;
+        self.nodes[i].sm.as_mut().expect("live").enable(now);
+        self.drain(i);
     }
 
     pub fn partition(&mut self, comp: Vec<u8>) {
@@ -445,6 +482,30 @@ impl Net {
                         .expect("well-formed SMInfo request");
                     let status = u16::from_be_bytes([r[4], r[5]]);
                     let modifier = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
+                    let after = sm.state();
+                    if mad[3] == 0x02 && (3..=5).contains(&modifier) {
+                        if status == 0 {
+                            self.controls_obeyed += 1;
+                        } else {
+                            self.controls_refused += 1;
+                        }
+                    }
+                    if mad[3] == 0x02 && (3..=5).contains(&modifier) && status == 0 {
+                        let (a, b) = (self.nodes[from].spec, self.nodes[to].spec);
+                        if a.key != b.key {
+                            self.violations.push(format!(
+                                "{now:?}: node {to} obeyed control {modifier} from node {from} with another SM_Key"
+                            ));
+                        }
+                        if before == SmState::Master
+                            && after != SmState::Master
+                            && !outranks(a.priority, a.guid, b.priority, b.guid)
+                        {
+                            self.violations.push(format!(
+                                "{now:?}: Master node {to} obeyed control {modifier} from lower node {from}"
+                            ));
+                        }
+                    }
                     if mad[3] == 0x02
                         && modifier == u32::from(SmInfoControl::Handover)
                         && status == 0
@@ -485,9 +546,9 @@ impl Net {
     fn check_dual(&mut self) {
         let n = self.nodes.len();
         for i in 0..n {
-            let masterless = self.live(i)
+            let masterless = self.active(i)
                 && !(0..n).any(|j| {
-                    self.live(j)
+                    self.active(j)
                         && self.state(j) == Some(SmState::Master)
                         && self.comp[j] == self.comp[i]
                         && self.nodes[j].spec.key == self.nodes[i].spec.key
@@ -510,11 +571,11 @@ impl Net {
             }
         }
         for i in 0..n {
-            let dual = self.live(i)
+            let dual = self.active(i)
                 && self.state(i) == Some(SmState::Master)
                 && (0..n).any(|j| {
                     j != i
-                        && self.live(j)
+                        && self.active(j)
                         && self.state(j) == Some(SmState::Master)
                         && self.comp[j] == self.comp[i]
                         && self.nodes[j].spec.key == self.nodes[i].spec.key
@@ -546,12 +607,12 @@ impl Net {
         let n = self.nodes.len();
         let mut seen = vec![false; n];
         for i in 0..n {
-            if seen[i] || !self.live(i) {
+            if seen[i] || !self.active(i) {
                 continue;
             }
             let group: Vec<usize> = (0..n)
                 .filter(|&j| {
-                    self.live(j)
+                    self.active(j)
                         && self.comp[j] == self.comp[i]
                         && self.nodes[j].spec.key == self.nodes[i].spec.key
                 })
