@@ -251,6 +251,20 @@ impl Election {
         i
     }
 
+    /// Changes this SM's priority at run time (OpenSM `sm_priority`). Nothing moves at
+    /// once: a Master now outranked hands over after its next sweep, and a Standby now
+    /// outranking its Master gets the HANDOVER at that Master's next sweep.
+    ///
+    /// # Errors
+    /// [`ConfigError::Priority`] outside 0..=15; nothing changes then.
+    pub fn set_priority(&mut self, priority: u8) -> Result<(), ConfigError> {
+        if priority > 15 {
+            return Err(ConfigError::Priority(priority));
+        }
+        self.cfg.priority = priority;
+        Ok(())
+    }
+
     /// Counts SMPs the host sent on this SM's behalf (sweeps, configuration): like
     /// OpenSM, ActCount reflects management activity.
     pub fn record_smps_sent(&mut self, n: u32) {

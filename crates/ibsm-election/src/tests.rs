@@ -1197,3 +1197,23 @@ fn takeover_does_not_wait_for_a_probe_of_the_silent_master() {
         "no handover before the sweep's last probe is settled"
     );
 }
+
+#[test]
+fn priority_change_takes_effect_at_the_next_sweep() {
+    let mut e = master(9);
+    let peer = info(0x200, 5, KEY, SmState::Standby, 1);
+    sweep_with(&mut e, ms(100), &[peer]);
+    assert!(txs(&mut e).is_empty());
+    assert!(e.set_priority(16).is_err());
+    e.set_priority(2).unwrap();
+    assert_eq!(e.sm_info().priority, 2);
+    assert_eq!(
+        e.state(),
+        SmState::Master,
+        "nothing moves before the next sweep"
+    );
+    sweep_with(&mut e, ms(200), &[peer]);
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert_eq!(ho[0].attribute_modifier(), 1);
+}
