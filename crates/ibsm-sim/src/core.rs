@@ -605,9 +605,16 @@ impl<A: Agent> Core<A> {
 
     /// Who receives a response at (node, port): the attachment that sent the request.
     fn requester_at(&self, node: u32, port: u8, tid: u64) -> Option<usize> {
+        let here = |a: &Attach| !a.detached && a.node == node && a.port == port;
+        let mut it = self.attach.iter().enumerate().filter(|(_, a)| here(a));
+        let first = it.next()?.0;
+        if it.next().is_none() {
+            // The usual case, one SM on the port: no need to look at TIDs.
+            return Some(first);
+        }
         self.attach
             .iter()
-            .position(|a| !a.detached && a.node == node && a.port == port && a.sent.contains(&tid))
+            .position(|a| here(a) && a.sent.contains(&tid))
             .or_else(|| self.sm_at(node, port))
     }
 
