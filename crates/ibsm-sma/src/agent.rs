@@ -607,6 +607,20 @@ impl<S: NvStore> Sma<S> {
         }
     }
 
+    /// The VL arbitration tables of `port`: 128 two-byte entries (VL in the low nibble of
+    /// the first byte, weight in the second), low-priority entries 0..64 first, then
+    /// high-priority entries 0..64; entries beyond the port's caps stay 0.
+    #[must_use]
+    pub fn vl_arbitration(&self, port: u8) -> Option<&[u8; 256]> {
+        self.port_data(port).map(|p| &p.vlarb)
+    }
+
+    /// The GUIDInfo entries of `port` (entry 0 is the port GUID; a switch: port 0 only).
+    #[must_use]
+    pub fn guids(&self, port: u8) -> &[u64] {
+        self.port_data(port).map_or(&[], |p| &p.guids[..])
+    }
+
     /// Logical state of `port`.
     #[must_use]
     pub fn port_state(&self, port: u8) -> Option<LogicalState> {
@@ -1203,14 +1217,15 @@ impl<S: NvStore> Sma<S> {
         }
         let entries = (cap - first).min(32);
         if ctx.set {
-            p.vlarb[off..off + 2 * entries].copy_from_slice(&data[..2 * entries]);
+            let dst = &mut p.vlarb[off..off + 2 * entries];
+            dst.copy_from_slice(&data[..2 * entries]);
+            // The 4 bits above each VL are reserved.
+            for e in dst.chunks_exact_mut(2) {
+                e[0] &= 0x0F;
+            }
         }
         *data = [0; 64];
         data[..2 * entries].copy_from_slice(&p.vlarb[off..off + 2 * entries]);
-        // The 4 bits above each VL are reserved.
-        for e in data.chunks_exact_mut(2) {
-            e[0] &= 0x0F;
-        }
         Ok(())
     }
 

@@ -677,6 +677,9 @@ fn vlarb_tables() {
     // 8 entries exist; the reserved nibble reads 0.
     assert_eq!(&r[64..68], &[0x00, 0x40, 0x01, 0x40]);
     assert_eq!(&r[80..82], &[0, 0]);
+    let vl = s.vl_arbitration(2).unwrap();
+    assert_eq!(&vl[..4], &[0x00, 0x40, 0x01, 0x40]);
+    assert_eq!(&vl[16..18], &[0, 0], "entry 8 is beyond the cap of 8");
     let req = lid_req(
         Method::Get,
         SmAttributeId::VlArbitrationTable,
@@ -722,6 +725,7 @@ fn guid_info() {
         "entry 0 is read-only"
     );
     assert_eq!(u64::from_be_bytes(r[72..80].try_into().unwrap()), 0xBB);
+    assert_eq!(&s.guids(2)[..2], &[0x102, 0xBB]);
     let req = lid_req(Method::Get, SmAttributeId::GuidInfo, 1, 0, &[]);
     assert_eq!(status(&s.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
 }
