@@ -229,8 +229,8 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
         None => minhop_net(net, opts)?,
     };
     r.set_engine(name);
-    if dfsssp && crate::validate::cdg_scope(net, &r, true).is_ok() {
-        // Already acyclic on one layer (any fat tree): nothing to split.
+    if crate::validate::cdg_scope(net, &r, true).is_ok() {
+        // Already acyclic on one layer (any fat tree, any mesh with DOR): the fewest layers.
         return Ok(r);
     }
     let max = usize::from(opts.max_vls.clamp(1, 15));

@@ -79,13 +79,17 @@ fn run(name: &str, f: &Fabric, kinds: &[EngineKind], check: bool) {
                 let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
                 let reach = check_reachability(&csr, &lids, &r).unwrap();
                 let cdg = check_deadlock_free(&csr, &lids, &r).unwrap();
+                let lb = metrics::lid_balance(&csr, &lids, &r).unwrap();
+                let ebb = metrics::effective_bisection_bandwidth(&csr, &lids, &r, 5, 1).unwrap();
                 eprintln!(
-                    "    imbalance {:.4} max load {} minimal {:.4} reachable {} deadlock-free {}",
+                    "    imbalance {:.4} max load {} minimal {:.4} reachable {} deadlock-free {} LID balance worst {:.3} mean {:.3} eBB {ebb:.3}",
                     q.imbalance(),
                     q.max_load,
                     q.minimal_fraction,
                     reach.is_ok(),
-                    cdg.is_ok()
+                    cdg.is_ok(),
+                    lb.worst_ratio,
+                    lb.mean_ratio
                 );
             }
         }
