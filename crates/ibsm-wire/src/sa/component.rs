@@ -1,5 +1,6 @@
 //! ComponentMask: which template fields of an SA query must match (`sa.md` 3).
 
+use core::marker::PhantomData;
 use core::ops::{BitAnd, BitOr, BitOrAssign, Not};
 
 use crate::field::{Field, FieldType, FieldValue, WireStruct, get_uint, set_uint};
@@ -142,16 +143,9 @@ pub trait SaRecord: WireStruct {
     /// Whether `self` equals `template` in every component selected by `mask`
     /// (exact-equality matching; bits of the mask beyond the record's components are
     /// ignored).
+    /// To test many records against one template, build a [`Template`] once.
     fn matches(&self, template: &Self, mask: ComponentMask) -> bool {
-        let (mut a, mut b) = ([0u8; 256], [0u8; 256]);
-        // SIZE <= 256 for every SA record, so these cannot fail.
-        if self.emit_into(&mut a).is_err() || template.emit_into(&mut b).is_err() {
-            return false;
-        }
-        Self::COMPONENTS
-            .iter()
-            .filter(|c| mask.has(c.bit))
-            .all(|c| bits_equal(&a, &b, c.field))
+        Template::new(template, mask).matches(self)
     }
 
     /// The mask of every component of the record.
@@ -159,6 +153,82 @@ pub trait SaRecord: WireStruct {
         Self::COMPONENTS
             .iter()
             .fold(ComponentMask::NONE, |m, c| m | ComponentMask::bit(c.bit))
+    }
+}
+
+/// A query template encoded once, for testing many records (an SA answering GetTable
+/// walks its whole database with one).
+#[derive(Debug, Clone)]
+pub struct Template<R> {
+    bytes: [u8; 256],
+    mask: ComponentMask,
+    // The positions the mask selects, found once.
+    selected: [Field; 64],
+    n: usize,
+    _r: PhantomData<fn(R)>,
+}
+
+impl<R: SaRecord> Template<R> {
+    /// The template `template` with the components selected by `mask`.
+    #[must_use]
+    pub fn new(template: &R, mask: ComponentMask) -> Self {
+        let mut bytes = [0u8; 256];
+        // SIZE <= 256 for every SA record.
+        let _ = template.emit_into(&mut bytes);
+        Self::with_bytes(bytes, mask)
+    }
+
+    fn with_bytes(bytes: [u8; 256], mask: ComponentMask) -> Self {
+        let mut selected = [Field::new(0, 0, 0); 64];
+        let mut n = 0;
+        for c in R::COMPONENTS.iter().filter(|c| mask.has(c.bit)).take(64) {
+            selected[n] = c.field;
+            n += 1;
+        }
+        Self {
+            bytes,
+            mask,
+            selected,
+            n,
+            _r: PhantomData,
+        }
+    }
+
+    /// The template taken from the data area of a request (its first `R::SIZE` bytes).
+    ///
+    /// # Errors
+    /// [`crate::Error::Truncated`] when `data` is shorter than a record.
+    pub fn from_bytes(data: &[u8], mask: ComponentMask) -> crate::Result<Self> {
+        crate::field::check_len(R::LABEL, data, R::SIZE)?;
+        let mut bytes = [0u8; 256];
+        bytes[..R::SIZE].copy_from_slice(&data[..R::SIZE]);
+        Ok(Self::with_bytes(bytes, mask))
+    }
+
+    /// The ComponentMask.
+    #[must_use]
+    pub const fn mask(&self) -> ComponentMask {
+        self.mask
+    }
+
+    /// Whether the encoded record `bytes` equals the template in every selected
+    /// component (`false` if `bytes` is shorter than a record).
+    #[must_use]
+    pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
+        bytes.len() >= R::SIZE
+            && self.selected[..self.n]
+                .iter()
+                .all(|&f| bits_equal(bytes, &self.bytes, f))
+    }
+
+    /// Whether `record` equals the template in every selected component.
+    #[must_use]
+    pub fn matches(&self, record: &R) -> bool {
+        if self.n == 0 {
+            return true;
+        }
+        let mut a = [0u8; 256];
+        record.emit_into(&mut a).is_ok() && self.matches_bytes(&a)
     }
 }
 

@@ -507,6 +507,16 @@ fn component_mask_usage() {
     cand.sgid = Gid::new(0xfe80_0000_0000_0000, 5);
     assert!(!cand.matches(&t, mask));
     assert!(cand.matches(&t, mask & !PathRecord::CM_SGID));
+    // A template built once gives the same answers, on owned records and on bytes.
+    let tpl = Template::new(&t, mask);
+    assert!(!tpl.matches(&cand));
+    assert!(tpl.matches(&t));
+    assert!(tpl.matches_bytes(&t.to_bytes()));
+    assert!(!tpl.matches_bytes(&t.to_bytes()[..63]));
+    let from_req = Template::<PathRecord>::from_bytes(&req.data, mask).unwrap();
+    assert!(from_req.matches(&t) && !from_req.matches(&cand));
+    assert!(Template::<PathRecord>::from_bytes(&req.data[..10], mask).is_err());
+    assert!(Template::new(&t, ComponentMask::NONE).matches(&cand));
     // ServiceID halves are separate components.
     let mut s = PathRecord::default();
     s.service_id = 0x1111_2222_3333_4444;
