@@ -172,9 +172,17 @@ impl<'a> Layering<'a> {
         true
     }
 
-    /// First layer that takes the unit, opening new ones up to `max`.
-    fn place(&mut self, deps: &[(u32, u32)], max: usize) -> Option<usize> {
+    /// First layer that takes the unit (trying `hint` first), opening new ones up to `max`.
+    fn place(&mut self, deps: &[(u32, u32)], max: usize, hint: Option<usize>) -> Option<usize> {
+        if let Some(h) = hint.filter(|&h| h < self.layers.len()) {
+            if self.try_unit(h, deps) {
+                return Some(h);
+            }
+        }
         for l in 0..self.layers.len() {
+            if Some(l) == hint {
+                continue;
+            }
             if self.try_unit(l, deps) {
                 return Some(l);
             }
@@ -241,20 +249,29 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     let mut deps = Vec::new();
     // Which (source, lid) units went where, for LASH balancing.
     let mut units: Vec<(u32, u16, u8)> = Vec::new();
+    // The layer the previous LID of the same destination switch took from each source:
+    // LIDs of one switch mostly share their paths, so that layer is the likeliest fit.
+    let mut hint: Vec<Option<usize>> = vec![None; net.n_sw];
+    let mut hint_t = usize::MAX;
     for lid in 1..net.lft_len {
         let Some((t, _)) = net.dest_switch(lid) else {
             continue;
         };
         let t = t as usize;
+        if t != hint_t {
+            hint.fill(None);
+            hint_t = t;
+        }
         for &s in &sources {
             path_deps(net, &r, s, lid, t, &mut deps);
             let l = lay
-                .place(&deps, max)
+                .place(&deps, max, hint[s])
                 .ok_or_else(|| RoutingError::NotEnoughVls {
                     needed: (lay.layers.len() + 1).min(255) as u8,
                     available: max as u8,
                 })?;
             sl[s * net.lft_len + lid] = l as u8;
+            hint[s] = Some(l);
             if !dfsssp {
                 units.push((s as u32, lid as u16, l as u8));
             }
