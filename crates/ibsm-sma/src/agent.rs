@@ -706,13 +706,17 @@ impl<S: NvStore> Sma<S> {
     /// returning rules.
     #[inline]
     pub fn handle(&mut self, now: u64, rx: Rx, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
-        let Some(Ok(mut buf)) = request.get(..MAD_SIZE).map(<[u8; MAD_SIZE]>::try_from) else {
+        // Built in the return value itself, so the response is not copied again.
+        let mut out: Option<[u8; MAD_SIZE]> = request
+            .get(..MAD_SIZE)
+            .and_then(|r| <[u8; MAD_SIZE]>::try_from(r).ok());
+        let Some(buf) = out.as_mut() else {
             self.stats.received += 1;
             self.stats.other_dropped += 1;
             return None;
         };
-        match self.handle_in_place(now, rx, &mut buf) {
-            Outcome::Respond => Some(buf),
+        match self.handle_in_place(now, rx, buf) {
+            Outcome::Respond => out,
             _ => None,
         }
     }
