@@ -1234,3 +1234,16 @@ proptest! {
         prop_assert_eq!(t, 5 * TIMEOUT);
     }
 }
+
+/// What the sans-IO pieces cost in memory: none of them allocates, the reassembler's
+/// storage is the caller's (exactly the message's data length).
+#[test]
+fn state_sizes() {
+    use core::mem::size_of;
+    let seg = size_of::<Segmenter<RecordTable<'_, NodeRecord>>>();
+    let tx = size_of::<Sender<RecordTable<'_, NodeRecord>>>();
+    let rx = size_of::<Reassembler<SliceBuffer<'_>>>();
+    let tpl = size_of::<Template<PortInfoRecord>>();
+    std::println!("Segmenter {seg} B, Sender {tx} B, Reassembler {rx} B, Template {tpl} B");
+    assert!(seg <= 128 && tx <= 192 && rx <= 160 && tpl <= 1024);
+}
