@@ -1,0 +1,107 @@
+//! The `mad_decode` example as a user runs it: arguments, stdin, `--json`, exit codes.
+//!
+//! `cargo test` builds the examples before running tests; the binary sits in
+//! `target/<profile>/examples/` next to this test's `deps/` directory.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let bin = profile_dir
+        .join("examples")
+        .join(format!("mad_decode{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} not built (cargo test builds examples first)",
+        bin.display()
+    );
+    bin
+}
+
+fn run(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(example())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mad_decode");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("mad_decode output")
+}
+
+fn golden(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/golden")
+        .join(format!("{name}.hex"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn decodes_a_capture_from_stdin() {
+    let out = run(&[], &golden("nodeinfo.resp"));
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("# MAD header\n"), "{text}");
+    assert!(text.contains("# Directed-route SMP\n"), "{text}");
+    assert!(text.contains("# NodeInfo\n"), "{text}");
+    assert!(text.contains("2 (Switch)"), "{text}");
+    assert!(out.stderr.is_empty());
+}
+
+#[test]
+fn hex_arguments_and_json() {
+    // The same MAD as arguments, split anywhere, comments stripped first.
+    let hex: String = golden("sminfo.resp")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<&str> = hex.split_whitespace().collect();
+    let mut args = vec!["--json"];
+    args.extend(words.iter().copied());
+    let out = run(&args, "");
+    assert!(out.status.success(), "{out:?}");
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        json.lines().count(),
+        1,
+        "one JSON object on one line: {json}"
+    );
+    assert!(json.starts_with("{\"sections\":["), "{json}");
+    assert!(
+        json.contains("\"sm_state\":{\"value\":3,\"name\":\"Master\"}"),
+        "{json}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for (args, stdin, want) in [
+        (&["01 81 zz"][..], "", "not a hex digit"),
+        (&[][..], "0181", "truncated"),
+        (&[][..], "", "no hex digits"),
+        (&["--frobnicate"][..], "", "unknown option"),
+    ] {
+        let out = run(args, stdin);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("mad_decode: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
