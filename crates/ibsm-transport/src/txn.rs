@@ -452,14 +452,36 @@ impl<C> Transactions<C> {
             return Some(e);
         }
         self.in_window -= 1;
-        while let Some(next) = self.backlog.pop_front() {
+        self.fill_window();
+        Some(e)
+    }
+
+    /// Admits waiting requests while the window has room.
+    fn fill_window(&mut self) {
+        while self.in_window < self.config.window {
+            let Some(next) = self.backlog.pop_front() else {
+                break;
+            };
             if self.entries.contains_key(&next) {
                 self.in_window += 1;
                 self.to_send.push_back(next);
-                break;
             }
         }
-        Some(e)
+    }
+
+    /// Restarts TID allocation at low value `start`, so that another component sharing
+    /// the port (an election machine allocating from 1, say) never collides with this
+    /// instance's TIDs.
+    pub fn set_tid_start(&mut self, start: u32) {
+        self.tids = TidAllocator::starting_at(self.config.tid_high, start);
+    }
+
+    /// Changes the window size (at least 1), for senders that adapt it to how the
+    /// fabric answers. Growing admits waiting requests at once; shrinking lets the
+    /// requests already in flight finish and admits no new one until there is room.
+    pub fn set_window(&mut self, window: usize) {
+        self.config.window = window.max(1);
+        self.fill_window();
     }
 
     /// Runs the driver loop over `transport` until nothing is pending or the

@@ -1,0 +1,1232 @@
+//! The sans-IO SM core: sweeps as a state machine over transactions.
+//!
+//! Inputs are received MADs and the time; outputs are MADs to send, the next deadline
+//! and events. See the crate docs for the run loop.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::Duration;
+
+use ibsm_election::{Election, Event as ElectionEvent, Requester, SmAddr};
+use ibsm_routing::{LidAssignment, Options as RouteOptions, Routes, route_with_fallback};
+use ibsm_topology::{Csr, Fabric};
+use ibsm_transport::{
+    Address, DrAddress, Event as TxEvent, Incoming, Instant, LidAddress, LocalPort, Received,
+    Request, Transactions, TransportError, TxConfig, TxId,
+};
+use ibsm_wire::SmState;
+use ibsm_wire::{
+    DrPath, DrSmp, DrSmpView, LidSmp, LinearForwardingTable, Method, Mtu, NodeDescription,
+    NodeInfo, NodeType, Notice, PortInfo, PortState, SmAttributeId, SwitchInfo, VlCap,
+};
+
+use crate::config::SmConfig;
+use crate::error::SmError;
+use crate::event::{Role, SmEvent, SweepStats};
+use crate::lids::{self, LidRequest};
+use crate::mkey;
+use crate::model::{NodeIx, NodeRec, PortRec, Subnet};
+use crate::store::{LidStore, MemoryLidStore};
+
+/// What a request was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    NodeInfo {
+        path: DrPath,
+        from: Option<(NodeIx, u8)>,
+    },
+    NodeDesc {
+        node: NodeIx,
+    },
+    SwitchInfo {
+        node: NodeIx,
+    },
+    PortInfo {
+        node: NodeIx,
+        port: u8,
+    },
+    SetSwitchInfo {
+        node: NodeIx,
+    },
+    SetLft {
+        node: NodeIx,
+        block: u16,
+    },
+    SetPortInfo {
+        node: NodeIx,
+        port: u8,
+    },
+    LightSwitchInfo {
+        node: NodeIx,
+    },
+}
+
+impl Op {
+    fn attribute(self) -> &'static str {
+        match self {
+            Op::NodeInfo { .. } => "NodeInfo",
+            Op::NodeDesc { .. } => "NodeDescription",
+            Op::SwitchInfo { .. } | Op::SetSwitchInfo { .. } | Op::LightSwitchInfo { .. } => {
+                "SwitchInfo"
+            }
+            Op::PortInfo { .. } | Op::SetPortInfo { .. } => "PortInfo",
+            Op::SetLft { .. } => "LinearForwardingTable",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Not sweeping; waiting for the next sweep time or a trigger.
+    Idle,
+    Discover,
+    Program,
+    Arm,
+    Activate,
+    Light,
+    /// Discovery is done; the election decides whether this SM configures.
+    Elect,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Discover => "discover",
+            Phase::Program => "program",
+            Phase::Arm => "arm",
+            Phase::Activate => "activate",
+            Phase::Light => "light sweep",
+            Phase::Elect => "elect",
+        }
+    }
+}
+
+/// A MAD to hand to the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The transaction it belongs to, for [`SubnetManager::handle_send_error`]; `None`
+    /// for MADs that expect no answer (TrapRepress, responses).
+    pub id: Option<TxId>,
+    /// Where to.
+    pub addr: Address,
+    /// The bytes.
+    pub mad: Vec<u8>,
+}
+
+/// The SM engine. Sans-IO: it never reads a clock, sleeps or touches a device.
+pub struct SubnetManager {
+    cfg: SmConfig,
+    local: LocalPort,
+    tx: Transactions<Op>,
+    window: usize,
+    store: Box<dyn LidStore + Send>,
+    stored: BTreeMap<u64, (u16, u8)>,
+    phase: Phase,
+    phase_started: Instant,
+    sweep_started: Instant,
+    heavy_pending: bool,
+    next_sweep: Option<Instant>,
+    subnet: Subnet,
+    previous_guids: HashSet<u64>,
+    /// Port GUID -> (base LID, LMC) in force.
+    lids: BTreeMap<u64, (u16, u8)>,
+    /// Switch GUID -> LFT as last written.
+    programmed: HashMap<u64, Vec<u8>>,
+    /// (node, port) -> PortInfo the engine wants there.
+    desired: BTreeMap<(NodeIx, u8), PortInfo>,
+    sm_lid: u16,
+    fabric: Option<Fabric>,
+    routes: Option<Routes>,
+    locked: HashSet<u64>,
+    reported_locked: HashSet<u64>,
+    out: VecDeque<Outgoing>,
+    events: VecDeque<SmEvent>,
+    stats: SweepStats,
+    attr_counts: BTreeMap<&'static str, u64>,
+    role: Role,
+    up_once: bool,
+    election: Election,
+}
+
+impl std::fmt::Debug for SubnetManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubnetManager")
+            .field("election", &self.election.state())
+            .field("phase", &self.phase)
+            .field("nodes", &self.subnet.nodes.len())
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+fn dur(now: Instant) -> Duration {
+    Duration::from_nanos(now.as_nanos())
+}
+
+fn instant(d: Duration) -> Instant {
+    Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn role_of(state: SmState) -> Role {
+    match state {
+        SmState::Master => Role::Master,
+        SmState::Standby => Role::Standby,
+        SmState::NotActive => Role::NotActive,
+        _ => Role::Discovering,
+    }
+}
+
+fn dr_status(mad: &[u8]) -> u16 {
+    DrSmpView::new_checked(mad).map_or(0x7FFF, |v| v.status())
+}
+
+impl SubnetManager {
+    /// An engine for the SM on `local`, with an in-memory LID store.
+    #[must_use]
+    pub fn new(cfg: SmConfig, local: LocalPort) -> Self {
+        Self::with_store(cfg, local, Box::new(MemoryLidStore::default()))
+    }
+
+    /// An engine with a persistent LID store (e.g. [`crate::FileLidStore`]).
+    ///
+    /// # Panics
+    /// If the configuration is out of range (priority above 15); the `ibsm` builder
+    /// checks it first.
+    #[must_use]
+    pub fn with_store(cfg: SmConfig, local: LocalPort, store: Box<dyn LidStore + Send>) -> Self {
+        let window = cfg.max_wire_smps.max(1);
+        let mut ecfg = ibsm_election::Config::with_polling(
+            local.port_guid.max(1),
+            cfg.polling_timeout,
+            cfg.polling_retries,
+        );
+        ecfg.priority = cfg.priority.min(15);
+        ecfg.sm_key = cfg.sm_key;
+        ecfg.transaction_timeout = cfg.transaction_timeout;
+        ecfg.transaction_retries = cfg.transaction_retries;
+        let election =
+            Election::new(ecfg, Duration::ZERO).expect("election configuration in range");
+        let mut tx = Transactions::new(TxConfig {
+            window,
+            timeout: cfg.transaction_timeout,
+            retries: cfg.transaction_retries,
+            tid_high: 0x1b5e,
+            assign_tids: true,
+        });
+        // The election allocates TIDs from 1; ours start far away from it.
+        tx.set_tid_start(0x4000_0000);
+        Self {
+            cfg,
+            local,
+            tx,
+            window,
+            store,
+            stored: BTreeMap::new(),
+            phase: Phase::Idle,
+            phase_started: Instant::ZERO,
+            sweep_started: Instant::ZERO,
+            heavy_pending: false,
+            next_sweep: None,
+            subnet: Subnet::default(),
+            previous_guids: HashSet::new(),
+            lids: BTreeMap::new(),
+            programmed: HashMap::new(),
+            desired: BTreeMap::new(),
+            sm_lid: local.lid,
+            fabric: None,
+            routes: None,
+            locked: HashSet::new(),
+            reported_locked: HashSet::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: SweepStats::default(),
+            attr_counts: BTreeMap::new(),
+            role: Role::Discovering,
+            up_once: false,
+            election,
+        }
+    }
+
+    /// The SM's role (the election's state).
+    #[must_use]
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The SMInfo this SM shows; copy it into the SM port's SMA where the host has one.
+    #[must_use]
+    pub fn sm_info(&self) -> ibsm_wire::SmInfo {
+        self.election.sm_info()
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &SmConfig {
+        &self.cfg
+    }
+
+    /// What the last heavy sweep found.
+    #[must_use]
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+
+    /// The fabric model of the last configured sweep (shared `ibsm-topology` type).
+    #[must_use]
+    pub fn fabric(&self) -> Option<&Fabric> {
+        self.fabric.as_ref()
+    }
+
+    /// The routes in force.
+    #[must_use]
+    pub fn routes(&self) -> Option<&Routes> {
+        self.routes.as_ref()
+    }
+
+    /// Port GUID -> (base LID, LMC) in force.
+    #[must_use]
+    pub fn lids(&self) -> &BTreeMap<u64, (u16, u8)> {
+        &self.lids
+    }
+
+    /// The SM's own LID (0 until assigned).
+    #[must_use]
+    pub fn sm_lid(&self) -> u16 {
+        self.sm_lid
+    }
+
+    /// Whether the subnet has been brought up at least once.
+    #[must_use]
+    pub fn is_up(&self) -> bool {
+        self.up_once
+    }
+
+    /// Whether a sweep is in progress.
+    #[must_use]
+    pub fn is_sweeping(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    /// Starts (or restarts) the SM: loads the LID store and begins a heavy sweep.
+    ///
+    /// # Errors
+    /// [`SmError::Config`] when the LID store cannot be read.
+    pub fn start(&mut self, now: Instant) -> Result<(), SmError> {
+        self.stored = self.store.load()?;
+        self.begin_heavy(now);
+        self.drain_election(now);
+        Ok(())
+    }
+
+    /// Asks for a heavy sweep as soon as the current one ends (e.g. after a trap).
+    pub fn request_heavy_sweep(&mut self, now: Instant) {
+        if self.phase == Phase::Idle {
+            self.begin_heavy(now);
+        } else {
+            self.heavy_pending = true;
+        }
+    }
+
+    /// Feeds what the transport received.
+    pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        self.tx.handle_incoming(incoming);
+        self.process(now);
+    }
+
+    /// Reports that sending an [`Outgoing`] failed.
+    pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        self.tx.handle_send_error(id, error);
+        self.process(now);
+    }
+
+    /// Lets time pass: retries, timeouts, periodic sweeps.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.tx.handle_timeout(now);
+        if self
+            .election
+            .poll_timeout()
+            .is_some_and(|t| instant(t) <= now)
+        {
+            self.election.handle_timeout(dur(now));
+        }
+        if self.phase == Phase::Idle && self.next_sweep.is_some_and(|t| t <= now) {
+            self.next_sweep = None;
+            if self.heavy_pending {
+                self.begin_heavy(now);
+            } else {
+                self.begin_light(now);
+            }
+        }
+        self.process(now);
+    }
+
+    /// The next MAD to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        if let Some(o) = self.out.pop_front() {
+            return Some(o);
+        }
+        let t = self.tx.poll_transmit(now)?;
+        self.stats.smps += 1;
+        if t.attempt > 1 {
+            self.stats.retries += 1;
+        }
+        Some(Outgoing {
+            id: Some(t.id),
+            addr: t.addr,
+            mad: t.mad,
+        })
+    }
+
+    /// When [`Self::handle_timeout`] must be called next.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let sweep = if self.phase == Phase::Idle && self.role == Role::Master {
+            self.next_sweep
+        } else {
+            None
+        };
+        [
+            self.tx.poll_timeout(),
+            sweep,
+            self.election.poll_timeout().map(instant),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// The next event for the host.
+    pub fn poll_event(&mut self) -> Option<SmEvent> {
+        self.events.pop_front()
+    }
+
+    // ---------------------------------------------------------------- sweeps
+
+    fn begin_heavy(&mut self, now: Instant) {
+        self.heavy_pending = false;
+        self.previous_guids = self.subnet.by_guid.keys().copied().collect();
+        self.subnet = Subnet::default();
+        self.locked.clear();
+        self.stats = SweepStats {
+            heavy: true,
+            ..SweepStats::default()
+        };
+        self.attr_counts.clear();
+        self.sweep_started = now;
+        self.enter(Phase::Discover, now);
+        self.events.push_back(SmEvent::SweepStarted { heavy: true });
+        self.election.begin_sweep(dur(now));
+        self.submit(
+            Op::NodeInfo {
+                path: DrPath::local(),
+                from: None,
+            },
+            Method::Get,
+            0,
+            None,
+        );
+    }
+
+    fn begin_light(&mut self, now: Instant) {
+        self.stats = SweepStats {
+            heavy: false,
+            ..SweepStats::default()
+        };
+        self.attr_counts.clear();
+        self.sweep_started = now;
+        self.enter(Phase::Light, now);
+        self.events
+            .push_back(SmEvent::SweepStarted { heavy: false });
+        let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
+            .filter(|&n| self.subnet.nodes[n].is_switch())
+            .collect();
+        for node in switches {
+            self.submit(Op::LightSwitchInfo { node }, Method::Get, 0, None);
+        }
+    }
+
+    fn enter(&mut self, phase: Phase, now: Instant) {
+        if self.phase != Phase::Idle {
+            let d = now.saturating_duration_since(self.phase_started);
+            self.stats.phases.push((self.phase.name(), d));
+        }
+        self.phase = phase;
+        self.phase_started = now;
+    }
+
+    fn key_for_port(&self, guid: u64) -> u64 {
+        mkey::key_for(self.cfg.m_key, guid).unwrap_or(0)
+    }
+
+    /// Builds and queues one SMP.
+    fn submit(&mut self, op: Op, method: Method, attr_mod: u32, data: Option<[u8; 64]>) {
+        let (attr, path, key_guid) = match op {
+            Op::NodeInfo { path, .. } => (SmAttributeId::NodeInfo, path, None),
+            Op::NodeDesc { node } => (
+                SmAttributeId::NodeDescription,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
+            Op::SwitchInfo { node } | Op::SetSwitchInfo { node } | Op::LightSwitchInfo { node } => {
+                (
+                    SmAttributeId::SwitchInfo,
+                    self.subnet.nodes[node].path,
+                    Some((node, 0)),
+                )
+            }
+            Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => (
+                SmAttributeId::PortInfo,
+                self.subnet.nodes[node].path_for(port),
+                Some((node, port)),
+            ),
+            Op::SetLft { node, .. } => (
+                SmAttributeId::LinearForwardingTable,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
+        };
+        // A switch has one M_Key (port 0); a CA port its own.
+        let key = key_guid.map_or(0, |(n, p)| {
+            let node = &self.subnet.nodes[n];
+            let guid = if node.is_switch() {
+                node.info.node_guid
+            } else {
+                node.ports.get(usize::from(p)).map_or(0, |r| r.guid)
+            };
+            self.key_for_port(guid)
+        });
+        let mut smp = DrSmp::request(method, attr.into(), attr_mod, 0, key, &path);
+        if let Some(d) = data {
+            smp.data = d;
+        }
+        *self.attr_counts.entry(op.attribute()).or_default() += 1;
+        let mut req = Request::new(
+            Address::Directed(DrAddress::direct(path)),
+            smp.to_bytes().to_vec(),
+            op,
+        );
+        req.timeout = Some(self.cfg.transaction_timeout);
+        // Only the queueing window limits submissions; a duplicate TID cannot happen
+        // with assigned TIDs.
+        let _ = self.tx.submit(req);
+    }
+
+    /// Drains the transaction layer's outcomes and advances phases.
+    fn process(&mut self, now: Instant) {
+        loop {
+            while let Some(ev) = self.tx.poll_event() {
+                match ev {
+                    TxEvent::Completed {
+                        cookie,
+                        response,
+                        attempts,
+                        ..
+                    } => {
+                        if attempts == 1 {
+                            self.grow_window();
+                        }
+                        self.on_response(cookie, &response);
+                    }
+                    TxEvent::Failed { cookie, error, .. } => {
+                        self.shrink_window();
+                        self.stats.timeouts += 1;
+                        self.on_failure(cookie, &error);
+                    }
+                    TxEvent::Unsolicited(rx) => self.on_unsolicited(now, &rx),
+                }
+            }
+            self.drain_election(now);
+            if !self.tx.is_idle() || self.phase == Phase::Idle {
+                return;
+            }
+            // The phase's work is done: move on (this may queue new work, or find none
+            // and move on again).
+            self.advance(now);
+        }
+    }
+
+    fn grow_window(&mut self) {
+        if self.window < self.cfg.max_wire_smps_limit {
+            self.window += 1;
+            self.tx.set_window(self.window);
+            self.stats.max_window = self.stats.max_window.max(self.window);
+        }
+    }
+
+    fn shrink_window(&mut self) {
+        self.window = (self.window / 2).max(self.cfg.max_wire_smps.max(1));
+        self.tx.set_window(self.window);
+    }
+
+    // ---------------------------------------------------------------- discovery
+
+    fn on_response(&mut self, op: Op, rx: &Received) {
+        if dr_status(&rx.mad) != 0 {
+            self.on_failure(
+                op,
+                &TransportError::Unreachable {
+                    reason: format!("MAD status {:#x}", dr_status(&rx.mad)),
+                },
+            );
+            return;
+        }
+        let Ok(view) = DrSmpView::new_checked(&rx.mad[..]) else {
+            return;
+        };
+        let data = view.attr_data();
+        match op {
+            Op::NodeInfo { path, from } => {
+                if let Ok(ni) = NodeInfo::parse(data) {
+                    self.on_node_info(path, from, ni);
+                }
+            }
+            Op::NodeDesc { node } => {
+                if let Ok(d) = NodeDescription::parse(data) {
+                    self.subnet.nodes[node].desc =
+                        String::from_utf8_lossy(d.text_bytes()).into_owned();
+                }
+            }
+            Op::SwitchInfo { node } => {
+                self.subnet.nodes[node].switch_info = SwitchInfo::parse(data).ok();
+            }
+            Op::PortInfo { node, port } => {
+                if let Ok(pi) = PortInfo::parse(data) {
+                    self.on_port_info(node, port, pi);
+                }
+            }
+            Op::LightSwitchInfo { node } => {
+                if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
+                    self.heavy_pending = true;
+                }
+                let _ = node;
+            }
+            Op::SetPortInfo { node, port } => {
+                if let Ok(pi) = PortInfo::parse(data) {
+                    if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
+                        p.info = Some(pi);
+                    }
+                }
+            }
+            Op::SetSwitchInfo { .. } | Op::SetLft { .. } => {}
+        }
+    }
+
+    fn on_failure(&mut self, op: Op, _error: &TransportError) {
+        let guid = match op {
+            // An unreachable neighbour costs one timeout and is simply not there.
+            Op::NodeInfo { .. } | Op::LightSwitchInfo { .. } => return,
+            Op::NodeDesc { node }
+            | Op::SwitchInfo { node }
+            | Op::SetSwitchInfo { node }
+            | Op::SetLft { node, .. } => self.subnet.nodes[node].info.node_guid,
+            Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => {
+                let n = &self.subnet.nodes[node];
+                if n.is_switch() {
+                    n.info.node_guid
+                } else {
+                    n.ports.get(usize::from(port)).map_or(0, |p| p.guid)
+                }
+            }
+        };
+        // A node that answered NodeInfo but not a keyed Get/Set ignores our M_Key.
+        self.locked.insert(guid);
+        if self.reported_locked.insert(guid) {
+            self.events.push_back(SmEvent::PortLocked { guid });
+        }
+    }
+
+    fn on_node_info(&mut self, path: DrPath, from: Option<(NodeIx, u8)>, ni: NodeInfo) {
+        let in_port = ni.local_port_num;
+        if let Some(&n) = self.subnet.by_guid.get(&ni.node_guid) {
+            if let Some(f) = from {
+                self.subnet.link(f, (n, in_port));
+            }
+            let node = &mut self.subnet.nodes[n];
+            if !node.is_switch() {
+                if let Some(p) = node.ports.get_mut(usize::from(in_port)) {
+                    if p.path.is_none() {
+                        p.path = Some(path);
+                        p.guid = ni.port_guid;
+                        self.submit(
+                            Op::PortInfo {
+                                node: n,
+                                port: in_port,
+                            },
+                            Method::Get,
+                            u32::from(in_port),
+                            None,
+                        );
+                    }
+                }
+            }
+            return;
+        }
+        let n = self.subnet.nodes.len();
+        let is_switch = ni.node_type == NodeType::Switch;
+        let mut ports = vec![PortRec::default(); usize::from(ni.num_ports) + 1];
+        if is_switch {
+            for p in &mut ports {
+                p.guid = ni.node_guid;
+            }
+        } else if let Some(p) = ports.get_mut(usize::from(in_port)) {
+            p.guid = ni.port_guid;
+            p.path = Some(path);
+        }
+        self.subnet.nodes.push(NodeRec {
+            info: ni,
+            desc: String::new(),
+            path,
+            switch_info: None,
+            ports,
+        });
+        self.subnet.by_guid.insert(ni.node_guid, n);
+        if !self.previous_guids.contains(&ni.node_guid) && self.up_once {
+            self.events.push_back(SmEvent::NodeAdded {
+                guid: ni.node_guid,
+                switch: is_switch,
+            });
+        }
+        if let Some(f) = from {
+            self.subnet.link(f, (n, in_port));
+        }
+        self.submit(Op::NodeDesc { node: n }, Method::Get, 0, None);
+        if is_switch {
+            self.submit(Op::SwitchInfo { node: n }, Method::Get, 0, None);
+            for p in 0..=ni.num_ports {
+                self.submit(
+                    Op::PortInfo { node: n, port: p },
+                    Method::Get,
+                    u32::from(p),
+                    None,
+                );
+            }
+        } else if usize::from(in_port) < self.subnet.nodes[n].ports.len() {
+            self.submit(
+                Op::PortInfo {
+                    node: n,
+                    port: in_port,
+                },
+                Method::Get,
+                u32::from(in_port),
+                None,
+            );
+        }
+    }
+
+    fn on_port_info(&mut self, node: NodeIx, port: u8, pi: PortInfo) {
+        // Another SM's port: ask it for its SMInfo (the election decides).
+        let rec = &self.subnet.nodes[node];
+        let sm_port = if rec.is_switch() {
+            port == 0
+        } else {
+            port != 0
+        };
+        let guid = rec.ports.get(usize::from(port)).map_or(0, |p| p.guid);
+        if sm_port
+            && pi
+                .capability_mask
+                .contains(ibsm_wire::CapabilityMask::IS_SM)
+            && guid != self.local.port_guid
+        {
+            let path = rec.path_for(port);
+            self.election
+                .probe(dur(self.phase_started), SmAddr::Directed(path));
+        }
+        let rec = &mut self.subnet.nodes[node];
+        let Some(p) = rec.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        p.info = Some(pi);
+        let linked = p.peer.is_some();
+        // Explore out of switch ports, and out of the SM's own port when the SM sits on
+        // a CA (the root, reached by the empty route).
+        let explore = if rec.is_switch() {
+            port != 0
+        } else {
+            rec.path.is_local() && port == rec.info.local_port_num
+        };
+        let up = matches!(
+            pi.port_state,
+            PortState::Init | PortState::Armed | PortState::Active
+        );
+        if explore && up && !linked && rec.path.hops() < ibsm_wire::smp::MAX_HOPS {
+            if let Ok(child) = rec.path.child(port) {
+                self.submit(
+                    Op::NodeInfo {
+                        path: child,
+                        from: Some((node, port)),
+                    },
+                    Method::Get,
+                    0,
+                    None,
+                );
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- configuration
+
+    fn advance(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Discover => {
+                for guid in self.previous_guids.clone() {
+                    if !self.subnet.by_guid.contains_key(&guid) {
+                        self.events.push_back(SmEvent::NodeRemoved { guid });
+                    }
+                }
+                self.enter(Phase::Elect, now);
+                self.election.sweep_complete(dur(now));
+                self.drain_election(now);
+            }
+            Phase::Elect => match self.election.state() {
+                SmState::Master => {
+                    self.enter(Phase::Program, now);
+                    if let Err(e) = self.configure() {
+                        self.events.push_back(SmEvent::RoutingFailed {
+                            reason: e.to_string(),
+                        });
+                        self.finish(now, false);
+                    }
+                }
+                SmState::Discovering => {} // probes outstanding: the election answers later
+                _ => {
+                    // Standby or NotActive: someone else configures.
+                    self.enter(Phase::Idle, now);
+                    self.next_sweep = None;
+                }
+            },
+            Phase::Program => {
+                self.enter(Phase::Arm, now);
+                self.set_states(PortState::Armed);
+            }
+            Phase::Arm => {
+                self.enter(Phase::Activate, now);
+                self.set_states(PortState::Active);
+            }
+            Phase::Activate => self.finish(now, true),
+            Phase::Light => {
+                if self.heavy_pending {
+                    self.enter(Phase::Idle, now);
+                    self.begin_heavy(now);
+                } else {
+                    self.finish(now, false);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, now: Instant, up: bool) {
+        let heavy = self.stats.heavy;
+        self.enter(Phase::Idle, now);
+        self.stats.by_attribute = self.attr_counts.iter().map(|(k, v)| (*k, *v)).collect();
+        self.stats
+            .phases
+            .push(("total", now.saturating_duration_since(self.sweep_started)));
+        let stats = std::mem::take(&mut self.stats);
+        self.election
+            .record_smps_sent(u32::try_from(stats.smps).unwrap_or(u32::MAX));
+        if up {
+            self.up_once = true;
+            self.events.push_back(SmEvent::SubnetUp { stats });
+        } else if !heavy {
+            self.events.push_back(SmEvent::LightSweepDone { stats });
+        }
+        if self.heavy_pending {
+            self.begin_heavy(now);
+        } else if !self.cfg.sweep_interval.is_zero() {
+            self.next_sweep = Some(now + self.cfg.sweep_interval);
+        }
+    }
+
+    /// LIDs, routes, and the Sets that program them.
+    fn configure(&mut self) -> Result<(), SmError> {
+        self.stats.nodes = self.subnet.nodes.len();
+        self.stats.switches = self.subnet.switch_count();
+        self.stats.links = self.subnet.link_count();
+        // LIDs.
+        let mut reqs = Vec::new();
+        let mut limit = lids::MAX_UNICAST_LID;
+        for n in &self.subnet.nodes {
+            if n.is_switch() {
+                if let Some(si) = &n.switch_info {
+                    if si.linear_fdb_cap > 0 {
+                        limit = limit.min(si.linear_fdb_cap.saturating_sub(1));
+                    }
+                }
+                let current = n
+                    .ports
+                    .first()
+                    .and_then(|p| p.info.as_ref())
+                    .map_or(0, |i| i.lid);
+                reqs.push(LidRequest {
+                    guid: n.info.node_guid,
+                    lmc: 0,
+                    current,
+                });
+            } else {
+                for p in n.ports.iter().skip(1).filter(|p| p.path.is_some()) {
+                    let current = p.info.as_ref().map_or(0, |i| i.lid);
+                    reqs.push(LidRequest {
+                        guid: p.guid,
+                        lmc: self.cfg.lmc,
+                        current,
+                    });
+                }
+            }
+        }
+        let mut known = self.stored.clone();
+        known.extend(self.lids.iter().map(|(k, v)| (*k, *v)));
+        self.lids = lids::assign(&reqs, &known, limit)?;
+        self.stats.lids = self.lids.values().map(|(_, lmc)| 1usize << lmc).sum();
+        self.stored.extend(self.lids.iter().map(|(k, v)| (*k, *v)));
+        self.store.save(&self.stored)?;
+        self.sm_lid = self
+            .lids
+            .get(&self.local.port_guid)
+            .map_or(self.sm_lid, |l| l.0);
+
+        // Routes.
+        let lids_map = &self.lids;
+        let (fabric, _ids) = self.subnet.to_fabric(|g| lids_map.get(&g).copied())?;
+        let csr = Csr::new(&fabric);
+        let assignment = LidAssignment::from_snapshot(&csr);
+        let opts = RouteOptions::default()
+            .with_threads(self.cfg.routing_threads.max(1))
+            .with_fallback(self.cfg.routing_fallback.clone())
+            .with_allow_unreachable(true);
+        let t0 = std::time::Instant::now();
+        let routes = route_with_fallback(&*self.cfg.routing.engine(), &csr, &assignment, &opts)?;
+        self.stats.routing_wall = t0.elapsed();
+        self.stats.routing_engine = routes.engine().to_owned();
+        let max_lid = self
+            .lids
+            .values()
+            .map(|&(l, m)| l + (1 << m) - 1)
+            .max()
+            .unwrap_or(1);
+
+        // Switches: SwitchInfo, changed LFT blocks, port 0 and external ports.
+        for s in 0..csr.switch_count() {
+            let guid = csr.switch_guid[s].0;
+            let Some(&n) = self.subnet.by_guid.get(&guid) else {
+                continue;
+            };
+            if self.locked.contains(&guid) {
+                continue;
+            }
+            let mut si = self.subnet.nodes[n].switch_info.unwrap_or_default();
+            si.linear_fdb_top = max_lid;
+            si.life_time_value = self.cfg.packet_life_time;
+            si.port_state_change = true; // writing it clears the latched bit
+            let mut data = [0u8; 64];
+            si.emit_into(&mut data).ok();
+            self.submit(Op::SetSwitchInfo { node: n }, Method::Set, 0, Some(data));
+            let lft = routes.lft(s);
+            let old = self.programmed.get(&guid).cloned();
+            let mut written = old.clone().unwrap_or_default();
+            written.resize(lft.len(), 0xFF);
+            for block in 0..=usize::from(max_lid) / 64 {
+                let mut ports = [0xFFu8; 64];
+                for (i, p) in ports.iter_mut().enumerate() {
+                    *p = lft.get(block * 64 + i).copied().unwrap_or(0xFF);
+                }
+                let same = old
+                    .as_ref()
+                    .is_some_and(|o| o.get(block * 64..block * 64 + 64) == Some(&ports[..]));
+                if same {
+                    continue;
+                }
+                let mut data = [0u8; 64];
+                LinearForwardingTable { ports }.emit_into(&mut data).ok();
+                self.submit(
+                    Op::SetLft {
+                        node: n,
+                        block: block as u16,
+                    },
+                    Method::Set,
+                    block as u32,
+                    Some(data),
+                );
+                self.stats.lft_blocks += 1;
+                if let Some(dst) = written.get_mut(block * 64..block * 64 + 64) {
+                    dst.copy_from_slice(&ports);
+                }
+            }
+            self.programmed.insert(guid, written);
+        }
+
+        // Every port's PortInfo: LIDs, SM address, keys, per-link MTU and VLs.
+        self.desired.clear();
+        for n in 0..self.subnet.nodes.len() {
+            let node = &self.subnet.nodes[n];
+            let ports: Vec<u8> = if node.is_switch() {
+                (0..=node.info.num_ports).collect()
+            } else {
+                (1..=node.info.num_ports)
+                    .filter(|&p| node.ports[usize::from(p)].path.is_some())
+                    .collect()
+            };
+            for p in ports {
+                if let Some(want) = self.desired_port_info(n, p) {
+                    self.desired.insert((n, p), want);
+                }
+            }
+        }
+        let sets: Vec<((NodeIx, u8), PortInfo)> = self
+            .desired
+            .iter()
+            .filter(|((n, p), want)| {
+                let cur = self.subnet.nodes[*n].ports[usize::from(*p)].info.as_ref();
+                cur.is_none_or(|c| needs_set(c, want))
+            })
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        for ((n, p), want) in sets {
+            self.submit_port_set(n, p, want);
+        }
+        self.fabric = Some(fabric);
+        self.routes = Some(routes);
+        Ok(())
+    }
+
+    fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {
+        let node = &self.subnet.nodes[n];
+        let rec = node.ports.get(usize::from(p))?;
+        let cur = rec.info?;
+        let guid = if node.is_switch() {
+            node.info.node_guid
+        } else {
+            rec.guid
+        };
+        if self.locked.contains(&guid) {
+            return None;
+        }
+        let mut want = cur;
+        // Fields that request no change on Set.
+        want.port_state = PortState::NoChange;
+        want.port_phys_state = ibsm_wire::PhysPortState::from(0);
+        want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
+        want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
+        want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
+        let is_lid_port = !node.is_switch() || p == 0;
+        if is_lid_port {
+            let (lid, lmc) = self.lids.get(&guid).copied().unwrap_or((0, 0));
+            want.lid = lid;
+            want.lmc = lmc;
+            want.master_sm_lid = self.sm_lid;
+            want.master_sm_sl = self.cfg.sm_sl;
+            want.gid_prefix = self.cfg.subnet_prefix;
+            want.subnet_timeout = self.cfg.subnet_timeout;
+            if let Some(k) = mkey::key_for(self.cfg.m_key, guid) {
+                want.m_key = k;
+                want.m_key_protect_bits = self.cfg.m_key_protect;
+                want.m_key_lease_period = self.cfg.m_key_lease;
+            }
+            want.client_reregister = self.cfg.client_reregister && cur.lid != lid;
+        }
+        if p != 0 {
+            if let Some((pn, pp)) = rec.peer {
+                if let Some(peer) = self.subnet.nodes[pn]
+                    .ports
+                    .get(usize::from(pp))
+                    .and_then(|r| r.info)
+                {
+                    want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
+                    want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
+                }
+            }
+        }
+        Some(want)
+    }
+
+    fn submit_port_set(&mut self, n: NodeIx, p: u8, want: PortInfo) {
+        let mut data = [0u8; 64];
+        want.emit_into(&mut data).ok();
+        self.stats.port_sets += 1;
+        self.submit(
+            Op::SetPortInfo { node: n, port: p },
+            Method::Set,
+            u32::from(p),
+            Some(data),
+        );
+    }
+
+    /// Moves every linked port one step (Init -> Armed, Armed -> Active).
+    fn set_states(&mut self, target: PortState) {
+        let from = if target == PortState::Armed {
+            PortState::Init
+        } else {
+            PortState::Armed
+        };
+        let todo: Vec<((NodeIx, u8), PortInfo)> = self
+            .desired
+            .iter()
+            .filter(|((n, p), _)| {
+                let rec = &self.subnet.nodes[*n].ports[usize::from(*p)];
+                *p != 0
+                    && rec.peer.is_some()
+                    && rec.info.is_some_and(|i| {
+                        i.port_state == from
+                            || (target == PortState::Armed && i.port_state == PortState::Init)
+                    })
+            })
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        for ((n, p), mut want) in todo {
+            want.port_state = target;
+            want.client_reregister = false;
+            self.submit_port_set(n, p, want);
+        }
+    }
+
+    // ---------------------------------------------------------------- traps
+
+    fn on_unsolicited(&mut self, now: Instant, rx: &Received) {
+        let mad = &rx.mad;
+        if mad.len() < 64 {
+            return;
+        }
+        let attr = u16::from_be_bytes([mad[16], mad[17]]);
+        if attr == u16::from(SmAttributeId::SmInfo) && (mad[1] == 0x01 || mad[1] == 0x81) {
+            self.on_sm_info(now, rx);
+            return;
+        }
+        if mad[1] != 0x01 || mad[3] != 0x05 {
+            return;
+        }
+        // Answer the trap so the SMA stops re-sending it: same TID, attribute and data.
+        let Ok(mut smp) = LidSmp::parse(mad) else {
+            return;
+        };
+        smp.method = Method::TrapRepress;
+        smp.response = false;
+        let addr = Address::Lid(LidAddress::smp(rx.slid));
+        self.out.push_back(Outgoing {
+            id: None,
+            addr,
+            mad: smp.to_bytes().to_vec(),
+        });
+        let Ok(notice) = Notice::parse(&smp.data) else {
+            return;
+        };
+        let number = notice.trap_number;
+        self.events.push_back(SmEvent::Trap {
+            number,
+            issuer_lid: notice.issuer_lid,
+        });
+        match number {
+            256 => {
+                let key = u64::from_be_bytes(smp.data[24..32].try_into().unwrap_or([0; 8]));
+                self.events.push_back(SmEvent::MKeyViolation {
+                    lid: notice.issuer_lid,
+                    key,
+                });
+            }
+            // Link state changes and local changes: re-sweep.
+            128 | 144 | 145 | 64 | 65 => self.request_heavy_sweep(now),
+            _ => {}
+        }
+    }
+}
+
+impl SubnetManager {
+    /// SMInfo from another SM: an answer to the election's probes and polls, or a
+    /// request (Get, or a Set with a control code) to answer.
+    fn on_sm_info(&mut self, now: Instant, rx: &Received) {
+        let mad = &rx.mad;
+        if mad[3] & 0x80 != 0 {
+            let _ = self.election.handle_response(dur(now), mad);
+        } else {
+            let key = u64::from_be_bytes(mad[24..32].try_into().unwrap_or([0; 8]));
+            let ours = self.key_for_port(self.local.port_guid);
+            let requester = Requester {
+                m_key_authenticated: ours == 0 || key == ours,
+                guid: None,
+                addr: None,
+            };
+            if let Ok(resp) = self.election.handle_request(dur(now), mad, &requester) {
+                self.out.push_back(Outgoing {
+                    id: None,
+                    addr: rx.reply_address(),
+                    mad: resp.to_vec(),
+                });
+            }
+        }
+        self.drain_election(now);
+    }
+
+    /// Sends what the election wants sent and acts on what it decided.
+    fn drain_election(&mut self, now: Instant) {
+        while let Some(t) = self.election.poll_transmit() {
+            let addr = match t.to {
+                SmAddr::Lid(lid) => Address::Lid(LidAddress::smp(lid)),
+                SmAddr::Directed(path) => Address::Directed(DrAddress::direct(path)),
+            };
+            self.out.push_back(Outgoing {
+                id: None,
+                addr,
+                mad: t.mad.to_vec(),
+            });
+        }
+        while let Some(ev) = self.election.poll_event() {
+            match ev {
+                ElectionEvent::StateChanged { to, .. } => {
+                    self.role = role_of(to);
+                    self.events
+                        .push_back(SmEvent::RoleChanged { role: self.role });
+                    if to == SmState::Master && self.phase == Phase::Idle {
+                        // Taking over (handover or a lost master): configure now, keeping
+                        // the LIDs the ports carry.
+                        self.request_heavy_sweep(now);
+                    }
+                }
+                ElectionEvent::SweepNeeded | ElectionEvent::MasterLost { .. } => {
+                    self.request_heavy_sweep(now);
+                }
+                ElectionEvent::UnauthenticatedHigherPrioritySm { guid, .. } => {
+                    self.events.push_back(SmEvent::UnauthenticatedSm { guid });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Whether a port's current PortInfo differs from what the SM wants in a field the
+/// SM owns.
+fn needs_set(cur: &PortInfo, want: &PortInfo) -> bool {
+    cur.lid != want.lid
+        || cur.lmc != want.lmc
+        || cur.master_sm_lid != want.master_sm_lid
+        || cur.master_sm_sl != want.master_sm_sl
+        || cur.gid_prefix != want.gid_prefix
+        || cur.subnet_timeout != want.subnet_timeout
+        || cur.neighbor_mtu != want.neighbor_mtu
+        || cur.operational_vls != want.operational_vls
+        || cur.m_key_protect_bits != want.m_key_protect_bits
+        || cur.m_key_lease_period != want.m_key_lease_period
+        // Level 1 hides the key on reads; protect bits and lease still tell.
+        || (cur.m_key != 0 && cur.m_key != want.m_key)
+}
+
+fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
+    let (x, y) = (u8::from(a), u8::from(b));
+    Mtu::from(match (x, y) {
+        (0, v) | (v, 0) => v,
+        _ => x.min(y),
+    })
+}
+
+fn min_vls(a: VlCap, b: VlCap) -> u8 {
+    let (x, y) = (u8::from(a), u8::from(b));
+    match (x, y) {
+        (0, v) | (v, 0) => v,
+        _ => x.min(y),
+    }
+}
+
+/// Gives the time of a duration on the transport timeline.
+#[allow(dead_code)]
+fn after(now: Instant, d: Duration) -> Instant {
+    now + d
+}

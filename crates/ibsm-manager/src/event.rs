@@ -1,0 +1,120 @@
+//! What the engine tells its host.
+
+use std::time::Duration;
+
+/// Counters and timings of one sweep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepStats {
+    /// Heavy (full discovery and configuration) or light (change detection only).
+    pub heavy: bool,
+    /// SMPs sent, including retries.
+    pub smps: u64,
+    /// Retries among them.
+    pub retries: u64,
+    /// Requests that got no answer after all retries.
+    pub timeouts: u64,
+    /// SMPs per attribute name (Get and Set together), sorted by name.
+    pub by_attribute: Vec<(&'static str, u64)>,
+    /// Time per phase on the transport's clock (virtual in the simulator).
+    pub phases: Vec<(&'static str, Duration)>,
+    /// Wall time spent computing routes.
+    pub routing_wall: Duration,
+    /// Nodes found.
+    pub nodes: usize,
+    /// Switches among them.
+    pub switches: usize,
+    /// Cables found.
+    pub links: usize,
+    /// LIDs in use (sum of 2^LMC over all ports).
+    pub lids: usize,
+    /// LFT blocks written.
+    pub lft_blocks: u64,
+    /// PortInfo Sets written.
+    pub port_sets: u64,
+    /// The engine that produced the routes.
+    pub routing_engine: String,
+    /// Largest window of SMPs in flight reached.
+    pub max_window: usize,
+}
+
+/// The SM's role in the subnet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Looking for other SMs.
+    Discovering,
+    /// Another SM is master; this one polls it.
+    Standby,
+    /// This SM configures the subnet.
+    Master,
+    /// Disabled by the master.
+    NotActive,
+}
+
+/// Something the host may want to know.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SmEvent {
+    /// A sweep began.
+    SweepStarted {
+        /// Heavy or light.
+        heavy: bool,
+    },
+    /// A node appeared since the previous sweep.
+    NodeAdded {
+        /// Its GUID.
+        guid: u64,
+        /// Whether it is a switch.
+        switch: bool,
+    },
+    /// A node of the previous sweep is gone.
+    NodeRemoved {
+        /// Its GUID.
+        guid: u64,
+    },
+    /// The subnet is configured: every reachable port has its LID, routes and state.
+    SubnetUp {
+        /// What it took.
+        stats: SweepStats,
+    },
+    /// A light sweep found nothing to do.
+    LightSweepDone {
+        /// What it took.
+        stats: SweepStats,
+    },
+    /// A trap arrived (it was answered with TrapRepress).
+    Trap {
+        /// Trap number.
+        number: u16,
+        /// LID of the issuer.
+        issuer_lid: u16,
+    },
+    /// A port reported a bad M_Key (trap 256).
+    MKeyViolation {
+        /// LID of the port that saw it.
+        lid: u16,
+        /// The key that was presented.
+        key: u64,
+    },
+    /// A port ignores our M_Key (another SM's key, or a lease that never expired): the
+    /// engine stops configuring it. Reported once per port.
+    PortLocked {
+        /// Port GUID (switches: node GUID).
+        guid: u64,
+    },
+    /// Routing failed; the previous routes (if any) stay programmed.
+    RoutingFailed {
+        /// Why.
+        reason: String,
+    },
+    /// The SM's role changed.
+    RoleChanged {
+        /// New role.
+        role: Role,
+    },
+    /// Another SM with a higher claim but a different SM_Key was seen; it is never handed
+    /// control.
+    UnauthenticatedSm {
+        /// Its port GUID.
+        guid: u64,
+    },
+}

@@ -1,0 +1,182 @@
+//! What a sweep found: nodes, their attributes, ports and cables, and how to reach
+//! each of them with a directed route.
+
+use std::collections::HashMap;
+
+use ibsm_topology::{Fabric, Guid, NodeId, NodeSpec, NodeType as TopoType};
+use ibsm_wire::{DrPath, NodeInfo, NodeType, PortInfo, SwitchInfo};
+
+use crate::error::SmError;
+
+/// Index of a node in [`Subnet::nodes`].
+pub type NodeIx = usize;
+
+/// A port as discovered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortRec {
+    /// Port GUID (switch ports: the node GUID).
+    pub guid: u64,
+    /// PortInfo as read in this sweep.
+    pub info: Option<PortInfo>,
+    /// For CA and router ports: the directed route that enters the node through this
+    /// port (each port of a multi-port CA has its own).
+    pub path: Option<DrPath>,
+    /// The other end of the cable, when both ends are known.
+    pub peer: Option<(NodeIx, u8)>,
+}
+
+/// A node as discovered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRec {
+    /// NodeInfo from the first answer.
+    pub info: NodeInfo,
+    /// NodeDescription text.
+    pub desc: String,
+    /// The directed route the node was first reached by.
+    pub path: DrPath,
+    /// SwitchInfo (switches).
+    pub switch_info: Option<SwitchInfo>,
+    /// Ports 0..=NumPorts.
+    pub ports: Vec<PortRec>,
+}
+
+impl NodeRec {
+    /// Whether the node is a switch.
+    #[must_use]
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::Switch
+    }
+
+    /// The route to use for SMPs about `port`: a switch is always reached at port 0's
+    /// SMA; a CA port through its own path when known.
+    #[must_use]
+    pub fn path_for(&self, port: u8) -> DrPath {
+        if self.is_switch() {
+            return self.path;
+        }
+        self.ports
+            .get(usize::from(port))
+            .and_then(|p| p.path)
+            .unwrap_or(self.path)
+    }
+}
+
+/// Everything one sweep found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subnet {
+    /// Nodes in discovery order.
+    pub nodes: Vec<NodeRec>,
+    /// Node GUID -> index.
+    pub by_guid: HashMap<u64, NodeIx>,
+}
+
+impl Subnet {
+    /// Records a cable between two ports (idempotent).
+    pub fn link(&mut self, a: (NodeIx, u8), b: (NodeIx, u8)) {
+        for ((n, p), other) in [(a, b), (b, a)] {
+            if let Some(port) = self
+                .nodes
+                .get_mut(n)
+                .and_then(|node| node.ports.get_mut(usize::from(p)))
+            {
+                port.peer = Some(other);
+            }
+        }
+    }
+
+    /// Number of switches.
+    #[must_use]
+    pub fn switch_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_switch()).count()
+    }
+
+    /// Number of cables (each counted once).
+    #[must_use]
+    pub fn link_count(&self) -> usize {
+        self.links().count()
+    }
+
+    /// Every cable once, as `((node, port), (node, port))` with the first end smaller.
+    pub fn links(&self) -> impl Iterator<Item = ((NodeIx, u8), (NodeIx, u8))> + '_ {
+        self.nodes.iter().enumerate().flat_map(|(n, node)| {
+            node.ports.iter().enumerate().filter_map(move |(p, port)| {
+                let (pn, pp) = port.peer?;
+                ((n, p as u8) < (pn, pp)).then_some(((n, p as u8), (pn, pp)))
+            })
+        })
+    }
+
+    /// Builds the shared fabric model (for routing and for users), with LIDs from
+    /// `lid_of(port GUID)`. Returns the fabric and our node index -> fabric node id.
+    ///
+    /// # Errors
+    /// [`SmError::Topology`] if the model rejects what was found (e.g. a port number
+    /// above NumPorts reported by a broken SMA).
+    pub fn to_fabric(
+        &self,
+        lid_of: impl Fn(u64) -> Option<(u16, u8)>,
+    ) -> Result<(Fabric, Vec<NodeId>), SmError> {
+        let mut fabric = Fabric::with_capacity(self.nodes.len(), self.nodes.len() * 2);
+        let mut ids = Vec::with_capacity(self.nodes.len());
+        for n in &self.nodes {
+            let node_type = match n.info.node_type {
+                NodeType::Switch => TopoType::Switch,
+                NodeType::Router => TopoType::Router,
+                _ => TopoType::Ca,
+            };
+            let mut spec = NodeSpec::new(
+                Guid(n.info.node_guid),
+                node_type,
+                n.info.num_ports,
+                n.desc.clone(),
+            );
+            spec.system_image_guid = Guid(n.info.system_image_guid);
+            spec.vendor_id = n.info.vendor_id;
+            spec.device_id = n.info.device_id;
+            if node_type != TopoType::Switch {
+                spec.port_guids = Some(
+                    (1..=usize::from(n.info.num_ports))
+                        .map(|p| {
+                            let g = n.ports.get(p).map_or(0, |r| r.guid);
+                            // Ports we never reached get a placeholder GUID derived from
+                            // the node's, as the model needs one per port.
+                            Guid(if g != 0 {
+                                g
+                            } else {
+                                n.info.node_guid.wrapping_add(p as u64)
+                            })
+                        })
+                        .collect(),
+                );
+            }
+            let id = fabric
+                .add_node(spec)
+                .map_err(|e| SmError::Topology(e.to_string()))?;
+            let node = fabric
+                .node_mut(id)
+                .ok_or_else(|| SmError::Topology("node vanished".into()))?;
+            let lid_ports: Vec<u8> = if n.is_switch() {
+                vec![0]
+            } else {
+                (1..=n.info.num_ports).collect()
+            };
+            for p in lid_ports {
+                let guid = n.ports.get(usize::from(p)).map_or(0, |r| r.guid);
+                if let (Some((lid, lmc)), Some(port)) = (lid_of(guid), node.port_mut(p)) {
+                    port.lid = lid;
+                    port.lmc = lmc;
+                }
+            }
+            ids.push(id);
+        }
+        for ((a, pa), (b, pb)) in self.links() {
+            if a == b {
+                continue;
+            }
+            fabric
+                .connect(ids[a], pa, ids[b], pb)
+                .map_err(|e| SmError::Topology(e.to_string()))?;
+        }
+        Ok((fabric, ids))
+    }
+}

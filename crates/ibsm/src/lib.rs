@@ -1,0 +1,207 @@
+//! `ibsm`: build InfiniBand Subnet Managers in Rust.
+//!
+//! This facade re-exports the workspace's crates under short names and adds a
+//! [`prelude`] and a [`SubnetManagerBuilder`] that pairs the SM engine with a transport:
+//!
+//! | module | crate | what |
+//! | --- | --- | --- |
+//! | [`wire`] | `ibsm-wire` | MAD/SMP/SA encoding and decoding |
+//! | [`transport`] | `ibsm-transport` | the transport trait, addresses, transactions |
+//! | [`topology`] | `ibsm-topology` | the fabric model, file formats, generators |
+//! | [`routing`] | `ibsm-routing` | routing engines, validators, metrics |
+//! | [`manager`] | `ibsm-manager` | the SM engine |
+//! | [`sim`] | `ibsm-sim` (feature `sim`) | a simulated fabric |
+//! | [`sma`] | `ibsm-sma` (feature `sim`) | the Subnet Management Agent |
+//! | [`umad`] | `ibsm-umad` (feature `umad`) | Linux umad devices |
+//!
+//! # The run loop
+//!
+//! The engine is sans-IO; [`Sm`] owns it together with a transport and runs the loop
+//! "send what is due, wait for a MAD or the next deadline, feed it back":
+//!
+//! ```
+//! use ibsm::prelude::*;
+//!
+//! let fabric = topology::generate::k_ary_n_tree(4, 2)?;
+//! let mut sim: sim::Sim<sim::SmaAgent> = sim::Sim::from_fabric(&fabric, sim::SimConfig::default())?;
+//! let (_, ca) = fabric.cas().next().expect("a CA");
+//! let port = sim.attach_sm(sim.node_by_guid(ca.guid().0).expect("in sim"), 1)?;
+//! let mut sm = SubnetManager::builder()
+//!     .transport(port)
+//!     .routing(routing::EngineKind::UpDn)
+//!     .lmc(1)
+//!     .build()?;
+//! let stats = sm.run_until_up(Instant::from_secs(60))?.expect("subnet up");
+//! assert_eq!(stats.switches, 8);
+//! assert!(sim.verify().is_clean());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub use ibsm_manager as manager;
+pub use ibsm_routing as routing;
+#[cfg(feature = "sim")]
+pub use ibsm_sim as sim;
+#[cfg(feature = "sim")]
+pub use ibsm_sma as sma;
+pub use ibsm_topology as topology;
+pub use ibsm_transport as transport;
+#[cfg(feature = "umad")]
+pub use ibsm_umad as umad;
+pub use ibsm_wire as wire;
+
+use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SubnetManager as Engine, SweepStats};
+use ibsm_routing::EngineKind;
+use ibsm_transport::{Instant, Transport};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::{Sm, SubnetManager, SubnetManagerBuilder};
+    pub use crate::{manager, routing, topology, transport, wire};
+    #[cfg(feature = "sim")]
+    pub use crate::{sim, sma};
+    pub use ibsm_manager::{MKeyMode, SmConfig, SmEvent, SweepStats};
+    pub use ibsm_transport::{Instant, Transport};
+}
+
+/// Entry point of the builder: `SubnetManager::builder()`.
+#[derive(Debug, Clone, Copy)]
+pub struct SubnetManager;
+
+impl SubnetManager {
+    /// A builder with OpenSM-like defaults and no transport yet.
+    #[must_use]
+    pub fn builder() -> SubnetManagerBuilder<()> {
+        SubnetManagerBuilder {
+            transport: (),
+            cfg: SmConfig::default(),
+        }
+    }
+}
+
+/// Collects the configuration and the transport of an [`Sm`].
+#[derive(Debug)]
+pub struct SubnetManagerBuilder<T> {
+    transport: T,
+    cfg: SmConfig,
+}
+
+impl<T> SubnetManagerBuilder<T> {
+    /// The transport to run on (a simulator port, a umad device, ...).
+    pub fn transport<U: Transport>(self, transport: U) -> SubnetManagerBuilder<U> {
+        SubnetManagerBuilder {
+            transport,
+            cfg: self.cfg,
+        }
+    }
+
+    /// Replaces the whole configuration.
+    #[must_use]
+    pub fn config(mut self, cfg: SmConfig) -> Self {
+        self.cfg = cfg;
+        self
+    }
+
+    /// Routing engine (OpenSM `routing_engine`).
+    #[must_use]
+    pub fn routing(mut self, engine: EngineKind) -> Self {
+        self.cfg.routing = engine;
+        self
+    }
+
+    /// LID mask control (OpenSM `lmc`).
+    #[must_use]
+    pub fn lmc(mut self, lmc: u8) -> Self {
+        self.cfg.lmc = lmc;
+        self
+    }
+
+    /// M_Key policy, protect bits and lease in seconds (OpenSM `m_key`,
+    /// `m_key_protection_level`, `m_key_lease_period`).
+    #[must_use]
+    pub fn mkey(mut self, mode: MKeyMode, protect: u8, lease_secs: u16) -> Self {
+        self.cfg.m_key = mode;
+        self.cfg.m_key_protect = protect;
+        self.cfg.m_key_lease = lease_secs;
+        self
+    }
+
+    /// SM priority (OpenSM `sm_priority`).
+    #[must_use]
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.cfg.priority = priority;
+        self
+    }
+}
+
+impl<T: Transport> SubnetManagerBuilder<T> {
+    /// Builds the SM and starts its first sweep.
+    ///
+    /// # Errors
+    /// [`SmError::Config`] for an invalid configuration (LMC above 7, priority above
+    /// 15, protect bits above 3).
+    pub fn build(self) -> Result<Sm<T>, SmError> {
+        if self.cfg.lmc > 7 || self.cfg.priority > 15 || self.cfg.m_key_protect > 3 {
+            return Err(SmError::Config(format!(
+                "lmc {} (0..=7), priority {} (0..=15), m_key_protect {} (0..=3)",
+                self.cfg.lmc, self.cfg.priority, self.cfg.m_key_protect
+            )));
+        }
+        let mut engine = Engine::new(self.cfg, self.transport.local_port());
+        engine.start(self.transport.now())?;
+        Ok(Sm {
+            engine,
+            transport: self.transport,
+        })
+    }
+}
+
+/// An SM engine with its transport.
+#[derive(Debug)]
+pub struct Sm<T> {
+    engine: Engine,
+    transport: T,
+}
+
+impl<T: Transport> Sm<T> {
+    /// The engine (for inspection: subnet, LIDs, routes).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The transport.
+    pub fn transport(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Runs until the subnet is up (returns that sweep's statistics) or the transport's
+    /// clock reaches `until` (returns `None`).
+    ///
+    /// # Errors
+    /// A fatal transport error.
+    pub fn run_until_up(&mut self, until: Instant) -> Result<Option<SweepStats>, SmError> {
+        let mut stats = None;
+        ibsm_manager::driver::run(&mut self.engine, &mut self.transport, until, |ev| {
+            if let SmEvent::SubnetUp { stats: s } = ev {
+                stats = Some(s.clone());
+                true
+            } else {
+                false
+            }
+        })?;
+        Ok(stats)
+    }
+
+    /// Runs until `until`, handing every event to `on_event`; stops early when it
+    /// returns `true`.
+    ///
+    /// # Errors
+    /// A fatal transport error.
+    pub fn run(
+        &mut self,
+        until: Instant,
+        on_event: impl FnMut(&SmEvent) -> bool,
+    ) -> Result<(), SmError> {
+        ibsm_manager::driver::run(&mut self.engine, &mut self.transport, until, on_event)
+    }
+}
