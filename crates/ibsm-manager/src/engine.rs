@@ -27,6 +27,15 @@ use crate::mkey;
 use crate::model::{NodeIx, NodeRec, PortRec, Subnet};
 use crate::store::{LidStore, MemoryLidStore};
 
+/// A request waiting for room in the window.
+#[derive(Debug)]
+struct Work {
+    op: Op,
+    method: Method,
+    attr_mod: u32,
+    data: Option<Box<[u8; 64]>>,
+}
+
 /// What a request was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -80,7 +89,6 @@ enum Phase {
     Idle,
     Discover,
     Program,
-    Arm,
     Activate,
     Light,
     /// Discovery is done; the election decides whether this SM configures.
@@ -93,7 +101,6 @@ impl Phase {
             Phase::Idle => "idle",
             Phase::Discover => "discover",
             Phase::Program => "program",
-            Phase::Arm => "arm",
             Phase::Activate => "activate",
             Phase::Light => "light sweep",
             Phase::Elect => "elect",
@@ -140,6 +147,7 @@ pub struct SubnetManager {
     locked: HashSet<u64>,
     reported_locked: HashSet<u64>,
     out: VecDeque<Outgoing>,
+    work: VecDeque<Work>,
     events: VecDeque<SmEvent>,
     stats: SweepStats,
     attr_counts: BTreeMap<&'static str, u64>,
@@ -238,6 +246,7 @@ impl SubnetManager {
             locked: HashSet::new(),
             reported_locked: HashSet::new(),
             out: VecDeque::new(),
+            work: VecDeque::new(),
             events: VecDeque::new(),
             stats: SweepStats::default(),
             attr_counts: BTreeMap::new(),
@@ -365,6 +374,7 @@ impl SubnetManager {
         if let Some(o) = self.out.pop_front() {
             return Some(o);
         }
+        self.pump();
         let t = self.tx.poll_transmit(now)?;
         self.stats.smps += 1;
         if t.attempt > 1 {
@@ -448,6 +458,12 @@ impl SubnetManager {
         if self.phase != Phase::Idle {
             let d = now.saturating_duration_since(self.phase_started);
             self.stats.phases.push((self.phase.name(), d));
+            self.events.push_back(SmEvent::PhaseDone {
+                phase: self.phase.name(),
+                nodes: self.subnet.nodes.len(),
+                smps: self.stats.smps,
+                elapsed: d,
+            });
         }
         self.phase = phase;
         self.phase_started = now;
@@ -457,8 +473,54 @@ impl SubnetManager {
         mkey::key_for(self.cfg.m_key, guid).unwrap_or(0)
     }
 
-    /// Builds and queues one SMP.
+    /// Queues one SMP. Requests wait here, as a few bytes each, until the window has
+    /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
+    /// building all their MADs up front would cost memory and hash-table time.
     fn submit(&mut self, op: Op, method: Method, attr_mod: u32, data: Option<[u8; 64]>) {
+        self.work.push_back(Work {
+            op,
+            method,
+            attr_mod,
+            data: data.map(Box::new),
+        });
+    }
+
+    /// Hands queued SMPs to the transaction layer while fewer than two windows' worth
+    /// are pending there.
+    fn pump(&mut self) {
+        let limit = self.window.saturating_mul(2).max(8);
+        while self.tx.pending() < limit {
+            let Some(w) = self.work.pop_front() else {
+                break;
+            };
+            self.dispatch(w);
+        }
+    }
+
+    /// Builds one SMP and submits it.
+    fn dispatch(&mut self, w: Work) {
+        let Work {
+            op,
+            method,
+            attr_mod,
+            data,
+        } = w;
+        let data = data.map(|b| *b).or_else(|| match op {
+            // LFT blocks are read from the mirror of what is being written.
+            Op::SetLft { node, block } => {
+                let guid = self.subnet.nodes[node].info.node_guid;
+                let lft = self.programmed.get(&guid)?;
+                let start = usize::from(block) * 64;
+                let mut ports = [0xFFu8; 64];
+                for (i, p) in ports.iter_mut().enumerate() {
+                    *p = lft.get(start + i).copied().unwrap_or(0xFF);
+                }
+                let mut d = [0u8; 64];
+                LinearForwardingTable { ports }.emit_into(&mut d).ok()?;
+                Some(d)
+            }
+            _ => None,
+        });
         let (attr, path, key_guid) = match op {
             Op::NodeInfo { path, .. } => (SmAttributeId::NodeInfo, path, None),
             Op::NodeDesc { node } => (
@@ -535,7 +597,8 @@ impl SubnetManager {
                 }
             }
             self.drain_election(now);
-            if !self.tx.is_idle() || self.phase == Phase::Idle {
+            self.pump();
+            if !self.tx.is_idle() || !self.work.is_empty() || self.phase == Phase::Idle {
                 return;
             }
             // The phase's work is done: move on (this may queue new work, or find none
@@ -796,10 +859,6 @@ impl SubnetManager {
                 }
             },
             Phase::Program => {
-                self.enter(Phase::Arm, now);
-                self.set_states(PortState::Armed);
-            }
-            Phase::Arm => {
                 self.enter(Phase::Activate, now);
                 self.set_states(PortState::Active);
             }
@@ -924,7 +983,9 @@ impl SubnetManager {
             let lft = routes.lft(s);
             let old = self.programmed.get(&guid).cloned();
             let mut written = old.clone().unwrap_or_default();
-            written.resize(lft.len(), 0xFF);
+            // Whole blocks, so the mirror holds every byte that is written.
+            let blocks = usize::from(max_lid) / 64 + 1;
+            written.resize(lft.len().max(blocks * 64), 0xFF);
             for block in 0..=usize::from(max_lid) / 64 {
                 let mut ports = [0xFFu8; 64];
                 for (i, p) in ports.iter_mut().enumerate() {
@@ -936,8 +997,6 @@ impl SubnetManager {
                 if same {
                     continue;
                 }
-                let mut data = [0u8; 64];
-                LinearForwardingTable { ports }.emit_into(&mut data).ok();
                 self.submit(
                     Op::SetLft {
                         node: n,
@@ -945,7 +1004,7 @@ impl SubnetManager {
                     },
                     Method::Set,
                     block as u32,
-                    Some(data),
+                    None,
                 );
                 self.stats.lft_blocks += 1;
                 if let Some(dst) = written.get_mut(block * 64..block * 64 + 64) {
@@ -972,14 +1031,22 @@ impl SubnetManager {
                 }
             }
         }
+        // Ports whose link is trained (Init) are armed in the same Set that configures
+        // them: Armed carries no data, so it is safe before the LFTs are written, and it
+        // saves one SMP per port. Activation waits for every LFT block.
         let sets: Vec<((NodeIx, u8), PortInfo)> = self
             .desired
             .iter()
-            .filter(|((n, p), want)| {
-                let cur = self.subnet.nodes[*n].ports[usize::from(*p)].info.as_ref();
-                cur.is_none_or(|c| needs_set(c, want))
+            .filter_map(|(&(n, p), want)| {
+                let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+                let cur = rec.info.as_ref()?;
+                let mut want = *want;
+                let arm = p != 0 && rec.peer.is_some() && cur.port_state == PortState::Init;
+                if arm {
+                    want.port_state = PortState::Armed;
+                }
+                (arm || needs_set(cur, &want)).then_some(((n, p), want))
             })
-            .map(|(k, v)| (*k, *v))
             .collect();
         for ((n, p), want) in sets {
             self.submit_port_set(n, p, want);
@@ -1051,13 +1118,8 @@ impl SubnetManager {
         );
     }
 
-    /// Moves every linked port one step (Init -> Armed, Armed -> Active).
+    /// Activates every linked port that is Armed (the LFTs are all written by now).
     fn set_states(&mut self, target: PortState) {
-        let from = if target == PortState::Armed {
-            PortState::Init
-        } else {
-            PortState::Armed
-        };
         let todo: Vec<((NodeIx, u8), PortInfo)> = self
             .desired
             .iter()
@@ -1065,10 +1127,7 @@ impl SubnetManager {
                 let rec = &self.subnet.nodes[*n].ports[usize::from(*p)];
                 *p != 0
                     && rec.peer.is_some()
-                    && rec.info.is_some_and(|i| {
-                        i.port_state == from
-                            || (target == PortState::Armed && i.port_state == PortState::Init)
-                    })
+                    && rec.info.is_some_and(|i| i.port_state == PortState::Armed)
             })
             .map(|(k, v)| (*k, *v))
             .collect();

@@ -59,6 +59,17 @@ pub enum SmEvent {
         /// Heavy or light.
         heavy: bool,
     },
+    /// A phase of a sweep ended (progress for long sweeps).
+    PhaseDone {
+        /// `discover`, `elect`, `program`, `arm`, `activate`, `light sweep`.
+        phase: &'static str,
+        /// Nodes found so far in this sweep.
+        nodes: usize,
+        /// SMPs sent so far in this sweep.
+        smps: u64,
+        /// How long the phase took on the transport's clock.
+        elapsed: Duration,
+    },
     /// A node appeared since the previous sweep.
     NodeAdded {
         /// Its GUID.

@@ -162,6 +162,8 @@ struct Entry<C> {
     first_sent: Option<Instant>,
     /// Set while waiting on the wire; None while queued for (re)transmission.
     deadline: Option<Instant>,
+    /// Waiting for a window slot (its id sits in `backlog`).
+    in_backlog: bool,
     cookie: C,
 }
 
@@ -278,6 +280,7 @@ impl<C> Transactions<C> {
                 attempts: 0,
                 first_sent: None,
                 deadline: None,
+                in_backlog: self.in_window >= self.config.window,
                 cookie: req.cookie,
             },
         );
@@ -446,9 +449,9 @@ impl<C> Transactions<C> {
     fn remove(&mut self, id: TxId) -> Option<Entry<C>> {
         let e = self.entries.remove(&id)?;
         self.by_key.remove(&e.key);
-        if let Some(pos) = self.backlog.iter().position(|&b| b == id) {
-            // It never entered the window.
-            self.backlog.remove(pos);
+        if e.in_backlog {
+            // It never entered the window; its stale id in `backlog` is skipped later
+            // (removing it here would cost a scan of the whole backlog).
             return Some(e);
         }
         self.in_window -= 1;
@@ -462,7 +465,8 @@ impl<C> Transactions<C> {
             let Some(next) = self.backlog.pop_front() else {
                 break;
             };
-            if self.entries.contains_key(&next) {
+            if let Some(e) = self.entries.get_mut(&next) {
+                e.in_backlog = false;
                 self.in_window += 1;
                 self.to_send.push_back(next);
             }

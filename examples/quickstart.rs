@@ -1,0 +1,314 @@
+//! Brings a simulated fabric up with the ibsm Subnet Manager and verifies it.
+//!
+//! `cargo run --release --example quickstart` builds a 2-level radix-36 fat tree (648 CAs,
+//! 54 switches) in `ibsm-sim`, where every node runs the spec-exact `ibsm-sma`, runs one SM
+//! on the first CA until SUBNET UP, walks the programmed LFTs from every CA to every LID,
+//! and prints a summary. Options:
+//!
+//! ```text
+//! --topology FILE        ibnetdiscover / ibsim net file
+//! --fat-tree LEVELS,RADIX  e.g. 3,36 (11,664 CAs)
+//! --torus X,Y[,Z],CAS    torus of switches with CAS CAs each
+//! --routing ENGINE       minhop | updn | dnup | ftree | dor | lash | dfsssp
+//! --lmc N                LID mask control 0..7
+//! --drop RATE            SMP loss per hop, 0.0..1.0
+//! --seed N               simulator seed
+//! --json                 one JSON object on the last stdout line
+//! ```
+//!
+//! Human output and progress go to stderr.
+
+use std::process::ExitCode;
+use std::time::Instant as WallInstant;
+
+use ibsm::manager::{SmConfig, SmEvent, SubnetManager, SweepStats, driver};
+use ibsm::routing::{EngineKind, LidAssignment, metrics};
+use ibsm::sim::{Sim, SimConfig, SmaAgent};
+use ibsm::topology::{Csr, Fabric, generate, ibnet};
+use ibsm::transport::{Instant, Transport};
+
+#[derive(Debug)]
+struct Args {
+    topology: Option<String>,
+    fat_tree: (usize, u8),
+    torus: Option<(Vec<u32>, u32)>,
+    routing: EngineKind,
+    lmc: u8,
+    drop: f64,
+    seed: u64,
+    json: bool,
+}
+
+fn usage(msg: &str) -> String {
+    format!(
+        "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
+         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--json]"
+    )
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        topology: None,
+        fat_tree: (2, 36),
+        torus: None,
+        routing: EngineKind::MinHop,
+        lmc: 0,
+        drop: 0.0,
+        seed: 1,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .ok_or_else(|| usage(&format!("{name} needs a value")))
+        };
+        match flag.as_str() {
+            "--topology" => a.topology = Some(value("--topology")?),
+            "--fat-tree" => {
+                let v = value("--fat-tree")?;
+                let (l, r) = v
+                    .split_once(',')
+                    .ok_or_else(|| usage("--fat-tree wants LEVELS,RADIX"))?;
+                a.fat_tree = (
+                    l.trim()
+                        .parse()
+                        .map_err(|_| usage("--fat-tree: bad LEVELS"))?,
+                    r.trim()
+                        .parse()
+                        .map_err(|_| usage("--fat-tree: bad RADIX"))?,
+                );
+            }
+            "--torus" => {
+                let v = value("--torus")?;
+                let nums: Result<Vec<u32>, _> =
+                    v.split(',').map(|x| x.trim().parse::<u32>()).collect();
+                let nums = nums.map_err(|_| usage("--torus wants X,Y[,Z],CAS"))?;
+                if !(3..=4).contains(&nums.len()) {
+                    return Err(usage("--torus wants X,Y[,Z],CAS"));
+                }
+                let (dims, cas) = nums.split_at(nums.len() - 1);
+                a.torus = Some((dims.to_vec(), cas[0]));
+            }
+            "--routing" => {
+                let v = value("--routing")?;
+                a.routing = EngineKind::from_name(&v)
+                    .ok_or_else(|| usage(&format!("unknown routing engine {v:?}")))?;
+            }
+            "--lmc" => {
+                a.lmc = value("--lmc")?
+                    .parse()
+                    .ok()
+                    .filter(|l| *l <= 7)
+                    .ok_or_else(|| usage("--lmc wants 0..7"))?;
+            }
+            "--drop" => {
+                a.drop = value("--drop")?
+                    .parse()
+                    .ok()
+                    .filter(|d: &f64| (0.0..1.0).contains(d))
+                    .ok_or_else(|| usage("--drop wants a rate in 0.0..1.0"))?;
+            }
+            "--seed" => {
+                a.seed = value("--seed")?
+                    .parse()
+                    .map_err(|_| usage("--seed wants a number"))?;
+            }
+            "--json" => a.json = true,
+            "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
+            other => return Err(usage(&format!("unknown option {other:?}"))),
+        }
+    }
+    Ok(a)
+}
+
+fn build_fabric(a: &Args) -> Result<(Fabric, String), String> {
+    if let Some(path) = &a.topology {
+        let parsed = ibnet::read_file(path).map_err(|e| e.to_string())?;
+        for n in &parsed.notes {
+            eprintln!("note: {n:?}");
+        }
+        return Ok((parsed.fabric, path.clone()));
+    }
+    if let Some((dims, cas)) = &a.torus {
+        let p = generate::Grid {
+            dims: dims.clone(),
+            torus: true,
+            cas_per_switch: *cas,
+        };
+        let f = generate::grid(&p).map_err(|e| e.to_string())?;
+        return Ok((f, format!("torus {dims:?} x {cas} CAs")));
+    }
+    let (levels, radix) = a.fat_tree;
+    let f = generate::fat_tree(radix, levels).map_err(|e| e.to_string())?;
+    Ok((f, format!("{levels}-level radix-{radix} fat tree")))
+}
+
+fn run(a: &Args) -> Result<bool, String> {
+    let wall = WallInstant::now();
+    let (fabric, name) = build_fabric(a)?;
+    let cas = fabric.cas().count();
+    eprintln!(
+        "{name}: {} switches, {cas} CAs, {} links",
+        fabric.switch_count(),
+        fabric.link_count()
+    );
+    let drop_ppm = (a.drop * 1e6).round() as u32;
+    let sim_cfg = SimConfig {
+        seed: a.seed,
+        drop_ppm,
+        ..SimConfig::default()
+    };
+    let t = WallInstant::now();
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, sim_cfg).map_err(|e| e.to_string())?;
+    let build_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (_, ca) = fabric
+        .cas()
+        .next()
+        .ok_or("the fabric has no CA for the SM")?;
+    let node = sim
+        .node_by_guid(ca.guid().0)
+        .ok_or("SM node missing in the simulator")?;
+    let mut port = sim.attach_sm(node, 1).map_err(|e| e.to_string())?;
+    port.set_is_sm(true).map_err(|e| e.to_string())?;
+    let mut cfg = SmConfig::default();
+    cfg.routing = a.routing;
+    cfg.lmc = a.lmc;
+    cfg.routing_threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut sm = SubnetManager::new(cfg, port.local_port());
+    sm.start(port.now()).map_err(|e| e.to_string())?;
+    let t = WallInstant::now();
+    let mut stats: Option<SweepStats> = None;
+    driver::run(&mut sm, &mut port, Instant::from_secs(600), |ev| {
+        match ev {
+            SmEvent::SubnetUp { stats: s } => {
+                stats = Some(s.clone());
+                return true;
+            }
+            SmEvent::PhaseDone {
+                phase, nodes, smps, ..
+            } => {
+                eprintln!(
+                    "  {phase} done: {nodes} nodes, {smps} SMPs so far ({:.0} ms wall)",
+                    t.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            SmEvent::RoutingFailed { reason } => eprintln!("routing failed: {reason}"),
+            _ => {}
+        }
+        false
+    })
+    .map_err(|e| e.to_string())?;
+    let sm_wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    let stats = stats.ok_or("the subnet did not come up within 600 s of virtual time")?;
+    let virtual_ms = port.now().as_nanos() as f64 / 1e6;
+
+    let t = WallInstant::now();
+    let report = sim.verify();
+    let verify_ms = t.elapsed().as_secs_f64() * 1e3;
+    let verified = report.is_clean();
+
+    // Route quality on what the SM itself built.
+    let max_link_load = match (sm.fabric(), sm.routes()) {
+        (Some(f), Some(r)) => {
+            let csr = Csr::new(f);
+            let lids = LidAssignment::from_snapshot(&csr);
+            metrics::all_to_all(&csr, &lids, r)
+                .map(|m| (m.max_load, m.imbalance()))
+                .ok()
+        }
+        _ => None,
+    };
+    let total_wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+
+    eprintln!("SUBNET UP: {name}");
+    eprintln!(
+        "  nodes {} (switches {}), links {}, LIDs {}, routing {} ({:.1} ms)",
+        stats.nodes,
+        stats.switches,
+        stats.links,
+        stats.lids,
+        stats.routing_engine,
+        stats.routing_wall.as_secs_f64() * 1e3
+    );
+    eprintln!(
+        "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}",
+        stats.smps,
+        stats.retries,
+        stats.timeouts,
+        stats.max_window,
+        stats.lft_blocks,
+        stats.port_sets
+    );
+    let by_attr: Vec<String> = stats
+        .by_attribute
+        .iter()
+        .map(|(a, n)| format!("{a} {n}"))
+        .collect();
+    eprintln!("  by attribute: {}", by_attr.join(", "));
+    let phases: Vec<String> = stats
+        .phases
+        .iter()
+        .map(|(p, d)| format!("{p} {:.2} ms", d.as_secs_f64() * 1e3))
+        .collect();
+    eprintln!("  virtual time per phase: {}", phases.join(", "));
+    eprintln!(
+        "  wall: build {build_ms:.0} ms, SM {sm_wall_ms:.0} ms, verify {verify_ms:.0} ms, total {total_wall_ms:.0} ms"
+    );
+    if let Some((max, imb)) = max_link_load {
+        eprintln!("  all-to-all max link load {max} (max/mean {imb:.3})");
+    }
+    eprintln!(
+        "  verified: {} ({} CA->LID walks, {} problems)",
+        if verified { "yes" } else { "NO" },
+        report.paths,
+        report.paths - report.ok
+    );
+    if !verified {
+        eprintln!("  {report:?}");
+    }
+    if a.json {
+        let attrs: Vec<String> = stats
+            .by_attribute
+            .iter()
+            .map(|(a, n)| format!("\"{a}\":{n}"))
+            .collect();
+        println!(
+            "{{\"topology\":\"{}\",\"switches\":{},\"cas\":{},\"links\":{},\"lids\":{},\"smps\":{},\"retries\":{},\"smps_by_attribute\":{{{}}},\"wall_ms\":{:.1},\"sm_wall_ms\":{:.1},\"virtual_ms\":{:.3},\"routing_ms\":{:.1},\"routing\":\"{}\",\"verified\":{},\"max_link_load\":{}}}",
+            name.replace('"', "'"),
+            stats.switches,
+            cas,
+            stats.links,
+            stats.lids,
+            stats.smps,
+            stats.retries,
+            attrs.join(","),
+            total_wall_ms,
+            sm_wall_ms,
+            virtual_ms,
+            stats.routing_wall.as_secs_f64() * 1e3,
+            stats.routing_engine,
+            verified,
+            max_link_load.map_or("null".to_owned(), |(m, _)| m.to_string()),
+        );
+    }
+    Ok(verified)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
