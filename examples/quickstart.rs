@@ -174,7 +174,9 @@ fn run(a: &Args) -> Result<bool, String> {
     let mut cfg = SmConfig::default();
     cfg.routing = a.routing;
     cfg.lmc = a.lmc;
-    cfg.routing_threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    // Single-threaded: ibsm-routing balances each thread's LID range on its own, which
+    // doubles the max link load of minhop/updn on fat trees (see the routing notes).
+    cfg.routing_threads = 1;
     let mut sm = SubnetManager::new(cfg, port.local_port());
     sm.start(port.now()).map_err(|e| e.to_string())?;
     let t = WallInstant::now();
