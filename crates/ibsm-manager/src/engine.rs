@@ -452,6 +452,51 @@ impl SubnetManager {
         for node in switches {
             self.submit(Op::LightSwitchInfo { node }, Method::Get, 0, None);
         }
+        // With an M_Key lease, a correctly keyed SMP to every port stops any countdown an
+        // intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
+        // just reached through port 0; CA ports need their own Get.
+        if self.lease_active() {
+            let ca_ports: Vec<(NodeIx, u8)> = self
+                .subnet
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| !n.is_switch())
+                .flat_map(|(i, n)| {
+                    n.ports
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, p)| p.path.is_some())
+                        .map(move |(p, _)| (i, p as u8))
+                })
+                .collect();
+            for (node, port) in ca_ports {
+                self.submit(
+                    Op::PortInfo { node, port },
+                    Method::Get,
+                    u32::from(port),
+                    None,
+                );
+            }
+        }
+    }
+
+    /// Whether ports carry an M_Key with a lease that the SM must keep refreshing.
+    fn lease_active(&self) -> bool {
+        self.cfg.m_key != crate::config::MKeyMode::Off && self.cfg.m_key_lease > 0
+    }
+
+    /// Time to the next light sweep: the configured interval, shortened to half the
+    /// M_Key lease so that no lease can run out between two refreshes.
+    fn sweep_period(&self) -> Duration {
+        let mut d = self.cfg.sweep_interval;
+        if self.lease_active() {
+            let half = Duration::from_secs(u64::from(self.cfg.m_key_lease)) / 2;
+            if d.is_zero() || half < d {
+                d = half.max(Duration::from_millis(100));
+            }
+        }
+        d
     }
 
     fn enter(&mut self, phase: Phase, now: Instant) {
@@ -892,8 +937,8 @@ impl SubnetManager {
         }
         if self.heavy_pending {
             self.begin_heavy(now);
-        } else if !self.cfg.sweep_interval.is_zero() {
-            self.next_sweep = Some(now + self.cfg.sweep_interval);
+        } else if !self.sweep_period().is_zero() {
+            self.next_sweep = Some(now + self.sweep_period());
         }
     }
 
