@@ -13,11 +13,11 @@ use ibsm_transport::{
     Address, DrAddress, Event as TxEvent, Incoming, Instant, LidAddress, LocalPort, Received,
     Request, Transactions, TransportError, TxConfig, TxId,
 };
-use ibsm_wire::SmState;
 use ibsm_wire::{
     DrPath, DrSmp, DrSmpView, LidSmp, LinearForwardingTable, Method, Mtu, NodeDescription,
     NodeInfo, NodeType, Notice, PortInfo, PortState, SmAttributeId, SwitchInfo, VlCap,
 };
+use ibsm_wire::{SlToVlMap, SlToVlMappingTable, SmState};
 
 use crate::config::SmConfig;
 use crate::error::SmError;
@@ -67,6 +67,10 @@ enum Op {
     LightSwitchInfo {
         node: NodeIx,
     },
+    SetSl2Vl {
+        node: NodeIx,
+        port: u8,
+    },
 }
 
 impl Op {
@@ -79,6 +83,7 @@ impl Op {
             }
             Op::PortInfo { .. } | Op::SetPortInfo { .. } => "PortInfo",
             Op::SetLft { .. } => "LinearForwardingTable",
+            Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
         }
     }
 }
@@ -139,6 +144,8 @@ pub struct SubnetManager {
     lids: BTreeMap<u64, (u16, u8)>,
     /// Switch GUID -> LFT as last written.
     programmed: HashMap<u64, Vec<u8>>,
+    /// (switch GUID, output port) -> SL -> VL map as last written.
+    programmed_sl2vl: HashMap<(u64, u8), [u8; 16]>,
     /// (node, port) -> PortInfo the engine wants there.
     desired: BTreeMap<(NodeIx, u8), PortInfo>,
     sm_lid: u16,
@@ -239,6 +246,7 @@ impl SubnetManager {
             previous_guids: HashSet::new(),
             lids: BTreeMap::new(),
             programmed: HashMap::new(),
+            programmed_sl2vl: HashMap::new(),
             desired: BTreeMap::new(),
             sm_lid: local.lid,
             fabric: None,
@@ -590,6 +598,11 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
+            Op::SetSl2Vl { node, .. } => (
+                SmAttributeId::SlToVlMappingTable,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
         };
         // A switch has one M_Key (port 0); a CA port its own.
         let key = key_guid.map_or(0, |(n, p)| {
@@ -714,7 +727,7 @@ impl SubnetManager {
                     }
                 }
             }
-            Op::SetSwitchInfo { .. } | Op::SetLft { .. } => {}
+            Op::SetSwitchInfo { .. } | Op::SetLft { .. } | Op::SetSl2Vl { .. } => {}
         }
     }
 
@@ -725,7 +738,8 @@ impl SubnetManager {
             Op::NodeDesc { node }
             | Op::SwitchInfo { node }
             | Op::SetSwitchInfo { node }
-            | Op::SetLft { node, .. } => self.subnet.nodes[node].info.node_guid,
+            | Op::SetLft { node, .. }
+            | Op::SetSl2Vl { node, .. } => self.subnet.nodes[node].info.node_guid,
             Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => {
                 let n = &self.subnet.nodes[node];
                 if n.is_switch() {
@@ -1057,6 +1071,37 @@ impl SubnetManager {
                 }
             }
             self.programmed.insert(guid, written);
+            // Engines that use VLs for deadlock freedom (DOR on tori, LASH, DFSSSP) give
+            // an SL -> VL map per output port; without it on the switches the freedom
+            // they computed would not exist on the wire. One Set per output port covers
+            // every input port (the all-inputs wildcard).
+            if routes.vls_used() > 1 || routes.has_sls() {
+                for p in 1..=self.subnet.nodes[n].info.num_ports {
+                    if self.subnet.nodes[n].ports[usize::from(p)].peer.is_none() {
+                        continue;
+                    }
+                    let Some(vls) = routes.sl2vl(s, p) else {
+                        continue;
+                    };
+                    if self.programmed_sl2vl.get(&(guid, p)) == Some(&vls) {
+                        continue;
+                    }
+                    let mut data = [0u8; 64];
+                    SlToVlMappingTable {
+                        map: SlToVlMap::from_vls(vls),
+                    }
+                    .emit_into(&mut data)
+                    .ok();
+                    let modifier = ibsm_wire::attr::modifier::SlToVlMod::all_inputs_to(p).encode();
+                    self.submit(
+                        Op::SetSl2Vl { node: n, port: p },
+                        Method::Set,
+                        modifier,
+                        Some(data),
+                    );
+                    self.programmed_sl2vl.insert((guid, p), vls);
+                }
+            }
         }
 
         // Every port's PortInfo: LIDs, SM address, keys, per-link MTU and VLs.

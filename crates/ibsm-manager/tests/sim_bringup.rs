@@ -43,3 +43,56 @@ fn small_fat_tree_comes_up_verified() {
     assert!(sm.is_up());
     eprintln!("{stats:?}");
 }
+
+/// On a torus, DOR needs two VLs (datelines); the SL -> VL maps it computed must be on
+/// the switches, or the deadlock freedom exists only on paper.
+#[test]
+fn torus_dor_programs_sl2vl_tables() {
+    let p = generate::Grid {
+        dims: vec![4, 4],
+        torus: true,
+        cas_per_switch: 1,
+    };
+    let fabric = generate::grid(&p).unwrap();
+    let mut cfg = SmConfig::default();
+    cfg.routing = ibsm_routing::EngineKind::Dor;
+    let (sim, _port, sm, stats) = bring_up(&fabric, cfg);
+    let report = sim.verify();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(stats.routing_engine, "dor");
+    let routes = sm.routes().expect("routes");
+    assert!(routes.vls_used() > 1, "a torus needs datelines");
+    let csr = ibsm_topology::Csr::new(sm.fabric().expect("fabric"));
+    let mut checked = 0;
+    for s in 0..csr.switch_count() {
+        let node = sim.node_by_guid(csr.switch_guid[s].0).expect("switch");
+        for (port, target, _) in csr.ports_of(s as u32) {
+            if target.as_switch().is_none() {
+                continue;
+            }
+            let want = routes.sl2vl(s, port).expect("table for a switch port");
+            // Every input port maps through the table written for this output port.
+            for input in 1..=csr.num_ports(s as u32) {
+                if input == port {
+                    continue;
+                }
+                let got = sim
+                    .with_agent(node, |a| a.sma().sl2vl(input, port))
+                    .expect("sl2vl");
+                assert_eq!(
+                    ibsm_wire::SlToVlMap(got).vls(),
+                    want,
+                    "switch {s} in {input} out {port}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0);
+    assert!(
+        stats
+            .by_attribute
+            .iter()
+            .any(|(a, n)| *a == "SLtoVLMappingTable" && *n > 0)
+    );
+}
