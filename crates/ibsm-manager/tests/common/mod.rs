@@ -1,0 +1,245 @@
+//! Shared helpers of the end-to-end tests: one or several `SubnetManager`s driven on
+//! `ibsm-sim` in one thread, on virtual time.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use ibsm_manager::{LidStore, Role, SmConfig, SmEvent, SubnetManager, SweepStats};
+use ibsm_sim::{NodeIdx, Sim, SimConfig, SimPort, SmaAgent, VerifyReport};
+use ibsm_topology::Fabric;
+use ibsm_transport::{Instant, Transport, TransportError};
+
+/// One SM on the simulated fabric: its engine, its port, and every event it emitted.
+pub(crate) struct Node {
+    pub(crate) sm: SubnetManager,
+    pub(crate) port: SimPort<SmaAgent>,
+    pub(crate) events: Vec<SmEvent>,
+    /// Position in `events` up to which a caller has looked (see [`Node::fresh`]).
+    pub(crate) seen: usize,
+    pub(crate) alive: bool,
+}
+
+impl Node {
+    /// Events since the last call.
+    pub(crate) fn fresh(&mut self) -> &[SmEvent] {
+        let from = self.seen;
+        self.seen = self.events.len();
+        &self.events[from..]
+    }
+
+    pub(crate) fn ups(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e, SmEvent::SubnetUp { .. }))
+            .count()
+    }
+
+    pub(crate) fn last_up(&self) -> Option<&SweepStats> {
+        self.events.iter().rev().find_map(|e| match e {
+            SmEvent::SubnetUp { stats } => Some(stats),
+            _ => None,
+        })
+    }
+}
+
+/// The CA node indices of the fabric, in fabric order, as simulator nodes.
+pub(crate) fn ca_nodes(sim: &Sim<SmaAgent>, fabric: &Fabric) -> Vec<NodeIdx> {
+    fabric
+        .cas()
+        .map(|(_, ca)| sim.node_by_guid(ca.guid().0).expect("CA in sim"))
+        .collect()
+}
+
+pub(crate) fn sim_of(fabric: &Fabric, cfg: SimConfig) -> Sim<SmaAgent> {
+    Sim::from_fabric(fabric, cfg).expect("sim from fabric")
+}
+
+/// Attaches an SM at port 1 of `ca` and starts it.
+pub(crate) fn attach(
+    sim: &mut Sim<SmaAgent>,
+    ca: NodeIdx,
+    cfg: SmConfig,
+    store: Option<Box<dyn LidStore + Send>>,
+) -> Node {
+    let mut port = sim.attach_sm(ca, 1).expect("attach");
+    port.set_is_sm(true).expect("issm");
+    let mut sm = match store {
+        Some(s) => SubnetManager::with_store(cfg, port.local_port(), s),
+        None => SubnetManager::new(cfg, port.local_port()),
+    };
+    sm.start(port.now()).expect("start");
+    Node {
+        sm,
+        port,
+        events: Vec::new(),
+        seen: 0,
+        alive: true,
+    }
+}
+
+/// Lets every live SM transmit and collects its events.
+fn flush(n: &mut Node) {
+    let now = n.port.now();
+    while let Some(out) = n.sm.poll_transmit(now) {
+        if let Err(e) = n.port.send(&out.addr, &out.mad) {
+            if let Some(id) = out.id {
+                n.sm.handle_send_error(now, id, e);
+            }
+        }
+    }
+    while let Some(ev) = n.sm.poll_event() {
+        n.events.push(ev);
+    }
+}
+
+/// Drives every live SM in one thread until virtual time `until` or `stop` says so
+/// (checked after every round). Returns whether `stop` fired.
+pub(crate) fn drive(
+    sim: &mut Sim<SmaAgent>,
+    nodes: &mut [Node],
+    until: Instant,
+    mut stop: impl FnMut(&Sim<SmaAgent>, &mut [Node]) -> bool,
+) -> bool {
+    loop {
+        for n in nodes.iter_mut().filter(|n| n.alive) {
+            flush(n);
+        }
+        if stop(sim, nodes) {
+            return true;
+        }
+        let now = sim.now();
+        if now >= until {
+            return false;
+        }
+        let deadline = nodes
+            .iter_mut()
+            .filter(|n| n.alive)
+            .filter_map(|n| n.sm.poll_timeout())
+            .min()
+            .unwrap_or(Instant::MAX)
+            .min(until)
+            .max(now);
+        sim.advance(deadline);
+        let now = sim.now();
+        for n in nodes.iter_mut().filter(|n| n.alive) {
+            loop {
+                match n.port.recv(now) {
+                    Ok(rx) => n.sm.handle_incoming(now, rx),
+                    Err(TransportError::Timeout) => break,
+                    Err(_) => break,
+                }
+            }
+            if n.sm.poll_timeout().is_some_and(|t| t <= now) {
+                n.sm.handle_timeout(now);
+            }
+        }
+    }
+}
+
+/// Drives until `nodes[i]` reports a new SUBNET UP (beyond `before` ups) or `limit`
+/// of virtual time passes; panics on timeout.
+pub(crate) fn until_up(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], i: usize, limit: Duration) {
+    let before = nodes[i].ups();
+    let until = sim.now() + limit;
+    let ok = drive(sim, nodes, until, |_, ns| ns[i].ups() > before);
+    assert!(
+        ok,
+        "SM {i} not up within {limit:?}; events: {:?}",
+        tail(&nodes[i].events)
+    );
+}
+
+/// Drives until the subnet verifies clean while the SM `i` is idle (not sweeping, no
+/// heavy sweep in progress); panics after `limit`.
+pub(crate) fn until_clean(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], i: usize, limit: Duration) {
+    let until = sim.now() + limit;
+    let mut checks = 0u32;
+    let ok = drive(sim, nodes, until, |s, ns| {
+        if ns[i].sm.is_sweeping() || !ns[i].sm.is_up() {
+            return false;
+        }
+        // Verification walks every path: only check when the SM just went idle.
+        checks += 1;
+        s.verify().is_clean()
+    });
+    let report = sim.verify();
+    assert!(
+        ok,
+        "not clean within {limit:?} ({checks} checks): {report:?}; events: {:?}",
+        tail(&nodes[i].events)
+    );
+}
+
+fn tail(ev: &[SmEvent]) -> &[SmEvent] {
+    &ev[ev.len().saturating_sub(12)..]
+}
+
+/// The checks every configured subnet must pass: the LFT walk, unique LIDs, every
+/// linked port Active, and the SM's LID table agreeing with the SMAs.
+pub(crate) fn assert_configured(sim: &Sim<SmaAgent>, sm: &SubnetManager, fabric_lids: usize) {
+    let report: VerifyReport = sim.verify();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.lids, fabric_lids, "LIDs in use");
+    // Unique base LIDs, LMC-aligned, no overlapping ranges.
+    let mut used = HashSet::new();
+    for (&guid, &(lid, lmc)) in sm.lids() {
+        assert!(lid >= 1 && lid < 0xC000, "{guid:#x}: LID {lid}");
+        assert_eq!(lid & ((1 << lmc) - 1), 0, "{guid:#x}: LID {lid} not aligned");
+        for l in lid..lid + (1 << lmc) {
+            assert!(used.insert(l), "LID {l} assigned twice");
+        }
+    }
+    // Every linked port of every node is Active, and its LID is what the SM says.
+    for i in 0..sim.node_count() {
+        let node = NodeIdx(i as u32);
+        let Some(setup) = sim.node_setup(node) else {
+            continue;
+        };
+        let switch = setup.kind == ibsm_sim::NodeKind::Switch;
+        let mut any_up = false;
+        for p in 1..=setup.num_ports {
+            if sim.peer(node, p).is_some() && sim.link_up(node, p) {
+                any_up = true;
+                let st = sim.with_agent(node, |a| a.sma().port_state(p));
+                assert_eq!(
+                    st.map(|s| format!("{s:?}")),
+                    Some(format!("{:?}", ibsm_sma::LogicalState::Active)),
+                    "{} port {p}",
+                    setup.description
+                );
+                if !switch {
+                    let lid = sim.with_agent(node, |a| a.sma().lid(p)).unwrap_or(0);
+                    let want = sm.lids().get(&setup.port_guid(p)).map(|l| l.0);
+                    assert_eq!(Some(lid), want, "{} port {p}", setup.description);
+                }
+            }
+        }
+        if switch && any_up {
+            let lid = sim.with_agent(node, |a| a.sma().lid(0)).unwrap_or(0);
+            assert_eq!(sm.lids().get(&setup.guid).map(|l| l.0), Some(lid));
+        }
+    }
+}
+
+/// LIDs of the ports in `keep` (GUIDs) in `before` and `after` must agree.
+pub(crate) fn assert_lids_kept(
+    before: &BTreeMap<u64, (u16, u8)>,
+    after: &BTreeMap<u64, (u16, u8)>,
+    skip: &HashSet<u64>,
+) {
+    let mut kept = 0;
+    for (g, l) in before {
+        if skip.contains(g) {
+            continue;
+        }
+        assert_eq!(after.get(g), Some(l), "LID of {g:#x} changed");
+        kept += 1;
+    }
+    assert!(kept > 0);
+}
+
+/// The role of every node.
+pub(crate) fn roles(nodes: &[Node]) -> Vec<Role> {
+    nodes.iter().map(|n| n.sm.role()).collect()
+}
