@@ -106,7 +106,10 @@ fn fat_trees_minhop_updn_ftree() {
 fn degraded_fat_trees_ftree_or_fallback() {
     // ftree on a degraded tree either routes it or fails; with updn as fallback the
     // subnet comes up in both cases.
-    for (name, f) in fat_trees().into_iter().filter(|(n, _)| n.contains("degraded")) {
+    for (name, f) in fat_trees()
+        .into_iter()
+        .filter(|(n, _)| n.contains("degraded"))
+    {
         let mut sim = sim_of(&f, SimConfig::default());
         let ca = ca_nodes(&sim, &f)[0];
         let mut c = cfg(EngineKind::FatTree, 0);

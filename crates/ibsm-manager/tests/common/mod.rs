@@ -184,8 +184,12 @@ pub(crate) fn assert_configured(sim: &Sim<SmaAgent>, sm: &SubnetManager, fabric_
     // Unique base LIDs, LMC-aligned, no overlapping ranges.
     let mut used = HashSet::new();
     for (&guid, &(lid, lmc)) in sm.lids() {
-        assert!(lid >= 1 && lid < 0xC000, "{guid:#x}: LID {lid}");
-        assert_eq!(lid & ((1 << lmc) - 1), 0, "{guid:#x}: LID {lid} not aligned");
+        assert!((1..0xC000).contains(&lid), "{guid:#x}: LID {lid}");
+        assert_eq!(
+            lid & ((1 << lmc) - 1),
+            0,
+            "{guid:#x}: LID {lid} not aligned"
+        );
         for l in lid..lid + (1 << lmc) {
             assert!(used.insert(l), "LID {l} assigned twice");
         }
