@@ -71,6 +71,10 @@ enum Op {
         node: NodeIx,
         port: u8,
     },
+    SetVlArb {
+        node: NodeIx,
+        port: u8,
+    },
 }
 
 impl Op {
@@ -84,6 +88,7 @@ impl Op {
             Op::PortInfo { .. } | Op::SetPortInfo { .. } => "PortInfo",
             Op::SetLft { .. } => "LinearForwardingTable",
             Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
+            Op::SetVlArb { .. } => "VLArbitrationTable",
         }
     }
 }
@@ -603,6 +608,11 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
+            Op::SetVlArb { node, .. } => (
+                SmAttributeId::VlArbitrationTable,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
         };
         // A switch has one M_Key (port 0); a CA port its own.
         let key = key_guid.map_or(0, |(n, p)| {
@@ -727,7 +737,10 @@ impl SubnetManager {
                     }
                 }
             }
-            Op::SetSwitchInfo { .. } | Op::SetLft { .. } | Op::SetSl2Vl { .. } => {}
+            Op::SetSwitchInfo { .. }
+            | Op::SetLft { .. }
+            | Op::SetSl2Vl { .. }
+            | Op::SetVlArb { .. } => {}
         }
     }
 
@@ -739,7 +752,8 @@ impl SubnetManager {
             | Op::SwitchInfo { node }
             | Op::SetSwitchInfo { node }
             | Op::SetLft { node, .. }
-            | Op::SetSl2Vl { node, .. } => self.subnet.nodes[node].info.node_guid,
+            | Op::SetSl2Vl { node, .. }
+            | Op::SetVlArb { node, .. } => self.subnet.nodes[node].info.node_guid,
             Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => {
                 let n = &self.subnet.nodes[node];
                 if n.is_switch() {
@@ -1100,6 +1114,30 @@ impl SubnetManager {
                         Some(data),
                     );
                     self.programmed_sl2vl.insert((guid, p), vls);
+                    // Every VL in use gets an equal share of the low-priority table, so
+                    // no lane the engine relies on is starved.
+                    let mut block = ibsm_wire::VlArbBlock::default();
+                    let used = routes.vls_used().clamp(1, 15);
+                    for vl in 0..used {
+                        block
+                            .set(usize::from(vl), ibsm_wire::VlArbEntry { vl, weight: 64 })
+                            .ok();
+                    }
+                    let mut data = [0u8; 64];
+                    ibsm_wire::VlArbitrationTable { entries: block }
+                        .emit_into(&mut data)
+                        .ok();
+                    let modifier = ibsm_wire::attr::modifier::VlArbMod {
+                        part: ibsm_wire::attr::modifier::VlArbPart::Low0To31,
+                        port: u16::from(p),
+                    }
+                    .encode();
+                    self.submit(
+                        Op::SetVlArb { node: n, port: p },
+                        Method::Set,
+                        modifier,
+                        Some(data),
+                    );
                 }
             }
         }

@@ -86,6 +86,18 @@ fn torus_dor_programs_sl2vl_tables() {
                 );
                 checked += 1;
             }
+            // Each VL in use has a share of the low-priority arbitration table.
+            let arb = sim
+                .with_agent(node, |a| a.sma().vl_arbitration(port).copied())
+                .expect("vlarb");
+            for vl in 0..routes.vls_used() {
+                let e = usize::from(vl) * 2;
+                assert_eq!(
+                    (arb[e] & 0x0F, arb[e + 1]),
+                    (vl, 64),
+                    "switch {s} port {port} VL {vl}"
+                );
+            }
         }
     }
     assert!(checked > 0);
