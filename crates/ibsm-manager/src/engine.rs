@@ -955,6 +955,7 @@ impl SubnetManager {
             .phases
             .push(("total", now.saturating_duration_since(self.sweep_started)));
         let stats = std::mem::take(&mut self.stats);
+        let timeouts = stats.timeouts;
         self.election
             .record_smps_sent(u32::try_from(stats.smps).unwrap_or(u32::MAX));
         if up {
@@ -967,6 +968,14 @@ impl SubnetManager {
             self.begin_heavy(now);
         } else if !self.sweep_period().is_zero() {
             self.next_sweep = Some(now + self.sweep_period());
+            // A heavy sweep that lost SMPs (after all retries) may have left nodes
+            // undiscovered or ports half-configured, and nothing in the fabric will
+            // trap about it: make the next periodic sweep heavy (as OpenSM does after
+            // a subnet initialization error). Not at once, so persistent loss cannot
+            // keep the SM sweeping back to back.
+            if heavy && timeouts > 0 {
+                self.heavy_pending = true;
+            }
         }
     }
 
@@ -1053,6 +1062,19 @@ impl SubnetManager {
             let mut data = [0u8; 64];
             si.emit_into(&mut data).ok();
             self.submit(Op::SetSwitchInfo { node: n }, Method::Set, 0, Some(data));
+            // The mirror of what was written is only good while the switch keeps it: one
+            // that missed the previous sweep or whose port-0 LID is not the one we gave
+            // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
+            let cur_lid = self.subnet.nodes[n]
+                .ports
+                .first()
+                .and_then(|p| p.info.as_ref())
+                .map_or(0, |i| i.lid);
+            let assigned = self.lids.get(&guid).map_or(0, |l| l.0);
+            if cur_lid != assigned || !self.previous_guids.contains(&guid) {
+                self.programmed.remove(&guid);
+                self.programmed_sl2vl.retain(|&(g, _), _| g != guid);
+            }
             let lft = routes.lft(s);
             let old = self.programmed.get(&guid).cloned();
             let mut written = old.clone().unwrap_or_default();

@@ -90,6 +90,16 @@ pub fn assign(
             _ => pending.push(*r),
         }
     }
+    // LIDs the store remembers for ports absent from this sweep stay reserved: such a
+    // port (behind a lost SMP, a flapping link, a switch being power-cycled) still
+    // carries its LID and would clash with anyone handed it now (as OpenSM, which keeps
+    // guid2lid entries reserved).
+    let present: std::collections::HashSet<u64> = reqs.iter().map(|r| r.guid).collect();
+    for (guid, &(lid, lmc)) in stored {
+        if !present.contains(guid) && space.range_free(lid, lmc) {
+            space.take(lid, lmc);
+        }
+    }
     // Pass 2: LIDs the ports already carry (another SM configured them), aligned down
     // to the wanted LMC.
     let mut rest = Vec::new();
@@ -127,6 +137,18 @@ mod tests {
 
     fn req(guid: u64, lmc: u8, current: u16) -> LidRequest {
         LidRequest { guid, lmc, current }
+    }
+
+    #[test]
+    fn stored_lids_of_absent_ports_stay_reserved() {
+        // Port 7 is absent from this sweep but still carries LID 1: nobody else may get
+        // it, neither a new port nor one that happens to carry it.
+        let stored: BTreeMap<u64, (u16, u8)> = [(7, (1u16, 0u8))].into();
+        let out = assign(&[req(9, 0, 0), req(10, 0, 1)], &stored, 100).unwrap();
+        assert!(out.values().all(|&(l, _)| l != 1), "{out:?}");
+        // When it comes back it gets its LID.
+        let out = assign(&[req(7, 0, 1), req(9, 0, 0)], &stored, 100).unwrap();
+        assert_eq!(out[&7], (1, 0));
     }
 
     #[test]
