@@ -1,0 +1,933 @@
+//! [`SaServer`]: request in, response MADs out.
+
+use std::time::Duration;
+
+use ibsm_wire::sa::rmpp::{RMPP_VERSION, Segmenter};
+use ibsm_wire::sa::{
+    ComponentMask, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
+    LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, Rate,
+    SA_CLASS_VERSION, SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, Selector,
+    ServiceRecord, SmInfoRecord, SwitchInfoRecord, Template, sa_cap,
+};
+use ibsm_wire::{
+    ClassPortInfo, Gid, Method, MgmtClass, Notice, RmppFlags, RmppStatus, RmppType, Status,
+};
+
+use crate::db::{Db, EndPort, rate_code};
+use crate::mcast::{Groups, MftUpdate};
+use crate::snapshot::SaSnapshot;
+
+/// How multi-MAD answers (GetTableResp) leave the SA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RmppMode {
+    /// As 256-byte RMPP DATA segments, all at once (the simulator, transports without
+    /// kernel RMPP).
+    #[default]
+    Segments,
+    /// As one message: the 56-byte header with RMPP Active set, then the whole table.
+    /// For a umad agent registered with `rmpp_version = 1`: the kernel segments it and
+    /// runs the RMPP window.
+    Kernel,
+}
+
+/// SA settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SaConfig {
+    /// Our SM_Key: requests carrying it are trusted (see secrets); requests carrying
+    /// another non-zero key are refused with ERR_REQ_DENIED and counted.
+    pub sm_key: u64,
+    /// How tables are sent.
+    pub rmpp: RmppMode,
+    /// ClassPortInfo.RespTimeValue (4.096 us * 2^value).
+    pub resp_time_value: u8,
+    /// Most records of one GetTable answer (a "world" PathRecord query on a big fabric
+    /// is N^2).
+    pub max_records: usize,
+    /// Most ServiceRecords and InformInfo subscriptions kept.
+    pub max_registrations: usize,
+}
+
+impl Default for SaConfig {
+    fn default() -> Self {
+        Self {
+            sm_key: 1,
+            rmpp: RmppMode::Segments,
+            resp_time_value: 18,
+            max_records: 1 << 20,
+            max_registrations: 65_536,
+        }
+    }
+}
+
+impl SaConfig {
+    /// Default settings with this SM_Key.
+    #[must_use]
+    pub fn with_sm_key(sm_key: u64) -> Self {
+        Self {
+            sm_key,
+            ..Self::default()
+        }
+    }
+}
+
+/// Who sent a request (from the receive path: LRH SLID and source QP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Requester {
+    /// Source LID.
+    pub lid: u16,
+    /// Source QP.
+    pub qpn: u32,
+}
+
+/// What the SA has seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SaCounters {
+    /// Requests handled (answered or not).
+    pub requests: u64,
+    /// Responses sent (one per request, however many segments).
+    pub responses: u64,
+    /// Requests carrying a non-zero SM_Key that is not ours (refused).
+    pub bad_sm_key: u64,
+    /// Requests carrying our SM_Key.
+    pub trusted: u64,
+    /// Requests too short or inconsistent.
+    pub malformed: u64,
+    /// Unsupported method / attribute combinations.
+    pub unsupported: u64,
+    /// Error statuses sent in all.
+    pub errors: u64,
+    /// Reports sent to subscribers.
+    pub reports: u64,
+}
+
+/// A Report (forwarded trap) for a subscriber.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// Subscriber LID.
+    pub dlid: u16,
+    /// Subscriber QP (InformInfo.QPN).
+    pub qpn: u32,
+    /// The SubnAdmReport(Notice) MAD.
+    pub mad: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+struct Service {
+    rec: ServiceRecord,
+    /// `None`: infinite lease.
+    expires: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+struct Subscription {
+    rec: InformInfoRecord,
+    lid: u16,
+}
+
+/// The Subnet Administrator. Sans-IO: [`Self::handle`] takes a request and returns
+/// the MADs to send back to the requester.
+#[derive(Debug)]
+pub struct SaServer {
+    cfg: SaConfig,
+    db: Db,
+    groups: Groups,
+    services: Vec<Service>,
+    subs: Vec<Subscription>,
+    counters: SaCounters,
+    report_tid: u64,
+}
+
+type Answer = Result<Vec<Vec<u8>>, SaError>;
+
+/// Why a request gets an error status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SaError {
+    Sa(SaStatus),
+    Mad(Status),
+}
+
+impl From<SaStatus> for SaError {
+    fn from(s: SaStatus) -> Self {
+        SaError::Sa(s)
+    }
+}
+
+impl SaServer {
+    /// An SA with an empty database (every query finds nothing until [`Self::load`]).
+    #[must_use]
+    pub fn new(cfg: SaConfig) -> Self {
+        Self {
+            cfg,
+            db: Db::default(),
+            groups: Groups::default(),
+            services: Vec::new(),
+            subs: Vec::new(),
+            counters: SaCounters::default(),
+            report_tid: 0x5a00_0000_0000_0000,
+        }
+    }
+
+    /// Replaces the database with a new snapshot (after a sweep). Multicast groups,
+    /// services and subscriptions persist; every group's MFT is recomputed on the new
+    /// topology ([`Self::take_mft_updates`]).
+    pub fn load(&mut self, snap: SaSnapshot) {
+        self.db = Db::new(snap);
+        self.groups.retopo(&self.db);
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &SaConfig {
+        &self.cfg
+    }
+
+    /// Counters since creation.
+    #[must_use]
+    pub fn counters(&self) -> SaCounters {
+        self.counters
+    }
+
+    /// The snapshot served.
+    #[must_use]
+    pub fn snapshot(&self) -> &SaSnapshot {
+        &self.db.snap
+    }
+
+    /// MFT blocks that changed since the last call, for the SM to write with
+    /// SubnSet(MulticastForwardingTable).
+    pub fn take_mft_updates(&mut self) -> Vec<MftUpdate> {
+        self.groups.take_updates(&self.db)
+    }
+
+    /// Handles one received MAD of class 0x03 and returns what to send back to the
+    /// requester (nothing for responses, RMPP ACKs and MADs too short to answer).
+    pub fn handle(&mut self, now: Duration, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
+        if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE || mad.get(1) != Some(&0x03) {
+            self.counters.malformed += 1;
+            return Vec::new();
+        }
+        // Responses (ReportResp from a subscriber) and RMPP ACK/STOP/ABORT of our
+        // tables need no answer: segments are sent all at once.
+        if mad[3] & 0x80 != 0 || (mad[25] != 0 && mad[25] != u8::from(RmppType::Data)) {
+            return Vec::new();
+        }
+        self.counters.requests += 1;
+        let mut buf = [0u8; 256];
+        let n = mad.len().min(256);
+        buf[..n].copy_from_slice(&mad[..n]);
+        let Ok(req) = SaMad::parse(&buf) else {
+            self.counters.malformed += 1;
+            return Vec::new();
+        };
+        let out = match self.dispatch(now, &req, mad.len(), from) {
+            Ok(v) => v,
+            Err(e) => {
+                self.counters.errors += 1;
+                let status = match e {
+                    SaError::Sa(s) => s.status(),
+                    SaError::Mad(s) => s,
+                };
+                self.error(&req, status)
+            }
+        };
+        if !out.is_empty() {
+            self.counters.responses += 1;
+        }
+        out
+    }
+
+    fn dispatch(&mut self, now: Duration, req: &SaMad, len: usize, from: &Requester) -> Answer {
+        if len < 256 {
+            self.counters.malformed += 1;
+            return Err(SaStatus::ReqInvalid.into());
+        }
+        if req.base_version != 1 || req.class_version != SA_CLASS_VERSION {
+            self.counters.malformed += 1;
+            return Err(SaError::Mad(Status::BAD_VERSION));
+        }
+        if req.rmpp_type != RmppType::None {
+            // Multi-MAD requests (GetMulti) are not served.
+            self.counters.unsupported += 1;
+            return Err(SaError::Mad(Status::METHOD_UNSUPPORTED));
+        }
+        let trusted = self.cfg.sm_key != 0 && req.sm_key == self.cfg.sm_key;
+        if req.sm_key != 0 && !trusted {
+            // OpenSM drops these silently; a requester deserves to know, and the
+            // operator to see it counted.
+            self.counters.bad_sm_key += 1;
+            return Err(SaStatus::ReqDenied.into());
+        }
+        if trusted {
+            self.counters.trusted += 1;
+        }
+        let m = req.method;
+        let mask = req.component_mask;
+        let table = m == Method::GetTable;
+        let read = m == Method::Get || table;
+        let unsupported = || SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED);
+        use SaAttributeId as A;
+        match req.attribute_id {
+            A::ClassPortInfo if m == Method::Get => {
+                let cpi = self.class_port_info();
+                Ok(self.single(req, Status::OK, &cpi))
+            }
+            A::NodeRecord if read => {
+                let it = self.db.node_records();
+                let (n, data) = collect::<NodeRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<NodeRecord>(req, n, &data)
+            }
+            A::PortInfoRecord if read => {
+                let it = self.db.port_info_records(trusted);
+                let (n, data) = collect::<PortInfoRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<PortInfoRecord>(req, n, &data)
+            }
+            A::LinkRecord if read => {
+                let it = self.db.link_records();
+                let (n, data) = collect::<LinkRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<LinkRecord>(req, n, &data)
+            }
+            A::SwitchInfoRecord if read => {
+                let it = self.db.switch_info_records();
+                let (n, data) = collect::<SwitchInfoRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<SwitchInfoRecord>(req, n, &data)
+            }
+            A::LinearForwardingTableRecord if read => {
+                let t: LinearForwardingTableRecord = req.record(0).map_err(|_| invalid())?;
+                let only = mask
+                    .contains(LinearForwardingTableRecord::CM_LID)
+                    .then_some(t.lid);
+                let it = self.db.lft_records(only);
+                let (n, data) =
+                    collect::<LinearForwardingTableRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<LinearForwardingTableRecord>(req, n, &data)
+            }
+            A::SmInfoRecord if read => {
+                let it = self.db.sm_info_records(trusted);
+                let (n, data) = collect::<SmInfoRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<SmInfoRecord>(req, n, &data)
+            }
+            A::PKeyTableRecord if read => {
+                let own = self.db.end_by_lid(from.lid).copied();
+                let it = self.db.pkey_records(trusted, own);
+                let (n, data) = collect::<PKeyTableRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<PKeyTableRecord>(req, n, &data)
+            }
+            A::GuidInfoRecord if read => {
+                let it = self.db.guid_info_records();
+                let (n, data) = collect::<GuidInfoRecord>(req, mask, it, self.limit(table))?;
+                self.answer::<GuidInfoRecord>(req, n, &data)
+            }
+            A::PathRecord if read => {
+                let t: PathRecord = req.record(0).map_err(|_| invalid())?;
+                let recs = self.path_records(&t, mask, self.limit(table))?;
+                let mut data = Vec::with_capacity(recs.len() * 64);
+                for r in &recs {
+                    push_record(&mut data, r);
+                }
+                // A Get of a path is answered with the first (best) one.
+                let n = if table { recs.len() } else { recs.len().min(1) };
+                data.truncate(n * 64);
+                self.answer::<PathRecord>(req, n, &data)
+            }
+            A::McMemberRecord => {
+                let t: McMemberRecord = req.record(0).map_err(|_| invalid())?;
+                match m {
+                    Method::Set => {
+                        let rec = self.groups.join(&self.db, &t, mask, trusted, from)?;
+                        Ok(self.single(req, Status::OK, &rec))
+                    }
+                    Method::Delete => {
+                        let rec = self.groups.leave(&self.db, &t, mask, trusted, from)?;
+                        Ok(self.single(req, Status::OK, &rec))
+                    }
+                    _ if read => {
+                        let recs = self.groups.records(&self.db, trusted, from);
+                        let (n, data) = collect::<McMemberRecord>(
+                            req,
+                            mask,
+                            recs.into_iter(),
+                            self.limit(table),
+                        )?;
+                        self.answer::<McMemberRecord>(req, n, &data)
+                    }
+                    _ => Err(unsupported()),
+                }
+            }
+            A::ServiceRecord => self.service(now, req, trusted, from),
+            A::InformInfo if m == Method::Set => self.inform(req, trusted, from),
+            A::InformInfoRecord if read => {
+                let recs: Vec<InformInfoRecord> = self
+                    .subs
+                    .iter()
+                    .filter(|s| trusted || s.lid == from.lid)
+                    .map(|s| s.rec)
+                    .collect();
+                let (n, data) =
+                    collect::<InformInfoRecord>(req, mask, recs.into_iter(), self.limit(table))?;
+                self.answer::<InformInfoRecord>(req, n, &data)
+            }
+            A::Unknown(_) => {
+                self.counters.unsupported += 1;
+                Err(unsupported())
+            }
+            _ => {
+                self.counters.unsupported += 1;
+                if matches!(
+                    m,
+                    Method::Get | Method::GetTable | Method::Set | Method::Delete
+                ) {
+                    Err(unsupported())
+                } else {
+                    Err(SaError::Mad(Status::METHOD_UNSUPPORTED))
+                }
+            }
+        }
+    }
+
+    fn limit(&self, table: bool) -> usize {
+        if table { self.cfg.max_records } else { 2 }
+    }
+
+    fn class_port_info(&self) -> ClassPortInfo {
+        use ibsm_wire::mad::cpi_cap;
+        ClassPortInfo {
+            base_version: 1,
+            class_version: SA_CLASS_VERSION,
+            // Reports are sent (InformInfo); optional records and multicast served.
+            capability_mask: cpi_cap::TRAP | sa_cap::OPTIONAL_RECORDS | sa_cap::UD_MULTICAST,
+            resp_time_value: self.cfg.resp_time_value,
+            ..ClassPortInfo::default()
+        }
+    }
+
+    // ------------------------------------------------------------------ replies
+
+    fn header(req: &SaMad, status: Status, attribute_offset: u16) -> SaMad {
+        let method = if req.method == Method::Set {
+            Method::Get
+        } else {
+            req.method
+        };
+        SaMad {
+            response: true,
+            method,
+            status,
+            rmpp_version: 0,
+            rmpp_type: RmppType::None,
+            rmpp_resp_time: 0,
+            rmpp_flags: RmppFlags::NONE,
+            rmpp_status: RmppStatus::Normal,
+            rmpp_data1: 0,
+            rmpp_data2: 0,
+            // Never echo a key back.
+            sm_key: 0,
+            attribute_offset,
+            data: [0; SA_DATA_SIZE],
+            ..*req
+        }
+    }
+
+    fn single<R: SaRecord>(&self, req: &SaMad, status: Status, rec: &R) -> Vec<Vec<u8>> {
+        let mut h = Self::header(req, status, 0);
+        let _ = rec.emit_into(&mut h.data);
+        vec![h.to_bytes().to_vec()]
+    }
+
+    fn error(&self, req: &SaMad, status: Status) -> Vec<Vec<u8>> {
+        if req.method == Method::GetTable {
+            self.table(req, status, 0, &[])
+        } else {
+            vec![Self::header(req, status, 0).to_bytes().to_vec()]
+        }
+    }
+
+    /// The answer to a Get (exactly one record) or a GetTable (any number).
+    fn answer<R: SaRecord>(&self, req: &SaMad, n: usize, data: &[u8]) -> Answer {
+        if req.method == Method::GetTable {
+            return Ok(self.table(req, Status::OK, R::ATTRIBUTE_OFFSET, data));
+        }
+        match n {
+            0 => Err(SaStatus::NoRecords.into()),
+            1 => {
+                let mut h = Self::header(req, Status::OK, 0);
+                let k = R::SIZE.min(data.len());
+                h.data[..k].copy_from_slice(&data[..k]);
+                Ok(vec![h.to_bytes().to_vec()])
+            }
+            _ => Err(SaStatus::TooManyRecords.into()),
+        }
+    }
+
+    fn table(&self, req: &SaMad, status: Status, offset: u16, data: &[u8]) -> Vec<Vec<u8>> {
+        let mut h = Self::header(req, status, offset);
+        h.rmpp_version = RMPP_VERSION;
+        h.rmpp_type = RmppType::Data;
+        h.rmpp_resp_time = self.cfg.resp_time_value.min(0x1F);
+        match self.cfg.rmpp {
+            RmppMode::Kernel => {
+                h.rmpp_flags = RmppFlags::ACTIVE;
+                let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
+                out.extend_from_slice(data);
+                // The kernel pads the last segment; a message shorter than one MAD is
+                // padded here so every answer is at least 256 bytes.
+                if out.len() < 256 {
+                    out.resize(256, 0);
+                }
+                vec![out]
+            }
+            RmppMode::Segments => match Segmenter::sa(&h, data) {
+                Ok(seg) => seg.iter().map(|m| m.to_vec()).collect(),
+                Err(_) => vec![
+                    Self::header(req, SaStatus::NoResources.status(), 0)
+                        .to_bytes()
+                        .to_vec(),
+                ],
+            },
+        }
+    }
+
+    // ------------------------------------------------------------------ paths
+
+    /// The PathRecord from the end port owning `slid` to the one owning `dlid`, as a
+    /// query giving only the two LIDs gets it (`None`: no such LID or no route).
+    #[must_use]
+    pub fn path_record(&self, slid: u16, dlid: u16) -> Option<PathRecord> {
+        let src = *self.db.end_by_lid(slid)?;
+        let dst = *self.db.end_by_lid(dlid)?;
+        self.build_path(
+            &src,
+            slid,
+            &dst,
+            dlid,
+            &PathRecord::default(),
+            ComponentMask::NONE,
+        )
+    }
+
+    fn ends_for(&self, gid: Option<Gid>, lid: Option<u16>) -> Result<Vec<(EndPort, u16)>, SaError> {
+        if let Some(g) = gid {
+            let e = *self
+                .db
+                .end_by_gid(g)
+                .ok_or(SaError::Sa(SaStatus::ReqInvalidGid))?;
+            return Ok(match lid {
+                Some(l) if e.owns(l) => vec![(e, l)],
+                Some(_) => Vec::new(),
+                None => vec![(e, e.lid)],
+            });
+        }
+        if let Some(l) = lid {
+            return Ok(self.db.end_by_lid(l).map(|e| (*e, l)).into_iter().collect());
+        }
+        Ok(self.db.ends.iter().map(|e| (*e, e.lid)).collect())
+    }
+
+    fn path_records(
+        &self,
+        t: &PathRecord,
+        mask: ComponentMask,
+        limit: usize,
+    ) -> Result<Vec<PathRecord>, SaError> {
+        if mask.contains(PathRecord::CM_RAW_TRAFFIC) && t.raw_traffic {
+            return Ok(Vec::new());
+        }
+        let srcs = self.ends_for(
+            mask.contains(PathRecord::CM_SGID).then_some(t.sgid),
+            mask.contains(PathRecord::CM_SLID).then_some(t.slid),
+        )?;
+        let dsts = self.ends_for(
+            mask.contains(PathRecord::CM_DGID).then_some(t.dgid),
+            mask.contains(PathRecord::CM_DLID).then_some(t.dlid),
+        )?;
+        if mask.contains(PathRecord::CM_NUMB_PATH) && t.numb_path == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        'outer: for (s, slid) in &srcs {
+            for (d, dlid) in &dsts {
+                if out.len() >= limit {
+                    break 'outer;
+                }
+                if let Some(pr) = self.build_path(s, *slid, d, *dlid, t, mask) {
+                    out.push(pr);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn build_path(
+        &self,
+        s: &EndPort,
+        slid: u16,
+        d: &EndPort,
+        dlid: u16,
+        t: &PathRecord,
+        mask: ComponentMask,
+    ) -> Option<PathRecord> {
+        let f = self.db.walk(s, dlid)?;
+        let reversible = self.db.walk(d, slid).is_some();
+        if mask.contains(PathRecord::CM_REVERSIBLE) && t.reversible && !reversible {
+            return None;
+        }
+        let pkey = if mask.contains(PathRecord::CM_PKEY) {
+            (self.db.has_pkey(s, t.pkey) && self.db.has_pkey(d, t.pkey)).then_some(t.pkey)?
+        } else {
+            ibsm_wire::mad::DEFAULT_PKEY
+        };
+        let routed_sls = self
+            .db
+            .snap
+            .routes
+            .as_ref()
+            .is_some_and(ibsm_routing::Routes::has_sls);
+        let sl = if routed_sls {
+            // The engine needs this SL for deadlock freedom: no other will do.
+            if mask.contains(PathRecord::CM_SL) && t.sl != f.sl {
+                return None;
+            }
+            f.sl
+        } else if mask.contains(PathRecord::CM_SL) {
+            t.sl
+        } else {
+            0
+        };
+        let mtu = select_up(
+            f.mtu,
+            mask.contains(PathRecord::CM_MTU_SELECTOR)
+                .then_some(t.mtu_selector),
+            mask.contains(PathRecord::CM_MTU).then_some(u8::from(t.mtu)),
+        )?;
+        let rate = select_rate(
+            f.mbps,
+            mask.contains(PathRecord::CM_RATE_SELECTOR)
+                .then_some(t.rate_selector),
+            mask.contains(PathRecord::CM_RATE).then_some(t.rate),
+        )?;
+        let plt = select_life(
+            self.db.snap.packet_life_time,
+            mask.contains(PathRecord::CM_PACKET_LIFE_TIME_SELECTOR)
+                .then_some(t.packet_life_time_selector),
+            mask.contains(PathRecord::CM_PACKET_LIFE_TIME)
+                .then_some(t.packet_life_time),
+        )?;
+        let pick = |bit: ComponentMask| mask.contains(bit);
+        Some(PathRecord {
+            service_id: if pick(PathRecord::CM_SERVICE_ID_MSB)
+                || pick(PathRecord::CM_SERVICE_ID_LSB)
+            {
+                t.service_id
+            } else {
+                0
+            },
+            dgid: self.db.gid_of(d),
+            sgid: self.db.gid_of(s),
+            dlid,
+            slid,
+            raw_traffic: false,
+            flow_label: if pick(PathRecord::CM_FLOW_LABEL) {
+                t.flow_label
+            } else {
+                0
+            },
+            hop_limit: if pick(PathRecord::CM_HOP_LIMIT) {
+                t.hop_limit
+            } else {
+                0
+            },
+            tclass: if pick(PathRecord::CM_TCLASS) {
+                t.tclass
+            } else {
+                0
+            },
+            reversible,
+            numb_path: 0,
+            pkey,
+            qos_class: if pick(PathRecord::CM_QOS_CLASS) {
+                t.qos_class
+            } else {
+                0
+            },
+            sl,
+            mtu_selector: Selector::Exactly,
+            mtu: ibsm_wire::Mtu::from(mtu),
+            rate_selector: Selector::Exactly,
+            rate,
+            packet_life_time_selector: Selector::Exactly,
+            packet_life_time: plt,
+            preference: 0,
+        })
+    }
+
+    // ------------------------------------------------------------------ services
+
+    fn service(&mut self, now: Duration, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
+        self.services.retain(|s| s.expires.is_none_or(|t| t > now));
+        let t: ServiceRecord = req.record(0).map_err(|_| invalid())?;
+        let mask = req.component_mask;
+        let own = |db: &Db, g: Gid| trusted || db.end_by_gid(g).is_some_and(|e| e.owns(from.lid));
+        match req.method {
+            Method::Set => {
+                let need = ServiceRecord::CM_SERVICE_ID | ServiceRecord::CM_SERVICE_GID;
+                if !mask.contains(need) {
+                    return Err(SaStatus::ReqInsufficientComponents.into());
+                }
+                if self.db.end_by_gid(t.service_gid).is_none() {
+                    return Err(SaStatus::ReqInvalidGid.into());
+                }
+                if !own(&self.db, t.service_gid) {
+                    return Err(SaStatus::ReqDenied.into());
+                }
+                let expires = (t.service_lease != ServiceRecord::INFINITE_LEASE)
+                    .then(|| now + Duration::from_secs(u64::from(t.service_lease)));
+                let same = |s: &Service| {
+                    s.rec.service_id == t.service_id
+                        && s.rec.service_gid == t.service_gid
+                        && s.rec.service_pkey == t.service_pkey
+                };
+                if let Some(s) = self.services.iter_mut().find(|s| same(s)) {
+                    s.rec = t;
+                    s.expires = expires;
+                } else if self.services.len() >= self.cfg.max_registrations {
+                    return Err(SaStatus::NoResources.into());
+                } else {
+                    self.services.push(Service { rec: t, expires });
+                }
+                Ok(self.single(req, Status::OK, &t))
+            }
+            Method::Delete => {
+                let tmpl = Template::new(&t, mask);
+                let pos = self
+                    .services
+                    .iter()
+                    .position(|s| tmpl.matches(&s.rec) && own(&self.db, s.rec.service_gid))
+                    .ok_or(SaError::Sa(SaStatus::NoRecords))?;
+                let gone = self.services.remove(pos);
+                Ok(self.single(req, Status::OK, &gone.rec))
+            }
+            Method::Get | Method::GetTable => {
+                let table = req.method == Method::GetTable;
+                let recs: Vec<ServiceRecord> = self
+                    .services
+                    .iter()
+                    .map(|s| {
+                        let mut r = s.rec;
+                        if let Some(t) = s.expires {
+                            r.service_lease = u32::try_from(t.saturating_sub(now).as_secs())
+                                .unwrap_or(u32::MAX - 1);
+                        }
+                        r
+                    })
+                    .collect();
+                let (n, data) =
+                    collect::<ServiceRecord>(req, mask, recs.into_iter(), self.limit(table))?;
+                self.answer::<ServiceRecord>(req, n, &data)
+            }
+            _ => Err(SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED)),
+        }
+    }
+
+    // ------------------------------------------------------------------ InformInfo
+
+    fn inform(&mut self, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
+        let t: InformInfo = req.record(0).map_err(|_| invalid())?;
+        let Some(me) = self.db.end_by_lid(from.lid).copied() else {
+            return Err(SaStatus::ReqInvalid.into());
+        };
+        if t.gid != Gid::default() && !trusted && self.db.end_by_gid(t.gid).is_none() {
+            return Err(SaStatus::ReqInvalidGid.into());
+        }
+        let gid = self.db.gid_of(&me);
+        let same = |s: &Subscription| {
+            let i = &s.rec.inform_info;
+            s.lid == from.lid
+                && i.gid == t.gid
+                && i.lid_range_begin == t.lid_range_begin
+                && i.lid_range_end == t.lid_range_end
+                && i.is_generic == t.is_generic
+                && i.notice_type == t.notice_type
+                && i.trap_number == t.trap_number
+                && i.producer_type == t.producer_type
+                && i.qpn == t.qpn
+        };
+        if t.subscribe == 1 {
+            if !self.subs.iter().any(&same) {
+                if self.subs.len() >= self.cfg.max_registrations {
+                    return Err(SaStatus::NoResources.into());
+                }
+                let e = self
+                    .subs
+                    .iter()
+                    .filter(|s| s.lid == from.lid)
+                    .map(|s| s.rec.subscriber_enum + 1)
+                    .max()
+                    .unwrap_or(0);
+                self.subs.push(Subscription {
+                    rec: InformInfoRecord {
+                        subscriber_gid: gid,
+                        subscriber_enum: e,
+                        inform_info: t,
+                    },
+                    lid: from.lid,
+                });
+            }
+        } else {
+            let before = self.subs.len();
+            self.subs.retain(|s| !same(s));
+            if before == self.subs.len() {
+                return Err(SaStatus::NoRecords.into());
+            }
+        }
+        Ok(self.single(req, Status::OK, &t))
+    }
+
+    /// A trap the SM received: the Reports to send to every subscriber it concerns.
+    pub fn notice(&mut self, notice: &Notice) -> Vec<Report> {
+        let mut out = Vec::new();
+        let producer = notice.producer_type & 0x00FF_FFFF;
+        for s in &self.subs {
+            let i = &s.rec.inform_info;
+            if i.is_generic != u8::from(notice.is_generic) {
+                continue;
+            }
+            if i.trap_number != InformInfo::ALL && i.trap_number != notice.trap_number {
+                continue;
+            }
+            if i.notice_type != InformInfo::ALL
+                && i.notice_type != u16::from(u8::from(notice.notice_type))
+            {
+                continue;
+            }
+            if i.producer_type != InformInfo::ALL_PRODUCERS && i.producer_type != producer {
+                continue;
+            }
+            let lid = notice.issuer_lid;
+            let in_range = if i.gid != Gid::default() {
+                self.db.end_by_gid(i.gid).is_some_and(|e| e.owns(lid))
+            } else if i.lid_range_begin == InformInfo::ALL_LIDS {
+                true
+            } else if i.lid_range_end == 0 {
+                lid == i.lid_range_begin
+            } else {
+                (i.lid_range_begin..=i.lid_range_end).contains(&lid)
+            };
+            if !in_range {
+                continue;
+            }
+            self.report_tid += 1;
+            let mut m = SaMad {
+                base_version: 1,
+                mgmt_class: MgmtClass::SubnAdm,
+                class_version: SA_CLASS_VERSION,
+                method: Method::Report,
+                transaction_id: self.report_tid,
+                attribute_id: SaAttributeId::Notice,
+                ..SaMad::default()
+            };
+            let _ = notice.emit_into(&mut m.data);
+            out.push(Report {
+                dlid: s.lid,
+                qpn: i.qpn,
+                mad: m.to_bytes().to_vec(),
+            });
+        }
+        self.counters.reports += out.len() as u64;
+        out
+    }
+}
+
+fn invalid() -> SaError {
+    SaError::Sa(SaStatus::ReqInvalid)
+}
+
+fn push_record<R: SaRecord>(out: &mut Vec<u8>, r: &R) {
+    let stride = usize::from(R::ATTRIBUTE_OFFSET) * 8;
+    let at = out.len();
+    out.resize(at + stride, 0);
+    let _ = r.emit_into(&mut out[at..]);
+}
+
+/// Encodes every candidate, keeps those matching the request's template (up to
+/// `limit`), and returns how many with their table bytes.
+fn collect<R: SaRecord>(
+    req: &SaMad,
+    mask: ComponentMask,
+    it: impl Iterator<Item = R>,
+    limit: usize,
+) -> Result<(usize, Vec<u8>), SaError> {
+    let tmpl = Template::<R>::from_bytes(&req.data, mask).map_err(|_| invalid())?;
+    let stride = usize::from(R::ATTRIBUTE_OFFSET) * 8;
+    let mut data = Vec::new();
+    let mut n = 0;
+    for r in it {
+        if n >= limit {
+            break;
+        }
+        let at = data.len();
+        data.resize(at + stride, 0);
+        if r.emit_into(&mut data[at..]).is_ok() && tmpl.matches_bytes(&data[at..]) {
+            n += 1;
+        } else {
+            data.truncate(at);
+        }
+    }
+    Ok((n, data))
+}
+
+/// An MTU (or any "larger is better" code) under a selector.
+pub(crate) fn select_up(avail: u8, sel: Option<Selector>, want: Option<u8>) -> Option<u8> {
+    let Some(w) = want else {
+        return Some(avail);
+    };
+    match sel.unwrap_or(Selector::Exactly) {
+        Selector::GreaterThan => (avail > w).then_some(avail),
+        Selector::LessThan => {
+            if avail < w {
+                Some(avail)
+            } else {
+                w.checked_sub(1).filter(|&v| v >= 1)
+            }
+        }
+        Selector::Exactly => (avail >= w).then_some(w),
+        _ => Some(avail),
+    }
+}
+
+pub(crate) fn select_rate(
+    avail_mbps: u32,
+    sel: Option<Selector>,
+    want: Option<Rate>,
+) -> Option<Rate> {
+    let have = rate_code(avail_mbps);
+    let Some(w) = want else {
+        return Some(have);
+    };
+    let wm = w.mbps()?;
+    match sel.unwrap_or(Selector::Exactly) {
+        Selector::GreaterThan => (avail_mbps > wm).then_some(have),
+        Selector::LessThan => {
+            if avail_mbps < wm {
+                Some(have)
+            } else {
+                let r = rate_code(wm - 1);
+                (r.mbps()? < wm).then_some(r)
+            }
+        }
+        Selector::Exactly => (avail_mbps >= wm).then_some(w),
+        _ => Some(have),
+    }
+}
+
+/// PacketLifeTime: the SM's value is a floor; longer is always acceptable.
+pub(crate) fn select_life(plt: u8, sel: Option<Selector>, want: Option<u8>) -> Option<u8> {
+    let Some(w) = want else {
+        return Some(plt);
+    };
+    match sel.unwrap_or(Selector::Exactly) {
+        Selector::GreaterThan => Some(plt.max(w.saturating_add(1))).filter(|&v| v < 64),
+        Selector::LessThan => (plt < w).then_some(plt),
+        Selector::Exactly => (w >= plt).then_some(w),
+        _ => Some(plt),
+    }
+}
