@@ -68,6 +68,12 @@ pub struct SmConfig {
     pub sm_sl: u8,
     /// Ask ports to re-register with the SA when their configuration changed.
     pub client_reregister: bool,
+    /// Serve Subnet Administration (class 0x03) from the SM's view of the subnet
+    /// (`ibsm-sa`); off by default.
+    pub sa: bool,
+    /// How SA tables leave: RMPP segments (simulator) or one message for a umad agent
+    /// with kernel RMPP.
+    pub sa_rmpp: ibsm_sa::RmppMode,
 }
 
 impl Default for SmConfig {
@@ -94,6 +100,8 @@ impl Default for SmConfig {
             packet_life_time: 0x12,
             sm_sl: 0,
             client_reregister: true,
+            sa: false,
+            sa_rmpp: ibsm_sa::RmppMode::Segments,
         }
     }
 }

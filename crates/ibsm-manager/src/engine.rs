@@ -27,6 +27,10 @@ use crate::mkey;
 use crate::model::{NodeIx, NodeRec, PortRec, Subnet};
 use crate::store::{LidStore, MemoryLidStore};
 
+// The Subnet Administrator glue: a child module so it reads the engine's state.
+#[path = "sa.rs"]
+mod sa;
+
 /// A request waiting for room in the window.
 #[derive(Debug)]
 struct Work {
@@ -75,6 +79,10 @@ enum Op {
         node: NodeIx,
         port: u8,
     },
+    /// A MulticastForwardingTable block the SA's multicast groups need.
+    SetMft {
+        node: NodeIx,
+    },
 }
 
 impl Op {
@@ -89,6 +97,7 @@ impl Op {
             Op::SetLft { .. } => "LinearForwardingTable",
             Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
             Op::SetVlArb { .. } => "VLArbitrationTable",
+            Op::SetMft { .. } => "MulticastForwardingTable",
         }
     }
 }
@@ -166,6 +175,8 @@ pub struct SubnetManager {
     role: Role,
     up_once: bool,
     election: Election,
+    /// The Subnet Administrator, when `SmConfig::sa` asks for one (see `sa.rs`).
+    sa: Option<ibsm_sa::SaServer>,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -235,6 +246,11 @@ impl SubnetManager {
         });
         // The election allocates TIDs from 1; ours start far away from it.
         tx.set_tid_start(0x4000_0000);
+        let sa = cfg.sa.then(|| {
+            let mut c = ibsm_sa::SaConfig::with_sm_key(cfg.sm_key);
+            c.rmpp = cfg.sa_rmpp;
+            ibsm_sa::SaServer::new(c)
+        });
         Self {
             cfg,
             local,
@@ -266,6 +282,7 @@ impl SubnetManager {
             role: Role::Discovering,
             up_once: false,
             election,
+            sa,
         }
     }
 
@@ -613,6 +630,11 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
+            Op::SetMft { node } => (
+                SmAttributeId::MulticastForwardingTable,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
         };
         // A switch has one M_Key (port 0); a CA port its own.
         let key = key_guid.map_or(0, |(n, p)| {
@@ -740,7 +762,8 @@ impl SubnetManager {
             Op::SetSwitchInfo { .. }
             | Op::SetLft { .. }
             | Op::SetSl2Vl { .. }
-            | Op::SetVlArb { .. } => {}
+            | Op::SetVlArb { .. }
+            | Op::SetMft { .. } => {}
         }
     }
 
@@ -753,7 +776,8 @@ impl SubnetManager {
             | Op::SetSwitchInfo { node }
             | Op::SetLft { node, .. }
             | Op::SetSl2Vl { node, .. }
-            | Op::SetVlArb { node, .. } => self.subnet.nodes[node].info.node_guid,
+            | Op::SetVlArb { node, .. }
+            | Op::SetMft { node } => self.subnet.nodes[node].info.node_guid,
             Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => {
                 let n = &self.subnet.nodes[node];
                 if n.is_switch() {
@@ -960,6 +984,8 @@ impl SubnetManager {
             .record_smps_sent(u32::try_from(stats.smps).unwrap_or(u32::MAX));
         if up {
             self.up_once = true;
+            // The SA answers from what this sweep configured.
+            self.refresh_sa();
             self.events.push_back(SmEvent::SubnetUp { stats });
         } else if !heavy {
             self.events.push_back(SmEvent::LightSweepDone { stats });
@@ -1295,6 +1321,11 @@ impl SubnetManager {
         if mad.len() < 64 {
             return;
         }
+        // SA requests (class 0x03): answered by the SA when there is one (`sa.rs`).
+        if mad[1] == 0x03 {
+            self.on_sa(now, rx);
+            return;
+        }
         let attr = u16::from_be_bytes([mad[16], mad[17]]);
         if attr == u16::from(SmAttributeId::SmInfo) && (mad[1] == 0x01 || mad[1] == 0x81) {
             self.on_sm_info(now, rx);
@@ -1318,6 +1349,8 @@ impl SubnetManager {
         let Ok(notice) = Notice::parse(&smp.data) else {
             return;
         };
+        // Subscribers (InformInfo) get the trap as an SA Report.
+        self.forward_to_sa_subscribers(&notice);
         let number = notice.trap_number;
         self.events.push_back(SmEvent::Trap {
             number,

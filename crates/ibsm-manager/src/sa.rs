@@ -1,0 +1,160 @@
+//! The SM's side of the Subnet Administrator: build the SA's snapshot when the subnet
+//! comes up, hand it class 0x03 requests, forward traps to subscribers, and write the
+//! MulticastForwardingTable blocks its multicast groups need. The SA itself
+//! (`ibsm-sa`) is sans-IO and knows nothing of the engine.
+
+use std::collections::HashMap;
+
+use ibsm_sa::{Requester, SaNode, SaPort, SaServer, SaSnapshot};
+use ibsm_topology::Csr;
+use ibsm_transport::{Address, Instant, LidAddress, Received};
+use ibsm_wire::{Method, Notice};
+
+use super::{Op, Outgoing, SubnetManager, dur};
+use crate::mkey;
+
+impl SubnetManager {
+    /// The Subnet Administrator, when enabled (`SmConfig::sa`).
+    #[must_use]
+    pub fn sa(&self) -> Option<&SaServer> {
+        self.sa.as_ref()
+    }
+
+    /// The SA's view of the subnet as configured by the last sweep.
+    #[must_use]
+    pub fn sa_snapshot(&self) -> SaSnapshot {
+        // Routes are indexed in the order of the snapshot they were computed from.
+        let route_ix: HashMap<u64, u32> = self
+            .fabric
+            .as_ref()
+            .map(|f| {
+                let csr = Csr::new(f);
+                csr.switch_guid
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| (g.0, i as u32))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let nodes = self
+            .subnet
+            .nodes
+            .iter()
+            .map(|n| {
+                let sw = n.is_switch();
+                let ports = n
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .map(|(p, r)| {
+                        let key_guid = if sw { n.info.node_guid } else { r.guid };
+                        let info = r.info.map(|mut i| {
+                            // The key the SM set, not what a protected port read back.
+                            let lid_port = !sw || p == 0;
+                            if lid_port {
+                                if let Some(k) = mkey::key_for(self.cfg.m_key, key_guid) {
+                                    i.m_key = k;
+                                }
+                            }
+                            i
+                        });
+                        SaPort {
+                            guid: r.guid,
+                            info,
+                            peer: r.peer.map(|(pn, pp)| (pn as u32, pp)),
+                            pkeys: Vec::new(),
+                        }
+                    })
+                    .collect();
+                SaNode {
+                    info: n.info,
+                    desc: n.desc.clone(),
+                    switch_info: n.switch_info,
+                    ports,
+                    route_index: if sw {
+                        route_ix.get(&n.info.node_guid).copied()
+                    } else {
+                        None
+                    },
+                }
+            })
+            .collect();
+        SaSnapshot {
+            nodes,
+            routes: self.routes.clone(),
+            subnet_prefix: self.cfg.subnet_prefix,
+            sms: vec![(self.sm_lid, self.election.sm_info())],
+            packet_life_time: self.cfg.packet_life_time,
+        }
+    }
+
+    pub(super) fn refresh_sa(&mut self) {
+        if self.sa.is_none() {
+            return;
+        }
+        let snap = self.sa_snapshot();
+        if let Some(sa) = self.sa.as_mut() {
+            sa.load(snap);
+        }
+        self.program_mfts();
+    }
+
+    /// A class 0x03 MAD: the SA answers requests; without an SA they are ignored
+    /// (as before the SA existed).
+    pub(super) fn on_sa(&mut self, now: Instant, rx: &Received) {
+        let Some(sa) = self.sa.as_mut() else {
+            return;
+        };
+        let from = Requester {
+            lid: rx.slid,
+            qpn: rx.qpn,
+        };
+        let addr = rx.reply_address();
+        for mad in sa.handle(dur(now), &rx.mad, &from) {
+            self.out.push_back(Outgoing {
+                id: None,
+                addr: addr.clone(),
+                mad,
+            });
+        }
+        self.program_mfts();
+    }
+
+    pub(super) fn forward_to_sa_subscribers(&mut self, notice: &Notice) {
+        let Some(sa) = self.sa.as_mut() else {
+            return;
+        };
+        for r in sa.notice(notice) {
+            let mut a = LidAddress::smp(r.dlid);
+            a.qpn = r.qpn;
+            a.qkey = ibsm_wire::mad::QP1_QKEY;
+            self.out.push_back(Outgoing {
+                id: None,
+                addr: Address::Lid(a),
+                mad: r.mad,
+            });
+        }
+    }
+
+    /// Writes the MFT blocks the SA's groups changed.
+    fn program_mfts(&mut self) {
+        let Some(sa) = self.sa.as_mut() else {
+            return;
+        };
+        for u in sa.take_mft_updates() {
+            let Some(&node) = self.subnet.by_guid.get(&u.switch_guid) else {
+                continue;
+            };
+            let mut data = [0u8; 64];
+            if u.mft.emit_into(&mut data).is_err() {
+                continue;
+            }
+            self.submit(
+                Op::SetMft { node },
+                Method::Set,
+                u.attribute_modifier(),
+                Some(data),
+            );
+        }
+    }
+}
