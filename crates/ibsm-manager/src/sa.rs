@@ -113,7 +113,7 @@ impl SubnetManager {
         for mad in sa.handle(dur(now), &rx.mad, &from) {
             self.out.push_back(Outgoing {
                 id: None,
-                addr: addr.clone(),
+                addr,
                 mad,
             });
         }
