@@ -1,5 +1,5 @@
 //! A simple blocking driver: the run loop of the crate docs, over any
-//! [`Transport`](ibsm_transport::Transport).
+//! [`Transport`].
 
 use ibsm_transport::{Instant, Transport, TransportError};
 
