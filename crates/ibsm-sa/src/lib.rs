@@ -47,6 +47,9 @@ mod mcast;
 mod server;
 mod snapshot;
 
+#[cfg(test)]
+mod tests;
+
 pub use db::PathFacts;
 pub use mcast::{MLID_BASE, MLID_LAST, MftUpdate};
 pub use server::{Report, Requester, RmppMode, SaConfig, SaCounters, SaServer};

@@ -505,6 +505,13 @@ impl SaServer {
         )
     }
 
+    /// Hop count, MTU, rate and SL of the routed path from the end port owning `slid` to
+    /// the one owning `dlid` (`None`: no such LID or no route).
+    #[must_use]
+    pub fn path_facts(&self, slid: u16, dlid: u16) -> Option<crate::PathFacts> {
+        self.db.walk(self.db.end_by_lid(slid)?, dlid)
+    }
+
     fn ends_for(&self, gid: Option<Gid>, lid: Option<u16>) -> Result<Vec<(EndPort, u16)>, SaError> {
         if let Some(g) = gid {
             let e = *self

@@ -1,0 +1,772 @@
+//! Query matching against a brute-force reference over generated fabrics, PathRecords
+//! against an independent LFT walk over the fabric model, request validation, keys,
+//! registrations.
+
+use std::time::Duration;
+
+use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
+use ibsm_topology::{Csr, Fabric, generate};
+use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
+use ibsm_wire::sa::{
+    ComponentMask, GuidInfoRecord, InformInfo, LinkRecord, McMemberRecord, NodeRecord,
+    PKeyTableRecord, PathRecord, PortInfoRecord, Rate, SaAttributeId, SaMad, SaRecord, SaStatus,
+    Selector, ServiceRecord, SmInfoRecord, SwitchInfoRecord, join_state,
+};
+use ibsm_wire::{Gid, Method, Mtu, Notice, SmInfo, SmState, Status};
+use proptest::prelude::*;
+
+use crate::{Requester, RmppMode, SaConfig, SaServer, SaSnapshot};
+
+const KEY: u64 = 0xfeed_beef;
+const PREFIX: u64 = ibsm_wire::DEFAULT_SUBNET_PREFIX;
+
+struct Fix {
+    fabric: Fabric,
+    csr: Csr,
+    lids: LidAssignment,
+    routes: ibsm_routing::Routes,
+}
+
+fn fixture(fabric: Fabric, engine: EngineKind, lmc: u8) -> Fix {
+    let csr = Csr::new(&fabric);
+    let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+    let mut o = Options::default();
+    o.max_vls = 8;
+    let routes = route_with_fallback(&*engine.engine(), &csr, &lids, &o).unwrap();
+    Fix {
+        fabric,
+        csr,
+        lids,
+        routes,
+    }
+}
+
+fn server(f: &Fix) -> SaServer {
+    let mut snap = SaSnapshot::from_routed(&f.fabric, &f.lids, f.routes.clone(), PREFIX);
+    snap.sms.push((
+        f.lids.switch_lid(0),
+        SmInfo {
+            guid: 0x1111,
+            sm_key: KEY,
+            act_count: 3,
+            priority: 5,
+            sm_state: SmState::Master,
+        },
+    ));
+    // An M_Key on every port, to see it hidden.
+    for n in &mut snap.nodes {
+        for p in &mut n.ports {
+            if let Some(i) = p.info.as_mut() {
+                i.m_key = 0xABCD_0000 ^ p.guid;
+            }
+        }
+    }
+    let mut sa = SaServer::new(SaConfig::with_sm_key(KEY));
+    sa.load(snap);
+    sa
+}
+
+fn tree() -> Fix {
+    fixture(generate::k_ary_n_tree(4, 2).unwrap(), EngineKind::MinHop, 0)
+}
+
+fn from(lid: u16) -> Requester {
+    Requester { lid, qpn: 1 }
+}
+
+/// Runs a request and reassembles a GetTable answer: (status, records).
+fn table<R: SaRecord>(sa: &mut SaServer, mask: u64, t: &R, key: u64, lid: u16) -> (Status, Vec<R>) {
+    let mut req = SaMad::request(Method::GetTable, 5, ComponentMask(mask), t).unwrap();
+    req.sm_key = key;
+    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    assert!(!out.is_empty());
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 24));
+    for m in &out {
+        assert_eq!(m.len(), 256);
+        rx.push(m).unwrap();
+    }
+    assert!(rx.is_complete());
+    let h = SaMad::parse(&out[0]).unwrap();
+    assert!(h.response);
+    assert_eq!(h.sm_key, 0, "the key is never echoed");
+    let recs = if h.status.is_ok() {
+        rx.records::<R>().unwrap().collect()
+    } else {
+        Vec::new()
+    };
+    (h.status, recs)
+}
+
+fn get<R: SaRecord>(sa: &mut SaServer, m: Method, mask: u64, t: &R, lid: u16) -> (Status, R) {
+    let req = SaMad::request(m, 6, ComponentMask(mask), t).unwrap();
+    let out = sa.handle(Duration::from_secs(1), &req.to_bytes(), &from(lid));
+    assert_eq!(out.len(), 1);
+    let h = SaMad::parse(&out[0]).unwrap();
+    (h.status, h.record(0).unwrap())
+}
+
+/// ComponentMask semantics written the slow way: bit by bit.
+fn reference_match<R: SaRecord>(rec: &R, tmpl: &R, mask: u64) -> bool {
+    let (mut a, mut b) = ([0u8; 256], [0u8; 256]);
+    rec.emit_into(&mut a).unwrap();
+    tmpl.emit_into(&mut b).unwrap();
+    R::COMPONENTS
+        .iter()
+        .filter(|c| mask & (1 << c.bit) != 0)
+        .all(|c| {
+            (0..usize::from(c.field.len)).all(|i| {
+                let at = c.field.abs_bit() + i;
+                (a[at / 8] >> (7 - at % 8)) & 1 == (b[at / 8] >> (7 - at % 8)) & 1
+            })
+        })
+}
+
+/// A template built from record `base`, with the bytes of `flip` changed, queried with
+/// `mask` (restricted to the record's components): SA answer == brute force.
+fn check_query<R: SaRecord + Copy + PartialEq + std::fmt::Debug>(
+    sa: &mut SaServer,
+    all: &[R],
+    base: usize,
+    mask: u64,
+    flip: Option<(usize, u8)>,
+    key: u64,
+) {
+    let mask = mask & R::all_components().0;
+    let mut tmpl = all[base % all.len()];
+    if let Some((at, x)) = flip {
+        let mut b = [0u8; 256];
+        tmpl.emit_into(&mut b).unwrap();
+        b[at % R::SIZE] ^= x | 1;
+        tmpl = R::parse(&b).unwrap();
+    }
+    let (st, got) = table(sa, mask, &tmpl, key, 1);
+    assert!(st.is_ok());
+    let want: Vec<R> = all
+        .iter()
+        .filter(|r| reference_match(*r, &tmpl, mask))
+        .copied()
+        .collect();
+    assert_eq!(got, want, "mask {mask:#x}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn component_masks_match_brute_force(
+        which in 0usize..6, base in 0usize..1000, mask in any::<u64>(),
+        flip in proptest::option::of((0usize..256, any::<u8>())), trusted in any::<bool>(),
+    ) {
+        let f = tree();
+        let mut sa = server(&f);
+        let key = if trusted { KEY } else { 0 };
+        match which {
+            0 => { let (_, all) = table(&mut sa, 0, &NodeRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+            1 => { let (_, all) = table(&mut sa, 0, &PortInfoRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+            2 => { let (_, all) = table(&mut sa, 0, &LinkRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+            3 => { let (_, all) = table(&mut sa, 0, &GuidInfoRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+            4 => { let (_, all) = table(&mut sa, 0, &SwitchInfoRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+            _ => { let (_, all) = table(&mut sa, 0, &SmInfoRecord::default(), key, 1);
+                   check_query(&mut sa, &all, base, mask, flip, key); }
+        }
+    }
+}
+
+/// Walks the LFTs over the fabric model itself (not the SA's index): hop count.
+fn reference_hops(f: &Fix, src: (ibsm_topology::NodeId, u8), dlid: u16) -> Option<u8> {
+    let sw_ix = |id| f.csr.switch_node.iter().position(|&s| s == id);
+    let owns = |id: ibsm_topology::NodeId, p: u8| {
+        let port = f.fabric.port(id, p).unwrap();
+        let base = u32::from(port.lid);
+        port.lid != 0 && (base..base + (1 << port.lmc)).contains(&u32::from(dlid))
+    };
+    let (mut node, mut hops) = (src.0, 0u8);
+    if sw_ix(node).is_none() && owns(src.0, src.1) {
+        // A port to itself: loopback, no link crossed.
+        return Some(0);
+    }
+    if sw_ix(node).is_none() {
+        let peer = f.fabric.port_peer(node, src.1)?;
+        node = peer.node;
+        hops = 1;
+    }
+    loop {
+        let s = sw_ix(node)?;
+        if f.lids.switch_lid(s) == dlid {
+            return Some(hops);
+        }
+        let out = f.routes.port(s, dlid);
+        if out == 0 || out == ibsm_routing::NO_ROUTE {
+            return None;
+        }
+        let peer = f.fabric.port_peer(node, out)?;
+        hops += 1;
+        if sw_ix(peer.node).is_none() {
+            return owns(peer.node, peer.port).then_some(hops);
+        }
+        node = peer.node;
+        if hops > 64 {
+            return None;
+        }
+    }
+}
+
+fn set_lids(f: &mut Fix) {
+    // The fabric model carries the LIDs for the reference walk.
+    for t in 0..f.csr.term_node.len() {
+        let (l, m) = f.lids.terminal_lid(t);
+        let p = f
+            .fabric
+            .node_mut(f.csr.term_node[t])
+            .unwrap()
+            .port_mut(f.csr.term_port[t])
+            .unwrap();
+        p.lid = l;
+        p.lmc = m;
+    }
+}
+
+#[test]
+fn path_records_follow_the_lfts_on_trees_and_tori() {
+    let torus = generate::grid(&generate::Grid {
+        dims: vec![5, 5],
+        torus: true,
+        cas_per_switch: 2,
+    })
+    .unwrap();
+    for (fab, engine, lmc) in [
+        (generate::k_ary_n_tree(4, 2).unwrap(), EngineKind::MinHop, 0),
+        (generate::k_ary_n_tree(3, 3).unwrap(), EngineKind::UpDn, 1),
+        (torus, EngineKind::Lash, 0),
+    ] {
+        let mut f = fixture(fab, engine, lmc);
+        set_lids(&mut f);
+        let sa = server(&f);
+        let terms = f.csr.term_node.len();
+        let mut seen = 0;
+        for a in 0..terms {
+            for b in 0..terms {
+                let (sl, _) = f.lids.terminal_lid(a);
+                let (dl, _) = f.lids.terminal_lid(b);
+                let src = (f.csr.term_node[a], f.csr.term_port[a]);
+                let want = reference_hops(&f, src, dl);
+                let got = sa.path_facts(sl, dl);
+                assert_eq!(got.map(|g| g.hops), want, "{engine:?} {sl} -> {dl}");
+                let pr = sa.path_record(sl, dl).unwrap();
+                assert_eq!((pr.slid, pr.dlid), (sl, dl));
+                assert_eq!(pr.mtu, Mtu::Mtu4096);
+                assert_eq!(pr.rate, Rate::G40);
+                let sw = f.csr.term_switch[a] as usize;
+                if a != b {
+                    assert_eq!(pr.sl, f.routes.sl(sw, dl), "engine SL");
+                }
+                assert!(pr.reversible);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, terms * terms);
+        if engine == EngineKind::Lash {
+            assert!(f.routes.has_sls());
+        }
+    }
+}
+
+#[test]
+fn path_record_queries_saquery_style() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (l1, _) = f.lids.terminal_lid(0);
+    let (l2, _) = f.lids.terminal_lid(7);
+    let g2 = Gid::new(
+        PREFIX,
+        f.fabric
+            .port(f.csr.term_node[7], f.csr.term_port[7])
+            .unwrap()
+            .guid
+            .0,
+    );
+    let g1 = Gid::new(
+        PREFIX,
+        f.fabric
+            .port(f.csr.term_node[0], f.csr.term_port[0])
+            .unwrap()
+            .guid
+            .0,
+    );
+    // By LIDs, by GIDs, mixed; one path each.
+    for (mask, t) in [
+        (
+            PathRecord::CM_SLID | PathRecord::CM_DLID,
+            PathRecord {
+                slid: l1,
+                dlid: l2,
+                ..Default::default()
+            },
+        ),
+        (
+            PathRecord::CM_SGID
+                | PathRecord::CM_DGID
+                | PathRecord::CM_REVERSIBLE
+                | PathRecord::CM_NUMB_PATH,
+            PathRecord {
+                sgid: g1,
+                dgid: g2,
+                reversible: true,
+                numb_path: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            PathRecord::CM_SGID | PathRecord::CM_DLID,
+            PathRecord {
+                sgid: g1,
+                dlid: l2,
+                ..Default::default()
+            },
+        ),
+    ] {
+        let (st, prs) = table(&mut sa, mask.0, &t, 0, l1);
+        assert!(st.is_ok());
+        assert_eq!(prs.len(), 1, "{mask:?}");
+        assert_eq!(
+            (prs[0].slid, prs[0].dlid, prs[0].sgid, prs[0].dgid),
+            (l1, l2, g1, g2)
+        );
+    }
+    // From one source to everyone (16 CAs + 4 + 4 switches).
+    let (_, all) = table(
+        &mut sa,
+        PathRecord::CM_SLID.0,
+        &PathRecord {
+            slid: l1,
+            ..Default::default()
+        },
+        0,
+        l1,
+    );
+    assert_eq!(all.len(), f.csr.term_node.len() + f.csr.switch_node.len());
+    // Selectors: MTU > 4096 impossible; MTU < 4096 gives 2048; rate exactly 10 Gb/s.
+    let base = PathRecord {
+        slid: l1,
+        dlid: l2,
+        ..Default::default()
+    };
+    let ends = PathRecord::CM_SLID | PathRecord::CM_DLID;
+    let sel = PathRecord::CM_MTU | PathRecord::CM_MTU_SELECTOR;
+    let t = PathRecord {
+        mtu: Mtu::Mtu4096,
+        mtu_selector: Selector::GreaterThan,
+        ..base
+    };
+    assert!(table(&mut sa, (ends | sel).0, &t, 0, l1).1.is_empty());
+    let t = PathRecord {
+        mtu: Mtu::Mtu4096,
+        mtu_selector: Selector::LessThan,
+        ..base
+    };
+    assert_eq!(
+        table(&mut sa, (ends | sel).0, &t, 0, l1).1[0].mtu,
+        Mtu::Mtu2048
+    );
+    let t = PathRecord {
+        rate: Rate::G10,
+        rate_selector: Selector::Exactly,
+        ..base
+    };
+    let r = table(
+        &mut sa,
+        (ends | PathRecord::CM_RATE | PathRecord::CM_RATE_SELECTOR).0,
+        &t,
+        0,
+        l1,
+    )
+    .1;
+    assert_eq!(r[0].rate, Rate::G10);
+    // A P_Key nobody has: no path. An unknown SGID: ERR_REQ_INVALID_GID.
+    let t = PathRecord {
+        pkey: 0x8123,
+        ..base
+    };
+    assert!(
+        table(&mut sa, (ends | PathRecord::CM_PKEY).0, &t, 0, l1)
+            .1
+            .is_empty()
+    );
+    let t = PathRecord {
+        sgid: Gid::new(PREFIX, 0xdead),
+        ..base
+    };
+    let (st, _) = table(
+        &mut sa,
+        (PathRecord::CM_SGID | PathRecord::CM_DLID).0,
+        &t,
+        0,
+        l1,
+    );
+    assert_eq!(st.sa_status(), SaStatus::ReqInvalidGid);
+    // Get: one record.
+    let (st, pr) = get(&mut sa, Method::Get, ends.0, &base, l1);
+    assert!(st.is_ok());
+    assert_eq!(pr.dlid, l2);
+}
+
+#[test]
+fn secrets_need_the_sm_key() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (own, _) = f.lids.terminal_lid(3);
+    let (_, open) = table(&mut sa, 0, &PortInfoRecord::default(), 0, own);
+    assert!(open.iter().all(|r| r.port_info.m_key == 0));
+    let (_, shut) = table(&mut sa, 0, &PortInfoRecord::default(), KEY, own);
+    assert!(shut.iter().all(|r| r.port_info.m_key != 0));
+    let (_, sms) = table(&mut sa, 0, &SmInfoRecord::default(), 0, own);
+    assert_eq!(sms[0].sm_info.sm_key, 0);
+    let (_, sms) = table(&mut sa, 0, &SmInfoRecord::default(), KEY, own);
+    assert_eq!(sms[0].sm_info.sm_key, KEY);
+    // P_Keys: untrusted requesters see their own port's table only.
+    let (_, pk) = table(&mut sa, 0, &PKeyTableRecord::default(), 0, own);
+    assert_eq!(pk.len(), 1);
+    assert_eq!(pk[0].lid, own);
+    assert_eq!(pk[0].pkey_table.pkeys.get(0).unwrap().0, 0xFFFF);
+    let (_, pk) = table(&mut sa, 0, &PKeyTableRecord::default(), KEY, own);
+    assert!(pk.len() > 16);
+    // A wrong key: ERR_REQ_DENIED, counted; Get and GetTable alike.
+    let (st, r) = table(&mut sa, 0, &NodeRecord::default(), 0x77, own);
+    assert_eq!(st.sa_status(), SaStatus::ReqDenied);
+    assert!(r.is_empty());
+    let mut req =
+        SaMad::request(Method::Get, 1, ComponentMask::NONE, &NodeRecord::default()).unwrap();
+    req.sm_key = 0x77;
+    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(own));
+    assert_eq!(
+        SaMad::parse(&out[0]).unwrap().status.sa_status(),
+        SaStatus::ReqDenied
+    );
+    assert_eq!(sa.counters().bad_sm_key, 2);
+    assert!(sa.counters().trusted >= 3);
+}
+
+#[test]
+fn malformed_and_unsupported_requests_get_statuses() {
+    let f = tree();
+    let mut sa = server(&f);
+    let req = SaMad::request(
+        Method::Get,
+        1,
+        NodeRecord::CM_LID,
+        &NodeRecord {
+            lid: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let bytes = req.to_bytes();
+    // Too short to answer: dropped and counted.
+    assert!(sa.handle(Duration::ZERO, &bytes[..40], &from(1)).is_empty());
+    // Shorter than a MAD: ERR_REQ_INVALID.
+    let out = sa.handle(Duration::ZERO, &bytes[..200], &from(1));
+    assert_eq!(
+        SaMad::parse(&pad(&out[0])).unwrap().status.sa_status(),
+        SaStatus::ReqInvalid
+    );
+    // Class version 1: bad version.
+    let mut b = bytes;
+    b[2] = 1;
+    let out = sa.handle(Duration::ZERO, &b, &from(1));
+    assert_eq!(SaMad::parse(&out[0]).unwrap().status, Status::BAD_VERSION);
+    // Unknown attribute; Set of a NodeRecord.
+    let mut b = bytes;
+    b[16..18].copy_from_slice(&0x0099u16.to_be_bytes());
+    let out = sa.handle(Duration::ZERO, &b, &from(1));
+    assert_eq!(
+        SaMad::parse(&out[0]).unwrap().status,
+        Status::METHOD_ATTR_UNSUPPORTED
+    );
+    let set = SaMad::request(Method::Set, 1, ComponentMask::NONE, &NodeRecord::default()).unwrap();
+    let out = sa.handle(Duration::ZERO, &set.to_bytes(), &from(1));
+    assert_eq!(
+        SaMad::parse(&out[0]).unwrap().status,
+        Status::METHOD_ATTR_UNSUPPORTED
+    );
+    // Get of many / of none.
+    let (st, _) = get(&mut sa, Method::Get, 0, &NodeRecord::default(), 1);
+    assert_eq!(st.sa_status(), SaStatus::TooManyRecords);
+    let (st, _) = get(
+        &mut sa,
+        Method::Get,
+        NodeRecord::CM_LID.0,
+        &NodeRecord {
+            lid: 999,
+            ..Default::default()
+        },
+        1,
+    );
+    assert_eq!(st.sa_status(), SaStatus::NoRecords);
+    // Responses and RMPP ACKs are not requests.
+    let mut b = bytes;
+    b[3] |= 0x80;
+    assert!(sa.handle(Duration::ZERO, &b, &from(1)).is_empty());
+    // ClassPortInfo.
+    let cpi = SaMad {
+        attribute_id: SaAttributeId::ClassPortInfo,
+        ..req
+    };
+    let out = sa.handle(Duration::ZERO, &cpi.to_bytes(), &from(1));
+    let r = SaMad::parse(&out[0]).unwrap();
+    assert!(r.status.is_ok());
+    assert_eq!(r.data[1], 2, "class version");
+    assert!(sa.counters().malformed >= 2 && sa.counters().errors >= 5);
+}
+
+fn pad(m: &[u8]) -> [u8; 256] {
+    let mut b = [0u8; 256];
+    b[..m.len().min(256)].copy_from_slice(&m[..m.len().min(256)]);
+    b
+}
+
+#[test]
+fn kernel_rmpp_sends_one_message() {
+    let f = tree();
+    let mut snap = SaSnapshot::from_routed(&f.fabric, &f.lids, f.routes.clone(), PREFIX);
+    snap.sms.clear();
+    let mut cfg = SaConfig::with_sm_key(KEY);
+    cfg.rmpp = RmppMode::Kernel;
+    let mut sa = SaServer::new(cfg);
+    sa.load(snap);
+    let req = SaMad::request(
+        Method::GetTable,
+        1,
+        ComponentMask::NONE,
+        &NodeRecord::default(),
+    )
+    .unwrap();
+    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(1));
+    assert_eq!(out.len(), 1);
+    let ends = f.csr.term_node.len() + f.csr.switch_node.len();
+    // 108-byte records, 112 apart (AttributeOffset 14).
+    assert_eq!(out[0].len(), 56 + ends * 112);
+    assert_eq!(u16::from_be_bytes([out[0][44], out[0][45]]), 14);
+    assert_eq!(out[0][25], 1, "RMPP DATA");
+    assert_eq!(out[0][26] & 1, 1, "Active");
+}
+
+#[test]
+fn multicast_groups_and_mfts() {
+    let f = tree();
+    let mut sa = server(&f);
+    let port = |t: usize| {
+        let (lid, _) = f.lids.terminal_lid(t);
+        let g = f
+            .fabric
+            .port(f.csr.term_node[t], f.csr.term_port[t])
+            .unwrap()
+            .guid
+            .0;
+        (lid, Gid::new(PREFIX, g))
+    };
+    let (la, ga) = port(0);
+    let (lb, gb) = port(15);
+    let mask = McMemberRecord::CM_PORT_GID
+        | McMemberRecord::CM_QKEY
+        | McMemberRecord::CM_PKEY
+        | McMemberRecord::CM_JOIN_STATE;
+    let t = McMemberRecord {
+        port_gid: ga,
+        qkey: 0x11,
+        pkey: 0xFFFF,
+        join_state: join_state::FULL_MEMBER,
+        ..Default::default()
+    };
+    let (st, g) = get(&mut sa, Method::Set, mask.0, &t, la);
+    assert!(st.is_ok());
+    assert_eq!(g.mlid, 0xC000);
+    // Another port joins the same MGID; joining for someone else needs the key.
+    let t2 = McMemberRecord {
+        mgid: g.mgid,
+        port_gid: gb,
+        ..t
+    };
+    let (st, _) = get(
+        &mut sa,
+        Method::Set,
+        (mask | McMemberRecord::CM_MGID).0,
+        &t2,
+        la,
+    );
+    assert_eq!(st.sa_status(), SaStatus::ReqDenied);
+    let (st, g2) = get(
+        &mut sa,
+        Method::Set,
+        (mask | McMemberRecord::CM_MGID).0,
+        &t2,
+        lb,
+    );
+    assert!(st.is_ok());
+    assert_eq!(g2.mlid, 0xC000);
+    // A second group gets the next MLID.
+    let (_, g3) = get(
+        &mut sa,
+        Method::Set,
+        mask.0,
+        &McMemberRecord { qkey: 0x22, ..t },
+        la,
+    );
+    assert_eq!(g3.mlid, 0xC001);
+    // MFTs: every switch on the tree between the two members forwards 0xC000; the
+    // members' leaf switches to their ports.
+    let ups = sa.take_mft_updates();
+    assert!(!ups.is_empty());
+    let leaf_a = f
+        .fabric
+        .port_peer(f.csr.term_node[0], f.csr.term_port[0])
+        .unwrap();
+    let guid_a = f.fabric.node(leaf_a.node).unwrap().guid().0;
+    let u = ups
+        .iter()
+        .find(|u| u.switch_guid == guid_a && u.block == 0 && u.position == 0)
+        .unwrap();
+    assert!(u.mft.port_masks.get(0).unwrap() & (1 << leaf_a.port) != 0);
+    assert!(sa.take_mft_updates().is_empty(), "nothing changed");
+    // Untrusted view: groups without the other members.
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), 0, la);
+    assert_eq!(recs.len(), 2);
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, la);
+    assert_eq!(recs.len(), 3);
+    // Leaves: the first group empties, its MFT entries are cleared.
+    let leave = McMemberRecord { mgid: g.mgid, ..t };
+    let m = mask | McMemberRecord::CM_MGID;
+    assert!(get(&mut sa, Method::Delete, m.0, &leave, la).0.is_ok());
+    assert!(get(&mut sa, Method::Delete, m.0, &t2, lb).0.is_ok());
+    assert_eq!(
+        get(&mut sa, Method::Delete, m.0, &t2, lb).0.sa_status(),
+        SaStatus::ReqInvalid
+    );
+    let ups = sa.take_mft_updates();
+    let u = ups
+        .iter()
+        .find(|u| u.switch_guid == guid_a && u.block == 0 && u.position == 0)
+        .unwrap();
+    assert_eq!(u.mft.port_masks.get(0).unwrap(), 0);
+    // Creating without a Q_Key: insufficient components.
+    let (st, _) = get(
+        &mut sa,
+        Method::Set,
+        (McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE).0,
+        &t,
+        la,
+    );
+    assert_eq!(st.sa_status(), SaStatus::ReqInsufficientComponents);
+}
+
+#[test]
+fn services_register_expire_and_delete() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (lid, _) = f.lids.terminal_lid(2);
+    let guid = f
+        .fabric
+        .port(f.csr.term_node[2], f.csr.term_port[2])
+        .unwrap()
+        .guid
+        .0;
+    let mut s = ServiceRecord {
+        service_id: 0x42,
+        service_gid: Gid::new(PREFIX, guid),
+        service_pkey: 0xFFFF,
+        service_lease: 10,
+        ..Default::default()
+    };
+    s.set_name("ibsm test");
+    let m = ServiceRecord::CM_SERVICE_ID | ServiceRecord::CM_SERVICE_GID;
+    let req = SaMad::request(Method::Set, 1, m, &s).unwrap();
+    let at = |t| Duration::from_secs(t);
+    assert!(
+        SaMad::parse(&sa.handle(at(0), &req.to_bytes(), &from(lid))[0])
+            .unwrap()
+            .status
+            .is_ok()
+    );
+    // Someone else may not register for that port.
+    let out = sa.handle(at(0), &req.to_bytes(), &from(lid + 1));
+    assert_eq!(
+        SaMad::parse(&out[0]).unwrap().status.sa_status(),
+        SaStatus::ReqDenied
+    );
+    let q = SaMad::request(Method::GetTable, 2, ServiceRecord::CM_SERVICE_ID, &s).unwrap();
+    let n = |sa: &mut SaServer, t| {
+        let out = sa.handle(at(t), &q.to_bytes(), &from(1));
+        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 16));
+        for m in &out {
+            rx.push(m).unwrap();
+        }
+        rx.records::<ServiceRecord>().unwrap().count()
+    };
+    assert_eq!(n(&mut sa, 5), 1);
+    assert_eq!(n(&mut sa, 11), 0, "lease over");
+    sa.handle(at(20), &req.to_bytes(), &from(lid));
+    let del = SaMad::request(Method::Delete, 3, m, &s).unwrap();
+    assert!(
+        SaMad::parse(&sa.handle(at(21), &del.to_bytes(), &from(lid))[0])
+            .unwrap()
+            .status
+            .is_ok()
+    );
+    assert_eq!(n(&mut sa, 21), 0);
+}
+
+#[test]
+fn inform_info_subscribers_get_reports() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (lid, _) = f.lids.terminal_lid(4);
+    let ii = InformInfo {
+        lid_range_begin: InformInfo::ALL_LIDS,
+        is_generic: 1,
+        subscribe: 1,
+        notice_type: InformInfo::ALL,
+        trap_number: 64,
+        qpn: 7,
+        producer_type: InformInfo::ALL_PRODUCERS,
+        ..Default::default()
+    };
+    let req = SaMad::request(Method::Set, 1, ComponentMask::NONE, &ii).unwrap();
+    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    assert!(SaMad::parse(&out[0]).unwrap().status.is_ok());
+    let n64 = Notice::generic(
+        ibsm_wire::TrapNumber::from(64),
+        ibsm_wire::ProducerType::from(4),
+        9,
+    );
+    let reps = sa.notice(&n64);
+    assert_eq!(reps.len(), 1);
+    assert_eq!((reps[0].dlid, reps[0].qpn), (lid, 7));
+    let m = SaMad::parse(&reps[0].mad).unwrap();
+    assert_eq!(m.method, Method::Report);
+    assert_eq!(m.attribute_id, SaAttributeId::Notice);
+    let n65 = Notice::generic(
+        ibsm_wire::TrapNumber::from(65),
+        ibsm_wire::ProducerType::from(4),
+        9,
+    );
+    assert!(sa.notice(&n65).is_empty(), "other trap number");
+    // Unsubscribe.
+    let un = SaMad::request(
+        Method::Set,
+        2,
+        ComponentMask::NONE,
+        &InformInfo { subscribe: 0, ..ii },
+    )
+    .unwrap();
+    assert!(
+        SaMad::parse(&sa.handle(Duration::ZERO, &un.to_bytes(), &from(lid))[0])
+            .unwrap()
+            .status
+            .is_ok()
+    );
+    assert!(sa.notice(&n64).is_empty());
+}
