@@ -31,6 +31,7 @@
 mod error;
 pub mod hdr;
 mod port;
+pub mod signal;
 mod sys;
 pub mod sysfs;
 mod transport;
@@ -38,5 +39,6 @@ mod transport;
 pub use error::{Error, Result};
 pub use hdr::{HeaderLen, UmadHdr};
 pub use port::{HeaderMode, OpenOptions, Received, SendTo, UmadPort};
+pub use signal::StopSignals;
 pub use sysfs::{PortDesc, Selector};
 pub use transport::UmadTransport;

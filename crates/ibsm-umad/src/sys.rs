@@ -160,3 +160,36 @@ pub(crate) fn umad2sim_preloaded() -> bool {
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"sim_client_init".as_ptr()) };
     !p.is_null()
 }
+
+/// The last stop signal caught (0 = none), written only by [`on_stop_signal`].
+pub(crate) static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The handler: one atomic store, which is async-signal-safe.
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs [`on_stop_signal`] for `sig` with `sigaction` (no `SA_RESTART`, so a blocking
+/// `poll` returns `EINTR` and the caller notices the signal at once).
+pub(crate) fn catch_stop_signal(sig: libc::c_int) -> io::Result<()> {
+    // SAFETY: `sigaction` is a plain C struct for which all-zero bytes are a valid value
+    // (empty mask, no flags, default handler); we fill the fields we need below.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    act.sa_flags = 0;
+    // SAFETY: `act.sa_mask` is a valid, owned sigset_t; sigemptyset only writes to it.
+    unsafe {
+        libc::sigemptyset(&raw mut act.sa_mask);
+    }
+    // SAFETY: `act` is fully initialised and outlives the call; the handler only does an
+    // atomic store (async-signal-safe); a null `oldact` is allowed.
+    let r = unsafe { libc::sigaction(sig, &raw const act, std::ptr::null_mut()) };
+    check(r as isize).map(|_| ())
+}
+
+/// `_exit(code)`: ends the process without running `atexit` handlers.
+pub(crate) fn exit_immediately(code: i32) -> ! {
+    // SAFETY: `_exit` takes a plain integer and never returns; skipping Rust destructors
+    // is sound (they are not required for memory safety) and the caller flushed its output.
+    unsafe { libc::_exit(code) }
+}
