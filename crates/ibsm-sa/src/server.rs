@@ -278,7 +278,22 @@ impl SaServer {
                 self.answer::<NodeRecord>(req, n, &data)
             }
             A::PortInfoRecord if read => {
-                let it = self.db.port_info_records(trusted);
+                // CapabilityMask(2) components match records having every bit the
+                // template sets (as OpenSM, advertised in ClassPortInfo): `saquery -s`
+                // asks for IsSM ports this way.
+                let t: PortInfoRecord = req.record(0).map_err(|_| invalid())?;
+                let cap = mask
+                    .contains(PortInfoRecord::CM_CAPABILITY_MASK)
+                    .then_some(t.port_info.capability_mask);
+                let cap2 = mask
+                    .contains(PortInfoRecord::CM_CAPABILITY_MASK2)
+                    .then_some(t.port_info.capability_mask2);
+                let mask = mask
+                    & !(PortInfoRecord::CM_CAPABILITY_MASK | PortInfoRecord::CM_CAPABILITY_MASK2);
+                let it = self.db.port_info_records(trusted).filter(|r| {
+                    cap.is_none_or(|c| r.port_info.capability_mask.contains(c))
+                        && cap2.is_none_or(|c| r.port_info.capability_mask2.contains(c))
+                });
                 let (n, data) = collect::<PortInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<PortInfoRecord>(req, n, &data)
             }
@@ -395,7 +410,11 @@ impl SaServer {
             base_version: 1,
             class_version: SA_CLASS_VERSION,
             // Reports are sent (InformInfo); optional records and multicast served.
-            capability_mask: cpi_cap::TRAP | sa_cap::OPTIONAL_RECORDS | sa_cap::UD_MULTICAST,
+            capability_mask: cpi_cap::TRAP
+                | sa_cap::OPTIONAL_RECORDS
+                | sa_cap::UD_MULTICAST
+                | sa_cap::PORT_INFO_CAP_MASK_MATCH,
+            capability_mask2: ibsm_wire::sa::sa_cap2::PORT_INFO_CAP_MASK2_MATCH,
             resp_time_value: self.cfg.resp_time_value,
             ..ClassPortInfo::default()
         }
@@ -467,13 +486,10 @@ impl SaServer {
         match self.cfg.rmpp {
             RmppMode::Kernel => {
                 h.rmpp_flags = RmppFlags::ACTIVE;
+                // Exactly header + table: the kernel pads the last segment itself, and
+                // padding here would read as extra (empty) records.
                 let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
                 out.extend_from_slice(data);
-                // The kernel pads the last segment; a message shorter than one MAD is
-                // padded here so every answer is at least 256 bytes.
-                if out.len() < 256 {
-                    out.resize(256, 0);
-                }
                 vec![out]
             }
             RmppMode::Segments => match Segmenter::sa(&h, data) {
