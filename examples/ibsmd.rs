@@ -22,6 +22,7 @@
 //! --timeout SECS           give up (--once: exit 1) or stop (daemon: exit 0) after SECS;
 //!                          default 60 with --once, none otherwise
 //! --json                   one JSON object on the last stdout line
+//! --sa                     serve Subnet Administration (class 0x03 agent, kernel RMPP)
 //! -v                       event log on stderr
 //! ```
 //!
@@ -56,12 +57,13 @@ struct Args {
     timeout: Option<u64>,
     json: bool,
     verbose: bool,
+    sa: bool,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--guid2lid FILE] \
-[--once] [--timeout SECS] [--json] [-v]";
+[--once] [--timeout SECS] [--json] [--sa] [-v]";
 
 fn parse_u64(text: &str, flag: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -98,6 +100,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         once: false,
         timeout: None,
         json: false,
+        sa: false,
         verbose: false,
     };
     let mut it = argv;
@@ -138,6 +141,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
             "--timeout" => a.timeout = Some(parse_u64(&value()?, "--timeout")?),
             "--once" => a.once = true,
             "--json" => a.json = true,
+            "--sa" => a.sa = true,
             "-v" | "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
@@ -162,6 +166,9 @@ fn config(a: &Args) -> SmConfig {
     cfg.sweep_interval = Duration::from_secs(a.sweep_interval);
     cfg.polling_timeout = Duration::from_millis(a.polling_timeout_ms);
     cfg.polling_retries = a.polling_retries;
+    // The SA answers over the port's class 0x03 agent; the kernel runs RMPP.
+    cfg.sa = a.sa;
+    cfg.sa_rmpp = ibsm::manager::sa::RmppMode::Kernel;
     cfg
 }
 
@@ -268,6 +275,7 @@ fn run(a: &Args) -> Result<bool, String> {
             port: a.port,
             guid: None,
         },
+        sa_agent: a.sa,
         ..OpenOptions::default()
     };
     let mut t = UmadTransport::open(&opts).map_err(|e| e.to_string())?;
@@ -339,6 +347,9 @@ fn run(a: &Args) -> Result<bool, String> {
         driver::run(&mut sm, &mut t, until, |_| false).map_err(|e| e.to_string())?;
     }
     drop(t);
+    if let Some(sa) = sm.sa() {
+        eprintln!("SA: {:?}", sa.counters());
+    }
     if let Some((ms, s)) = &out.first_up {
         let by_attr: Vec<String> = s
             .by_attribute

@@ -1,5 +1,5 @@
-//! Peer test: our SM with its SA (the `sa-umad-peer` binary: ibsm-manager + ibsm-sa over
-//! ibsm-umad under the umad2sim preload) brings an ibsim fabric up, then infiniband-diags'
+//! Peer test: `ibsmd --sa` (ibsm-manager + ibsm-sa over ibsm-umad under the umad2sim
+//! preload) brings an ibsim fabric up, then infiniband-diags'
 //! `saquery` asks it NodeRecord, PortInfoRecord, PathRecord between two LIDs,
 //! SMInfoRecord and LinkRecord, and the answers are checked against what `smpquery`
 //! reads from the nodes themselves. ibsim cuts SA answers to one MAD (no RMPP), so every
@@ -14,7 +14,7 @@ const IBSIM: &str = "/usr/bin/ibsim";
 const SAQUERY: &str = "/usr/sbin/saquery";
 const SMPQUERY: &str = "/usr/sbin/smpquery";
 const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
-const PEER: &str = env!("CARGO_BIN_EXE_sa-umad-peer");
+const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 const SM_KEY: u64 = 0x77;
 const M_KEY: u64 = 0x1234_5678;
 
@@ -88,8 +88,14 @@ fn start() -> Rig {
         Duration::from_secs(20),
     );
     let err = std::fs::File::create(rig.dir.join("sm.log")).unwrap();
-    let sm = Command::new(PEER)
-        .args(["--run-secs", "60", "--sm-key", &format!("{SM_KEY:#x}")])
+    let sm = Command::new(IBSMD)
+        .args([
+            "--sa",
+            "--timeout",
+            "60",
+            "--sm-key",
+            &format!("{SM_KEY:#x}"),
+        ])
         .args(["--m-key", &format!("{M_KEY:#x}")])
         .current_dir(rig.dir.join("sm"))
         .env("IBSIM_SOCKNAME", &rig.sock)
@@ -99,7 +105,7 @@ fn start() -> Rig {
         .stdout(Stdio::null())
         .stderr(err)
         .spawn()
-        .expect("start sa-umad-peer");
+        .expect("start ibsmd");
     rig.sm = Some(sm);
     wait_for(
         &rig.dir.join("sm.log"),
