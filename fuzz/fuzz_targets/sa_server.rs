@@ -1,0 +1,52 @@
+//! The Subnet Administrator answering arbitrary bytes: never a panic, and every answer
+//! is a response of class 0x03 that carries no SM_Key. One SA (a routed 4-ary 2-tree)
+//! lives across inputs, so joins, services and subscriptions accumulate as in a
+//! long-running SM. The first two bytes are the requester's LID.
+#![no_main]
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
+use ibsm_sa::{Requester, SaConfig, SaServer, SaSnapshot};
+use ibsm_topology::{Csr, generate};
+use libfuzzer_sys::fuzz_target;
+
+static SA: Mutex<Option<SaServer>> = Mutex::new(None);
+
+fn build() -> SaServer {
+    let fabric = generate::k_ary_n_tree(4, 2).expect("fabric");
+    let csr = Csr::new(&fabric);
+    let lids = LidAssignment::sequential(&csr, 1).expect("lids");
+    let routes = route_with_fallback(&*EngineKind::MinHop.engine(), &csr, &lids, &Options::default())
+        .expect("routes");
+    let mut sa = SaServer::new(SaConfig::with_sm_key(0x42));
+    sa.load(SaSnapshot::from_routed(&fabric, &lids, routes, ibsm_wire::DEFAULT_SUBNET_PREFIX));
+    sa
+}
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 2 {
+        return;
+    }
+    let lid = u16::from_be_bytes([data[0], data[1]]);
+    let mut mad = data[2..].to_vec();
+    // Mostly well-formed SA requests, to get past the first checks.
+    if mad.len() >= 4 {
+        mad[0] = 1;
+        mad[1] = 0x03;
+        if mad.len() > 2 && data[0] & 0x80 == 0 {
+            mad[2] = 2;
+        }
+    }
+    let mut guard = SA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sa = guard.get_or_insert_with(build);
+    let now = Duration::from_secs(u64::from(data[1]));
+    for out in sa.handle(now, &mad, &Requester { lid, qpn: 1 }) {
+        assert!(out.len() >= 56, "answer too short");
+        assert_eq!(out[1], 0x03);
+        assert!(out[3] & 0x80 != 0, "not a response");
+        assert_eq!(&out[36..44], &[0; 8], "SM_Key echoed");
+    }
+    let _ = sa.take_mft_updates();
+});
