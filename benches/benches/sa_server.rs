@@ -13,10 +13,15 @@ use ibsm_topology::{Csr, generate};
 use ibsm_wire::sa::{ComponentMask, NodeRecord, PathRecord, SaMad};
 use ibsm_wire::{DEFAULT_SUBNET_PREFIX, Method};
 
-/// A 3-level fat tree of radix 24 (3,456 CAs, 720 switches) routed with ftree, and
-/// 4,096 pseudo-random (SLID, DLID) pairs of its CAs.
+/// A 3-level fat tree of radix 24 (3,456 CAs, 720 switches; `IBSM_SA_BENCH_RADIX=36`
+/// for 11,664 CAs) routed with ftree, and 4,096 pseudo-random (SLID, DLID) pairs of its
+/// CAs.
 fn setup() -> (SaServer, Vec<(u16, u16)>) {
-    let fabric = generate::fat_tree(24, 3).expect("fat tree");
+    let radix = std::env::var("IBSM_SA_BENCH_RADIX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let fabric = generate::fat_tree(radix, 3).expect("fat tree");
     let csr = Csr::new(&fabric);
     let lids = LidAssignment::sequential(&csr, 0).expect("LIDs");
     let routes = route_with_fallback(
@@ -29,6 +34,12 @@ fn setup() -> (SaServer, Vec<(u16, u16)>) {
     let snap = SaSnapshot::from_routed(&fabric, &lids, routes, DEFAULT_SUBNET_PREFIX);
     let mut sa = SaServer::new(SaConfig::default());
     sa.load(snap);
+    eprintln!(
+        "sa_server: {} CAs, {} switches, SA snapshot + index + routes {:.1} MiB",
+        csr.term_node.len(),
+        csr.switch_node.len(),
+        sa.memory_bytes() as f64 / (1 << 20) as f64
+    );
     let terms = csr.term_node.len() as u64;
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let pairs = (0..4096)

@@ -156,6 +156,43 @@ impl Db {
         db
     }
 
+    /// Heap bytes of the snapshot and its index (approximate: vector capacities).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let nodes: usize = self
+            .snap
+            .nodes
+            .iter()
+            .map(|n| {
+                size_of::<crate::SaNode>()
+                    + n.desc.capacity()
+                    + n.ports.capacity() * size_of::<crate::SaPort>()
+                    + n.ports
+                        .iter()
+                        .map(|p| p.pkeys.capacity() * 2)
+                        .sum::<usize>()
+            })
+            .sum();
+        let routes = self
+            .snap
+            .routes
+            .as_ref()
+            .map_or(0, ibsm_routing::Routes::memory_bytes);
+        nodes
+            + routes
+            + self.ends.capacity() * size_of::<EndPort>()
+            + self.lid_end.capacity() * 4
+            + self.guid_end.capacity() * 16
+            + (self.slot_base.capacity()
+                + self.slot_peer.capacity()
+                + self.slot_node.capacity()
+                + self.slot_mbps.capacity()
+                + self.node_route.capacity()
+                + self.node_end.capacity())
+                * 4
+            + self.slot_mtu.capacity()
+    }
+
     pub(crate) fn end_by_lid(&self, lid: u16) -> Option<&EndPort> {
         let i = *self.lid_end.get(usize::from(lid))?;
         self.ends.get(i as usize)

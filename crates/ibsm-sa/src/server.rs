@@ -194,6 +194,12 @@ impl SaServer {
         &self.db.snap
     }
 
+    /// Heap bytes held by the snapshot, its index and the routes (approximate).
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.db.memory_bytes()
+    }
+
     /// MFT blocks that changed since the last call, for the SM to write with
     /// SubnSet(MulticastForwardingTable).
     pub fn take_mft_updates(&mut self) -> Vec<MftUpdate> {

@@ -787,3 +787,118 @@ fn inform_info_subscribers_get_reports() {
     );
     assert!(sa.notice(&n64).is_empty());
 }
+
+/// The PathRecord components saquery can set.
+const PR_BITS: [ComponentMask; 19] = [
+    PathRecord::CM_SERVICE_ID_MSB,
+    PathRecord::CM_SERVICE_ID_LSB,
+    PathRecord::CM_DGID,
+    PathRecord::CM_SGID,
+    PathRecord::CM_DLID,
+    PathRecord::CM_SLID,
+    PathRecord::CM_FLOW_LABEL,
+    PathRecord::CM_HOP_LIMIT,
+    PathRecord::CM_TCLASS,
+    PathRecord::CM_REVERSIBLE,
+    PathRecord::CM_NUMB_PATH,
+    PathRecord::CM_PKEY,
+    PathRecord::CM_SL,
+    PathRecord::CM_MTU_SELECTOR,
+    PathRecord::CM_MTU,
+    PathRecord::CM_RATE_SELECTOR,
+    PathRecord::CM_RATE,
+    PathRecord::CM_PACKET_LIFE_TIME_SELECTOR,
+    PathRecord::CM_PACKET_LIFE_TIME,
+];
+
+fn cmp_ok(sel: Option<Selector>, got: u32, want: u32) -> bool {
+    match sel.unwrap_or(Selector::Exactly) {
+        Selector::GreaterThan => got > want,
+        Selector::LessThan => got < want,
+        Selector::Exactly => got == want,
+        _ => true,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Any mask saquery can send: every returned path honours every selected component
+    /// (selectors included), and a template that is an actual path with exact selectors
+    /// finds exactly that path.
+    #[test]
+    fn path_record_masks_are_honoured(
+        a in 0usize..16, b in 0usize..16, bits in any::<u32>(), mtu in 1u8..6,
+        rate in 2u8..25, plt in 0u8..40, sels in any::<[u8; 3]>(), sl in 0u8..16,
+        pkey in prop_oneof![Just(0xFFFFu16), Just(0x7FFF), Just(0x8001)],
+    ) {
+        let f = tree();
+        let mut sa = server(&f);
+        let (sl_a, _) = f.lids.terminal_lid(a);
+        let (dl_b, _) = f.lids.terminal_lid(b);
+        let real = sa.path_record(sl_a, dl_b).unwrap();
+        // The real path, exactly: found once.
+        let exact = PathRecord::CM_SLID | PathRecord::CM_DLID | PathRecord::CM_MTU
+            | PathRecord::CM_MTU_SELECTOR | PathRecord::CM_RATE | PathRecord::CM_RATE_SELECTOR
+            | PathRecord::CM_SL | PathRecord::CM_PKEY | PathRecord::CM_REVERSIBLE;
+        let (_, got) = table(&mut sa, exact.0, &real, 0, sl_a);
+        prop_assert_eq!(got, vec![real]);
+        // A random template around it.
+        let mut mask = ComponentMask::NONE;
+        for (i, m) in PR_BITS.iter().enumerate() {
+            if bits & (1 << i) != 0 {
+                mask |= *m;
+            }
+        }
+        let sel = |x: u8| Selector::from(x & 3);
+        let t = PathRecord {
+            mtu: Mtu::from(mtu),
+            mtu_selector: sel(sels[0]),
+            rate: Rate::from(rate),
+            rate_selector: sel(sels[1]),
+            packet_life_time: plt,
+            packet_life_time_selector: sel(sels[2]),
+            sl,
+            pkey,
+            numb_path: 1,
+            ..real
+        };
+        let (st, got) = table(&mut sa, mask.0, &t, 0, sl_a);
+        prop_assert!(st.is_ok());
+        let has = |m: ComponentMask| mask.contains(m);
+        let sel_of = |bit: ComponentMask, s: Selector| has(bit).then_some(s);
+        for p in &got {
+            if has(PathRecord::CM_SLID) { prop_assert_eq!(p.slid, t.slid); }
+            if has(PathRecord::CM_DLID) { prop_assert_eq!(p.dlid, t.dlid); }
+            if has(PathRecord::CM_SGID) { prop_assert_eq!(p.sgid, t.sgid); }
+            if has(PathRecord::CM_DGID) { prop_assert_eq!(p.dgid, t.dgid); }
+            if has(PathRecord::CM_SL) { prop_assert_eq!(p.sl, t.sl); }
+            if has(PathRecord::CM_PKEY) { prop_assert_eq!(p.pkey, t.pkey); }
+            if has(PathRecord::CM_TCLASS) { prop_assert_eq!(p.tclass, t.tclass); }
+            if has(PathRecord::CM_FLOW_LABEL) { prop_assert_eq!(p.flow_label, t.flow_label); }
+            if has(PathRecord::CM_HOP_LIMIT) { prop_assert_eq!(p.hop_limit, t.hop_limit); }
+            if has(PathRecord::CM_REVERSIBLE) && t.reversible { prop_assert!(p.reversible); }
+            if has(PathRecord::CM_MTU) {
+                let s = sel_of(PathRecord::CM_MTU_SELECTOR, t.mtu_selector);
+                prop_assert!(cmp_ok(s, u32::from(u8::from(p.mtu)), u32::from(mtu)), "{:?}", p);
+            }
+            if has(PathRecord::CM_RATE) && Rate::from(rate).mbps().is_some() {
+                let s = sel_of(PathRecord::CM_RATE_SELECTOR, t.rate_selector);
+                prop_assert!(cmp_ok(s, p.rate.mbps().unwrap(), Rate::from(rate).mbps().unwrap()), "{:?}", p);
+            }
+            if has(PathRecord::CM_PACKET_LIFE_TIME) {
+                let s = sel_of(PathRecord::CM_PACKET_LIFE_TIME_SELECTOR, t.packet_life_time_selector);
+                prop_assert!(cmp_ok(s, u32::from(p.packet_life_time), u32::from(plt)), "{:?}", p);
+            }
+            // Never better than the links allow.
+            let facts = sa.path_facts(p.slid, p.dlid).unwrap();
+            prop_assert!(u8::from(p.mtu) <= facts.mtu);
+        }
+        // With both ends fixed and nothing else asked, exactly one path.
+        if mask & !(PathRecord::CM_SLID | PathRecord::CM_DLID | PathRecord::CM_SGID | PathRecord::CM_DGID | PathRecord::CM_NUMB_PATH | PathRecord::CM_SERVICE_ID | PathRecord::CM_TCLASS | PathRecord::CM_FLOW_LABEL | PathRecord::CM_HOP_LIMIT | PathRecord::CM_REVERSIBLE) == ComponentMask::NONE
+            && has(PathRecord::CM_SLID | PathRecord::CM_DLID)
+        {
+            prop_assert_eq!(got.len(), 1);
+        }
+    }
+}
