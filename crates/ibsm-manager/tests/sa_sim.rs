@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use ibsm_manager::{MKeyMode, SmConfig, SmEvent, SubnetManager, driver};
-use ibsm_sim::{Sim, SimConfig, SimPort, SmaAgent};
+use ibsm_sim::{Fault, Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::generate;
 use ibsm_transport::{Address, Incoming, Instant, LidAddress, Transport, TransportError};
 use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
 use ibsm_wire::sa::{
-    LinkRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord, SaMad, SaRecord, SaStatus,
-    SmInfoRecord, join_state,
+    ComponentMask, InformInfo, LinkRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord,
+    SaAttributeId, SaMad, SaRecord, SaStatus, SmInfoRecord, join_state,
 };
 use ibsm_wire::{Gid, Method, Status};
 
@@ -24,6 +24,7 @@ struct Rig {
     port: SimPort<SmaAgent>,
     tool: SimPort<SmaAgent>,
     tool_lid: u16,
+    tool_node: ibsm_sim::NodeIdx,
 }
 
 fn rig() -> Rig {
@@ -35,9 +36,8 @@ fn rig() -> Rig {
     let mut port = sim
         .attach_sm(sim.node_by_guid(a.guid().0).unwrap(), 1)
         .unwrap();
-    let tool = sim
-        .attach_tool(sim.node_by_guid(b.guid().0).unwrap(), 1)
-        .unwrap();
+    let tool_node = sim.node_by_guid(b.guid().0).unwrap();
+    let tool = sim.attach_tool(tool_node, 1).unwrap();
     let mut cfg = SmConfig::default();
     cfg.sa = true;
     cfg.sm_key = KEY;
@@ -59,6 +59,7 @@ fn rig() -> Rig {
         port,
         tool,
         tool_lid,
+        tool_node,
     }
 }
 
@@ -78,7 +79,17 @@ impl Rig {
                 Err(e) => panic!("{e}"),
             }
         }
-        let _ = &self.sim;
+        out
+    }
+
+    /// Runs the SM a while and returns what reached the tool unasked.
+    fn ask_nothing(&mut self) -> Vec<Vec<u8>> {
+        let until = self.port.now() + Duration::from_millis(500);
+        driver::run(&mut self.sm, &mut self.port, until, |_| false).unwrap();
+        let mut out = Vec::new();
+        while let Ok(Incoming::Mad(rx)) = self.tool.recv(self.tool.now()) {
+            out.push(rx.mad);
+        }
         out
     }
 
@@ -211,7 +222,18 @@ fn multicast_join_allocates_an_mlid_and_programs_mfts() {
     let rec: McMemberRecord = resp.record(0).unwrap();
     assert_eq!(rec.mlid, 0xC000);
     assert!(rec.mgid.is_multicast());
-    // The tool's switch now forwards MLID 0xC000 to the tool's port.
+    // The SM wrote the MFT: the tool's switch now forwards MLID 0xC000 to the tool.
+    let (sw, sw_port) = r.sim.peer(r.tool_node, 1).unwrap();
+    let mft = |r: &Rig| {
+        r.sim
+            .with_agent(sw, |a| a.sma().mft(0xC000).map(<[u16]>::to_vec))
+            .unwrap()
+    };
+    assert!(
+        mft(&r)[usize::from(sw_port / 16)] & (1 << (sw_port % 16)) != 0,
+        "MFT of the tool's switch: {:?}",
+        mft(&r)
+    );
     let (_, groups) = r.table(0, &McMemberRecord::default(), KEY);
     assert_eq!(groups.len(), 1);
     // Leave: the group goes away.
@@ -222,4 +244,48 @@ fn multicast_join_allocates_an_mlid_and_programs_mfts() {
     assert!(SaMad::parse(&out[0]).unwrap().status.is_ok());
     let (_, groups) = r.table(0, &McMemberRecord::default(), KEY);
     assert!(groups.is_empty());
+    assert!(
+        mft(&r).iter().all(|&m| m == 0),
+        "MFT cleared after the leave"
+    );
+}
+
+#[test]
+fn traps_reach_inform_info_subscribers_as_reports() {
+    let mut r = rig();
+    // The simulator hands unsolicited MADs (Reports) only to an attachment that owns its
+    // port; the tool claims it (IsSM) for that.
+    r.tool.set_is_sm(true).unwrap();
+    // Subscribe to every generic trap from every LID, Reports to QP 1.
+    let ii = InformInfo {
+        lid_range_begin: InformInfo::ALL_LIDS,
+        is_generic: 1,
+        subscribe: 1,
+        notice_type: InformInfo::ALL,
+        trap_number: InformInfo::ALL,
+        qpn: 1,
+        producer_type: InformInfo::ALL_PRODUCERS,
+        ..InformInfo::default()
+    };
+    let req = SaMad::request(Method::Set, 11, ComponentMask::NONE, &ii).unwrap();
+    let out = r.ask(&req);
+    assert!(SaMad::parse(&out[0]).unwrap().status.is_ok());
+    // A cable goes down: its switch traps (128) to the SM, which forwards it.
+    let (sw, p) = r.sim.peer(r.tool_node, 1).unwrap();
+    let other = (1..=8u8)
+        .find(|&q| q != p && r.sim.peer(sw, q).is_some())
+        .unwrap();
+    r.sim.apply(Fault::LinkDown {
+        node: sw,
+        port: other,
+    });
+    let got = r.ask_nothing();
+    let reports: Vec<SaMad> = got
+        .iter()
+        .filter_map(|m| SaMad::parse(m).ok())
+        .filter(|m| m.method == Method::Report)
+        .collect();
+    assert!(!reports.is_empty(), "no Report among {} MADs", got.len());
+    assert_eq!(reports[0].attribute_id, SaAttributeId::Notice);
+    assert_eq!(r.sm.sa().unwrap().counters().reports, reports.len() as u64);
 }
