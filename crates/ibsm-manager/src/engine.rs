@@ -693,7 +693,14 @@ impl SubnetManager {
             }
             // The phase's work is done: move on (this may queue new work, or find none
             // and move on again).
+            let before = self.phase;
             self.advance(now);
+            if self.phase == before && self.tx.is_idle() && self.work.is_empty() {
+                // Nothing moved (the election still waits for the SMInfo answers of
+                // its probes, which are not transactions): wait for input. Without
+                // this the loop spun for ever when another SM was found.
+                return;
+            }
         }
     }
 

@@ -101,9 +101,41 @@ pub(crate) fn drive(
     until: Instant,
     mut stop: impl FnMut(&Sim<SmaAgent>, &mut [Node]) -> bool,
 ) -> bool {
+    // Rounds in a row at the same instant: a driver or engine bug (a deadline that
+    // never moves) would otherwise spin for ever.
+    let mut stuck = (Instant::ZERO, 0u32);
     loop {
         for n in nodes.iter_mut().filter(|n| n.alive) {
             flush(n);
+        }
+        if stuck.0 == sim.now() {
+            stuck.1 += 1;
+            assert!(
+                stuck.1 < 100_000,
+                "no progress at {:?}: {:?}",
+                sim.now(),
+                nodes
+                    .iter_mut()
+                    .map(|n| (
+                        n.alive,
+                        n.sm.role(),
+                        n.sm.poll_timeout(),
+                        format!("{:?}", n.sm)
+                    ))
+                    .collect::<Vec<_>>()
+            );
+        } else {
+            stuck = (sim.now(), 0);
+        }
+        if std::env::var_os("E2E_TRACE").is_some() {
+            eprintln!(
+                "t={:?} {:?}",
+                sim.now(),
+                nodes
+                    .iter_mut()
+                    .map(|n| (n.alive, n.sm.role(), n.sm.poll_timeout(), n.events.len()))
+                    .collect::<Vec<_>>()
+            );
         }
         if stop(sim, nodes) {
             return true;
