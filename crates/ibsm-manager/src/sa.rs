@@ -102,6 +102,11 @@ impl SubnetManager {
     /// A class 0x03 MAD: the SA answers requests; without an SA they are ignored
     /// (as before the SA existed).
     pub(super) fn on_sa(&mut self, now: Instant, rx: &Received) {
+        // Only the master SM's SA answers: a standby's snapshot is stale, and clients
+        // find the SA through PortInfo.MasterSMLID anyway.
+        if self.role != crate::event::Role::Master {
+            return;
+        }
         let Some(sa) = self.sa.as_mut() else {
             return;
         };

@@ -1,5 +1,6 @@
 //! [`SaServer`]: request in, response MADs out.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use ibsm_wire::sa::rmpp::{RMPP_VERSION, Segmenter};
@@ -534,7 +535,10 @@ impl SaServer {
         self.db.walk(self.db.end_by_lid(slid)?, dlid)
     }
 
+    /// The (end port, LID) sources or destinations a query names: a given LID alone;
+    /// otherwise every LID of the port(s) (2^LMC each, base first).
     fn ends_for(&self, gid: Option<Gid>, lid: Option<u16>) -> Result<Vec<(EndPort, u16)>, SaError> {
+        let all_lids = |e: EndPort| (0..1u16 << e.lmc).map(move |i| (e, e.lid + i));
         if let Some(g) = gid {
             let e = *self
                 .db
@@ -543,13 +547,13 @@ impl SaServer {
             return Ok(match lid {
                 Some(l) if e.owns(l) => vec![(e, l)],
                 Some(_) => Vec::new(),
-                None => vec![(e, e.lid)],
+                None => all_lids(e).collect(),
             });
         }
         if let Some(l) = lid {
             return Ok(self.db.end_by_lid(l).map(|e| (*e, l)).into_iter().collect());
         }
-        Ok(self.db.ends.iter().map(|e| (*e, e.lid)).collect())
+        Ok(self.db.ends.iter().flat_map(|e| all_lids(*e)).collect())
     }
 
     fn path_records(
@@ -572,13 +576,28 @@ impl SaServer {
         if mask.contains(PathRecord::CM_NUMB_PATH) && t.numb_path == 0 {
             return Ok(Vec::new());
         }
+        // NumbPath caps the paths of each (source port, destination port) pair; with
+        // LMC > 0 a pair has up to 2^LMC x 2^LMC LID combinations, base LIDs first
+        // (preference 0), the others after (preference 1).
+        let per_pair = if mask.contains(PathRecord::CM_NUMB_PATH) {
+            usize::from(t.numb_path)
+        } else {
+            usize::MAX
+        };
         let mut out = Vec::new();
+        let mut count: HashMap<(u64, u64), usize> = HashMap::new();
         'outer: for (s, slid) in &srcs {
             for (d, dlid) in &dsts {
                 if out.len() >= limit {
                     break 'outer;
                 }
-                if let Some(pr) = self.build_path(s, *slid, d, *dlid, t, mask) {
+                let n = count.entry((s.guid, d.guid)).or_default();
+                if *n >= per_pair {
+                    continue;
+                }
+                if let Some(mut pr) = self.build_path(s, *slid, d, *dlid, t, mask) {
+                    pr.preference = u8::from(*slid != s.lid || *dlid != d.lid);
+                    *n += 1;
                     out.push(pr);
                 }
             }

@@ -423,6 +423,38 @@ fn path_record_queries_saquery_style() {
 }
 
 #[test]
+fn lmc_gives_every_lid_pair_and_numb_path_caps_it() {
+    let f = fixture(generate::k_ary_n_tree(2, 2).unwrap(), EngineKind::MinHop, 2);
+    let mut sa = server(&f);
+    let port = |t: usize| {
+        let g = f
+            .fabric
+            .port(f.csr.term_node[t], f.csr.term_port[t])
+            .unwrap()
+            .guid
+            .0;
+        Gid::new(PREFIX, g)
+    };
+    let (base_a, lmc) = f.lids.terminal_lid(0);
+    assert_eq!(lmc, 2);
+    let t = PathRecord {
+        sgid: port(0),
+        dgid: port(3),
+        ..Default::default()
+    };
+    let m = PathRecord::CM_SGID | PathRecord::CM_DGID;
+    let (_, all) = table(&mut sa, m.0, &t, 0, base_a);
+    assert_eq!(all.len(), 16, "4 source LIDs x 4 destination LIDs");
+    assert_eq!(all[0].preference, 0);
+    assert_eq!(all[0].slid, base_a);
+    assert!(all[1..].iter().all(|p| p.preference == 1));
+    let t = PathRecord { numb_path: 3, ..t };
+    let (_, some) = table(&mut sa, (m | PathRecord::CM_NUMB_PATH).0, &t, 0, base_a);
+    assert_eq!(some.len(), 3);
+    assert_eq!(some[..], all[..3]);
+}
+
+#[test]
 fn secrets_need_the_sm_key() {
     let f = tree();
     let mut sa = server(&f);
