@@ -66,10 +66,19 @@ impl SubnetManager {
                         }
                     })
                     .collect();
+                // SwitchInfo as the SM wrote it (the sweep read it before the Set).
+                let switch_info = n.switch_info.map(|mut si| {
+                    if let Some(r) = &self.routes {
+                        si.linear_fdb_top =
+                            u16::try_from(r.lft_len().saturating_sub(1)).unwrap_or(u16::MAX);
+                    }
+                    si.life_time_value = self.cfg.packet_life_time;
+                    si
+                });
                 SaNode {
                     info: n.info,
                     desc: n.desc.clone(),
-                    switch_info: n.switch_info,
+                    switch_info,
                     ports,
                     route_index: if sw {
                         route_ix.get(&n.info.node_guid).copied()

@@ -10,8 +10,9 @@ use ibsm_topology::generate;
 use ibsm_transport::{Address, Incoming, Instant, LidAddress, Transport, TransportError};
 use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
 use ibsm_wire::sa::{
-    ComponentMask, InformInfo, LinkRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord,
-    SaAttributeId, SaMad, SaRecord, SaStatus, SmInfoRecord, join_state,
+    ComponentMask, InformInfo, LinearForwardingTableRecord, LinkRecord, McMemberRecord, NodeRecord,
+    PathRecord, PortInfoRecord, SaAttributeId, SaMad, SaRecord, SaStatus, SmInfoRecord,
+    SwitchInfoRecord, join_state,
 };
 use ibsm_wire::{Gid, Method, Status};
 
@@ -131,6 +132,29 @@ fn node_port_link_sm_records_match_the_fabric() {
     };
     let (_, one) = r.table(NodeRecord::CM_LID.0, &t, 0);
     assert_eq!(one.len(), 1);
+    // SwitchInfoRecords and LFT records hold what the simulated switches hold.
+    let (_, sis) = r.table(0, &SwitchInfoRecord::default(), 0);
+    assert_eq!(sis.len(), r.sm.subnet().switch_count());
+    let (_, lfts) = r.table(0, &LinearForwardingTableRecord::default(), 0);
+    for si in &sis {
+        let guid = nodes
+            .iter()
+            .find(|n| n.lid == si.lid)
+            .map(|n| n.node_info.node_guid)
+            .unwrap();
+        let node = r.sim.node_by_guid(guid).unwrap();
+        let (held, lft) = r.sim.with_agent(node, |a| {
+            (a.sma().switch_info().unwrap(), a.sma().lft().to_vec())
+        });
+        assert_eq!(si.switch_info.linear_fdb_top, held.linear_fdb_top);
+        let mine: Vec<u8> = lfts
+            .iter()
+            .filter(|b| b.lid == si.lid)
+            .flat_map(|b| b.lft.ports)
+            .collect();
+        let top = usize::from(held.linear_fdb_top);
+        assert_eq!(mine[..=top], lft[..=top], "LFT of switch LID {}", si.lid);
+    }
     // SMInfoRecord: our SM, master, key hidden without the SM_Key.
     let (_, sms) = r.table(0, &SmInfoRecord::default(), 0);
     assert_eq!(sms.len(), 1);

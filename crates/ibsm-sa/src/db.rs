@@ -411,10 +411,8 @@ impl Db {
                     (Some(r), Some(i)) if (i as usize) < r.switch_count() => r.lft(i as usize),
                     _ => &[],
                 };
-                let top = n.switch_info.map_or(lft.len().saturating_sub(1), |s| {
-                    usize::from(s.linear_fdb_top)
-                });
-                let blocks = if lft.is_empty() { 0 } else { top / 64 + 1 };
+                // The blocks the SM programmed: the whole routed range.
+                let blocks = lft.len().div_ceil(64);
                 (0..blocks).map(move |b| {
                     let mut ports = [NO_ROUTE; 64];
                     for (i, x) in ports.iter_mut().enumerate() {
