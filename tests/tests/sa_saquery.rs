@@ -238,6 +238,27 @@ fn saquery_agrees_with_smpquery() {
         "SM_Key shown without the SM_Key"
     );
 
+    // IsSM ports (PortInfoRecord, CapabilityMask "all template bits" matching): ours.
+    let issm = rig.tool(SAQUERY, &["-s"]);
+    assert_eq!(num(&field(&issm, "EndPortLid")), l1, "{issm}");
+    assert_eq!(issm.matches("PortInfoRecord dump").count(), 1, "{issm}");
+
+    // SwitchInfoRecord of Sw2 == its SwitchInfo.
+    let sw2_lid = num(&field(
+        &rig.tool(SMPQUERY, &["-D", "portinfo", "0,1", "0"]),
+        "Lid",
+    ));
+    let swir = rig.tool(SAQUERY, &["SWIR", &sw2_lid.to_string()]);
+    let si = rig.tool(SMPQUERY, &["switchinfo", &sw2_lid.to_string()]);
+    assert_eq!(
+        num(&field(&swir, "LinearFDBTop")),
+        num(&field(&si, "LinearFdbTop"))
+    );
+    assert_eq!(
+        num(&field(&swir, "LinearFDBCap")),
+        num(&field(&si, "LinearFdbCap"))
+    );
+
     // LinkRecord from Hca3 port 1: to Sw2 port 1 (the net file), at the LID Sw2 holds
     // (read over the directed route Hca4 -> Sw2).
     let lr = rig.tool(SAQUERY, &["LR", &format!("{l3}/1")]);
