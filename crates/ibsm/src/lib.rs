@@ -132,6 +132,16 @@ impl<T> SubnetManagerBuilder<T> {
         self.cfg.priority = priority;
         self
     }
+
+    /// Serve Subnet Administration (class 0x03) with the SM, tables sent as `rmpp`
+    /// says (`Kernel` for a umad port opened with an SA agent, `Segments` for the
+    /// simulator).
+    #[must_use]
+    pub fn subnet_administrator(mut self, rmpp: ibsm_manager::sa::RmppMode) -> Self {
+        self.cfg.sa = true;
+        self.cfg.sa_rmpp = rmpp;
+        self
+    }
 }
 
 impl<T: Transport> SubnetManagerBuilder<T> {
