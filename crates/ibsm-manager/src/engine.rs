@@ -167,6 +167,13 @@ pub struct SubnetManager {
     routes: Option<Routes>,
     locked: HashSet<u64>,
     reported_locked: HashSet<u64>,
+    /// M_Keys read off ports that differ from ours (a predecessor's keys, readable once
+    /// its lease ran out and the protection level fell to 0): used until our Set
+    /// replaces them.
+    port_keys: HashMap<u64, u64>,
+    /// The key to present in a NodeInfo Get along a route, from the node found there
+    /// before (NodeInfo is M_Key-checked too: with key 0 a protected port drops it).
+    path_keys: HashMap<DrPath, u64>,
     out: VecDeque<Outgoing>,
     work: VecDeque<Work>,
     events: VecDeque<SmEvent>,
@@ -274,6 +281,8 @@ impl SubnetManager {
             routes: None,
             locked: HashSet::new(),
             reported_locked: HashSet::new(),
+            port_keys: HashMap::new(),
+            path_keys: HashMap::new(),
             out: VecDeque::new(),
             work: VecDeque::new(),
             events: VecDeque::new(),
@@ -548,6 +557,39 @@ impl SubnetManager {
         mkey::key_for(self.cfg.m_key, guid).unwrap_or(0)
     }
 
+    /// The key to put in an SMP to this port: ours, or the one read off it.
+    fn smp_key(&self, guid: u64) -> u64 {
+        self.port_keys
+            .get(&guid)
+            .copied()
+            .unwrap_or_else(|| self.key_for_port(guid))
+    }
+
+    /// Remembers the M_Key a Get or Set showed on a port that holds one (switch port 0,
+    /// CA ports): a foreign key is used from now on, ours ends the exception.
+    fn note_port_key(&mut self, node: NodeIx, port: u8, pi: &PortInfo) {
+        let rec = &self.subnet.nodes[node];
+        let key_port = if rec.is_switch() {
+            port == 0
+        } else {
+            port != 0
+        };
+        let Some(guid) = rec.ports.get(usize::from(port)).map(|p| p.guid) else {
+            return;
+        };
+        if !key_port || pi.m_key == 0 {
+            return; // level 1 hides the key; nothing to learn
+        }
+        if pi.m_key == self.key_for_port(guid) {
+            self.port_keys.remove(&guid);
+        } else {
+            self.port_keys.insert(guid, pi.m_key);
+        }
+        let path = rec.path_for(port);
+        let key = self.smp_key(guid);
+        self.path_keys.insert(path, key);
+    }
+
     /// Queues one SMP. Requests wait here, as a few bytes each, until the window has
     /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
     /// building all their MADs up front would cost memory and hash-table time.
@@ -642,10 +684,17 @@ impl SubnetManager {
             let guid = if node.is_switch() {
                 node.info.node_guid
             } else {
+                // Node-wide attributes (NodeDescription) of a CA go through the port it
+                // was reached by: its key, not that of the non-existent port 0.
+                let p = if p == 0 { node.info.local_port_num } else { p };
                 node.ports.get(usize::from(p)).map_or(0, |r| r.guid)
             };
-            self.key_for_port(guid)
+            self.smp_key(guid)
         });
+        let key = match op {
+            Op::NodeInfo { path, .. } => self.path_keys.get(&path).copied().unwrap_or(0),
+            _ => key,
+        };
         let mut smp = DrSmp::request(method, attr.into(), attr_mod, 0, key, &path);
         if let Some(d) = data {
             smp.data = d;
@@ -761,6 +810,7 @@ impl SubnetManager {
             }
             Op::SetPortInfo { node, port } => {
                 if let Ok(pi) = PortInfo::parse(data) {
+                    self.note_port_key(node, port, &pi);
                     if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
                         p.info = Some(pi);
                     }
@@ -803,6 +853,13 @@ impl SubnetManager {
 
     fn on_node_info(&mut self, path: DrPath, from: Option<(NodeIx, u8)>, ni: NodeInfo) {
         let in_port = ni.local_port_num;
+        let key_guid = if ni.node_type == NodeType::Switch {
+            ni.node_guid
+        } else {
+            ni.port_guid
+        };
+        let key = self.smp_key(key_guid);
+        self.path_keys.insert(path, key);
         if let Some(&n) = self.subnet.by_guid.get(&ni.node_guid) {
             if let Some(f) = from {
                 self.subnet.link(f, (n, in_port));
@@ -898,6 +955,7 @@ impl SubnetManager {
             self.election
                 .probe(dur(self.phase_started), SmAddr::Directed(path));
         }
+        self.note_port_key(node, port, &pi);
         let rec = &mut self.subnet.nodes[node];
         let Some(p) = rec.ports.get_mut(usize::from(port)) else {
             return;
