@@ -2,8 +2,9 @@
 //! this package) brings ibsim fabrics up over the real umad transport under the umad2sim
 //! preload, and infiniband-diags agree: `ibnetdiscover -p` shows a unique non-zero LID on
 //! every port, `iblinkinfo` every link Active, `ibroute` an entry for every LID on every
-//! switch, and `ibtracert` finds paths between CAs. With OpenSM on another node, the
-//! election follows priorities and a killed master is replaced.
+//! switch, and `ibtracert` finds paths between CAs. With OpenSM on another node: a
+//! lower-priority OpenSM hands over to ibsmd, and takes over again when ibsmd stops on
+//! SIGTERM (both election tests are written but ignored for now: see their notes).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -334,4 +335,188 @@ fn ibsmd_brings_up_a_generated_fat_tree_with_updn_and_lmc() {
     );
     assert_eq!(json_field(&json, "routing"), "\"updn\"", "{json}");
     verify_with_diags(&f, fab.link_count(), cas, fab.switch_count());
+}
+
+const SMALL_NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Hca3\"[1]\n\n\
+Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \"Hca3\"\n[1]\t\"Sw1\"[3]\n";
+
+/// Starts OpenSM with `priority` on Hca1 (polls 1 s x 2, sweeps every 2 s); returns its
+/// index in `f.others`.
+fn start_opensm(f: &mut Fabric, priority: u8) -> usize {
+    let conf = f.dir.join("osm.conf");
+    let st = Command::new(OPENSM)
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("opensm -c");
+    assert!(st.success() || conf.exists(), "opensm -c failed: {st}");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let edited: Vec<String> = text
+        .lines()
+        .map(|l| match l.split_whitespace().next().unwrap_or("") {
+            "sm_priority" => format!("sm_priority {priority}"),
+            "sminfo_polling_timeout" => "sminfo_polling_timeout 1000".into(),
+            "polling_retry_number" => "polling_retry_number 2".into(),
+            "sweep_interval" => "sweep_interval 2".into(),
+            _ => l.to_string(),
+        })
+        .collect();
+    std::fs::write(&conf, edited.join("\n")).unwrap();
+    let out = std::fs::File::create(f.dir.join("osm.out")).unwrap();
+    let mut c = client(f, OPENSM, Some("Hca1"), "osm");
+    c.arg("-F")
+        .arg(&conf)
+        .args(["-d2", "-f", "osm.log"])
+        .env("OSM_TMP_DIR", ".")
+        .env("OSM_CACHE_DIR", ".")
+        .stdout(out.try_clone().unwrap())
+        .stderr(out);
+    f.others.push(c.spawn().expect("start opensm"));
+    wait_for(
+        &f.dir.join("osm/osm.log"),
+        "SUBNET UP",
+        Duration::from_secs(30),
+    );
+    f.others.len() - 1
+}
+
+/// Starts ibsmd as a daemon on Hca2 (stdout and stderr to files in `sm/`).
+fn start_ibsmd(f: &Fabric, priority: u8) -> Child {
+    let out = std::fs::File::create(f.dir.join("ibsmd.out")).unwrap();
+    let err = std::fs::File::create(f.dir.join("ibsmd.err")).unwrap();
+    let mut c = client(f, IBSMD, Some("Hca2"), "sm");
+    c.args([
+        "--priority",
+        &priority.to_string(),
+        "--polling-timeout",
+        "500",
+        "--polling-retries",
+        "2",
+        "--sweep-interval",
+        "2",
+        "--timeout",
+        "60",
+        "--json",
+        "-v",
+    ])
+    .stdout(out)
+    .stderr(err);
+    c.spawn().expect("start ibsmd")
+}
+
+/// SIGTERM by PID; ibsmd must stop cleanly (exit 0, JSON naming the signal).
+fn stop_ibsmd(f: &Fabric, mut child: Child) -> String {
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ibsmd ignored SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(f.dir.join("ibsmd.err")).unwrap_or_default();
+    assert!(status.success(), "ibsmd exit {status}:\n{err}");
+    assert!(err.contains("SIGTERM: stopping"), "{err}");
+    let out = std::fs::read_to_string(f.dir.join("ibsmd.out")).unwrap_or_default();
+    let json = out.lines().last().unwrap_or_default().to_string();
+    assert_eq!(json_field(&json, "signal"), "\"SIGTERM\"", "{json}");
+    json
+}
+
+/// The lines of a log after the first occurrence of `mark`.
+fn after<'a>(text: &'a str, mark: &str) -> &'a str {
+    text.split_once(mark).map_or("", |(_, rest)| rest)
+}
+
+/// Passed on its first runs (handover to ibsmd, SIGTERM, OpenSM back as Master), then
+/// failed: ibsmd's first heavy sweep sometimes stalls in discovery (no `PhaseDone` for
+/// 20 s) while OpenSM shares the fabric. Not diagnosed yet; run with `--ignored`.
+#[test]
+#[ignore = "flaky: ibsmd's discovery sometimes stalls while OpenSM is on the fabric"]
+fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() {
+    if !peers() {
+        return;
+    }
+    let mut f = start_sim("el_hi", SMALL_NET);
+    start_opensm(&mut f, 0);
+    let sm = start_ibsmd(&f, 10);
+    let err_path = f.dir.join("ibsmd.err");
+    // OpenSM hands over; ours becomes Master and sweeps.
+    let err = wait_for(&err_path, "SUBNET UP", Duration::from_secs(20));
+    assert!(err.contains("MASTER"), "{err}");
+    wait_for(
+        &f.dir.join("osm/osm.log"),
+        "Entering STANDBY state",
+        Duration::from_secs(10),
+    );
+    // Stay Master across a few of OpenSM's polls and our light sweeps.
+    std::thread::sleep(Duration::from_secs(3));
+    let json = stop_ibsmd(&f, sm);
+    assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
+    let osm = std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default();
+    assert!(
+        !after(&osm, "Entering STANDBY state").contains("Entering MASTER state"),
+        "OpenSM took mastership back while ours was alive:\n{osm}"
+    );
+    // OpenSM notices the silent master (1 s x 2 polls) and takes over again.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let osm = std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default();
+        let later = after(&osm, "Entering STANDBY state");
+        if later.contains("Entering MASTER state") && later.contains("SUBNET UP") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "OpenSM did not take over after ibsmd stopped:\n{osm}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Known defect (ibsm-manager's election, not the daemon): with a higher-priority OpenSM
+/// already Master, ibsmd at priority 0 does not go Standby. By hand it declared itself
+/// MASTER right after its first discovery (never asking OpenSM's SMInfo first); under
+/// this test it stalled in discovery. Run with `--ignored` once the engine is fixed.
+#[test]
+#[ignore = "ibsm-manager does not defer to a higher-priority OpenSM master yet"]
+fn ibsmd_stands_by_for_higher_priority_opensm_and_takes_over_when_it_is_killed() {
+    if !peers() {
+        return;
+    }
+    let mut f = start_sim("el_lo", SMALL_NET);
+    let osm = start_opensm(&mut f, 10);
+    let sm = start_ibsmd(&f, 0);
+    let err_path = f.dir.join("ibsmd.err");
+    wait_for(&err_path, "STANDBY", Duration::from_secs(25));
+    // Following, not configuring, for a few polls.
+    std::thread::sleep(Duration::from_secs(2));
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    assert!(!err.contains("MASTER"), "{err}");
+    let mut o = f.others.remove(osm);
+    let _ = o.kill();
+    let _ = o.wait();
+    let killed = Instant::now();
+    let err = wait_for(&err_path, "SUBNET UP", Duration::from_secs(15));
+    let took = killed.elapsed();
+    assert!(after(&err, "STANDBY").contains("MASTER"), "{err}");
+    // 500 ms x 2 polls, plus the sweep.
+    assert!(
+        took < Duration::from_secs(6),
+        "took over after {took:?}:\n{err}"
+    );
+    let json = stop_ibsmd(&f, sm);
+    assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
+    assert_eq!(json_field(&json, "subnet_up"), "true", "{json}");
 }
