@@ -346,7 +346,10 @@ fn run(a: &Args) -> Result<bool, String> {
         let until = t.now() + Duration::from_millis(100);
         driver::run(&mut sm, &mut t, until, |_| false).map_err(|e| e.to_string())?;
     }
-    drop(t);
+    // Keep the port open until the process exits: the umad2sim preload's reader thread
+    // crashes (NULL mutex) when a MAD arrives for a umad fd already closed, and traps
+    // keep arriving. The OS closes it at exit, after the preload has said goodbye.
+    std::mem::forget(t);
     if let Some(sa) = sm.sa() {
         eprintln!("SA: {:?}", sa.counters());
     }
