@@ -4,7 +4,7 @@
 //! every port, `iblinkinfo` every link Active, `ibroute` an entry for every LID on every
 //! switch, and `ibtracert` finds paths between CAs. With OpenSM on another node: a
 //! lower-priority OpenSM hands over to ibsmd, and takes over again when ibsmd stops on
-//! SIGTERM (both election tests are written but ignored for now: see their notes).
+//! SIGTERM; ibsmd stands by for a higher-priority OpenSM and takes over when it dies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -439,11 +439,7 @@ fn after<'a>(text: &'a str, mark: &str) -> &'a str {
     text.split_once(mark).map_or("", |(_, rest)| rest)
 }
 
-/// Passed on its first runs (handover to ibsmd, SIGTERM, OpenSM back as Master), then
-/// failed: ibsmd's first heavy sweep sometimes stalls in discovery (no `PhaseDone` for
-/// 20 s) while OpenSM shares the fabric. Not diagnosed yet; run with `--ignored`.
 #[test]
-#[ignore = "flaky: ibsmd's discovery sometimes stalls while OpenSM is on the fabric"]
 fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() {
     if !peers() {
         return;
@@ -485,12 +481,7 @@ fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() 
     }
 }
 
-/// Known defect (ibsm-manager's election, not the daemon): with a higher-priority OpenSM
-/// already Master, ibsmd at priority 0 does not go Standby. By hand it declared itself
-/// MASTER right after its first discovery (never asking OpenSM's SMInfo first); under
-/// this test it stalled in discovery. Run with `--ignored` once the engine is fixed.
 #[test]
-#[ignore = "ibsm-manager does not defer to a higher-priority OpenSM master yet"]
 fn ibsmd_stands_by_for_higher_priority_opensm_and_takes_over_when_it_is_killed() {
     if !peers() {
         return;
