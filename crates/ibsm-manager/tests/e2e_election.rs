@@ -73,9 +73,17 @@ fn failover(f: &Fabric, poll: Duration, retries: u32) -> (Sim<SmaAgent>, Vec<Nod
     assert!(ok, "standby took over: {:?}", &nodes[1].events);
     let up = sim.now();
     assert_eq!(&before, nodes[1].sm.lids(), "zero LID changes");
+    // At SUBNET UP every port already points at the new master.
+    let new_lid = nodes[1].sm.sm_lid();
+    for &ca in &cas[1..] {
+        let pi = sim.with_agent(ca, |a| a.sma().port_info(1)).unwrap();
+        assert_eq!(
+            pi.master_sm_lid, new_lid,
+            "ports point at the new master at SUBNET UP"
+        );
+    }
     until_clean(&mut sim, &mut nodes, 1, Duration::from_secs(30));
     assert_configured(&sim, &nodes[1].sm, lids);
-    let new_lid = nodes[1].sm.sm_lid();
     for &ca in &cas[1..] {
         let pi = sim.with_agent(ca, |a| a.sma().port_info(1)).unwrap();
         assert_eq!(pi.master_sm_lid, new_lid, "ports point at the new master");
@@ -139,7 +147,15 @@ fn failover_times_648_ca_fat_tree() {
     ] {
         let wall = std::time::Instant::now();
         let (_sim, nodes, fo) = failover(&f, poll, retries);
-        let st = nodes[1].last_up().unwrap();
+        // The takeover sweep: the standby's first SUBNET UP.
+        let st = nodes[1]
+            .events
+            .iter()
+            .find_map(|e| match e {
+                SmEvent::SubnetUp { stats } => Some(stats),
+                _ => None,
+            })
+            .unwrap();
         eprintln!(
             "{name}: master after {:?}, SUBNET UP after {:?} (virtual); takeover sweep {} SMPs, {} LFT blocks, {} PortInfo sets; wall {:?}",
             fo.to_master,
