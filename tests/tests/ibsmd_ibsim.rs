@@ -383,7 +383,19 @@ fn start_opensm(f: &mut Fabric, priority: u8) -> usize {
 }
 
 /// Starts ibsmd as a daemon on Hca2 (stdout and stderr to files in `sm/`).
-fn start_ibsmd(f: &Fabric, priority: u8) -> Child {
+/// A daemon child killed (by PID) if the test fails before stopping it.
+struct Daemon(Option<Child>);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn start_ibsmd(f: &Fabric, priority: u8) -> Daemon {
     let out = std::fs::File::create(f.dir.join("ibsmd.out")).unwrap();
     let err = std::fs::File::create(f.dir.join("ibsmd.err")).unwrap();
     let mut c = client(f, IBSMD, Some("Hca2"), "sm");
@@ -403,11 +415,12 @@ fn start_ibsmd(f: &Fabric, priority: u8) -> Child {
     ])
     .stdout(out)
     .stderr(err);
-    c.spawn().expect("start ibsmd")
+    Daemon(Some(c.spawn().expect("start ibsmd")))
 }
 
 /// SIGTERM by PID; ibsmd must stop cleanly (exit 0, JSON naming the signal).
-fn stop_ibsmd(f: &Fabric, mut child: Child) -> String {
+fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> String {
+    let mut child = daemon.0.take().expect("running");
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
