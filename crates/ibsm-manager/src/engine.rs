@@ -428,11 +428,12 @@ impl SubnetManager {
 
     /// When [`Self::handle_timeout`] must be called next.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let sweep = if self.phase == Phase::Idle && self.role == Role::Master {
-            self.next_sweep
-        } else {
-            None
-        };
+        let sweep =
+            if self.phase == Phase::Idle && matches!(self.role, Role::Master | Role::Discovering) {
+                self.next_sweep
+            } else {
+                None
+            };
         [
             self.tx.poll_timeout(),
             sweep,
@@ -993,6 +994,19 @@ impl SubnetManager {
     fn advance(&mut self, now: Instant) {
         match self.phase {
             Phase::Idle => {}
+            Phase::Discover if self.subnet.nodes.is_empty() => {
+                // Not even the local node answered (our own port's M_Key is someone
+                // else's, or the port is down): there is nothing to configure, and saying
+                // SUBNET UP would be a lie. The lost SMP makes the next periodic sweep
+                // heavy again (see `finish`).
+                self.events.push_back(SmEvent::SweepFailed {
+                    reason: "discovery found no node: the local port did not answer".into(),
+                });
+                // Close the election's sweep too: it saw no other SM.
+                self.election.sweep_complete(dur(now));
+                self.finish(now, false);
+                self.drain_election(now);
+            }
             Phase::Discover => {
                 for guid in self.previous_guids.clone() {
                     if !self.subnet.by_guid.contains_key(&guid) {

@@ -112,6 +112,12 @@ pub enum SmEvent {
         /// Port GUID (switches: node GUID).
         guid: u64,
     },
+    /// A heavy sweep could not configure anything (e.g. the local port did not answer);
+    /// the next periodic sweep is heavy again.
+    SweepFailed {
+        /// Why.
+        reason: String,
+    },
     /// Routing failed; the previous routes (if any) stay programmed.
     RoutingFailed {
         /// Why.
