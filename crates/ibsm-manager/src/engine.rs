@@ -184,6 +184,8 @@ pub struct SubnetManager {
     election: Election,
     /// The Subnet Administrator, when `SmConfig::sa` asks for one (see `sa.rs`).
     sa: Option<ibsm_sa::SaServer>,
+    /// The tracing span of the current sweep phase.
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -292,6 +294,7 @@ impl SubnetManager {
             up_once: false,
             election,
             sa,
+            span: tracing::Span::none(),
         }
     }
 
@@ -377,6 +380,8 @@ impl SubnetManager {
 
     /// Feeds what the transport received.
     pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        let span = self.span.clone();
+        let _in_phase = span.enter();
         self.tx.handle_incoming(incoming);
         self.process(now);
     }
@@ -389,6 +394,8 @@ impl SubnetManager {
 
     /// Lets time pass: retries, timeouts, periodic sweeps.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let span = self.span.clone();
+        let _in_phase = span.enter();
         self.tx.handle_timeout(now);
         if self
             .election
@@ -542,6 +549,13 @@ impl SubnetManager {
     fn enter(&mut self, phase: Phase, now: Instant) {
         if self.phase != Phase::Idle {
             let d = now.saturating_duration_since(self.phase_started);
+            tracing::info!(
+                phase = self.phase.name(),
+                nodes = self.subnet.nodes.len(),
+                smps = self.stats.smps,
+                virtual_us = d.as_micros() as u64,
+                "phase done"
+            );
             self.stats.phases.push((self.phase.name(), d));
             self.events.push_back(SmEvent::PhaseDone {
                 phase: self.phase.name(),
@@ -552,6 +566,18 @@ impl SubnetManager {
         }
         self.phase = phase;
         self.phase_started = now;
+        // One span per sweep phase (its wall-clock life is the phase's); the sans-IO
+        // entry points enter it, so everything logged while handling a MAD or a timeout
+        // nests under the phase it belongs to.
+        self.span = if phase == Phase::Idle {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!(
+                "sweep_phase",
+                phase = phase.name(),
+                heavy = self.stats.heavy
+            )
+        };
     }
 
     fn key_for_port(&self, guid: u64) -> u64 {
@@ -845,6 +871,7 @@ impl SubnetManager {
                 }
             }
         };
+        tracing::debug!(?op, "no answer after all retries");
         // A node that answered NodeInfo but not a keyed Get/Set ignores our M_Key.
         self.locked.insert(guid);
         if self.reported_locked.insert(guid) {
@@ -1065,6 +1092,14 @@ impl SubnetManager {
             self.up_once = true;
             // The SA answers from what this sweep configured.
             self.refresh_sa();
+            tracing::info!(
+                nodes = stats.nodes,
+                switches = stats.switches,
+                lids = stats.lids,
+                smps = stats.smps,
+                routing = %stats.routing_engine,
+                "SUBNET UP"
+            );
             self.events.push_back(SmEvent::SubnetUp { stats });
         } else if !heavy {
             self.events.push_back(SmEvent::LightSweepDone { stats });
