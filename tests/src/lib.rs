@@ -5,6 +5,7 @@
 //! unless `IBSM_REQUIRE_PEERS=1` is set (as `.ci/run` does), in which case it fails.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Whether `IBSM_REQUIRE_PEERS=1` is set.
 #[must_use]
@@ -38,4 +39,26 @@ pub fn peers_present(test: &str, needed: &[&str]) -> bool {
     );
     eprintln!("\n!!!!!!!! {msg}\n");
     false
+}
+
+/// Waits until the file at `path` (a peer's log) contains `needle`, polling every 50 ms,
+/// and returns its text.
+///
+/// # Panics
+/// When `limit` passes first; the message shows the log's last 30 lines.
+pub fn wait_for(path: &Path, needle: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not seen in {} within {limit:?}:\n{}",
+            path.display(),
+            text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

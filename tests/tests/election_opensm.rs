@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_tests::peers_present;
+use ibsm_tests::{peers_present, wait_for};
 
 const IBSIM: &str = "/usr/bin/ibsim";
 const OPENSM: &str = "/usr/sbin/opensm";
@@ -44,23 +44,6 @@ impl Drop for Fabric {
         let _ = self.ibsim.kill();
         let _ = self.ibsim.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_for(path: &PathBuf, needle: &str, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{needle:?} not seen in {}:\n{}",
-            path.display(),
-            text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -8,11 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_tests::peers_present;
+use ibsm_tests::{peers_present, wait_for};
 use ibsm_topology::generate;
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
 
@@ -45,23 +45,6 @@ impl Drop for Fabric {
         let _ = self.ibsim.kill();
         let _ = self.ibsim.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_for(path: &Path, needle: &str, limit: Duration) -> String {
-    let deadline = Instant::now() + limit;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{needle:?} not seen in {} within {limit:?}:\n{}",
-            path.display(),
-            text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

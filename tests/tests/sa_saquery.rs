@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use ibsm_tests::wait_for;
 
 const IBSIM: &str = "/usr/bin/ibsim";
 const SAQUERY: &str = "/usr/sbin/saquery";
@@ -40,22 +42,6 @@ impl Drop for Rig {
         let _ = self.ibsim.kill();
         let _ = self.ibsim.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_for(path: &PathBuf, needle: &str, limit: Duration) {
-    let deadline = Instant::now() + limit;
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains(needle) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{needle:?} not seen in {}:\n{text}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
