@@ -4,7 +4,8 @@
 //! OpenSM, infiniband-diags). Without them a test prints a loud `SKIP` line and passes,
 //! unless `IBSM_REQUIRE_PEERS=1` is set (as `.ci/run` does), in which case it fails.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether `IBSM_REQUIRE_PEERS=1` is set.
@@ -60,5 +61,66 @@ pub fn wait_for(path: &Path, needle: &str, limit: Duration) -> String {
             text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
         );
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The ibsim binary (package ibsim-utils).
+pub const IBSIM: &str = "/usr/bin/ibsim";
+/// The umad2sim preload that connects umad clients to ibsim.
+pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// One ibsim of one test: its own socket name and working directory, killed by PID
+/// and cleaned up when dropped.
+#[derive(Debug)]
+pub struct Ibsim {
+    child: Child,
+    /// `IBSIM_SOCKNAME` every client of this ibsim must use.
+    pub sock: String,
+    /// The working directory (holds `net` and `ibsim.log`).
+    pub dir: PathBuf,
+}
+
+impl Ibsim {
+    /// Writes `net` to a fresh directory named after `name` and the process id, starts
+    /// ibsim on it and waits until it is ready.
+    ///
+    /// # Panics
+    /// When ibsim cannot be started or does not become ready within 20 s.
+    #[must_use]
+    pub fn start(name: &str, net: &str) -> Self {
+        let tag = format!("{name}_{}", std::process::id());
+        let dir = std::env::temp_dir().join(&tag);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("ibsim dir");
+        std::fs::write(dir.join("net"), net).expect("net file");
+        let log = std::fs::File::create(dir.join("ibsim.log")).expect("ibsim log");
+        let child = Command::new(IBSIM)
+            .args(["-s", "-n", "net"])
+            .current_dir(&dir)
+            .env("IBSIM_SOCKNAME", &tag)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start ibsim");
+        let sim = Self {
+            child,
+            sock: tag,
+            dir,
+        };
+        wait_for(
+            &sim.dir.join("ibsim.log"),
+            "simulator ready",
+            Duration::from_secs(20),
+        );
+        sim
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

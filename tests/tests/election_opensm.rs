@@ -12,15 +12,12 @@
 //! configured by OpenSM before ours starts.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_tests::{peers_present, wait_for};
+use ibsm_tests::{IBSIM, Ibsim, PRELOAD, peers_present, wait_for};
 
-const IBSIM: &str = "/usr/bin/ibsim";
 const OPENSM: &str = "/usr/sbin/opensm";
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 const PEER: &str = env!("CARGO_BIN_EXE_election-umad-peer");
 
 const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Hca3\"[1]\n\n\
@@ -28,10 +25,8 @@ Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \
 
 /// ibsim and OpenSM of one test, killed by PID when dropped.
 struct Fabric {
-    ibsim: Child,
     opensm: Option<Child>,
-    sock: String,
-    dir: PathBuf,
+    sim: Ibsim,
 }
 
 impl Drop for Fabric {
@@ -41,45 +36,20 @@ impl Drop for Fabric {
             let _ = o.kill();
             let _ = o.wait();
         }
-        let _ = self.ibsim.kill();
-        let _ = self.ibsim.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // `sim` (declared after) is dropped next: ibsim goes last.
     }
 }
 
 /// Starts ibsim and an OpenSM with `priority` on Hca1 (polling 1 s x 2, sweeps every
 /// 2 s), and waits for SUBNET UP.
 fn start(tag: &str, priority: u8) -> Fabric {
-    let dir = std::env::temp_dir().join(format!("ibsm_election_osm_{}_{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("osm")).unwrap();
-    std::fs::create_dir_all(dir.join("peer")).unwrap();
-    std::fs::write(dir.join("net"), NET).unwrap();
-    let sock = format!("ibsm_el_{}_{tag}", std::process::id());
-    let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
-    let ibsim = Command::new(IBSIM)
-        .args(["-s", "-n", "net"])
-        .current_dir(&dir)
-        .env("IBSIM_SOCKNAME", &sock)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start ibsim");
-    let mut f = Fabric {
-        ibsim,
-        opensm: None,
-        sock,
-        dir,
-    };
-    wait_for(
-        &f.dir.join("ibsim.log"),
-        "simulator ready",
-        Duration::from_secs(20),
-    );
+    let sim = Ibsim::start(&format!("ibsm_election_osm_{tag}"), NET);
+    std::fs::create_dir_all(sim.dir.join("osm")).unwrap();
+    std::fs::create_dir_all(sim.dir.join("peer")).unwrap();
+    let mut f = Fabric { opensm: None, sim };
 
     // OpenSM's full default configuration, with the election knobs changed.
-    let conf = f.dir.join("osm.conf");
+    let conf = f.sim.dir.join("osm.conf");
     let st = Command::new(OPENSM)
         .arg("-c")
         .arg(&conf)
@@ -104,14 +74,14 @@ fn start(tag: &str, priority: u8) -> Fabric {
         .collect::<Vec<_>>()
         .join("\n");
     std::fs::write(&conf, edited).unwrap();
-    let osm_dir = f.dir.join("osm");
+    let osm_dir = f.sim.dir.join("osm");
     let out = std::fs::File::create(osm_dir.join("out.log")).unwrap();
     let child = Command::new(OPENSM)
         .arg("-F")
         .arg(&conf)
         .args(["-d2", "-f", "osm.log"])
         .current_dir(&osm_dir)
-        .env("IBSIM_SOCKNAME", &f.sock)
+        .env("IBSIM_SOCKNAME", &f.sim.sock)
         .env("SIM_HOST", "Hca1")
         .env("OSM_TMP_DIR", ".")
         .env("OSM_CACHE_DIR", ".")
@@ -151,8 +121,8 @@ fn run_peer(
             "--run-secs",
             &secs.to_string(),
         ])
-        .current_dir(f.dir.join("peer"))
-        .env("IBSIM_SOCKNAME", &f.sock)
+        .current_dir(f.sim.dir.join("peer"))
+        .env("IBSIM_SOCKNAME", &f.sim.sock)
         .env("SIM_HOST", "Hca2")
         .env("LD_PRELOAD", PRELOAD)
         .stdin(Stdio::null())
@@ -191,7 +161,7 @@ fn run_peer(
 }
 
 fn osm_log(f: &Fabric) -> String {
-    std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default()
+    std::fs::read_to_string(f.sim.dir.join("osm/osm.log")).unwrap_or_default()
 }
 
 fn json_u64(json: &str, key: &str) -> u64 {

@@ -8,17 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_tests::{peers_present, wait_for};
+use ibsm_tests::{IBSIM, Ibsim, PRELOAD, peers_present, wait_for};
 use ibsm_topology::generate;
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
 
-const IBSIM: &str = "/usr/bin/ibsim";
 const OPENSM: &str = "/usr/sbin/opensm";
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 const EXAMPLE_NET: &str = "/usr/share/doc/ibsim-utils/net-examples/net";
 const DIAGS: [&str; 4] = [
     "/usr/sbin/ibnetdiscover",
@@ -30,10 +27,8 @@ const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 
 /// ibsim plus whatever else a test starts, all killed by PID when dropped.
 struct Fabric {
-    ibsim: Child,
     others: Vec<Child>,
-    sock: String,
-    dir: PathBuf,
+    sim: Ibsim,
 }
 
 impl Drop for Fabric {
@@ -42,49 +37,24 @@ impl Drop for Fabric {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = self.ibsim.kill();
-        let _ = self.ibsim.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // `sim` (declared after) is dropped next: ibsim goes last.
     }
 }
 
 fn start_sim(tag: &str, net: &str) -> Fabric {
-    let dir = std::env::temp_dir().join(format!("ibsm_ibsmd_{}_{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("net"), net).unwrap();
-    let sock = format!("ibsm_ibsmd_{}_{tag}", std::process::id());
-    let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
-    let ibsim = Command::new(IBSIM)
-        .args(["-s", "-n", "net"])
-        .current_dir(&dir)
-        .env("IBSIM_SOCKNAME", &sock)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start ibsim");
-    let f = Fabric {
-        ibsim,
+    Fabric {
         others: Vec::new(),
-        sock,
-        dir,
-    };
-    wait_for(
-        &f.dir.join("ibsim.log"),
-        "simulator ready",
-        Duration::from_secs(20),
-    );
-    f
+        sim: Ibsim::start(&format!("ibsm_ibsmd_{tag}"), net),
+    }
 }
 
 /// A client command under the preload, attached to `host` (or ibsim's first node).
 fn client(f: &Fabric, program: &str, host: Option<&str>, workdir: &str) -> Command {
-    let dir = f.dir.join(workdir);
+    let dir = f.sim.dir.join(workdir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut c = Command::new(program);
     c.current_dir(dir)
-        .env("IBSIM_SOCKNAME", &f.sock)
+        .env("IBSIM_SOCKNAME", &f.sim.sock)
         .env("LD_PRELOAD", PRELOAD)
         .stdin(Stdio::null());
     if let Some(h) = host {
@@ -326,7 +296,7 @@ Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \
 /// Starts OpenSM with `priority` on Hca1 (polls 1 s x 2, sweeps every 2 s); returns its
 /// index in `f.others`.
 fn start_opensm(f: &mut Fabric, priority: u8) -> usize {
-    let conf = f.dir.join("osm.conf");
+    let conf = f.sim.dir.join("osm.conf");
     let st = Command::new(OPENSM)
         .arg("-c")
         .arg(&conf)
@@ -347,7 +317,7 @@ fn start_opensm(f: &mut Fabric, priority: u8) -> usize {
         })
         .collect();
     std::fs::write(&conf, edited.join("\n")).unwrap();
-    let out = std::fs::File::create(f.dir.join("osm.out")).unwrap();
+    let out = std::fs::File::create(f.sim.dir.join("osm.out")).unwrap();
     let mut c = client(f, OPENSM, Some("Hca1"), "osm");
     c.arg("-F")
         .arg(&conf)
@@ -358,7 +328,7 @@ fn start_opensm(f: &mut Fabric, priority: u8) -> usize {
         .stderr(out);
     f.others.push(c.spawn().expect("start opensm"));
     wait_for(
-        &f.dir.join("osm/osm.log"),
+        &f.sim.dir.join("osm/osm.log"),
         "SUBNET UP",
         Duration::from_secs(30),
     );
@@ -379,8 +349,8 @@ impl Drop for Daemon {
 }
 
 fn start_ibsmd(f: &Fabric, priority: u8) -> Daemon {
-    let out = std::fs::File::create(f.dir.join("ibsmd.out")).unwrap();
-    let err = std::fs::File::create(f.dir.join("ibsmd.err")).unwrap();
+    let out = std::fs::File::create(f.sim.dir.join("ibsmd.out")).unwrap();
+    let err = std::fs::File::create(f.sim.dir.join("ibsmd.err")).unwrap();
     let mut c = client(f, IBSMD, Some("Hca2"), "sm");
     c.args([
         "--priority",
@@ -421,10 +391,10 @@ fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> String {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let err = std::fs::read_to_string(f.dir.join("ibsmd.err")).unwrap_or_default();
+    let err = std::fs::read_to_string(f.sim.dir.join("ibsmd.err")).unwrap_or_default();
     assert!(status.success(), "ibsmd exit {status}:\n{err}");
     assert!(err.contains("SIGTERM: stopping"), "{err}");
-    let out = std::fs::read_to_string(f.dir.join("ibsmd.out")).unwrap_or_default();
+    let out = std::fs::read_to_string(f.sim.dir.join("ibsmd.out")).unwrap_or_default();
     let json = out.lines().last().unwrap_or_default().to_string();
     assert_eq!(json_field(&json, "signal"), "\"SIGTERM\"", "{json}");
     json
@@ -443,12 +413,12 @@ fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() 
     let mut f = start_sim("el_hi", SMALL_NET);
     start_opensm(&mut f, 0);
     let sm = start_ibsmd(&f, 10);
-    let err_path = f.dir.join("ibsmd.err");
+    let err_path = f.sim.dir.join("ibsmd.err");
     // OpenSM hands over; ours becomes Master and sweeps.
     let err = wait_for(&err_path, "SUBNET UP", Duration::from_secs(20));
     assert!(err.contains("MASTER"), "{err}");
     wait_for(
-        &f.dir.join("osm/osm.log"),
+        &f.sim.dir.join("osm/osm.log"),
         "Entering STANDBY state",
         Duration::from_secs(10),
     );
@@ -456,7 +426,7 @@ fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() 
     std::thread::sleep(Duration::from_secs(3));
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
-    let osm = std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default();
+    let osm = std::fs::read_to_string(f.sim.dir.join("osm/osm.log")).unwrap_or_default();
     assert!(
         !after(&osm, "Entering STANDBY state").contains("Entering MASTER state"),
         "OpenSM took mastership back while ours was alive:\n{osm}"
@@ -464,7 +434,7 @@ fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() 
     // OpenSM notices the silent master (1 s x 2 polls) and takes over again.
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let osm = std::fs::read_to_string(f.dir.join("osm/osm.log")).unwrap_or_default();
+        let osm = std::fs::read_to_string(f.sim.dir.join("osm/osm.log")).unwrap_or_default();
         let later = after(&osm, "Entering STANDBY state");
         if later.contains("Entering MASTER state") && later.contains("SUBNET UP") {
             break;
@@ -485,7 +455,7 @@ fn ibsmd_stands_by_for_higher_priority_opensm_and_takes_over_when_it_is_killed()
     let mut f = start_sim("el_lo", SMALL_NET);
     let osm = start_opensm(&mut f, 10);
     let sm = start_ibsmd(&f, 0);
-    let err_path = f.dir.join("ibsmd.err");
+    let err_path = f.sim.dir.join("ibsmd.err");
     wait_for(&err_path, "STANDBY", Duration::from_secs(25));
     // Following, not configuring, for a few polls.
     std::thread::sleep(Duration::from_secs(2));

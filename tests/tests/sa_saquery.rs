@@ -6,16 +6,13 @@
 //! query here is narrowed to at most two records; multi-MAD tables are tested over
 //! ibsm-sim (crates/ibsm-manager/tests/sa_sim.rs).
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use ibsm_tests::wait_for;
+use ibsm_tests::{IBSIM, Ibsim, PRELOAD, wait_for};
 
-const IBSIM: &str = "/usr/bin/ibsim";
 const SAQUERY: &str = "/usr/sbin/saquery";
 const SMPQUERY: &str = "/usr/sbin/smpquery";
-const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 const SM_KEY: u64 = 0x77;
 const M_KEY: u64 = 0x1234_5678;
@@ -27,10 +24,8 @@ Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
 /// ibsim and our SM, killed by PID when dropped.
 struct Rig {
-    ibsim: Child,
     sm: Option<Child>,
-    sock: String,
-    dir: PathBuf,
+    sim: Ibsim,
 }
 
 impl Drop for Rig {
@@ -39,41 +34,16 @@ impl Drop for Rig {
             let _ = s.kill();
             let _ = s.wait();
         }
-        let _ = self.ibsim.kill();
-        let _ = self.ibsim.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // `sim` (declared after) is dropped next: ibsim goes last.
     }
 }
 
 fn start() -> Rig {
-    let dir = std::env::temp_dir().join(format!("ibsm_sa_saquery_{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("sm")).unwrap();
-    std::fs::create_dir_all(dir.join("q")).unwrap();
-    std::fs::write(dir.join("net"), NET).unwrap();
-    let sock = format!("ibsm_sa_{}", std::process::id());
-    let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
-    let ibsim = Command::new(IBSIM)
-        .args(["-s", "-n", "net"])
-        .current_dir(&dir)
-        .env("IBSIM_SOCKNAME", &sock)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start ibsim");
-    let mut rig = Rig {
-        ibsim,
-        sm: None,
-        sock,
-        dir,
-    };
-    wait_for(
-        &rig.dir.join("ibsim.log"),
-        "simulator ready",
-        Duration::from_secs(20),
-    );
-    let err = std::fs::File::create(rig.dir.join("sm.log")).unwrap();
+    let sim = Ibsim::start("ibsm_sa_saquery", NET);
+    std::fs::create_dir_all(sim.dir.join("sm")).unwrap();
+    std::fs::create_dir_all(sim.dir.join("q")).unwrap();
+    let mut rig = Rig { sm: None, sim };
+    let err = std::fs::File::create(rig.sim.dir.join("sm.log")).unwrap();
     let sm = Command::new(IBSMD)
         .args([
             "--sa",
@@ -83,8 +53,8 @@ fn start() -> Rig {
             &format!("{SM_KEY:#x}"),
         ])
         .args(["--m-key", &format!("{M_KEY:#x}")])
-        .current_dir(rig.dir.join("sm"))
-        .env("IBSIM_SOCKNAME", &rig.sock)
+        .current_dir(rig.sim.dir.join("sm"))
+        .env("IBSIM_SOCKNAME", &rig.sim.sock)
         .env("SIM_HOST", "Hca1")
         .env("LD_PRELOAD", PRELOAD)
         .stdin(Stdio::null())
@@ -94,7 +64,7 @@ fn start() -> Rig {
         .expect("start ibsmd");
     rig.sm = Some(sm);
     wait_for(
-        &rig.dir.join("sm.log"),
+        &rig.sim.dir.join("sm.log"),
         "SUBNET UP",
         Duration::from_secs(30),
     );
@@ -106,8 +76,8 @@ impl Rig {
     fn tool(&self, bin: &str, args: &[&str]) -> String {
         let out = Command::new(bin)
             .args(args)
-            .current_dir(self.dir.join("q"))
-            .env("IBSIM_SOCKNAME", &self.sock)
+            .current_dir(self.sim.dir.join("q"))
+            .env("IBSIM_SOCKNAME", &self.sim.sock)
             .env("SIM_HOST", "Hca4")
             .env("LD_PRELOAD", PRELOAD)
             .stdin(Stdio::null())
@@ -155,8 +125,8 @@ fn saquery_agrees_with_smpquery() {
     let lid_of = |host: &str| {
         let out = Command::new(SMPQUERY)
             .args(["-D", "portinfo", "0", "1"])
-            .current_dir(rig.dir.join("q"))
-            .env("IBSIM_SOCKNAME", &rig.sock)
+            .current_dir(rig.sim.dir.join("q"))
+            .env("IBSIM_SOCKNAME", &rig.sim.sock)
             .env("SIM_HOST", host)
             .env("LD_PRELOAD", PRELOAD)
             .stdin(Stdio::null())
