@@ -1063,7 +1063,7 @@ impl SubnetManager {
             },
             Phase::Program => {
                 self.enter(Phase::Activate, now);
-                self.set_states(PortState::Active);
+                self.activate_armed();
             }
             Phase::Activate => self.finish(now, true),
             Phase::Light => {
@@ -1409,7 +1409,7 @@ impl SubnetManager {
     }
 
     /// Activates every linked port that is Armed (the LFTs are all written by now).
-    fn set_states(&mut self, target: PortState) {
+    fn activate_armed(&mut self) {
         let todo: Vec<((NodeIx, u8), PortInfo)> = self
             .desired
             .iter()
@@ -1422,7 +1422,7 @@ impl SubnetManager {
             .map(|(k, v)| (*k, *v))
             .collect();
         for ((n, p), mut want) in todo {
-            want.port_state = target;
+            want.port_state = PortState::Active;
             want.client_reregister = false;
             self.submit_port_set(n, p, want);
         }
@@ -1579,10 +1579,4 @@ fn min_vls(a: VlCap, b: VlCap) -> u8 {
         (0, v) | (v, 0) => v,
         _ => x.min(y),
     }
-}
-
-/// Gives the time of a duration on the transport timeline.
-#[allow(dead_code)]
-fn after(now: Instant, d: Duration) -> Instant {
-    now + d
 }
