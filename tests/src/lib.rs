@@ -4,8 +4,9 @@
 //! OpenSM, infiniband-diags). Without them a test prints a loud `SKIP` line and passes,
 //! unless `IBSM_REQUIRE_PEERS=1` is set (as `.ci/run` does), in which case it fails.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether `IBSM_REQUIRE_PEERS=1` is set.
@@ -69,11 +70,14 @@ pub const IBSIM: &str = "/usr/bin/ibsim";
 /// The umad2sim preload that connects umad clients to ibsim.
 pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
+pub mod peer;
+
 /// One ibsim of one test: its own socket name and working directory, killed by PID
-/// and cleaned up when dropped.
+/// and cleaned up when dropped. Its console (stdin) is a pipe: [`Ibsim::console`].
 #[derive(Debug)]
 pub struct Ibsim {
     child: Child,
+    console: ChildStdin,
     /// `IBSIM_SOCKNAME` every client of this ibsim must use.
     pub sock: String,
     /// The working directory (holds `net` and `ibsim.log`).
@@ -94,17 +98,21 @@ impl Ibsim {
         std::fs::create_dir_all(&dir).expect("ibsim dir");
         std::fs::write(dir.join("net"), net).expect("net file");
         let log = std::fs::File::create(dir.join("ibsim.log")).expect("ibsim log");
-        let child = Command::new(IBSIM)
-            .args(["-s", "-n", "net"])
+        // No `-n`: the console reads commands from our pipe (it must not see EOF, so
+        // the write end lives as long as ibsim).
+        let mut child = Command::new(IBSIM)
+            .args(["-s", "net"])
             .current_dir(&dir)
             .env("IBSIM_SOCKNAME", &tag)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
             .expect("start ibsim");
+        let console = child.stdin.take().expect("ibsim stdin");
         let sim = Self {
             child,
+            console,
             sock: tag,
             dir,
         };
@@ -114,6 +122,19 @@ impl Ibsim {
             Duration::from_secs(20),
         );
         sim
+    }
+}
+
+impl Ibsim {
+    /// Sends one console command, e.g. `Unlink "Sw1"[3]` or `ReLink "Sw1"[3]`. Its answer
+    /// goes to `ibsim.log`.
+    ///
+    /// # Panics
+    /// When ibsim's stdin is closed (ibsim died).
+    pub fn console(&mut self, command: &str) {
+        writeln!(self.console, "{command}")
+            .and_then(|()| self.console.flush())
+            .expect("ibsim console");
     }
 }
 
