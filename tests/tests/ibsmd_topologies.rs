@@ -72,7 +72,10 @@ fn ibsmd_brings_up_a_degraded_jellyfish_with_dfsssp() {
         .switches()
         .map(|(id, _)| {
             topo.links_of(id)
-                .filter(|(_, e, _)| topo.node(e.node).is_some_and(ibsm_topology::Node::is_switch))
+                .filter(|(_, e, _)| {
+                    topo.node(e.node)
+                        .is_some_and(ibsm_topology::Node::is_switch)
+                })
                 .count()
         })
         .collect();

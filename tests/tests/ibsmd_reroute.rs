@@ -1,0 +1,120 @@
+//! Peer test: ibsmd, running as a daemon on an ibsim fat tree, re-routes around a cable
+//! pulled on ibsim's console and back onto it when the cable returns.
+//!
+//! After bring-up the fabric verifies with the diagnostics (`ibsm_tests::peer`); then
+//! `Unlink` of one switch-to-switch cable makes the two switches send trap 128; ibsmd
+//! sweeps, and the checks pass again on the smaller fabric: no LFT entry anywhere points
+//! at either dead port, every CA still reaches every LID (offline LFT walk and
+//! `ibtracert`), and no LID moved. `ReLink` brings the cable back and ibsmd uses it again.
+
+use std::time::{Duration, Instant};
+
+use ibsm_tests::peer::{
+    Fabric, Verified, ca_ports, json_field, needed, net_file, start_ibsmd, stop_ibsmd,
+    verify_topology, verify_with_diags,
+};
+use ibsm_tests::peers_present;
+use ibsm_topology::{generate, ibnet};
+
+const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
+
+/// Waits until ibsmd has reported more than `ups` SUBNET UPs and then a light sweep
+/// that found nothing to do (the fabric is settled); returns the new SUBNET UP count.
+fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
+    let deadline = Instant::now() + limit;
+    loop {
+        let err = f.read("ibsmd.err");
+        let now = err.matches("SUBNET UP").count();
+        if now > ups {
+            let last = err.rfind("SUBNET UP").unwrap();
+            if err[last..].contains("light sweep: nothing to do") {
+                return now;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ibsmd did not settle after {ups} SUBNET UPs within {limit:?}:\n{err}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The entries of switch `guid`'s LFT that leave through `port`.
+fn using(v: &Verified, guid: u64, port: u8) -> usize {
+    v.lfts[&guid].values().filter(|&&p| p == port).count()
+}
+
+#[test]
+fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
+    if !peers_present("ibsmd_reroute", &needed()) {
+        return;
+    }
+    let net = net_file(
+        &generate::fat_tree(8, 2).unwrap(),
+        "2-level radix-8 fat tree",
+    );
+    let mut f = Fabric::start("reroute", &net);
+    // Read back: the net file names nodes only, and the parser gives them the GUIDs
+    // ibsim gives them, which the diagnostics show.
+    let topo = ibnet::parse(&net).unwrap().fabric;
+    let (_, sm_ca) = topo.cas().next().unwrap();
+    let sm = start_ibsmd(
+        &f,
+        IBSMD,
+        &sm_ca.description,
+        0,
+        &["--routing", "updn", "--sweep-interval", "1"],
+    );
+    let ups = wait_settled(&f, 0, Duration::from_secs(20));
+    let before = verify_topology(&f, &topo, 0);
+
+    // A leaf's last uplink: a redundant cable (each leaf has four).
+    let (_, link) = topo
+        .links()
+        .find(|(_, l)| {
+            [l.a, l.b].iter().all(|e| {
+                topo.node(e.node)
+                    .is_some_and(ibsm_topology::Node::is_switch)
+            })
+        })
+        .unwrap();
+    let (a, b) = (link.a, link.b);
+    let (na, nb) = (topo.node(a.node).unwrap(), topo.node(b.node).unwrap());
+    let (ga, gb) = (na.guid().0, nb.guid().0);
+    assert_eq!(before.peer(ga, a.port), Some((gb, b.port)));
+    assert!(
+        using(&before, ga, a.port) > 0 && using(&before, gb, b.port) > 0,
+        "the cable carried no route before it was pulled"
+    );
+
+    f.sim
+        .console(&format!("Unlink \"{}\"[{}]", na.description, a.port));
+    let ups = wait_settled(&f, ups, Duration::from_secs(20));
+    let err = f.read("ibsmd.err");
+    assert!(err.contains("trap 128"), "no trap 128 seen:\n{err}");
+    let cut = verify_with_diags(
+        &f,
+        topo.link_count() - 1,
+        ca_ports(&topo),
+        topo.switch_count(),
+        0,
+    );
+    assert_eq!(cut.peer(ga, a.port), None);
+    assert_eq!(using(&cut, ga, a.port), 0, "LFT still uses the dead port");
+    assert_eq!(using(&cut, gb, b.port), 0, "LFT still uses the dead port");
+    assert_eq!(cut.lids, before.lids, "LIDs moved on re-route");
+
+    f.sim
+        .console(&format!("ReLink \"{}\"[{}]", na.description, a.port));
+    wait_settled(&f, ups, Duration::from_secs(20));
+    let back = verify_topology(&f, &topo, 0);
+    assert!(
+        using(&back, ga, a.port) > 0 && using(&back, gb, b.port) > 0,
+        "the returned cable carries no route"
+    );
+    assert_eq!(back.lids, before.lids, "LIDs moved on re-route");
+
+    let json = stop_ibsmd(&f, sm);
+    assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
+    assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
+}
