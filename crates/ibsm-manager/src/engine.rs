@@ -258,6 +258,12 @@ impl SubnetManager {
         let sa = cfg.sa.then(|| {
             let mut c = ibsm_sa::SaConfig::with_sm_key(cfg.sm_key);
             c.rmpp = cfg.sa_rmpp;
+            // The SA's own sends (RMPP windows, Reports) wait and retry as SMPs do
+            // (OpenSM binds its SA agent with transaction_timeout / _retries too).
+            c.rmpp_timeout = cfg.transaction_timeout;
+            c.rmpp_retries = cfg.transaction_retries;
+            c.report_timeout = cfg.transaction_timeout;
+            c.report_retries = cfg.transaction_retries;
             ibsm_sa::SaServer::new(c)
         });
         Self {
@@ -404,6 +410,7 @@ impl SubnetManager {
         {
             self.election.handle_timeout(dur(now));
         }
+        self.sa_handle_timeout(now);
         if self.phase == Phase::Idle && self.next_sweep.is_some_and(|t| t <= now) {
             self.next_sweep = None;
             if self.heavy_pending {
@@ -418,6 +425,9 @@ impl SubnetManager {
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
         if let Some(o) = self.out.pop_front() {
+            return Some(o);
+        }
+        if let Some(o) = self.poll_sa_transmit(now) {
             return Some(o);
         }
         self.pump();
@@ -445,6 +455,7 @@ impl SubnetManager {
             self.tx.poll_timeout(),
             sweep,
             self.election.poll_timeout().map(instant),
+            self.sa_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -1464,7 +1475,7 @@ impl SubnetManager {
             return;
         };
         // Subscribers (InformInfo) get the trap as an SA Report.
-        self.forward_to_sa_subscribers(&notice);
+        self.forward_to_sa_subscribers(now, &notice);
         let number = notice.trap_number;
         self.events.push_back(SmEvent::Trap {
             number,

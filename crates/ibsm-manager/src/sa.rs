@@ -134,19 +134,40 @@ impl SubnetManager {
         self.program_mfts();
     }
 
-    pub(super) fn forward_to_sa_subscribers(&mut self, notice: &Notice) {
+    pub(super) fn forward_to_sa_subscribers(&mut self, now: Instant, notice: &Notice) {
         let Some(sa) = self.sa.as_mut() else {
             return;
         };
-        for r in sa.notice(notice) {
-            let mut a = LidAddress::smp(r.dlid);
-            a.qpn = r.qpn;
-            a.qkey = ibsm_wire::mad::QP1_QKEY;
+        for r in sa.notice(dur(now), notice) {
             self.out.push_back(Outgoing {
                 id: None,
-                addr: Address::Lid(a),
+                addr: sa_address(r.dlid, r.qpn),
                 mad: r.mad,
             });
+        }
+    }
+
+    /// What the SA sends on its own: RMPP segments after an ACK or a time-out, ABORTs,
+    /// Report resends.
+    pub(super) fn poll_sa_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        let t = self.sa.as_mut()?.poll_transmit(dur(now))?;
+        Some(Outgoing {
+            id: None,
+            addr: sa_address(t.to.lid, t.to.qpn),
+            mad: t.mad,
+        })
+    }
+
+    /// The SA's next RMPP or Report deadline.
+    pub(super) fn sa_timeout(&self) -> Option<Instant> {
+        self.sa.as_ref()?.poll_timeout().map(super::instant)
+    }
+
+    pub(super) fn sa_handle_timeout(&mut self, now: Instant) {
+        if let Some(sa) = self.sa.as_mut() {
+            if sa.poll_timeout().is_some_and(|t| t <= dur(now)) {
+                sa.handle_timeout(dur(now));
+            }
         }
     }
 
@@ -171,4 +192,12 @@ impl SubnetManager {
             );
         }
     }
+}
+
+/// A GSI address for an SA client (QP1 Q_Key for QP 1 and for the QPs subscribers name).
+fn sa_address(dlid: u16, qpn: u32) -> Address {
+    let mut a = LidAddress::smp(dlid);
+    a.qpn = qpn;
+    a.qkey = ibsm_wire::mad::QP1_QKEY;
+    Address::Lid(a)
 }

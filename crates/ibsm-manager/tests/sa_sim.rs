@@ -29,8 +29,14 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
-    let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
+    rig_on(&generate::k_ary_n_tree(4, 2).unwrap(), |_| {})
+}
+
+/// The SM on the first CA of `fabric`, the tool on the seventh; `prepare` may change
+/// the simulated nodes before the SM's first sweep.
+fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent>)) -> Rig {
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
+    prepare(&mut sim);
     let mut cas = fabric.cas();
     let (_, a) = cas.next().unwrap();
     let (_, b) = cas.nth(5).unwrap();
@@ -83,9 +89,22 @@ impl Rig {
         out
     }
 
-    /// Runs the SM a while and returns what reached the tool unasked.
-    fn ask_nothing(&mut self) -> Vec<Vec<u8>> {
-        let until = self.port.now() + Duration::from_millis(500);
+    /// A GetTable: reassembled records.
+    fn table<R: SaRecord>(&mut self, mask: u64, t: &R, sm_key: u64) -> (Status, Vec<R>) {
+        let mut req = SaMad::request(Method::GetTable, 0x77, mask.into(), t).unwrap();
+        req.sm_key = sm_key;
+        let got = self.fetch(&req, RxPlan::default());
+        let rx = got.rx.expect("complete");
+        let mut h = [0u8; 256];
+        h[..56].copy_from_slice(rx.header());
+        let status = SaMad::parse(&h).map(|h| h.status).unwrap();
+        let recs = rx.records::<R>().map(Iterator::collect).unwrap_or_default();
+        (status, recs)
+    }
+
+    /// Lets the SM run for `d` of virtual time; returns what reached the tool.
+    fn step(&mut self, d: Duration) -> Vec<Vec<u8>> {
+        let until = self.port.now() + d;
         driver::run(&mut self.sm, &mut self.port, until, |_| false).unwrap();
         let mut out = Vec::new();
         while let Ok(Incoming::Mad(rx)) = self.tool.recv(self.tool.now()) {
@@ -94,21 +113,99 @@ impl Rig {
         out
     }
 
-    /// A GetTable: reassembled records.
-    fn table<R: SaRecord>(&mut self, mask: u64, t: &R, sm_key: u64) -> (Status, Vec<R>) {
-        let mut req = SaMad::request(Method::GetTable, 0x77, mask.into(), t).unwrap();
-        req.sm_key = sm_key;
-        let mads = self.ask(&req);
-        assert!(!mads.is_empty(), "no answer");
-        let first = SaMad::parse(&mads[0]).unwrap();
-        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
-        for m in &mads {
-            rx.push(m).unwrap();
-        }
-        assert!(rx.is_complete());
-        let recs = rx.records::<R>().map(Iterator::collect).unwrap_or_default();
-        (first.status, recs)
+    fn send_to_sm(&mut self, mad: &[u8]) {
+        let dst = Address::Lid(LidAddress::gsi(self.sm.sm_lid(), 0));
+        self.tool.send(&dst, mad).unwrap();
     }
+
+    /// Sends a GetTable and plays the receiving side of RMPP as `plan` says: ACK
+    /// whatever arrived (SegmentNumber = last in order, NewWindowLast = that plus the
+    /// window), lose one segment once, or ABORT.
+    fn fetch(&mut self, req: &SaMad, plan: RxPlan) -> Fetched {
+        let window = plan.window.max(1);
+        self.send_to_sm(&req.to_bytes());
+        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 24));
+        let mut got = Fetched::default();
+        let mut dropped = false;
+        let give_up = self.port.now() + Duration::from_secs(30);
+        while self.port.now() < give_up {
+            let mads = self.step(Duration::from_millis(1));
+            let mut any = false;
+            for m in mads {
+                if m[8..16] != req.transaction_id.to_be_bytes() {
+                    continue;
+                }
+                match m[25] {
+                    1 => {}
+                    4 => {
+                        got.sa_aborts += 1;
+                        continue;
+                    }
+                    _ => continue,
+                }
+                got.data += 1;
+                let seg = u32::from_be_bytes(m[28..32].try_into().unwrap());
+                if plan.drop_once == Some(seg) && !dropped {
+                    dropped = true;
+                    got.dropped += 1;
+                    continue;
+                }
+                any = true;
+                if rx.push(&m).is_err() {
+                    got.out_of_order += 1;
+                }
+            }
+            if !any {
+                continue;
+            }
+            if plan.abort_after.is_some_and(|a| rx.last_segment() >= a) {
+                let mut abort = rx.ack(0);
+                abort[25] = 4;
+                abort[27] = 127;
+                abort[28..36].fill(0);
+                self.send_to_sm(&abort);
+                got.aborted = true;
+                return got;
+            }
+            self.send_to_sm(&rx.ack(window));
+            got.acks += 1;
+            if rx.is_complete() {
+                // Let the final ACK reach the SA; nothing of this TID may follow.
+                let late = self
+                    .step(Duration::from_millis(2))
+                    .into_iter()
+                    .filter(|m| m[8..16] == req.transaction_id.to_be_bytes())
+                    .count();
+                assert_eq!(late, 0, "MADs after the final ACK");
+                got.rx = Some(rx);
+                return got;
+            }
+        }
+        panic!("no complete answer in 30 s: {got:?}");
+    }
+}
+
+/// How the tool receives one RMPP transfer.
+#[derive(Debug, Clone, Copy, Default)]
+struct RxPlan {
+    /// NewWindowLast - SegmentNumber in its ACKs (0 = 1).
+    window: u32,
+    /// Lose this segment the first time it arrives.
+    drop_once: Option<u32>,
+    /// ABORT once this many segments arrived in order.
+    abort_after: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Fetched {
+    rx: Option<Reassembler<VecBuffer>>,
+    /// DATA segments received (duplicates included).
+    data: usize,
+    dropped: usize,
+    out_of_order: usize,
+    acks: usize,
+    sa_aborts: usize,
+    aborted: bool,
 }
 
 #[test]
@@ -303,13 +400,137 @@ fn traps_reach_inform_info_subscribers_as_reports() {
         node: sw,
         port: other,
     });
-    let got = r.ask_nothing();
-    let reports: Vec<SaMad> = got
-        .iter()
-        .filter_map(|m| SaMad::parse(m).ok())
-        .filter(|m| m.method == Method::Report)
+    // The subscriber ignores the first copy of each Report and answers the second:
+    // the SA resends until the ReportResp arrives, then stops.
+    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut answered = 0;
+    for _ in 0..2000 {
+        for m in r.step(Duration::from_millis(1)) {
+            let Ok(rep) = SaMad::parse(&m) else { continue };
+            if rep.method != Method::Report || rep.response {
+                continue;
+            }
+            assert_eq!(rep.attribute_id, SaAttributeId::Notice);
+            let n = seen.entry(rep.transaction_id).or_default();
+            *n += 1;
+            assert!(
+                *n <= 2,
+                "Report {:#x} resent after its ReportResp",
+                rep.transaction_id
+            );
+            if *n == 2 {
+                let mut resp = rep;
+                resp.response = true;
+                r.send_to_sm(&resp.to_bytes());
+                answered += 1;
+            }
+        }
+    }
+    assert!(!seen.is_empty(), "no Report");
+    assert!(seen.values().all(|&n| n == 2), "{seen:?}");
+    let c = r.sm.sa().unwrap().counters();
+    assert_eq!(c.reports, seen.len() as u64);
+    assert_eq!(c.report_resends, seen.len() as u64);
+    assert_eq!(c.report_acks, answered);
+    assert_eq!(
+        (c.reports_failed, r.sm.sa().unwrap().reports_pending()),
+        (0, 0)
+    );
+}
+
+/// A NodeRecord table of a 648-CA fat tree (hundreds of RMPP segments) through a
+/// receiver with a small window that loses one segment once, after one transfer it
+/// aborts: checked against a listing made from the simulated nodes themselves.
+#[test]
+fn rmpp_tables_follow_the_receivers_window_losses_and_aborts() {
+    let fabric = generate::fat_tree(36, 2).unwrap();
+    assert_eq!(fabric.cas().count(), 648);
+    let mut r = rig_on(&fabric, |_| {});
+    let req = SaMad::request(
+        Method::GetTable,
+        0x51,
+        ComponentMask::NONE,
+        &NodeRecord::default(),
+    )
+    .unwrap();
+    // First the receiver gives up after 10 segments: the SA stops at once.
+    let got = r.fetch(
+        &req,
+        RxPlan {
+            window: 4,
+            abort_after: Some(10),
+            ..RxPlan::default()
+        },
+    );
+    assert!(got.aborted);
+    assert!(got.data <= 10 + 4, "{got:?}");
+    let late = (0..500)
+        .flat_map(|_| r.step(Duration::from_millis(1)))
+        .filter(|m| m[8..16] == req.transaction_id.to_be_bytes())
+        .count();
+    assert_eq!(late, 0, "segments after the ABORT");
+    let sa = r.sm.sa().unwrap();
+    assert_eq!(sa.counters().rmpp_aborted, 1);
+    assert_eq!(sa.transfers_in_progress(), 0);
+
+    // Then the whole table, window 5, segment 17 lost once.
+    let mut req = req;
+    req.transaction_id = 0x52;
+    let got = r.fetch(
+        &req,
+        RxPlan {
+            window: 5,
+            drop_once: Some(17),
+            ..RxPlan::default()
+        },
+    );
+    let rx = got.rx.as_ref().expect("complete");
+    let segments = rx.expected_segments().unwrap();
+    assert!(segments > 300, "{segments} segments");
+    assert_eq!(got.dropped, 1);
+    // The window held: never more than 5 segments past the last ACK, so the loss
+    // costs one window of out-of-order segments, resent after the time-out.
+    assert!(got.out_of_order <= 5, "{got:?}");
+    assert!(got.data as u32 <= segments + 6, "{got:?}");
+    let sa = r.sm.sa().unwrap();
+    let c = sa.counters();
+    assert_eq!((c.rmpp_completed, c.rmpp_resends), (1, 1), "{c:?}");
+    assert_eq!(sa.transfers_in_progress(), 0);
+    assert_eq!(sa.poll_timeout(), None);
+
+    // Brute force: one record per CA port and per switch, with the LID the node's SMA
+    // holds and the facts of the fabric model.
+    let mut want: Vec<(u64, u64, u16, u8)> = Vec::new();
+    for (id, n) in fabric.nodes() {
+        let node = r.sim.node_by_guid(n.guid().0).unwrap();
+        if n.is_switch() {
+            let lid = r.sim.with_agent(node, |a| a.sma().lid(0)).unwrap();
+            want.push((n.guid().0, n.guid().0, lid, n.num_ports()));
+        } else {
+            for p in 1..=n.num_ports() {
+                let Some(port) = n.port(p) else { continue };
+                if fabric.port_peer(id, p).is_none() {
+                    continue;
+                }
+                let lid = r.sim.with_agent(node, |a| a.sma().lid(p)).unwrap();
+                want.push((n.guid().0, port.guid.0, lid, n.num_ports()));
+            }
+        }
+    }
+    let mut have: Vec<(u64, u64, u16, u8)> = rx
+        .records::<NodeRecord>()
+        .unwrap()
+        .map(|n| {
+            (
+                n.node_info.node_guid,
+                n.node_info.port_guid,
+                n.lid,
+                n.node_info.num_ports,
+            )
+        })
         .collect();
-    assert!(!reports.is_empty(), "no Report among {} MADs", got.len());
-    assert_eq!(reports[0].attribute_id, SaAttributeId::Notice);
-    assert_eq!(r.sm.sa().unwrap().counters().reports, reports.len() as u64);
+    want.sort_unstable();
+    have.sort_unstable();
+    assert_eq!(have.len(), 648 + fabric.switches().count());
+    assert_eq!(have, want);
 }

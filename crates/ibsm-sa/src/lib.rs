@@ -4,6 +4,11 @@
 //! ports with their PortInfo, cables, LFTs and SLs from the routing engine, the SMs);
 //! [`SaServer::handle`] answers SubnAdmGet / GetTable / Set / Delete from it and returns
 //! the response MADs (RMPP segments for tables, or one message for kernel RMPP).
+//! Like every state machine of the workspace it is sans-IO: tables in segments mode
+//! run the RMPP sender protocol (window from the receiver's ACKs, resends after a
+//! time-out, STOP / ABORT) and Reports wait for their ReportResp, so after any input
+//! drain [`SaServer::poll_transmit`] and call [`SaServer::handle_timeout`] at
+//! [`SaServer::poll_timeout`].
 //!
 //! Served: ClassPortInfo, NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord,
 //! LinearForwardingTableRecord, SMInfoRecord, P_KeyTableRecord, GuidInfoRecord,
@@ -52,5 +57,5 @@ mod tests;
 
 pub use db::PathFacts;
 pub use mcast::{MLID_BASE, MLID_LAST, MftUpdate};
-pub use server::{Report, Requester, RmppMode, SaConfig, SaCounters, SaServer};
+pub use server::{Report, Requester, RmppMode, SaConfig, SaCounters, SaServer, SaTransmit};
 pub use snapshot::{NodeIx, SaNode, SaPort, SaSnapshot};

@@ -1,9 +1,9 @@
 //! [`SaServer`]: request in, response MADs out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use ibsm_wire::sa::rmpp::{RMPP_VERSION, Segmenter};
+use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderState};
 use ibsm_wire::sa::{
     ComponentMask, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
     LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, Rate,
@@ -21,8 +21,12 @@ use crate::snapshot::SaSnapshot;
 /// How multi-MAD answers (GetTableResp) leave the SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RmppMode {
-    /// As 256-byte RMPP DATA segments, all at once (the simulator, transports without
-    /// kernel RMPP).
+    /// As 256-byte RMPP DATA segments under the RMPP sender protocol (the simulator,
+    /// transports without kernel RMPP): the window starts at one segment and follows
+    /// the receiver's ACKs (NewWindowLast), unacknowledged segments are resent after
+    /// [`SaConfig::rmpp_timeout`] (go-back-N) at most [`SaConfig::rmpp_retries`] times
+    /// in a row before the SA ABORTs the transfer, and a receiver's STOP or ABORT ends
+    /// it. Segments beyond the first window leave through [`SaServer::poll_transmit`].
     #[default]
     Segments,
     /// As one message: the 56-byte header with RMPP Active set, then the whole table.
@@ -47,6 +51,23 @@ pub struct SaConfig {
     pub max_records: usize,
     /// Most ServiceRecords and InformInfo subscriptions kept.
     pub max_registrations: usize,
+    /// RMPP (segments mode): how long to wait for an ACK that moves a transfer forward
+    /// before resending from the first unacknowledged segment.
+    pub rmpp_timeout: Duration,
+    /// RMPP: resends in a row without progress before the SA aborts the transfer
+    /// (RMPPStatus 126, too many retries).
+    pub rmpp_retries: u32,
+    /// RMPP: most tables being sent at once; a GetTable beyond it is answered
+    /// ERR_NO_RESOURCES.
+    pub max_transfers: usize,
+    /// Reports: how long to wait for the subscriber's SubnAdmReportResp before sending
+    /// the Report again (OpenSM: `transaction_timeout`).
+    pub report_timeout: Duration,
+    /// Reports: resends before the SA gives up on one Report (OpenSM:
+    /// `transaction_retries`). The subscription is kept, as OpenSM keeps it: a
+    /// subscriber that was briefly away still gets the next notices; it goes away when
+    /// its port leaves the subnet or it unsubscribes.
+    pub report_retries: u32,
 }
 
 impl Default for SaConfig {
@@ -57,6 +78,11 @@ impl Default for SaConfig {
             resp_time_value: 18,
             max_records: 1 << 20,
             max_registrations: 65_536,
+            rmpp_timeout: Duration::from_millis(200),
+            rmpp_retries: 4,
+            max_transfers: 4096,
+            report_timeout: Duration::from_millis(200),
+            report_retries: 3,
         }
     }
 }
@@ -98,8 +124,62 @@ pub struct SaCounters {
     pub unsupported: u64,
     /// Error statuses sent in all.
     pub errors: u64,
-    /// Reports sent to subscribers.
+    /// Reports sent to subscribers (first sends; resends are counted apart).
     pub reports: u64,
+    /// Reports sent again because no SubnAdmReportResp came in time.
+    pub report_resends: u64,
+    /// Reports given up after [`SaConfig::report_retries`] resends.
+    pub reports_failed: u64,
+    /// SubnAdmReportResp received for a pending Report.
+    pub report_acks: u64,
+    /// RMPP transfers started (tables in segments mode).
+    pub rmpp_transfers: u64,
+    /// RMPP transfers the receiver acknowledged to the end.
+    pub rmpp_completed: u64,
+    /// RMPP transfers ended by a STOP or an ABORT (theirs or ours).
+    pub rmpp_aborted: u64,
+    /// RMPP time-outs that resent a window.
+    pub rmpp_resends: u64,
+}
+
+/// A MAD the SA sends on its own (later RMPP segments, resends, ABORTs, Report
+/// resends), from [`SaServer::poll_transmit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaTransmit {
+    /// Where to: the requester (its LID and QP) or the subscriber.
+    pub to: Requester,
+    /// The MAD.
+    pub mad: Vec<u8>,
+}
+
+/// A table's bytes, owned by its transfer.
+#[derive(Debug, Clone)]
+struct TableBytes(Vec<u8>);
+
+impl RmppPayload for TableBytes {
+    fn payload_len(&self) -> usize {
+        self.0.len()
+    }
+    fn copy_to(&self, offset: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self.0[offset..offset + out.len()]);
+    }
+}
+
+/// One table on its way to a requester.
+#[derive(Debug)]
+struct Transfer {
+    to: Requester,
+    sender: Sender<TableBytes>,
+}
+
+/// A Report waiting for its SubnAdmReportResp.
+#[derive(Debug)]
+struct PendingReport {
+    to: Requester,
+    tid: u64,
+    mad: Vec<u8>,
+    deadline: Duration,
+    resends: u32,
 }
 
 /// A Report (forwarded trap) for a subscriber.
@@ -137,6 +217,10 @@ pub struct SaServer {
     subs: Vec<Subscription>,
     counters: SaCounters,
     report_tid: u64,
+    /// Tables being sent, by (requester LID, QP, TransactionID).
+    transfers: HashMap<(u16, u32, u64), Transfer>,
+    reports: Vec<PendingReport>,
+    out: VecDeque<SaTransmit>,
 }
 
 type Answer = Result<Vec<Vec<u8>>, SaError>;
@@ -166,6 +250,9 @@ impl SaServer {
             subs: Vec::new(),
             counters: SaCounters::default(),
             report_tid: 0x5a00_0000_0000_0000,
+            transfers: HashMap::new(),
+            reports: Vec::new(),
+            out: VecDeque::new(),
         }
     }
 
@@ -208,15 +295,27 @@ impl SaServer {
     }
 
     /// Handles one received MAD of class 0x03 and returns what to send back to the
-    /// requester (nothing for responses, RMPP ACKs and MADs too short to answer).
+    /// requester now: the answer (for a table in segments mode, the segments the RMPP
+    /// window allows), the segments an RMPP ACK lets out, nothing for a
+    /// SubnAdmReportResp or a MAD too short to answer. Whatever the SA sends later
+    /// (further segments after a time-out, ABORTs, Report resends) comes from
+    /// [`Self::poll_transmit`].
     pub fn handle(&mut self, now: Duration, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
         if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE || mad.get(1) != Some(&0x03) {
             self.counters.malformed += 1;
             return Vec::new();
         }
-        // Responses (ReportResp from a subscriber) and RMPP ACK/STOP/ABORT of our
-        // tables need no answer: segments are sent all at once.
-        if mad[3] & 0x80 != 0 || (mad[25] != 0 && mad[25] != u8::from(RmppType::Data)) {
+        let rmpp_type = RmppType::from(mad[25]);
+        if matches!(rmpp_type, RmppType::Ack | RmppType::Stop | RmppType::Abort) {
+            return self.on_rmpp_control(now, mad, from);
+        }
+        if mad[3] & 0x80 != 0 {
+            if mad[3] == ibsm_wire::mad::METHOD_REPORT_RESP {
+                self.on_report_resp(mad, from);
+            }
+            return Vec::new();
+        }
+        if rmpp_type != RmppType::None && rmpp_type != RmppType::Data {
             return Vec::new();
         }
         self.counters.requests += 1;
@@ -241,7 +340,180 @@ impl SaServer {
         if !out.is_empty() {
             self.counters.responses += 1;
         }
+        if self.cfg.rmpp == RmppMode::Segments
+            && out.len() == 1
+            && out[0].get(25) == Some(&u8::from(RmppType::Data))
+        {
+            // A whole table: segment it and run the RMPP sender.
+            let msg = out.into_iter().next().unwrap_or_default();
+            return self.start_transfer(now, &req, msg, from);
+        }
         out
+    }
+
+    /// Starts sending `msg` (header + table) as an RMPP transfer; returns the
+    /// segments of the first window.
+    fn start_transfer(
+        &mut self,
+        now: Duration,
+        req: &SaMad,
+        msg: Vec<u8>,
+        from: &Requester,
+    ) -> Vec<Vec<u8>> {
+        let key = (from.lid, from.qpn, req.transaction_id);
+        // A repeated request (same requester and TID) restarts its answer.
+        if self.transfers.remove(&key).is_none() && self.transfers.len() >= self.cfg.max_transfers {
+            self.counters.errors += 1;
+            return vec![
+                Self::header(req, SaStatus::NoResources.status(), 0)
+                    .to_bytes()
+                    .to_vec(),
+            ];
+        }
+        let hl = ibsm_wire::sa::SA_HEADER_SIZE;
+        let mut header = msg;
+        let data = header.split_off(hl.min(header.len()));
+        let Ok(seg) = Segmenter::new(
+            ibsm_wire::sa::rmpp::RmppLayout::SA,
+            &header,
+            TableBytes(data),
+        ) else {
+            self.counters.errors += 1;
+            return vec![
+                Self::header(req, SaStatus::NoResources.status(), 0)
+                    .to_bytes()
+                    .to_vec(),
+            ];
+        };
+        let timeout = u64::try_from(self.cfg.rmpp_timeout.as_nanos()).unwrap_or(u64::MAX);
+        let mut t = Transfer {
+            to: *from,
+            sender: Sender::new(seg, timeout, self.cfg.rmpp_retries),
+        };
+        self.counters.rmpp_transfers += 1;
+        let out = drain_sender(&mut t.sender, now);
+        self.transfers.insert(key, t);
+        out
+    }
+
+    /// An RMPP ACK, STOP or ABORT from the receiver of one of our tables.
+    fn on_rmpp_control(&mut self, now: Duration, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
+        if mad.len() < 256 {
+            self.counters.malformed += 1;
+            return Vec::new();
+        }
+        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        let key = (from.lid, from.qpn, tid);
+        let Some(t) = self.transfers.get_mut(&key) else {
+            // Late or stray: the transfer is over (or never was).
+            return Vec::new();
+        };
+        if t.sender.handle(&mad[..256], nanos(now)).is_err() {
+            self.counters.malformed += 1;
+        }
+        let out = drain_sender(&mut t.sender, now);
+        self.retire(key);
+        out
+    }
+
+    /// Forgets a transfer that has ended, counting how.
+    fn retire(&mut self, key: (u16, u32, u64)) {
+        let Some(t) = self.transfers.get(&key) else {
+            return;
+        };
+        match t.sender.state() {
+            SenderState::Sending => return,
+            SenderState::Complete => self.counters.rmpp_completed += 1,
+            SenderState::Stopped(_) | SenderState::Aborted(_) => self.counters.rmpp_aborted += 1,
+        }
+        self.transfers.remove(&key);
+    }
+
+    fn on_report_resp(&mut self, mad: &[u8], from: &Requester) {
+        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        let before = self.reports.len();
+        self.reports
+            .retain(|r| !(r.tid == tid && r.to.lid == from.lid));
+        if self.reports.len() < before {
+            self.counters.report_acks += 1;
+        }
+    }
+
+    /// The next MAD the SA sends on its own (see [`SaTransmit`]).
+    pub fn poll_transmit(&mut self, _now: Duration) -> Option<SaTransmit> {
+        self.out.pop_front()
+    }
+
+    /// When [`Self::handle_timeout`] is due: the earliest RMPP or Report deadline.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        let rmpp = self
+            .transfers
+            .values()
+            .filter_map(|t| t.sender.poll_timeout())
+            .min()
+            .map(Duration::from_nanos);
+        let reports = self.reports.iter().map(|r| r.deadline).min();
+        rmpp.into_iter().chain(reports).min()
+    }
+
+    /// Time passes: RMPP windows are resent (or transfers aborted after too many
+    /// retries), unanswered Reports are resent (or given up).
+    pub fn handle_timeout(&mut self, now: Duration) {
+        let ns = nanos(now);
+        let due: Vec<(u16, u32, u64)> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.sender.poll_timeout().is_some_and(|d| d <= ns))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            let Some(t) = self.transfers.get_mut(&key) else {
+                continue;
+            };
+            t.sender.handle_timeout(ns);
+            if t.sender.state() == SenderState::Sending {
+                self.counters.rmpp_resends += 1;
+            }
+            let to = t.to;
+            for mad in drain_sender(&mut t.sender, now) {
+                self.out.push_back(SaTransmit { to, mad });
+            }
+            self.retire(key);
+        }
+        let mut i = 0;
+        while i < self.reports.len() {
+            let r = &mut self.reports[i];
+            if r.deadline > now {
+                i += 1;
+                continue;
+            }
+            if r.resends >= self.cfg.report_retries {
+                self.counters.reports_failed += 1;
+                self.reports.swap_remove(i);
+                continue;
+            }
+            r.resends += 1;
+            r.deadline = now + self.cfg.report_timeout;
+            self.counters.report_resends += 1;
+            self.out.push_back(SaTransmit {
+                to: r.to,
+                mad: r.mad.clone(),
+            });
+            i += 1;
+        }
+    }
+
+    /// RMPP transfers in progress.
+    #[must_use]
+    pub fn transfers_in_progress(&self) -> usize {
+        self.transfers.len()
+    }
+
+    /// Reports waiting for their SubnAdmReportResp.
+    #[must_use]
+    pub fn reports_pending(&self) -> usize {
+        self.reports.len()
     }
 
     fn dispatch(&mut self, now: Duration, req: &SaMad, len: usize, from: &Requester) -> Answer {
@@ -490,24 +762,13 @@ impl SaServer {
         h.rmpp_version = RMPP_VERSION;
         h.rmpp_type = RmppType::Data;
         h.rmpp_resp_time = self.cfg.resp_time_value.min(0x1F);
-        match self.cfg.rmpp {
-            RmppMode::Kernel => {
-                h.rmpp_flags = RmppFlags::ACTIVE;
-                // Exactly header + table: the kernel pads the last segment itself, and
-                // padding here would read as extra (empty) records.
-                let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
-                out.extend_from_slice(data);
-                vec![out]
-            }
-            RmppMode::Segments => match Segmenter::sa(&h, data) {
-                Ok(seg) => seg.iter().map(|m| m.to_vec()).collect(),
-                Err(_) => vec![
-                    Self::header(req, SaStatus::NoResources.status(), 0)
-                        .to_bytes()
-                        .to_vec(),
-                ],
-            },
-        }
+        // Exactly header + table: the kernel (or, in segments mode, `start_transfer`)
+        // pads the last segment itself, and padding here would read as extra (empty)
+        // records.
+        h.rmpp_flags = RmppFlags::ACTIVE;
+        let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
+        out.extend_from_slice(data);
+        vec![out]
     }
 
     // ------------------------------------------------------------------ paths
@@ -830,8 +1091,11 @@ impl SaServer {
         Ok(self.single(req, Status::OK, &t))
     }
 
-    /// A trap the SM received: the Reports to send to every subscriber it concerns.
-    pub fn notice(&mut self, notice: &Notice) -> Vec<Report> {
+    /// A trap the SM received: the Reports to send now to every subscriber it
+    /// concerns. Each stays pending until the subscriber's SubnAdmReportResp arrives
+    /// ([`Self::handle`]); unanswered ones are resent through [`Self::poll_transmit`]
+    /// after [`SaConfig::report_timeout`], at most [`SaConfig::report_retries`] times.
+    pub fn notice(&mut self, now: Duration, notice: &Notice) -> Vec<Report> {
         let mut out = Vec::new();
         let producer = notice.producer_type & 0x00FF_FFFF;
         for s in &self.subs {
@@ -880,9 +1144,34 @@ impl SaServer {
                 mad: m.to_bytes().to_vec(),
             });
         }
+        for r in &out {
+            self.reports.push(PendingReport {
+                to: Requester {
+                    lid: r.dlid,
+                    qpn: r.qpn,
+                },
+                tid: u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or([0; 8])),
+                mad: r.mad.clone(),
+                deadline: now + self.cfg.report_timeout,
+                resends: 0,
+            });
+        }
         self.counters.reports += out.len() as u64;
         out
     }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The MADs a sender lets out now.
+fn drain_sender(s: &mut Sender<TableBytes>, now: Duration) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while let Some(m) = s.poll_transmit(nanos(now)) {
+        out.push(m.to_vec());
+    }
+    out
 }
 
 fn invalid() -> SaError {

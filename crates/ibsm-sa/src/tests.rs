@@ -80,12 +80,7 @@ fn table<R: SaRecord>(sa: &mut SaServer, mask: u64, t: &R, key: u64, lid: u16) -
     req.sm_key = key;
     let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
     assert!(!out.is_empty());
-    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 24));
-    for m in &out {
-        assert_eq!(m.len(), 256);
-        rx.push(m).unwrap();
-    }
-    assert!(rx.is_complete());
+    let (rx, out) = receive(sa, Duration::ZERO, out, lid);
     let h = SaMad::parse(&out[0]).unwrap();
     assert!(h.response);
     assert_eq!(h.sm_key, 0, "the key is never echoed");
@@ -95,6 +90,40 @@ fn table<R: SaRecord>(sa: &mut SaServer, mask: u64, t: &R, key: u64, lid: u16) -
         Vec::new()
     };
     (h.status, recs)
+}
+
+/// The receiving side of RMPP: takes the segments the SA sent first, ACKs with a
+/// window of 8 until the Last segment, and returns the reassembler and every segment.
+fn receive(
+    sa: &mut SaServer,
+    now: Duration,
+    first: Vec<Vec<u8>>,
+    lid: u16,
+) -> (Reassembler<VecBuffer>, Vec<Vec<u8>>) {
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 24));
+    let mut all = Vec::new();
+    let mut batch = first;
+    for _ in 0..100_000 {
+        for m in &batch {
+            assert_eq!(m.len(), 256);
+            rx.push(m).unwrap();
+        }
+        all.extend(batch);
+        let ack = rx.ack(8);
+        batch = sa.handle(now, &ack, &from(lid));
+        if rx.is_complete() {
+            assert!(batch.is_empty(), "segments after the last");
+            break;
+        }
+        assert!(!batch.is_empty(), "the SA stalled before the last segment");
+    }
+    assert!(rx.is_complete());
+    assert_eq!(
+        sa.transfers_in_progress(),
+        0,
+        "the final ACK ends the transfer"
+    );
+    (rx, all)
 }
 
 fn get<R: SaRecord>(sa: &mut SaServer, m: Method, mask: u64, t: &R, lid: u16) -> (Status, R) {
@@ -749,10 +778,7 @@ fn services_register_expire_and_delete() {
     let q = SaMad::request(Method::GetTable, 2, ServiceRecord::CM_SERVICE_ID, &s).unwrap();
     let n = |sa: &mut SaServer, t| {
         let out = sa.handle(at(t), &q.to_bytes(), &from(1));
-        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 16));
-        for m in &out {
-            rx.push(m).unwrap();
-        }
+        let (rx, _) = receive(sa, at(t), out, 1);
         rx.records::<ServiceRecord>().unwrap().count()
     };
     assert_eq!(n(&mut sa, 5), 1);
@@ -791,7 +817,7 @@ fn inform_info_subscribers_get_reports() {
         ibsm_wire::ProducerType::from(4),
         9,
     );
-    let reps = sa.notice(&n64);
+    let reps = sa.notice(Duration::ZERO, &n64);
     assert_eq!(reps.len(), 1);
     assert_eq!((reps[0].dlid, reps[0].qpn), (lid, 7));
     let m = SaMad::parse(&reps[0].mad).unwrap();
@@ -802,7 +828,10 @@ fn inform_info_subscribers_get_reports() {
         ibsm_wire::ProducerType::from(4),
         9,
     );
-    assert!(sa.notice(&n65).is_empty(), "other trap number");
+    assert!(
+        sa.notice(Duration::ZERO, &n65).is_empty(),
+        "other trap number"
+    );
     // Unsubscribe.
     let un = SaMad::request(
         Method::Set,
@@ -817,7 +846,7 @@ fn inform_info_subscribers_get_reports() {
             .status
             .is_ok()
     );
-    assert!(sa.notice(&n64).is_empty());
+    assert!(sa.notice(Duration::ZERO, &n64).is_empty());
 }
 
 /// The PathRecord components saquery can set.
@@ -933,4 +962,205 @@ proptest! {
             prop_assert_eq!(got.len(), 1);
         }
     }
+}
+
+/// A NodeRecord GetTable of every node of a 4-ary 3-tree (64 CAs + 48 switches, about
+/// 60 segments) from `lid`; returns the first window.
+fn big_table(sa: &mut SaServer, lid: u16, tid: u64) -> (SaMad, Vec<Vec<u8>>) {
+    let req = SaMad::request(
+        Method::GetTable,
+        tid,
+        ComponentMask::NONE,
+        &NodeRecord::default(),
+    )
+    .unwrap();
+    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    (req, out)
+}
+
+fn seg_no(m: &[u8]) -> u32 {
+    u32::from_be_bytes(m[28..32].try_into().unwrap())
+}
+
+fn rmpp_type(m: &[u8]) -> u8 {
+    m[25]
+}
+
+#[test]
+fn rmpp_window_follows_acks_and_time_outs_resend() {
+    let f = fixture(generate::k_ary_n_tree(4, 3).unwrap(), EngineKind::MinHop, 0);
+    let mut sa = server(&f);
+    let (lid, _) = f.lids.terminal_lid(0);
+    let (_, first) = big_table(&mut sa, lid, 0x42);
+    // The window starts at one segment.
+    assert_eq!(first.len(), 1);
+    assert_eq!(seg_no(&first[0]), 1);
+    assert_eq!(sa.transfers_in_progress(), 1);
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+    rx.push(&first[0]).unwrap();
+    let total = rx.expected_segments().unwrap();
+    assert!(total > 40, "{total} segments");
+    // ACK 1 with a window of 4: segments 2..=5 and no more.
+    let next = sa.handle(Duration::ZERO, &rx.ack(4), &from(lid));
+    assert_eq!(
+        next.iter().map(|m| seg_no(m)).collect::<Vec<_>>(),
+        [2, 3, 4, 5]
+    );
+    // Segment 3 is "lost": 2 arrives, 4 and 5 are out of order.
+    rx.push(&next[0]).unwrap();
+    assert!(rx.push(&next[2]).is_err() && rx.push(&next[3]).is_err());
+    // The receiver re-ACKs 2 with a window ending at 5: nothing new may be sent.
+    let mut ack = rx.ack(3);
+    assert!(sa.handle(Duration::ZERO, &ack, &from(lid)).is_empty());
+    // The time-out resends from the first unacknowledged segment (go-back-N).
+    let due = sa.poll_timeout().unwrap();
+    assert!(due > Duration::ZERO);
+    sa.handle_timeout(due);
+    let mut resent = Vec::new();
+    while let Some(t) = sa.poll_transmit(due) {
+        assert_eq!(t.to, from(lid));
+        resent.push(t.mad);
+    }
+    assert_eq!(
+        resent.iter().map(|m| seg_no(m)).collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
+    assert_eq!(sa.counters().rmpp_resends, 1);
+    let mut batch = resent;
+    let mut now = due;
+    while !rx.is_complete() {
+        for m in &batch {
+            rx.push(m).unwrap();
+        }
+        ack = rx.ack(16);
+        batch = sa.handle(now, &ack, &from(lid));
+        now += Duration::from_micros(10);
+    }
+    assert!(batch.is_empty());
+    assert_eq!(sa.transfers_in_progress(), 0);
+    assert_eq!(sa.counters().rmpp_completed, 1);
+    assert_eq!(sa.poll_timeout(), None);
+    // The reassembled table is every node, by brute force over the fabric.
+    let recs: Vec<NodeRecord> = rx.records::<NodeRecord>().unwrap().collect();
+    let want = f.fabric.cas().count() + f.fabric.switches().count();
+    assert_eq!(recs.len(), want);
+}
+
+#[test]
+fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (lid, _) = f.lids.terminal_lid(1);
+    // Nobody ACKs: 1 + rmpp_retries sends of segment 1, then our ABORT (status 126).
+    let (_, first) = big_table(&mut sa, lid, 1);
+    assert_eq!(first.len(), 1);
+    let mut sends = 1;
+    let mut abort = None;
+    while let Some(t) = sa.poll_timeout() {
+        sa.handle_timeout(t);
+        while let Some(x) = sa.poll_transmit(t) {
+            match rmpp_type(&x.mad) {
+                1 => sends += 1,
+                4 => abort = Some(x.mad),
+                other => panic!("RMPP type {other}"),
+            }
+        }
+    }
+    assert_eq!(sends, 1 + sa.config().rmpp_retries);
+    let abort = abort.expect("an ABORT after the last retry");
+    assert_eq!(abort[27], 126, "too many retries");
+    assert_eq!(sa.transfers_in_progress(), 0);
+    assert_eq!(sa.counters().rmpp_aborted, 1);
+    // The receiver STOPs (or ABORTs) a transfer: it ends at once, nothing more is sent.
+    for (tid, kind) in [(2u64, 3u8), (3, 4)] {
+        let (_, first) = big_table(&mut sa, lid, tid);
+        let mut ctl = first[0].clone();
+        ctl[3] ^= 0x80;
+        ctl[25] = kind;
+        ctl[27] = if kind == 3 { 1 } else { 127 };
+        assert!(sa.handle(Duration::ZERO, &ctl, &from(lid)).is_empty());
+        assert_eq!(sa.transfers_in_progress(), 0);
+        assert_eq!(sa.poll_timeout(), None);
+    }
+    assert_eq!(sa.counters().rmpp_aborted, 3);
+    // An ACK past what was sent is a protocol error: we ABORT (123).
+    let (_, first) = big_table(&mut sa, lid, 4);
+    let mut bad = first[0].clone();
+    bad[3] ^= 0x80;
+    bad[25] = 2;
+    bad[28..32].copy_from_slice(&9u32.to_be_bytes());
+    bad[32..36].copy_from_slice(&20u32.to_be_bytes());
+    let out = sa.handle(Duration::ZERO, &bad, &from(lid));
+    assert_eq!(out.len(), 1);
+    assert_eq!((rmpp_type(&out[0]), out[0][27]), (4, 123));
+    assert_eq!(sa.transfers_in_progress(), 0);
+    // Someone else's ACK for that TID moves nothing.
+    let (_, _) = big_table(&mut sa, lid, 5);
+    let mut other = first[0].clone();
+    other[3] ^= 0x80;
+    other[25] = 2;
+    other[8..16].copy_from_slice(&5u64.to_be_bytes());
+    other[28..32].copy_from_slice(&1u32.to_be_bytes());
+    other[32..36].copy_from_slice(&8u32.to_be_bytes());
+    assert!(sa.handle(Duration::ZERO, &other, &from(lid + 1)).is_empty());
+    assert_eq!(sa.transfers_in_progress(), 1);
+}
+
+#[test]
+fn reports_are_resent_until_the_subscriber_answers() {
+    let f = tree();
+    let mut sa = server(&f);
+    let (lid, _) = f.lids.terminal_lid(4);
+    let ii = InformInfo {
+        lid_range_begin: InformInfo::ALL_LIDS,
+        is_generic: 1,
+        subscribe: 1,
+        notice_type: InformInfo::ALL,
+        trap_number: InformInfo::ALL,
+        qpn: 7,
+        producer_type: InformInfo::ALL_PRODUCERS,
+        ..Default::default()
+    };
+    let req = SaMad::request(Method::Set, 1, ComponentMask::NONE, &ii).unwrap();
+    sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    let n = Notice::generic(
+        ibsm_wire::TrapNumber::from(64),
+        ibsm_wire::ProducerType::from(4),
+        9,
+    );
+    let reps = sa.notice(Duration::ZERO, &n);
+    assert_eq!(reps.len(), 1);
+    assert_eq!(sa.reports_pending(), 1);
+    // Unanswered: resent after the time-out, same TID.
+    let t = sa.poll_timeout().unwrap();
+    assert_eq!(t, sa.config().report_timeout);
+    sa.handle_timeout(t);
+    let again = sa.poll_transmit(t).unwrap();
+    assert_eq!(again.to, Requester { lid, qpn: 7 });
+    assert_eq!(again.mad, reps[0].mad);
+    // The ReportResp ends it.
+    let mut resp = SaMad::parse(&reps[0].mad).unwrap();
+    resp.response = true;
+    // A ReportResp from another port does not count.
+    sa.handle(t, &resp.to_bytes(), &from(lid + 1));
+    assert_eq!(sa.reports_pending(), 1);
+    sa.handle(t, &resp.to_bytes(), &from(lid));
+    assert_eq!(sa.reports_pending(), 0);
+    assert_eq!(sa.poll_timeout(), None);
+    assert_eq!(
+        (sa.counters().report_resends, sa.counters().report_acks),
+        (1, 1)
+    );
+    // Never answered: given up after report_retries resends; the subscription stays.
+    sa.notice(t, &n);
+    let mut resends = 0;
+    while let Some(d) = sa.poll_timeout() {
+        sa.handle_timeout(d);
+        while sa.poll_transmit(d).is_some() {
+            resends += 1;
+        }
+    }
+    assert_eq!(resends, sa.config().report_retries);
+    assert_eq!(sa.counters().reports_failed, 1);
+    assert_eq!(sa.notice(t, &n).len(), 1, "still subscribed");
 }
