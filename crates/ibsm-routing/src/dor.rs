@@ -218,6 +218,17 @@ fn detect(net: &Net) -> Result<Coordinates> {
 }
 
 pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
+    dor_paths(net, opts, false, "dor")
+}
+
+/// Dimension-order routes with dateline SLs. `split_ties`: on an even ring a destination
+/// exactly half way round is reached either way in the same number of hops; plain DOR
+/// always goes the plus way, which loads the plus cables with all of that traffic.
+/// Splitting sends a LID the plus way from coordinate `c` when `lid + c` is even, so LMC
+/// siblings and neighbouring sources take opposite directions. Any such rule stays
+/// deadlock-free under the dateline scheme (it only needs every segment to be at most half
+/// a ring long) and is predictable at the source, which sets the SL for the whole path.
+pub(crate) fn dor_paths(net: &Net, opts: &Options, split_ties: bool, name: &str) -> Result<Routes> {
     let c = match &opts.coordinates {
         Some(c) => c.clone(),
         None => detect(net)?,
@@ -234,7 +245,19 @@ pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
     if nd > 4 {
         return Err(nocoord("more than 4 dimensions do not fit 16 SLs"));
     }
-    let mut r = Routes::new("dor", net.n_sw, net.lft_len);
+    // The way round dimension `d` from coordinate `cs` to `ct` (they differ) for `lid`.
+    let plus_way = |d: usize, cs: u16, ct: u16, lid: usize| -> bool {
+        let k = g.dims[d];
+        if !g.wrap[d] {
+            return ct > cs;
+        }
+        let fwd = (ct + k - cs) % k;
+        if split_ties && fwd * 2 == k {
+            return (lid + usize::from(cs)) % 2 == 0;
+        }
+        fwd <= k - fwd
+    };
+    let mut r = Routes::new(name, net.n_sw, net.lft_len);
     let mut sl = torus.then(|| vec![0u8; net.n_sw * net.lft_len]);
     for lid in 1..net.lft_len {
         let Some((t, exit)) = net.dest_switch(lid) else {
@@ -253,13 +276,7 @@ pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
                 if cs == ct {
                     continue;
                 }
-                let k = g.dims[d];
-                let plus_way = if g.wrap[d] {
-                    let fwd = (ct + k - cs) % k;
-                    fwd <= k - fwd
-                } else {
-                    ct > cs
-                };
+                let plus_way = plus_way(d, cs, ct, lid);
                 let a = if plus_way {
                     g.plus[s * nd + d]
                 } else {
@@ -286,9 +303,9 @@ pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
                     if !g.wrap[d] || cs == ct {
                         continue;
                     }
-                    let k = g.dims[d];
-                    let fwd = (ct + k - cs) % k;
-                    let plus_way = fwd <= k - fwd;
+                    // The path enters dimension d at a switch that still has
+                    // coordinate cs there, so it makes the same choice as here.
+                    let plus_way = plus_way(d, cs, ct, lid);
                     if (plus_way && ct < cs) || (!plus_way && ct > cs) {
                         all |= 1 << d;
                     }

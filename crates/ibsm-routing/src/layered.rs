@@ -12,8 +12,11 @@
 //!   left); if the one-layer dependency graph is already acyclic (any fat tree) it is done,
 //!   else every (source switch, LID) path goes to the first layer that stays acyclic.
 //! * `lash` places every (source switch, LID) path on its own (first fit, the fewest
-//!   layers), then balances the paths over the layers it opened. On a mesh or torus it
-//!   uses the dimension-order paths (see `dor`), elsewhere balanced shortest paths.
+//!   layers), then balances the paths over the layers it opened, using balanced shortest
+//!   paths. On a mesh it takes the dimension-order paths (one layer). On a torus a
+//!   constant layer per path needs 3 to 7 layers on small tori, so there the layer is
+//!   chosen per dimension (the dateline classes of `dor`, switched by the SL-to-VL tables
+//!   as the path turns): 2 VLs on any torus, with DOR's half-way ties split both ways.
 
 use ibsm_topology::Csr;
 
@@ -221,18 +224,21 @@ fn path_deps(net: &Net, r: &Routes, mut s: usize, lid: usize, t: usize, out: &mu
 pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Result<Routes> {
     // LASH on a mesh or torus takes the dimension-order paths (shortest, and they need
     // fewer layers and give more bisection bandwidth there than balanced minhop paths).
+    // On a mesh they fit one layer. On a torus a constant layer per path needs 3 or more
+    // (7 on 8x8x4): a path's segment in one dimension may need the layer of paths that
+    // cross the dateline there while its segment in another dimension needs the other
+    // one. So there the layer is chosen per dimension: the SL holds one layer bit per
+    // dimension (crosses that dimension's dateline or not) and the SL-to-VL tables switch
+    // to it as the path turns into the dimension: 2 VLs on any torus. LASH also splits
+    // the half-way-round ties between both directions, which plain DOR does not.
     let dor = if dfsssp {
         None
     } else {
-        crate::dor::dor_net(net, opts).ok()
+        crate::dor::dor_paths(net, opts, true, name).ok()
     };
     let mut r = match dor {
-        Some(mut d) => {
-            d.sl = None;
-            d.sl2vl = None;
-            d.vls = 1;
-            d
-        }
+        Some(d) if d.sl.is_some() => return Ok(d),
+        Some(d) => d,
         None if dfsssp => updn_biased(net, opts)?,
         None => minhop_net(net, opts)?,
     };

@@ -1,0 +1,148 @@
+//! Virtual-lane budgets of the deadlock-free engines on the generator topologies: DOR and
+//! LASH on tori (2 VLs, LASH within 5% of DOR's effective bisection bandwidth), DFSSSP and
+//! LASH on random and dragonfly fabrics (at most the switch-graph diameter).
+
+use ibsm_routing::*;
+use ibsm_topology::{Csr, Fabric, generate};
+
+fn grid(dims: &[u32], torus: bool, cas: u32) -> Fabric {
+    generate::grid(&generate::Grid {
+        dims: dims.to_vec(),
+        torus,
+        cas_per_switch: cas,
+    })
+    .unwrap()
+}
+
+fn dragonfly() -> Fabric {
+    generate::dragonfly(&generate::Dragonfly {
+        a: 4,
+        p: 2,
+        h: 2,
+        g: 9,
+        arrangement: generate::GlobalArrangement::default(),
+    })
+    .unwrap()
+}
+
+fn jellyfish(seed: u64) -> Fabric {
+    generate::jellyfish(&generate::Jellyfish {
+        switches: 40,
+        radix: 8,
+        network_ports: 5,
+        seed,
+    })
+    .unwrap()
+}
+
+fn diameter(csr: &Csr) -> u16 {
+    (0..csr.switch_count() as u32)
+        .map(|s| csr.hops_from(s).into_iter().max().unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Routes with `kind`, checks reachability and the CDG, returns the routes.
+fn routed(name: &str, csr: &Csr, lids: &LidAssignment, kind: EngineKind) -> Routes {
+    let r = kind
+        .engine()
+        .route(csr, lids, &Options::default())
+        .unwrap_or_else(|e| panic!("{name} {}: {e}", kind.name()));
+    check_reachability(csr, lids, &r)
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{name} {}: {e}", kind.name()));
+    check_deadlock_free(csr, lids, &r)
+        .unwrap()
+        .unwrap_or_else(|c| panic!("{name} {}: cycle {c:?}", kind.name()));
+    r
+}
+
+#[test]
+fn lash_and_dor_use_two_vls_on_tori_and_lash_keeps_dor_bandwidth() {
+    for (dims, cas) in [
+        (vec![6u32, 5], 2),
+        (vec![4, 4, 3], 2),
+        (vec![8, 8, 4], 1),
+        (vec![7], 2),
+    ] {
+        let f = grid(&dims, true, cas);
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let name = format!("torus {dims:?}");
+        let dor = routed(&name, &csr, &lids, EngineKind::Dor);
+        let lash = routed(&name, &csr, &lids, EngineKind::Lash);
+        assert_eq!(dor.vls_used(), 2, "{name} dor");
+        assert!(lash.vls_used() <= 2, "{name}: lash {} VLs", lash.vls_used());
+        let e_dor = metrics::effective_bisection_bandwidth(&csr, &lids, &dor, 20, 1).unwrap();
+        let e_lash = metrics::effective_bisection_bandwidth(&csr, &lids, &lash, 20, 1).unwrap();
+        eprintln!("{name}: eBB dor {e_dor:.3} lash {e_lash:.3}");
+        assert!(
+            e_lash >= 0.95 * e_dor,
+            "{name}: lash {e_lash} < dor {e_dor}"
+        );
+        // Both take shortest paths.
+        let q = metrics::all_to_all(&csr, &lids, &lash).unwrap();
+        assert!(q.minimal_fraction == 1.0, "{name}: {q:?}");
+    }
+}
+
+#[test]
+fn lash_on_a_torus_gives_lmc_siblings_both_ways_round() {
+    // 4x4 torus: a destination two hops away in x is half way round; the two LIDs of an
+    // LMC-1 port leave by different ports there, and everything stays deadlock-free.
+    let f = grid(&[4, 4], true, 1);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 1).unwrap();
+    let r = routed("4x4 lmc1", &csr, &lids, EngineKind::Lash);
+    assert!(r.vls_used() <= 2);
+    let mut split = 0;
+    for s in 0..csr.switch_count() {
+        for t in 0..csr.terminal_count() {
+            let (base, _) = lids.terminal_lid(t);
+            if r.port(s, base) != r.port(s, base + 1) {
+                split += 1;
+            }
+        }
+    }
+    assert!(split > 0, "LMC siblings always share the first hop");
+}
+
+#[test]
+fn meshes_need_one_vl() {
+    for dims in [vec![4u32, 4, 2], vec![5, 3]] {
+        let f = grid(&dims, false, 2);
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        for kind in [EngineKind::Dor, EngineKind::Lash, EngineKind::Dfsssp] {
+            let r = routed(&format!("mesh {dims:?}"), &csr, &lids, kind);
+            assert_eq!(r.vls_used(), 1, "mesh {dims:?} {}", kind.name());
+        }
+    }
+}
+
+#[test]
+fn layered_engines_stay_within_the_diameter() {
+    let fabrics = vec![
+        ("mesh4x4x2", grid(&[4, 4, 2], false, 2)),
+        ("torus6x5", grid(&[6, 5], true, 2)),
+        ("torus4x4x3", grid(&[4, 4, 3], true, 2)),
+        ("dragonfly", dragonfly()),
+        ("jellyfish3", jellyfish(3)),
+        ("jellyfish1", jellyfish(1)),
+    ];
+    for (name, f) in fabrics {
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let d = diameter(&csr);
+        for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
+            let r = routed(name, &csr, &lids, kind);
+            eprintln!("{name}: {} {} VLs, diameter {d}", kind.name(), r.vls_used());
+            assert!(
+                u16::from(r.vls_used()) <= d,
+                "{name} {}: {} VLs > diameter {d}",
+                kind.name(),
+                r.vls_used()
+            );
+        }
+    }
+}
