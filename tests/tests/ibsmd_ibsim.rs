@@ -158,3 +158,68 @@ fn ibsmd_stands_by_for_higher_priority_opensm_and_takes_over_when_it_is_killed()
     assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
     assert_eq!(json_field(&json, "subnet_up"), "true", "{json}");
 }
+
+/// OpenSM's SM_Key in the SM_Key tests; ibsmd runs with another.
+const OSM_KEY: &str = "0x0000000000001111";
+/// ibsmd's SM_Key there.
+const OUR_KEY: &str = "0x2222";
+
+/// With different SM_Keys neither SM may follow the other: ibsmd reports OpenSM (port
+/// GUID 0x100001, ibsim's GUID for Hca1's port) as unauthenticated and stays or becomes
+/// MASTER whatever the priorities, never STANDBY (it neither hands over to OpenSM nor
+/// accepts it as master), and OpenSM, which ignores SMInfo with a foreign key (ERR 2F18),
+/// never goes STANDBY either. Two masters is the misconfiguration both report; neither
+/// gives the subnet away to an SM it cannot authenticate.
+fn sm_keys_differ(tag: &str, ibsmd_first: bool) {
+    let mut f = Fabric::start(tag, SMALL_NET);
+    let key = [("sm_key", OSM_KEY)];
+    let sm = if ibsmd_first {
+        let sm = start_ibsmd(&f, IBSMD, "Hca2", 0, &["--sm-key", OUR_KEY]);
+        wait_for(&f.path("ibsmd.err"), "SUBNET UP", Duration::from_secs(20));
+        start_opensm(&mut f, "Hca1", 10, &key);
+        sm
+    } else {
+        start_opensm(&mut f, "Hca1", 10, &key);
+        start_ibsmd(&f, IBSMD, "Hca2", 0, &["--sm-key", OUR_KEY])
+    };
+    let err = wait_for(
+        &f.path("ibsmd.err"),
+        "warning: SM 0x0000000000100001 has a different SM_Key; never handing over",
+        Duration::from_secs(20),
+    );
+    assert!(err.contains("MASTER"), "{err}");
+    wait_for(
+        &f.path("osm/osm.log"),
+        "with non-matching sm_key",
+        Duration::from_secs(10),
+    );
+    // Several of OpenSM's sweeps (2 s) and our polls and light sweeps.
+    std::thread::sleep(Duration::from_secs(4));
+    let json = stop_ibsmd(&f, sm);
+    let err = f.read("ibsmd.err");
+    assert!(!err.contains("STANDBY"), "ibsmd followed OpenSM:\n{err}");
+    assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
+    assert_ne!(json_field(&json, "unauthenticated_sms"), "0", "{json}");
+    let osm = f.read("osm/osm.log");
+    assert!(osm.contains("Entering MASTER state"), "{osm}");
+    assert!(
+        !osm.contains("Entering STANDBY state"),
+        "OpenSM followed ibsmd:\n{osm}"
+    );
+}
+
+#[test]
+fn ibsmd_never_stands_by_for_a_higher_priority_opensm_with_another_sm_key() {
+    if !peers() {
+        return;
+    }
+    sm_keys_differ("key_osm_first", false);
+}
+
+#[test]
+fn ibsmd_master_never_hands_over_to_a_joining_opensm_with_another_sm_key() {
+    if !peers() {
+        return;
+    }
+    sm_keys_differ("key_ibsmd_first", true);
+}
