@@ -79,5 +79,5 @@ pub use config::Config;
 pub use error::{ConfigError, Error};
 pub use event::{Event, RejectReason};
 pub use ibsm_wire::{SmInfo, SmInfoControl, SmState};
-pub use machine::{Election, Requester, outranks};
+pub use machine::{Election, KnownSm, Requester, outranks};
 pub use mad::{SmAddr, Transmit};

@@ -123,6 +123,18 @@ struct Pending {
     resends_left: u32,
 }
 
+/// Another SM as the election knows it ([`Election::known_sms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KnownSm {
+    /// Its SMInfo as last received.
+    pub info: SmInfo,
+    /// Where its port was reached, when known.
+    pub addr: Option<SmAddr>,
+    /// Whether the last completed sweep found it.
+    pub in_last_sweep: bool,
+}
+
 /// One SM's side of the election, sans-IO.
 ///
 /// Feed it inputs (received SMInfo MADs, sweep results, the current time) and drain its
@@ -226,6 +238,18 @@ impl Election {
             priority: self.cfg.priority,
             sm_state: self.state(),
         }
+    }
+
+    /// The other SMs this one has heard from (SMInfo answers to its probes and polls),
+    /// each as last seen: its SMInfo (SM_Key as that SM showed it: 0 when it hid it),
+    /// where it was reached, and whether the last completed sweep found it (an SM that
+    /// left the subnet stays known, with `in_last_sweep` false).
+    pub fn known_sms(&self) -> impl Iterator<Item = KnownSm> + '_ {
+        self.peers.iter().map(|(g, p)| KnownSm {
+            info: p.info,
+            addr: p.addr,
+            in_last_sweep: self.last_found.contains(g),
+        })
     }
 
     /// Whether `requester` may read the real SM_Key (else it reads 0): it passed the M_Key

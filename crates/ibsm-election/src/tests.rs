@@ -8,7 +8,7 @@ use ibsm_wire::{
 use proptest::prelude::*;
 
 use crate::mad::{build_request, build_response};
-use crate::{Config, Election, Error, Event, RejectReason, Requester, SmAddr, Transmit};
+use crate::{Config, Election, Error, Event, KnownSm, RejectReason, Requester, SmAddr, Transmit};
 
 const KEY: u64 = 0xABCD;
 const ME: u64 = 0x100;
@@ -1216,4 +1216,27 @@ fn priority_change_takes_effect_at_the_next_sweep() {
     let ho = txs(&mut e);
     assert_eq!(ho.len(), 1);
     assert_eq!(ho[0].attribute_modifier(), 1);
+}
+
+#[test]
+fn known_sms_lists_what_the_sweeps_found() {
+    let mut e = sm(10);
+    let a = info(0xA, 2, KEY, SmState::Standby, 7);
+    let b = info(0xB, 1, KEY, SmState::Standby, 3);
+    sweep_with(&mut e, Duration::ZERO, &[a, b]);
+    assert_eq!(e.state(), SmState::Master);
+    let mut k: Vec<KnownSm> = e.known_sms().collect();
+    k.sort_by_key(|s| s.info.guid);
+    assert_eq!(k.len(), 2);
+    assert_eq!((k[0].info, k[0].addr), (a, Some(SmAddr::Lid(10))));
+    assert_eq!((k[1].info, k[1].addr), (b, Some(SmAddr::Lid(11))));
+    assert!(k.iter().all(|s| s.in_last_sweep));
+    // B leaves: still known, no longer found.
+    sweep_with(&mut e, ms(10), &[a]);
+    let gone: Vec<u64> = e
+        .known_sms()
+        .filter(|s| !s.in_last_sweep)
+        .map(|s| s.info.guid)
+        .collect();
+    assert_eq!(gone, [0xB]);
 }

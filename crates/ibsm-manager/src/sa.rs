@@ -92,9 +92,63 @@ impl SubnetManager {
             nodes,
             routes: self.routes.clone(),
             subnet_prefix: self.cfg.subnet_prefix,
-            sms: vec![(self.sm_lid, self.election.sm_info())],
+            sms: self.known_sms(),
             packet_life_time: self.cfg.packet_life_time,
         }
+    }
+
+    /// Every SM of the subnet for SMInfoRecord: ours (the master) first, then the others
+    /// the election's probes found in the last sweep, with the LIDs their ports have.
+    fn known_sms(&self) -> Vec<(u16, ibsm_wire::SmInfo)> {
+        let mut out = vec![(self.sm_lid, self.election.sm_info())];
+        let mut others: Vec<(u16, ibsm_wire::SmInfo)> = self
+            .election
+            .known_sms()
+            .filter(|k| k.in_last_sweep)
+            .map(|k| {
+                let mut lid = match k.addr {
+                    Some(ibsm_election::SmAddr::Lid(l)) => l,
+                    Some(ibsm_election::SmAddr::Directed(path)) => self.lid_at_path(path),
+                    None => 0,
+                };
+                if lid == 0 {
+                    // Mid-sweep the route's node is not rediscovered yet: the LID of the
+                    // last configured view.
+                    lid = self
+                        .sa
+                        .as_ref()
+                        .and_then(|sa| {
+                            sa.snapshot()
+                                .sms
+                                .iter()
+                                .find(|(_, i)| i.guid == k.info.guid)
+                        })
+                        .map_or(0, |(l, _)| *l);
+                }
+                (lid, k.info)
+            })
+            .collect();
+        others.sort_by_key(|(lid, i)| (*lid, i.guid));
+        out.extend(others);
+        out
+    }
+
+    /// The LID of the port a directed route ends at (its CA port, or a switch's port 0).
+    fn lid_at_path(&self, path: ibsm_wire::DrPath) -> u16 {
+        for n in &self.subnet.nodes {
+            let guid = if n.is_switch() {
+                (n.path == path).then_some(n.info.node_guid)
+            } else {
+                n.ports
+                    .iter()
+                    .find(|p| p.path == Some(path))
+                    .map(|p| p.guid)
+            };
+            if let Some(g) = guid {
+                return self.lids.get(&g).map_or(0, |l| l.0);
+            }
+        }
+        0
     }
 
     pub(super) fn refresh_sa(&mut self) {
@@ -115,6 +169,16 @@ impl SubnetManager {
         // find the SA through PortInfo.MasterSMLID anyway.
         if self.role != crate::event::Role::Master {
             return;
+        }
+        if self.sa.is_none() {
+            return;
+        }
+        // SMInfoRecord: the SMs as they stand now (our ActCount moves all the time).
+        if rx.mad.get(16..18) == Some(&0x0018u16.to_be_bytes()[..]) {
+            let sms = self.known_sms();
+            if let Some(sa) = self.sa.as_mut() {
+                sa.set_sms(sms);
+            }
         }
         let Some(sa) = self.sa.as_mut() else {
             return;

@@ -2,6 +2,8 @@
 //! another CA) sends SA queries to the SM's LID and checks the answers against what
 //! the simulated nodes hold, multi-MAD (RMPP) tables included, and the key rules.
 
+mod common;
+
 use std::time::Duration;
 
 use ibsm_manager::{MKeyMode, SmConfig, SmEvent, SubnetManager, driver};
@@ -533,4 +535,106 @@ fn rmpp_tables_follow_the_receivers_window_losses_and_aborts() {
     have.sort_unstable();
     assert_eq!(have.len(), 648 + fabric.switches().count());
     assert_eq!(have, want);
+}
+
+/// Two SMs: the master's SA lists both in SMInfoRecord (GUID, LID, priority, state,
+/// ActCount), their SM_Keys only for a requester with the SM_Key.
+#[test]
+fn sm_info_records_list_every_sm() {
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim = common::sim_of(&fabric, SimConfig::default());
+    let cas = common::ca_nodes(&sim, &fabric);
+    let cfg = |priority: u8, sa: bool| {
+        let mut c = SmConfig::default();
+        c.priority = priority;
+        c.sm_key = KEY;
+        c.sa = sa;
+        c.polling_timeout = Duration::from_secs(1);
+        c
+    };
+    let mut nodes = vec![
+        common::attach(&mut sim, cas[0], cfg(9, true), None),
+        common::attach(&mut sim, cas[9], cfg(2, true), None),
+    ];
+    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let settled = common::drive(&mut sim, &mut nodes, Instant::from_secs(120), |_, ns| {
+        ns[1].sm.role() == ibsm_manager::Role::Standby
+    });
+    assert!(settled);
+    // A heavy sweep of the master polls the standby as it now is.
+    let now = sim.now();
+    nodes[0].sm.request_heavy_sweep(now);
+    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let mut tool = sim.attach_tool(cas[5], 1).unwrap();
+    let master_lid = nodes[0].sm.sm_lid();
+    let mut ask = |sim: &mut Sim<SmaAgent>, nodes: &mut [common::Node], key: u64, tid: u64| {
+        let mut req = SaMad::request(
+            Method::GetTable,
+            tid,
+            ComponentMask::NONE,
+            &SmInfoRecord::default(),
+        )
+        .unwrap();
+        req.sm_key = key;
+        let dst = Address::Lid(LidAddress::gsi(master_lid, 0));
+        tool.send(&dst, &req.to_bytes()).unwrap();
+        // The tool's inbox stops the simulator's clock until it is read: drive until
+        // the answer is there.
+        let until = sim.now() + Duration::from_millis(20);
+        assert!(common::drive(sim, nodes, until, |_, _| tool.pending() > 0));
+        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 16));
+        while let Ok(Incoming::Mad(m)) = tool.recv(tool.now()) {
+            if m.mad[8..16] == tid.to_be_bytes() && m.mad[25] == 1 {
+                let _ = rx.push(&m.mad);
+            }
+        }
+        assert!(rx.is_complete(), "one segment holds two records");
+        // The final ACK, so the SA does not resend.
+        tool.send(&dst, &rx.ack(1)).unwrap();
+        let until = sim.now() + Duration::from_millis(1);
+        common::drive(sim, nodes, until, |_, _| false);
+        let mut recs: Vec<SmInfoRecord> = rx.records().unwrap().collect();
+        recs.sort_by_key(|r| r.sm_info.priority);
+        recs
+    };
+    let open = ask(&mut sim, &mut nodes, 0, 0x61);
+    assert_eq!(open.len(), 2, "{open:?}");
+    let standby_lid = sim.with_agent(cas[9], |a| a.sma().lid(1)).unwrap();
+    let (b, a) = (open[0], open[1]);
+    assert_eq!(a.lid, master_lid);
+    assert_eq!(a.sm_info.guid, nodes[0].sm.sm_info().guid);
+    assert_eq!(a.sm_info.sm_state, ibsm_wire::SmState::Master);
+    assert_eq!(a.sm_info.priority, 9);
+    assert_eq!(b.lid, standby_lid);
+    assert_eq!(b.sm_info.guid, nodes[1].sm.sm_info().guid);
+    assert_eq!(b.sm_info.sm_state, ibsm_wire::SmState::Standby);
+    assert_eq!(b.sm_info.priority, 2);
+    assert!(a.sm_info.act_count > 0);
+    assert!(open.iter().all(|r| r.sm_info.sm_key == 0), "keys hidden");
+    let trusted = ask(&mut sim, &mut nodes, KEY, 0x62);
+    assert_eq!(trusted.len(), 2);
+    assert!(trusted.iter().all(|r| r.sm_info.sm_key == KEY));
+    // A wrong key: refused and counted.
+    let mut bad = SaMad::request(
+        Method::Get,
+        0x63,
+        ComponentMask::NONE,
+        &SmInfoRecord::default(),
+    )
+    .unwrap();
+    bad.sm_key = 0xBAD;
+    let dst = Address::Lid(LidAddress::gsi(master_lid, 0));
+    tool.send(&dst, &bad.to_bytes()).unwrap();
+    let until = sim.now() + Duration::from_millis(20);
+    assert!(common::drive(&mut sim, &mut nodes, until, |_, _| tool
+        .pending()
+        > 0));
+    let Ok(Incoming::Mad(m)) = tool.recv(tool.now()) else {
+        panic!("no answer")
+    };
+    assert_eq!(
+        SaMad::parse(&m.mad).unwrap().status,
+        Status::from(SaStatus::ReqDenied)
+    );
+    assert_eq!(nodes[0].sm.sa().unwrap().counters().bad_sm_key, 1);
 }

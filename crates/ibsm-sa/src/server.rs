@@ -264,6 +264,12 @@ impl SaServer {
         self.groups.retopo(&self.db);
     }
 
+    /// Replaces the SMs SMInfoRecord lists ([`SaSnapshot::sms`]) without reloading the
+    /// rest: ActCounts and states move between sweeps.
+    pub fn set_sms(&mut self, sms: Vec<(u16, ibsm_wire::SmInfo)>) {
+        self.db.snap.sms = sms;
+    }
+
     /// The configuration.
     #[must_use]
     pub fn config(&self) -> &SaConfig {
