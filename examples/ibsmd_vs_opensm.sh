@@ -1,48 +1,78 @@
 #!/bin/sh
 # Side by side on one ibsim fabric: OpenSM (`opensm -d2 -s 0 -o`) vs `ibsmd --once`.
-# Wall time to SUBNET UP and SMPs sent. Each SM gets a fresh ibsim (unconfigured fabric).
-#   examples/ibsmd_vs_opensm.sh [RADIX [LEVELS]]     default: 36 2 (648 CAs, 54 switches)
-# Needs: cargo build --release --example ibsmd --example gen_topology; ibsim-utils, opensm.
+#   examples/ibsmd_vs_opensm.sh [RADIX [LEVELS [RUNS]]]   default: 36 2 1 (648 CAs, 54 switches)
+#   examples/ibsmd_vs_opensm.sh 64 2 3                     2,048 CAs, 96 switches, 3 runs each
+# Runs alternate (ibsmd, OpenSM, ibsmd, ...); each SM gets a fresh ibsim (unconfigured
+# fabric) and runs on the same node (the first CA of the net file). Per run:
+#   ms     process start -> "SUBNET UP" in its stderr/log (both polled every 10 ms)
+#   smps   ibsmd: SMPs of its first sweep (--json); OpenSM: not reported by OpenSM
+#   xmit   PortXmitPkts of the SM's port read by perfquery after the SM stopped (ibsim counts
+#          every MAD it carries; OpenSM is SIGKILLed as soon as SUBNET UP is logged, ibsmd
+#          exits by itself, which includes what it sends after SUBNET UP: for ibsmd that is
+#          its second, incremental sweep)
+# Needs: cargo build --release -p ibsm-examples --example ibsmd --example gen_topology;
+# ibsim-utils, opensm, infiniband-diags.
 set -eu
-RADIX=${1:-36}; LEVELS=${2:-2}
+RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/target/release/examples
 PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 DIR=$(mktemp -d /tmp/ibsmd_vs_opensm.XXXXXX)
 "$BIN/gen_topology" fat-tree "$RADIX" "$LEVELS" --ibsim > "$DIR/net"
 HOST=$(sed -n 's/^Hca[^"]*"\([^"]*\)".*/\1/p' "$DIR/net" | head -n 1)
+CAS=$(grep -c '^Hca' "$DIR/net"); SWS=$(grep -c '^Switch' "$DIR/net")
+echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; SM on \"$HOST\""
+echo "load before: $(uptime)"
 now_ms() { date +%s%3N; }
 start_sim() { # $1 = tag
     export IBSIM_SOCKNAME=ibsmd_vs_osm_$$_$1
-    (cd "$DIR" && exec ibsim -s -N 8192 -S 1024 -P 65536 -n net </dev/null >"ibsim_$1.log" 2>&1) &
+    (cd "$DIR" && exec ibsim -s -n -N 8192 -S 1024 -P 65536 net </dev/null >"ibsim_$1.log" 2>&1) &
     SIM=$!
     while ! grep -q "simulator ready" "$DIR/ibsim_$1.log" 2>/dev/null; do sleep 0.1; done
 }
-
-# ibsmd
-start_sim ibsmd
-mkdir -p "$DIR/ibsmd"
-t0=$(now_ms)
-rc=0
-(cd "$DIR/ibsmd" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD "$BIN/ibsmd" --once --json --timeout 120 \
-    >out 2>err) || rc=$?
-t1=$(now_ms)
-grep "SUBNET UP" "$DIR/ibsmd/err" || true
-kill "$SIM"; wait "$SIM" 2>/dev/null || true
-json=$(tail -n 1 "$DIR/ibsmd/out")
-echo "ibsmd:  exit $rc, process $((t1 - t0)) ms; $json" | sed 's/"role_changes.*//'
-
-# OpenSM: time from process start to SUBNET UP in its log. Its SMP count is not
-# reported here (OpenSM logs MADs only at -V, which slows it down by far).
-start_sim osm
-mkdir -p "$DIR/osm"
-t0=$(now_ms)
-(cd "$DIR/osm" && SIM_HOST=$HOST OSM_TMP_DIR=. OSM_CACHE_DIR=. LD_PRELOAD=$PRELOAD \
-    exec opensm -d2 -f osm.log -s 0 -o </dev/null >out 2>&1) &
-OSM=$!
-while ! grep -q "SUBNET UP" "$DIR/osm/osm.log" 2>/dev/null; do sleep 0.01; done
-t1=$(now_ms)
-kill -9 "$OSM"; wait "$OSM" 2>/dev/null || true
-kill "$SIM"; wait "$SIM" 2>/dev/null || true
-echo "opensm: SUBNET UP after $((t1 - t0)) ms (process start to log line, 10 ms polling)"
+# Waits (10 ms polling) for SUBNET UP in file $1 while process $2 lives.
+wait_up() {
+    while ! grep -q "SUBNET UP" "$1" 2>/dev/null; do
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.01
+    done
+}
+xmit_pkts() { # PortXmitPkts of the SM node's port, read on that node
+    (cd "$DIR" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD perfquery 2>/dev/null) |
+        sed -n 's/^PortXmitPkts:\.*//p'
+}
+run_ibsmd() { # $1 = tag
+    start_sim "$1"; mkdir -p "$DIR/$1"
+    t0=$(now_ms)
+    (cd "$DIR/$1" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD exec "$BIN/ibsmd" --once --json \
+        --timeout 300 >out 2>err) &
+    SM=$!
+    wait_up "$DIR/$1/err" "$SM" || true
+    t1=$(now_ms)
+    rc=0; wait "$SM" || rc=$?
+    json=$(tail -n 1 "$DIR/$1/out")
+    smps=$(echo "$json" | sed -n 's/.*"smps":\([0-9]*\).*/\1/p')
+    retries=$(echo "$json" | sed -n 's/.*"retries":\([0-9]*\).*/\1/p')
+    echo "ibsmd   $1: exit $rc, $((t1 - t0)) ms to SUBNET UP, smps $smps (retries $retries), xmit $(xmit_pkts)"
+    kill "$SIM"; wait "$SIM" 2>/dev/null || true
+}
+run_osm() { # $1 = tag
+    start_sim "$1"; mkdir -p "$DIR/$1"
+    t0=$(now_ms)
+    (cd "$DIR/$1" && SIM_HOST=$HOST OSM_TMP_DIR=. OSM_CACHE_DIR=. LD_PRELOAD=$PRELOAD \
+        exec opensm -d2 -f osm.log -s 0 -o </dev/null >out 2>&1) &
+    OSM=$!
+    wait_up "$DIR/$1/osm.log" "$OSM" || true
+    t1=$(now_ms)
+    kill -9 "$OSM"; wait "$OSM" 2>/dev/null || true
+    echo "opensm  $1: $((t1 - t0)) ms to SUBNET UP, xmit $(xmit_pkts)"
+    kill "$SIM"; wait "$SIM" 2>/dev/null || true
+}
+i=1
+while [ "$i" -le "$RUNS" ]; do
+    run_ibsmd "ibsmd$i"
+    run_osm "osm$i"
+    i=$((i + 1))
+done
+echo "load after: $(uptime)"
 echo "files in $DIR"

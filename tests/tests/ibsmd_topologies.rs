@@ -4,19 +4,93 @@
 //! on sampled CA pairs, an offline walk of the dumped LFTs from every CA to every LID):
 //!
 //! * a 4x4 torus with two CAs per switch, routed by `dor`, which needs VLs on a torus:
-//!   ibsmd programs SLtoVLMappingTable and VLArbitrationTable on every switch port, and
-//!   ibsim accepts both (it does not forward by VL, so the diagnostics cannot tell
-//!   whether the VL split is right; that is checked in ibsm-routing's own tests);
+//!   ibsmd programs SLtoVLMappingTable and VLArbitrationTable on every switch port.
+//!   `smpquery sl2vl` must then read the same SL-to-VL map from every input port (0 and
+//!   each cabled one) to an output port, and not ibsim's default. ibsim's switches do
+//!   not advertise OptimizedSLtoVLMappingProgramming, and a Set with the all-inputs
+//!   wildcard lands in input port 0's row only (so ibsmd sends one Set per input port
+//!   there). ibsim does not forward by VL, so whether the VL split is deadlock-free is
+//!   checked in ibsm-routing's own tests, not here;
 //! * a random irregular fabric (a Jellyfish with some cables removed), routed by
 //!   `dfsssp`.
 
-use ibsm_tests::peer::{Fabric, bring_up, json_field, needed, net_file, verify_topology};
+use ibsm_tests::peer::{
+    Fabric, Verified, bring_up, diag, json_field, needed, net_file, verify_topology,
+};
 use ibsm_tests::peers_present;
 use ibsm_topology::{Fabric as Topology, generate};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
+const SMPQUERY: &str = "/usr/sbin/smpquery";
 
-fn bring_up_and_verify(tag: &str, topo: &Topology, title: &str, routing: &str) -> String {
+fn peers() -> bool {
+    let mut need = needed();
+    need.push(SMPQUERY);
+    peers_present("ibsmd_topologies", &need)
+}
+
+/// ibsim's SL-to-VL map before any Set.
+const IBSIM_DEFAULT_SL2VL: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7];
+
+/// Reads `smpquery sl2vl` of a few switches: every input port (0 and each cabled one)
+/// maps SLs to VLs the same way towards each cabled output port, and that map is the
+/// SM's, not ibsim's default.
+fn check_sl2vl(f: &Fabric, v: &Verified) {
+    for &sw in v.switches.iter().take(4) {
+        let lid = v.lids[&(sw, 0)].to_string();
+        let cabled: Vec<u8> = v
+            .links
+            .keys()
+            .filter(|(g, _)| *g == sw)
+            .map(|&(_, p)| p)
+            .collect();
+        for &out in &cabled {
+            let text = diag(f, SMPQUERY, &["sl2vl", &lid, &out.to_string()]);
+            // `ports: in  3, out  4: | 0| 1| ...|`
+            let rows: Vec<(u8, Vec<u8>)> = text
+                .lines()
+                .filter_map(|l| {
+                    let rest = l.strip_prefix("ports: in")?;
+                    let (inp, table) = rest.split_once(',')?;
+                    let vls = table.split_once(':')?.1;
+                    let vls: Vec<u8> = vls
+                        .split('|')
+                        .filter_map(|x| x.trim().parse().ok())
+                        .collect();
+                    Some((inp.trim().parse().ok()?, vls))
+                })
+                .collect();
+            let of = |i: u8| {
+                rows.iter()
+                    .find(|(p, _)| *p == i)
+                    .map(|(_, t)| t.clone())
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "no row for input {i}:
+{text}"
+                        )
+                    })
+            };
+            let first = of(0);
+            assert_eq!(first.len(), 16, "{text}");
+            assert_ne!(
+                first, IBSIM_DEFAULT_SL2VL,
+                "switch {sw:#x} out {out} not programmed:
+{text}"
+            );
+            for &inp in &cabled {
+                assert_eq!(
+                    of(inp),
+                    first,
+                    "switch {sw:#x}: input {inp} -> output {out} maps SLs otherwise than input 0:
+{text}"
+                );
+            }
+        }
+    }
+}
+
+fn bring_up_verified(tag: &str, topo: &Topology, title: &str, routing: &str) -> (Fabric, Verified) {
     let f = Fabric::start(tag, &net_file(topo, title));
     let (_, sm_ca) = topo.cas().next().unwrap();
     let json = bring_up(&f, IBSMD, Some(&sm_ca.description), &["--routing", routing]);
@@ -35,13 +109,13 @@ fn bring_up_and_verify(tag: &str, topo: &Topology, title: &str, routing: &str) -
         topo.link_count().to_string(),
         "{json}"
     );
-    verify_topology(&f, topo, 0);
-    json
+    let v = verify_topology(&f, topo, 0);
+    (f, v)
 }
 
 #[test]
 fn ibsmd_brings_up_a_torus_with_dor() {
-    if !peers_present("ibsmd_topologies", &needed()) {
+    if !peers() {
         return;
     }
     let topo = generate::grid(&generate::Grid {
@@ -50,12 +124,13 @@ fn ibsmd_brings_up_a_torus_with_dor() {
         cas_per_switch: 2,
     })
     .unwrap();
-    bring_up_and_verify("torus", &topo, "4x4 torus, 2 CAs per switch", "dor");
+    let (f, v) = bring_up_verified("torus", &topo, "4x4 torus, 2 CAs per switch", "dor");
+    check_sl2vl(&f, &v);
 }
 
 #[test]
 fn ibsmd_brings_up_a_degraded_jellyfish_with_dfsssp() {
-    if !peers_present("ibsmd_topologies", &needed()) {
+    if !peers() {
         return;
     }
     let mut topo = generate::jellyfish(&generate::Jellyfish {
@@ -80,5 +155,5 @@ fn ibsmd_brings_up_a_degraded_jellyfish_with_dfsssp() {
         })
         .collect();
     assert!(degrees.len() > 1, "{degrees:?}");
-    bring_up_and_verify("jelly", &topo, "degraded Jellyfish", "dfsssp");
+    bring_up_verified("jelly", &topo, "degraded Jellyfish", "dfsssp");
 }

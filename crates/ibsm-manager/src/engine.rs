@@ -1261,8 +1261,23 @@ impl SubnetManager {
             // Engines that use VLs for deadlock freedom (DOR on tori, LASH, DFSSSP) give
             // an SL -> VL map per output port; without it on the switches the freedom
             // they computed would not exist on the wire. One Set per output port covers
-            // every input port (the all-inputs wildcard).
+            // every input port (the all-inputs wildcard) where the switch accepts the
+            // wildcard (SwitchInfo.OptimizedSLtoVLMappingProgramming); elsewhere (ibsim's
+            // switches, older silicon) one Set per input port (0 and every cabled one),
+            // or the unset pairs keep the switch's default map.
             if routes.vls_used() > 1 || routes.has_sls() {
+                let wildcard = self.subnet.nodes[n]
+                    .switch_info
+                    .is_some_and(|si| si.optimized_sl_to_vl_mapping_programming != 0);
+                let inputs: Vec<u8> = if wildcard {
+                    Vec::new()
+                } else {
+                    (0..=self.subnet.nodes[n].info.num_ports)
+                        .filter(|&i| {
+                            i == 0 || self.subnet.nodes[n].ports[usize::from(i)].peer.is_some()
+                        })
+                        .collect()
+                };
                 for p in 1..=self.subnet.nodes[n].info.num_ports {
                     if self.subnet.nodes[n].ports[usize::from(p)].peer.is_none() {
                         continue;
@@ -1279,13 +1294,25 @@ impl SubnetManager {
                     }
                     .emit_into(&mut data)
                     .ok();
-                    let modifier = ibsm_wire::attr::modifier::SlToVlMod::all_inputs_to(p).encode();
-                    self.submit(
-                        Op::SetSl2Vl { node: n, port: p },
-                        Method::Set,
-                        modifier,
-                        Some(data),
-                    );
+                    if wildcard {
+                        let modifier =
+                            ibsm_wire::attr::modifier::SlToVlMod::all_inputs_to(p).encode();
+                        self.submit(
+                            Op::SetSl2Vl { node: n, port: p },
+                            Method::Set,
+                            modifier,
+                            Some(data),
+                        );
+                    }
+                    for &i in &inputs {
+                        let modifier = ibsm_wire::attr::modifier::SlToVlMod::pair(i, p).encode();
+                        self.submit(
+                            Op::SetSl2Vl { node: n, port: p },
+                            Method::Set,
+                            modifier,
+                            Some(data),
+                        );
+                    }
                     self.programmed_sl2vl.insert((guid, p), vls);
                     // Every VL in use gets an equal share of the low-priority table, so
                     // no lane the engine relies on is starved.
