@@ -51,147 +51,117 @@ impl Prefer for NoPref {
     }
 }
 
-/// Per-thread scratch for one destination switch.
+/// The load-independent result of planning one destination switch: which switches route
+/// to it, in which order they decide, and each one's eligible arcs. Plans are pure
+/// functions of the fabric and the rule, so they can be computed on any thread.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// The destination switch.
+    pub t: usize,
+    /// Switches with a route, farthest first (excludes `t`).
+    pub order: Vec<u32>,
+    /// Eligible arcs of `order[i]` are `elig[off[i]..off[i + 1]]`.
+    off: Vec<u32>,
+    elig: Vec<u32>,
+    /// Switches that use an escape hop (no legal path).
+    pub escaped: Vec<u32>,
+    /// The first switch left without any route.
+    pub unreachable: Option<usize>,
+}
+
+impl Plan {
+    /// Eligible arcs of the `i`-th switch of `order`.
+    #[inline]
+    pub(crate) fn eligible(&self, i: usize) -> &[u32] {
+        &self.elig[self.off[i] as usize..self.off[i + 1] as usize]
+    }
+
+    /// Starts a plan for `t`; `elig` is kept at least `cap` long and written by index.
+    fn clear(&mut self, t: usize, cap: usize) {
+        self.t = t;
+        self.order.clear();
+        self.off.clear();
+        self.off.push(0);
+        if self.elig.len() < cap {
+            self.elig.resize(cap, 0);
+        }
+        self.escaped.clear();
+        self.unreachable = None;
+    }
+}
+
+/// Scratch space for planning, one per planning thread.
 pub(crate) struct Planner<'a> {
-    pub net: &'a Net,
-    pub rule: Rule<'a>,
-    pub dist: Vec<u16>,
+    net: &'a Net,
+    rule: Rule<'a>,
+    dist: Vec<u16>,
     /// First-found legal next hop per switch (set by the BFS passes).
     parent: Vec<u32>,
     down: Vec<bool>,
+    escaped: Vec<bool>,
+    esc_arc: Vec<u32>,
     queue: Vec<u32>,
-    next: Vec<u32>,
-    /// Switches with a route, farthest first (excludes `t`).
-    pub order: Vec<u32>,
-    pub estart: Vec<u32>,
-    pub elen: Vec<u16>,
-    pub elig: Vec<u32>,
-    /// Number of switches that needed an escape hop (no legal path; see `plan`).
-    pub escapes: usize,
-    /// Which switches use an escape hop for the current destination.
-    pub escaped: Vec<bool>,
-    pub escaped_list: Vec<u32>,
     buckets: Vec<u32>,
+    /// Per arc: whether it leads up (Up*/Down* rules only).
+    up: Vec<bool>,
 }
 
 impl<'a> Planner<'a> {
     pub(crate) fn new(net: &'a Net, rule: Rule<'a>) -> Self {
         let n = net.n_sw;
+        let up = match rule {
+            Rule::MinHop => Vec::new(),
+            Rule::UpDown { pos, .. } => (0..net.n_arcs())
+                .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
+                .collect(),
+        };
         Planner {
             net,
             rule,
             dist: vec![INF; n],
             parent: vec![NONE; n],
             down: vec![false; n],
-            queue: Vec::with_capacity(n),
-            next: Vec::with_capacity(n),
-            order: Vec::with_capacity(n),
-            estart: vec![0; n],
-            elen: vec![0; n],
-            elig: Vec::with_capacity(net.n_arcs()),
-            escapes: 0,
             escaped: vec![false; n],
-            escaped_list: Vec::new(),
+            esc_arc: vec![NONE; n],
+            queue: Vec::with_capacity(n),
             buckets: Vec::new(),
+            up,
         }
     }
 
-    /// Eligible arcs of switch `s` for the current destination.
-    #[inline]
-    pub(crate) fn eligible(&self, s: usize) -> &[u32] {
-        let b = self.estart[s] as usize;
-        &self.elig[b..b + usize::from(self.elen[s])]
-    }
-
-    /// One BFS towards `t` that keeps the first legal next hop of every switch, for
-    /// destinations without CA traffic (a switch's own LID), where balancing buys nothing.
-    /// Returns false when some switch is left without a route (the full `plan` then
-    /// handles repair, escape and error reporting).
-    pub(crate) fn plan_quick(&mut self, t: usize) -> bool {
+    /// Plans routes towards switch `t` into `out`. With `quick` (only the switch's own LID
+    /// lives there: no CA traffic, balancing buys nothing) every switch simply gets the
+    /// first legal next hop found, when every switch has one.
+    pub(crate) fn plan(&mut self, t: usize, quick: bool, out: &mut Plan) {
         let net = self.net;
+        let n = net.n_sw;
+        out.clear(t, net.n_arcs() + n);
+        for s in 0..n {
+            self.escaped[s] = false;
+        }
         match self.rule {
-            Rule::MinHop => {
-                self.dist.fill(INF);
-                self.dist[t] = 0;
-                self.queue.clear();
-                self.queue.push(t as u32);
-                let mut head = 0;
-                while head < self.queue.len() {
-                    let c = self.queue[head] as usize;
-                    head += 1;
-                    let d = self.dist[c] + 1;
-                    for a in net.arcs(c) {
-                        let x = net.adst[a] as usize;
-                        if self.dist[x] == INF {
-                            self.dist[x] = d;
-                            self.parent[x] = net.arev[a];
-                            self.queue.push(x as u32);
-                        }
-                    }
-                }
+            Rule::MinHop => self.minhop_bfs(t),
+            Rule::UpDown { .. } => self.updown_bfs(t),
+        }
+        let complete = !self.dist.contains(&INF);
+        if quick && complete {
+            let mut e = 0;
+            for s in (0..n).filter(|&s| s != t) {
+                out.order.push(s as u32);
+                out.elig[e] = self.parent[s];
+                e += 1;
+                out.off.push(e as u32);
             }
-            Rule::UpDown { pos, .. } => self.updown_bfs(t, pos),
+            return;
         }
-        !self.dist.contains(&INF)
-    }
-
-    /// The next hop found by [`Planner::plan_quick`].
-    #[inline]
-    pub(crate) fn quick_port(&self, s: usize) -> u8 {
-        self.net.aport[self.parent[s] as usize]
-    }
-
-    /// Computes distances and eligible arcs towards switch `t`.
-    pub(crate) fn plan(&mut self, t: usize) {
-        let net = self.net;
-        self.escapes = 0;
-        for &s in &self.escaped_list {
-            self.escaped[s as usize] = false;
-        }
-        self.escaped_list.clear();
-        match self.rule {
-            Rule::MinHop => net.bfs(t, &mut self.dist, &mut self.queue),
-            Rule::UpDown { pos, by_pos } => {
-                self.updown_bfs(t, pos);
-                if self.dist.contains(&INF) {
-                    self.updown_conservative(t, pos, by_pos);
-                }
+        if let Rule::UpDown { pos, by_pos } = self.rule {
+            if !complete {
+                self.updown_conservative(t, pos, by_pos);
             }
+            self.escape(out);
         }
-        // Eligible arcs.
-        self.elig.clear();
-        for s in 0..net.n_sw {
-            self.estart[s] = self.elig.len() as u32;
-            let d = self.dist[s];
-            if d == INF || d == 0 {
-                self.elen[s] = 0;
-                continue;
-            }
-            for a in net.arcs(s) {
-                let x = net.adst[a] as usize;
-                if self.dist[x] != d - 1 {
-                    continue;
-                }
-                let ok = match self.rule {
-                    Rule::MinHop => true,
-                    Rule::UpDown { pos, .. } => {
-                        if self.down[s] {
-                            self.down[x] && pos[x] > pos[s]
-                        } else {
-                            pos[x] < pos[s]
-                        }
-                    }
-                };
-                if ok {
-                    self.elig.push(a as u32);
-                }
-            }
-            self.elen[s] = (self.elig.len() - self.estart[s] as usize) as u16;
-        }
-        if let Rule::UpDown { .. } = self.rule {
-            self.escape(t);
-        }
-        // Farthest first (counting sort on distance).
+        out.unreachable = self.dist.iter().position(|&d| d == INF);
+        // Farthest first (counting sort on distance; ties by switch index).
         let maxd = self
             .dist
             .iter()
@@ -206,62 +176,138 @@ impl<'a> Planner<'a> {
                 self.buckets[usize::from(d)] += 1;
             }
         }
-        // Prefix sums from the far end.
         let mut acc = 0u32;
         for d in (1..=maxd).rev() {
             let c = self.buckets[d];
             self.buckets[d] = acc;
             acc += c;
         }
-        self.order.clear();
-        self.order.resize(acc as usize, 0);
+        out.order.resize(acc as usize, 0);
         for (s, &d) in self.dist.iter().enumerate() {
             if d != INF && d != 0 {
                 let slot = &mut self.buckets[usize::from(d)];
-                self.order[*slot as usize] = s as u32;
+                out.order[*slot as usize] = s as u32;
                 *slot += 1;
+            }
+        }
+        // Eligible arcs, in CSR order (so ties go to the lowest remote switch), written
+        // branch-free: every arc is stored, the cursor only advances past eligible ones.
+        let mut e = 0usize;
+        let elig = &mut out.elig;
+        for &s in &out.order {
+            let s = s as usize;
+            if self.escaped[s] {
+                elig[e] = self.esc_arc[s];
+                e += 1;
+            } else {
+                let d = self.dist[s] - 1;
+                match self.rule {
+                    Rule::MinHop => {
+                        let (lo, hi) = (net.aoff[s] as usize, net.aoff[s + 1] as usize);
+                        for (a, &x) in (lo..hi).zip(&net.adst[lo..hi]) {
+                            elig[e] = a as u32;
+                            e += usize::from(self.dist[x as usize] == d);
+                        }
+                    }
+                    Rule::UpDown { .. } => {
+                        // A DOWN switch only descends to DOWN switches; an UP one climbs.
+                        let sdown = self.down[s];
+                        for a in net.arcs(s) {
+                            let x = net.adst[a] as usize;
+                            let ok = self.dist[x] == d
+                                && !self.escaped[x]
+                                && if sdown {
+                                    self.down[x] && !self.up[a]
+                                } else {
+                                    self.up[a]
+                                };
+                            elig[e] = a as u32;
+                            e += usize::from(ok);
+                        }
+                    }
+                }
+            }
+            out.off.push(e as u32);
+        }
+    }
+
+    fn minhop_bfs(&mut self, t: usize) {
+        let net = self.net;
+        let n = net.n_sw;
+        let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
+        let dist = &mut self.dist[..n];
+        let parent = &mut self.parent[..n];
+        self.queue.resize(n, 0);
+        let q = &mut self.queue[..n];
+        dist.fill(INF);
+        dist[t] = 0;
+        q[0] = t as u32;
+        let (mut head, mut tail) = (0, 1);
+        while head < tail {
+            let c = q[head] as usize;
+            head += 1;
+            let d = dist[c] + 1;
+            let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
+            for (&x, &rev) in adst[lo..hi].iter().zip(&arev[lo..hi]) {
+                let x = x as usize;
+                if dist[x] == INF {
+                    dist[x] = d;
+                    parent[x] = rev;
+                    q[tail] = x as u32;
+                    tail += 1;
+                }
             }
         }
     }
 
     /// Level-synchronous BFS with states: a switch is DOWN when its chosen path to `t` only
     /// goes down, UP otherwise. Entering a switch by a down move needs it to be DOWN; at
-    /// equal distance DOWN wins (it serves more neighbours).
-    fn updown_bfs(&mut self, t: usize, pos: &[u32]) {
+    /// equal distance DOWN wins (it serves more neighbours). One queue holds the levels
+    /// back to back.
+    fn updown_bfs(&mut self, t: usize) {
         let net = self.net;
-        self.dist.fill(INF);
-        self.down.fill(false);
-        self.dist[t] = 0;
-        self.down[t] = true;
-        self.queue.clear();
-        self.queue.push(t as u32);
+        let n = net.n_sw;
+        let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
+        let up = &self.up[..];
+        let dist = &mut self.dist[..n];
+        let down = &mut self.down[..n];
+        let parent = &mut self.parent[..n];
+        self.queue.resize(n, 0);
+        let q = &mut self.queue[..n];
+        dist.fill(INF);
+        down.fill(false);
+        dist[t] = 0;
+        down[t] = true;
+        q[0] = t as u32;
+        let (mut head, mut tail) = (0, 1);
         let mut d = 0u16;
-        while !self.queue.is_empty() {
-            self.next.clear();
-            for i in 0..self.queue.len() {
-                let c = self.queue[i] as usize;
-                for a in net.arcs(c) {
-                    let n = net.adst[a] as usize;
-                    // The forward hop is n -> c: up when c is nearer the roots.
-                    let cand_down = if pos[c] < pos[n] {
-                        false
-                    } else if self.down[c] {
-                        true
-                    } else {
+        while head < tail {
+            let end = tail;
+            while head < end {
+                let c = q[head] as usize;
+                head += 1;
+                let cdown = down[c];
+                let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
+                for (a, (&x, &rev)) in (lo..hi).zip(adst[lo..hi].iter().zip(&arev[lo..hi])) {
+                    let x = x as usize;
+                    // The forward hop is x -> c: it goes up when c -> x goes down.
+                    let cand_down = up[a];
+                    if cand_down && !cdown {
                         continue;
-                    };
-                    if self.dist[n] == INF {
-                        self.dist[n] = d + 1;
-                        self.down[n] = cand_down;
-                        self.parent[n] = net.arev[a];
-                        self.next.push(n as u32);
-                    } else if self.dist[n] == d + 1 && cand_down && !self.down[n] {
-                        self.down[n] = true;
-                        self.parent[n] = net.arev[a];
+                    }
+                    let dx = dist[x];
+                    if dx == INF {
+                        dist[x] = d + 1;
+                        down[x] = cand_down;
+                        parent[x] = rev;
+                        q[tail] = x as u32;
+                        tail += 1;
+                    } else if cand_down && dx == d + 1 && !down[x] {
+                        down[x] = true;
+                        parent[x] = rev;
                     }
                 }
             }
-            std::mem::swap(&mut self.queue, &mut self.next);
             d += 1;
         }
     }
@@ -309,7 +355,7 @@ impl<'a> Planner<'a> {
     /// down) get an escape hop to a neighbour that has a route. No legal path ever passes
     /// through such a switch (it is not eligible for anyone), so escape channels only ever
     /// follow other escape channels and cannot close a cycle in the dependency graph.
-    fn escape(&mut self, _t: usize) {
+    fn escape(&mut self, out: &mut Plan) {
         let net = self.net;
         loop {
             let mut changed = false;
@@ -319,20 +365,16 @@ impl<'a> Planner<'a> {
                 }
                 let mut best: Option<(u16, usize)> = None;
                 for a in net.arcs(s) {
-                    let x = net.adst[a] as usize;
-                    let d = self.dist[x];
+                    let d = self.dist[net.adst[a] as usize];
                     if d != INF && best.is_none_or(|(bd, _)| d < bd) {
                         best = Some((d, a));
                     }
                 }
                 if let Some((d, a)) = best {
                     self.dist[s] = d + 1;
-                    self.estart[s] = self.elig.len() as u32;
-                    self.elig.push(a as u32);
-                    self.elen[s] = 1;
-                    self.escapes += 1;
+                    self.esc_arc[s] = a as u32;
                     self.escaped[s] = true;
-                    self.escaped_list.push(s as u32);
+                    out.escaped.push(s as u32);
                     changed = true;
                 }
             }
@@ -343,129 +385,272 @@ impl<'a> Planner<'a> {
     }
 }
 
-/// Accumulated load per arc, owned by one thread.
+/// Load state, owned by the single thread that places LIDs.
 pub(crate) struct Loads {
+    /// Accumulated flow (edge forwarding index so far) per arc.
     pub load: Vec<u64>,
-    pub lids: Vec<u32>,
-    flow: Vec<u64>,
+    /// Per arc `load << 8 | index among its switch's arcs`: one integer comparison orders
+    /// by load, then by CSR position (the tie rule), and a contiguous run of a switch's
+    /// arcs is a plain slice to take the minimum of.
+    key: Vec<u64>,
+    /// Flows of the LIDs being placed: `flow[s * stride + j]` is what LID `j` of the chunk
+    /// brings to switch `s`; between chunks it holds the switch's own sources.
+    flow: Vec<u32>,
+    stride: usize,
     /// Round-robin position per switch.
     rr: Vec<u32>,
     /// First (switch, LID) where CA traffic had to take an escape hop.
     pub escape_traffic: Option<(usize, u16)>,
 }
 
+/// Most LIDs of one destination switch placed together (bounds the flow buffer).
+const CHUNK: usize = 64;
+
 impl Loads {
     pub(crate) fn new(net: &Net) -> Self {
+        let n = net.n_sw;
+        let mut key = vec![0u64; net.n_arcs()];
+        for s in 0..n {
+            let b = net.aoff[s] as usize;
+            for a in net.arcs(s) {
+                key[a] = (a - b) as u64;
+            }
+        }
+        // Stride: the most CA LIDs any switch carries (capped), so a fat tree's flow buffer
+        // is exactly switches x CAs per leaf.
+        let mut stride = 1usize;
+        let mut lids = Vec::new();
+        for s in 0..n {
+            net.lids_on(s, &mut lids);
+            stride = stride.max(lids.iter().filter(|l| l.1 > 0).count());
+        }
+        let stride = stride.min(CHUNK);
+        let mut flow = vec![0u32; n * stride];
+        for s in 0..n {
+            flow[s * stride..(s + 1) * stride].fill(net.nsrc[s]);
+        }
         Loads {
             load: vec![0; net.n_arcs()],
-            lids: vec![0; net.n_arcs()],
-            flow: net.nsrc.iter().map(|&n| u64::from(n)).collect(),
-            rr: vec![0; net.n_sw],
+            key,
+            flow,
+            stride,
+            rr: vec![0; n],
             escape_traffic: None,
+        }
+    }
+
+    /// Adds `f` to arc `a`.
+    #[inline]
+    fn add(&mut self, a: usize, f: u64) {
+        self.load[a] += f;
+        self.key[a] += f << 8;
+    }
+
+    /// Least loaded arc among arcs `lo..hi` of switch `s` (lowest on ties).
+    #[inline]
+    fn min_run(&self, net: &Net, s: usize, lo: usize, hi: usize) -> usize {
+        // Four independent minima keep the comparisons from waiting on each other.
+        let keys = &self.key[lo..hi];
+        let mut m = [u64::MAX; 4];
+        let mut quads = keys.chunks_exact(4);
+        for q in &mut quads {
+            for i in 0..4 {
+                m[i] = m[i].min(q[i]);
+            }
+        }
+        for &k in quads.remainder() {
+            m[0] = m[0].min(k);
+        }
+        let m = m[0].min(m[1]).min(m[2].min(m[3]));
+        net.aoff[s] as usize + (m & 0xFF) as usize
+    }
+}
+
+/// Places every LID of `lids` (all living on `plan.t`) into `rows` (one slice per switch,
+/// covering LIDs `l0..`).
+///
+/// LIDs are taken in chunks; inside a chunk each switch (farthest first) decides for all
+/// its LIDs in a row. That gives the same tables as placing one LID at a time across all
+/// switches: a switch's choice depends only on its own arcs' loads, its own earlier
+/// choices and the flow its upstream switches (decided earlier) send it for that LID.
+pub(crate) fn place(
+    plan: &Plan,
+    lids: &[(u16, u8, u16)],
+    rows: &mut [&mut [u8]],
+    l0: usize,
+    net: &Net,
+    loads: &mut Loads,
+    pref: &dyn Prefer,
+) {
+    let t = plan.t;
+    for &(lid, ..) in lids {
+        let exit = net
+            .dest_switch(usize::from(lid))
+            .map_or(NO_ROUTE, |(_, port)| port);
+        rows[t][usize::from(lid) - l0] = exit;
+    }
+    if loads.escape_traffic.is_none() {
+        // Legal switches never forward into escaped ones, so CA traffic meets an escape
+        // hop exactly when a CA's own switch has one.
+        if let Some(&(lid, ..)) = lids.iter().find(|l| l.1 > 0) {
+            if let Some(&s) = plan.escaped.iter().find(|&&s| net.nsrc[s as usize] > 0) {
+                loads.escape_traffic = Some((s as usize, lid));
+            }
+        }
+    }
+    let mut weighted = [(0u16, 0u16); CHUNK];
+    let mut k = 0;
+    for &(lid, w, base) in lids {
+        if w == 0 {
+            continue;
+        }
+        weighted[k] = (lid, base);
+        k += 1;
+        if k == loads.stride {
+            place_chunk(plan, &weighted[..k], rows, l0, net, loads, pref);
+            k = 0;
+        }
+    }
+    if k > 0 {
+        place_chunk(plan, &weighted[..k], rows, l0, net, loads, pref);
+    }
+    for &(lid, w, base) in lids {
+        if w == 0 {
+            place_unweighted(plan, lid, base, rows, l0, net, loads, pref);
         }
     }
 }
 
-/// Writes the LFT column of one LID into `rows` (one slice per switch, covering LIDs
-/// `l0..`), using the plan for its destination switch `t`.
+/// A LID without CA traffic (a switch's own LID): spread LID counts only.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn place_lid(
-    p: &Planner<'_>,
-    t: usize,
-    exit_port: u8,
+fn place_unweighted(
+    plan: &Plan,
     lid: u16,
-    weight: u8,
     base: u16,
     rows: &mut [&mut [u8]],
     l0: usize,
+    net: &Net,
     loads: &mut Loads,
     pref: &dyn Prefer,
 ) {
-    let net = p.net;
     let col = usize::from(lid) - l0;
     let sibs = usize::from(lid - base);
-    rows[t][col] = exit_port;
-    if weight > 0 && loads.escape_traffic.is_none() {
-        // Legal switches never forward into escaped ones, so CA traffic meets an escape
-        // hop exactly when a CA's own switch has one.
-        if let Some(&s) = p.escaped_list.iter().find(|&&s| net.nsrc[s as usize] > 0) {
-            loads.escape_traffic = Some((s as usize, lid));
-        }
-    }
-    if weight == 0 {
-        // No CA traffic: spread LID counts only.
-        for &s in &p.order {
-            let s = s as usize;
-            let el = p.eligible(s);
-            let mut best = el[0];
-            if el.len() > 1 {
-                if let Some(a) = pref.prefer(net, s, lid, el, &loads.load) {
-                    rows[s][col] = net.aport[a as usize];
-                    loads.lids[a as usize] += 1;
-                    continue;
-                }
-                best = pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col);
-            }
-            rows[s][col] = net.aport[best as usize];
-            loads.lids[best as usize] += 1;
-        }
-        return;
-    }
-    // `flow` holds each switch's own sources between LIDs; a switch adds what passes
-    // through it to its next hop, then resets itself for the next LID.
-    loads.flow[t] = u64::from(net.nsrc[t]);
-    let use_pref = pref.active();
-    for &s in &p.order {
+    for (i, &s) in plan.order.iter().enumerate() {
         let s = s as usize;
-        let el = p.eligible(s);
-        let f = loads.flow[s];
-        loads.flow[s] = u64::from(net.nsrc[s]);
-        let arc = if el.len() == 1 {
-            el[0]
-        } else if let Some(a) = use_pref
-            .then(|| pref.prefer(net, s, lid, el, &loads.load))
-            .flatten()
-        {
-            a
-        } else if f == 0 {
-            // No CA traffic passes here for this LID: only LID counts matter.
-            pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col)
-        } else if sibs == 0 {
-            // The hot loop: least loaded eligible arc, first one on ties.
-            let load = &loads.load;
-            let mut best = el[0];
-            let mut bl = load[best as usize];
-            for &a in &el[1..] {
-                let l = load[a as usize];
-                if l < bl {
-                    bl = l;
-                    best = a;
-                }
+        let el = plan.eligible(i);
+        let mut best = el[0];
+        if el.len() > 1 {
+            if let Some(a) = pref.prefer(net, s, lid, el, &loads.load) {
+                rows[s][col] = net.aport[a as usize];
+                continue;
             }
-            best
-        } else {
-            let mut best = NONE;
-            let mut bkey = (true, u64::MAX);
-            for &a in el {
-                let clash = sibs > 0 && {
-                    let port = net.aport[a as usize];
-                    (1..=sibs).any(|k| rows[s][col - k] == port)
-                };
-                let key = (clash, loads.load[a as usize]);
-                if key < bkey {
-                    bkey = key;
-                    best = a;
-                }
-            }
-            best
-        };
-        let a = arc as usize;
-        rows[s][col] = net.aport[a];
-        loads.load[a] += f;
-        loads.lids[a] += 1;
-        loads.flow[net.adst[a] as usize] += f;
+            best = pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col);
+        }
+        rows[s][col] = net.aport[best as usize];
     }
-    loads.flow[t] = u64::from(net.nsrc[t]);
+}
+
+/// Places up to `loads.stride` CA LIDs of one destination.
+fn place_chunk(
+    plan: &Plan,
+    chunk: &[(u16, u16)],
+    rows: &mut [&mut [u8]],
+    l0: usize,
+    net: &Net,
+    loads: &mut Loads,
+    pref: &dyn Prefer,
+) {
+    let stride = loads.stride;
+    let k = chunk.len();
+    let use_pref = pref.active();
+    let mut cols = [0usize; CHUNK];
+    for (c, &(lid, _)) in cols.iter_mut().zip(chunk) {
+        *c = usize::from(lid) - l0;
+    }
+    let cols = &cols[..k];
+    // Whether some LID of the chunk has LMC siblings placed before it.
+    let any_sibs = chunk.iter().any(|&(lid, base)| lid != base);
+    let (aport, adst, nsrc) = (&net.aport[..], &net.adst[..], &net.nsrc[..]);
+    for (i, &s) in plan.order.iter().enumerate() {
+        let s = s as usize;
+        let el = plan.eligible(i);
+        let own = nsrc[s];
+        let fs = s * stride;
+        let row = &mut *rows[s];
+        if el.len() == 1 {
+            let a = el[0] as usize;
+            let (port, x) = (aport[a], adst[a] as usize * stride);
+            let mut tot = 0u64;
+            for (j, &col) in cols.iter().enumerate() {
+                let f = std::mem::replace(&mut loads.flow[fs + j], own);
+                row[col] = port;
+                loads.flow[x + j] += f;
+                tot += u64::from(f);
+            }
+            if tot > 0 {
+                loads.add(a, tot);
+            }
+            continue;
+        }
+        let (lo, hi) = (el[0] as usize, el[el.len() - 1] as usize + 1);
+        if !use_pref && !any_sibs && hi - lo == el.len() {
+            // The hot path (fat trees: all up ports): least loaded arc of a contiguous
+            // run, first one on ties.
+            for (j, &col) in cols.iter().enumerate() {
+                let f = std::mem::replace(&mut loads.flow[fs + j], own);
+                let arc = if f == 0 {
+                    pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
+                } else {
+                    let a = loads.min_run(net, s, lo, hi);
+                    loads.add(a, u64::from(f));
+                    loads.flow[adst[a] as usize * stride + j] += f;
+                    a
+                };
+                row[col] = aport[arc];
+            }
+            continue;
+        }
+        let run = hi - lo == el.len();
+        for (j, &(lid, base)) in chunk.iter().enumerate() {
+            let col = cols[j];
+            let sibs = usize::from(lid - base);
+            let f = std::mem::replace(&mut loads.flow[fs + j], own);
+            let arc = if let Some(a) = use_pref
+                .then(|| pref.prefer(net, s, lid, el, &loads.load))
+                .flatten()
+            {
+                a as usize
+            } else if f == 0 {
+                // No CA traffic passes here for this LID: only LID counts matter.
+                pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
+            } else if sibs == 0 && run {
+                loads.min_run(net, s, lo, hi)
+            } else {
+                // Least loaded, avoiding ports taken by this LID's LMC siblings.
+                let mut best = NONE as usize;
+                let mut bkey = (true, u64::MAX);
+                for &a in el {
+                    let clash = sibs > 0 && {
+                        let port = aport[a as usize];
+                        (1..=sibs).any(|q| row[col - q] == port)
+                    };
+                    let key = (clash, loads.key[a as usize]);
+                    if key < bkey {
+                        bkey = key;
+                        best = a as usize;
+                    }
+                }
+                best
+            };
+            row[col] = aport[arc];
+            if f > 0 {
+                loads.add(arc, u64::from(f));
+                loads.flow[adst[arc] as usize * stride + j] += f;
+            }
+        }
+    }
+    // The destination switch received flow from its neighbours; reset it.
+    loads.flow[plan.t * stride..plan.t * stride + k].fill(nsrc[plan.t]);
 }
 
 /// Round robin over the eligible arcs of one switch (spreads LID counts in O(1)),
@@ -473,17 +658,27 @@ pub(crate) fn place_lid(
 #[inline]
 fn pick_rr(net: &Net, el: &[u32], rr: &mut u32, sibs: usize, row: &[u8], col: usize) -> u32 {
     let n = el.len();
-    let start = *rr as usize;
+    let start = *rr;
+    let first = (start % n as u32) as usize;
+    if sibs == 0 {
+        *rr = start + 1;
+        return el[first];
+    }
+    let mut j = first;
     for i in 0..n {
-        let a = el[(start + i) % n];
+        let a = el[j];
         let port = net.aport[a as usize];
-        if sibs == 0 || !(1..=sibs).any(|k| row[col - k] == port) {
-            *rr = (start + i + 1) as u32;
+        if !(1..=sibs).any(|k| row[col - k] == port) {
+            *rr = start + i as u32 + 1;
             return a;
         }
+        j += 1;
+        if j == n {
+            j = 0;
+        }
     }
-    *rr = (start + 1) as u32;
-    el[start % n]
+    *rr = start + 1;
+    el[first]
 }
 
 /// What [`route_all`] found besides the tables.
@@ -497,8 +692,19 @@ pub(crate) struct RouteStats {
     pub escape_traffic: Option<(usize, u16)>,
 }
 
-/// Routes every LID of the fabric with `rule`, splitting LID ranges over `threads`
-/// threads (`std::thread::scope`).
+/// Which LIDs [`route_lids`] places.
+pub(crate) struct Job<'a> {
+    pub rule: Rule<'a>,
+    pub threads: usize,
+    pub pref: &'a dyn Prefer,
+    /// Place only LIDs for which this is true (`None`: all).
+    pub only: Option<&'a [bool]>,
+    /// Whether switch LIDs may take the first legal hop instead of a balanced plan.
+    pub quick: bool,
+}
+
+/// Routes every LID of the fabric with `rule` into `lfts` (switch-major, `lft_len` per
+/// switch). Deterministic whatever `threads` is: see [`route_lids`].
 pub(crate) fn route_all(
     net: &Net,
     rule: Rule<'_>,
@@ -506,86 +712,100 @@ pub(crate) fn route_all(
     lfts: &mut [u8],
     pref: &dyn Prefer,
 ) -> RouteStats {
+    let job = Job {
+        rule,
+        threads,
+        pref,
+        only: None,
+        quick: true,
+    };
+    route_lids(net, &job, lfts)
+}
+
+/// Plans queued per planning thread ahead of the placing thread.
+const AHEAD: usize = 4;
+
+/// Routes the LIDs selected by `job`, destination switch by destination switch.
+///
+/// Planning (BFS and eligible arcs, the expensive load-independent part) runs on
+/// `job.threads` threads when > 1, each taking every `threads`-th destination; the calling
+/// thread places the plans strictly in destination order with one set of loads, so the
+/// tables are byte-identical whatever the thread count.
+pub(crate) fn route_lids(net: &Net, job: &Job<'_>, lfts: &mut [u8]) -> RouteStats {
+    let mut st = RouteStats::default();
     let len = net.lft_len;
-    let threads = threads.clamp(1, 64).min(len.div_ceil(128).max(1));
-    // LID range boundaries aligned to 128 so LMC siblings never straddle two threads.
-    let mut bounds = vec![0usize];
-    for i in 1..threads {
-        let b = (len * i / threads) / 128 * 128;
-        if b > *bounds.last().unwrap_or(&0) {
-            bounds.push(b);
-        }
+    if len == 0 || net.n_sw == 0 {
+        return st;
     }
-    bounds.push(len);
-    let nparts = bounds.len() - 1;
-    let mut parts: Vec<Vec<&mut [u8]>> =
-        (0..nparts).map(|_| Vec::with_capacity(net.n_sw)).collect();
-    for row in lfts.chunks_mut(len) {
-        let mut rest = row;
-        for i in 0..nparts {
-            let (a, b) = rest.split_at_mut(bounds[i + 1] - bounds[i]);
-            parts[i].push(a);
-            rest = b;
+    let mut rows: Vec<&mut [u8]> = lfts.chunks_mut(len).collect();
+    let mut loads = Loads::new(net);
+    let lids_of = |t: usize, lids: &mut Vec<(u16, u8, u16)>| {
+        net.lids_on(t, lids);
+        if let Some(only) = job.only {
+            lids.retain(|&(l, ..)| only[usize::from(l)]);
         }
-    }
-    let work = |rows: &mut Vec<&mut [u8]>, l0: usize, l1: usize| -> RouteStats {
-        let mut p = Planner::new(net, rule);
-        let mut loads = Loads::new(net);
-        let mut lids = Vec::new();
-        let mut st = RouteStats::default();
+    };
+    let quick = |lids: &[(u16, u8, u16)]| job.quick && lids.len() == 1 && lids[0].1 == 0;
+    let mut consume = |plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
+        st.escapes += plan.escaped.len();
+        if st.unreachable.is_none() {
+            st.unreachable = plan.unreachable.map(|s| (s, lids[0].0));
+        }
+        place(plan, lids, &mut rows, 0, net, loads, job.pref);
+    };
+    let threads = job.threads.clamp(1, 64).min(net.n_sw);
+    let mut lids = Vec::new();
+    if threads == 1 {
+        let mut p = Planner::new(net, job.rule);
+        let mut plan = Plan::default();
         for t in 0..net.n_sw {
-            net.lids_on(t, &mut lids);
-            lids.retain(|&(l, ..)| (l0..l1).contains(&usize::from(l)));
+            lids_of(t, &mut lids);
             if lids.is_empty() {
                 continue;
             }
-            if lids.len() == 1 && lids[0].1 == 0 && p.plan_quick(t) {
-                let col = usize::from(lids[0].0) - l0;
-                for (s, row) in rows.iter_mut().enumerate() {
-                    row[col] = if s == t { 0 } else { p.quick_port(s) };
-                }
-                continue;
-            }
-            p.plan(t);
-            st.escapes += p.escapes;
-            if st.unreachable.is_none() {
-                if let Some(s) = p.dist.iter().position(|&d| d == INF) {
-                    st.unreachable = Some((s, lids[0].0));
-                }
-            }
-            for &(lid, w, base) in &lids {
-                let exit = match net.dest_switch(usize::from(lid)) {
-                    Some((_, port)) => port,
-                    None => NO_ROUTE,
-                };
-                place_lid(&p, t, exit, lid, w, base, rows, l0, &mut loads, pref);
-            }
+            p.plan(t, quick(&lids), &mut plan);
+            consume(&plan, &lids, &mut loads);
         }
-        st.escape_traffic = loads.escape_traffic;
-        st
-    };
-    if nparts == 1 {
-        return work(&mut parts[0], 0, len);
+    } else {
+        use std::sync::mpsc::{channel, sync_channel};
+        std::thread::scope(|sc| {
+            let mut pipes = Vec::with_capacity(threads);
+            for w in 0..threads {
+                let (tx, rx) = sync_channel::<Plan>(AHEAD);
+                let (back_tx, back_rx) = channel::<Plan>();
+                let (rule, lids_of, quick) = (job.rule, &lids_of, &quick);
+                sc.spawn(move || {
+                    let mut p = Planner::new(net, rule);
+                    let mut lids = Vec::new();
+                    for t in (w..net.n_sw).step_by(threads) {
+                        lids_of(t, &mut lids);
+                        if lids.is_empty() {
+                            continue;
+                        }
+                        let mut plan = back_rx.try_recv().unwrap_or_default();
+                        p.plan(t, quick(&lids), &mut plan);
+                        if tx.send(plan).is_err() {
+                            return;
+                        }
+                    }
+                });
+                pipes.push((rx, back_tx));
+            }
+            for t in 0..net.n_sw {
+                lids_of(t, &mut lids);
+                if lids.is_empty() {
+                    continue;
+                }
+                let (rx, back) = &pipes[t % threads];
+                // A planner only stops early by panicking, which the scope re-raises.
+                let Ok(plan) = rx.recv() else { break };
+                consume(&plan, &lids, &mut loads);
+                let _ = back.send(plan);
+            }
+        });
     }
-    std::thread::scope(|sc| {
-        let hs: Vec<_> = parts
-            .iter_mut()
-            .enumerate()
-            .map(|(i, rows)| {
-                let (l0, l1) = (bounds[i], bounds[i + 1]);
-                let w = &work;
-                sc.spawn(move || w(rows, l0, l1))
-            })
-            .collect();
-        let mut all = RouteStats::default();
-        for h in hs {
-            let st = h.join().unwrap_or_default();
-            all.escapes += st.escapes;
-            all.unreachable = all.unreachable.or(st.unreachable);
-            all.escape_traffic = all.escape_traffic.or(st.escape_traffic);
-        }
-        all
-    })
+    st.escape_traffic = loads.escape_traffic;
+    st
 }
 
 /// Whether port `p` of switch `s` leads to a switch.

@@ -1,6 +1,6 @@
 //! Incremental re-routing after a link failure.
 
-use crate::balance::{Loads, Planner, Prefer, Rule, place_lid};
+use crate::balance::{Job, NoPref, Prefer, Rule, route_lids};
 use crate::engine::{Options, check_reach};
 use crate::error::Result;
 use crate::net::{Net, Peer};
@@ -66,45 +66,14 @@ pub(crate) fn reroute_net(
         }
     }
     let keep = Keep { prev: previous };
-    let mut rows: Vec<&mut [u8]> = r.lfts.chunks_mut(len).collect();
-    let mut p = Planner::new(net, rule);
-    let mut loads = Loads::new(net);
-    let mut lids = Vec::new();
-    let mut st = crate::balance::RouteStats::default();
-    for t in 0..net.n_sw {
-        net.lids_on(t, &mut lids);
-        lids.retain(|&(l, ..)| affected[usize::from(l)]);
-        if lids.is_empty() {
-            continue;
-        }
-        p.plan(t);
-        if st.unreachable.is_none() {
-            if let Some(s) = p.dist.iter().position(|&d| d == crate::net::INF) {
-                st.unreachable = Some((s, lids[0].0));
-            }
-        }
-        for &(lid, w, base) in &lids {
-            let exit = net.dest_switch(usize::from(lid)).map_or(NO_ROUTE, |x| x.1);
-            if !same_shape {
-                place_lid(
-                    &p,
-                    t,
-                    exit,
-                    lid,
-                    w,
-                    base,
-                    &mut rows,
-                    0,
-                    &mut loads,
-                    &crate::balance::NoPref,
-                );
-            } else {
-                place_lid(&p, t, exit, lid, w, base, &mut rows, 0, &mut loads, &keep);
-            }
-        }
-    }
-    drop(rows);
-    st.escape_traffic = loads.escape_traffic;
+    let job = Job {
+        rule,
+        threads: opts.threads,
+        pref: if same_shape { &keep } else { &NoPref },
+        only: Some(&affected),
+        quick: false,
+    };
+    let st = route_lids(net, &job, &mut r.lfts);
     check_reach(st, opts, "")?;
     Ok(r)
 }

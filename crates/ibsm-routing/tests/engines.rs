@@ -130,6 +130,71 @@ fn engine_matrix() {
     }
 }
 
+/// Threads only plan ahead; placement runs in one fixed order, so the tables (and so the
+/// link loads) must not depend on the thread count: byte-identical LFTs and SLs.
+#[test]
+fn thread_count_does_not_change_routes() {
+    let mut fabs = fabrics();
+    fabs.push(("ft16x3", generate::fat_tree(16, 3).unwrap()));
+    for (name, f) in &fabs {
+        let csr = Csr::new(f);
+        for lmc in [0, 1] {
+            let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+            for kind in [
+                EngineKind::MinHop,
+                EngineKind::UpDn,
+                EngineKind::DnUp,
+                EngineKind::FatTree,
+                EngineKind::Dfsssp,
+            ] {
+                let eng = kind.engine();
+                let Ok(one) = eng.route(&csr, &lids, &Options::default()) else {
+                    continue;
+                };
+                let q1 = metrics::all_to_all(&csr, &lids, &one).unwrap();
+                for threads in [2, 3, 4] {
+                    let opts = Options::default().with_threads(threads);
+                    let many = eng.route(&csr, &lids, &opts).unwrap();
+                    assert!(
+                        one == many,
+                        "{name} lmc {lmc} {}: {threads} threads changed {} LFT entries",
+                        kind.name(),
+                        many.changed_entries(&one)
+                    );
+                    let q = metrics::all_to_all(&csr, &lids, &many).unwrap();
+                    assert_eq!(q.max_load, q1.max_load);
+                }
+            }
+        }
+    }
+}
+
+/// Re-routing after a failure is deterministic too, whatever the thread count.
+#[test]
+fn reroute_is_thread_independent() {
+    let f = generate::fat_tree(8, 3).unwrap();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let mut cut = f.clone();
+    let port = csr.neighbours(0).next().unwrap().1;
+    cut.disconnect(csr.switch_node[0], port).unwrap();
+    let csr2 = Csr::new(&cut);
+    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
+        let eng = kind.engine();
+        let before = eng.route(&csr, &lids, &Options::default()).unwrap();
+        let one = eng
+            .reroute(&csr2, &lids, &Options::default(), &before)
+            .unwrap();
+        assert!(check_reachability(&csr2, &lids, &one).unwrap().is_ok());
+        assert!(one.changed_entries(&before) > 0);
+        for threads in [2, 4] {
+            let opts = Options::default().with_threads(threads);
+            let many = eng.reroute(&csr2, &lids, &opts, &before).unwrap();
+            assert!(one == many, "{}: {threads} threads", kind.name());
+        }
+    }
+}
+
 #[test]
 fn ftree_is_optimal_for_shift_permutations() {
     for (name, f) in fabrics() {
