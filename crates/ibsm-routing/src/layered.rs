@@ -9,8 +9,11 @@
 //!
 //! * `dfsssp` routes balanced shortest paths that, among equal-cost hops, prefer climbing
 //!   towards a central root (so most paths have an up*/down* shape and few cycles are
-//!   left); if the one-layer dependency graph is already acyclic (any fat tree) it is done,
-//!   else every (source switch, LID) path goes to the first layer that stays acyclic.
+//!   left); if the one-layer dependency graph is already acyclic (any fat tree) it is done.
+//!   Otherwise it rebuilds every LID's tree of shortest paths nearest switch first, letting
+//!   each switch pick, among its shortest next hops, the one whose path it can join on the
+//!   lowest layer (the balanced hop wins ties): the paths adapt to the layers instead of
+//!   being fixed first (4 VLs instead of 7 on an 8x8x4 torus, 2 instead of 3 on 6x5).
 //! * `lash` places every (source switch, LID) path on its own (first fit, the fewest
 //!   layers), then balances the paths over the layers it opened, using balanced shortest
 //!   paths. On a mesh it takes the dimension-order paths (one layer). On a torus a
@@ -36,6 +39,14 @@ pub struct Lash;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dfsssp;
 
+/// `Layer::cnt` value of a dependency known to close a cycle on that layer.
+const FORBIDDEN: u32 = u32::MAX;
+
+#[inline]
+fn present(cnt: u32) -> bool {
+    cnt.wrapping_add(1) > 1
+}
+
 /// One layer: dependency counts and a topological order of channels (arcs).
 struct Layer {
     cnt: Vec<u32>,
@@ -47,22 +58,50 @@ struct Layer {
 
 struct Layering<'a> {
     net: &'a Net,
+    /// The channel order a new layer starts with.
+    init: Vec<u32>,
     dbase: Vec<usize>,
     layers: Vec<Layer>,
     fwd: Vec<u32>,
     bwd: Vec<u32>,
     stack: Vec<u32>,
+    kb: Vec<u64>,
+    kf: Vec<u64>,
 }
 
 impl<'a> Layering<'a> {
-    fn new(net: &'a Net) -> Self {
+    /// `up_pos`: a switch order (lower = nearer the root) that most paths climb and then
+    /// descend; each layer's channel order starts out agreeing with such paths (up arcs
+    /// before down arcs, climbing from the bottom, descending from the top), so most
+    /// dependencies arrive in order and need no reordering.
+    fn new(net: &'a Net, up_pos: Option<&[u32]>) -> Self {
+        let na = net.n_arcs();
+        let init = match up_pos {
+            None => (0..na as u32).collect(),
+            Some(pos) => {
+                let key = |a: usize| {
+                    let (u, v) = (pos[net.asrc[a] as usize], pos[net.adst[a] as usize]);
+                    if v < u { (0, u32::MAX - u) } else { (1, u) }
+                };
+                let mut by: Vec<u32> = (0..na as u32).collect();
+                by.sort_unstable_by_key(|&a| key(a as usize));
+                let mut ord = vec![0u32; na];
+                for (i, &a) in by.iter().enumerate() {
+                    ord[a as usize] = i as u32;
+                }
+                ord
+            }
+        };
         Layering {
             net,
+            init,
             dbase: dep_base(net),
             layers: Vec::new(),
             fwd: Vec::new(),
             bwd: Vec::new(),
             stack: Vec::new(),
+            kb: Vec::new(),
+            kf: Vec::new(),
         }
     }
 
@@ -70,7 +109,7 @@ impl<'a> Layering<'a> {
         let na = self.net.n_arcs();
         self.layers.push(Layer {
             cnt: vec![0; self.dbase[na]],
-            ord: (0..na as u32).collect(),
+            ord: self.init.clone(),
             mark: vec![0; na],
             epoch: 0,
             units: 0,
@@ -89,6 +128,9 @@ impl<'a> Layering<'a> {
         let net = self.net;
         let dbase = &self.dbase;
         let layer = &mut self.layers[l];
+        if layer.cnt[d] == FORBIDDEN {
+            return false;
+        }
         if layer.cnt[d] > 0 || layer.ord[a as usize] < layer.ord[b as usize] {
             layer.cnt[d] += 1;
             return true;
@@ -106,11 +148,15 @@ impl<'a> Layering<'a> {
             let h = net.adst[x as usize] as usize;
             let base = dbase[x as usize];
             for (i, y) in net.arcs(h).enumerate() {
-                if layer.cnt[base + i] == 0 {
+                if !present(layer.cnt[base + i]) {
                     continue;
                 }
                 let y = y as u32;
                 if y == a {
+                    // b already reaches a on this layer; it keeps doing so as long as no
+                    // dependency is removed, so later units skip the search. (LASH's
+                    // balancing removes some; then this is merely conservative.)
+                    layer.cnt[d] = FORBIDDEN;
                     return false;
                 }
                 if layer.mark[y as usize] != ep && layer.ord[y as usize] < ub {
@@ -129,7 +175,7 @@ impl<'a> Layering<'a> {
             let off = (x - net.aoff[v]) as usize;
             for c in net.arcs(v) {
                 let z = net.arev[c];
-                if z == NONE || layer.cnt[dbase[z as usize] + off] == 0 {
+                if z == NONE || !present(layer.cnt[dbase[z as usize] + off]) {
                     continue;
                 }
                 if layer.mark[z as usize] != ep && layer.ord[z as usize] > lb {
@@ -138,19 +184,32 @@ impl<'a> Layering<'a> {
                 }
             }
         }
-        // Reassign: everything that must precede a (bwd) before everything after b (fwd).
+        // Reassign: everything that must precede a (bwd) before everything after b (fwd),
+        // each side keeping its relative order, into the union of their old slots. Keys
+        // are (position << 32 | channel) so the sorts compare plain integers.
         let ord = &mut layer.ord;
-        self.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
-        self.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
-        let mut slots: Vec<u32> = self
-            .bwd
-            .iter()
-            .chain(self.fwd.iter())
-            .map(|&x| ord[x as usize])
-            .collect();
-        slots.sort_unstable();
-        for (x, p) in self.bwd.iter().chain(self.fwd.iter()).zip(slots) {
-            ord[*x as usize] = p;
+        let key = |x: &u32| (u64::from(ord[*x as usize]) << 32) | u64::from(*x);
+        self.kb.clear();
+        self.kb.extend(self.bwd.iter().map(key));
+        self.kf.clear();
+        self.kf.extend(self.fwd.iter().map(key));
+        self.kb.sort_unstable();
+        self.kf.sort_unstable();
+        // Both key lists are sorted by old position: merge them into the slot list.
+        let (kb, kf) = (&self.kb, &self.kf);
+        let (mut i, mut j) = (0, 0);
+        let mut next_slot = || {
+            let take_b = j >= kf.len() || (i < kb.len() && kb[i] < kf[j]);
+            if take_b {
+                i += 1;
+                (kb[i - 1] >> 32) as u32
+            } else {
+                j += 1;
+                (kf[j - 1] >> 32) as u32
+            }
+        };
+        for &k in kb.iter().chain(kf.iter()) {
+            ord[(k & 0xFFFF_FFFF) as usize] = next_slot();
         }
         layer.cnt[d] += 1;
         true
@@ -236,10 +295,15 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     } else {
         crate::dor::dor_paths(net, opts, true, name).ok()
     };
+    let mut up_pos = None;
     let mut r = match dor {
         Some(d) if d.sl.is_some() => return Ok(d),
         Some(d) => d,
-        None if dfsssp => updn_biased(net, opts)?,
+        None if dfsssp => {
+            let (r, pos) = updn_biased(net, opts)?;
+            up_pos = Some(pos);
+            r
+        }
         None => minhop_net(net, opts)?,
     };
     r.set_engine(name);
@@ -248,8 +312,14 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
         return Ok(r);
     }
     let max = usize::from(opts.max_vls.clamp(1, 15));
-    let mut lay = Layering::new(net);
+    let mut lay = Layering::new(net, up_pos.as_deref());
     lay.open();
+    if dfsssp {
+        let sl = place_aware(net, &mut r, &mut lay, max)?;
+        r.vls = lay.layers.len() as u8;
+        r.sl = Some(sl);
+        return Ok(r);
+    }
     let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
     let mut sl = vec![0u8; net.n_sw * net.lft_len];
     let mut deps = Vec::new();
@@ -317,6 +387,150 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     Ok(r)
 }
 
+/// DFSSSP's layer-aware placement. For each destination LID the switches are taken in
+/// BFS order from its switch, so when switch `s` decides, every switch nearer the
+/// destination already has its hop and the layer its whole path is on. `s` may take any
+/// shortest next hop `x`; its path is then its own hop plus `x`'s path, so joining `x`'s
+/// layer adds one dependency (its hop, then `x`'s hop): O(1) when that dependency is
+/// already there, a local Pearce-Kelly step otherwise. `s` takes the lowest layer it can
+/// join (the balanced route's hop first, then the least used hop); if it can join none,
+/// the balanced hop's whole path goes to the first higher layer that takes it. Layers
+/// only gain dependencies, so a layer that rejected `x`'s path rejects every path
+/// through `x`: each path's layer is a first fit. Every switch is treated as a traffic
+/// source (its path is placed even if it has no CA), which keeps this to one pass.
+fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) -> Result<Vec<u8>> {
+    let n = net.n_sw;
+    let mut sl = vec![0u8; n * net.lft_len];
+    let mut layer = vec![0u8; n];
+    let mut hop = vec![NONE; n];
+    let mut dist = vec![0u16; n];
+    let mut queue = Vec::new();
+    let mut lids = Vec::new();
+    let mut cands: Vec<(u8, u8, u32, u32)> = Vec::new();
+    let mut full = Vec::new();
+    let mut used = vec![0u32; net.n_arcs()];
+    for t in 0..n {
+        net.lids_on(t, &mut lids);
+        if lids.is_empty() {
+            continue;
+        }
+        net.bfs(t, &mut dist, &mut queue);
+        for &(lid, _, _) in &lids {
+            let lid = usize::from(lid);
+            for &s in &queue[1..] {
+                let s = s as usize;
+                let pref = arc_of(net, s, r.lft(s)[lid]);
+                if dist[s] == 1 {
+                    // One hop: no dependency, layer 0; keep the balanced port.
+                    let a = if pref != NONE && net.adst[pref as usize] as usize == t {
+                        pref
+                    } else {
+                        net.arcs(s)
+                            .find(|&a| net.adst[a] as usize == t)
+                            .map_or(NONE, |a| a as u32)
+                    };
+                    hop[s] = a;
+                    layer[s] = 0;
+                    r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                    sl[s * net.lft_len + lid] = 0;
+                    continue;
+                }
+                // Fast path: the balanced hop already leads to the lowest layer around
+                // and the dependency is there or fits.
+                let ds = dist[s];
+                let mut low = u8::MAX;
+                let mut pref_ok = false;
+                for a in net.arcs(s) {
+                    let x = net.adst[a] as usize;
+                    if dist[x] + 1 == ds {
+                        low = low.min(layer[x]);
+                        pref_ok |= a as u32 == pref;
+                    }
+                }
+                if pref_ok {
+                    let x = net.adst[pref as usize] as usize;
+                    if layer[x] == low && lay.try_unit(usize::from(low), &[(pref, hop[x])]) {
+                        hop[s] = pref;
+                        layer[s] = low;
+                        sl[s * net.lft_len + lid] = low;
+                        continue;
+                    }
+                }
+                cands.clear();
+                for a in net.arcs(s) {
+                    let x = net.adst[a] as usize;
+                    if dist[x] + 1 == ds {
+                        let a = a as u32;
+                        cands.push((layer[x], u8::from(a != pref), used[a as usize], a));
+                    }
+                }
+                cands.sort_unstable();
+                let mut got = None;
+                for &(lx, _, _, a) in &cands {
+                    let x = net.adst[a as usize] as usize;
+                    if lay.try_unit(usize::from(lx), &[(a, hop[x])]) {
+                        got = Some((a, usize::from(lx)));
+                        break;
+                    }
+                }
+                let (a, l) = match got {
+                    Some(g) => g,
+                    None => {
+                        // Through the preferred hop on the first layer above its path's.
+                        let a = if pref != NONE && cands.iter().any(|c| c.3 == pref) {
+                            pref
+                        } else {
+                            cands[0].3
+                        };
+                        let x = net.adst[a as usize] as usize;
+                        full.clear();
+                        let (mut p, mut y) = (a, x);
+                        while y != t {
+                            full.push((p, hop[y]));
+                            p = hop[y];
+                            y = net.adst[p as usize] as usize;
+                        }
+                        let from = usize::from(layer[x]) + 1;
+                        let mut got = None;
+                        for l in from..lay.layers.len() {
+                            if lay.try_unit(l, &full) {
+                                got = Some(l);
+                                break;
+                            }
+                        }
+                        let l = match got {
+                            Some(l) => l,
+                            None if lay.layers.len() < max => {
+                                lay.open();
+                                let l = lay.layers.len() - 1;
+                                if !lay.try_unit(l, &full) {
+                                    return Err(RoutingError::InvalidInput(format!(
+                                        "the route from switch #{s} to LID {lid} depends on itself"
+                                    )));
+                                }
+                                l
+                            }
+                            None => {
+                                return Err(RoutingError::NotEnoughVls {
+                                    needed: (lay.layers.len() + 1).min(255) as u8,
+                                    available: max as u8,
+                                });
+                            }
+                        };
+                        (a, l)
+                    }
+                };
+                used[a as usize] += 1;
+                hop[s] = a;
+                layer[s] = l as u8;
+                r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                sl[s * net.lft_len + lid] = l as u8;
+            }
+        }
+    }
+    Ok(sl)
+}
+
 impl RoutingEngine for Lash {
     fn name(&self) -> &str {
         "lash"
@@ -353,10 +567,10 @@ impl crate::balance::Prefer for UpFirst {
     }
 }
 
-fn updn_biased(net: &Net, opts: &Options) -> Result<Routes> {
+fn updn_biased(net: &Net, opts: &Options) -> Result<(Routes, Vec<u32>)> {
     let roots = crate::updn::find_roots(net, None, opts, false)?;
     let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
-    let pref = UpFirst { pos };
+    let pref = UpFirst { pos: pos.clone() };
     let mut r = Routes::new("dfsssp", net.n_sw, net.lft_len);
     let st = crate::balance::route_all(
         net,
@@ -366,5 +580,5 @@ fn updn_biased(net: &Net, opts: &Options) -> Result<Routes> {
         &pref,
     );
     crate::engine::check_reach(st, opts, "")?;
-    Ok(r)
+    Ok((r, pos))
 }

@@ -146,3 +146,20 @@ fn layered_engines_stay_within_the_diameter() {
         }
     }
 }
+
+#[test]
+fn dfsssp_adapts_its_paths_to_few_layers_on_tori() {
+    // A constant layer per fixed shortest path needed 3 / 1 / 7 layers here; choosing
+    // among the shortest hops by layer needs 2 / 1 / 4.
+    for (dims, most) in [(vec![6u32, 5], 2), (vec![4, 4, 3], 1), (vec![8, 8, 4], 4)] {
+        let f = grid(&dims, true, 1);
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let name = format!("torus {dims:?}");
+        let r = routed(&name, &csr, &lids, EngineKind::Dfsssp);
+        eprintln!("{name}: dfsssp {} VLs", r.vls_used());
+        assert!(r.vls_used() <= most, "{name}: {} VLs", r.vls_used());
+        let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+        assert!(q.minimal_fraction == 1.0, "{name}: {q:?}");
+    }
+}
