@@ -13,6 +13,8 @@
 //! --lmc N                LID mask control 0..7
 //! --drop RATE            SMP loss per hop, 0.0..1.0
 //! --seed N               simulator seed
+//! --sa                   serve Subnet Administration too (the sweep then also reads
+//!                          every CA port's P_Key table for it)
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!
@@ -37,12 +39,13 @@ struct Args {
     drop: f64,
     seed: u64,
     json: bool,
+    sa: bool,
 }
 
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--json]"
+         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--sa] [--json]"
     )
 }
 
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         drop: 0.0,
         seed: 1,
         json: false,
+        sa: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -115,6 +119,7 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| usage("--seed wants a number"))?;
             }
             "--json" => a.json = true,
+            "--sa" => a.sa = true,
             "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
             other => return Err(usage(&format!("unknown option {other:?}"))),
         }
@@ -174,6 +179,7 @@ fn run(a: &Args) -> Result<bool, String> {
     let mut cfg = SmConfig::default();
     cfg.routing = a.routing;
     cfg.lmc = a.lmc;
+    cfg.sa = a.sa;
     // Single-threaded: ibsm-routing balances each thread's LID range on its own, which
     // doubles the max link load of minhop/updn on fat trees (see the routing notes).
     cfg.routing_threads = 1;

@@ -83,7 +83,17 @@ enum Op {
     SetMft {
         node: NodeIx,
     },
+    /// One P_KeyTable block of a port, for the SA.
+    PKeyTable {
+        node: NodeIx,
+        port: u8,
+        block: u16,
+    },
 }
+
+/// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
+/// 65535 entries, and one SMP per 32 of them must stay affordable.
+const MAX_PKEY_BLOCKS: u16 = 64;
 
 impl Op {
     fn attribute(self) -> &'static str {
@@ -98,6 +108,7 @@ impl Op {
             Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
             Op::SetVlArb { .. } => "VLArbitrationTable",
             Op::SetMft { .. } => "MulticastForwardingTable",
+            Op::PKeyTable { .. } => "P_KeyTable",
         }
     }
 }
@@ -715,6 +726,11 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
+            Op::PKeyTable { node, port, .. } => (
+                SmAttributeId::PKeyTable,
+                self.subnet.nodes[node].path_for(port),
+                Some((node, port)),
+            ),
         };
         // A switch has one M_Key (port 0); a CA port its own.
         let key = key_guid.map_or(0, |(n, p)| {
@@ -854,6 +870,19 @@ impl SubnetManager {
                     }
                 }
             }
+            Op::PKeyTable { node, port, block } => {
+                if let Ok(t) = ibsm_wire::PKeyTable::parse(data) {
+                    if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
+                        let at = usize::from(block) * 32;
+                        if p.pkeys.len() < at + 32 {
+                            p.pkeys.resize(at + 32, 0);
+                        }
+                        for (slot, k) in p.pkeys[at..at + 32].iter_mut().zip(t.pkeys.iter()) {
+                            *slot = k.0;
+                        }
+                    }
+                }
+            }
             Op::SetSwitchInfo { .. }
             | Op::SetLft { .. }
             | Op::SetSl2Vl { .. }
@@ -862,10 +891,33 @@ impl SubnetManager {
         }
     }
 
+    /// Queues the P_KeyTable reads of a port the SA serves tables of: every block up to
+    /// `entries` (PartitionCap for CA ports, PartitionEnforcementCap for switch ports).
+    fn read_pkeys(&mut self, node: NodeIx, port: u8, entries: u16) {
+        if !self.cfg.sa {
+            return;
+        }
+        let blocks = entries.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
+        let sw = self.subnet.nodes[node].is_switch();
+        for block in 0..blocks {
+            let m = ibsm_wire::attr::modifier::PKeyMod {
+                block,
+                port: if sw { u16::from(port) } else { 0 },
+            };
+            self.submit(
+                Op::PKeyTable { node, port, block },
+                Method::Get,
+                m.encode(),
+                None,
+            );
+        }
+    }
+
     fn on_failure(&mut self, op: Op, _error: &TransportError) {
         let guid = match op {
-            // An unreachable neighbour costs one timeout and is simply not there.
-            Op::NodeInfo { .. } | Op::LightSwitchInfo { .. } => return,
+            // An unreachable neighbour costs one timeout and is simply not there; a
+            // P_KeyTable block a port refuses (beyond its real capacity) is not a lock.
+            Op::NodeInfo { .. } | Op::LightSwitchInfo { .. } | Op::PKeyTable { .. } => return,
             Op::NodeDesc { node }
             | Op::SwitchInfo { node }
             | Op::SetSwitchInfo { node }
@@ -1001,6 +1053,25 @@ impl SubnetManager {
         };
         p.info = Some(pi);
         let linked = p.peer.is_some();
+        if rec.is_switch() {
+            let enforced = port != 0
+                && (pi.partition_enforcement_inbound || pi.partition_enforcement_outbound);
+            if enforced {
+                // SwitchInfo was asked before the ports; without it, one block.
+                let cap = rec
+                    .switch_info
+                    .map_or(32, |si| si.partition_enforcement_cap.max(1));
+                self.read_pkeys(node, port, cap);
+            }
+        } else if port != 0
+            && self.subnet.nodes[node].ports[usize::from(port)]
+                .pkeys
+                .is_empty()
+        {
+            let cap = self.subnet.nodes[node].info.partition_cap;
+            self.read_pkeys(node, port, cap);
+        }
+        let rec = &self.subnet.nodes[node];
         // Explore out of switch ports, and out of the SM's own port when the SM sits on
         // a CA (the root, reached by the empty route).
         let explore = if rec.is_switch() {

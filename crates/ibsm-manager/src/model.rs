@@ -23,6 +23,10 @@ pub struct PortRec {
     pub path: Option<DrPath>,
     /// The other end of the cable, when both ends are known.
     pub peer: Option<(NodeIx, u8)>,
+    /// The P_Key table as read in this sweep (entries in index order; empty: not read).
+    /// Read for CA ports, and for switch ports that enforce partitions, when the SA is
+    /// enabled.
+    pub pkeys: Vec<u16>,
 }
 
 /// A node as discovered.

@@ -62,7 +62,7 @@ impl SubnetManager {
                             guid: r.guid,
                             info,
                             peer: r.peer.map(|(pn, pp)| (pn as u32, pp)),
-                            pkeys: Vec::new(),
+                            pkeys: r.pkeys.clone(),
                         }
                     })
                     .collect();

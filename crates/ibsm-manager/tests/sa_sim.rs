@@ -13,8 +13,8 @@ use ibsm_transport::{Address, Incoming, Instant, LidAddress, Transport, Transpor
 use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
 use ibsm_wire::sa::{
     ComponentMask, InformInfo, LinearForwardingTableRecord, LinkRecord, McMemberRecord, NodeRecord,
-    PathRecord, PortInfoRecord, SaAttributeId, SaMad, SaRecord, SaStatus, SmInfoRecord,
-    SwitchInfoRecord, join_state,
+    PKeyTableRecord, PathRecord, PortInfoRecord, SaAttributeId, SaMad, SaRecord, SaStatus,
+    SmInfoRecord, SwitchInfoRecord, join_state,
 };
 use ibsm_wire::{Gid, Method, Status};
 
@@ -28,6 +28,8 @@ struct Rig {
     tool: SimPort<SmaAgent>,
     tool_lid: u16,
     tool_node: ibsm_sim::NodeIdx,
+    /// The statistics of the first SUBNET UP.
+    up: ibsm_manager::SweepStats,
 }
 
 fn rig() -> Rig {
@@ -53,13 +55,15 @@ fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent
     cfg.m_key = MKeyMode::Single(MKEY);
     let mut sm = SubnetManager::new(cfg, port.local_port());
     sm.start(port.now()).unwrap();
-    let mut up = false;
+    let mut up = None;
     driver::run(&mut sm, &mut port, Instant::from_secs(60), |ev| {
-        up = matches!(ev, SmEvent::SubnetUp { .. });
-        up
+        if let SmEvent::SubnetUp { stats } = ev {
+            up = Some(stats.clone());
+        }
+        up.is_some()
     })
     .unwrap();
-    assert!(up);
+    let up = up.expect("SUBNET UP");
     let tool_guid = b.port(1).unwrap().guid.0;
     let tool_lid = sm.lids()[&tool_guid].0;
     Rig {
@@ -69,6 +73,7 @@ fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent
         tool,
         tool_lid,
         tool_node,
+        up,
     }
 }
 
@@ -637,4 +642,113 @@ fn sm_info_records_list_every_sm() {
         Status::from(SaStatus::ReqDenied)
     );
     assert_eq!(nodes[0].sm.sa().unwrap().counters().bad_sm_key, 1);
+}
+
+/// Writes P_Key table entries of a simulated CA port through its SMA, as a local
+/// directed-route SubnSet (before any SM set an M_Key).
+fn set_pkeys(sim: &mut Sim<SmaAgent>, node: ibsm_sim::NodeIdx, block: u16, keys: &[u16]) {
+    let mut smp = ibsm_wire::DrSmp::request(
+        Method::Set,
+        ibsm_wire::SmAttributeId::PKeyTable.into(),
+        u32::from(block),
+        1,
+        0,
+        &ibsm_wire::DrPath::local(),
+    );
+    for (i, k) in keys.iter().enumerate() {
+        smp.data[2 * i..2 * i + 2].copy_from_slice(&k.to_be_bytes());
+    }
+    let mut bytes = smp.to_bytes();
+    // As it arrives at the end of its (empty) route: HopPointer = HopCount + 1.
+    bytes[6] = 1;
+    let out = sim.with_agent_mut(node, |a| {
+        a.sma_mut()
+            .handle_in_place(0, ibsm_sma::Rx::port(1), &mut bytes)
+    });
+    assert_eq!(out, ibsm_sma::Outcome::Respond, "the SMA takes the Set");
+}
+
+/// P_Key tables set on the simulated ports before the sweep reach the SA: the records
+/// (for the SM_Key, or the port itself), and the P_Keys of PathRecords.
+#[test]
+fn p_key_tables_are_read_and_served() {
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let cas: Vec<u64> = fabric.cas().map(|(_, c)| c.guid().0).collect();
+    let (x_guid, tool_guid) = (cas[3], cas[6]);
+    let mut r = rig_on(&fabric, |sim| {
+        let x = sim.node_by_guid(x_guid).unwrap();
+        set_pkeys(sim, x, 0, &[0xFFFF, 0x8001, 0x0003]);
+        set_pkeys(sim, x, 1, &[0x8002]);
+        let tool = sim.node_by_guid(tool_guid).unwrap();
+        set_pkeys(sim, tool, 0, &[0xFFFF, 0x0001, 0x0003]);
+    });
+    // Every blocks of every CA port's table (PartitionCap 64 here: two blocks).
+    let ca_ports = fabric.cas().count() as u64;
+    let read =
+        r.up.by_attribute
+            .iter()
+            .find(|(a, _)| *a == "P_KeyTable")
+            .map_or(0, |(_, n)| *n);
+    assert_eq!(read, 2 * ca_ports);
+    let x = r.sim.node_by_guid(x_guid).unwrap();
+    let x_lid = r.sim.with_agent(x, |a| a.sma().lid(1)).unwrap();
+    let held = r.sim.with_agent(x, |a| a.sma().pkeys(1).to_vec());
+    assert_eq!(held[32], 0x8002);
+    let t = PKeyTableRecord {
+        lid: x_lid,
+        ..PKeyTableRecord::default()
+    };
+    let mask = PKeyTableRecord::CM_LID.0;
+    // Without the SM_Key another port's P_Keys stay hidden; with it, they are there
+    // exactly as the SMA holds them.
+    let (st, open) = r.table(mask, &t, 0);
+    assert!(st.is_ok());
+    assert!(open.is_empty(), "P_Keys of another port without the SM_Key");
+    let (_, recs) = r.table(mask, &t, KEY);
+    assert_eq!(recs.len(), 2);
+    let served: Vec<u16> = recs
+        .iter()
+        .flat_map(|b| b.pkey_table.pkeys.iter().map(|k| k.0))
+        .collect();
+    assert_eq!(served, held);
+    // The tool sees its own table without a key.
+    let own = PKeyTableRecord {
+        lid: r.tool_lid,
+        ..PKeyTableRecord::default()
+    };
+    let (_, mine) = r.table(mask, &own, 0);
+    assert_eq!(mine.len(), 2);
+    assert_eq!(mine[0].pkey_table.pkeys.get(1).unwrap().0, 0x0001);
+    // A wrong key is refused and counted.
+    let (st, _) = r.table(mask, &t, 0xBAD);
+    assert_eq!(st, Status::from(SaStatus::ReqDenied));
+    assert_eq!(r.sm.sa().unwrap().counters().bad_sm_key, 1);
+    // PathRecords carry a partition both ends hold, one of them as a full member.
+    let path = |r: &mut Rig, pkey: Option<u16>| {
+        let mut t = PathRecord {
+            slid: r.tool_lid,
+            dlid: x_lid,
+            ..PathRecord::default()
+        };
+        let mut mask = PathRecord::CM_SLID | PathRecord::CM_DLID;
+        if let Some(k) = pkey {
+            t.pkey = k;
+            mask |= PathRecord::CM_PKEY;
+        }
+        let (st, prs) = r.table(mask.0, &t, 0);
+        assert!(st.is_ok());
+        prs.first().map(|p| p.pkey)
+    };
+    assert_eq!(path(&mut r, None), Some(0xFFFF));
+    assert_eq!(path(&mut r, Some(0x8001)), Some(0x8001));
+    assert_eq!(
+        path(&mut r, Some(0x8002)),
+        None,
+        "the tool is not in 0x0002"
+    );
+    assert_eq!(
+        path(&mut r, Some(0x0003)),
+        None,
+        "both limited members of 0x0003"
+    );
 }

@@ -504,6 +504,32 @@ impl Db {
             .any(|k| k & 0x7FFF == pkey & 0x7FFF && k & 0x7FFF != 0)
     }
 
+    /// The P_Key a path from `s` to `d` uses: the first valid entry of `s`'s table
+    /// whose partition `d` also holds, not both as limited members (limited members
+    /// cannot talk to each other); only `want`'s partition when the requester names
+    /// one, answered with `want` itself. A port whose table was not read holds the
+    /// default 0xFFFF. `None`: the two share no partition, so there is no path.
+    pub(crate) fn common_pkey(&self, s: &EndPort, d: &EndPort, want: Option<u16>) -> Option<u16> {
+        const DEFAULT: [u16; 1] = [ibsm_wire::mad::DEFAULT_PKEY];
+        let table = |e: &EndPort| -> &[u16] {
+            let p = &self.snap.nodes[e.node as usize].ports[usize::from(e.port)];
+            if p.pkeys.is_empty() {
+                &DEFAULT
+            } else {
+                &p.pkeys
+            }
+        };
+        let (ts, td) = (table(s), table(d));
+        ts.iter()
+            .filter(|k| **k & 0x7FFF != 0)
+            .filter(|k| want.is_none_or(|w| w & 0x7FFF == **k & 0x7FFF))
+            .find(|&&k| {
+                td.iter()
+                    .any(|&dk| dk & 0x7FFF == k & 0x7FFF && (k | dk) & 0x8000 != 0)
+            })
+            .map(|&k| want.unwrap_or(k))
+    }
+
     pub(crate) fn port_mtu_cap(&self, e: &EndPort) -> u8 {
         self.snap.nodes[e.node as usize].ports[usize::from(e.port)]
             .info

@@ -886,11 +886,9 @@ impl SaServer {
         if mask.contains(PathRecord::CM_REVERSIBLE) && t.reversible && !reversible {
             return None;
         }
-        let pkey = if mask.contains(PathRecord::CM_PKEY) {
-            (self.db.has_pkey(s, t.pkey) && self.db.has_pkey(d, t.pkey)).then_some(t.pkey)?
-        } else {
-            ibsm_wire::mad::DEFAULT_PKEY
-        };
+        let pkey =
+            self.db
+                .common_pkey(s, d, mask.contains(PathRecord::CM_PKEY).then_some(t.pkey))?;
         let routed_sls = self
             .db
             .snap

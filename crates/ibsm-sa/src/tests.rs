@@ -1164,3 +1164,71 @@ fn reports_are_resent_until_the_subscriber_answers() {
     assert_eq!(sa.counters().reports_failed, 1);
     assert_eq!(sa.notice(t, &n).len(), 1, "still subscribed");
 }
+
+#[test]
+fn path_p_keys_come_from_the_tables_read() {
+    let f = tree();
+    let mut snap = SaSnapshot::from_routed(&f.fabric, &f.lids, f.routes.clone(), PREFIX);
+    let lid = |t: usize| f.lids.terminal_lid(t).0;
+    let tables: [(usize, Vec<u16>); 4] = [
+        (0, vec![0xFFFF, 0x8001, 0, 0]),
+        (1, vec![0x7FFF, 0x0001]),
+        (2, vec![0x0001]),
+        (3, vec![0x8002]),
+    ];
+    for (t, keys) in &tables {
+        let port = snap
+            .nodes
+            .iter_mut()
+            .filter(|n| !n.is_switch())
+            .flat_map(|n| n.ports.iter_mut())
+            .find(|p| p.info.is_some_and(|i| i.lid == lid(*t)))
+            .unwrap();
+        port.pkeys.clone_from(keys);
+    }
+    let mut sa = SaServer::new(SaConfig::with_sm_key(KEY));
+    sa.load(snap);
+    let pr = |sa: &mut SaServer, s: usize, d: usize, pkey: Option<u16>| {
+        let mut t = PathRecord {
+            slid: lid(s),
+            dlid: lid(d),
+            ..PathRecord::default()
+        };
+        let mut mask = PathRecord::CM_SLID | PathRecord::CM_DLID;
+        if let Some(k) = pkey {
+            t.pkey = k;
+            mask |= PathRecord::CM_PKEY;
+        }
+        let (st, recs) = table(sa, mask.0, &t, 0, lid(s));
+        assert!(st.is_ok());
+        assert!(recs.len() <= 1);
+        recs.first().map(|r| r.pkey)
+    };
+    // The first shared partition, a full member on one side at least.
+    assert_eq!(pr(&mut sa, 0, 1, None), Some(0xFFFF));
+    assert_eq!(pr(&mut sa, 0, 2, None), Some(0x8001));
+    assert_eq!(pr(&mut sa, 0, 2, Some(0x8001)), Some(0x8001));
+    // Two limited members of a partition share nothing.
+    assert_eq!(pr(&mut sa, 1, 2, None), None);
+    assert_eq!(pr(&mut sa, 1, 2, Some(0x0001)), None);
+    // No common partition at all; a port never read counts as 0xFFFF.
+    assert_eq!(pr(&mut sa, 3, 0, None), None);
+    assert_eq!(pr(&mut sa, 3, 5, None), None);
+    assert_eq!(pr(&mut sa, 5, 0, None), Some(0xFFFF));
+    assert_eq!(pr(&mut sa, 5, 0, Some(0x8001)), None);
+    // P_KeyTableRecord: port 0's table (two entries that count, in one block) only for
+    // the SM_Key or port 0 itself.
+    let want = PKeyTableRecord {
+        lid: lid(0),
+        ..PKeyTableRecord::default()
+    };
+    let mask = PKeyTableRecord::CM_LID.0;
+    let (_, other) = table(&mut sa, mask, &want, 0, lid(1));
+    assert!(other.is_empty(), "another port's P_Keys without the SM_Key");
+    for (key, from_lid) in [(KEY, lid(1)), (0, lid(0))] {
+        let (_, recs) = table(&mut sa, mask, &want, key, from_lid);
+        assert_eq!(recs.len(), 1);
+        let keys: Vec<u16> = recs[0].pkey_table.pkeys.iter().map(|k| k.0).collect();
+        assert_eq!(&keys[..3], &[0xFFFF, 0x8001, 0]);
+    }
+}
