@@ -42,11 +42,24 @@ fuzz_target!(|data: &[u8]| {
     let mut guard = SA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let sa = guard.get_or_insert_with(build);
     let now = Duration::from_secs(u64::from(data[1]));
-    for out in sa.handle(now, &mad, &Requester { lid, qpn: 1 }) {
+    let check = |out: &[u8]| {
         assert!(out.len() >= 56, "answer too short");
         assert_eq!(out[1], 0x03);
-        assert!(out[3] & 0x80 != 0, "not a response");
         assert_eq!(&out[36..44], &[0; 8], "SM_Key echoed");
+    };
+    for out in sa.handle(now, &mad, &Requester { lid, qpn: 1 }) {
+        check(&out);
+        assert!(out[3] & 0x80 != 0, "not a response");
     }
+    // Time passes: RMPP resends and ABORTs (responses too), Report resends (requests).
+    let later = now + Duration::from_millis(u64::from(data[0]) * 10);
+    if sa.poll_timeout().is_some_and(|t| t <= later) {
+        sa.handle_timeout(later);
+    }
+    while let Some(t) = sa.poll_transmit(later) {
+        check(&t.mad);
+        assert!(t.mad[3] & 0x80 != 0 || t.mad[3] == 0x06, "not a response or Report");
+    }
+    assert!(sa.transfers_in_progress() <= sa.config().max_transfers);
     let _ = sa.take_mft_updates();
 });

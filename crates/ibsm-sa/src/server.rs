@@ -438,8 +438,10 @@ impl SaServer {
     fn on_report_resp(&mut self, mad: &[u8], from: &Requester) {
         let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
         let before = self.reports.len();
+        // The low 32 bits only: a kernel (umad) sending our Report puts its agent's
+        // number into the upper half of the TID, and the answer carries that.
         self.reports
-            .retain(|r| !(r.tid == tid && r.to.lid == from.lid));
+            .retain(|r| !(r.tid as u32 == tid as u32 && r.to.lid == from.lid));
         if self.reports.len() < before {
             self.counters.report_acks += 1;
         }
