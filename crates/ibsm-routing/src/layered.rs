@@ -1,25 +1,28 @@
 //! Deadlock freedom by layering: `lash` and `dfsssp`.
 //!
-//! Both route with the balanced shortest paths of `minhop`, then put every path on a
+//! Both route balanced shortest paths and put every (source switch, LID) path on a
 //! *layer* (an SL, mapped 1:1 to a VL) so that each layer's channel dependency graph stays
 //! acyclic. Acyclicity is kept incrementally with the Pearce-Kelly dynamic topological
 //! order: adding a dependency that agrees with the current order costs O(1); one that does
 //! not reorders only the affected region, or reports the cycle it would close, in which
 //! case the unit is rolled back (removing edges never invalidates a topological order).
 //!
-//! * `dfsssp` routes balanced shortest paths that, among equal-cost hops, prefer climbing
-//!   towards a central root (so most paths have an up*/down* shape and few cycles are
-//!   left); if the one-layer dependency graph is already acyclic (any fat tree) it is done.
-//!   Otherwise it rebuilds every LID's tree of shortest paths nearest switch first, letting
-//!   each switch pick, among its shortest next hops, the one whose path it can join on the
-//!   lowest layer (the balanced hop wins ties): the paths adapt to the layers instead of
-//!   being fixed first (4 VLs instead of 7 on an 8x8x4 torus, 2 instead of 3 on 6x5).
-//! * `lash` places every (source switch, LID) path on its own (first fit, the fewest
-//!   layers), then balances the paths over the layers it opened, using balanced shortest
-//!   paths. On a mesh it takes the dimension-order paths (one layer). On a torus a
-//!   constant layer per path needs 3 to 7 layers on small tori, so there the layer is
-//!   chosen per dimension (the dateline classes of `dor`, switched by the SL-to-VL tables
-//!   as the path turns): 2 VLs on any torus, with DOR's half-way ties split both ways.
+//! If the balanced paths are already acyclic on one layer (any fat tree, any mesh) that is
+//! the result. Otherwise the paths adapt to the layers instead of being fixed first: every
+//! LID's tree of shortest paths is rebuilt nearest switch first, and each switch picks,
+//! among its shortest next hops, the one whose path it can join on the lowest layer (the
+//! balanced hop wins ties); see `place_aware`. On an 8x8x4 torus that needs 4 layers
+//! where layering fixed paths first fit needed 7 (6x5: 2 instead of 3; Jellyfish 40
+//! switches: 3 instead of 4; dragonfly: 2 instead of 3).
+//!
+//! * `dfsssp` prefers, among equal-cost hops, climbing towards a central root, so most
+//!   paths have an up*/down* shape (fat trees need one layer).
+//! * `lash` takes minhop's balanced paths and afterwards balances the paths over the
+//!   layers it opened. On a mesh it takes the dimension-order paths (one layer). On a
+//!   torus a constant layer per path needs 3 to 7 layers on small tori, so there the
+//!   layer is chosen per dimension (the dateline classes of `dor`, switched by the
+//!   SL-to-VL tables as the path turns): 2 VLs on any torus, with DOR's half-way ties
+//!   split both ways.
 
 use ibsm_topology::Csr;
 
@@ -233,31 +236,6 @@ impl<'a> Layering<'a> {
         self.layers[l].units += 1;
         true
     }
-
-    /// First layer that takes the unit (trying `hint` first), opening new ones up to `max`.
-    fn place(&mut self, deps: &[(u32, u32)], max: usize, hint: Option<usize>) -> Option<usize> {
-        if let Some(h) = hint.filter(|&h| h < self.layers.len()) {
-            if self.try_unit(h, deps) {
-                return Some(h);
-            }
-        }
-        for l in 0..self.layers.len() {
-            if Some(l) == hint {
-                continue;
-            }
-            if self.try_unit(l, deps) {
-                return Some(l);
-            }
-        }
-        if self.layers.len() < max {
-            self.open();
-            let l = self.layers.len() - 1;
-            if self.try_unit(l, deps) {
-                return Some(l);
-            }
-        }
-        None
-    }
 }
 
 /// Dependencies of the path from switch `s` to `lid`.
@@ -314,80 +292,80 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     let max = usize::from(opts.max_vls.clamp(1, 15));
     let mut lay = Layering::new(net, up_pos.as_deref());
     lay.open();
-    if dfsssp {
-        let sl = place_aware(net, &mut r, &mut lay, max)?;
-        r.vls = lay.layers.len() as u8;
-        r.sl = Some(sl);
-        return Ok(r);
-    }
-    let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
-    let mut sl = vec![0u8; net.n_sw * net.lft_len];
-    let mut deps = Vec::new();
-    // Which (source, lid) units went where, for LASH balancing.
-    let mut units: Vec<(u32, u16, u8)> = Vec::new();
-    // The layer the previous LID of the same destination switch took from each source:
-    // LIDs of one switch mostly share their paths, so that layer is the likeliest fit.
-    let mut hint: Vec<Option<usize>> = vec![None; net.n_sw];
-    let mut hint_t = usize::MAX;
-    for lid in 1..net.lft_len {
-        let Some((t, _)) = net.dest_switch(lid) else {
-            continue;
-        };
-        let t = t as usize;
-        if t != hint_t {
-            hint.fill(None);
-            hint_t = t;
-        }
-        for &s in &sources {
-            path_deps(net, &r, s, lid, t, &mut deps);
-            let l = lay
-                .place(&deps, max, hint[s])
-                .ok_or_else(|| RoutingError::NotEnoughVls {
-                    needed: (lay.layers.len() + 1).min(255) as u8,
-                    available: max as u8,
-                })?;
-            sl[s * net.lft_len + lid] = l as u8;
-            hint[s] = Some(l);
-            if !dfsssp {
-                units.push((s as u32, lid as u16, l as u8));
-            }
-        }
-    }
+    let mut sl = place_aware(net, &mut r, &mut lay, max)?;
     if !dfsssp && lay.layers.len() > 1 {
-        // Balance: move paths from fuller layers to emptier ones where they fit.
-        let target = units.len() as u64 / lay.layers.len() as u64;
-        for &(s, lid, l) in &units {
-            let l = usize::from(l);
-            if lay.layers[l].units <= target {
-                continue;
-            }
-            let (s, lidu) = (s as usize, usize::from(lid));
-            let t = net.dest_switch(lidu).map_or(0, |x| x.0 as usize);
-            path_deps(net, &r, s, lidu, t, &mut deps);
-            let Some(to) = (0..lay.layers.len())
-                .filter(|&m| m != l)
-                .min_by_key(|&m| lay.layers[m].units)
-            else {
-                continue;
-            };
-            if lay.layers[to].units + 1 >= lay.layers[l].units {
-                continue;
-            }
-            if lay.try_unit(to, &deps) {
-                for &(a, b) in &deps {
-                    lay.remove(l, a, b);
-                }
-                lay.layers[l].units -= 1;
-                sl[s * net.lft_len + lidu] = to as u8;
-            }
-        }
+        balance_layers(net, &r, &mut lay, &mut sl);
     }
     r.vls = lay.layers.len() as u8;
     r.sl = Some(sl);
     Ok(r)
 }
 
-/// DFSSSP's layer-aware placement. For each destination LID the switches are taken in
+/// LASH's balancing: moves (source switch, LID) paths from fuller layers to emptier ones
+/// where they keep the target acyclic, so the VLs carry similar shares of the paths.
+/// The placement counted each dependency once per switch that added it; moving single
+/// paths needs counts per path, so they are recounted from the CA sources first (which
+/// also drops dependencies only a CA-less switch's path had; removing dependencies never
+/// invalidates a topological order).
+fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) {
+    for layer in &mut lay.layers {
+        for c in &mut layer.cnt {
+            if *c != FORBIDDEN {
+                *c = 0;
+            }
+        }
+        layer.units = 0;
+    }
+    let mut deps = Vec::new();
+    let mut units: Vec<(u32, u16, u8)> = Vec::new();
+    for lid in 1..net.lft_len {
+        let Some((t, _)) = net.dest_switch(lid) else {
+            continue;
+        };
+        for s in 0..net.n_sw {
+            if net.nsrc[s] == 0 || s == t as usize {
+                continue;
+            }
+            let l = sl[s * net.lft_len + lid];
+            path_deps(net, r, s, lid, t as usize, &mut deps);
+            let layer = usize::from(l);
+            for &(a, b) in &deps {
+                let d = lay.dep(a, b);
+                lay.layers[layer].cnt[d] += 1;
+            }
+            lay.layers[layer].units += 1;
+            units.push((s as u32, lid as u16, l));
+        }
+    }
+    let target = units.len() as u64 / lay.layers.len() as u64;
+    for &(s, lid, l) in &units {
+        let l = usize::from(l);
+        if lay.layers[l].units <= target {
+            continue;
+        }
+        let (s, lidu) = (s as usize, usize::from(lid));
+        let t = net.dest_switch(lidu).map_or(0, |x| x.0 as usize);
+        path_deps(net, r, s, lidu, t, &mut deps);
+        let Some(to) = (0..lay.layers.len())
+            .filter(|&m| m != l)
+            .min_by_key(|&m| lay.layers[m].units)
+        else {
+            continue;
+        };
+        if lay.layers[to].units + 1 >= lay.layers[l].units {
+            continue;
+        }
+        if lay.try_unit(to, &deps) {
+            for &(a, b) in &deps {
+                lay.remove(l, a, b);
+            }
+            lay.layers[l].units -= 1;
+            sl[s * net.lft_len + lidu] = to as u8;
+        }
+    }
+}
+
+/// Layer-aware placement (both engines). For each destination LID the switches are taken in
 /// BFS order from its switch, so when switch `s` decides, every switch nearer the
 /// destination already has its hop and the layer its whole path is on. `s` may take any
 /// shortest next hop `x`; its path is then its own hop plus `x`'s path, so joining `x`'s

@@ -122,19 +122,25 @@ fn meshes_need_one_vl() {
 
 #[test]
 fn layered_engines_stay_within_the_diameter() {
+    // (fabric, most VLs for dfsssp, for lash): what the layer-aware placement reaches
+    // (layering fixed paths first fit needed dfsssp 3 on torus6x5, lash 3 on the
+    // dragonfly and 4 on the Jellyfish), and never more than the diameter.
     let fabrics = vec![
-        ("mesh4x4x2", grid(&[4, 4, 2], false, 2)),
-        ("torus6x5", grid(&[6, 5], true, 2)),
-        ("torus4x4x3", grid(&[4, 4, 3], true, 2)),
-        ("dragonfly", dragonfly()),
-        ("jellyfish3", jellyfish(3)),
-        ("jellyfish1", jellyfish(1)),
+        ("mesh4x4x2", grid(&[4, 4, 2], false, 2), 1, 1),
+        ("torus6x5", grid(&[6, 5], true, 2), 2, 2),
+        ("torus4x4x3", grid(&[4, 4, 3], true, 2), 1, 2),
+        ("dragonfly", dragonfly(), 2, 2),
+        ("jellyfish3", jellyfish(3), 3, 3),
+        ("jellyfish1", jellyfish(1), 3, 3),
     ];
-    for (name, f) in fabrics {
+    for (name, f, most_dfsssp, most_lash) in fabrics {
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
         let d = diameter(&csr);
-        for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
+        for (kind, most) in [
+            (EngineKind::Dfsssp, most_dfsssp),
+            (EngineKind::Lash, most_lash),
+        ] {
             let r = routed(name, &csr, &lids, kind);
             eprintln!("{name}: {} {} VLs, diameter {d}", kind.name(), r.vls_used());
             assert!(
@@ -143,6 +149,33 @@ fn layered_engines_stay_within_the_diameter() {
                 kind.name(),
                 r.vls_used()
             );
+            assert!(
+                r.vls_used() <= most,
+                "{name} {}: {} VLs, expected at most {most}",
+                kind.name(),
+                r.vls_used()
+            );
+        }
+    }
+}
+
+#[test]
+fn layered_engines_with_lmc_and_few_vls() {
+    // LMC 1 on a Jellyfish: siblings are separate units; everything stays deadlock-free.
+    let f = jellyfish(2);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 1).unwrap();
+    for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
+        let r = routed("jellyfish2 lmc1", &csr, &lids, kind);
+        assert!(r.vls_used() <= 4, "{}: {} VLs", kind.name(), r.vls_used());
+        // Too few VLs is an error that says how many were needed, never a silent cycle.
+        let opts = Options::default().with_max_vls(1);
+        match kind.engine().route(&csr, &lids, &opts) {
+            Err(RoutingError::NotEnoughVls { needed, available }) => {
+                assert_eq!(available, 1);
+                assert!(needed >= 2);
+            }
+            other => panic!("{}: {other:?}", kind.name()),
         }
     }
 }
