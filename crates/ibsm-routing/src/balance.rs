@@ -131,7 +131,7 @@ impl<'a> Planner<'a> {
 
     /// Plans routes towards switch `t` into `out`. With `quick` (only the switch's own LID
     /// lives there: no CA traffic, balancing buys nothing) every switch simply gets the
-    /// first legal next hop found, when every switch has one.
+    /// first legal next hop one BFS finds, or an escape hop.
     pub(crate) fn plan(&mut self, t: usize, quick: bool, out: &mut Plan) {
         let net = self.net;
         let n = net.n_sw;
@@ -144,11 +144,27 @@ impl<'a> Planner<'a> {
             Rule::UpDown { .. } => self.updown_bfs(t),
         }
         let complete = !self.dist.contains(&INF);
-        if quick && complete {
+        if quick {
+            // Management traffic only (no CA sends to a switch LID in the deadlock model):
+            // switches the one BFS left without a legal path take an escape hop.
+            if !complete && matches!(self.rule, Rule::UpDown { .. }) {
+                self.escape(out);
+            }
             let mut e = 0;
-            for s in (0..n).filter(|&s| s != t) {
+            for s in 0..n {
+                if s == t {
+                    continue;
+                }
+                if self.dist[s] == INF {
+                    out.unreachable.get_or_insert(s);
+                    continue;
+                }
                 out.order.push(s as u32);
-                out.elig[e] = self.parent[s];
+                out.elig[e] = if self.escaped[s] {
+                    self.esc_arc[s]
+                } else {
+                    self.parent[s]
+                };
                 e += 1;
                 out.off.push(e as u32);
             }
@@ -473,14 +489,14 @@ impl Loads {
 /// its LIDs in a row. That gives the same tables as placing one LID at a time across all
 /// switches: a switch's choice depends only on its own arcs' loads, its own earlier
 /// choices and the flow its upstream switches (decided earlier) send it for that LID.
-pub(crate) fn place(
+pub(crate) fn place<P: Prefer + ?Sized>(
     plan: &Plan,
     lids: &[(u16, u8, u16)],
     rows: &mut [&mut [u8]],
     l0: usize,
     net: &Net,
     loads: &mut Loads,
-    pref: &dyn Prefer,
+    pref: &P,
 ) {
     let t = plan.t;
     for &(lid, ..) in lids {
@@ -523,7 +539,7 @@ pub(crate) fn place(
 
 /// A LID without CA traffic (a switch's own LID): spread LID counts only.
 #[allow(clippy::too_many_arguments)]
-fn place_unweighted(
+fn place_unweighted<P: Prefer + ?Sized>(
     plan: &Plan,
     lid: u16,
     base: u16,
@@ -531,7 +547,7 @@ fn place_unweighted(
     l0: usize,
     net: &Net,
     loads: &mut Loads,
-    pref: &dyn Prefer,
+    pref: &P,
 ) {
     let col = usize::from(lid) - l0;
     let sibs = usize::from(lid - base);
@@ -551,14 +567,14 @@ fn place_unweighted(
 }
 
 /// Places up to `loads.stride` CA LIDs of one destination.
-fn place_chunk(
+fn place_chunk<P: Prefer + ?Sized>(
     plan: &Plan,
     chunk: &[(u16, u16)],
     rows: &mut [&mut [u8]],
     l0: usize,
     net: &Net,
     loads: &mut Loads,
-    pref: &dyn Prefer,
+    pref: &P,
 ) {
     let stride = loads.stride;
     let k = chunk.len();
@@ -693,10 +709,10 @@ pub(crate) struct RouteStats {
 }
 
 /// Which LIDs [`route_lids`] places.
-pub(crate) struct Job<'a> {
+pub(crate) struct Job<'a, P: Prefer + ?Sized> {
     pub rule: Rule<'a>,
     pub threads: usize,
-    pub pref: &'a dyn Prefer,
+    pub pref: &'a P,
     /// Place only LIDs for which this is true (`None`: all).
     pub only: Option<&'a [bool]>,
     /// Whether switch LIDs may take the first legal hop instead of a balanced plan.
@@ -705,12 +721,12 @@ pub(crate) struct Job<'a> {
 
 /// Routes every LID of the fabric with `rule` into `lfts` (switch-major, `lft_len` per
 /// switch). Deterministic whatever `threads` is: see [`route_lids`].
-pub(crate) fn route_all(
+pub(crate) fn route_all<P: Prefer + ?Sized>(
     net: &Net,
     rule: Rule<'_>,
     threads: usize,
     lfts: &mut [u8],
-    pref: &dyn Prefer,
+    pref: &P,
 ) -> RouteStats {
     let job = Job {
         rule,
@@ -731,7 +747,11 @@ const AHEAD: usize = 4;
 /// `job.threads` threads when > 1, each taking every `threads`-th destination; the calling
 /// thread places the plans strictly in destination order with one set of loads, so the
 /// tables are byte-identical whatever the thread count.
-pub(crate) fn route_lids(net: &Net, job: &Job<'_>, lfts: &mut [u8]) -> RouteStats {
+pub(crate) fn route_lids<P: Prefer + ?Sized>(
+    net: &Net,
+    job: &Job<'_, P>,
+    lfts: &mut [u8],
+) -> RouteStats {
     let mut st = RouteStats::default();
     let len = net.lft_len;
     if len == 0 || net.n_sw == 0 {

@@ -36,6 +36,13 @@ pub(crate) struct FtInfo {
     p: Vec<u64>,
     /// Global index of each terminal (by terminal index), `u32::MAX` if none.
     dindex: Vec<u32>,
+    /// Most up ports of a switch per rank (a full tree's up-port count).
+    updeg: Vec<u64>,
+    /// Ranks.
+    nranks: usize,
+    /// Per LID and rank, `(D / P_r + k) mod updeg[r]` (`u16::MAX`: not a CA LID), so the
+    /// hot path needs no division.
+    lid_up: Vec<u16>,
 }
 
 pub(crate) fn detect(net: &Net) -> Result<FtInfo> {
@@ -117,28 +124,65 @@ pub(crate) fn detect(net: &Net) -> Result<FtInfo> {
             }
         }
     }
+    let nranks = maxr + 1;
+    let mut lid_up = vec![u16::MAX; net.lft_len * nranks];
+    for (lid, dest) in net.lid_dest.iter().enumerate() {
+        if let Dest::Term(t, k) = *dest {
+            let d = u64::from(dindex[t as usize]);
+            if d == u64::from(u32::MAX) {
+                continue;
+            }
+            for r in 0..nranks {
+                let u = updeg[r].max(1);
+                lid_up[lid * nranks + r] = ((d / p[r] + u64::from(k)) % u) as u16;
+            }
+        }
+    }
     Ok(FtInfo {
         rank,
         up_off,
         up,
         p,
         dindex,
+        updeg,
+        nranks,
+        lid_up,
     })
 }
 
-impl Prefer for FtInfo {
-    fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], _load: &[u64]) -> Option<u32> {
+impl FtInfo {
+    /// The d-mod-k up-port index of `lid` at rank `r`, for a switch with `nup` up ports.
+    #[inline(always)]
+    fn up_index(&self, net: &Net, lid: u16, r: usize, nup: usize) -> Option<usize> {
+        if nup as u64 == self.updeg[r] {
+            let v = self.lid_up[usize::from(lid) * self.nranks + r];
+            return (v != u16::MAX).then_some(usize::from(v));
+        }
         let Dest::Term(t, k) = net.lid_dest[usize::from(lid)] else {
             return None;
         };
         let d = u64::from(self.dindex[t as usize]);
-        let ups = &self.up[self.up_off[s] as usize..self.up_off[s + 1] as usize];
-        if ups.is_empty() || elig.is_empty() || !ups.contains(&elig[0]) {
+        Some(((d / self.p[r] + u64::from(k)) % nup as u64) as usize)
+    }
+}
+
+impl Prefer for FtInfo {
+    #[inline(always)]
+    fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], _load: &[u64]) -> Option<u32> {
+        let (&first, &last) = (elig.first()?, elig.last()?);
+        // Only climbing switches have a choice d-mod-k makes.
+        if self.rank[net.adst[first as usize] as usize] <= self.rank[s] {
             return None;
         }
+        let ups = &self.up[self.up_off[s] as usize..self.up_off[s + 1] as usize];
         let r = usize::from(self.rank[s]);
-        let want = ups[((d / self.p[r] + u64::from(k)) % ups.len() as u64) as usize];
-        elig.contains(&want).then_some(want)
+        let want = ups[self.up_index(net, lid, r, ups.len())?];
+        let found = if (last - first) as usize + 1 == elig.len() {
+            (first..=last).contains(&want)
+        } else {
+            elig.contains(&want)
+        };
+        found.then_some(want)
     }
 }
 

@@ -69,7 +69,11 @@ pub(crate) fn reroute_net(
     let job = Job {
         rule,
         threads: opts.threads,
-        pref: if same_shape { &keep } else { &NoPref },
+        pref: if same_shape {
+            &keep as &dyn Prefer
+        } else {
+            &NoPref
+        },
         only: Some(&affected),
         quick: false,
     };
