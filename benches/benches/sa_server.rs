@@ -1,7 +1,9 @@
 //! The Subnet Administrator answering from a warm snapshot: PathRecords computed by
 //! walking the LFTs of a routed fat tree (the raw walk, the record, and a whole
 //! SubnAdmGet(PathRecord) request -> response MAD), and a GetTable(NodeRecord) of the
-//! whole fabric cut into RMPP segments.
+//! whole fabric: the request alone (table built, RMPP transfer started, first segment
+//! out) and the whole RMPP transfer to a receiver that reassembles it and ACKs with a
+//! window of 64 segments.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
 use ibsm_sa::{Requester, SaConfig, SaServer, SaSnapshot};
 use ibsm_topology::{Csr, generate};
+use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
 use ibsm_wire::sa::{ComponentMask, NodeRecord, PathRecord, SaMad};
 use ibsm_wire::{DEFAULT_SUBNET_PREFIX, Method};
 
@@ -111,6 +114,20 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("node_record_table_4176_records", |b| {
         b.iter(|| black_box(sa.handle(Duration::ZERO, &all, &from)));
+    });
+    g.bench_function("node_record_table_rmpp_transfer_4176_records", |b| {
+        b.iter(|| {
+            let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 24));
+            let mut batch = sa.handle(Duration::ZERO, &all, &from);
+            while !batch.is_empty() {
+                for m in &batch {
+                    let _ = rx.push(m);
+                }
+                batch = sa.handle(Duration::ZERO, &rx.ack(64), &from);
+            }
+            assert!(rx.is_complete());
+            black_box(rx.data().len())
+        });
     });
     g.finish();
 }
