@@ -12,6 +12,15 @@
 #          its second, incremental sweep)
 # Needs: cargo build --release -p ibsm-examples --example ibsmd --example gen_topology;
 # ibsim-utils, opensm, infiniband-diags.
+#
+# Measured 2026-11-30 on the 2-core build machine, shared (load average 3.4-4.3), 3 runs:
+#   648 CAs  (36 2 3):  ibsmd 211/138/172 ms, 10,585 SMPs (xmit 13.6-16.0k)
+#                       OpenSM 664/450/661 ms, xmit 20,351
+#   2048 CAs (64 2 3):  ibsmd 302/586/328 ms, 34,465 SMPs (xmit 44.6-51.3k)
+#                       OpenSM 2997/1559/2138 ms, xmit 65,273 (its own -D 0x08 log: 65,282
+#                       "total sent" at SUBNET UP)
+# ibsmd's xmit exceeds its SMP count because it starts a second heavy sweep right after
+# SUBNET UP (the election's first SweepNeeded arrives while the first sweep runs).
 set -eu
 RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

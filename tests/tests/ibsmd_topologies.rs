@@ -11,6 +11,7 @@
 //!   wildcard lands in input port 0's row only (so ibsmd sends one Set per input port
 //!   there). ibsim does not forward by VL, so whether the VL split is deadlock-free is
 //!   checked in ibsm-routing's own tests, not here;
+//! * a 4x3x2 torus (parallel cables along the size-2 dimension), also by `dor`;
 //! * a random irregular fabric (a Jellyfish with some cables removed), routed by
 //!   `dfsssp`.
 
@@ -125,6 +126,23 @@ fn ibsmd_brings_up_a_torus_with_dor() {
     })
     .unwrap();
     let (f, v) = bring_up_verified("torus", &topo, "4x4 torus, 2 CAs per switch", "dor");
+    check_sl2vl(&f, &v);
+}
+
+/// Three dimensions, one of size 2: neighbours along it are joined by two parallel
+/// cables, which routing and SL-to-VL programming must both handle.
+#[test]
+fn ibsmd_brings_up_a_3d_torus_with_parallel_cables_with_dor() {
+    if !peers() {
+        return;
+    }
+    let topo = generate::grid(&generate::Grid {
+        dims: vec![4, 3, 2],
+        torus: true,
+        cas_per_switch: 1,
+    })
+    .unwrap();
+    let (f, v) = bring_up_verified("torus3d", &topo, "4x3x2 torus, 1 CA per switch", "dor");
     check_sl2vl(&f, &v);
 }
 
