@@ -1235,3 +1235,90 @@ fn path_p_keys_come_from_the_tables_read() {
         assert_eq!(&keys[..3], &[0xFFFF, 0x8001, 0]);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The RMPP sender against a lossy receiver with any window: segments and ACKs are
+    /// lost at random (a seeded coin per MAD), time jumps to the SA's deadline when
+    /// nothing is in flight. The table arrives whole and exact, the window is never
+    /// overrun, and an ABORT only ever follows `rmpp_retries` fruitless resends.
+    #[test]
+    fn rmpp_transfers_survive_loss(
+        window in 1u32..12, seg_loss in 0u32..40, ack_loss in 0u32..40, seed in any::<u64>(),
+    ) {
+        let f = tree();
+        let mut snap = SaSnapshot::from_routed(&f.fabric, &f.lids, f.routes.clone(), PREFIX);
+        snap.sms.clear();
+        let mut cfg = SaConfig::with_sm_key(KEY);
+        cfg.rmpp_retries = 8;
+        let mut sa = SaServer::new(cfg);
+        sa.load(snap);
+        let (lid, _) = f.lids.terminal_lid(2);
+        let req = SaMad::request(Method::GetTable, 9, ComponentMask::NONE, &NodeRecord::default())
+            .unwrap();
+        let mut rng = seed | 1;
+        let mut coin = |pct: u32| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % 100) < u64::from(pct)
+        };
+        let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+        let mut now = Duration::ZERO;
+        let mut in_flight = sa.handle(now, &req.to_bytes(), &from(lid));
+        let mut granted = 1u32; // highest segment the receiver allowed so far
+        let mut aborted = false;
+        for _ in 0..10_000 {
+            if in_flight.is_empty() {
+                match sa.poll_timeout() {
+                    None => break,
+                    Some(t) => {
+                        now = t;
+                        sa.handle_timeout(now);
+                        while let Some(x) = sa.poll_transmit(now) {
+                            in_flight.push(x.mad);
+                        }
+                        continue;
+                    }
+                }
+            }
+            let mut arrived = false;
+            for m in std::mem::take(&mut in_flight) {
+                if m[25] == 4 {
+                    prop_assert_eq!(m[27], 126, "only too many retries ends it here");
+                    aborted = true;
+                    continue;
+                }
+                let seg = u32::from_be_bytes(m[28..32].try_into().unwrap());
+                prop_assert!(seg <= granted, "segment {} past the window {}", seg, granted);
+                if coin(seg_loss) {
+                    continue;
+                }
+                arrived = true;
+                let _ = rx.push(&m);
+            }
+            if arrived && rx.last_segment() > 0 {
+                granted = granted.max(rx.last_segment() + window);
+                if !coin(ack_loss) {
+                    in_flight = sa.handle(now, &rx.ack(window), &from(lid));
+                }
+            }
+            now += Duration::from_micros(5);
+        }
+        prop_assert_eq!(sa.transfers_in_progress(), 0);
+        let c = sa.counters();
+        if aborted {
+            prop_assert_eq!(c.rmpp_aborted, 1);
+        } else {
+            prop_assert!(rx.is_complete());
+            prop_assert_eq!(c.rmpp_completed, 1);
+            let n = rx.records::<NodeRecord>().unwrap().count();
+            prop_assert_eq!(n, f.fabric.cas().count() + f.fabric.switches().count());
+            // Byte for byte what a loss-free fetch gets.
+            let again = sa.handle(now, &SaMad { transaction_id: 10, ..req }.to_bytes(), &from(lid));
+            let (clean, _) = receive(&mut sa, now, again, lid);
+            prop_assert_eq!(clean.data(), rx.data());
+        }
+    }
+}
