@@ -14,7 +14,7 @@
 //! --drop RATE            SMP loss per hop, 0.0..1.0
 //! --seed N               simulator seed
 //! --sa                   serve Subnet Administration too (the sweep then also reads
-//!                          every CA port's P_Key table for it)
+//!                          the P_Key tables of CA ports and switch port 0 for it)
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!

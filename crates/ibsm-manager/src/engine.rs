@@ -892,7 +892,8 @@ impl SubnetManager {
     }
 
     /// Queues the P_KeyTable reads of a port the SA serves tables of: every block up to
-    /// `entries` (PartitionCap for CA ports, PartitionEnforcementCap for switch ports).
+    /// `entries` (PartitionCap for CA ports and switch port 0, PartitionEnforcementCap
+    /// for switch external ports).
     fn read_pkeys(&mut self, node: NodeIx, port: u8, entries: u16) {
         if !self.cfg.sa {
             return;
@@ -1056,7 +1057,11 @@ impl SubnetManager {
         if rec.is_switch() {
             let enforced = port != 0
                 && (pi.partition_enforcement_inbound || pi.partition_enforcement_outbound);
-            if enforced {
+            if port == 0 {
+                // The management port: the switch's own end port (PathRecords to it).
+                let cap = rec.info.partition_cap;
+                self.read_pkeys(node, 0, cap);
+            } else if enforced {
                 // SwitchInfo was asked before the ports; without it, one block.
                 let cap = rec
                     .switch_info

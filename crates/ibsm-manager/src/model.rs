@@ -24,8 +24,8 @@ pub struct PortRec {
     /// The other end of the cable, when both ends are known.
     pub peer: Option<(NodeIx, u8)>,
     /// The P_Key table as read in this sweep (entries in index order; empty: not read).
-    /// Read for CA ports, and for switch ports that enforce partitions, when the SA is
-    /// enabled.
+    /// Read for CA ports, switch port 0 and switch ports that enforce partitions, when
+    /// the SA is enabled.
     pub pkeys: Vec<u16>,
 }
 

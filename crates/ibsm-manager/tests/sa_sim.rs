@@ -682,14 +682,16 @@ fn p_key_tables_are_read_and_served() {
         let tool = sim.node_by_guid(tool_guid).unwrap();
         set_pkeys(sim, tool, 0, &[0xFFFF, 0x0001, 0x0003]);
     });
-    // Every blocks of every CA port's table (PartitionCap 64 here: two blocks).
+    // Every block of every CA port's table (PartitionCap 64 here: two blocks) and of
+    // every switch's port 0 (32: one).
     let ca_ports = fabric.cas().count() as u64;
+    let switches = fabric.switches().count() as u64;
     let read =
         r.up.by_attribute
             .iter()
             .find(|(a, _)| *a == "P_KeyTable")
             .map_or(0, |(_, n)| *n);
-    assert_eq!(read, 2 * ca_ports);
+    assert_eq!(read, 2 * ca_ports + switches);
     let x = r.sim.node_by_guid(x_guid).unwrap();
     let x_lid = r.sim.with_agent(x, |a| a.sma().lid(1)).unwrap();
     let held = r.sim.with_agent(x, |a| a.sma().pkeys(1).to_vec());
