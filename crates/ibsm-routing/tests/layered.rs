@@ -64,6 +64,7 @@ fn lash_and_dor_use_two_vls_on_tori_and_lash_keeps_dor_bandwidth() {
         (vec![4, 4, 3], 2),
         (vec![8, 8, 4], 1),
         (vec![7], 2),
+        (vec![4, 3, 2], 2),
     ] {
         let f = grid(&dims, true, cas);
         let csr = Csr::new(&f);
