@@ -285,7 +285,7 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
         None => minhop_net(net, opts)?,
     };
     r.set_engine(name);
-    if crate::validate::cdg_scope(net, &r, true).is_ok() {
+    if one_layer_acyclic(net, &r) {
         // Already acyclic on one layer (any fat tree, any mesh with DOR): the fewest layers.
         return Ok(r);
     }
@@ -507,6 +507,84 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
         }
     }
     Ok(sl)
+}
+
+/// Whether the one-layer channel dependency graph of single-VL routes is acyclic (CA
+/// and switch-LID destinations, paths from switches with CAs): `validate`'s check,
+/// specialised to in-trees and a bit per dependency, stopping at the first back edge.
+fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
+    let dbase = dep_base(net);
+    let na = net.n_arcs();
+    let mut has = vec![false; dbase[na]];
+    let mut active = vec![u32::MAX; net.n_sw];
+    let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
+    for lid in 1..net.lft_len {
+        let Some((t, _)) = net.dest_switch(lid) else {
+            continue;
+        };
+        let t = t as usize;
+        let stamp = lid as u32;
+        active[t] = stamp;
+        for &s0 in &sources {
+            let mut s = s0;
+            let mut prev = NONE;
+            while active[s] != stamp {
+                active[s] = stamp;
+                let a = arc_of(net, s, r.lft(s)[lid]);
+                if a == NONE {
+                    break;
+                }
+                if prev != NONE {
+                    let h = net.adst[prev as usize] as usize;
+                    has[dbase[prev as usize] + (a - net.aoff[h]) as usize] = true;
+                }
+                prev = a;
+                s = net.adst[a as usize] as usize;
+            }
+            // Joined a marked path: its next hop from s is already decided.
+            if prev != NONE && s != t {
+                let a = arc_of(net, s, r.lft(s)[lid]);
+                if a != NONE {
+                    let h = net.adst[prev as usize] as usize;
+                    has[dbase[prev as usize] + (a - net.aoff[h]) as usize] = true;
+                }
+            }
+        }
+    }
+    // Iterative DFS; colour 1 = on the stack, 2 = done.
+    let mut colour = vec![0u8; na];
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    for a0 in 0..na as u32 {
+        if colour[a0 as usize] != 0 {
+            continue;
+        }
+        colour[a0 as usize] = 1;
+        stack.push((a0, 0));
+        while let Some(&mut (a, ref mut i)) = stack.last_mut() {
+            let h = net.adst[a as usize] as usize;
+            let deg = net.aoff[h + 1] - net.aoff[h];
+            if *i < deg {
+                let k = *i;
+                *i += 1;
+                if !has[dbase[a as usize] + k as usize] {
+                    continue;
+                }
+                let b = net.aoff[h] + k;
+                match colour[b as usize] {
+                    0 => {
+                        colour[b as usize] = 1;
+                        stack.push((b, 0));
+                    }
+                    1 => return false,
+                    _ => {}
+                }
+            } else {
+                colour[a as usize] = 2;
+                stack.pop();
+            }
+        }
+    }
+    true
 }
 
 impl RoutingEngine for Lash {
