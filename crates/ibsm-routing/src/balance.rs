@@ -133,6 +133,16 @@ impl<'a> Planner<'a> {
     /// lives there: no CA traffic, balancing buys nothing) every switch simply gets the
     /// first legal next hop one BFS finds, or an escape hop.
     pub(crate) fn plan(&mut self, t: usize, quick: bool, out: &mut Plan) {
+        if self.plan_lazy(t, quick, out) {
+            self.fill_eligible(out);
+        }
+    }
+
+    /// [`Planner::plan`] without the eligible lists (false when `quick` already made
+    /// them): distances, escape hops and the farthest-first order. [`Planner::arc_ok`] and
+    /// [`Planner::eligible_into`] then answer for single switches, which is all a repair
+    /// needs.
+    pub(crate) fn plan_lazy(&mut self, t: usize, quick: bool, out: &mut Plan) -> bool {
         let net = self.net;
         let n = net.n_sw;
         out.clear(t, net.n_arcs() + n);
@@ -168,7 +178,7 @@ impl<'a> Planner<'a> {
                 e += 1;
                 out.off.push(e as u32);
             }
-            return;
+            return false;
         }
         if let Rule::UpDown { pos, by_pos } = self.rule {
             if !complete {
@@ -206,8 +216,49 @@ impl<'a> Planner<'a> {
                 *slot += 1;
             }
         }
-        // Eligible arcs, in CSR order (so ties go to the lowest remote switch), written
-        // branch-free: every arc is stored, the cursor only advances past eligible ones.
+        true
+    }
+
+    /// Whether arc `a` of switch `s` is a legal next hop in the last plan.
+    #[inline]
+    pub(crate) fn arc_ok(&self, s: usize, a: usize) -> bool {
+        if self.escaped[s] {
+            return a == self.esc_arc[s] as usize;
+        }
+        let d = self.dist[s];
+        let x = self.net.adst[a] as usize;
+        if d == INF || d == 0 || self.dist[x] != d - 1 {
+            return false;
+        }
+        match self.rule {
+            Rule::MinHop => true,
+            Rule::UpDown { .. } => {
+                !self.escaped[x]
+                    && if self.down[s] {
+                        self.down[x] && !self.up[a]
+                    } else {
+                        self.up[a]
+                    }
+            }
+        }
+    }
+
+    /// The eligible arcs of switch `s` in the last plan, in CSR order.
+    pub(crate) fn eligible_into(&self, s: usize, buf: &mut Vec<u32>) {
+        buf.clear();
+        buf.extend(
+            self.net
+                .arcs(s)
+                .filter(|&a| self.arc_ok(s, a))
+                .map(|a| a as u32),
+        );
+    }
+
+    /// Eligible arcs of every switch of `out.order`, in CSR order (so ties go to the
+    /// lowest remote switch), written branch-free: every arc is stored, the cursor only
+    /// advances past eligible ones.
+    fn fill_eligible(&self, out: &mut Plan) {
+        let net = self.net;
         let mut e = 0usize;
         let elig = &mut out.elig;
         for &s in &out.order {
@@ -669,6 +720,229 @@ fn place_chunk<P: Prefer + ?Sized>(
     loads.flow[plan.t * stride..plan.t * stride + k].fill(nsrc[plan.t]);
 }
 
+/// Re-places the `lids` of `plan.t` (planned by `p` with [`Planner::plan_lazy`]) in
+/// `rows`, which hold the previous tables: every switch whose previous port is still a
+/// legal next hop keeps it; the others choose as [`place`] would (least loaded, round
+/// robin where no CA traffic passes, avoiding LMC siblings' ports). Only the eligible
+/// lists of switches that change are built.
+pub(crate) fn repair(
+    p: &Planner<'_>,
+    plan: &Plan,
+    lids: &[(u16, u8, u16)],
+    rows: &mut [&mut [u8]],
+    loads: &mut Loads,
+    buf: &mut Vec<u32>,
+) {
+    let net = p.net;
+    let t = plan.t;
+    let stride = loads.stride;
+    if loads.escape_traffic.is_none() {
+        if let Some(&(lid, ..)) = lids.iter().find(|l| l.1 > 0) {
+            if let Some(&s) = plan.escaped.iter().find(|&&s| net.nsrc[s as usize] > 0) {
+                loads.escape_traffic = Some((s as usize, lid));
+            }
+        }
+    }
+    for &(lid, w, base) in lids {
+        let col = usize::from(lid);
+        let sibs = usize::from(lid - base);
+        rows[t][col] = net.dest_switch(col).map_or(NO_ROUTE, |(_, port)| port);
+        for &s in &plan.order {
+            let s = s as usize;
+            let f = if w > 0 {
+                std::mem::replace(&mut loads.flow[s * stride], net.nsrc[s])
+            } else {
+                0
+            };
+            let row = &mut *rows[s];
+            let old = match net.peer(s, row[col]) {
+                Peer::Switch { arc, .. } => arc as usize,
+                _ => NONE as usize,
+            };
+            let arc = if old != NONE as usize && p.arc_ok(s, old) {
+                old
+            } else {
+                p.eligible_into(s, buf);
+                if buf.len() == 1 {
+                    buf[0] as usize
+                } else if f == 0 {
+                    pick_rr(net, buf, &mut loads.rr[s], sibs, row, col) as usize
+                } else {
+                    let mut best = buf[0] as usize;
+                    let mut bkey = (true, u64::MAX);
+                    for &a in buf.iter() {
+                        let port = net.aport[a as usize];
+                        let clash = (1..=sibs).any(|q| row[col - q] == port);
+                        let key = (clash, loads.key[a as usize]);
+                        if key < bkey {
+                            bkey = key;
+                            best = a as usize;
+                        }
+                    }
+                    best
+                }
+            };
+            row[col] = net.aport[arc];
+            if f > 0 {
+                loads.add(arc, u64::from(f));
+                loads.flow[net.adst[arc] as usize * stride] += f;
+            }
+        }
+        if w > 0 {
+            loads.flow[t * stride] = net.nsrc[t];
+        }
+    }
+}
+
+/// How a switch's previous path to `t` for `lid` continues in the new fabric: its length
+/// in hops and whether it only descends (`up` says which arcs climb), or `None` when it
+/// crosses a port that leads nowhere now (or loops).
+fn old_path(
+    net: &Net,
+    prev: &[u8],
+    up: &[bool],
+    mut s: usize,
+    t: usize,
+    lid: usize,
+) -> Option<(u16, bool)> {
+    let len = net.lft_len;
+    let (mut hops, mut down_only) = (0u16, true);
+    while s != t {
+        match net.peer(s, prev[s * len + lid]) {
+            Peer::Switch { sw, arc, .. } => {
+                down_only &= !up.get(arc as usize).copied().unwrap_or(false);
+                s = sw as usize;
+                hops += 1;
+                if usize::from(hops) > net.n_sw {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some((hops, down_only))
+}
+
+/// Whether every neighbour of every switch in `broken` still has its previous path to
+/// `t` for `lid` (then those are shortest, legal paths of the new fabric too) and each
+/// broken switch can legally continue on one of them: then [`repair_local`] can fix the
+/// broken switches alone. `up` (up/down rules) says which arcs climb.
+pub(crate) fn local_ok(
+    net: &Net,
+    prev: &[u8],
+    up: Option<&[bool]>,
+    t: usize,
+    lid: u16,
+    broken: &[u32],
+) -> bool {
+    let upv = up.unwrap_or(&[]);
+    broken.iter().all(|&u| {
+        let u = u as usize;
+        let mut legal = false;
+        u != t
+            && net.arcs(u).all(|a| {
+                match old_path(net, prev, upv, net.adst[a] as usize, t, usize::from(lid)) {
+                    Some((_, down_only)) => {
+                        legal |= up.is_none() || upv[a] || down_only;
+                        true
+                    }
+                    None => false,
+                }
+            })
+            && legal
+    })
+}
+
+/// Re-routes `lid` (base LID `base`, CA traffic when `weight > 0`) by changing only the
+/// entries of the switches in `broken`, which [`local_ok`] accepted: each takes the least
+/// loaded of its new eligible next hops (shortest, and for up/down rules legal: climbing,
+/// or descending into a switch whose path only descends). No other switch's path runs
+/// through a broken one (its path would be broken too), so nothing else changes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn repair_local(
+    net: &Net,
+    prev: &[u8],
+    up: Option<&[bool]>,
+    t: usize,
+    (lid, weight, base): (u16, u8, u16),
+    broken: &[u32],
+    rows: &mut [&mut [u8]],
+    loads: &mut Loads,
+    buf: &mut Vec<u32>,
+) {
+    let col = usize::from(lid);
+    let sibs = usize::from(lid - base);
+    let no_up: &[bool] = &[];
+    for &u in broken {
+        let u = u as usize;
+        let cand: Vec<(usize, u16, bool)> = net
+            .arcs(u)
+            .filter_map(|a| {
+                let (h, d) =
+                    old_path(net, prev, up.unwrap_or(no_up), net.adst[a] as usize, t, col)?;
+                Some((a, h, d))
+            })
+            .collect();
+        let climbs = |a: usize| up.is_some_and(|v| v[a]);
+        buf.clear();
+        match up {
+            None => {
+                let m = cand.iter().map(|c| c.1).min().unwrap_or(u16::MAX);
+                buf.extend(cand.iter().filter(|c| c.1 == m).map(|c| c.0 as u32));
+            }
+            Some(_) => {
+                let legal = |c: &&(usize, u16, bool)| climbs(c.0) || c.2;
+                let m = cand
+                    .iter()
+                    .filter(legal)
+                    .map(|c| c.1)
+                    .min()
+                    .unwrap_or(u16::MAX);
+                let down = cand.iter().any(|c| !climbs(c.0) && c.2 && c.1 == m);
+                buf.extend(
+                    cand.iter()
+                        .filter(|c| {
+                            c.1 == m
+                                && if down {
+                                    !climbs(c.0) && c.2
+                                } else {
+                                    climbs(c.0)
+                                }
+                        })
+                        .map(|c| c.0 as u32),
+                );
+            }
+        }
+        if buf.is_empty() {
+            continue;
+        }
+        let f = if weight > 0 { net.nsrc[u] } else { 0 };
+        let row = &mut *rows[u];
+        let arc = if buf.len() == 1 {
+            buf[0] as usize
+        } else if f == 0 {
+            pick_rr(net, buf, &mut loads.rr[u], sibs, row, col) as usize
+        } else {
+            let mut best = buf[0] as usize;
+            let mut bkey = (true, u64::MAX);
+            for &a in buf.iter() {
+                let port = net.aport[a as usize];
+                let clash = (1..=sibs).any(|q| row[col - q] == port);
+                let key = (clash, loads.key[a as usize]);
+                if key < bkey {
+                    bkey = key;
+                    best = a as usize;
+                }
+            }
+            best
+        };
+        row[col] = net.aport[arc];
+        if f > 0 {
+            loads.add(arc, u64::from(f));
+        }
+    }
+}
+
 /// Round robin over the eligible arcs of one switch (spreads LID counts in O(1)),
 /// skipping ports already taken by this LID's LMC siblings.
 #[inline]
@@ -708,15 +982,11 @@ pub(crate) struct RouteStats {
     pub escape_traffic: Option<(usize, u16)>,
 }
 
-/// Which LIDs [`route_lids`] places.
+/// What [`route_lids`] routes with.
 pub(crate) struct Job<'a, P: Prefer + ?Sized> {
     pub rule: Rule<'a>,
     pub threads: usize,
     pub pref: &'a P,
-    /// Place only LIDs for which this is true (`None`: all).
-    pub only: Option<&'a [bool]>,
-    /// Whether switch LIDs may take the first legal hop instead of a balanced plan.
-    pub quick: bool,
 }
 
 /// Routes every LID of the fabric with `rule` into `lfts` (switch-major, `lft_len` per
@@ -732,8 +1002,6 @@ pub(crate) fn route_all<P: Prefer + ?Sized>(
         rule,
         threads,
         pref,
-        only: None,
-        quick: true,
     };
     route_lids(net, &job, lfts)
 }
@@ -761,11 +1029,8 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
     let mut loads = Loads::new(net);
     let lids_of = |t: usize, lids: &mut Vec<(u16, u8, u16)>| {
         net.lids_on(t, lids);
-        if let Some(only) = job.only {
-            lids.retain(|&(l, ..)| only[usize::from(l)]);
-        }
     };
-    let quick = |lids: &[(u16, u8, u16)]| job.quick && lids.len() == 1 && lids[0].1 == 0;
+    let quick = |lids: &[(u16, u8, u16)]| lids.len() == 1 && lids[0].1 == 0;
     let mut consume = |plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
         st.escapes += plan.escaped.len();
         if st.unreachable.is_none() {

@@ -195,6 +195,74 @@ fn reroute_is_thread_independent() {
     }
 }
 
+/// One failed cable at a time (several per fabric): the re-routed tables reach every
+/// LID, stay deadlock-free for the deadlock-free engines (minimal for minhop), and only
+/// change columns of LIDs whose previous routes used the cable.
+#[test]
+fn reroute_changes_only_routes_over_the_failed_link() {
+    let fabs: Vec<_> = fabrics()
+        .into_iter()
+        .filter(|(n, _)| ["ft8x3", "ft8x3-degraded", "jellyfish", "torus6x5"].contains(n))
+        .collect();
+    let mut checked = 0;
+    for (name, f) in &fabs {
+        let csr = Csr::new(f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let n = csr.switch_count() as u32;
+        for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
+            let eng = kind.engine();
+            let Ok(before) = eng.route(&csr, &lids, &Options::default()) else {
+                continue;
+            };
+            for sw in [0, n / 3, n / 2, n - 1] {
+                // Its last switch-to-switch cable.
+                let Some((peer, port)) = csr.neighbours(sw).last() else {
+                    continue;
+                };
+                let peer_port = csr
+                    .ports_of(peer)
+                    .find(|&(_, tgt, rp)| tgt.as_switch() == Some(sw) && rp == port)
+                    .map(|(p, ..)| p)
+                    .unwrap();
+                let mut cut = f.clone();
+                cut.disconnect(csr.switch_node[sw as usize], port).unwrap();
+                let csr2 = Csr::new(&cut);
+                let Ok(after) = eng.reroute(&csr2, &lids, &Options::default(), &before) else {
+                    // Only acceptable when a full route fails too (e.g. a cut tree).
+                    assert!(eng.route(&csr2, &lids, &Options::default()).is_err());
+                    continue;
+                };
+                let what = format!("{name} {} cut {sw}:{port}", kind.name());
+                check_reachability(&csr2, &lids, &after)
+                    .unwrap()
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                if kind != EngineKind::MinHop {
+                    check_deadlock_free(&csr2, &lids, &after)
+                        .unwrap()
+                        .unwrap_or_else(|c| panic!("{what}: cycle {c:?}"));
+                } else {
+                    let q = metrics::all_to_all(&csr2, &lids, &after).unwrap();
+                    assert!(q.minimal_fraction == 1.0, "{what}: {q:?}");
+                }
+                // LIDs whose old routes used the cable, in either direction.
+                let used = |l: usize| {
+                    before.lft(sw as usize)[l] == port || before.lft(peer as usize)[l] == peer_port
+                };
+                for s in 0..csr.switch_count() {
+                    for (l, (a, b)) in before.lft(s).iter().zip(after.lft(s)).enumerate() {
+                        assert!(a == b || used(l), "{what}: switch {s} LID {l} changed");
+                    }
+                }
+                assert!(
+                    after.changed_entries(&before) > 0 || (0..before.lft_len()).all(|l| !used(l))
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 30, "{checked} cases");
+}
+
 #[test]
 fn ftree_is_optimal_for_shift_permutations() {
     for (name, f) in fabrics() {
