@@ -197,3 +197,73 @@ fn dfsssp_adapts_its_paths_to_few_layers_on_tori() {
         assert!(q.minimal_fraction == 1.0, "{name}: {q:?}");
     }
 }
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn check(f: &Fabric, lmc: u8) -> Result<(), TestCaseError> {
+        let csr = Csr::new(f);
+        let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+        let d = diameter(&csr);
+        for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
+            let r = match kind.engine().route(&csr, &lids, &Options::default()) {
+                Ok(r) => r,
+                // A random graph may need more than 8 layers; the error must say so.
+                Err(RoutingError::NotEnoughVls { needed, available }) => {
+                    prop_assert!(needed > available);
+                    continue;
+                }
+                Err(e) => return Err(TestCaseError::fail(format!("{}: {e}", kind.name()))),
+            };
+            let reach = check_reachability(&csr, &lids, &r).unwrap();
+            prop_assert!(reach.is_ok(), "{}: {:?}", kind.name(), reach);
+            let cdg = check_deadlock_free(&csr, &lids, &r).unwrap();
+            prop_assert!(cdg.is_ok(), "{}: {:?}", kind.name(), cdg);
+            let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+            prop_assert!(q.minimal_fraction == 1.0, "{}: {q:?}", kind.name());
+            prop_assert!(
+                u16::from(r.vls_used()) <= d.max(1),
+                "{}: {} VLs, diameter {d}",
+                kind.name(),
+                r.vls_used()
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+        #[test]
+        fn layered_engines_on_random_jellyfish(
+            switches in 6u32..36,
+            net_ports in 3u8..6,
+            seed in any::<u64>(),
+            lmc in 0u8..2,
+        ) {
+            let f = generate::jellyfish(&generate::Jellyfish {
+                switches,
+                radix: net_ports + 2,
+                network_ports: net_ports,
+                seed,
+            });
+            // Some (switches, degree) pairs have no regular graph.
+            if let Ok(f) = f {
+                check(&f, lmc)?;
+            }
+        }
+
+        #[test]
+        fn layered_engines_on_degraded_tori(
+            x in 3u32..7,
+            y in 3u32..6,
+            cut in 0.0f64..0.3,
+            seed in any::<u64>(),
+        ) {
+            let mut f = grid(&[x, y], true, 1);
+            generate::degrade(&mut f, cut, seed).unwrap();
+            check(&f, 0)?;
+        }
+    }
+}
