@@ -365,28 +365,47 @@ fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) 
     }
 }
 
-/// Layer-aware placement (both engines). For each destination LID the switches are taken in
-/// BFS order from its switch, so when switch `s` decides, every switch nearer the
-/// destination already has its hop and the layer its whole path is on. `s` may take any
-/// shortest next hop `x`; its path is then its own hop plus `x`'s path, so joining `x`'s
-/// layer adds one dependency (its hop, then `x`'s hop): O(1) when that dependency is
-/// already there, a local Pearce-Kelly step otherwise. `s` takes the lowest layer it can
-/// join (the balanced route's hop first, then the least used hop); if it can join none,
-/// the balanced hop's whole path goes to the first higher layer that takes it. Layers
-/// only gain dependencies, so a layer that rejected `x`'s path rejects every path
-/// through `x`: each path's layer is a first fit. Every switch is treated as a traffic
-/// source (its path is placed even if it has no CA), which keeps this to one pass.
+/// Layer-aware placement (both engines). For each destination LID the switches are taken
+/// in BFS order from its switch, so when switch `s` decides, every switch nearer the
+/// destination already has its hop, and every switch with CAs there has its path on a
+/// layer. `s` may take any shortest next hop `x`; its path is then its own hop plus
+/// `x`'s path, so joining the layer of the first switch with CAs on the way adds only the
+/// dependencies up to there (one, when `x` has CAs): O(1) when they are already there, a
+/// local Pearce-Kelly step otherwise. `s` takes the lowest layer it can join (the
+/// balanced route's hop first, then the least used hop); if it can join none, the
+/// balanced hop's whole path goes to the first higher layer that takes it. Layers only
+/// gain dependencies, so a layer that rejected `x`'s path rejects every path through
+/// `x`: each path's layer is a first fit. A switch without CAs only picks its hop (towards
+/// the lowest layer); its hops become dependencies when a CA's path uses them, so routes
+/// that no traffic takes constrain nothing (on degraded fat trees that saves a layer).
 fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) -> Result<Vec<u8>> {
     let n = net.n_sw;
     let mut sl = vec![0u8; n * net.lft_len];
+    // Per switch, for the current LID: its hop, and the layer of the path of the nearest
+    // switch with CAs on its way (itself if it has CAs; 0 for the destination).
     let mut layer = vec![0u8; n];
     let mut hop = vec![NONE; n];
     let mut dist = vec![0u16; n];
     let mut queue = Vec::new();
     let mut lids = Vec::new();
     let mut cands: Vec<(u8, u8, u32, u32)> = Vec::new();
-    let mut full = Vec::new();
+    let mut deps = Vec::new();
     let mut used = vec![0u32; net.n_arcs()];
+    // The dependencies a path through first hop `a` adds on top of the path of the nearest
+    // switch with CAs (or the destination) it reaches: hops through CA-less switches are
+    // nobody's path until a source uses them.
+    let chain = |hop: &[u32], a: u32, t: usize, out: &mut Vec<(u32, u32)>| {
+        out.clear();
+        let (mut prev, mut y) = (a, net.adst[a as usize] as usize);
+        while y != t {
+            out.push((prev, hop[y]));
+            if net.nsrc[y] > 0 {
+                break;
+            }
+            prev = hop[y];
+            y = net.adst[prev as usize] as usize;
+        }
+    };
     for t in 0..n {
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
@@ -397,6 +416,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
             let lid = usize::from(lid);
             for &s in &queue[1..] {
                 let s = s as usize;
+                let source = net.nsrc[s] > 0;
                 let pref = arc_of(net, s, r.lft(s)[lid]);
                 if dist[s] == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
@@ -410,11 +430,8 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     hop[s] = a;
                     layer[s] = 0;
                     r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
-                    sl[s * net.lft_len + lid] = 0;
                     continue;
                 }
-                // Fast path: the balanced hop already leads to the lowest layer around
-                // and the dependency is there or fits.
                 let ds = dist[s];
                 let mut low = u8::MAX;
                 let mut pref_ok = false;
@@ -425,9 +442,32 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                         pref_ok |= a as u32 == pref;
                     }
                 }
-                if pref_ok {
-                    let x = net.adst[pref as usize] as usize;
-                    if layer[x] == low && lay.try_unit(usize::from(low), &[(pref, hop[x])]) {
+                let pref_low = pref_ok && layer[net.adst[pref as usize] as usize] == low;
+                if !source {
+                    // Nothing to place: head for the lowest layer, the balanced hop first.
+                    let a = if pref_low {
+                        pref
+                    } else {
+                        net.arcs(s)
+                            .filter(|&a| {
+                                let x = net.adst[a] as usize;
+                                dist[x] + 1 == ds && layer[x] == low
+                            })
+                            .min_by_key(|&a| used[a])
+                            .map_or(NONE, |a| a as u32)
+                    };
+                    if a != pref {
+                        used[a as usize] += 1;
+                        r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                    }
+                    hop[s] = a;
+                    layer[s] = low;
+                    continue;
+                }
+                // Fast path: the balanced hop leads to the lowest layer and fits there.
+                if pref_low {
+                    chain(&hop, pref, t, &mut deps);
+                    if lay.try_unit(usize::from(low), &deps) {
                         hop[s] = pref;
                         layer[s] = low;
                         sl[s * net.lft_len + lid] = low;
@@ -445,8 +485,8 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 cands.sort_unstable();
                 let mut got = None;
                 for &(lx, _, _, a) in &cands {
-                    let x = net.adst[a as usize] as usize;
-                    if lay.try_unit(usize::from(lx), &[(a, hop[x])]) {
+                    chain(&hop, a, t, &mut deps);
+                    if lay.try_unit(usize::from(lx), &deps) {
                         got = Some((a, usize::from(lx)));
                         break;
                     }
@@ -455,23 +495,19 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     Some(g) => g,
                     None => {
                         // Through the preferred hop on the first layer above its path's.
-                        let a = if pref != NONE && cands.iter().any(|c| c.3 == pref) {
-                            pref
-                        } else {
-                            cands[0].3
-                        };
+                        let a = if pref_ok { pref } else { cands[0].3 };
                         let x = net.adst[a as usize] as usize;
-                        full.clear();
+                        deps.clear();
                         let (mut p, mut y) = (a, x);
                         while y != t {
-                            full.push((p, hop[y]));
+                            deps.push((p, hop[y]));
                             p = hop[y];
                             y = net.adst[p as usize] as usize;
                         }
                         let from = usize::from(layer[x]) + 1;
                         let mut got = None;
                         for l in from..lay.layers.len() {
-                            if lay.try_unit(l, &full) {
+                            if lay.try_unit(l, &deps) {
                                 got = Some(l);
                                 break;
                             }
@@ -481,7 +517,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                             None if lay.layers.len() < max => {
                                 lay.open();
                                 let l = lay.layers.len() - 1;
-                                if !lay.try_unit(l, &full) {
+                                if !lay.try_unit(l, &deps) {
                                     return Err(RoutingError::InvalidInput(format!(
                                         "the route from switch #{s} to LID {lid} depends on itself"
                                     )));
@@ -498,10 +534,12 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                         (a, l)
                     }
                 };
-                used[a as usize] += 1;
+                if a != pref {
+                    used[a as usize] += 1;
+                    r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                }
                 hop[s] = a;
                 layer[s] = l as u8;
-                r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
                 sl[s * net.lft_len + lid] = l as u8;
             }
         }

@@ -267,3 +267,29 @@ mod random {
         }
     }
 }
+
+#[test]
+fn layered_engines_on_degraded_fat_trees() {
+    // 10% of the cables of a radix-8 3-level tree gone: up/down shortest paths no longer
+    // exist for every pair, so one layer rarely suffices; spines carry no CAs, so only
+    // paths from leaves count.
+    let mut worst = 0;
+    for seed in 1..=6 {
+        let mut f = generate::fat_tree(8, 3).unwrap();
+        generate::degrade(&mut f, 0.1, seed).unwrap();
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        let d = diameter(&csr);
+        for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
+            let r = routed(&format!("ft8x3 seed {seed}"), &csr, &lids, kind);
+            eprintln!(
+                "seed {seed}: {} {} VLs, diameter {d}",
+                kind.name(),
+                r.vls_used()
+            );
+            assert!(u16::from(r.vls_used()) <= d);
+            worst = worst.max(r.vls_used());
+        }
+    }
+    assert!(worst <= 3, "{worst} VLs");
+}
