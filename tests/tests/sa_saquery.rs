@@ -1,7 +1,7 @@
 //! Peer test: `ibsmd --sa` (ibsm-manager + ibsm-sa over ibsm-umad under the umad2sim
 //! preload) brings an ibsim fabric up, then infiniband-diags'
 //! `saquery` asks it NodeRecord, PortInfoRecord, PathRecord between two LIDs,
-//! SMInfoRecord and LinkRecord, and the answers are checked against what `smpquery`
+//! SMInfoRecord, LinkRecord and P_KeyTableRecord, and the answers are checked against what `smpquery`
 //! reads from the nodes themselves. ibsim cuts SA answers to one MAD (no RMPP), so every
 //! query here is narrowed to at most two records; multi-MAD tables are tested over
 //! ibsm-sim (crates/ibsm-manager/tests/sa_sim.rs).
@@ -213,6 +213,35 @@ fn saquery_agrees_with_smpquery() {
     assert_eq!(
         num(&field(&swir, "LinearFDBCap")),
         num(&field(&si, "LinearFdbCap"))
+    );
+
+    // P_KeyTableRecord block 0 of Hca3 (read by our sweep) == the node's P_Key table;
+    // another port's table only for the SM_Key. ibsim's tables hold the default P_Key
+    // only and the diags cannot change them: that non-default tables are read and
+    // served is proved over ibsm-sim (sa_sim.rs, p_key_tables_are_read_and_served).
+    let pktr = rig.tool(SAQUERY, &["--smkey", &key, "PKTR", &format!("{l3}//0")]);
+    assert_eq!(num(&field(&pktr, "LID")), l3, "{pktr}");
+    assert_eq!(num(&field(&pktr, "Block")), 0, "{pktr}");
+    let hex_words = |text: &str| -> Vec<u64> {
+        text.split_whitespace()
+            .filter(|w| w.starts_with("0x") && w.len() == 6)
+            .map(num)
+            .collect()
+    };
+    let served = hex_words(&pktr);
+    let pk = rig.tool(SMPQUERY, &["pkeys", &l3.to_string(), "1"]);
+    let held = hex_words(&pk);
+    assert_eq!(served.len(), 32, "{pktr}");
+    assert!(held.len() >= 32, "{pk}");
+    assert_eq!(
+        served[..],
+        held[..32],
+        "P_KeyTableRecord == the node's table"
+    );
+    let open = rig.tool(SAQUERY, &["PKTR", &format!("{l3}//0")]);
+    assert!(
+        !open.contains("PKeyTableRecord"),
+        "another port's P_Keys without the SM_Key:\n{open}"
     );
 
     // LinkRecord from Hca3 port 1: to Sw2 port 1 (the net file), at the LID Sw2 holds
