@@ -456,10 +456,10 @@ impl<'a> Planner<'a> {
 pub(crate) struct Loads {
     /// Accumulated flow (edge forwarding index so far) per arc.
     pub load: Vec<u64>,
-    /// Per arc `load << 8 | index among its switch's arcs`: one integer comparison orders
-    /// by load, then by CSR position (the tie rule), and a contiguous run of a switch's
-    /// arcs is a plain slice to take the minimum of.
-    key: Vec<u64>,
+    /// `load` as `u32`, the array the hot loop scans: it cannot overflow (an arc carries at
+    /// most sources x LIDs < 49,152^2 < 2^32 flow units) and packs twice as many loads per
+    /// cache line and vector.
+    light: Vec<u32>,
     /// Flows of the LIDs being placed: `flow[s * stride + j]` is what LID `j` of the chunk
     /// brings to switch `s`; between chunks it holds the switch's own sources.
     flow: Vec<u32>,
@@ -476,13 +476,6 @@ const CHUNK: usize = 64;
 impl Loads {
     pub(crate) fn new(net: &Net) -> Self {
         let n = net.n_sw;
-        let mut key = vec![0u64; net.n_arcs()];
-        for s in 0..n {
-            let b = net.aoff[s] as usize;
-            for a in net.arcs(s) {
-                key[a] = (a - b) as u64;
-            }
-        }
         // Stride: the most CA LIDs any switch carries (capped), so a fat tree's flow buffer
         // is exactly switches x CAs per leaf.
         let mut stride = 1usize;
@@ -498,7 +491,7 @@ impl Loads {
         }
         Loads {
             load: vec![0; net.n_arcs()],
-            key,
+            light: vec![0; net.n_arcs()],
             flow,
             stride,
             rr: vec![0; n],
@@ -510,26 +503,16 @@ impl Loads {
     #[inline]
     fn add(&mut self, a: usize, f: u64) {
         self.load[a] += f;
-        self.key[a] += f << 8;
+        self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
     }
 
-    /// Least loaded arc among arcs `lo..hi` of switch `s` (lowest on ties).
+    /// Least loaded arc among arcs `lo..hi` (lowest on ties).
     #[inline]
-    fn min_run(&self, net: &Net, s: usize, lo: usize, hi: usize) -> usize {
-        // Four independent minima keep the comparisons from waiting on each other.
-        let keys = &self.key[lo..hi];
-        let mut m = [u64::MAX; 4];
-        let mut quads = keys.chunks_exact(4);
-        for q in &mut quads {
-            for i in 0..4 {
-                m[i] = m[i].min(q[i]);
-            }
-        }
-        for &k in quads.remainder() {
-            m[0] = m[0].min(k);
-        }
-        let m = m[0].min(m[1]).min(m[2].min(m[3]));
-        net.aoff[s] as usize + (m & 0xFF) as usize
+    fn min_run(&self, lo: usize, hi: usize) -> usize {
+        // The least load first (a branch-free, vectorisable pass), then its first arc.
+        let loads = &self.light[lo..hi];
+        let m = loads.iter().copied().fold(u32::MAX, u32::min);
+        lo + loads.iter().position(|&l| l == m).unwrap_or(0)
     }
 }
 
@@ -662,13 +645,37 @@ fn place_chunk<P: Prefer + ?Sized>(
         let (lo, hi) = (el[0] as usize, el[el.len() - 1] as usize + 1);
         if !use_pref && !any_sibs && hi - lo == el.len() {
             // The hot path (fat trees: all up ports): least loaded arc of a contiguous
-            // run, first one on ties.
+            // run, first one on ties. When the run's loads are all equal and every LID
+            // that brings traffic brings the same amount (a leaf of a balanced tree), the
+            // greedy choice is plain rotation through the run: no scan needed.
+            let flows = &loads.flow[fs..fs + k];
+            let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
+            let level = loads.light[lo];
+            if flows.iter().all(|&f| f == 0 || f == common)
+                && loads.light[lo..hi].iter().all(|&l| l == level)
+            {
+                let mut next = lo;
+                for (j, &col) in cols.iter().enumerate() {
+                    let f = std::mem::replace(&mut loads.flow[fs + j], own);
+                    let arc = if f == 0 {
+                        pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
+                    } else {
+                        let a = next;
+                        next = if next + 1 == hi { lo } else { next + 1 };
+                        loads.add(a, u64::from(f));
+                        loads.flow[adst[a] as usize * stride + j] += f;
+                        a
+                    };
+                    row[col] = aport[arc];
+                }
+                continue;
+            }
             for (j, &col) in cols.iter().enumerate() {
                 let f = std::mem::replace(&mut loads.flow[fs + j], own);
                 let arc = if f == 0 {
                     pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
                 } else {
-                    let a = loads.min_run(net, s, lo, hi);
+                    let a = loads.min_run(lo, hi);
                     loads.add(a, u64::from(f));
                     loads.flow[adst[a] as usize * stride + j] += f;
                     a
@@ -691,7 +698,7 @@ fn place_chunk<P: Prefer + ?Sized>(
                 // No CA traffic passes here for this LID: only LID counts matter.
                 pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
             } else if sibs == 0 && run {
-                loads.min_run(net, s, lo, hi)
+                loads.min_run(lo, hi)
             } else {
                 // Least loaded, avoiding ports taken by this LID's LMC siblings.
                 let mut best = NONE as usize;
@@ -701,7 +708,7 @@ fn place_chunk<P: Prefer + ?Sized>(
                         let port = aport[a as usize];
                         (1..=sibs).any(|q| row[col - q] == port)
                     };
-                    let key = (clash, loads.key[a as usize]);
+                    let key = (clash, u64::from(loads.light[a as usize]));
                     if key < bkey {
                         bkey = key;
                         best = a as usize;
@@ -773,7 +780,7 @@ pub(crate) fn repair(
                     for &a in buf.iter() {
                         let port = net.aport[a as usize];
                         let clash = (1..=sibs).any(|q| row[col - q] == port);
-                        let key = (clash, loads.key[a as usize]);
+                        let key = (clash, u64::from(loads.light[a as usize]));
                         if key < bkey {
                             bkey = key;
                             best = a as usize;
@@ -928,7 +935,7 @@ pub(crate) fn repair_local(
             for &a in buf.iter() {
                 let port = net.aport[a as usize];
                 let clash = (1..=sibs).any(|q| row[col - q] == port);
-                let key = (clash, loads.key[a as usize]);
+                let key = (clash, u64::from(loads.light[a as usize]));
                 if key < bkey {
                     bkey = key;
                     best = a as usize;
