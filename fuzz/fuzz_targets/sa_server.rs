@@ -61,5 +61,6 @@ fuzz_target!(|data: &[u8]| {
         assert!(t.mad[3] & 0x80 != 0 || t.mad[3] == 0x06, "not a response or Report");
     }
     assert!(sa.transfers_in_progress() <= sa.config().max_transfers);
+    assert!(sa.transfer_bytes() <= sa.config().max_transfer_bytes);
     let _ = sa.take_mft_updates();
 });

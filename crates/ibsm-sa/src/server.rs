@@ -60,6 +60,10 @@ pub struct SaConfig {
     /// RMPP: most tables being sent at once; a GetTable beyond it is answered
     /// ERR_NO_RESOURCES.
     pub max_transfers: usize,
+    /// RMPP: most table bytes held by the transfers in progress together (a requester
+    /// that asks for big tables and never ACKs holds them until the retries run out);
+    /// a GetTable beyond it is answered ERR_NO_RESOURCES.
+    pub max_transfer_bytes: usize,
     /// Reports: how long to wait for the subscriber's SubnAdmReportResp before sending
     /// the Report again (OpenSM: `transaction_timeout`).
     pub report_timeout: Duration,
@@ -81,6 +85,7 @@ impl Default for SaConfig {
             rmpp_timeout: Duration::from_millis(200),
             rmpp_retries: 4,
             max_transfers: 4096,
+            max_transfer_bytes: 256 << 20,
             report_timeout: Duration::from_millis(200),
             report_retries: 3,
         }
@@ -219,6 +224,8 @@ pub struct SaServer {
     report_tid: u64,
     /// Tables being sent, by (requester LID, QP, TransactionID).
     transfers: HashMap<(u16, u32, u64), Transfer>,
+    /// Table bytes the transfers hold.
+    transfer_bytes: usize,
     reports: Vec<PendingReport>,
     out: VecDeque<SaTransmit>,
 }
@@ -251,6 +258,7 @@ impl SaServer {
             counters: SaCounters::default(),
             report_tid: 0x5a00_0000_0000_0000,
             transfers: HashMap::new(),
+            transfer_bytes: 0,
             reports: Vec::new(),
             out: VecDeque::new(),
         }
@@ -368,7 +376,13 @@ impl SaServer {
     ) -> Vec<Vec<u8>> {
         let key = (from.lid, from.qpn, req.transaction_id);
         // A repeated request (same requester and TID) restarts its answer.
-        if self.transfers.remove(&key).is_none() && self.transfers.len() >= self.cfg.max_transfers {
+        self.remove_transfer(key);
+        let hl = ibsm_wire::sa::SA_HEADER_SIZE;
+        let mut header = msg;
+        let data = header.split_off(hl.min(header.len()));
+        if self.transfers.len() >= self.cfg.max_transfers
+            || self.transfer_bytes + data.len() > self.cfg.max_transfer_bytes
+        {
             self.counters.errors += 1;
             return vec![
                 Self::header(req, SaStatus::NoResources.status(), 0)
@@ -376,9 +390,7 @@ impl SaServer {
                     .to_vec(),
             ];
         }
-        let hl = ibsm_wire::sa::SA_HEADER_SIZE;
-        let mut header = msg;
-        let data = header.split_off(hl.min(header.len()));
+        let len = data.len();
         let Ok(seg) = Segmenter::new(
             ibsm_wire::sa::rmpp::RmppLayout::SA,
             &header,
@@ -399,7 +411,14 @@ impl SaServer {
         self.counters.rmpp_transfers += 1;
         let out = drain_sender(&mut t.sender, now);
         self.transfers.insert(key, t);
+        self.transfer_bytes += len;
         out
+    }
+
+    fn remove_transfer(&mut self, key: (u16, u32, u64)) {
+        if let Some(t) = self.transfers.remove(&key) {
+            self.transfer_bytes -= t.sender.segmenter().data_len();
+        }
     }
 
     /// An RMPP ACK, STOP or ABORT from the receiver of one of our tables.
@@ -432,7 +451,7 @@ impl SaServer {
             SenderState::Complete => self.counters.rmpp_completed += 1,
             SenderState::Stopped(_) | SenderState::Aborted(_) => self.counters.rmpp_aborted += 1,
         }
-        self.transfers.remove(&key);
+        self.remove_transfer(key);
     }
 
     fn on_report_resp(&mut self, mad: &[u8], from: &Requester) {
@@ -516,6 +535,12 @@ impl SaServer {
     #[must_use]
     pub fn transfers_in_progress(&self) -> usize {
         self.transfers.len()
+    }
+
+    /// Table bytes the RMPP transfers in progress hold.
+    #[must_use]
+    pub fn transfer_bytes(&self) -> usize {
+        self.transfer_bytes
     }
 
     /// Reports waiting for their SubnAdmReportResp.

@@ -1094,6 +1094,36 @@ fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
     assert_eq!(out.len(), 1);
     assert_eq!((rmpp_type(&out[0]), out[0][27]), (4, 123));
     assert_eq!(sa.transfers_in_progress(), 0);
+    // Transfers hold their tables until they end; a byte budget caps them.
+    let held = sa.transfer_bytes();
+    assert_eq!(held, 0);
+    let (_, t40) = big_table(&mut sa, lid, 40);
+    let one = sa.transfer_bytes();
+    assert!(one > 2000, "{one}");
+    let mut cfg = SaConfig::with_sm_key(KEY);
+    cfg.max_transfer_bytes = one + one / 2;
+    let mut small = SaServer::new(cfg);
+    small.load(sa.snapshot().clone());
+    let (_, first) = big_table(&mut small, lid, 1);
+    assert_eq!(rmpp_type(&first[0]), 1);
+    let (_, second) = big_table(&mut small, lid, 2);
+    assert_eq!(second.len(), 1);
+    let h = SaMad::parse(&second[0]).unwrap();
+    assert_eq!(h.status.sa_status(), SaStatus::NoResources);
+    // The same request again restarts its own transfer: no budget needed twice.
+    let (_, again) = big_table(&mut small, lid, 1);
+    assert_eq!(rmpp_type(&again[0]), 1);
+    assert_eq!(small.transfer_bytes(), one);
+    let mut stop = again[0].clone();
+    stop[3] ^= 0x80;
+    stop[25] = 3;
+    small.handle(Duration::ZERO, &stop, &from(lid));
+    assert_eq!(small.transfer_bytes(), 0);
+    let mut stop = t40[0].clone();
+    stop[3] ^= 0x80;
+    stop[25] = 3;
+    sa.handle(Duration::ZERO, &stop, &from(lid));
+    assert_eq!(sa.transfer_bytes(), 0);
     // Someone else's ACK for that TID moves nothing.
     let (_, _) = big_table(&mut sa, lid, 5);
     let mut other = first[0].clone();
