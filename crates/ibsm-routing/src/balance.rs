@@ -37,6 +37,21 @@ pub(crate) trait Prefer: Sync {
     fn active(&self) -> bool {
         true
     }
+
+    /// For preferences that ignore loads: fills `out[j]` with the preferred arc for the
+    /// `j`-th `(lid, base)` of `lids` at switch `s` (`NONE`: no preference) in one call, so
+    /// per-switch work is done once, and returns true. The default returns false: `prefer`
+    /// is then asked LID by LID, after each placement.
+    fn prefer_chunk(
+        &self,
+        _net: &Net,
+        _s: usize,
+        _lids: &[(u16, u16)],
+        _elig: &[u32],
+        _out: &mut [u32],
+    ) -> bool {
+        false
+    }
 }
 
 /// No preference.
@@ -158,7 +173,7 @@ impl<'a> Planner<'a> {
             // Management traffic only (no CA sends to a switch LID in the deadlock model):
             // switches the one BFS left without a legal path take an escape hop.
             if !complete && matches!(self.rule, Rule::UpDown { .. }) {
-                self.escape(out);
+                self.escape(out, true);
             }
             let mut e = 0;
             for s in 0..n {
@@ -184,7 +199,7 @@ impl<'a> Planner<'a> {
             if !complete {
                 self.updown_conservative(t, pos, by_pos);
             }
-            self.escape(out);
+            self.escape(out, false);
         }
         out.unreachable = self.dist.iter().position(|&d| d == INF);
         // Farthest first (counting sort on distance; ties by switch index).
@@ -422,7 +437,10 @@ impl<'a> Planner<'a> {
     /// down) get an escape hop to a neighbour that has a route. No legal path ever passes
     /// through such a switch (it is not eligible for anyone), so escape channels only ever
     /// follow other escape channels and cannot close a cycle in the dependency graph.
-    fn escape(&mut self, out: &mut Plan) {
+    ///
+    /// With `first_fit` (switch LIDs only) the first neighbour with a route will do: the
+    /// hop still strictly lowers the distance, so no loop can form.
+    fn escape(&mut self, out: &mut Plan, first_fit: bool) {
         let net = self.net;
         loop {
             let mut changed = false;
@@ -435,6 +453,9 @@ impl<'a> Planner<'a> {
                     let d = self.dist[net.adst[a] as usize];
                     if d != INF && best.is_none_or(|(bd, _)| d < bd) {
                         best = Some((d, a));
+                        if first_fit {
+                            break;
+                        }
                     }
                 }
                 if let Some((d, a)) = best {
@@ -685,14 +706,20 @@ fn place_chunk<P: Prefer + ?Sized>(
             continue;
         }
         let run = hi - lo == el.len();
+        let mut wants = [NONE; CHUNK];
+        let batch = use_pref && pref.prefer_chunk(net, s, chunk, el, &mut wants[..k]);
         for (j, &(lid, base)) in chunk.iter().enumerate() {
             let col = cols[j];
             let sibs = usize::from(lid - base);
             let f = std::mem::replace(&mut loads.flow[fs + j], own);
-            let arc = if let Some(a) = use_pref
-                .then(|| pref.prefer(net, s, lid, el, &loads.load))
-                .flatten()
-            {
+            let wanted = if batch {
+                Some(wants[j]).filter(|&a| a != NONE)
+            } else if use_pref {
+                pref.prefer(net, s, lid, el, &loads.load)
+            } else {
+                None
+            };
+            let arc = if let Some(a) = wanted {
                 a as usize
             } else if f == 0 {
                 // No CA traffic passes here for this LID: only LID counts matter.

@@ -6,7 +6,7 @@ use crate::balance::{Prefer, Rule, route_all};
 use crate::engine::{Options, RoutingEngine, check_reach};
 use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
-use crate::net::{Dest, INF, Net};
+use crate::net::{Dest, INF, NONE, Net};
 use crate::routes::Routes;
 use crate::updn::{leaf_ranks, order_by_rank};
 
@@ -183,6 +183,36 @@ impl Prefer for FtInfo {
             elig.contains(&want)
         };
         found.then_some(want)
+    }
+
+    fn prefer_chunk(
+        &self,
+        net: &Net,
+        s: usize,
+        lids: &[(u16, u16)],
+        elig: &[u32],
+        out: &mut [u32],
+    ) -> bool {
+        out.fill(NONE);
+        let (Some(&first), Some(&last)) = (elig.first(), elig.last()) else {
+            return true;
+        };
+        if self.rank[net.adst[first as usize] as usize] <= self.rank[s] {
+            return true;
+        }
+        let ups = &self.up[self.up_off[s] as usize..self.up_off[s + 1] as usize];
+        let r = usize::from(self.rank[s]);
+        let run = (last - first) as usize + 1 == elig.len();
+        for (o, &(lid, _)) in out.iter_mut().zip(lids) {
+            let Some(i) = self.up_index(net, lid, r, ups.len()) else {
+                continue;
+            };
+            let want = ups[i];
+            if (run && (first..=last).contains(&want)) || (!run && elig.contains(&want)) {
+                *o = want;
+            }
+        }
+        true
     }
 }
 
