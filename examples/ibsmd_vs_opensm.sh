@@ -8,19 +8,21 @@
 #   smps   ibsmd: SMPs of its first sweep (--json); OpenSM: not reported by OpenSM
 #   xmit   PortXmitPkts of the SM's port read by perfquery after the SM stopped (ibsim counts
 #          every MAD it carries; OpenSM is SIGKILLed as soon as SUBNET UP is logged, ibsmd
-#          exits by itself, which includes what it sends after SUBNET UP: for ibsmd that is
-#          its second, incremental sweep)
+#          exits by itself 100 ms after SUBNET UP, which includes what it sends meanwhile)
 # Needs: cargo build --release -p ibsm-examples --example ibsmd --example gen_topology;
 # ibsim-utils, opensm, infiniband-diags.
 #
-# Measured 2026-11-30 on the 2-core build machine, shared (load average 3.4-4.3), 3 runs:
-#   648 CAs  (36 2 3):  ibsmd 211/138/172 ms, 10,585 SMPs (xmit 13.6-16.0k)
-#                       OpenSM 664/450/661 ms, xmit 20,351
-#   2048 CAs (64 2 3):  ibsmd 302/586/328 ms, 34,465 SMPs (xmit 44.6-51.3k)
+# Measured 2026-11-30 on the 2-core build machine, shared (load average 3.4-6.6), 3 runs:
+#   648 CAs  (36 2 3):  ibsmd 196/214/250 ms, 10,585 SMPs, xmit 10,580 (the 5 SMPs to
+#                       the SM's own CA never leave its port)
+#                       OpenSM 577/1069/751 ms, xmit 20,351
+#   2048 CAs (64 2 3):  ibsmd 302/586/328 ms, 34,465 SMPs (xmit 44.6-51.3k: measured before
+#                       the fix below)
 #                       OpenSM 2997/1559/2138 ms, xmit 65,273 (its own -D 0x08 log: 65,282
 #                       "total sent" at SUBNET UP)
-# ibsmd's xmit exceeds its SMP count because it starts a second heavy sweep right after
-# SUBNET UP (the election's first SweepNeeded arrives while the first sweep runs).
+# Until 2026-11-30 ibsmd's xmit exceeded its SMP count (13.6-16.0k on 648 CAs): it started
+# a second heavy sweep right after SUBNET UP, because the election's first SweepNeeded,
+# arriving while the first sweep discovered, was queued instead of being satisfied by it.
 set -eu
 RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -1650,7 +1650,20 @@ impl SubnetManager {
                         self.request_heavy_sweep(now);
                     }
                 }
-                ElectionEvent::SweepNeeded | ElectionEvent::MasterLost { .. } => {
+                // The election asks for a sweep to learn which SMs share the subnet
+                // (begin_sweep, a probe per IsSM port, sweep_complete). A heavy sweep
+                // still discovering is that sweep: the election collects every SM
+                // probed until our sweep_complete, whenever it asked. Queuing another
+                // one made every start sweep twice, since the election's first request
+                // (it is born Discovering) arrives right after `start` began sweeping.
+                // Once discovery has passed (elect, program, activate, light), the
+                // running sweep can no longer see what prompted the request: sweep
+                // again when it ends.
+                // (A lost Master always comes with a SweepNeeded: the Standby is
+                // Discovering again.)
+                ElectionEvent::SweepNeeded | ElectionEvent::MasterLost { .. }
+                    if self.phase != Phase::Discover =>
+                {
                     self.request_heavy_sweep(now);
                 }
                 ElectionEvent::UnauthenticatedHigherPrioritySm { guid, .. } => {

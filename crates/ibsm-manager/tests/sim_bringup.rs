@@ -108,3 +108,113 @@ fn torus_dor_programs_sl2vl_tables() {
             .any(|(a, n)| *a == "SLtoVLMappingTable" && *n > 0)
     );
 }
+
+/// One SM alone on a fabric: exactly one heavy sweep up to SUBNET UP, then only light
+/// sweeps (one SwitchInfo Get per switch) while nothing changes, on the wire too; a
+/// cable pulled later (both ends trap, the light sweep sees PortStateChange) brings
+/// exactly one heavy sweep, and light sweeps again after it.
+#[test]
+fn one_heavy_sweep_then_light_sweeps_until_a_change() {
+    const NODE_INFO: u16 = 0x0011;
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, SimConfig::default()).expect("sim");
+    let (_, ca) = fabric.cas().next().expect("a CA");
+    let idx = sim.node_by_guid(ca.guid().0).expect("CA in sim");
+    let mut port = sim.attach_sm(idx, 1).expect("attach");
+    port.set_is_sm(true).expect("issm");
+    let cfg = SmConfig::default();
+    let interval = cfg.sweep_interval;
+    let mut sm = SubnetManager::new(cfg, port.local_port());
+    sm.start(port.now()).expect("start");
+    let mut events = Vec::new();
+    // Six sweep intervals of quiet.
+    let quiet = Instant::ZERO + interval * 6 + interval / 2;
+    driver::run(&mut sm, &mut port, quiet, |ev| {
+        events.push(ev.clone());
+        false
+    })
+    .expect("run");
+    let heavy_starts = |ev: &[SmEvent]| {
+        ev.iter()
+            .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+            .count()
+    };
+    let lights = |ev: &[SmEvent]| -> Vec<SweepStats> {
+        ev.iter()
+            .filter_map(|e| match e {
+                SmEvent::LightSweepDone { stats } => Some(stats.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(heavy_starts(&events), 1, "{events:?}");
+    let ups: Vec<&SweepStats> = events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::SubnetUp { stats } => Some(stats),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ups.len(), 1);
+    let up = ups[0].clone();
+    assert!(sim.verify().is_clean());
+    let light = lights(&events);
+    assert_eq!(light.len(), 6, "one light sweep per interval");
+    let switches = fabric.switch_count() as u64;
+    for l in &light {
+        assert!(!l.heavy);
+        assert_eq!(l.smps, switches);
+        assert_eq!(l.by_attribute, vec![("SwitchInfo", switches)]);
+    }
+    // On the wire: the NodeInfo Gets of that one sweep and nothing more (each SMP counts
+    // once as a request and once as its response).
+    let ni = up
+        .by_attribute
+        .iter()
+        .find(|(a, _)| *a == "NodeInfo")
+        .map(|(_, n)| *n)
+        .expect("NodeInfo Gets");
+    assert_eq!(sim.counters().attr(NODE_INFO).sent, 2 * ni);
+
+    // Pull the cable of another CA: its leaf switch traps (128), and the light sweep
+    // would see PortStateChange. (An inter-switch cable makes both ends trap, and the
+    // far end's trap can be lost on its old route through that cable and resent after
+    // the heavy sweep is over: a second heavy sweep, rightly, since the SM cannot tell
+    // when a late trap's change happened.)
+    let other = fabric
+        .cas()
+        .map(|(_, c)| sim.node_by_guid(c.guid().0).expect("CA"))
+        .find(|&n| n != idx)
+        .expect("a second CA");
+    let (sw, sw_port) = sim.peer(other, 1).expect("cabled CA");
+    sim.apply(ibsm_sim::Fault::LinkDown {
+        node: sw,
+        port: sw_port,
+    });
+    let mark = events.len();
+    let until = quiet + interval * 3;
+    driver::run(&mut sm, &mut port, until, |ev| {
+        events.push(ev.clone());
+        false
+    })
+    .expect("run");
+    let after = &events[mark..];
+    assert_eq!(heavy_starts(after), 1, "{after:?}");
+    assert!(
+        after
+            .iter()
+            .any(|e| matches!(e, SmEvent::Trap { number: 128, .. }))
+    );
+    assert!(after.iter().any(|e| matches!(e, SmEvent::SubnetUp { .. })));
+    assert!(!lights(after).is_empty(), "light sweeps resume");
+    // Every path works but those to the CA that is gone (its LID has no route now).
+    let gone = sim.with_agent(other, |a| a.sma().lid(1)).expect("LID");
+    let r = sim.verify();
+    assert_eq!(
+        (r.loops, r.wrong_endpoint, r.not_active_hops),
+        (0, 0, 0),
+        "{r:?}"
+    );
+    assert_eq!(r.ok + r.holes, r.paths, "{r:?}");
+    assert!(r.samples.iter().all(|p| p.dlid == gone), "{r:?}");
+}
