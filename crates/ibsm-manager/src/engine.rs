@@ -195,6 +195,9 @@ pub struct SubnetManager {
     election: Election,
     /// The Subnet Administrator, when `SmConfig::sa` asks for one (see `sa.rs`).
     sa: Option<ibsm_sa::SaServer>,
+    /// Reply addresses (SL, P_Key index) of recent SA requesters, by (LID, QP), for
+    /// what the SA sends them later (RMPP segments, Reports).
+    sa_reply: HashMap<(u16, u32), Address>,
     /// The tracing span of the current sweep phase.
     span: tracing::Span,
 }
@@ -311,6 +314,7 @@ impl SubnetManager {
             up_once: false,
             election,
             sa,
+            sa_reply: HashMap::new(),
             span: tracing::Span::none(),
         }
     }

@@ -188,6 +188,12 @@ impl SubnetManager {
             qpn: rx.qpn,
         };
         let addr = rx.reply_address();
+        // Bounded: requesters come and go; forgetting one only costs it SL 0 and P_Key
+        // index 0 on later sends.
+        if self.sa_reply.len() >= MAX_SA_REPLY && !self.sa_reply.contains_key(&(rx.slid, rx.qpn)) {
+            self.sa_reply.clear();
+        }
+        self.sa_reply.insert((rx.slid, rx.qpn), addr);
         for mad in sa.handle(dur(now), &rx.mad, &from) {
             self.out.push_back(Outgoing {
                 id: None,
@@ -205,7 +211,7 @@ impl SubnetManager {
         for r in sa.notice(dur(now), notice) {
             self.out.push_back(Outgoing {
                 id: None,
-                addr: sa_address(r.dlid, r.qpn),
+                addr: sa_address(&self.sa_reply, r.dlid, r.qpn),
                 mad: r.mad,
             });
         }
@@ -217,7 +223,7 @@ impl SubnetManager {
         let t = self.sa.as_mut()?.poll_transmit(dur(now))?;
         Some(Outgoing {
             id: None,
-            addr: sa_address(t.to.lid, t.to.qpn),
+            addr: sa_address(&self.sa_reply, t.to.lid, t.to.qpn),
             mad: t.mad,
         })
     }
@@ -258,8 +264,15 @@ impl SubnetManager {
     }
 }
 
-/// A GSI address for an SA client (QP1 Q_Key for QP 1 and for the QPs subscribers name).
-fn sa_address(dlid: u16, qpn: u32) -> Address {
+/// Most SA requesters whose reply address is remembered.
+const MAX_SA_REPLY: usize = 4096;
+
+/// The address of an SA client: where its last request came from (its SL and P_Key
+/// index), else a GSI address with the QP1 Q_Key (for QP 1 and the QPs subscribers name).
+fn sa_address(known: &HashMap<(u16, u32), Address>, dlid: u16, qpn: u32) -> Address {
+    if let Some(a) = known.get(&(dlid, qpn)) {
+        return *a;
+    }
     let mut a = LidAddress::smp(dlid);
     a.qpn = qpn;
     a.qkey = ibsm_wire::mad::QP1_QKEY;

@@ -754,3 +754,49 @@ fn p_key_tables_are_read_and_served() {
         "both limited members of 0x0003"
     );
 }
+
+/// Segments sent on the SA's own timer (the resend after a loss) go back the way the
+/// request came, as the answers to ACKs do: same SL.
+#[test]
+fn later_segments_keep_the_requests_sl() {
+    let mut r = rig();
+    let req = SaMad::request(
+        Method::GetTable,
+        0x71,
+        ComponentMask::NONE,
+        &NodeRecord::default(),
+    )
+    .unwrap();
+    let mut dst = LidAddress::gsi(r.sm.sm_lid(), 0);
+    dst.sl = 5;
+    r.tool.send(&Address::Lid(dst), &req.to_bytes()).unwrap();
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+    let mut sls = Vec::new();
+    let mut lost = false;
+    for _ in 0..2000 {
+        let until = r.port.now() + Duration::from_millis(1);
+        driver::run(&mut r.sm, &mut r.port, until, |_| false).unwrap();
+        let mut any = false;
+        while let Ok(Incoming::Mad(m)) = r.tool.recv(r.tool.now()) {
+            if m.mad[8..16] == req.transaction_id.to_be_bytes() && m.mad[25] == 1 {
+                sls.push(m.sl);
+                if m.mad[31] == 3 && !lost {
+                    lost = true;
+                    continue;
+                }
+                any |= rx.push(&m.mad).is_ok();
+            }
+        }
+        if any {
+            r.tool.send(&Address::Lid(dst), &rx.ack(2)).unwrap();
+        }
+        if rx.is_complete() {
+            break;
+        }
+    }
+    assert!(rx.is_complete());
+    assert!(lost);
+    assert_eq!(r.sm.sa().unwrap().counters().rmpp_resends, 1);
+    assert!(sls.len() > 3, "{sls:?}");
+    assert!(sls.iter().all(|&s| s == 5), "{sls:?}");
+}
