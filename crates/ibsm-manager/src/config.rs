@@ -69,10 +69,13 @@ pub struct SmConfig {
     /// Ask ports to re-register with the SA when their configuration changed.
     pub client_reregister: bool,
     /// Serve Subnet Administration (class 0x03) from the SM's view of the subnet
-    /// (`ibsm-sa`); off by default.
+    /// (`ibsm-sa`); off by default. The heavy sweep then also reads the P_Key tables
+    /// the SA serves (CA ports, switch port 0, enforcing switch ports). The SA's own
+    /// sends (RMPP windows, Reports) wait `transaction_timeout` and retry
+    /// `transaction_retries` times.
     pub sa: bool,
-    /// How SA tables leave: RMPP segments (simulator) or one message for a umad agent
-    /// with kernel RMPP.
+    /// How SA tables leave: RMPP segments under the RMPP sender protocol (simulator) or
+    /// one message for a umad agent with kernel RMPP.
     pub sa_rmpp: ibsm_sa::RmppMode,
 }
 
