@@ -597,6 +597,11 @@ fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
     let mut has = vec![false; dbase[na]];
     let mut active = vec![u32::MAX; net.n_sw];
     let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
+    let mut colour = vec![0u8; na];
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    // Cyclic fabrics usually show a cycle within the first few dozen destinations: look
+    // after 64, 512, 4096, ... LIDs (a few extra searches on an acyclic fabric).
+    let mut next_look = 64;
     for lid in 1..net.lft_len {
         let Some((t, _)) = net.dest_switch(lid) else {
             continue;
@@ -629,11 +634,28 @@ fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
                 }
             }
         }
+        if lid == next_look {
+            next_look *= 8;
+            if !dag(net, &dbase, &has, &mut colour, &mut stack) {
+                return false;
+            }
+        }
     }
-    // Iterative DFS; colour 1 = on the stack, 2 = done.
-    let mut colour = vec![0u8; na];
-    let mut stack: Vec<(u32, u32)> = Vec::new();
-    for a0 in 0..na as u32 {
+    dag(net, &dbase, &has, &mut colour, &mut stack)
+}
+
+/// Whether the dependencies `has` form no cycle (iterative DFS).
+fn dag(
+    net: &Net,
+    dbase: &[usize],
+    has: &[bool],
+    colour: &mut [u8],
+    stack: &mut Vec<(u32, u32)>,
+) -> bool {
+    // Colour 1 = on the stack, 2 = done.
+    colour.fill(0);
+    stack.clear();
+    for a0 in 0..colour.len() as u32 {
         if colour[a0 as usize] != 0 {
             continue;
         }
