@@ -421,29 +421,33 @@ fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) 
 /// that no traffic takes constrain nothing (on degraded fat trees that saves a layer).
 fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) -> Result<Vec<u8>> {
     let n = net.n_sw;
-    let mut sl = vec![0u8; n * net.lft_len];
-    // Per switch, for the current LID: its hop, and the layer of the path of the nearest
-    // switch with CAs on its way (itself if it has CAs; 0 for the destination).
-    let mut layer = vec![0u8; n];
-    let mut hop = vec![NONE; n];
+    let len = net.lft_len;
+    let mut sl = vec![0u8; n * len];
+    // The LIDs of one destination switch share its BFS, so they are placed side by side:
+    // entry `s * k + j` is switch `s`'s state for the destination's `j`-th LID: its hop,
+    // and the layer of the path of the nearest switch with CAs on its way (itself if it
+    // has CAs; 0 for the destination).
+    let mut layer: Vec<u8> = Vec::new();
+    let mut hop: Vec<u32> = Vec::new();
     let mut dist = vec![0u16; n];
     let mut queue = Vec::new();
     let mut lids = Vec::new();
+    let mut down: Vec<u32> = Vec::new();
     let mut cands: Vec<(u8, u8, u32, u32)> = Vec::new();
     let mut deps = Vec::new();
     let mut used = vec![0u32; net.n_arcs()];
     // The dependencies a path through first hop `a` adds on top of the path of the nearest
     // switch with CAs (or the destination) it reaches: hops through CA-less switches are
     // nobody's path until a source uses them.
-    let chain = |hop: &[u32], a: u32, t: usize, out: &mut Vec<(u32, u32)>| {
+    let chain = |hop: &[u32], k: usize, j: usize, a: u32, t: usize, out: &mut Vec<(u32, u32)>| {
         out.clear();
         let (mut prev, mut y) = (a, net.adst[a as usize] as usize);
         while y != t {
-            out.push((prev, hop[y]));
+            out.push((prev, hop[y * k + j]));
             if net.nsrc[y] > 0 {
                 break;
             }
-            prev = hop[y];
+            prev = hop[y * k + j];
             y = net.adst[prev as usize] as usize;
         }
     };
@@ -452,81 +456,79 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
         if lids.is_empty() {
             continue;
         }
+        let k = lids.len();
         net.bfs(t, &mut dist, &mut queue);
-        for &(lid, _, _) in &lids {
-            let lid = usize::from(lid);
-            for &s in &queue[1..] {
-                let s = s as usize;
-                let source = net.nsrc[s] > 0;
-                let pref = arc_of(net, s, r.lft(s)[lid]);
-                if dist[s] == 1 {
+        layer.clear();
+        layer.resize(n * k, 0);
+        hop.clear();
+        hop.resize(n * k, NONE);
+        for &s in &queue[1..] {
+            let s = s as usize;
+            let source = net.nsrc[s] > 0;
+            let ds = dist[s];
+            // The shortest next hops, shared by the destination's LIDs.
+            down.clear();
+            down.extend(
+                net.arcs(s)
+                    .filter(|&a| dist[net.adst[a] as usize] + 1 == ds)
+                    .map(|a| a as u32),
+            );
+            for (j, &(lid, _, _)) in lids.iter().enumerate() {
+                let lid = usize::from(lid);
+                let e = s * k + j;
+                let pref = arc_of(net, s, r.lfts[s * len + lid]);
+                if ds == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
-                    let a = if pref != NONE && net.adst[pref as usize] as usize == t {
-                        pref
-                    } else {
-                        net.arcs(s)
-                            .find(|&a| net.adst[a] as usize == t)
-                            .map_or(NONE, |a| a as u32)
-                    };
-                    hop[s] = a;
-                    layer[s] = 0;
-                    r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                    let a = if down.contains(&pref) { pref } else { down[0] };
+                    hop[e] = a;
+                    layer[e] = 0;
+                    r.lfts[s * len + lid] = net.aport[a as usize];
                     continue;
                 }
-                let ds = dist[s];
                 let mut low = u8::MAX;
-                let mut pref_ok = false;
-                for a in net.arcs(s) {
-                    let x = net.adst[a] as usize;
-                    if dist[x] + 1 == ds {
-                        low = low.min(layer[x]);
-                        pref_ok |= a as u32 == pref;
-                    }
+                for &a in &down {
+                    low = low.min(layer[net.adst[a as usize] as usize * k + j]);
                 }
-                let pref_low = pref_ok && layer[net.adst[pref as usize] as usize] == low;
+                let pref_ok = down.contains(&pref);
+                let pref_low = pref_ok && layer[net.adst[pref as usize] as usize * k + j] == low;
                 if !source {
                     // Nothing to place: head for the lowest layer, the balanced hop first.
                     let a = if pref_low {
                         pref
                     } else {
-                        net.arcs(s)
-                            .filter(|&a| {
-                                let x = net.adst[a] as usize;
-                                dist[x] + 1 == ds && layer[x] == low
-                            })
-                            .min_by_key(|&a| used[a])
-                            .map_or(NONE, |a| a as u32)
+                        down.iter()
+                            .copied()
+                            .filter(|&a| layer[net.adst[a as usize] as usize * k + j] == low)
+                            .min_by_key(|&a| used[a as usize])
+                            .unwrap_or(down[0])
                     };
                     if a != pref {
                         used[a as usize] += 1;
-                        r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                        r.lfts[s * len + lid] = net.aport[a as usize];
                     }
-                    hop[s] = a;
-                    layer[s] = low;
+                    hop[e] = a;
+                    layer[e] = low;
                     continue;
                 }
                 // Fast path: the balanced hop leads to the lowest layer and fits there.
                 if pref_low {
-                    chain(&hop, pref, t, &mut deps);
+                    chain(&hop, k, j, pref, t, &mut deps);
                     if lay.try_unit(usize::from(low), &deps) {
-                        hop[s] = pref;
-                        layer[s] = low;
-                        sl[s * net.lft_len + lid] = low;
+                        hop[e] = pref;
+                        layer[e] = low;
+                        sl[s * len + lid] = low;
                         continue;
                     }
                 }
                 cands.clear();
-                for a in net.arcs(s) {
-                    let x = net.adst[a] as usize;
-                    if dist[x] + 1 == ds {
-                        let a = a as u32;
-                        cands.push((layer[x], u8::from(a != pref), used[a as usize], a));
-                    }
+                for &a in &down {
+                    let x = net.adst[a as usize] as usize;
+                    cands.push((layer[x * k + j], u8::from(a != pref), used[a as usize], a));
                 }
                 cands.sort_unstable();
                 let mut got = None;
                 for &(lx, _, _, a) in &cands {
-                    chain(&hop, a, t, &mut deps);
+                    chain(&hop, k, j, a, t, &mut deps);
                     if lay.try_unit(usize::from(lx), &deps) {
                         got = Some((a, usize::from(lx)));
                         break;
@@ -541,11 +543,11 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                         deps.clear();
                         let (mut p, mut y) = (a, x);
                         while y != t {
-                            deps.push((p, hop[y]));
-                            p = hop[y];
+                            deps.push((p, hop[y * k + j]));
+                            p = hop[y * k + j];
                             y = net.adst[p as usize] as usize;
                         }
-                        let from = usize::from(layer[x]) + 1;
+                        let from = usize::from(layer[x * k + j]) + 1;
                         let mut got = None;
                         for l in from..lay.layers.len() {
                             if lay.try_unit(l, &deps) {
@@ -577,11 +579,11 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 };
                 if a != pref {
                     used[a as usize] += 1;
-                    r.lfts[s * net.lft_len + lid] = net.aport[a as usize];
+                    r.lfts[s * len + lid] = net.aport[a as usize];
                 }
-                hop[s] = a;
-                layer[s] = l as u8;
-                sl[s * net.lft_len + lid] = l as u8;
+                hop[e] = a;
+                layer[e] = l as u8;
+                sl[s * len + lid] = l as u8;
             }
         }
     }
