@@ -16,7 +16,9 @@
 //! switches x LIDs x ports hop matrix. At each switch the next hop is chosen among the
 //! legal shortest ones by accumulated traffic flow, farthest switches first, which on a
 //! full fat tree reproduces d-mod-k and gives perfectly even all-to-all link load.
-//! LID ranges can be split across threads ([`Options::threads`]).
+//! With [`Options::threads`] > 1 threads plan destinations ahead (the load-independent
+//! BFS part) while one thread places them in a fixed order, so the tables are identical
+//! whatever the thread count.
 //!
 //! # Example
 //! ```
