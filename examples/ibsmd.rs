@@ -346,10 +346,10 @@ fn run(a: &Args) -> Result<bool, String> {
         let until = t.now() + Duration::from_millis(100);
         driver::run(&mut sm, &mut t, until, |_| false).map_err(|e| e.to_string())?;
     }
-    // Keep the port open until the process exits: the umad2sim preload's reader thread
-    // crashes (NULL mutex) when a MAD arrives for a umad fd already closed, and traps
-    // keep arriving. The OS closes it at exit, after the preload has said goodbye.
-    std::mem::forget(t);
+    // Dropping the port (here or on an error return) is safe under ibsim too: ibsm-umad
+    // leaves the umad fd open there, for the preload crashes when it is closed while
+    // MADs are still arriving (see `UmadPort`'s Drop).
+    drop(t);
     if let Some(sa) = sm.sa() {
         eprintln!("SA: {:?}", sa.counters());
     }

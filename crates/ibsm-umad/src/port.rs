@@ -108,7 +108,28 @@ const SMP_METHODS: [u8; 4] = [0x01, 0x02, 0x05, 0x07];
 /// Delete.
 const SA_METHODS: [u8; 7] = [0x01, 0x02, 0x06, 0x12, 0x13, 0x14, 0x15];
 
+/// Calls `op` again while it fails with `EINTR` (at most 16 times in a row).
+///
+/// A signal (SIGTERM to a daemon: its handler has no `SA_RESTART`, so that a waiting
+/// `poll` ends at once) can also interrupt a `write` that blocks: the umad2sim preload
+/// writes to a blocking socket, which waits while ibsim's queue is full. Nothing was
+/// sent then. Treating it as an error made a daemon stopped mid-sweep fail with
+/// "write failed: errno 4".
+fn retry_interrupted<T>(mut op: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    let mut left = 16;
+    loop {
+        match op() {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) && left > 0 => left -= 1,
+            r => return r,
+        }
+    }
+}
+
 /// An open umad port with its agents.
+///
+/// Dropping it closes the device files, except the umad fd under ibsim's preload, which
+/// stays open until the process exits (closing it there crashes the process when MADs
+/// are still arriving; see the `Drop` impl).
 #[derive(Debug)]
 pub struct UmadPort {
     fd: Fd,
@@ -284,7 +305,14 @@ impl UmadPort {
         let mut buf = vec![0u8; hl + mad.len()];
         hdr.encode(&mut buf, self.hdr_len);
         buf[hl..].copy_from_slice(mad);
-        let n = sys::write(&self.fd, &buf).map_err(|e| Error::io("write", &self.path, &e))?;
+        // Under ibsim this write blocks while ibsim's socket queue is full (10 datagrams,
+        // `net.unix.max_dgram_qlen`), and the preload holds its global lock meanwhile,
+        // which its reader thread needs to queue every answer: a long burst of sends
+        // with no pause can fill both queues and block both sides for ever (512 sends
+        // in a row did; ibsmd's bursts of up to one window, 256, have not hung in 250
+        // runs on a 2,048-CA tree, but nothing here rules it out).
+        let n = retry_interrupted(|| sys::write(&self.fd, &buf))
+            .map_err(|e| Error::io("write", &self.path, &e))?;
         if n != buf.len() {
             return Err(Error::BadMad(format!(
                 "short write: {n} of {} bytes",
@@ -330,5 +358,53 @@ impl UmadPort {
                 Err(e) => return Err(Error::io("read", &self.path, &e)),
             }
         }
+    }
+}
+
+/// Under ibsim the umad fd is left open (the process exit releases it); on a kernel it
+/// is closed. libumad2sim's `close` frees the fd's receive queue and clears the routing
+/// of one class only, while its reader thread keeps routing the other classes' MADs to
+/// the freed queue: the next MAD still on its way (an answer to a request in flight, a
+/// trap, another SM's poll) crashes the process with a NULL mutex in the preload's
+/// reader thread (seen: ibsmd stopped by SIGTERM mid-sweep, the port dropped on the
+/// error path, SIGSEGV in `pthread_mutex_lock(0x30)`). The issm fd is still closed: that
+/// only clears IsSM in ibsim.
+impl Drop for UmadPort {
+    fn drop(&mut self) {
+        if self.preload {
+            self.fd.keep_open_on_drop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_calls_are_repeated_other_errors_are_not() {
+        let eintr = || std::io::Error::from_raw_os_error(libc::EINTR);
+        let mut calls = 0;
+        let r = retry_interrupted(|| {
+            calls += 1;
+            if calls < 4 { Err(eintr()) } else { Ok(calls) }
+        });
+        assert_eq!(r.unwrap(), 4);
+        // Any other error ends it at once.
+        let mut calls = 0;
+        let r: std::io::Result<()> = retry_interrupted(|| {
+            calls += 1;
+            Err(std::io::Error::from_raw_os_error(libc::EBADF))
+        });
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        assert_eq!(calls, 1);
+        // A signal storm does not spin for ever: the 17th EINTR is returned.
+        let mut calls = 0;
+        let r: std::io::Result<()> = retry_interrupted(|| {
+            calls += 1;
+            Err(eintr())
+        });
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINTR));
+        assert_eq!(calls, 17);
     }
 }

@@ -51,9 +51,14 @@ impl StopSignals {
 ///
 /// Under ibsim's umad2sim preload, the preload's own `atexit` handler (which tells ibsim
 /// the client is gone, freeing one of its ten client slots) joins its socket-reader
-/// thread and sometimes deadlocks doing so (seen with libumad2sim of ibsim 0.12). A
-/// watchdog thread ends the process with `_exit(code)` if the handlers have not finished
-/// within `grace`.
+/// thread and sometimes deadlocks doing so (seen with libumad2sim of ibsim 0.12): it
+/// holds its global lock while it cancels and joins the reader, and a reader that has
+/// just read a MAD waits for that lock, which is no cancellation point. A watchdog
+/// thread ends the process with `_exit(code)` if the handlers have not finished within
+/// `grace`. (By its source the same handler can also crash the process: it invalidates
+/// the socket before cancelling the reader, and a reader woken by a MAD in between
+/// reads nothing and routes to no queue. Not seen in some 300 exits with MADs in
+/// flight; quiet the port before exiting where it matters.)
 pub fn exit_process(code: u8, grace: std::time::Duration) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();

@@ -10,22 +10,34 @@
 use std::ffi::{CStr, CString};
 use std::io;
 
-/// An owned file descriptor, closed on drop with plain `close`.
+/// An owned file descriptor, closed on drop with plain `close` (unless
+/// [`Fd::keep_open_on_drop`] was called).
 #[derive(Debug)]
-pub(crate) struct Fd(libc::c_int);
+pub(crate) struct Fd {
+    raw: libc::c_int,
+    close_on_drop: bool,
+}
 
 impl Fd {
     pub(crate) fn raw(&self) -> libc::c_int {
-        self.0
+        self.raw
+    }
+
+    /// Leaves the descriptor open when this is dropped: the process exit closes it.
+    pub(crate) fn keep_open_on_drop(&mut self) {
+        self.close_on_drop = false;
     }
 }
 
 impl Drop for Fd {
     fn drop(&mut self) {
+        if !self.close_on_drop {
+            return;
+        }
         // SAFETY: we own this descriptor (returned by `open`, never duplicated or closed
         // elsewhere); closing it once here is the end of its life.
         unsafe {
-            libc::close(self.0);
+            libc::close(self.raw);
         }
     }
 }
@@ -51,7 +63,10 @@ pub(crate) fn open(path: &str, flags: libc::c_int) -> io::Result<Fd> {
     // SAFETY: `c` is a valid NUL-terminated string that outlives the call; `open` does
     // not keep the pointer. Flags are plain integers.
     let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
-    check(fd as isize).map(|_| Fd(fd))
+    check(fd as isize).map(|_| Fd {
+        raw: fd,
+        close_on_drop: true,
+    })
 }
 
 /// `read(fd, buf)`.
