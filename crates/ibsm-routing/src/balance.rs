@@ -14,6 +14,13 @@
 //! reaches a switch it balances plain LID counts instead, and LMC siblings of a LID avoid
 //! the ports their earlier siblings took, so the 2^LMC LIDs of a port get different paths
 //! wherever the topology offers a choice.
+//!
+//! Planning (BFS and eligible arcs) does not depend on loads, so extra threads plan
+//! destinations ahead while one thread places them in destination order: the tables are
+//! the same for any thread count. A switch decides for all LIDs of one destination in a
+//! row (its choice depends only on its own arcs' loads, its own earlier choices and the
+//! flow upstream switches send it), and where a contiguous run of eligible arcs has equal
+//! loads and every LID brings the same flow, the least-loaded choice is a rotation.
 
 use crate::net::{INF, NONE, Net, Peer};
 use crate::routes::NO_ROUTE;
@@ -537,8 +544,7 @@ impl Loads {
     }
 }
 
-/// Places every LID of `lids` (all living on `plan.t`) into `rows` (one slice per switch,
-/// covering LIDs `l0..`).
+/// Places every LID of `lids` (all living on `plan.t`) into `rows` (one LFT per switch).
 ///
 /// LIDs are taken in chunks; inside a chunk each switch (farthest first) decides for all
 /// its LIDs in a row. That gives the same tables as placing one LID at a time across all
@@ -548,7 +554,6 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     plan: &Plan,
     lids: &[(u16, u8, u16)],
     rows: &mut [&mut [u8]],
-    l0: usize,
     net: &Net,
     loads: &mut Loads,
     pref: &P,
@@ -558,7 +563,7 @@ pub(crate) fn place<P: Prefer + ?Sized>(
         let exit = net
             .dest_switch(usize::from(lid))
             .map_or(NO_ROUTE, |(_, port)| port);
-        rows[t][usize::from(lid) - l0] = exit;
+        rows[t][usize::from(lid)] = exit;
     }
     if loads.escape_traffic.is_none() {
         // Legal switches never forward into escaped ones, so CA traffic meets an escape
@@ -578,16 +583,16 @@ pub(crate) fn place<P: Prefer + ?Sized>(
         weighted[k] = (lid, base);
         k += 1;
         if k == loads.stride {
-            place_chunk(plan, &weighted[..k], rows, l0, net, loads, pref);
+            place_chunk(plan, &weighted[..k], rows, net, loads, pref);
             k = 0;
         }
     }
     if k > 0 {
-        place_chunk(plan, &weighted[..k], rows, l0, net, loads, pref);
+        place_chunk(plan, &weighted[..k], rows, net, loads, pref);
     }
     for &(lid, w, base) in lids {
         if w == 0 {
-            place_unweighted(plan, lid, base, rows, l0, net, loads, pref);
+            place_unweighted(plan, lid, base, rows, net, loads, pref);
         }
     }
 }
@@ -599,12 +604,11 @@ fn place_unweighted<P: Prefer + ?Sized>(
     lid: u16,
     base: u16,
     rows: &mut [&mut [u8]],
-    l0: usize,
     net: &Net,
     loads: &mut Loads,
     pref: &P,
 ) {
-    let col = usize::from(lid) - l0;
+    let col = usize::from(lid);
     let sibs = usize::from(lid - base);
     for (i, &s) in plan.order.iter().enumerate() {
         let s = s as usize;
@@ -626,7 +630,6 @@ fn place_chunk<P: Prefer + ?Sized>(
     plan: &Plan,
     chunk: &[(u16, u16)],
     rows: &mut [&mut [u8]],
-    l0: usize,
     net: &Net,
     loads: &mut Loads,
     pref: &P,
@@ -636,7 +639,7 @@ fn place_chunk<P: Prefer + ?Sized>(
     let use_pref = pref.active();
     let mut cols = [0usize; CHUNK];
     for (c, &(lid, _)) in cols.iter_mut().zip(chunk) {
-        *c = usize::from(lid) - l0;
+        *c = usize::from(lid);
     }
     let cols = &cols[..k];
     // Whether some LID of the chunk has LMC siblings placed before it.
@@ -1070,7 +1073,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         if st.unreachable.is_none() {
             st.unreachable = plan.unreachable.map(|s| (s, lids[0].0));
         }
-        place(plan, lids, &mut rows, 0, net, loads, job.pref);
+        place(plan, lids, &mut rows, net, loads, job.pref);
     };
     let threads = job.threads.clamp(1, 64).min(net.n_sw);
     let mut lids = Vec::new();
