@@ -1596,10 +1596,45 @@ impl SubnetManager {
                     key,
                 });
             }
-            // Link state changes and local changes: re-sweep.
-            128 | 144 | 145 | 64 | 65 => self.request_heavy_sweep(now),
+            // Link state changes and local changes: re-sweep, unless the running
+            // discovery has yet to reach the issuer (it will read the new state then).
+            128 | 144 | 145 | 64 | 65 if !self.discovery_will_see(notice.issuer_lid) => {
+                self.request_heavy_sweep(now);
+            }
             _ => {}
         }
+    }
+}
+
+impl SubnetManager {
+    /// Whether a change reported by the port at `issuer_lid` will be seen by the running
+    /// heavy sweep: it is still discovering and has not reached that port yet, so its
+    /// NodeInfo and PortInfo Gets (and those of the links explored from it) come after
+    /// the change. A port already read, an issuer the LIDs in force do not name (the
+    /// first sweep, a LID we did not give), or any other phase: not seen, sweep again.
+    fn discovery_will_see(&self, issuer_lid: u16) -> bool {
+        if self.phase != Phase::Discover || issuer_lid == 0 {
+            return false;
+        }
+        let Some(guid) = self
+            .lids
+            .iter()
+            .find(|&(_, &(base, lmc))| {
+                issuer_lid >= base && u32::from(issuer_lid) < u32::from(base) + (1u32 << lmc)
+            })
+            .map(|(&g, _)| g)
+        else {
+            return false;
+        };
+        // A switch is keyed by its node GUID; a CA port by its port GUID, recorded once
+        // the sweep reached that port.
+        let reached = self.subnet.by_guid.contains_key(&guid)
+            || self
+                .subnet
+                .nodes
+                .iter()
+                .any(|n| !n.is_switch() && n.ports.iter().any(|p| p.guid == guid));
+        !reached
     }
 }
 

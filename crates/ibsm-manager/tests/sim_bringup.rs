@@ -218,3 +218,88 @@ fn one_heavy_sweep_then_light_sweeps_until_a_change() {
     assert_eq!(r.ok + r.holes, r.paths, "{r:?}");
     assert!(r.samples.iter().all(|p| p.dlid == gone), "{r:?}");
 }
+
+/// A trap that arrives while a heavy sweep is still discovering, from a switch that sweep
+/// has not reached yet, is satisfied by it (the switch is read after the change); a
+/// trap about a part already read would need another sweep. Two cables pulled one after
+/// the other: one heavy sweep sees both.
+#[test]
+fn a_trap_from_a_switch_not_yet_discovered_joins_the_running_sweep() {
+    let fabric = generate::fat_tree(8, 2).unwrap();
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, SimConfig::default()).expect("sim");
+    let cas: Vec<ibsm_sim::NodeIdx> = fabric
+        .cas()
+        .map(|(_, c)| sim.node_by_guid(c.guid().0).expect("CA"))
+        .collect();
+    let mut port = sim.attach_sm(cas[0], 1).expect("attach");
+    port.set_is_sm(true).expect("issm");
+    let mut sm = SubnetManager::new(SmConfig::default(), port.local_port());
+    sm.start(port.now()).expect("start");
+    let mut events = Vec::new();
+    driver::run(&mut sm, &mut port, Instant::from_secs(1), |ev| {
+        events.push(ev.clone());
+        false
+    })
+    .expect("run");
+    assert!(sm.is_up());
+    // The CA next to the SM's and the last CA (on the leaf farthest in discovery order).
+    let (near, far) = (cas[1], *cas.last().unwrap());
+    let (near_sw, near_port) = sim.peer(near, 1).expect("cabled");
+    let (far_sw, far_port) = sim.peer(far, 1).expect("cabled");
+    assert_ne!(near_sw, far_sw);
+    let gone: Vec<u16> = [near, far]
+        .iter()
+        .map(|&n| sim.with_agent(n, |a| a.sma().lid(1)).expect("LID"))
+        .collect();
+    let mark = events.len();
+    sim.apply(ibsm_sim::Fault::LinkDown {
+        node: near_sw,
+        port: near_port,
+    });
+    // Until the near leaf's trap starts a heavy sweep, then the far cable goes.
+    driver::run(&mut sm, &mut port, Instant::from_secs(2), |ev| {
+        events.push(ev.clone());
+        matches!(ev, SmEvent::SweepStarted { heavy: true })
+    })
+    .expect("run");
+    assert!(sm.is_sweeping());
+    sim.apply(ibsm_sim::Fault::LinkDown {
+        node: far_sw,
+        port: far_port,
+    });
+    driver::run(&mut sm, &mut port, Instant::from_secs(25), |ev| {
+        events.push(ev.clone());
+        false
+    })
+    .expect("run");
+    let after = &events[mark..];
+    let heavy = after
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+        .count();
+    // The far leaf's trap came during that sweep (else this test proves nothing).
+    let up_at = after
+        .iter()
+        .position(|e| matches!(e, SmEvent::SubnetUp { .. }))
+        .expect("up again");
+    let traps_before_up = after[..up_at]
+        .iter()
+        .filter(|e| matches!(e, SmEvent::Trap { number: 128, .. }))
+        .count();
+    assert_eq!(traps_before_up, 2, "{after:?}");
+    assert_eq!(heavy, 1, "{after:?}");
+    // That one sweep saw both cables gone: only paths to the two CAs fail.
+    let removed = after
+        .iter()
+        .filter(|e| matches!(e, SmEvent::NodeRemoved { .. }))
+        .count();
+    assert_eq!(removed, 2, "{after:?}");
+    let r = sim.verify();
+    assert_eq!(
+        (r.loops, r.wrong_endpoint, r.not_active_hops),
+        (0, 0, 0),
+        "{r:?}"
+    );
+    assert_eq!(r.ok + r.holes, r.paths, "{r:?}");
+    assert!(r.samples.iter().all(|p| gone.contains(&p.dlid)), "{r:?}");
+}
