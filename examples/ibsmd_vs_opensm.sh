@@ -16,13 +16,13 @@
 #   648 CAs  (36 2 3):  ibsmd 196/214/250 ms, 10,585 SMPs, xmit 10,580 (the 5 SMPs to
 #                       the SM's own CA never leave its port)
 #                       OpenSM 577/1069/751 ms, xmit 20,351
-#   2048 CAs (64 2 3):  ibsmd 302/586/328 ms, 34,465 SMPs (xmit 44.6-51.3k: measured before
-#                       the fix below)
-#                       OpenSM 2997/1559/2138 ms, xmit 65,273 (its own -D 0x08 log: 65,282
+#   2048 CAs (64 2 3):  ibsmd 558/559/522 ms, 34,465 SMPs, xmit 34,460 (load 2.9-3.2)
+#                       OpenSM 2607/3032/2882 ms, xmit 65,273 (its own -D 0x08 log: 65,282
 #                       "total sent" at SUBNET UP)
-# Until 2026-11-30 ibsmd's xmit exceeded its SMP count (13.6-16.0k on 648 CAs): it started
-# a second heavy sweep right after SUBNET UP, because the election's first SweepNeeded,
-# arriving while the first sweep discovered, was queued instead of being satisfied by it.
+# Until 2026-11-30 ibsmd's xmit exceeded its SMP count (13.6-16.0k on 648 CAs, 44.6-51.3k
+# on 2048): it started a second heavy sweep right after SUBNET UP, because the election's
+# first SweepNeeded, arriving while the first sweep discovered, was queued instead of
+# being satisfied by it.
 set -eu
 RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
