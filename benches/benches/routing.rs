@@ -98,10 +98,12 @@ fn lid_limit(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     for kind in [EngineKind::MinHop, EngineKind::FatTree] {
         let eng = kind.engine();
-        let opts = Options::default().with_threads(2);
-        g.bench_function(format!("{}/threads2", kind.name()), |b| {
-            b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
-        });
+        for threads in [1, 2] {
+            let opts = Options::default().with_threads(threads);
+            g.bench_function(format!("{}/threads{threads}", kind.name()), |b| {
+                b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
+            });
+        }
     }
     g.finish();
 }
