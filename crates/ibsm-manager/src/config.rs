@@ -36,6 +36,15 @@ pub struct SmConfig {
     pub routing_fallback: Vec<EngineKind>,
     /// Worker threads for routing (1 = single-threaded).
     pub routing_threads: usize,
+    /// When a heavy sweep finds the fabric only lost links or nodes since the routes in
+    /// force were computed (same switches or fewer, every surviving port on its old LID,
+    /// no new cable), repair the previous routes with the engine's incremental re-route
+    /// instead of recomputing them: only LIDs whose routes used a dead port move, so
+    /// traffic elsewhere stays put and far fewer LFT blocks are written. Any growth (a
+    /// cable or node back or new) recomputes from scratch, which also rebalances. Only
+    /// minhop, updn, dnup and ftree re-route incrementally; the others always recompute.
+    /// Default on (beyond OpenSM, which always recomputes).
+    pub reroute_on_loss: bool,
     /// M_Key policy (OpenSM `m_key`).
     pub m_key: MKeyMode,
     /// M_KeyProtectBits written with the key (OpenSM `m_key_protection_level`, 0..=3).
@@ -88,6 +97,7 @@ impl Default for SmConfig {
             routing: EngineKind::MinHop,
             routing_fallback: Vec::new(),
             routing_threads: 1,
+            reroute_on_loss: true,
             m_key: MKeyMode::Off,
             m_key_protect: 0,
             m_key_lease: 0,

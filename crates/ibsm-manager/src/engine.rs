@@ -176,6 +176,9 @@ pub struct SubnetManager {
     sm_lid: u16,
     fabric: Option<Fabric>,
     routes: Option<Routes>,
+    /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
+    /// fabric that only lost things from one that changed otherwise.
+    routed_csr: Option<Csr>,
     locked: HashSet<u64>,
     reported_locked: HashSet<u64>,
     /// M_Keys read off ports that differ from ours (a predecessor's keys, readable once
@@ -301,6 +304,7 @@ impl SubnetManager {
             sm_lid: local.lid,
             fabric: None,
             routes: None,
+            routed_csr: None,
             locked: HashSet::new(),
             reported_locked: HashSet::new(),
             port_keys: HashMap::new(),
@@ -1267,7 +1271,12 @@ impl SubnetManager {
             .with_fallback(self.cfg.routing_fallback.clone())
             .with_allow_unreachable(true);
         let t0 = std::time::Instant::now();
-        let routes = route_with_fallback(&*self.cfg.routing.engine(), &csr, &assignment, &opts)?;
+        let rerouted = self.try_reroute(&csr, &assignment, &opts);
+        self.stats.rerouted = rerouted.is_some();
+        let routes = match rerouted {
+            Some(r) => r,
+            None => route_with_fallback(&*self.cfg.routing.engine(), &csr, &assignment, &opts)?,
+        };
         self.stats.routing_wall = t0.elapsed();
         self.stats.routing_engine = routes.engine().to_owned();
         let max_lid = self
@@ -1317,12 +1326,16 @@ impl SubnetManager {
                 for (i, p) in ports.iter_mut().enumerate() {
                     *p = lft.get(block * 64 + i).copied().unwrap_or(0xFF);
                 }
-                let same = old
+                let before = old
                     .as_ref()
-                    .is_some_and(|o| o.get(block * 64..block * 64 + 64) == Some(&ports[..]));
-                if same {
+                    .and_then(|o| o.get(block * 64..block * 64 + 64));
+                let changed = before.map_or(ports.len(), |b| {
+                    b.iter().zip(&ports).filter(|(x, y)| x != y).count()
+                });
+                if changed == 0 {
                     continue;
                 }
+                self.stats.lft_entries += changed as u64;
                 self.submit(
                     Op::SetLft {
                         node: n,
@@ -1461,7 +1474,37 @@ impl SubnetManager {
         }
         self.fabric = Some(fabric);
         self.routes = Some(routes);
+        self.routed_csr = Some(csr);
         Ok(())
+    }
+
+    /// Repairs the routes in force for `csr` when the fabric only lost links or nodes
+    /// since they were computed (see `SmConfig::reroute_on_loss`); `None` means "recompute
+    /// from scratch" (option off, engine without incremental re-route, anything grew or
+    /// moved, or the re-route failed).
+    fn try_reroute(
+        &self,
+        csr: &Csr,
+        assignment: &LidAssignment,
+        opts: &RouteOptions,
+    ) -> Option<Routes> {
+        let kind = self.cfg.routing;
+        if !self.cfg.reroute_on_loss || !kind.incremental_reroute() {
+            return None;
+        }
+        let (prev, prev_csr) = (self.routes.as_ref()?, self.routed_csr.as_ref()?);
+        // Routes a fallback engine produced are not the configured engine's to repair.
+        if prev.engine() != kind.name() {
+            return None;
+        }
+        let old_index = crate::reroute::losses_only(prev_csr, csr)?;
+        let lft_len = crate::reroute::lft_len(csr);
+        let live = crate::reroute::live_lids(csr, lft_len);
+        let carried = prev.carry_over(&old_index, lft_len, &live);
+        // Without fallback: a failed repair falls back to a full recompute, which runs
+        // the configured fallback chain itself.
+        let opts = opts.clone().with_fallback(Vec::new());
+        kind.engine().reroute(csr, assignment, &opts, &carried).ok()
     }
 
     fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {

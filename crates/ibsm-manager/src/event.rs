@@ -29,6 +29,13 @@ pub struct SweepStats {
     pub lids: usize,
     /// LFT blocks written.
     pub lft_blocks: u64,
+    /// LFT entries those blocks change on the switches (relative to what the SM last
+    /// wrote there; every entry of a block sent to a switch with no such record): the
+    /// destinations whose traffic moves.
+    pub lft_entries: u64,
+    /// The routes repair the previous ones after links or nodes were lost
+    /// (`SmConfig::reroute_on_loss`) rather than being recomputed from scratch.
+    pub rerouted: bool,
     /// PortInfo Sets written.
     pub port_sets: u64,
     /// The engine that produced the routes.

@@ -44,6 +44,7 @@ mod event;
 pub mod lids;
 pub mod mkey;
 pub mod model;
+mod reroute;
 pub mod store;
 
 pub use config::{MKeyMode, SmConfig};

@@ -197,6 +197,17 @@ impl EngineKind {
         }
     }
 
+    /// Whether [`RoutingEngine::reroute`] of this engine keeps still-legal entries
+    /// (minhop, updn, dnup, ftree); the others recompute from scratch when asked to
+    /// re-route.
+    #[must_use]
+    pub fn incremental_reroute(self) -> bool {
+        matches!(
+            self,
+            EngineKind::MinHop | EngineKind::UpDn | EngineKind::DnUp | EngineKind::FatTree
+        )
+    }
+
     /// Whether the engine's routes are deadlock-free on any topology it accepts.
     #[must_use]
     pub fn deadlock_free(self) -> bool {

@@ -170,6 +170,65 @@ impl Routes {
                 .map_or(0, |t| t.iter().map(|p| p.len() * 16).sum())
     }
 
+    /// These routes carried onto a later snapshot of the same fabric, as the `previous`
+    /// of [`crate::RoutingEngine::reroute`]: switch `s` of the new snapshot takes the
+    /// tables of switch `old_index[s]` here (the caller maps switches by GUID; port
+    /// numbers are physical and stay). LFTs are cut or padded to `lft_len`, and every
+    /// LID `l` with `live[l] == false` (no longer assigned) becomes [`NO_ROUTE`], so that
+    /// entries towards vanished ports are not kept as "still legal". The up/down order
+    /// is kept for the switches that remain (re-ranked densely), so re-routing agrees with
+    /// the old columns on what "up" means.
+    ///
+    /// # Panics
+    /// If an index of `old_index` is `>= switch_count()`.
+    #[must_use]
+    pub fn carry_over(&self, old_index: &[u32], lft_len: usize, live: &[bool]) -> Routes {
+        let n = old_index.len();
+        let copy_rows = |src: &[u8], fill: u8| -> Vec<u8> {
+            let mut out = vec![fill; n * lft_len];
+            let keep = self.lft_len.min(lft_len);
+            for (s, &o) in old_index.iter().enumerate() {
+                let o = o as usize;
+                assert!(o < self.n_sw, "switch index {o} out of range");
+                out[s * lft_len..s * lft_len + keep]
+                    .copy_from_slice(&src[o * self.lft_len..o * self.lft_len + keep]);
+                for (l, e) in out[s * lft_len..(s + 1) * lft_len].iter_mut().enumerate() {
+                    if !live.get(l).copied().unwrap_or(false) {
+                        *e = fill;
+                    }
+                }
+            }
+            out
+        };
+        let lfts = copy_rows(&self.lfts, NO_ROUTE);
+        let sl = self.sl.as_ref().map(|t| copy_rows(t, 0));
+        let sl2vl = self.sl2vl.as_ref().map(|t| {
+            old_index
+                .iter()
+                .map(|&o| t.get(o as usize).cloned().unwrap_or_default())
+                .collect()
+        });
+        let updown_pos = self.updown_pos.as_ref().map(|pos| {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by_key(|&s| pos[old_index[s] as usize]);
+            let mut dense = vec![0u32; n];
+            for (rank, s) in order.into_iter().enumerate() {
+                dense[s] = rank as u32;
+            }
+            dense
+        });
+        Routes {
+            engine: self.engine.clone(),
+            n_sw: n,
+            lft_len,
+            lfts,
+            sl,
+            sl2vl,
+            vls: self.vls,
+            updown_pos,
+        }
+    }
+
     /// Number of 64-entry LFT blocks (the unit of a LinearForwardingTable SMP) that differ
     /// between `self` and `other`, per switch summed. Both must have the same shape.
     #[must_use]
@@ -199,5 +258,38 @@ impl Routes {
             .zip(&other.lfts)
             .filter(|(a, b)| a != b)
             .count()
+    }
+}
+
+#[cfg(test)]
+mod carry_tests {
+    use super::*;
+
+    #[test]
+    fn carry_over_maps_switches_clears_dead_lids_and_reranks() {
+        let mut r = Routes::new("updn", 3, 6);
+        for s in 0..3 {
+            for l in 0..6 {
+                r.lft_mut(s)[l] = (10 * s + l) as u8;
+            }
+        }
+        r.updown_pos = Some(vec![2, 0, 1]);
+        r.set_sl2vl(vec![vec![[0; 16]], vec![[1; 16]], vec![[2; 16]]]);
+        // Old switch 1 is gone; new order is (old 2, old 0); LID 3 vanished; LIDs 6..8
+        // did not exist before.
+        let live = [false, true, true, false, true, true, true, false];
+        let c = r.carry_over(&[2, 0], 8, &live);
+        assert_eq!(c.switch_count(), 2);
+        assert_eq!(c.lft_len(), 8);
+        assert_eq!(c.lft(0), &[255, 21, 22, 255, 24, 25, 255, 255]);
+        assert_eq!(c.lft(1), &[255, 1, 2, 255, 4, 5, 255, 255]);
+        // Old positions 1 (old 2) and 2 (old 0) re-rank to 0 and 1.
+        assert_eq!(c.updown_pos, Some(vec![0, 1]));
+        assert_eq!(c.sl2vl(0, 0), Some([2; 16]));
+        assert_eq!(c.sl2vl(1, 0), Some([0; 16]));
+        assert_eq!(c.engine(), "updn");
+        // Shrinking cuts the tables.
+        let c = r.carry_over(&[1], 3, &[true; 3]);
+        assert_eq!(c.lft(0), &[10, 11, 12]);
     }
 }
