@@ -5,6 +5,7 @@
 #![no_main]
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
@@ -13,6 +14,8 @@ use ibsm_topology::{Csr, generate};
 use libfuzzer_sys::fuzz_target;
 
 static SA: Mutex<Option<SaServer>> = Mutex::new(None);
+/// The latest `now` any input used, in nanoseconds.
+static LATEST: AtomicU64 = AtomicU64::new(0);
 
 fn build() -> SaServer {
     let fabric = generate::k_ary_n_tree(4, 2).expect("fabric");
@@ -61,6 +64,15 @@ fuzz_target!(|data: &[u8]| {
         assert!(t.mad[3] & 0x80 != 0 || t.mad[3] == 0x06, "not a response or Report");
     }
     assert!(sa.transfers_in_progress() <= sa.config().max_transfers);
+    // Every transfer started at or before the latest time seen and ends (at the latest)
+    // by its total timer, every Report waits at most one report time-out: the SA always
+    // has something due no later than that.
+    let latest = LATEST.fetch_max(later.as_nanos() as u64, Ordering::Relaxed).max(later.as_nanos() as u64);
+    if let Some(due) = sa.poll_timeout() {
+        let cfg = sa.config();
+        let horizon = Duration::from_nanos(latest) + cfg.rmpp_total_timeout.max(cfg.report_timeout);
+        assert!(due <= horizon, "next deadline {due:?} beyond {horizon:?}");
+    }
     assert!(sa.transfer_bytes() <= sa.config().max_transfer_bytes);
     let _ = sa.take_mft_updates();
 });

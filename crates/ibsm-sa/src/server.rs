@@ -25,8 +25,9 @@ pub enum RmppMode {
     /// transports without kernel RMPP): the window starts at one segment and follows
     /// the receiver's ACKs (NewWindowLast), unacknowledged segments are resent after
     /// [`SaConfig::rmpp_timeout`] (go-back-N) at most [`SaConfig::rmpp_retries`] times
-    /// in a row before the SA ABORTs the transfer, and a receiver's STOP or ABORT ends
-    /// it. Segments beyond the first window leave through [`SaServer::poll_transmit`].
+    /// in a row before the SA ABORTs the transfer, a transfer still unfinished
+    /// [`SaConfig::rmpp_total_timeout`] after its first segment is ABORTed too (status
+    /// 118), and a receiver's STOP or ABORT ends it. Segments beyond the first window leave through [`SaServer::poll_transmit`].
     #[default]
     Segments,
     /// As one message: the 56-byte header with RMPP Active set, then the whole table.
@@ -57,6 +58,15 @@ pub struct SaConfig {
     /// RMPP: resends in a row without progress before the SA aborts the transfer
     /// (RMPPStatus 126, too many retries).
     pub rmpp_retries: u32,
+    /// RMPP (segments mode): the total transaction timer. A transfer not acknowledged to
+    /// the end this long after its first segment is ABORTed with RMPPStatus 118 (total
+    /// transfer time too long) and its table freed, however regularly its receiver ACKs:
+    /// without it, a requester that ACKs one segment just before each time-out holds
+    /// its table (up to [`Self::max_transfer_bytes`] in all) indefinitely. Default 40 s,
+    /// the total time the Linux kernel's RMPP receiver gives a transfer, so a live
+    /// kernel receiver gives up no later than we do; raise it when huge tables cross
+    /// slow links.
+    pub rmpp_total_timeout: Duration,
     /// RMPP: most tables being sent at once; a GetTable beyond it is answered
     /// ERR_NO_RESOURCES.
     pub max_transfers: usize,
@@ -84,6 +94,7 @@ impl Default for SaConfig {
             max_registrations: 65_536,
             rmpp_timeout: Duration::from_millis(200),
             rmpp_retries: 4,
+            rmpp_total_timeout: Duration::from_secs(40),
             max_transfers: 4096,
             max_transfer_bytes: 256 << 20,
             report_timeout: Duration::from_millis(200),
@@ -145,6 +156,9 @@ pub struct SaCounters {
     pub rmpp_aborted: u64,
     /// RMPP time-outs that resent a window.
     pub rmpp_resends: u64,
+    /// RMPP transfers we ABORTed because [`SaConfig::rmpp_total_timeout`] ran out
+    /// (RMPPStatus 118; also counted in `rmpp_aborted`).
+    pub rmpp_total_timeouts: u64,
 }
 
 /// A MAD the SA sends on its own (later RMPP segments, resends, ABORTs, Report
@@ -404,9 +418,10 @@ impl SaServer {
             ];
         };
         let timeout = u64::try_from(self.cfg.rmpp_timeout.as_nanos()).unwrap_or(u64::MAX);
+        let total = u64::try_from(self.cfg.rmpp_total_timeout.as_nanos()).unwrap_or(u64::MAX);
         let mut t = Transfer {
             to: *from,
-            sender: Sender::new(seg, timeout, self.cfg.rmpp_retries),
+            sender: Sender::new(seg, timeout, self.cfg.rmpp_retries).with_total_timeout(total),
         };
         self.counters.rmpp_transfers += 1;
         let out = drain_sender(&mut t.sender, now);
@@ -485,7 +500,7 @@ impl SaServer {
     }
 
     /// Time passes: RMPP windows are resent (or transfers aborted after too many
-    /// retries), unanswered Reports are resent (or given up).
+    /// retries or past the total timer), unanswered Reports are resent (or given up).
     pub fn handle_timeout(&mut self, now: Duration) {
         let ns = nanos(now);
         let due: Vec<(u16, u32, u64)> = self
@@ -499,8 +514,12 @@ impl SaServer {
                 continue;
             };
             t.sender.handle_timeout(ns);
-            if t.sender.state() == SenderState::Sending {
-                self.counters.rmpp_resends += 1;
+            match t.sender.state() {
+                SenderState::Sending => self.counters.rmpp_resends += 1,
+                SenderState::Aborted(RmppStatus::TotalTimeTooLong) => {
+                    self.counters.rmpp_total_timeouts += 1;
+                }
+                _ => {}
             }
             let to = t.to;
             for mad in drain_sender(&mut t.sender, now) {

@@ -1046,6 +1046,71 @@ fn rmpp_window_follows_acks_and_time_outs_resend() {
     assert_eq!(recs.len(), want);
 }
 
+/// A receiver that ACKs one segment at a time, each ACK a little before the ACK
+/// time-out: no single time-out ever fires, but the total timer ends the transfer with
+/// ABORT 118 and frees its table.
+#[test]
+fn rmpp_total_timer_aborts_a_receiver_that_acks_too_slowly() {
+    let f = fixture(generate::k_ary_n_tree(4, 3).unwrap(), EngineKind::MinHop, 0);
+    let snap = server(&f).snapshot().clone();
+    let mut cfg = SaConfig::with_sm_key(KEY);
+    cfg.rmpp_timeout = Duration::from_millis(200);
+    cfg.rmpp_total_timeout = Duration::from_secs(2);
+    let mut sa = SaServer::new(cfg);
+    sa.load(snap);
+    let (lid, _) = f.lids.terminal_lid(0);
+    let t0 = Duration::from_millis(3);
+    let req = SaMad::request(
+        Method::GetTable,
+        0x77,
+        ComponentMask::NONE,
+        &NodeRecord::default(),
+    )
+    .unwrap();
+    let mut batch = sa.handle(t0, &req.to_bytes(), &from(lid));
+    assert!(sa.transfer_bytes() > 0);
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+    let mut now = t0;
+    let mut abort = None;
+    let mut acks = 0;
+    loop {
+        for m in batch.drain(..) {
+            rx.push(&m).unwrap();
+        }
+        let due = sa.poll_timeout().expect("the transfer is still running");
+        let ack_at = now + Duration::from_millis(150);
+        if ack_at < due {
+            now = ack_at;
+            batch = sa.handle(now, &rx.ack(1), &from(lid));
+            acks += 1;
+            assert_eq!(batch.len(), 1, "one new segment per ACK");
+            continue;
+        }
+        now = due;
+        sa.handle_timeout(now);
+        while let Some(t) = sa.poll_transmit(now) {
+            assert_eq!(rmpp_type(&t.mad), 4, "no resend: only the ABORT");
+            abort = Some(t.mad);
+        }
+        break;
+    }
+    let abort = abort.expect("an ABORT when the total time ran out");
+    assert_eq!(abort[27], 118, "total transfer time too long");
+    assert_eq!(now, t0 + Duration::from_secs(2));
+    assert!(!rx.is_complete());
+    assert!(acks >= 12, "{acks} ACKs");
+    assert_eq!(sa.transfers_in_progress(), 0);
+    assert_eq!(sa.transfer_bytes(), 0);
+    assert_eq!(sa.poll_timeout(), None);
+    let c = sa.counters();
+    assert_eq!(
+        (c.rmpp_total_timeouts, c.rmpp_aborted, c.rmpp_resends),
+        (1, 1, 0)
+    );
+    // A late ACK finds nothing and sends nothing.
+    assert!(sa.handle(now, &rx.ack(1), &from(lid)).is_empty());
+}
+
 #[test]
 fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
     let f = tree();
@@ -1316,7 +1381,13 @@ proptest! {
             let mut arrived = false;
             for m in std::mem::take(&mut in_flight) {
                 if m[25] == 4 {
-                    prop_assert_eq!(m[27], 126, "only too many retries ends it here");
+                    // Too many retries, or (loss making every window slow) the total
+                    // timer, and that never before it ran out.
+                    let total = sa.config().rmpp_total_timeout;
+                    prop_assert!(
+                        m[27] == 126 || (m[27] == 118 && now >= total),
+                        "ABORT {} at {:?}", m[27], now
+                    );
                     aborted = true;
                     continue;
                 }

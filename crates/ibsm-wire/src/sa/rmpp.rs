@@ -811,6 +811,9 @@ pub enum SenderState {
 /// [`Self::handle_timeout`]). The window starts at one segment, as Linux does, and then
 /// follows the receiver's NewWindowLast; a time-out without progress resends from the
 /// first unacknowledged segment (go-back-N), at most `max_retries` times in a row.
+/// With [`Self::with_total_timeout`], the whole transfer also has a time limit (the
+/// total transaction timer): a receiver that keeps ACKing just often enough to dodge
+/// every single time-out is cut off with ABORT status 118 (total time too long).
 #[derive(Debug, Clone)]
 pub struct Sender<P> {
     seg: Segmenter<P>,
@@ -822,6 +825,10 @@ pub struct Sender<P> {
     deadline: Option<u64>,
     retries: u32,
     max_retries: u32,
+    /// Limit on the whole transfer, from the first segment sent.
+    total_ns: Option<u64>,
+    /// When the total timer runs out (set when the first segment leaves).
+    total_deadline: Option<u64>,
     state: SenderState,
     abort_pending: bool,
 }
@@ -840,9 +847,20 @@ impl<P: RmppPayload> Sender<P> {
             deadline: None,
             retries: 0,
             max_retries,
+            total_ns: None,
+            total_deadline: None,
             state: SenderState::Sending,
             abort_pending: false,
         }
+    }
+
+    /// Limits the whole transfer to `total_ns` from its first segment: when it runs out
+    /// before the receiver acknowledged the last segment, the transfer is aborted with
+    /// [`RmppStatus::TotalTimeTooLong`] (118), however regularly ACKs were coming.
+    #[must_use]
+    pub const fn with_total_timeout(mut self, total_ns: u64) -> Self {
+        self.total_ns = Some(total_ns);
+        self
     }
 
     /// The transfer's state.
@@ -880,22 +898,38 @@ impl<P: RmppPayload> Sender<P> {
         if self.deadline.is_none() {
             self.deadline = Some(now.saturating_add(self.timeout_ns));
         }
+        if self.total_deadline.is_none() {
+            self.total_deadline = self.total_ns.map(|t| now.saturating_add(t));
+        }
         Some(mad)
     }
 
-    /// When [`Self::handle_timeout`] is due, if anything is outstanding.
+    /// When [`Self::handle_timeout`] is due, if anything is outstanding: the ACK
+    /// time-out or the total timer, whichever comes first.
     #[must_use]
     pub const fn poll_timeout(&self) -> Option<u64> {
         match self.state {
-            SenderState::Sending => self.deadline,
+            SenderState::Sending => match (self.deadline, self.total_deadline) {
+                (Some(a), Some(b)) => Some(if a < b { a } else { b }),
+                (Some(a), None) | (None, Some(a)) => Some(a),
+                (None, None) => None,
+            },
             _ => None,
         }
     }
 
-    /// Time passes: without an ACK since the deadline, resend from the first
-    /// unacknowledged segment, or abort (TooManyRetries) after `max_retries`.
+    /// Time passes: past the total timer, abort (TotalTimeTooLong); without an ACK
+    /// since the deadline, resend from the first unacknowledged segment, or abort
+    /// (TooManyRetries) after `max_retries`.
     pub fn handle_timeout(&mut self, now: u64) {
-        if self.state != SenderState::Sending || self.deadline.is_none_or(|d| now < d) {
+        if self.state != SenderState::Sending {
+            return;
+        }
+        if self.total_deadline.is_some_and(|t| now >= t) {
+            self.abort(RmppStatus::TotalTimeTooLong);
+            return;
+        }
+        if self.deadline.is_none_or(|d| now < d) {
             return;
         }
         self.deadline = None;

@@ -1137,6 +1137,55 @@ fn sender_gives_up_and_aborts() {
 }
 
 #[test]
+fn sender_total_timer_cuts_off_a_slow_receiver() {
+    let links: Vec<LinkRecord> = (0..300).map(link).collect(); // 12 segments
+    let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&links)).unwrap();
+    // The whole transfer may take 5 ACK time-outs.
+    let mut tx = Sender::new(seg, TIMEOUT, 2).with_total_timeout(5 * TIMEOUT);
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
+    let start = 7;
+    let mut now = start;
+    let mut sent = 0;
+    // The receiver ACKs one segment at a time, each just before the ACK time-out.
+    while tx.state() == SenderState::Sending {
+        while let Some(m) = tx.poll_transmit(now) {
+            if SaMad::parse(&m).unwrap().rmpp_type == RmppType::Abort {
+                assert_eq!(m[27], 118);
+                continue;
+            }
+            sent += 1;
+            rx.push(&m).unwrap();
+        }
+        let due = tx.poll_timeout().unwrap();
+        if due - now >= TIMEOUT {
+            // Only the ACK timer is running: ACK just before it fires.
+            now += TIMEOUT - 1;
+            tx.handle(&rx.ack(1), now).unwrap();
+        } else {
+            now = due;
+            tx.handle_timeout(now);
+        }
+        assert!(now <= start + 5 * TIMEOUT, "never past the total timer");
+    }
+    assert_eq!(
+        tx.state(),
+        SenderState::Aborted(RmppStatus::TotalTimeTooLong)
+    );
+    assert_eq!(now, start + 5 * TIMEOUT, "timed from the first segment");
+    assert!((5..12).contains(&sent), "{sent} segments, none resent");
+    let abort = SaMad::parse(&tx.poll_transmit(now).unwrap()).unwrap();
+    assert_eq!(
+        (abort.rmpp_type, abort.rmpp_status),
+        (RmppType::Abort, RmppStatus::TotalTimeTooLong)
+    );
+    assert_eq!(tx.poll_timeout(), None);
+    // Without a total timer the same receiver gets everything.
+    let (st, data, _) = transfer(&links, 1, 0, 1, 2);
+    assert_eq!(st, SenderState::Complete);
+    assert!(data.is_some());
+}
+
+#[test]
 fn sender_handles_bad_acks_stop_and_abort() {
     let links: Vec<LinkRecord> = (0..100).map(link).collect();
     let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&links)).unwrap();
