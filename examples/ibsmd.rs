@@ -17,6 +17,8 @@
 //! --sweep-interval SECS    light sweep period (0 = none; default 10)
 //! --polling-timeout MS     standby: time between polls of the master (default 10000)
 //! --polling-retries N      standby: failed polls before the master is dead (default 4)
+//! --no-reroute-on-loss    after a lost cable or node, recompute every route instead
+//!                          of repairing only the broken ones (OpenSM's behaviour)
 //! --guid2lid FILE          keep LIDs across restarts (OpenSM's guid2lid format)
 //! --max-wire-smps N        most SMPs in flight (default 256; 128 under ibsim, whose
 //!                          preload can deadlock on long send bursts)
@@ -61,12 +63,13 @@ struct Args {
     json: bool,
     verbose: bool,
     sa: bool,
+    reroute_on_loss: bool,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [-v]";
+[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [-v]";
 
 fn parse_u64(text: &str, flag: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -105,6 +108,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         timeout: None,
         json: false,
         sa: false,
+        reroute_on_loss: true,
         verbose: false,
     };
     let mut it = argv;
@@ -153,6 +157,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
             "--once" => a.once = true,
             "--json" => a.json = true,
             "--sa" => a.sa = true,
+            "--no-reroute-on-loss" => a.reroute_on_loss = false,
             "-v" | "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
@@ -182,6 +187,7 @@ fn config(a: &Args, under_ibsim: bool) -> SmConfig {
     cfg.priority = a.priority;
     cfg.sm_key = a.sm_key;
     cfg.routing = a.routing;
+    cfg.reroute_on_loss = a.reroute_on_loss;
     cfg.lmc = a.lmc;
     cfg.routing_threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     cfg.m_key = a.m_key.map_or(MKeyMode::Off, MKeyMode::Single);
@@ -227,8 +233,19 @@ fn log_event(ev: &SmEvent, ms: f64, verbose: bool, out: &mut Outcome) {
                 out.heavy_sweeps += 1;
             }
             eprintln!(
-                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {}",
-                stats.nodes, stats.switches, stats.lids, stats.smps, stats.routing_engine
+                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), LFT blocks {} ({} entries changed)",
+                stats.nodes,
+                stats.switches,
+                stats.lids,
+                stats.smps,
+                stats.routing_engine,
+                if stats.rerouted {
+                    "re-routed after a loss"
+                } else {
+                    "computed"
+                },
+                stats.lft_blocks,
+                stats.lft_entries
             );
             if out.first_up.is_none() {
                 out.first_up = Some((ms, stats.clone()));

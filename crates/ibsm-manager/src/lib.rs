@@ -6,7 +6,11 @@
 //! in OpenSM's `guid2lid` format), computes routes with an `ibsm-routing` engine, writes
 //! SwitchInfo and only the LFT blocks that changed, configures every port (LID, SM
 //! address, subnet prefix, per-link MTU and VLs, M_Keys), then walks the links Init ->
-//! Armed -> Active. Light sweeps and traps trigger the next heavy sweep.
+//! Armed -> Active. Light sweeps and traps trigger the next heavy sweep. When a heavy
+//! sweep finds that the fabric only lost cables or nodes since the routes were computed,
+//! it repairs them (`RoutingEngine::reroute`: only destinations whose routes used a dead
+//! port move) instead of recomputing the whole fabric; any growth recomputes and
+//! rebalances ([`SmConfig::reroute_on_loss`]).
 //!
 //! The core, [`SubnetManager`], is sans-IO: it never reads a clock or touches a device.
 //! Feed it what arrives and the time; take what it wants sent, its next deadline and

@@ -97,10 +97,11 @@ struct Scenario {
     cut: Cost,
     relink: Cost,
     ca_gone: Cost,
+    spine_gone: Cost,
 }
 
-/// Bring-up, a cut leaf uplink, the cable back, then a CA removed; the subnet verifies
-/// after each step.
+/// Bring-up, a cut leaf uplink, the cable back, a CA removed, then a spine removed; the
+/// subnet verifies after each step.
 fn scenario(f: &Fabric, engine: EngineKind, reroute: bool) -> Scenario {
     let mut sim = sim_of(f, SimConfig::default());
     let cas = ca_nodes(&sim, f);
@@ -118,10 +119,30 @@ fn scenario(f: &Fabric, engine: EngineKind, reroute: bool) -> Scenario {
     let gone = cas[cas.len() - 3];
     let ca_gone = step(&mut sim, &mut nodes, Fault::NodeRemove { node: gone });
     assert_configured(&sim, &nodes[0].sm, lids - 1);
+    // A whole spine: switches after it in discovery order change index, so the previous
+    // routes must be carried over by GUID.
+    let spine = (0..sim.node_count() as u32)
+        .map(NodeIdx)
+        .filter(|&n| {
+            sim.node_setup(n)
+                .is_some_and(|s| s.kind == ibsm_sim::NodeKind::Switch)
+        })
+        .find(|&n| {
+            let ports = sim.node_setup(n).unwrap().num_ports;
+            (1..=ports).all(|p| {
+                sim.peer(n, p).is_none_or(|(peer, _)| {
+                    sim.node_setup(peer).unwrap().kind == ibsm_sim::NodeKind::Switch
+                })
+            })
+        })
+        .expect("a spine");
+    let spine_gone = step(&mut sim, &mut nodes, Fault::NodeRemove { node: spine });
+    assert_configured(&sim, &nodes[0].sm, lids - 2);
     Scenario {
         cut,
         relink,
         ca_gone,
+        spine_gone,
     }
 }
 
@@ -129,14 +150,16 @@ fn compare(f: &Fabric, engine: EngineKind) -> (Scenario, Scenario) {
     let on = scenario(f, engine, true);
     let off = scenario(f, engine, false);
     eprintln!(
-        "{}: cut cable: reroute {:?} vs recompute {:?}; relink: {:?} vs {:?}; CA removed: {:?} vs {:?}",
+        "{}: cut cable: reroute {:?} vs recompute {:?}; relink: {:?} vs {:?}; CA removed: {:?} vs {:?}; spine removed: {:?} vs {:?}",
         engine.name(),
         on.cut,
         off.cut,
         on.relink,
         off.relink,
         on.ca_gone,
-        off.ca_gone
+        off.ca_gone,
+        on.spine_gone,
+        off.spine_gone
     );
     // Losses re-route (every sweep that configured them), growth recomputes.
     assert!(
@@ -145,6 +168,11 @@ fn compare(f: &Fabric, engine: EngineKind) -> (Scenario, Scenario) {
         on.cut
     );
     assert!(on.ca_gone.rerouted == on.ca_gone.sweeps, "{:?}", on.ca_gone);
+    assert!(
+        on.spine_gone.sweeps > 0 && on.spine_gone.rerouted == on.spine_gone.sweeps,
+        "{:?}",
+        on.spine_gone
+    );
     assert_eq!(on.relink.rerouted, 0);
     assert_eq!(
         off.cut.rerouted + off.relink.rerouted + off.ca_gone.rerouted,
@@ -178,6 +206,7 @@ fn cut_cable_and_removed_ca_reroute_relink_recomputes() {
         );
         assert!(on.ca_gone.entries <= off.ca_gone.entries);
         assert!(on.ca_gone.blocks <= off.ca_gone.blocks);
+        assert!(on.spine_gone.entries <= off.spine_gone.entries);
     }
 }
 
