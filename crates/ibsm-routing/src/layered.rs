@@ -146,18 +146,28 @@ impl<'a> Layering<'a> {
     }
 
     /// Adds dependency `a -> b` to layer `l`; false if it would close a cycle.
+    #[inline]
     fn insert(&mut self, l: usize, a: u32, b: u32) -> bool {
         let d = self.dep(a, b);
+        let layer = &mut self.layers[l];
+        let c = layer.cnt[d];
+        // Most probes find the dependency already there or known to close a cycle.
+        if c == FORBIDDEN {
+            return false;
+        }
+        if c > 0 || layer.ord[a as usize] < layer.ord[b as usize] {
+            layer.cnt[d] = c + 1;
+            return true;
+        }
+        self.insert_reorder(l, a, b, d)
+    }
+
+    /// [`Self::insert`] of a new dependency against the layer's current order.
+    #[inline(never)]
+    fn insert_reorder(&mut self, l: usize, a: u32, b: u32, d: usize) -> bool {
         let net = self.net;
         let dbase = &self.dbase;
         let layer = &mut self.layers[l];
-        if layer.cnt[d] == FORBIDDEN {
-            return false;
-        }
-        if layer.cnt[d] > 0 || layer.ord[a as usize] < layer.ord[b as usize] {
-            layer.cnt[d] += 1;
-            return true;
-        }
         let (lb, ub) = (layer.ord[b as usize], layer.ord[a as usize]);
         layer.epoch += 1;
         let ep = layer.epoch;
@@ -198,18 +208,26 @@ impl<'a> Layering<'a> {
             // Move what reaches a to the front of the window [lb, ub], in its old order,
             // and everything else there after it, in its old order. An edge into the
             // moved set comes from before the window (else its tail would reach a and be
-            // in the set, or be b: a cycle), so every edge still points forward.
-            self.fwd.clear();
-            for p in lb..=ub {
-                let x = layer.at[p as usize];
-                if layer.mark[x as usize] != ep {
-                    self.fwd.push(x);
+            // in the set, or be b: a cycle), so every edge still points forward. The moved
+            // set lies inside the window (each of its channels precedes a), so one pass
+            // from the back packs the rest towards ub in place.
+            let (lo, hi) = (lb as usize, ub as usize);
+            let at = &mut layer.at[lo..=hi];
+            let mark = &layer.mark;
+            let mut w = at.len();
+            for p in (0..at.len()).rev() {
+                let x = at[p];
+                if mark[x as usize] != ep {
+                    w -= 1;
+                    at[w] = x;
+                    ord[x as usize] = (lo + w) as u32;
                 }
             }
-            let moved = self.kb.iter().map(|&k| (k & 0xFFFF_FFFF) as u32);
-            for (p, x) in (lb..).zip(moved.chain(self.fwd.iter().copied())) {
-                ord[x as usize] = p;
-                layer.at[p as usize] = x;
+            debug_assert_eq!(w, self.kb.len());
+            for (p, &k) in self.kb.iter().enumerate() {
+                let x = (k & 0xFFFF_FFFF) as u32;
+                at[p] = x;
+                ord[x as usize] = (lo + p) as u32;
             }
             layer.cnt[d] += 1;
             return true;
@@ -267,6 +285,11 @@ impl<'a> Layering<'a> {
 
     /// Tries to put all `deps` on layer `l`, atomically.
     fn try_unit(&mut self, l: usize, deps: &[(u32, u32)]) -> bool {
+        if let [(a, b)] = *deps {
+            let ok = self.insert(l, a, b);
+            self.layers[l].units += u64::from(ok);
+            return ok;
+        }
         for (i, &(a, b)) in deps.iter().enumerate() {
             if !self.insert(l, a, b) {
                 for &(a, b) in &deps[..i] {
@@ -434,7 +457,22 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
     let mut queue = Vec::new();
     let mut lids = Vec::new();
     let mut down: Vec<u32> = Vec::new();
-    let mut cands: Vec<(u8, u8, u32, u32)> = Vec::new();
+    // Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
+    let mut cands: Vec<u128> = Vec::new();
+    // Arc behind each (switch, port), NONE if none: `arc_of` without the wide `Peer`.
+    let mut parc = vec![NONE; net.peer.len()];
+    for s in 0..n {
+        for p in 0..=net.nports[s] {
+            parc[net.pbase[s] as usize + usize::from(p)] = arc_of(net, s, p);
+        }
+    }
+    let arc_at = |s: usize, p: u8| {
+        if p > net.nports[s] {
+            NONE
+        } else {
+            parc[net.pbase[s] as usize + usize::from(p)]
+        }
+    };
     let mut deps = Vec::new();
     let mut used = vec![0u32; net.n_arcs()];
     // The dependencies a path through first hop `a` adds on top of the path of the nearest
@@ -477,7 +515,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
             for (j, &(lid, _, _)) in lids.iter().enumerate() {
                 let lid = usize::from(lid);
                 let e = s * k + j;
-                let pref = arc_of(net, s, r.lfts[s * len + lid]);
+                let pref = arc_at(s, r.lfts[s * len + lid]);
                 if ds == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
                     let a = if down.contains(&pref) { pref } else { down[0] };
@@ -524,11 +562,20 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 cands.clear();
                 for &a in &down {
                     let x = net.adst[a as usize] as usize;
-                    cands.push((layer[x * k + j], u8::from(a != pref), used[a as usize], a));
+                    cands.push(
+                        (u128::from(layer[x * k + j]) << 96)
+                            | (u128::from(a != pref) << 64)
+                            | (u128::from(used[a as usize]) << 32)
+                            | u128::from(a),
+                    );
                 }
                 cands.sort_unstable();
                 let mut got = None;
-                for &(lx, _, _, a) in &cands {
+                for &key in &cands {
+                    let (lx, a) = ((key >> 96) as u8, key as u32);
+                    if pref_low && a == pref {
+                        continue; // the fast path just failed on it
+                    }
                     chain(&hop, k, j, a, t, &mut deps);
                     if lay.try_unit(usize::from(lx), &deps) {
                         got = Some((a, usize::from(lx)));
@@ -539,7 +586,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     Some(g) => g,
                     None => {
                         // Through the preferred hop on the first layer above its path's.
-                        let a = if pref_ok { pref } else { cands[0].3 };
+                        let a = if pref_ok { pref } else { cands[0] as u32 };
                         let x = net.adst[a as usize] as usize;
                         deps.clear();
                         let (mut p, mut y) = (a, x);
