@@ -50,16 +50,20 @@ pub struct Dfsssp;
 /// torus (6,912 channels) always rewriting halves DFSSSP's time against a 4,096 limit.
 const SHIFT_WINDOW: usize = 1 << 16;
 
-/// `Layer::cnt` value of a dependency known to close a cycle on that layer.
-const FORBIDDEN: u32 = u32::MAX;
+/// `Layer::st` of a dependency not on the layer.
+const ABSENT: u8 = 0;
+/// `Layer::st` of a dependency on the layer.
+const PRESENT: u8 = 1;
+/// `Layer::st` of a dependency known to close a cycle on that layer.
+const FORBIDDEN: u8 = 2;
 
-#[inline]
-fn present(cnt: u32) -> bool {
-    cnt.wrapping_add(1) > 1
-}
-
-/// One layer: dependency counts and a topological order of channels (arcs).
+/// One layer: which dependencies it holds and a topological order of channels (arcs).
 struct Layer {
+    /// State per dependency, a byte each so that the probes, most of the placement's
+    /// memory traffic, stay in cache (a 4-layer 8x8x4 torus: 37 KB, not 147 KB of counts).
+    st: Vec<u8>,
+    /// Paths per dependency, kept only while `Layering::counting` (LASH's balancing
+    /// removes single paths; the placement only ever rolls back what a unit added).
     cnt: Vec<u32>,
     ord: Vec<u32>,
     /// Inverse of `ord`: the channel at each position.
@@ -82,6 +86,20 @@ struct Layering<'a> {
     kf: Vec<u64>,
     /// Widest window rewritten whole ([`SHIFT_WINDOW`]; tests lower it).
     shift_window: usize,
+    /// Whether `Layer::cnt` is kept (see there).
+    counting: bool,
+    /// Dependencies the unit being tried added (for its rollback).
+    added: Vec<usize>,
+}
+
+impl Layer {
+    #[inline]
+    fn add(&mut self, d: usize, counting: bool) {
+        self.st[d] = PRESENT;
+        if counting {
+            self.cnt[d] += 1;
+        }
+    }
 }
 
 impl<'a> Layering<'a> {
@@ -118,13 +136,20 @@ impl<'a> Layering<'a> {
             kb: Vec::new(),
             kf: Vec::new(),
             shift_window: SHIFT_WINDOW,
+            counting: false,
+            added: Vec::new(),
         }
     }
 
     fn open(&mut self) {
         let na = self.net.n_arcs();
         self.layers.push(Layer {
-            cnt: vec![0; self.dbase[na]],
+            st: vec![ABSENT; self.dbase[na]],
+            cnt: if self.counting {
+                vec![0; self.dbase[na]]
+            } else {
+                Vec::new()
+            },
             ord: self.init.clone(),
             at: {
                 let mut at = vec![0u32; na];
@@ -149,14 +174,15 @@ impl<'a> Layering<'a> {
     #[inline]
     fn insert(&mut self, l: usize, a: u32, b: u32) -> bool {
         let d = self.dep(a, b);
+        let counting = self.counting;
         let layer = &mut self.layers[l];
-        let c = layer.cnt[d];
+        let st = layer.st[d];
         // Most probes find the dependency already there or known to close a cycle.
-        if c == FORBIDDEN {
+        if st == FORBIDDEN {
             return false;
         }
-        if c > 0 || layer.ord[a as usize] < layer.ord[b as usize] {
-            layer.cnt[d] = c + 1;
+        if st == PRESENT || layer.ord[a as usize] < layer.ord[b as usize] {
+            layer.add(d, counting);
             return true;
         }
         self.insert_reorder(l, a, b, d)
@@ -183,14 +209,14 @@ impl<'a> Layering<'a> {
             let off = (x - net.aoff[v]) as usize;
             for c in net.arcs(v) {
                 let z = net.arev[c];
-                if z == NONE || !present(layer.cnt[dbase[z as usize] + off]) {
+                if z == NONE || layer.st[dbase[z as usize] + off] != PRESENT {
                     continue;
                 }
                 if z == b {
                     // b already reaches a on this layer; it keeps doing so as long as no
                     // dependency is removed, so later units skip the search. (LASH's
                     // balancing removes some; then this is merely conservative.)
-                    layer.cnt[d] = FORBIDDEN;
+                    layer.st[d] = FORBIDDEN;
                     return false;
                 }
                 if layer.mark[z as usize] != ep && layer.ord[z as usize] > lb {
@@ -229,7 +255,7 @@ impl<'a> Layering<'a> {
                 at[p] = x;
                 ord[x as usize] = (lo + p) as u32;
             }
-            layer.cnt[d] += 1;
+            layer.add(d, self.counting);
             return true;
         }
         // A wide window: Pearce-Kelly. Forward from b within [lb, ub] (it cannot reach a
@@ -242,7 +268,7 @@ impl<'a> Layering<'a> {
             let h = net.adst[x as usize] as usize;
             let base = dbase[x as usize];
             for (i, y) in net.arcs(h).enumerate() {
-                if !present(layer.cnt[base + i]) {
+                if layer.st[base + i] != PRESENT {
                     continue;
                 }
                 let y = y as u32;
@@ -274,13 +300,18 @@ impl<'a> Layering<'a> {
             ord[x] = p;
             layer.at[p as usize] = x as u32;
         }
-        layer.cnt[d] += 1;
+        layer.add(d, self.counting);
         true
     }
 
+    /// Takes one path's dependency `a -> b` off layer `l` (only while counting).
     fn remove(&mut self, l: usize, a: u32, b: u32) {
         let d = self.dep(a, b);
-        self.layers[l].cnt[d] -= 1;
+        let layer = &mut self.layers[l];
+        layer.cnt[d] -= 1;
+        if layer.cnt[d] == 0 {
+            layer.st[d] = ABSENT;
+        }
     }
 
     /// Tries to put all `deps` on layer `l`, atomically.
@@ -290,12 +321,24 @@ impl<'a> Layering<'a> {
             self.layers[l].units += u64::from(ok);
             return ok;
         }
+        self.added.clear();
         for (i, &(a, b)) in deps.iter().enumerate() {
+            let d = self.dep(a, b);
+            let was = self.layers[l].st[d];
             if !self.insert(l, a, b) {
-                for &(a, b) in &deps[..i] {
-                    self.remove(l, a, b);
+                if self.counting {
+                    for &(a, b) in &deps[..i] {
+                        self.remove(l, a, b);
+                    }
+                } else {
+                    for &d in &self.added {
+                        self.layers[l].st[d] = ABSENT;
+                    }
                 }
                 return false;
+            }
+            if was == ABSENT {
+                self.added.push(d);
             }
         }
         self.layers[l].units += 1;
@@ -373,12 +416,14 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
 /// also drops dependencies only a CA-less switch's path had; removing dependencies never
 /// invalidates a topological order).
 fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) {
+    lay.counting = true;
     for layer in &mut lay.layers {
-        for c in &mut layer.cnt {
-            if *c != FORBIDDEN {
-                *c = 0;
+        for st in &mut layer.st {
+            if *st == PRESENT {
+                *st = ABSENT;
             }
         }
+        layer.cnt = vec![0; layer.st.len()];
         layer.units = 0;
     }
     let mut deps = Vec::new();
@@ -396,7 +441,7 @@ fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) 
             let layer = usize::from(l);
             for &(a, b) in &deps {
                 let d = lay.dep(a, b);
-                lay.layers[layer].cnt[d] += 1;
+                lay.layers[layer].add(d, true);
             }
             lay.layers[layer].units += 1;
             units.push((s as u32, lid as u16, l));
@@ -475,21 +520,6 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
     };
     let mut deps = Vec::new();
     let mut used = vec![0u32; net.n_arcs()];
-    // The dependencies a path through first hop `a` adds on top of the path of the nearest
-    // switch with CAs (or the destination) it reaches: hops through CA-less switches are
-    // nobody's path until a source uses them.
-    let chain = |hop: &[u32], k: usize, j: usize, a: u32, t: usize, out: &mut Vec<(u32, u32)>| {
-        out.clear();
-        let (mut prev, mut y) = (a, net.adst[a as usize] as usize);
-        while y != t {
-            out.push((prev, hop[y * k + j]));
-            if net.nsrc[y] > 0 {
-                break;
-            }
-            prev = hop[y * k + j];
-            y = net.adst[prev as usize] as usize;
-        }
-    };
     for t in 0..n {
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
@@ -551,8 +581,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 }
                 // Fast path: the balanced hop leads to the lowest layer and fits there.
                 if pref_low {
-                    chain(&hop, k, j, pref, t, &mut deps);
-                    if lay.try_unit(usize::from(low), &deps) {
+                    if try_path(net, lay, usize::from(low), (&hop, k, j, t), pref, &mut deps) {
                         hop[e] = pref;
                         layer[e] = low;
                         sl[s * len + lid] = low;
@@ -576,8 +605,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     if pref_low && a == pref {
                         continue; // the fast path just failed on it
                     }
-                    chain(&hop, k, j, a, t, &mut deps);
-                    if lay.try_unit(usize::from(lx), &deps) {
+                    if try_path(net, lay, usize::from(lx), (&hop, k, j, t), a, &mut deps) {
                         got = Some((a, usize::from(lx)));
                         break;
                     }
@@ -636,6 +664,41 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
         }
     }
     Ok(sl)
+}
+
+/// Tries to put on layer `l` the dependencies a path through first hop `a` adds on top
+/// of the path of the nearest switch with CAs (or the destination) it reaches: hops
+/// through CA-less switches are nobody's path until a source uses them. `col` is the
+/// destination's placement state: hops (`s * k + j`), LIDs per switch `k`, this LID's
+/// index `j`, destination switch `t`.
+#[inline]
+fn try_path(
+    net: &Net,
+    lay: &mut Layering<'_>,
+    l: usize,
+    col: (&[u32], usize, usize, usize),
+    a: u32,
+    deps: &mut Vec<(u32, u32)>,
+) -> bool {
+    let (hop, k, j, t) = col;
+    let x = net.adst[a as usize] as usize;
+    if x != t && net.nsrc[x] > 0 {
+        // The common case: one dependency, onto the path of a switch with CAs.
+        let ok = lay.insert(l, a, hop[x * k + j]);
+        lay.layers[l].units += u64::from(ok);
+        return ok;
+    }
+    deps.clear();
+    let (mut prev, mut y) = (a, x);
+    while y != t {
+        deps.push((prev, hop[y * k + j]));
+        if net.nsrc[y] > 0 {
+            break;
+        }
+        prev = hop[y * k + j];
+        y = net.adst[prev as usize] as usize;
+    }
+    lay.try_unit(l, deps)
 }
 
 /// Whether the one-layer channel dependency graph of single-VL routes is acyclic (CA
