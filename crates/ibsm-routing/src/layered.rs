@@ -580,13 +580,13 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     continue;
                 }
                 // Fast path: the balanced hop leads to the lowest layer and fits there.
-                if pref_low {
-                    if try_path(net, lay, usize::from(low), (&hop, k, j, t), pref, &mut deps) {
-                        hop[e] = pref;
-                        layer[e] = low;
-                        sl[s * len + lid] = low;
-                        continue;
-                    }
+                if pref_low
+                    && try_path(net, lay, usize::from(low), (&hop, k, j, t), pref, &mut deps)
+                {
+                    hop[e] = pref;
+                    layer[e] = low;
+                    sl[s * len + lid] = low;
+                    continue;
                 }
                 cands.clear();
                 for &a in &down {
