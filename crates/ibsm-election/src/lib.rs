@@ -14,6 +14,10 @@
 //! * **Polling**: a Standby polls the SM it follows with SubnGet(SMInfo) every
 //!   `polling_timeout`; after `polling_retries + 1` failed polls (no answer, or a Master
 //!   whose ActCount stood still) it declares the Master lost and rediscovers.
+//! * **Refresh**: between sweeps a Master may ask the SMs it knows for their SMInfo
+//!   again ([`Election::refresh_known_sms`], at each light sweep, as OpenSM does), so
+//!   [`Election::known_sms`] shows their current ActCount and state; the answers decide
+//!   nothing.
 //! * **SM_Key**: a peer counts only when its SMInfo shows our SM_Key (a peer that hid its
 //!   key, showing 0, counts once we have seen its real key). Unauthenticated peers are
 //!   never followed or handed control; one that outranks us is reported

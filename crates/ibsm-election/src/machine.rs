@@ -102,6 +102,8 @@ enum PendingKind {
     Handover(u64),
     Control(SmInfoControl),
     Ack,
+    /// SubnGet(SMInfo) of a Master refreshing what it knows of this SM.
+    Refresh(u64),
 }
 
 /// Sweeps kept open at once before the oldest is dropped undecided.
@@ -250,6 +252,42 @@ impl Election {
             addr: p.addr,
             in_last_sweep: self.last_found.contains(g),
         })
+    }
+
+    /// As Master, asks every other SM the last completed sweep found (and reached) for
+    /// its SMInfo again, as OpenSM's master does at each light sweep, so that
+    /// [`known_sms`](Self::known_sms) (and the SA's SMInfoRecords built from it) shows
+    /// their current ActCount, state and priority rather than what the last heavy sweep
+    /// saw. Returns how many SubnGet(SMInfo) it queued.
+    ///
+    /// The answers only refresh the peer table: they are not a sweep's findings and
+    /// decide nothing (handovers and the detection of other Masters stay with the
+    /// sweeps, which probe every SM anyway). Nothing is sent when no other SM is known,
+    /// outside the Master state, or to an SM that a request of ours is still waiting
+    /// on. Unanswered refreshes are resent `transaction_retries` times, then dropped;
+    /// the SM stays listed as last seen until a sweep no longer finds it.
+    pub fn refresh_known_sms(&mut self, now: Duration) -> usize {
+        if !matches!(self.state, State::Master(_)) {
+            return 0;
+        }
+        let targets: Vec<(u64, SmAddr)> = self
+            .last_found
+            .iter()
+            .filter_map(|g| Some((*g, self.peers.get(g)?.addr?)))
+            .filter(|(_, addr)| !self.pending.iter().any(|p| p.tx.to == *addr))
+            .collect();
+        let info = self.sm_info();
+        for (guid, addr) in &targets {
+            self.send_request(
+                now,
+                *addr,
+                Method::Get,
+                0,
+                &info,
+                PendingKind::Refresh(*guid),
+            );
+        }
+        targets.len()
     }
 
     /// Whether `requester` may read the real SM_Key (else it reads 0): it passed the M_Key
@@ -566,6 +604,12 @@ impl Election {
                 status: Some(p.status),
             }),
             PendingKind::Ack => {}
+            PendingKind::Refresh(guid) => {
+                // The SM at that route now; another one there waits for a sweep.
+                if ok && p.info.guid == guid {
+                    self.note_peer(Some(pend.tx.to), p.info);
+                }
+            }
         }
         self.maybe_close_sweep(now);
         Ok(true)
@@ -596,10 +640,20 @@ impl Election {
         outranks(info.priority, info.guid, self.cfg.priority, self.cfg.guid)
     }
 
-    /// Records what we learnt about a peer; reports it when it outranks us unauthenticated.
+    /// Records what we learnt about a peer (a finding of every open sweep); reports it
+    /// when it outranks us unauthenticated.
     fn note_sm(&mut self, _now: Duration, addr: Option<SmAddr>, info: SmInfo) {
+        if self.note_peer(addr, info) {
+            for s in &mut self.sweeps {
+                s.found.insert(info.guid);
+            }
+        }
+    }
+
+    /// Updates the peer table with `info` (not a sweep finding); false for our own GUID.
+    fn note_peer(&mut self, addr: Option<SmAddr>, info: SmInfo) -> bool {
         if info.guid == self.cfg.guid {
-            return;
+            return false;
         }
         let check = self.key_check(info.sm_key);
         let outranks_me = self.outranks_me(&info);
@@ -636,9 +690,7 @@ impl Election {
                     sm_key: info.sm_key,
                 });
         }
-        for s in &mut self.sweeps {
-            s.found.insert(info.guid);
-        }
+        true
     }
 
     /// Peers of this sweep that may take part in decisions: authenticated, reachable,
@@ -992,7 +1044,7 @@ impl Election {
 
     fn give_up(&mut self, now: Duration, p: &Pending) {
         match p.kind {
-            PendingKind::Probe(_) | PendingKind::Ack => {}
+            PendingKind::Probe(_) | PendingKind::Ack | PendingKind::Refresh(_) => {}
             PendingKind::Handover(to) => {
                 self.set_handover(None);
                 self.events

@@ -1240,3 +1240,85 @@ fn known_sms_lists_what_the_sweeps_found() {
         .collect();
     assert_eq!(gone, [0xB]);
 }
+
+#[test]
+fn master_refreshes_known_sms_without_deciding_anything() {
+    // Alone: nothing to refresh, nothing sent.
+    let mut lone = master(9);
+    assert_eq!(lone.refresh_known_sms(ms(5)), 0);
+    assert!(txs(&mut lone).is_empty());
+
+    let mut e = master(9);
+    let a = info(0xA, 2, KEY, SmState::Standby, 7);
+    let b = info(0xB, 1, KEY, SmState::Standby, 3);
+    sweep_with(&mut e, ms(10), &[a, b]);
+    assert!(txs(&mut e).is_empty());
+    events(&mut e);
+    let changes = e.state_changes();
+    // Light sweep: one SubnGet(SMInfo) per known SM, where the sweep reached it.
+    assert_eq!(e.refresh_known_sms(ms(20)), 2);
+    let gets = txs(&mut e);
+    assert_eq!(gets.len(), 2);
+    assert!(gets.iter().all(|t| !t.is_set()));
+    let mut to: Vec<SmAddr> = gets.iter().map(|t| t.to).collect();
+    to.sort_by_key(|a| format!("{a:?}"));
+    assert_eq!(to, [SmAddr::Lid(10), SmAddr::Lid(11)]);
+    // A request still unanswered is not doubled.
+    assert_eq!(e.refresh_known_sms(ms(21)), 0);
+    // A now outranks us and B went NotActive: the table shows it, nothing is decided
+    // (no HANDOVER before the next sweep), no sweep is asked for.
+    let a2 = info(0xA, 12, KEY, SmState::Standby, 40);
+    let b2 = info(0xB, 1, KEY, SmState::NotActive, 9);
+    for t in &gets {
+        let peer = if t.to == SmAddr::Lid(10) { a2 } else { b2 };
+        assert!(e.handle_response(ms(22), &reply(t, 0, &peer)).unwrap());
+    }
+    let mut k: Vec<KnownSm> = e.known_sms().collect();
+    k.sort_by_key(|s| s.info.guid);
+    assert_eq!((k[0].info, k[1].info), (a2, b2));
+    assert!(k.iter().all(|s| s.in_last_sweep));
+    assert!(txs(&mut e).is_empty());
+    assert!(events(&mut e).is_empty());
+    assert_eq!((e.state(), e.state_changes()), (SmState::Master, changes));
+    // The next sweep decides on what it probes: HANDOVER to A.
+    sweep_with(&mut e, ms(30), &[a2, b2]);
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert_eq!(
+        ho[0].attribute_modifier(),
+        u32::from(SmInfoControl::Handover)
+    );
+
+    // Another SM now answering at a refreshed route is not taken for the one asked.
+    let mut e = master(9);
+    sweep_with(&mut e, ms(10), &[a]);
+    assert_eq!(e.refresh_known_sms(ms(20)), 1);
+    let get = txs(&mut e).remove(0);
+    let stranger = info(0xC, 3, KEY, SmState::Standby, 1);
+    assert!(
+        e.handle_response(ms(21), &reply(&get, 0, &stranger))
+            .unwrap()
+    );
+    let k: Vec<KnownSm> = e.known_sms().collect();
+    assert_eq!(k.len(), 1);
+    assert_eq!(k[0].info, a);
+    // Unanswered: resent, then dropped; the SM stays listed as last seen.
+    assert_eq!(e.refresh_known_sms(ms(30)), 1);
+    let mut sent = 1;
+    txs(&mut e);
+    while let Some(t) = e.poll_timeout() {
+        if t > ms(10_000) {
+            break;
+        }
+        e.handle_timeout(t);
+        sent += txs(&mut e).len();
+    }
+    assert_eq!(sent, 1 + e.config().transaction_retries as usize);
+    assert_eq!(e.known_sms().next().unwrap().info, a);
+    assert_eq!(e.state(), SmState::Master);
+
+    // Not Master: nothing.
+    let m = info(0x200, 12, KEY, SmState::Master, 1);
+    let mut s = standby_under(3, &m);
+    assert_eq!(s.refresh_known_sms(ms(5)), 0);
+}

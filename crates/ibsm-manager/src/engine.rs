@@ -523,6 +523,11 @@ impl SubnetManager {
         self.enter(Phase::Light, now);
         self.events
             .push_back(SmEvent::SweepStarted { heavy: false });
+        // The other SMs' SMInfo as it is now (ActCount, state) for SMInfoRecord, as
+        // OpenSM's light sweep asks; no SMP when there is no other SM.
+        if self.role == Role::Master {
+            self.election.refresh_known_sms(dur(now));
+        }
         let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
             .filter(|&n| self.subnet.nodes[n].is_switch())
             .collect();

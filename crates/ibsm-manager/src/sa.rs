@@ -98,7 +98,10 @@ impl SubnetManager {
     }
 
     /// Every SM of the subnet for SMInfoRecord: ours (the master) first, then the others
-    /// the election's probes found in the last sweep, with the LIDs their ports have.
+    /// the election's probes found in the last heavy sweep, with the LIDs their ports
+    /// have, each as it last answered: every light sweep asks them for SMInfo again
+    /// (`Election::refresh_known_sms`), so ActCount and state are at most one sweep
+    /// interval old.
     fn known_sms(&self) -> Vec<(u16, ibsm_wire::SmInfo)> {
         let mut out = vec![(self.sm_lid, self.election.sm_info())];
         let mut others: Vec<(u16, ibsm_wire::SmInfo)> = self

@@ -644,6 +644,158 @@ fn sm_info_records_list_every_sm() {
     assert_eq!(nodes[0].sm.sa().unwrap().counters().bad_sm_key, 1);
 }
 
+/// SMInfoRecords from the master's SA, fetched by `tool` (one segment, ACKed).
+fn sm_info_records(
+    sim: &mut Sim<SmaAgent>,
+    nodes: &mut [common::Node],
+    tool: &mut SimPort<SmaAgent>,
+    master_lid: u16,
+    tid: u64,
+) -> Vec<SmInfoRecord> {
+    let req = SaMad::request(
+        Method::GetTable,
+        tid,
+        ComponentMask::NONE,
+        &SmInfoRecord::default(),
+    )
+    .unwrap();
+    let dst = Address::Lid(LidAddress::gsi(master_lid, 0));
+    tool.send(&dst, &req.to_bytes()).unwrap();
+    let until = sim.now() + Duration::from_millis(20);
+    assert!(common::drive(sim, nodes, until, |_, _| tool.pending() > 0));
+    let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 16));
+    let mut got = Vec::new();
+    while let Ok(Incoming::Mad(m)) = tool.recv(tool.now()) {
+        got.push(m.mad[..40].to_vec());
+        if m.mad[8..16] == tid.to_be_bytes() && m.mad[25] == 1 {
+            let _ = rx.push(&m.mad);
+        }
+    }
+    assert!(rx.is_complete(), "{got:x?}");
+    tool.send(&dst, &rx.ack(1)).unwrap();
+    let until = sim.now() + Duration::from_millis(1);
+    common::drive(sim, nodes, until, |_, _| tool.pending() > 0);
+    // Nothing may wait in the tool's inbox: it would stop the simulator's clock.
+    while tool.pending() > 0 {
+        let _ = tool.recv(tool.now());
+    }
+    let mut recs: Vec<SmInfoRecord> = rx.records().unwrap().collect();
+    recs.sort_by_key(|r| r.sm_info.priority);
+    recs
+}
+
+/// SMInfoRecord shows the other SMs as they are now, not as the last heavy sweep saw
+/// them: the master asks them for SMInfo at every light sweep. The standby's ActCount
+/// moves (it polls the master) and then it is disabled (NotActive); after the next
+/// light sweep, with no heavy sweep in between, the SA lists both changes.
+#[test]
+fn sm_info_records_follow_the_standby_between_heavy_sweeps() {
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim = common::sim_of(&fabric, SimConfig::default());
+    let cas = common::ca_nodes(&sim, &fabric);
+    let cfg = |priority: u8| {
+        let mut c = SmConfig::default();
+        c.priority = priority;
+        c.sm_key = KEY;
+        c.polling_timeout = Duration::from_millis(500);
+        c.sweep_interval = Duration::from_secs(2);
+        c.sa = true;
+        c
+    };
+    let mut nodes = vec![
+        common::attach(&mut sim, cas[0], cfg(9), None),
+        common::attach(&mut sim, cas[9], cfg(2), None),
+    ];
+    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let settled = common::drive(&mut sim, &mut nodes, Instant::from_secs(120), |_, ns| {
+        ns[1].sm.role() == ibsm_manager::Role::Standby
+    });
+    assert!(settled);
+    let now = sim.now();
+    nodes[0].sm.request_heavy_sweep(now);
+    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let heavy = |n: &common::Node| {
+        n.events
+            .iter()
+            .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+            .count()
+    };
+    let light = |n: &common::Node| {
+        n.events
+            .iter()
+            .filter(|e| matches!(e, SmEvent::LightSweepDone { .. }))
+            .count()
+    };
+    let heavies = heavy(&nodes[0]);
+    let mut tool = sim.attach_tool(cas[5], 1).unwrap();
+    let master_lid = nodes[0].sm.sm_lid();
+    let first = sm_info_records(&mut sim, &mut nodes, &mut tool, master_lid, 0x71);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let seen = first[0].sm_info;
+    assert_eq!(seen.guid, nodes[1].sm.sm_info().guid);
+    assert_eq!(seen.sm_state, ibsm_wire::SmState::Standby);
+
+    // The standby keeps polling (its ActCount moves); then an operator tool posing as
+    // a Master disables it: NotActive, its ActCount still from then on.
+    let t = sim.now() + Duration::from_secs(3);
+    common::drive(&mut sim, &mut nodes, t, |_, _| false);
+    let standby_lid = sim.with_agent(cas[9], |a| a.sma().lid(1)).unwrap();
+    let mut set = ibsm_wire::LidSmp::request(
+        Method::Set,
+        0x0020,
+        u32::from(ibsm_wire::SmInfoControl::Disable),
+        0x0bad_cafe,
+        0,
+    );
+    let op = ibsm_wire::SmInfo {
+        guid: 0x0e0e,
+        sm_key: KEY,
+        act_count: 1,
+        priority: 15,
+        sm_state: ibsm_wire::SmState::Master,
+    };
+    op.emit_into(&mut set.data).unwrap();
+    tool.send(&Address::Lid(LidAddress::smp(standby_lid)), &set.to_bytes())
+        .unwrap();
+    let t = sim.now() + Duration::from_millis(20);
+    assert!(common::drive(&mut sim, &mut nodes, t, |_, _| tool
+        .pending()
+        > 0));
+    let Ok(Incoming::Mad(answer)) = tool.recv(tool.now()) else {
+        panic!("no answer to the DISABLE")
+    };
+    assert_eq!(answer.mad[3], 0x81, "GetResp");
+    assert_eq!(answer.mad[4..6], [0, 0], "DISABLE obeyed");
+    assert_eq!(nodes[1].sm.role(), ibsm_manager::Role::NotActive);
+    // A light sweep of the master starts and ends.
+    let lights = light(&nodes[0]);
+    let t = sim.now() + Duration::from_secs(10);
+    assert!(common::drive(&mut sim, &mut nodes, t, |_, ns| light(
+        &ns[0]
+    ) > lights));
+    let t = sim.now() + Duration::from_millis(50);
+    common::drive(&mut sim, &mut nodes, t, |_, _| false);
+    assert_eq!(heavy(&nodes[0]), heavies, "no heavy sweep in between");
+    let now_info = nodes[1].sm.sm_info();
+    let later = sm_info_records(&mut sim, &mut nodes, &mut tool, master_lid, 0x72);
+    assert_eq!(later.len(), 2, "{later:?}");
+    let fresh = later[0].sm_info;
+    assert_eq!(fresh.guid, seen.guid);
+    assert_eq!(fresh.sm_state, ibsm_wire::SmState::NotActive);
+    assert!(
+        fresh.act_count > seen.act_count + 3,
+        "{} then {}",
+        seen.act_count,
+        fresh.act_count
+    );
+    assert_eq!(
+        fresh.act_count, now_info.act_count,
+        "as the standby has it now"
+    );
+    assert_eq!(later[0].lid, first[0].lid);
+    assert_eq!(later[1].sm_info.sm_state, ibsm_wire::SmState::Master);
+}
+
 /// Writes P_Key table entries of a simulated CA port through its SMA, as a local
 /// directed-route SubnSet (before any SM set an M_Key).
 fn set_pkeys(sim: &mut Sim<SmaAgent>, node: ibsm_sim::NodeIdx, block: u16, keys: &[u16]) {
