@@ -346,6 +346,9 @@ impl Net {
         if n.next_periodic.is_some_and(|t| t <= now) {
             n.next_periodic = None;
             if sm.state() == SmState::Master && n.sweep_end.is_none() {
+                // As the engine's light sweep: ask the known SMs for SMInfo again. The
+                // answers arrive during the sweep below and must decide nothing.
+                sm.refresh_known_sms(now);
                 self.start_sweep(i);
             }
         }
