@@ -6,7 +6,7 @@
 //! the response MADs (RMPP segments for tables, or one message for kernel RMPP).
 //! Like every state machine of the workspace it is sans-IO: tables in segments mode
 //! run the RMPP sender protocol (window from the receiver's ACKs, resends after a
-//! time-out, STOP / ABORT) and Reports wait for their ReportResp, so after any input
+//! time-out, a total transaction timer, STOP / ABORT) and Reports wait for their ReportResp, so after any input
 //! drain [`SaServer::poll_transmit`] and call [`SaServer::handle_timeout`] at
 //! [`SaServer::poll_timeout`].
 //!
