@@ -6,8 +6,9 @@
 //! channels per layer: adding a dependency that agrees with the order costs O(1); one that
 //! does not searches backwards from its tail for what must move (finding its head means a
 //! cycle: the unit is rolled back, and that dependency is never searched again on that
-//! layer) and moves that set to the front of the window between head and tail (or, in a
-//! window wider than `SHIFT_WINDOW`, Pearce-Kelly's forward search and reorder). Removing
+//! layer) and moves that set, in its order, to just before the head. The order is a
+//! linked list with spaced labels, so a move costs the size of that set, not the distance
+//! between head and tail (labels are respread when a gap runs out). Removing
 //! dependencies never invalidates a topological order.
 //!
 //! If the balanced paths are already acyclic on one layer (any fat tree, any mesh) that is
@@ -45,11 +46,6 @@ pub struct Lash;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dfsssp;
 
-/// Widest window of positions a reordering rewrites whole. Rewriting is a sequential pass,
-/// far cheaper per channel than Pearce-Kelly's forward search and sorts: on a 12x12x8
-/// torus (6,912 channels) always rewriting halves DFSSSP's time against a 4,096 limit.
-const SHIFT_WINDOW: usize = 1 << 16;
-
 /// `Layer::st` of a dependency not on the layer.
 const ABSENT: u8 = 0;
 /// `Layer::st` of a dependency on the layer.
@@ -65,9 +61,12 @@ struct Layer {
     /// Paths per dependency, kept only while `Layering::counting` (LASH's balancing
     /// removes single paths; the placement only ever rolls back what a unit added).
     cnt: Vec<u32>,
-    ord: Vec<u32>,
-    /// Inverse of `ord`: the channel at each position.
-    at: Vec<u32>,
+    /// Order label per channel (increasing along the order).
+    ord: Vec<u64>,
+    /// The order as a doubly linked list of channels (`NONE` ends it).
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    head: u32,
     mark: Vec<u32>,
     epoch: u32,
     units: u64,
@@ -79,13 +78,9 @@ struct Layering<'a> {
     init: Vec<u32>,
     dbase: Vec<usize>,
     layers: Vec<Layer>,
-    fwd: Vec<u32>,
     bwd: Vec<u32>,
     stack: Vec<u32>,
-    kb: Vec<u64>,
-    kf: Vec<u64>,
-    /// Widest window rewritten whole ([`SHIFT_WINDOW`]; tests lower it).
-    shift_window: usize,
+    kb: Vec<(u64, u32)>,
     /// Whether `Layer::cnt` is kept (see there).
     counting: bool,
     /// Dependencies the unit being tried added (for its rollback).
@@ -93,6 +88,54 @@ struct Layering<'a> {
 }
 
 impl Layer {
+    /// Spreads the labels evenly along the list.
+    fn relabel(&mut self) {
+        let gap = u64::MAX / (self.ord.len() as u64 + 2);
+        let (mut x, mut l) = (self.head, gap);
+        while x != NONE {
+            self.ord[x as usize] = l;
+            l += gap;
+            x = self.next[x as usize];
+        }
+    }
+
+    /// Moves `moved` (in that order, none of them `b`) to just before `b`.
+    fn move_before(&mut self, moved: &[(u64, u32)], b: u32) {
+        for &(_, x) in moved {
+            let (p, n) = (self.prev[x as usize], self.next[x as usize]);
+            if p == NONE {
+                self.head = n;
+            } else {
+                self.next[p as usize] = n;
+            }
+            if n != NONE {
+                self.prev[n as usize] = p;
+            }
+            let q = self.prev[b as usize];
+            self.prev[x as usize] = q;
+            self.next[x as usize] = b;
+            if q == NONE {
+                self.head = x;
+            } else {
+                self.next[q as usize] = x;
+            }
+            self.prev[b as usize] = x;
+        }
+        // Labels between b's new predecessor group and b.
+        let first = moved[0].1;
+        let q = self.prev[first as usize];
+        let lo = if q == NONE { 0 } else { self.ord[q as usize] };
+        let hi = self.ord[b as usize];
+        let step = (hi - lo) / (moved.len() as u64 + 1);
+        if step == 0 {
+            self.relabel();
+            return;
+        }
+        for (i, &(_, x)) in moved.iter().enumerate() {
+            self.ord[x as usize] = lo + step * (i as u64 + 1);
+        }
+    }
+
     #[inline]
     fn add(&mut self, d: usize, counting: bool) {
         self.st[d] = PRESENT;
@@ -130,12 +173,9 @@ impl<'a> Layering<'a> {
             init,
             dbase: dep_base(net),
             layers: Vec::new(),
-            fwd: Vec::new(),
             bwd: Vec::new(),
             stack: Vec::new(),
             kb: Vec::new(),
-            kf: Vec::new(),
-            shift_window: SHIFT_WINDOW,
             counting: false,
             added: Vec::new(),
         }
@@ -150,18 +190,30 @@ impl<'a> Layering<'a> {
             } else {
                 Vec::new()
             },
-            ord: self.init.clone(),
-            at: {
-                let mut at = vec![0u32; na];
-                for (a, &p) in self.init.iter().enumerate() {
-                    at[p as usize] = a as u32;
-                }
-                at
-            },
+            ord: vec![0; na],
+            next: vec![NONE; na],
+            prev: vec![NONE; na],
+            head: NONE,
             mark: vec![0; na],
             epoch: 0,
             units: 0,
         });
+        let mut at = vec![0u32; na];
+        for (a, &p) in self.init.iter().enumerate() {
+            at[p as usize] = a as u32;
+        }
+        let layer = self.layers.last_mut().expect("just pushed");
+        let mut last = NONE;
+        for &x in &at {
+            if last == NONE {
+                layer.head = x;
+            } else {
+                layer.next[last as usize] = x;
+            }
+            layer.prev[x as usize] = last;
+            last = x;
+        }
+        layer.relabel();
     }
 
     #[inline]
@@ -194,7 +246,7 @@ impl<'a> Layering<'a> {
         let net = self.net;
         let dbase = &self.dbase;
         let layer = &mut self.layers[l];
-        let (lb, ub) = (layer.ord[b as usize], layer.ord[a as usize]);
+        let lb = layer.ord[b as usize];
         layer.epoch += 1;
         let ep = layer.epoch;
         // Backward from a: the channels that reach a and sit after b. Reaching b means
@@ -225,81 +277,15 @@ impl<'a> Layering<'a> {
                 }
             }
         }
-        let ord = &mut layer.ord;
-        let key = |x: &u32| (u64::from(ord[*x as usize]) << 32) | u64::from(*x);
+        // Everything that reaches a goes, in its old order, to just before b. An edge into
+        // the moved set comes from before b (else its tail would reach a and be in the
+        // set, or be b: a cycle), so every edge still points forward.
+        let ord = &layer.ord;
         self.kb.clear();
-        self.kb.extend(self.bwd.iter().map(key));
+        self.kb
+            .extend(self.bwd.iter().map(|&x| (ord[x as usize], x)));
         self.kb.sort_unstable();
-        if ((ub - lb) as usize) <= self.shift_window {
-            // Move what reaches a to the front of the window [lb, ub], in its old order,
-            // and everything else there after it, in its old order. An edge into the
-            // moved set comes from before the window (else its tail would reach a and be
-            // in the set, or be b: a cycle), so every edge still points forward. The moved
-            // set lies inside the window (each of its channels precedes a), so one pass
-            // from the back packs the rest towards ub in place.
-            let (lo, hi) = (lb as usize, ub as usize);
-            let at = &mut layer.at[lo..=hi];
-            let mark = &layer.mark;
-            let mut w = at.len();
-            for p in (0..at.len()).rev() {
-                let x = at[p];
-                if mark[x as usize] != ep {
-                    w -= 1;
-                    at[w] = x;
-                    ord[x as usize] = (lo + w) as u32;
-                }
-            }
-            debug_assert_eq!(w, self.kb.len());
-            for (p, &k) in self.kb.iter().enumerate() {
-                let x = (k & 0xFFFF_FFFF) as u32;
-                at[p] = x;
-                ord[x as usize] = (lo + p) as u32;
-            }
-            layer.add(d, self.counting);
-            return true;
-        }
-        // A wide window: Pearce-Kelly. Forward from b within [lb, ub] (it cannot reach a
-        // now), then what reaches a goes before what b reaches, into their old slots.
-        self.fwd.clear();
-        self.stack.push(b);
-        layer.mark[b as usize] = ep;
-        while let Some(x) = self.stack.pop() {
-            self.fwd.push(x);
-            let h = net.adst[x as usize] as usize;
-            let base = dbase[x as usize];
-            for (i, y) in net.arcs(h).enumerate() {
-                if layer.st[base + i] != PRESENT {
-                    continue;
-                }
-                let y = y as u32;
-                if layer.mark[y as usize] != ep && ord[y as usize] < ub {
-                    layer.mark[y as usize] = ep;
-                    self.stack.push(y);
-                }
-            }
-        }
-        let key = |x: &u32| (u64::from(ord[*x as usize]) << 32) | u64::from(*x);
-        self.kf.clear();
-        self.kf.extend(self.fwd.iter().map(key));
-        self.kf.sort_unstable();
-        // Both key lists are sorted by old position: merge them into the slot list.
-        let (kb, kf) = (&self.kb, &self.kf);
-        let (mut i, mut j) = (0, 0);
-        let mut next_slot = || {
-            let take_b = j >= kf.len() || (i < kb.len() && kb[i] < kf[j]);
-            if take_b {
-                i += 1;
-                (kb[i - 1] >> 32) as u32
-            } else {
-                j += 1;
-                (kf[j - 1] >> 32) as u32
-            }
-        };
-        for &k in kb.iter().chain(kf.iter()) {
-            let (x, p) = ((k & 0xFFFF_FFFF) as usize, next_slot());
-            ord[x] = p;
-            layer.at[p as usize] = x as u32;
-        }
+        layer.move_before(&self.kb, b);
         layer.add(d, self.counting);
         true
     }
@@ -481,7 +467,7 @@ fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) 
 /// layer. `s` may take any shortest next hop `x`; its path is then its own hop plus
 /// `x`'s path, so joining the layer of the first switch with CAs on the way adds only the
 /// dependencies up to there (one, when `x` has CAs): O(1) when they are already there, a
-/// local Pearce-Kelly step otherwise. `s` takes the lowest layer it can join (the
+/// local reorder otherwise. `s` takes the lowest layer it can join (the
 /// balanced route's hop first, then the least used hop); if it can join none, the
 /// balanced hop's whole path goes to the first higher layer that takes it. Layers only
 /// gain dependencies, so a layer that rejected `x`'s path rejects every path through
@@ -878,10 +864,19 @@ mod tests {
 
     #[test]
     fn dynamic_order_accepts_exactly_the_acyclic_dependencies() {
-        // Random dependencies on a 5x4 torus, into one layer that rewrites windows and
-        // one that always uses Pearce-Kelly: both accept exactly what a brute-force
-        // search says keeps the layer acyclic, and keep a valid topological order.
+        // Random dependencies on a 5x4 torus, into one layer with spread labels and one
+        // whose labels are packed tight before every insertion (so every move respreads
+        // them): both accept exactly what a brute-force search says keeps the layer
+        // acyclic, and keep a valid topological order and a consistent list.
         let net = grid(5, 4, true);
+        let tighten = |layer: &mut Layer| {
+            let (mut x, mut l) = (layer.head, 1);
+            while x != NONE {
+                layer.ord[x as usize] = l;
+                l += 1;
+                x = layer.next[x as usize];
+            }
+        };
         for seed in 1..=12u64 {
             let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let mut next = |n: usize| {
@@ -890,11 +885,10 @@ mod tests {
                 x ^= x << 17;
                 (x % n as u64) as usize
             };
-            let mut shift = Layering::new(&net, None);
-            let mut pk = Layering::new(&net, None);
-            pk.shift_window = 0;
-            shift.open();
-            pk.open();
+            let mut spread = Layering::new(&net, None);
+            let mut tight = Layering::new(&net, None);
+            spread.open();
+            tight.open();
             let mut accepted: Vec<(u32, u32)> = Vec::new();
             let mut rejected = 0;
             for _ in 0..400 {
@@ -903,21 +897,32 @@ mod tests {
                 let arcs = net.arcs(h);
                 let b = (arcs.start + next(arcs.len())) as u32;
                 let want = !reaches(&accepted, b, a);
-                assert_eq!(shift.insert(0, a, b), want, "seed {seed}: {a} -> {b}");
-                assert_eq!(pk.insert(0, a, b), want, "seed {seed}: {a} -> {b}");
+                tighten(&mut tight.layers[0]);
+                assert_eq!(spread.insert(0, a, b), want, "seed {seed}: {a} -> {b}");
+                assert_eq!(tight.insert(0, a, b), want, "seed {seed}: {a} -> {b}");
                 if want {
                     accepted.push((a, b));
                 } else {
                     rejected += 1;
                 }
-                for lay in [&shift, &pk] {
-                    let ord = &lay.layers[0].ord;
+                for lay in [&spread, &tight] {
+                    let layer = &lay.layers[0];
+                    let ord = &layer.ord;
                     for &(p, q) in &accepted {
                         assert!(ord[p as usize] < ord[q as usize], "seed {seed}");
                     }
-                    for (pos, &c) in lay.layers[0].at.iter().enumerate() {
-                        assert_eq!(ord[c as usize] as usize, pos);
+                    // The list holds every channel once, with increasing labels.
+                    let (mut c, mut prev, mut seen) = (layer.head, NONE, 0);
+                    while c != NONE {
+                        assert_eq!(layer.prev[c as usize], prev, "seed {seed}");
+                        if prev != NONE {
+                            assert!(ord[prev as usize] < ord[c as usize], "seed {seed}");
+                        }
+                        seen += 1;
+                        prev = c;
+                        c = layer.next[c as usize];
                     }
+                    assert_eq!(seen, net.n_arcs(), "seed {seed}");
                 }
             }
             assert!(
