@@ -179,6 +179,8 @@ pub struct SubnetManager {
     /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
     /// fabric that only lost things from one that changed otherwise.
     routed_csr: Option<Csr>,
+    /// The next routing recomputes from scratch (`request_rebalance`).
+    rebalance_pending: bool,
     locked: HashSet<u64>,
     reported_locked: HashSet<u64>,
     /// M_Keys read off ports that differ from ours (a predecessor's keys, readable once
@@ -305,6 +307,7 @@ impl SubnetManager {
             fabric: None,
             routes: None,
             routed_csr: None,
+            rebalance_pending: false,
             locked: HashSet::new(),
             reported_locked: HashSet::new(),
             port_keys: HashMap::new(),
@@ -401,6 +404,14 @@ impl SubnetManager {
         } else {
             self.heavy_pending = true;
         }
+    }
+
+    /// Asks for a heavy sweep that recomputes every route from scratch even if the fabric
+    /// only lost things since the routes in force (which re-routing would only repair):
+    /// rebalances after failures were repaired piecemeal (`SmConfig::reroute_on_loss`).
+    pub fn request_rebalance(&mut self, now: Instant) {
+        self.rebalance_pending = true;
+        self.request_heavy_sweep(now);
     }
 
     /// Feeds what the transport received.
@@ -1480,6 +1491,7 @@ impl SubnetManager {
         self.fabric = Some(fabric);
         self.routes = Some(routes);
         self.routed_csr = Some(csr);
+        self.rebalance_pending = false;
         Ok(())
     }
 
@@ -1494,7 +1506,7 @@ impl SubnetManager {
         opts: &RouteOptions,
     ) -> Option<Routes> {
         let kind = self.cfg.routing;
-        if !self.cfg.reroute_on_loss || !kind.incremental_reroute() {
+        if !self.cfg.reroute_on_loss || !kind.incremental_reroute() || self.rebalance_pending {
             return None;
         }
         let (prev, prev_csr) = (self.routes.as_ref()?, self.routed_csr.as_ref()?);

@@ -211,6 +211,49 @@ fn cut_cable_and_removed_ca_reroute_relink_recomputes() {
 }
 
 #[test]
+fn rebalance_recomputes_after_a_reroute() {
+    let f = generate::fat_tree(16, 2).unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let lids = f.switch_count() + cas.len();
+    let mut nodes = vec![attach(
+        &mut sim,
+        cas[0],
+        cfg(EngineKind::MinHop, true),
+        None,
+    )];
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let (node, port) = leaf_uplink(&sim, &f, 3);
+    let cut = step(&mut sim, &mut nodes, Fault::LinkDown { node, port });
+    assert!(cut.rerouted > 0, "{cut:?}");
+    let repaired = nodes[0].sm.routes().unwrap().clone();
+    // A plain heavy sweep on the same fabric keeps the repaired routes.
+    let from = nodes[0].events.len();
+    nodes[0].sm.request_heavy_sweep(sim.now());
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+    let again = cost(&ups_since(&nodes[0], from));
+    assert!(
+        again.sweeps > 0 && again.rerouted == again.sweeps,
+        "{again:?}"
+    );
+    assert_eq!(again.entries, 0);
+    assert_eq!(nodes[0].sm.routes(), Some(&repaired));
+    // A rebalance recomputes: the balanced routes of the degraded fabric differ.
+    let from = nodes[0].events.len();
+    nodes[0].sm.request_rebalance(sim.now());
+    let t = sim.now() + Duration::from_secs(30);
+    drive(&mut sim, &mut nodes, t, |_, ns| {
+        !ups_since(&ns[0], from).is_empty()
+    });
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+    let rebalanced = cost(&ups_since(&nodes[0], from));
+    assert!(rebalanced.sweeps > 0, "{rebalanced:?}");
+    assert!(!ups_since(&nodes[0], from)[0].rerouted);
+    assert!(rebalanced.entries > 0, "{rebalanced:?}");
+    assert_configured(&sim, &nodes[0].sm, lids);
+}
+
+#[test]
 fn engines_without_incremental_reroute_recompute() {
     let f = generate::fat_tree(8, 2).unwrap();
     let on = scenario(&f, EngineKind::Dfsssp, true);
