@@ -209,8 +209,20 @@ fn handover_through_the_sma_reaches_the_election() {
     a.refresh();
     assert_eq!(b.state(), SmState::Master);
     assert_eq!(a.sm.state(), SmState::Standby);
+    // b first reads a's SMInfo through a's SMA: a has stepped down, so b acknowledges.
+    let check = b
+        .poll_transmit()
+        .expect("SubnGet(SMInfo) of the old Master");
+    let r = a
+        .receive(Duration::from_millis(21), &check.mad, 2)
+        .expect("answered");
+    assert!(
+        b.handle_response(Duration::from_millis(21), &r)
+            .expect("response")
+    );
     // b's ACKNOWLEDGE goes through a's SMA and reaches a's election.
     let ack = b.poll_transmit().expect("ACKNOWLEDGE");
+    assert_eq!(ack.attribute_modifier(), 2);
     let r = a
         .receive(Duration::from_millis(21), &ack.mad, 2)
         .expect("answered");

@@ -101,9 +101,35 @@ enum PendingKind {
     Probe(u32),
     Handover(u64),
     Control(SmInfoControl),
+    /// SubnGet(SMInfo) of the SM that handed over to us, asking whether it has left
+    /// Master yet ([`OwedAck`]).
+    AckCheck(u64),
     Ack,
     /// SubnGet(SMInfo) of a Master refreshing what it knows of this SM.
     Refresh(u64),
+}
+
+/// The ACKNOWLEDGE this SM owes the SM whose HANDOVER made it Master.
+///
+/// It is held back until that SM is seen to have left Master: OpenSM sends its HANDOVER
+/// and only then moves itself to Standby, and refuses an ACKNOWLEDGE that arrives before
+/// (ERR 2F07, "Failed check of legality of needed SM transition", status 7). An answer
+/// as fast as ours can beat that step, so the ACKNOWLEDGE would be refused now and then.
+/// A sender that keeps saying Master for `transaction_retries + 1` checks
+/// `transaction_timeout` apart may be waiting for the ACKNOWLEDGE itself: it gets it then.
+/// One that never answers gets none. One ACKNOWLEDGE per handover: a HANDOVER that
+/// finds this SM already Master (a resend) owes nothing.
+#[derive(Debug, Clone)]
+struct OwedAck {
+    to: u64,
+    addr: SmAddr,
+    /// The SMInfo to send: this SM as the HANDOVER found it (a Standby, as OpenSM
+    /// requires of an ACKNOWLEDGE), with the real SM_Key.
+    payload: SmInfo,
+    /// When to ask again; `None` while a check is outstanding.
+    next_check: Option<Duration>,
+    /// Further checks that may still see it Master before the ACKNOWLEDGE goes anyway.
+    checks_left: u32,
 }
 
 /// Sweeps kept open at once before the oldest is dropped undecided.
@@ -162,6 +188,7 @@ pub struct Election {
     lost_addr: Option<SmAddr>,
     pending: Vec<Pending>,
     handed_over_to: Option<u64>,
+    owed_ack: Option<OwedAck>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     state_changes: u64,
@@ -186,6 +213,7 @@ impl Election {
             lost_addr: None,
             pending: Vec::new(),
             handed_over_to: None,
+            owed_ack: None,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             state_changes: 0,
@@ -351,7 +379,13 @@ impl Election {
             State::Master(m) => Some(m.next_heartbeat),
             _ => None,
         };
-        self.pending.iter().map(|p| p.deadline).chain(state).min()
+        let ack = self.owed_ack.as_ref().and_then(|a| a.next_check);
+        self.pending
+            .iter()
+            .map(|p| p.deadline)
+            .chain(state)
+            .chain(ack)
+            .min()
     }
 
     // ----- sweeps ---------------------------------------------------------------------
@@ -505,6 +539,12 @@ impl Election {
             }
             _ => {}
         }
+        if let Some(a) = &mut self.owed_ack
+            && a.next_check.is_some_and(|t| t <= now)
+        {
+            a.next_check = None;
+            self.send_ack_check(now);
+        }
         self.maybe_close_sweep(now);
     }
 
@@ -603,6 +643,10 @@ impl Election {
                 code,
                 status: Some(p.status),
             }),
+            PendingKind::AckCheck(to) => {
+                let state = (ok && p.info.guid == to).then_some(p.info.sm_state);
+                self.on_ack_check(now, to, state);
+            }
             PendingKind::Ack => {}
             PendingKind::Refresh(guid) => {
                 // The SM at that route now; another one there waits for a sweep.
@@ -902,6 +946,7 @@ impl Election {
         if was_master && to != SmState::Master {
             self.pending
                 .retain(|p| matches!(p.kind, PendingKind::Probe(_) | PendingKind::Ack));
+            self.owed_ack = None;
         }
         if from != to {
             self.state_changes += 1;
@@ -984,16 +1029,16 @@ impl Election {
                     self.events
                         .push_back(Event::HandoverReceived { from: sender.guid });
                     if let Some(addr) = sender_addr {
-                        let mut ack = pre;
-                        ack.sm_key = self.cfg.sm_key;
-                        self.send_request(
-                            now,
+                        let mut payload = pre;
+                        payload.sm_key = self.cfg.sm_key;
+                        self.owed_ack = Some(OwedAck {
+                            to: sender.guid,
                             addr,
-                            Method::Set,
-                            SmInfoControl::Acknowledge.into(),
-                            &ack,
-                            PendingKind::Ack,
-                        );
+                            payload,
+                            next_check: None,
+                            checks_left: self.cfg.transaction_retries,
+                        });
+                        self.send_ack_check(now);
                     }
                 }
             },
@@ -1045,6 +1090,12 @@ impl Election {
     fn give_up(&mut self, now: Duration, p: &Pending) {
         match p.kind {
             PendingKind::Probe(_) | PendingKind::Ack | PendingKind::Refresh(_) => {}
+            // The SM that handed over no longer answers: nobody to acknowledge.
+            PendingKind::AckCheck(to) => {
+                if self.owed_ack.as_ref().is_some_and(|a| a.to == to) {
+                    self.owed_ack = None;
+                }
+            }
             PendingKind::Handover(to) => {
                 self.set_handover(None);
                 self.events
@@ -1063,6 +1114,48 @@ impl Election {
                 code,
                 status: None,
             }),
+        }
+    }
+
+    /// Asks the SM owed an ACKNOWLEDGE for its SMInfo (see [`OwedAck`]).
+    fn send_ack_check(&mut self, now: Duration) {
+        let Some(a) = &self.owed_ack else { return };
+        let (to, addr) = (a.to, a.addr);
+        let info = self.sm_info();
+        self.send_request(now, addr, Method::Get, 0, &info, PendingKind::AckCheck(to));
+    }
+
+    /// The SM owed an ACKNOWLEDGE answered a check with `state` (`None`: an error status
+    /// or another GUID at that address).
+    fn on_ack_check(&mut self, now: Duration, to: u64, state: Option<SmState>) {
+        let Some(a) = self.owed_ack.as_mut().filter(|a| a.to == to) else {
+            return;
+        };
+        let send = match state {
+            // It has stepped down: the ACKNOWLEDGE is legal for it now.
+            Some(SmState::Standby) => true,
+            Some(SmState::Master) if a.checks_left > 0 => {
+                a.checks_left -= 1;
+                a.next_check = Some(now + self.cfg.transaction_timeout);
+                return;
+            }
+            // Still Master after every check: it may be waiting for the ACKNOWLEDGE.
+            Some(SmState::Master) => true,
+            // Discovering, NotActive, or not that SM: it is out of the handover.
+            _ => false,
+        };
+        let Some(a) = self.owed_ack.take() else {
+            return;
+        };
+        if send && matches!(self.state, State::Master(_)) {
+            self.send_request(
+                now,
+                a.addr,
+                Method::Set,
+                SmInfoControl::Acknowledge.into(),
+                &a.payload,
+                PendingKind::Ack,
+            );
         }
     }
 
