@@ -77,6 +77,9 @@ struct Layering<'a> {
     /// The channel order a new layer starts with.
     init: Vec<u32>,
     dbase: Vec<usize>,
+    /// `dbase[a] - aoff[adst[a]]` (wrapping): dependency `a -> b` is `dfix[a] + b`, one
+    /// load where the probes would chain three.
+    dfix: Vec<usize>,
     layers: Vec<Layer>,
     bwd: Vec<u32>,
     stack: Vec<u32>,
@@ -171,6 +174,12 @@ impl<'a> Layering<'a> {
         Layering {
             net,
             init,
+            dfix: {
+                let dbase = dep_base(net);
+                (0..na)
+                    .map(|a| dbase[a].wrapping_sub(net.aoff[net.adst[a] as usize] as usize))
+                    .collect()
+            },
             dbase: dep_base(net),
             layers: Vec::new(),
             bwd: Vec::new(),
@@ -218,8 +227,7 @@ impl<'a> Layering<'a> {
 
     #[inline]
     fn dep(&self, a: u32, b: u32) -> usize {
-        let h = self.net.adst[a as usize] as usize;
-        self.dbase[a as usize] + (b - self.net.aoff[h]) as usize
+        self.dfix[a as usize].wrapping_add(b as usize)
     }
 
     /// Adds dependency `a -> b` to layer `l`; false if it would close a cycle.
