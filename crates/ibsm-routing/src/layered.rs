@@ -548,12 +548,15 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     r.lfts[s * len + lid] = net.aport[a as usize];
                     continue;
                 }
-                let mut low = u8::MAX;
+                let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
                 for &a in &down {
-                    low = low.min(layer[net.adst[a as usize] as usize * k + j]);
+                    let lx = layer[net.adst[a as usize] as usize * k + j];
+                    low = low.min(lx);
+                    if a == pref {
+                        (pref_ok, pref_l) = (true, lx);
+                    }
                 }
-                let pref_ok = down.contains(&pref);
-                let pref_low = pref_ok && layer[net.adst[pref as usize] as usize * k + j] == low;
+                let pref_low = pref_ok && pref_l == low;
                 if !source {
                     // Nothing to place: head for the lowest layer, the balanced hop first.
                     let a = if pref_low {
