@@ -495,7 +495,8 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
     let mut dist = vec![0u16; n];
     let mut queue = Vec::new();
     let mut lids = Vec::new();
-    let mut down: Vec<u32> = Vec::new();
+    let max_deg = (0..n).map(|s| net.arcs(s).len()).max().unwrap_or(0);
+    let mut down_buf: Vec<u32> = vec![0; max_deg];
     // Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
     let mut cands: Vec<u128> = Vec::new();
     // Arc behind each (switch, port), NONE if none: `arc_of` without the wide `Peer`.
@@ -530,12 +531,13 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
             let source = net.nsrc[s] > 0;
             let ds = dist[s];
             // The shortest next hops, shared by the destination's LIDs.
-            down.clear();
-            down.extend(
-                net.arcs(s)
-                    .filter(|&a| dist[net.adst[a] as usize] + 1 == ds)
-                    .map(|a| a as u32),
-            );
+            // Written without a branch: which neighbours are nearer is unpredictable.
+            let mut m = 0;
+            for a in net.arcs(s) {
+                down_buf[m] = a as u32;
+                m += usize::from(dist[net.adst[a] as usize] + 1 == ds);
+            }
+            let down = &down_buf[..m];
             for (j, &(lid, _, _)) in lids.iter().enumerate() {
                 let lid = usize::from(lid);
                 let e = s * k + j;
@@ -549,7 +551,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     continue;
                 }
                 let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
-                for &a in &down {
+                for &a in down {
                     let lx = layer[net.adst[a as usize] as usize * k + j];
                     low = low.min(lx);
                     if a == pref {
@@ -586,7 +588,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     continue;
                 }
                 cands.clear();
-                for &a in &down {
+                for &a in down {
                     let x = net.adst[a as usize] as usize;
                     cands.push(
                         (u128::from(layer[x * k + j]) << 96)
