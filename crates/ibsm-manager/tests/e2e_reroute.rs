@@ -15,7 +15,12 @@ use ibsm_sim::{Fault, NodeIdx, Sim, SimConfig, SmaAgent};
 use ibsm_topology::{Fabric, generate};
 
 fn cfg(engine: EngineKind, reroute: bool) -> SmConfig {
+    cfg_lmc(engine, reroute, 0)
+}
+
+fn cfg_lmc(engine: EngineKind, reroute: bool, lmc: u8) -> SmConfig {
     let mut c = SmConfig::default();
+    c.lmc = lmc;
     c.sweep_interval = Duration::from_secs(1);
     c.routing = engine;
     c.reroute_on_loss = reroute;
@@ -103,10 +108,19 @@ struct Scenario {
 /// Bring-up, a cut leaf uplink, the cable back, a CA removed, then a spine removed; the
 /// subnet verifies after each step.
 fn scenario(f: &Fabric, engine: EngineKind, reroute: bool) -> Scenario {
+    scenario_lmc(f, engine, reroute, 0)
+}
+
+fn scenario_lmc(f: &Fabric, engine: EngineKind, reroute: bool, lmc: u8) -> Scenario {
     let mut sim = sim_of(f, SimConfig::default());
     let cas = ca_nodes(&sim, f);
-    let lids = f.switch_count() + cas.len();
-    let mut nodes = vec![attach(&mut sim, cas[0], cfg(engine, reroute), None)];
+    let lids = f.switch_count() + (cas.len() << lmc);
+    let mut nodes = vec![attach(
+        &mut sim,
+        cas[0],
+        cfg_lmc(engine, reroute, lmc),
+        None,
+    )];
     until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
     assert_configured(&sim, &nodes[0].sm, lids);
     let (node, port) = leaf_uplink(&sim, f, 5);
@@ -118,7 +132,8 @@ fn scenario(f: &Fabric, engine: EngineKind, reroute: bool) -> Scenario {
     assert_eq!(nodes[0].sm.subnet().link_count(), f.link_count());
     let gone = cas[cas.len() - 3];
     let ca_gone = step(&mut sim, &mut nodes, Fault::NodeRemove { node: gone });
-    assert_configured(&sim, &nodes[0].sm, lids - 1);
+    let lids = lids - (1 << lmc);
+    assert_configured(&sim, &nodes[0].sm, lids);
     // A whole switch without CAs (a spine on 2 levels): switches after it in discovery
     // order change index, so the previous routes must be carried over by GUID.
     let spine = (0..sim.node_count() as u32)
@@ -137,7 +152,7 @@ fn scenario(f: &Fabric, engine: EngineKind, reroute: bool) -> Scenario {
         })
         .expect("a spine");
     let spine_gone = step(&mut sim, &mut nodes, Fault::NodeRemove { node: spine });
-    assert_configured(&sim, &nodes[0].sm, lids - 2);
+    assert_configured(&sim, &nodes[0].sm, lids - 1);
     Scenario {
         cut,
         relink,
@@ -251,6 +266,25 @@ fn rebalance_recomputes_after_a_reroute() {
     assert!(!ups_since(&nodes[0], from)[0].rerouted);
     assert!(rebalanced.entries > 0, "{rebalanced:?}");
     assert_configured(&sim, &nodes[0].sm, lids);
+}
+
+#[test]
+fn lmc_2_reroutes_every_lid_of_a_port() {
+    let f = generate::fat_tree(8, 2).unwrap();
+    for engine in [EngineKind::MinHop, EngineKind::UpDn] {
+        let on = scenario_lmc(&f, engine, true, 2);
+        let off = scenario_lmc(&f, engine, false, 2);
+        for c in [on.cut, on.ca_gone, on.spine_gone] {
+            assert!(c.sweeps > 0 && c.rerouted == c.sweeps, "{c:?}");
+        }
+        assert_eq!(on.relink.rerouted, 0);
+        assert!(
+            on.cut.entries < off.cut.entries,
+            "{:?} vs {:?}",
+            on.cut,
+            off.cut
+        );
+    }
 }
 
 #[test]
