@@ -172,6 +172,42 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Any set of lost cables and nodes is a loss (switches map by GUID); the same
+        /// change seen backwards is growth unless nothing changed.
+        #[test]
+        fn random_losses(
+            cut in proptest::collection::vec(proptest::bool::weighted(0.15), 64..=64),
+            gone in proptest::collection::vec(proptest::bool::weighted(0.08), 44..=44),
+        ) {
+            let f = tree();
+            let mut g = f.clone();
+            let links: Vec<_> = g.links().map(|(id, _)| id).collect();
+            let mut changed = false;
+            for (i, l) in links.into_iter().enumerate() {
+                if cut[i % cut.len()] {
+                    g.remove_link(l).unwrap();
+                    changed = true;
+                }
+            }
+            let nodes: Vec<_> = g.node_ids().collect();
+            for (i, n) in nodes.into_iter().enumerate() {
+                if gone[i % gone.len()] {
+                    g.remove_node(n).unwrap();
+                    changed = true;
+                }
+            }
+            let (prev, new) = (Csr::new(&f), Csr::new(&g));
+            let map = losses_only(&prev, &new).expect("only losses");
+            proptest::prop_assert_eq!(map.len(), new.switch_count());
+            for (s, &o) in map.iter().enumerate() {
+                proptest::prop_assert_eq!(new.switch_guid[s], prev.switch_guid[o as usize]);
+            }
+            proptest::prop_assert_eq!(losses_only(&new, &prev).is_none(), changed);
+        }
+    }
+
     #[test]
     fn moved_cable_is_not_a_loss() {
         let f = tree();
