@@ -109,6 +109,14 @@ impl<T> SubnetManagerBuilder<T> {
         self
     }
 
+    /// Whether a sweep that finds only lost cables or nodes repairs the routes in force
+    /// instead of recomputing them (default on; see [`SmConfig::reroute_on_loss`]).
+    #[must_use]
+    pub fn reroute_on_loss(mut self, on: bool) -> Self {
+        self.cfg.reroute_on_loss = on;
+        self
+    }
+
     /// LID mask control (OpenSM `lmc`).
     #[must_use]
     pub fn lmc(mut self, lmc: u8) -> Self {
