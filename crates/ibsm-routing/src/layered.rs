@@ -829,18 +829,10 @@ struct UpFirst {
 
 impl crate::balance::Prefer for UpFirst {
     fn prefer(&self, net: &Net, s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
-        // The least loaded climbing hop, the first on ties; as keys without branches
-        // (climbing or not is unpredictable): not climbing sorts after every load.
-        let ps = self.pos[s];
-        let (mut best, mut key) = (NONE, u128::MAX);
-        for &a in elig {
-            let down = self.pos[net.adst[a as usize] as usize] >= ps;
-            let k = (u128::from(down) << 64) | u128::from(load[a as usize]);
-            let take = k < key;
-            best = if take { a } else { best };
-            key = key.min(k);
-        }
-        (key >> 64 == 0).then_some(best)
+        elig.iter()
+            .copied()
+            .filter(|&a| self.pos[net.adst[a as usize] as usize] < self.pos[s])
+            .min_by_key(|&a| load[a as usize])
     }
 }
 
