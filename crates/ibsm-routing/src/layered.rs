@@ -497,6 +497,8 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
     let mut lids = Vec::new();
     let max_deg = (0..n).map(|s| net.arcs(s).len()).max().unwrap_or(0);
     let mut down_buf: Vec<u32> = vec![0; max_deg];
+    // Where each of those hops' state starts in `layer` / `hop` (`x * k`).
+    let mut down_at: Vec<usize> = vec![0; max_deg];
     // Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
     let mut cands: Vec<u128> = Vec::new();
     // Arc behind each (switch, port), NONE if none: `arc_of` without the wide `Peer`.
@@ -534,10 +536,13 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
             // Written without a branch: which neighbours are nearer is unpredictable.
             let mut m = 0;
             for a in net.arcs(s) {
+                let x = net.adst[a] as usize;
                 down_buf[m] = a as u32;
-                m += usize::from(dist[net.adst[a] as usize] + 1 == ds);
+                down_at[m] = x * k;
+                m += usize::from(dist[x] + 1 == ds);
             }
             let down = &down_buf[..m];
+            let down_at = &down_at[..m];
             for (j, &(lid, _, _)) in lids.iter().enumerate() {
                 let lid = usize::from(lid);
                 let e = s * k + j;
@@ -551,12 +556,12 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     continue;
                 }
                 let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
-                for &a in down {
-                    let lx = layer[net.adst[a as usize] as usize * k + j];
+                for (&a, &xk) in down.iter().zip(down_at) {
+                    let lx = layer[xk + j];
                     low = low.min(lx);
-                    if a == pref {
-                        (pref_ok, pref_l) = (true, lx);
-                    }
+                    let is = a == pref;
+                    pref_ok |= is;
+                    pref_l = if is { lx } else { pref_l };
                 }
                 let pref_low = pref_ok && pref_l == low;
                 if !source {
