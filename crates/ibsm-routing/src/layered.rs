@@ -231,7 +231,7 @@ impl<'a> Layering<'a> {
     }
 
     /// Adds dependency `a -> b` to layer `l`; false if it would close a cycle.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, l: usize, a: u32, b: u32) -> bool {
         let d = self.dep(a, b);
         let counting = self.counting;
@@ -675,7 +675,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
 /// through CA-less switches are nobody's path until a source uses them. `col` is the
 /// destination's placement state: hops (`s * k + j`), LIDs per switch `k`, this LID's
 /// index `j`, destination switch `t`.
-#[inline]
+#[inline(always)]
 fn try_path(
     net: &Net,
     lay: &mut Layering<'_>,
