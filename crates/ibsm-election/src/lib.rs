@@ -11,8 +11,10 @@
 //!   a higher authenticated Standby or Master sends it SubnSet(SMInfo, HANDOVER) and
 //!   becomes Standby once it is accepted; the receiver answers, becomes Master and, once
 //!   a SubnGet(SMInfo) shows the old Master has stepped down (OpenSM refuses an
-//!   ACKNOWLEDGE that beats its own step to Standby), sends one ACKNOWLEDGE. Two Masters
-//!   resolve the same way: the lower one hands over.
+//!   ACKNOWLEDGE that beats its own step to Standby), sends one ACKNOWLEDGE. A HANDOVER
+//!   that finds the SM Discovering makes it Master too; its ACKNOWLEDGE still says
+//!   Standby, the only sender state OpenSM accepts in one. Two Masters resolve the same
+//!   way: the lower one hands over.
 //! * **Polling**: a Standby polls the SM it follows with SubnGet(SMInfo) every
 //!   `polling_timeout`; after `polling_retries + 1` failed polls (no answer, or a Master
 //!   whose ActCount stood still) it declares the Master lost and rediscovers.

@@ -123,8 +123,9 @@ enum PendingKind {
 struct OwedAck {
     to: u64,
     addr: SmAddr,
-    /// The SMInfo to send: this SM as the HANDOVER found it (a Standby, as OpenSM
-    /// requires of an ACKNOWLEDGE), with the real SM_Key.
+    /// The SMInfo to send: this SM as the HANDOVER found it, with the real SM_Key and
+    /// the state always Standby (OpenSM requires it of an ACKNOWLEDGE, even from an SM
+    /// that was Discovering).
     payload: SmInfo,
     /// When to ask again; `None` while a check is outstanding.
     next_check: Option<Duration>,
@@ -1029,8 +1030,14 @@ impl Election {
                     self.events
                         .push_back(Event::HandoverReceived { from: sender.guid });
                     if let Some(addr) = sender_addr {
+                        // The ACKNOWLEDGE says Standby even when the HANDOVER found us
+                        // Discovering: OpenSM refuses one whose SMInfo says anything else
+                        // (ERR 2F04), and an SM still discovering was as free to take the
+                        // mastership as a Standby (the IBA SM state machine lets a
+                        // Discovering SM become Master on a HANDOVER).
                         let mut payload = pre;
                         payload.sm_key = self.cfg.sm_key;
+                        payload.sm_state = SmState::Standby;
                         self.owed_ack = Some(OwedAck {
                             to: sender.guid,
                             addr,

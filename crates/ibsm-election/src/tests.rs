@@ -695,7 +695,8 @@ fn standby_takes_over_on_handover_and_acknowledges() {
 
 /// The old Master as OpenSM behaves around a HANDOVER: it sends the HANDOVER, stays
 /// Master for `steps_down_after` (OpenSM: until its sweeper thread runs again), then is
-/// Standby; an ACKNOWLEDGE that reaches it while Master is refused (ERR 2F07, status 7).
+/// Standby; an ACKNOWLEDGE that reaches it while Master is refused (ERR 2F07, status 7),
+/// and so is one whose SMInfo does not say Standby (ERR 2F04).
 /// Drives the Standby `e` (under it at LID 10) through the handover in virtual time and
 /// returns the times at which ACKNOWLEDGEs reached the old Master and whether each was
 /// refused.
@@ -706,6 +707,17 @@ fn handover_from_stepping_down_master(
     let m = info(0x200, 1, KEY, SmState::Master, 1);
     let mut e = standby_under(9, &m);
     txs(&mut e);
+    handover_to(e, m, steps_down_after, answers)
+}
+
+/// [`handover_from_stepping_down_master`] for any `e` not yet Master: the HANDOVER comes
+/// from `m` at LID 10.
+fn handover_to(
+    mut e: Election,
+    m: SmInfo,
+    steps_down_after: Option<Duration>,
+    answers: bool,
+) -> Vec<(Duration, bool)> {
     let sent = ms(50);
     let r = e
         .handle_request(sent, &set_from(&m, 1), &from_lid(10))
@@ -730,7 +742,9 @@ fn handover_from_stepping_down_master(
                     tx.attribute_modifier(),
                     u32::from(SmInfoControl::Acknowledge)
                 );
-                let refused = old.sm_state != SmState::Standby;
+                let ack = tx.sm_info().unwrap();
+                let refused =
+                    old.sm_state != SmState::Standby || ack.sm_state != SmState::Standby;
                 acks.push((now, refused));
                 refused
             } else {
@@ -838,6 +852,36 @@ fn discovering_takes_over_on_handover() {
     assert_eq!(resp_status(&r), 0);
     assert_eq!(e.state(), SmState::Master);
     assert_eq!(txs(&mut e)[0].to, SmAddr::Lid(3));
+}
+
+#[test]
+fn discovering_acknowledges_a_handover_as_a_standby() {
+    // OpenSM accepts an ACKNOWLEDGE only from an SMInfo saying Standby (ERR 2F04
+    // otherwise). A Discovering SM that takes over on a HANDOVER was eligible to be
+    // handed to, as a Standby is: its ACKNOWLEDGE says Standby.
+    let m = info(0x200, 1, KEY, SmState::Master, 1);
+    for d in [0, 1, 49, 100, 150] {
+        let e = sm(9);
+        assert_eq!(e.state(), SmState::Discovering);
+        let acks = handover_to(e, m, Some(ms(d)), true);
+        assert_eq!(acks.len(), 1, "one ACKNOWLEDGE ({d} ms): {acks:?}");
+        assert!(!acks[0].1, "refused after {d} ms: {acks:?}");
+    }
+    // The answer to the HANDOVER itself still tells the state it found.
+    let mut e = sm(9);
+    let r = e
+        .handle_request(ms(1), &set_from(&m, 1), &from_lid(10))
+        .unwrap();
+    assert_eq!(resp_info(&r).sm_state, SmState::Discovering);
+    let check = txs(&mut e);
+    assert_eq!(check.len(), 1);
+    let stepped_down = info(0x200, 1, KEY, SmState::Standby, 2);
+    e.handle_response(ms(2), &reply(&check[0], 0, &stepped_down))
+        .unwrap();
+    let ack = txs(&mut e);
+    assert_eq!(ack.len(), 1);
+    let a = ack[0].sm_info().unwrap();
+    assert_eq!((a.guid, a.sm_state, a.sm_key), (ME, SmState::Standby, KEY));
 }
 
 #[test]
