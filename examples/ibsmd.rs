@@ -18,7 +18,8 @@
 //! --polling-timeout MS     standby: time between polls of the master (default 10000)
 //! --polling-retries N      standby: failed polls before the master is dead (default 4)
 //! --no-reroute-on-loss    after a lost cable or node, recompute every route instead
-//!                          of repairing only the broken ones (OpenSM's behaviour)
+//!                          of repairing only the broken ones (OpenSM's behaviour);
+//!                          repaired routes stay until growth or a SIGHUP rebalance
 //! --guid2lid FILE          keep LIDs across restarts (OpenSM's guid2lid format)
 //! --max-wire-smps N        most SMPs in flight (default 256; 128 under ibsim, whose
 //!                          preload can deadlock on long send bursts)
@@ -31,7 +32,12 @@
 //! ```
 //!
 //! `SUBNET UP` and role changes (`MASTER`, `STANDBY`, ...) always go to stderr. SIGINT
-//! and SIGTERM stop it cleanly (exit 0). Errors are one line with a non-zero exit.
+//! and SIGTERM stop it cleanly (exit 0). SIGHUP asks a Master for a heavy sweep that
+//! recomputes every route from scratch (a rebalance), as OpenSM resweeps on SIGHUP (it
+//! also re-reads its config file there; ibsmd has none to re-read): after a lost cable or
+//! node only the broken routes are repaired (unless `--no-reroute-on-loss`), and those
+//! repaired tables stay until the fabric grows back or a SIGHUP rebalances them.
+//! Errors are one line with a non-zero exit.
 
 use std::time::{Duration, Instant as WallInstant};
 
@@ -40,7 +46,7 @@ use ibsm::manager::{
 };
 use ibsm::routing::EngineKind;
 use ibsm::transport::Transport;
-use ibsm::umad::{OpenOptions, Selector, StopSignals, UmadTransport};
+use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport};
 
 #[derive(Debug)]
 struct Args {
@@ -69,7 +75,9 @@ struct Args {
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [-v]";
+[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [-v]\n\
+signals: SIGINT/SIGTERM stop; SIGHUP makes a Master recompute every route (rebalance), as \
+OpenSM resweeps on SIGHUP";
 
 fn parse_u64(text: &str, flag: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -310,6 +318,7 @@ fn json_str(s: &str) -> String {
 fn run(a: &Args) -> Result<bool, String> {
     let wall = WallInstant::now();
     let signals = StopSignals::install().map_err(|e| e.to_string())?;
+    let hangup = HangupSignal::install().map_err(|e| e.to_string())?;
     let opts = OpenOptions {
         selector: Selector {
             ca: a.ca.clone(),
@@ -354,6 +363,17 @@ fn run(a: &Args) -> Result<bool, String> {
             eprintln!("{}: stopping", StopSignals::name(sig));
             out.signal = Some(sig);
             break;
+        }
+        if hangup.take() {
+            if sm.role() == Role::Master {
+                eprintln!("SIGHUP: rebalancing (every route recomputed at a heavy sweep)");
+                sm.request_rebalance(t.now());
+            } else {
+                eprintln!(
+                    "SIGHUP: not Master ({}), nothing to rebalance",
+                    role_name(sm.role())
+                );
+            }
         }
         if end.is_some_and(|e| WallInstant::now() >= e) {
             if once {

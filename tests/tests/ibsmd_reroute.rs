@@ -5,8 +5,11 @@
 //! `Unlink` of one switch-to-switch cable makes the two switches send trap 128; ibsmd
 //! sweeps, and the checks pass again on the smaller fabric: no LFT entry anywhere points
 //! at either dead port, every CA still reaches every LID (offline LFT walk and
-//! `ibtracert`), and no LID moved. `ReLink` brings the cable back and ibsmd uses it again.
+//! `ibtracert`), and no LID moved. SIGHUP then makes ibsmd recompute the repaired tables
+//! from scratch (the checks pass again), and `ReLink` brings the cable back and ibsmd
+//! uses it again.
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
@@ -37,6 +40,12 @@ fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The last SUBNET UP line of ibsmd's log.
+fn last_up(err: &str) -> &str {
+    let from = err.rfind("SUBNET UP").expect("a SUBNET UP");
+    err[from..].lines().next().unwrap_or_default()
 }
 
 /// The entries of switch `guid`'s LFT that leave through `port`.
@@ -103,6 +112,38 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     assert_eq!(using(&cut, ga, a.port), 0, "LFT still uses the dead port");
     assert_eq!(using(&cut, gb, b.port), 0, "LFT still uses the dead port");
     assert_eq!(cut.lids, before.lids, "LIDs moved on re-route");
+    assert!(
+        last_up(&err).contains("re-routed after a loss"),
+        "the cut was not repaired by re-routing:\n{err}"
+    );
+
+    // SIGHUP: the repaired tables are recomputed from scratch on the same cut fabric.
+    let pid = sm.0.as_ref().expect("running").id();
+    let st = Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(st.success());
+    let ups = wait_settled(&f, ups, Duration::from_secs(20));
+    let err = f.read("ibsmd.err");
+    assert!(
+        err.contains("SIGHUP: rebalancing"),
+        "SIGHUP not taken:\n{err}"
+    );
+    assert!(
+        last_up(&err).contains("(computed)"),
+        "SIGHUP did not recompute the routes:\n{err}"
+    );
+    let rebalanced = verify_with_diags(
+        &f,
+        topo.link_count() - 1,
+        ca_ports(&topo),
+        topo.switch_count(),
+        0,
+    );
+    assert_eq!(using(&rebalanced, ga, a.port), 0, "LFT uses the dead port");
+    assert_eq!(using(&rebalanced, gb, b.port), 0, "LFT uses the dead port");
+    assert_eq!(rebalanced.lids, before.lids, "LIDs moved on rebalance");
 
     f.sim
         .console(&format!("ReLink \"{}\"[{}]", na.description, a.port));

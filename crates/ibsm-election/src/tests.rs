@@ -743,8 +743,7 @@ fn handover_to(
                     u32::from(SmInfoControl::Acknowledge)
                 );
                 let ack = tx.sm_info().unwrap();
-                let refused =
-                    old.sm_state != SmState::Standby || ack.sm_state != SmState::Standby;
+                let refused = old.sm_state != SmState::Standby || ack.sm_state != SmState::Standby;
                 acks.push((now, refused));
                 refused
             } else {

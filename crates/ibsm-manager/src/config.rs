@@ -41,9 +41,12 @@ pub struct SmConfig {
     /// no new cable), repair the previous routes with the engine's incremental re-route
     /// instead of recomputing them: only LIDs whose routes used a dead port move, so
     /// traffic elsewhere stays put and far fewer LFT blocks are written. Any growth (a
-    /// cable or node back or new) recomputes from scratch, which also rebalances. Only
-    /// minhop, updn, dnup and ftree re-route incrementally; the others always recompute.
-    /// Default on (beyond OpenSM, which always recomputes).
+    /// cable or node back or new) recomputes from scratch, which also rebalances. Until
+    /// then the repaired tables stay as they are, however unbalanced the repairs left
+    /// them; [`SubnetManager::request_rebalance`](crate::SubnetManager::request_rebalance)
+    /// forces a recompute (ibsmd does it on SIGHUP). Only minhop, updn, dnup and ftree
+    /// re-route incrementally; the others always recompute. Default on (beyond OpenSM,
+    /// which always recomputes).
     pub reroute_on_loss: bool,
     /// M_Key policy (OpenSM `m_key`).
     pub m_key: MKeyMode,

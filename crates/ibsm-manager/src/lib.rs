@@ -10,7 +10,8 @@
 //! sweep finds that the fabric only lost cables or nodes since the routes were computed,
 //! it repairs them (`RoutingEngine::reroute`: only destinations whose routes used a dead
 //! port move) instead of recomputing the whole fabric; any growth recomputes and
-//! rebalances ([`SmConfig::reroute_on_loss`]).
+//! rebalances ([`SmConfig::reroute_on_loss`]). Repaired tables stay until such growth or
+//! an explicit [`SubnetManager::request_rebalance`] (ibsmd: SIGHUP).
 //!
 //! The core, [`SubnetManager`], is sans-IO: it never reads a clock or touches a device.
 //! Feed it what arrives and the time; take what it wants sent, its next deadline and

@@ -1,9 +1,12 @@
-//! Stopping a daemon cleanly on SIGINT/SIGTERM without `unsafe` in the caller.
+//! Stopping a daemon cleanly on SIGINT/SIGTERM, and noticing SIGHUP, without `unsafe`
+//! in the caller.
 //!
 //! [`StopSignals::install`] sets a handler that only records the signal number in an
 //! atomic; the daemon's loop checks [`StopSignals::caught`] between bounded waits. The
 //! handler is installed without `SA_RESTART`, so a wait in `poll` ends early with `EINTR`
 //! (which [`UmadPort::recv`](crate::UmadPort::recv) treats as "nothing yet").
+//! [`HangupSignal`] does the same for SIGHUP, which by daemon convention (OpenSM among
+//! them) asks for a reload or a resweep rather than a stop.
 
 use std::sync::atomic::Ordering;
 
@@ -43,6 +46,30 @@ impl StopSignals {
             libc::SIGTERM => "SIGTERM",
             _ => "signal",
         }
+    }
+}
+
+/// Handle to the process-wide flag set by SIGHUP (a request, not a stop).
+///
+/// Several SIGHUPs before [`HangupSignal::take`] count as one request.
+#[derive(Debug, Clone, Copy)]
+pub struct HangupSignal(());
+
+impl HangupSignal {
+    /// Installs the handler for SIGHUP (idempotent). Until then SIGHUP keeps its default
+    /// action, which ends the process.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `sigaction` refuses.
+    pub fn install() -> Result<Self> {
+        sys::catch_hangup().map_err(|e| Error::io("sigaction", "SIGHUP", &e))?;
+        Ok(Self(()))
+    }
+
+    /// Whether SIGHUP arrived since the last call (or since installation); clears it.
+    #[must_use]
+    pub fn take(&self) -> bool {
+        sys::HANGUP.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -93,5 +120,26 @@ mod tests {
         }
         assert_eq!(s.caught(), Some(libc::SIGTERM));
         assert_eq!(StopSignals::name(libc::SIGTERM), "SIGTERM");
+    }
+
+    #[test]
+    fn hangup_is_taken_once_and_does_not_stop() {
+        let h = HangupSignal::install().unwrap();
+        assert!(!h.take());
+        for _ in 0..2 {
+            let st = std::process::Command::new("kill")
+                .args(["-HUP", &std::process::id().to_string()])
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !sys::HANGUP.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Give the second signal a moment to land too: both fold into one request.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(h.take());
+        assert!(!h.take(), "taken once");
     }
 }

@@ -184,13 +184,31 @@ extern "C" fn on_stop_signal(sig: libc::c_int) {
     STOP_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Set by [`on_hangup`] when SIGHUP arrives, cleared by whoever takes the request.
+pub(crate) static HANGUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The SIGHUP handler: one atomic store, which is async-signal-safe.
+extern "C" fn on_hangup(_sig: libc::c_int) {
+    HANGUP.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Installs [`on_stop_signal`] for `sig` with `sigaction` (no `SA_RESTART`, so a blocking
 /// `poll` returns `EINTR` and the caller notices the signal at once).
 pub(crate) fn catch_stop_signal(sig: libc::c_int) -> io::Result<()> {
+    install_handler(sig, on_stop_signal)
+}
+
+/// Installs [`on_hangup`] for SIGHUP, the same way as [`catch_stop_signal`].
+pub(crate) fn catch_hangup() -> io::Result<()> {
+    install_handler(libc::SIGHUP, on_hangup)
+}
+
+/// `handler` must be async-signal-safe (both of ours only store to an atomic).
+fn install_handler(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) -> io::Result<()> {
     // SAFETY: `sigaction` is a plain C struct for which all-zero bytes are a valid value
     // (empty mask, no flags, default handler); we fill the fields we need below.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-    act.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    act.sa_sigaction = handler as libc::sighandler_t;
     act.sa_flags = 0;
     // SAFETY: `act.sa_mask` is a valid, owned sigset_t; sigemptyset only writes to it.
     unsafe {
