@@ -83,6 +83,8 @@ struct Layering<'a> {
     layers: Vec<Layer>,
     bwd: Vec<u32>,
     stack: Vec<u32>,
+    fwd: Vec<u32>,
+    fstack: Vec<u32>,
     kb: Vec<(u64, u32)>,
     /// Whether `Layer::cnt` is kept (see there).
     counting: bool,
@@ -139,6 +141,46 @@ impl Layer {
         }
     }
 
+    /// Moves `moved` (in that order, none of them `a`) to just after `a`.
+    fn move_after(&mut self, moved: &[(u64, u32)], a: u32) {
+        let mut cur = a;
+        for &(_, x) in moved {
+            let (p, n) = (self.prev[x as usize], self.next[x as usize]);
+            if p == NONE {
+                self.head = n;
+            } else {
+                self.next[p as usize] = n;
+            }
+            if n != NONE {
+                self.prev[n as usize] = p;
+            }
+            let q = self.next[cur as usize];
+            self.next[x as usize] = q;
+            self.prev[x as usize] = cur;
+            self.next[cur as usize] = x;
+            if q != NONE {
+                self.prev[q as usize] = x;
+            }
+            cur = x;
+        }
+        // Labels between a and its old successor.
+        let n = self.next[cur as usize];
+        let lo = self.ord[a as usize];
+        let hi = if n == NONE {
+            u64::MAX
+        } else {
+            self.ord[n as usize]
+        };
+        let step = (hi - lo) / (moved.len() as u64 + 1);
+        if step == 0 {
+            self.relabel();
+            return;
+        }
+        for (i, &(_, x)) in moved.iter().enumerate() {
+            self.ord[x as usize] = lo + step * (i as u64 + 1);
+        }
+    }
+
     #[inline]
     fn add(&mut self, d: usize, counting: bool) {
         self.st[d] = PRESENT;
@@ -184,6 +226,8 @@ impl<'a> Layering<'a> {
             layers: Vec::new(),
             bwd: Vec::new(),
             stack: Vec::new(),
+            fwd: Vec::new(),
+            fstack: Vec::new(),
             kb: Vec::new(),
             counting: false,
             added: Vec::new(),
@@ -249,21 +293,35 @@ impl<'a> Layering<'a> {
     }
 
     /// [`Self::insert`] of a new dependency against the layer's current order.
+    ///
+    /// Searches both ways at once, a channel per side in turn: backward from `a` over the
+    /// channels after `b`, forward from `b` over the channels before `a`. The two meet
+    /// (or one finds the other end) exactly when `b` already reaches `a`: a cycle. When
+    /// one side runs out first, its set is all that has to move: the backward set to just
+    /// before `b`, or the forward set to just after `a`. A cycle usually lies on a short
+    /// forward path from `b` while the backward set is large, and an accepted dependency
+    /// usually has one small side, so neither case pays for the bigger side.
     #[inline(never)]
     fn insert_reorder(&mut self, l: usize, a: u32, b: u32, d: usize) -> bool {
         let net = self.net;
         let dbase = &self.dbase;
         let layer = &mut self.layers[l];
-        let lb = layer.ord[b as usize];
-        layer.epoch += 1;
-        let ep = layer.epoch;
-        // Backward from a: the channels that reach a and sit after b. Reaching b means
-        // the dependency closes a cycle.
+        let (la, lb) = (layer.ord[a as usize], layer.ord[b as usize]);
+        layer.epoch += 2;
+        let (eb, ef) = (layer.epoch, layer.epoch + 1);
         self.bwd.clear();
         self.stack.clear();
         self.stack.push(a);
-        layer.mark[a as usize] = ep;
-        while let Some(x) = self.stack.pop() {
+        layer.mark[a as usize] = eb;
+        self.fwd.clear();
+        self.fstack.clear();
+        self.fstack.push(b);
+        layer.mark[b as usize] = ef;
+        let backward = loop {
+            // Backward: the channels that reach a and sit after b.
+            let Some(x) = self.stack.pop() else {
+                break true;
+            };
             self.bwd.push(x);
             let v = net.asrc[x as usize] as usize;
             let off = (x - net.aoff[v]) as usize;
@@ -272,28 +330,56 @@ impl<'a> Layering<'a> {
                 if z == NONE || layer.st[dbase[z as usize] + off] != PRESENT {
                     continue;
                 }
-                if z == b {
-                    // b already reaches a on this layer; it keeps doing so as long as no
-                    // dependency is removed, so later units skip the search. (LASH's
-                    // balancing removes some; then this is merely conservative.)
+                let mz = layer.mark[z as usize];
+                if mz == ef {
+                    // b reaches z (b itself included), which reaches a. It keeps doing so
+                    // as long as no dependency is removed, so later units skip the
+                    // search. (LASH's balancing removes some; then this is merely
+                    // conservative.)
                     layer.st[d] = FORBIDDEN;
                     return false;
                 }
-                if layer.mark[z as usize] != ep && layer.ord[z as usize] > lb {
-                    layer.mark[z as usize] = ep;
+                if mz != eb && layer.ord[z as usize] > lb {
+                    layer.mark[z as usize] = eb;
                     self.stack.push(z);
                 }
             }
-        }
-        // Everything that reaches a goes, in its old order, to just before b. An edge into
-        // the moved set comes from before b (else its tail would reach a and be in the
-        // set, or be b: a cycle), so every edge still points forward.
+            // Forward: the channels b reaches that sit before a.
+            let Some(y) = self.fstack.pop() else {
+                break false;
+            };
+            self.fwd.push(y);
+            let h = net.adst[y as usize] as usize;
+            let row = dbase[y as usize];
+            for (i, w) in net.arcs(h).enumerate() {
+                if layer.st[row + i] != PRESENT {
+                    continue;
+                }
+                let mw = layer.mark[w];
+                if mw == eb {
+                    layer.st[d] = FORBIDDEN;
+                    return false;
+                }
+                if mw != ef && layer.ord[w] < la {
+                    layer.mark[w] = ef;
+                    self.fstack.push(w as u32);
+                }
+            }
+        };
+        // Backward: everything that reaches a goes, in its old order, to just before b.
+        // An edge into the moved set comes from before b (else its tail would reach a and
+        // be in the set, or be b: a cycle), so every edge still points forward. Forward,
+        // symmetrically: everything b reaches before a goes, in order, to just after a.
         let ord = &layer.ord;
+        let set = if backward { &self.bwd } else { &self.fwd };
         self.kb.clear();
-        self.kb
-            .extend(self.bwd.iter().map(|&x| (ord[x as usize], x)));
+        self.kb.extend(set.iter().map(|&x| (ord[x as usize], x)));
         self.kb.sort_unstable();
-        layer.move_before(&self.kb, b);
+        if backward {
+            layer.move_before(&self.kb, b);
+        } else {
+            layer.move_after(&self.kb, a);
+        }
         layer.add(d, self.counting);
         true
     }
@@ -395,6 +481,7 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     let mut lay = Layering::new(net, up_pos.as_deref());
     lay.open();
     let mut sl = place_aware(net, &mut r, &mut lay, max)?;
+
     if !dfsssp && lay.layers.len() > 1 {
         balance_layers(net, &r, &mut lay, &mut sl);
     }
@@ -602,23 +689,29 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                             | u128::from(a),
                     );
                 }
-                cands.sort_unstable();
+                // In key order, picked one at a time: the first or second usually fits,
+                // so sorting them all costs more than it saves.
+                let first = cands.iter().copied().min().expect("a shortest hop");
                 let mut got = None;
-                for &key in &cands {
+                let mut key = first;
+                loop {
                     let (lx, a) = ((key >> 96) as u8, key as u32);
-                    if pref_low && a == pref {
-                        continue; // the fast path just failed on it
-                    }
-                    if try_path(net, lay, usize::from(lx), (&hop, k, j, t), a, &mut deps) {
+                    if !(pref_low && a == pref) // the fast path just failed on it
+                        && try_path(net, lay, usize::from(lx), (&hop, k, j, t), a, &mut deps)
+                    {
                         got = Some((a, usize::from(lx)));
                         break;
+                    }
+                    match cands.iter().copied().filter(|&c| c > key).min() {
+                        Some(c) => key = c,
+                        None => break,
                     }
                 }
                 let (a, l) = match got {
                     Some(g) => g,
                     None => {
                         // Through the preferred hop on the first layer above its path's.
-                        let a = if pref_ok { pref } else { cands[0] as u32 };
+                        let a = if pref_ok { pref } else { first as u32 };
                         let x = net.adst[a as usize] as usize;
                         deps.clear();
                         let (mut p, mut y) = (a, x);
@@ -829,22 +922,34 @@ impl RoutingEngine for Dfsssp {
 /// root: most paths then follow an up*/down* shape, so few dependency cycles remain for
 /// the layering to break.
 struct UpFirst {
-    pos: Vec<u32>,
+    /// Per arc: whether it climbs (its head is nearer the root than its tail), one byte
+    /// load in the balanced pass's hot loop instead of two order lookups.
+    up: Vec<bool>,
 }
 
 impl crate::balance::Prefer for UpFirst {
-    fn prefer(&self, net: &Net, s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
-        elig.iter()
-            .copied()
-            .filter(|&a| self.pos[net.adst[a as usize] as usize] < self.pos[s])
-            .min_by_key(|&a| load[a as usize])
+    fn prefer(&self, _net: &Net, _s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
+        let mut best: Option<(u64, u32)> = None;
+        for &a in elig {
+            if self.up[a as usize] {
+                let l = load[a as usize];
+                if best.is_none_or(|(b, _)| l < b) {
+                    best = Some((l, a));
+                }
+            }
+        }
+        best.map(|(_, a)| a)
     }
 }
 
 fn updn_biased(net: &Net, opts: &Options) -> Result<(Routes, Vec<u32>)> {
     let roots = crate::updn::find_roots(net, None, opts, false)?;
     let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
-    let pref = UpFirst { pos: pos.clone() };
+    let pref = UpFirst {
+        up: (0..net.n_arcs())
+            .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
+            .collect(),
+    };
     let mut r = Routes::new("dfsssp", net.n_sw, net.lft_len);
     let st = crate::balance::route_all(
         net,
