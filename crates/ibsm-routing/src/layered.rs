@@ -285,7 +285,13 @@ impl<'a> Layering<'a> {
         if st == FORBIDDEN {
             return false;
         }
-        if st == PRESENT || layer.ord[a as usize] < layer.ord[b as usize] {
+        if st == PRESENT {
+            if counting {
+                layer.cnt[d] += 1;
+            }
+            return true;
+        }
+        if layer.ord[a as usize] < layer.ord[b as usize] {
             layer.add(d, counting);
             return true;
         }
@@ -781,9 +787,8 @@ fn try_path(
     let x = net.adst[a as usize] as usize;
     if x != t && net.nsrc[x] > 0 {
         // The common case: one dependency, onto the path of a switch with CAs.
-        let ok = lay.insert(l, a, hop[x * k + j]);
-        lay.layers[l].units += u64::from(ok);
-        return ok;
+        // (`Layer::units` counts only for LASH's balancing, which recounts them.)
+        return lay.insert(l, a, hop[x * k + j]);
     }
     deps.clear();
     let (mut prev, mut y) = (a, x);
