@@ -300,8 +300,8 @@ impl<'a> Layering<'a> {
 
     /// [`Self::insert`] of a new dependency against the layer's current order.
     ///
-    /// Searches both ways at once, a channel per side in turn: backward from `a` over the
-    /// channels after `b`, forward from `b` over the channels before `a`. The two meet
+    /// Searches both ways at once, a channel per side in turn: forward from `b` over the
+    /// channels before `a`, backward from `a` over the channels after `b`. The two meet
     /// (or one finds the other end) exactly when `b` already reaches `a`: a cycle. When
     /// one side runs out first, its set is all that has to move: the backward set to just
     /// before `b`, or the forward set to just after `a`. A cycle usually lies on a short
@@ -324,6 +324,27 @@ impl<'a> Layering<'a> {
         self.fstack.push(b);
         layer.mark[b as usize] = ef;
         let backward = loop {
+            // Forward: the channels b reaches that sit before a.
+            let Some(y) = self.fstack.pop() else {
+                break false;
+            };
+            self.fwd.push(y);
+            let h = net.adst[y as usize] as usize;
+            let row = dbase[y as usize];
+            for (i, w) in net.arcs(h).enumerate() {
+                if layer.st[row + i] != PRESENT {
+                    continue;
+                }
+                let mw = layer.mark[w];
+                if mw == eb {
+                    layer.st[d] = FORBIDDEN;
+                    return false;
+                }
+                if mw != ef && layer.ord[w] < la {
+                    layer.mark[w] = ef;
+                    self.fstack.push(w as u32);
+                }
+            }
             // Backward: the channels that reach a and sit after b.
             let Some(x) = self.stack.pop() else {
                 break true;
@@ -348,27 +369,6 @@ impl<'a> Layering<'a> {
                 if mz != eb && layer.ord[z as usize] > lb {
                     layer.mark[z as usize] = eb;
                     self.stack.push(z);
-                }
-            }
-            // Forward: the channels b reaches that sit before a.
-            let Some(y) = self.fstack.pop() else {
-                break false;
-            };
-            self.fwd.push(y);
-            let h = net.adst[y as usize] as usize;
-            let row = dbase[y as usize];
-            for (i, w) in net.arcs(h).enumerate() {
-                if layer.st[row + i] != PRESENT {
-                    continue;
-                }
-                let mw = layer.mark[w];
-                if mw == eb {
-                    layer.st[d] = FORBIDDEN;
-                    return false;
-                }
-                if mw != ef && layer.ord[w] < la {
-                    layer.mark[w] = ef;
-                    self.fstack.push(w as u32);
                 }
             }
         };
