@@ -61,6 +61,13 @@ struct Layer {
     /// Paths per dependency, kept only while `Layering::counting` (LASH's balancing
     /// removes single paths; the placement only ever rolls back what a unit added).
     cnt: Vec<u32>,
+    /// Per channel `a`, bit `i`: dependency `a -> aoff[adst[a]] + i` is on the layer.
+    /// Kept only while `Layering::masks`: the order searches then visit the present
+    /// dependencies without probing (and mispredicting) every absent one.
+    succ: Vec<u64>,
+    /// Per channel `x` out of switch `v`, bit `i`: dependency `arev[aoff[v] + i] -> x` is
+    /// on the layer (as `succ`).
+    pred: Vec<u64>,
     /// Order label per channel (increasing along the order).
     ord: Vec<u64>,
     /// The order as a doubly linked list of channels (`NONE` ends it).
@@ -88,8 +95,11 @@ struct Layering<'a> {
     kb: Vec<(u64, u32)>,
     /// Whether `Layer::cnt` is kept (see there).
     counting: bool,
+    /// Whether `Layer::succ` / `Layer::pred` are kept: no switch has more than 64 arcs,
+    /// and not while counting.
+    masks: bool,
     /// Dependencies the unit being tried added (for its rollback).
-    added: Vec<usize>,
+    added: Vec<(usize, u32, u32)>,
 }
 
 impl Layer {
@@ -230,6 +240,7 @@ impl<'a> Layering<'a> {
             fstack: Vec::new(),
             kb: Vec::new(),
             counting: false,
+            masks: (0..net.n_sw).all(|s| net.arcs(s).len() <= 64),
             added: Vec::new(),
         }
     }
@@ -238,6 +249,8 @@ impl<'a> Layering<'a> {
         let na = self.net.n_arcs();
         self.layers.push(Layer {
             st: vec![ABSENT; self.dbase[na]],
+            succ: if self.masks { vec![0; na] } else { Vec::new() },
+            pred: if self.masks { vec![0; na] } else { Vec::new() },
             cnt: if self.counting {
                 vec![0; self.dbase[na]]
             } else {
@@ -269,6 +282,33 @@ impl<'a> Layering<'a> {
         layer.relabel();
     }
 
+    /// Sets (or clears) the mask bits of dependency `a -> b` on layer `l`.
+    #[inline]
+    fn mask(&mut self, l: usize, a: u32, b: u32, on: bool) {
+        if !self.masks {
+            return;
+        }
+        let net = self.net;
+        let h = net.adst[a as usize];
+        let base = net.aoff[h as usize];
+        let layer = &mut self.layers[l];
+        let bit = 1u64 << (b - base);
+        if on {
+            layer.succ[a as usize] |= bit;
+        } else {
+            layer.succ[a as usize] &= !bit;
+        }
+        let r = net.arev[a as usize];
+        if r != NONE {
+            let bit = 1u64 << (r - base);
+            if on {
+                layer.pred[b as usize] |= bit;
+            } else {
+                layer.pred[b as usize] &= !bit;
+            }
+        }
+    }
+
     #[inline]
     fn dep(&self, a: u32, b: u32) -> usize {
         self.dfix[a as usize].wrapping_add(b as usize)
@@ -293,6 +333,7 @@ impl<'a> Layering<'a> {
         }
         if layer.ord[a as usize] < layer.ord[b as usize] {
             layer.add(d, counting);
+            self.mask(l, a, b, true);
             return true;
         }
         self.insert_reorder(l, a, b, d)
@@ -311,6 +352,7 @@ impl<'a> Layering<'a> {
     fn insert_reorder(&mut self, l: usize, a: u32, b: u32, d: usize) -> bool {
         let net = self.net;
         let dbase = &self.dbase;
+        let masks = self.masks;
         let layer = &mut self.layers[l];
         let (la, lb) = (layer.ord[a as usize], layer.ord[b as usize]);
         layer.epoch += 2;
@@ -331,10 +373,22 @@ impl<'a> Layering<'a> {
             self.fwd.push(y);
             let h = net.adst[y as usize] as usize;
             let row = dbase[y as usize];
-            for (i, w) in net.arcs(h).enumerate() {
-                if layer.st[row + i] != PRESENT {
-                    continue;
-                }
+            let base = net.aoff[h] as usize;
+            let mut bits = if masks { layer.succ[y as usize] } else { 0 };
+            let mut scan = if masks { 0..0 } else { net.arcs(h) };
+            loop {
+                let w = if bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    base + i
+                } else if let Some(w) = scan.next() {
+                    if layer.st[row + w - base] != PRESENT {
+                        continue;
+                    }
+                    w
+                } else {
+                    break;
+                };
                 let mw = layer.mark[w];
                 if mw == eb {
                     layer.st[d] = FORBIDDEN;
@@ -352,11 +406,23 @@ impl<'a> Layering<'a> {
             self.bwd.push(x);
             let v = net.asrc[x as usize] as usize;
             let off = (x - net.aoff[v]) as usize;
-            for c in net.arcs(v) {
-                let z = net.arev[c];
-                if z == NONE || layer.st[dbase[z as usize] + off] != PRESENT {
-                    continue;
-                }
+            let base = net.aoff[v] as usize;
+            let mut bits = if masks { layer.pred[x as usize] } else { 0 };
+            let mut scan = if masks { 0..0 } else { net.arcs(v) };
+            loop {
+                let z = if bits != 0 {
+                    let i = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    net.arev[base + i]
+                } else if let Some(c) = scan.next() {
+                    let z = net.arev[c];
+                    if z == NONE || layer.st[dbase[z as usize] + off] != PRESENT {
+                        continue;
+                    }
+                    z
+                } else {
+                    break;
+                };
                 let mz = layer.mark[z as usize];
                 if mz == ef {
                     // b reaches z (b itself included), which reaches a. It keeps doing so
@@ -387,6 +453,7 @@ impl<'a> Layering<'a> {
             layer.move_after(&self.kb, a);
         }
         layer.add(d, self.counting);
+        self.mask(l, a, b, true);
         true
     }
 
@@ -417,14 +484,16 @@ impl<'a> Layering<'a> {
                         self.remove(l, a, b);
                     }
                 } else {
-                    for &d in &self.added {
+                    for k in 0..self.added.len() {
+                        let (d, a, b) = self.added[k];
                         self.layers[l].st[d] = ABSENT;
+                        self.mask(l, a, b, false);
                     }
                 }
                 return false;
             }
             if was == ABSENT {
-                self.added.push(d);
+                self.added.push((d, a, b));
             }
         }
         self.layers[l].units += 1;
@@ -504,6 +573,7 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
 /// invalidates a topological order).
 fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) {
     lay.counting = true;
+    lay.masks = false;
     for layer in &mut lay.layers {
         for st in &mut layer.st {
             if *st == PRESENT {
