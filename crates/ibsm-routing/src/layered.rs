@@ -1004,17 +1004,16 @@ struct UpFirst {
 
 impl crate::balance::Prefer for UpFirst {
     fn prefer(&self, _net: &Net, _s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
-        // The first least loaded climbing arc, without branches (which arc wins is
-        // unpredictable).
-        let (mut found, mut bl, mut ba) = (false, 0u64, NONE);
+        let mut best: Option<(u64, u32)> = None;
         for &a in elig {
-            let l = load[a as usize];
-            let take = self.up[a as usize] & (!found | (l < bl));
-            found |= take;
-            bl = if take { l } else { bl };
-            ba = if take { a } else { ba };
+            if self.up[a as usize] {
+                let l = load[a as usize];
+                if best.is_none_or(|(b, _)| l < b) {
+                    best = Some((l, a));
+                }
+            }
         }
-        found.then_some(ba)
+        best.map(|(_, a)| a)
     }
 }
 
