@@ -800,24 +800,7 @@ pub(crate) fn repair(
                 old
             } else {
                 p.eligible_into(s, buf);
-                if buf.len() == 1 {
-                    buf[0] as usize
-                } else if f == 0 {
-                    pick_rr(net, buf, &mut loads.rr[s], sibs, row, col) as usize
-                } else {
-                    let mut best = buf[0] as usize;
-                    let mut bkey = (true, u64::MAX);
-                    for &a in buf.iter() {
-                        let port = net.aport[a as usize];
-                        let clash = (1..=sibs).any(|q| row[col - q] == port);
-                        let key = (clash, u64::from(loads.light[a as usize]));
-                        if key < bkey {
-                            bkey = key;
-                            best = a as usize;
-                        }
-                    }
-                    best
-                }
+                loads.pick(net, s, buf, f, sibs, row, col)
             };
             row[col] = net.aport[arc];
             if f > 0 {
@@ -955,28 +938,48 @@ pub(crate) fn repair_local(
         }
         let f = if weight > 0 { net.nsrc[u] } else { 0 };
         let row = &mut *rows[u];
-        let arc = if buf.len() == 1 {
-            buf[0] as usize
-        } else if f == 0 {
-            pick_rr(net, buf, &mut loads.rr[u], sibs, row, col) as usize
-        } else {
-            let mut best = buf[0] as usize;
-            let mut bkey = (true, u64::MAX);
-            for &a in buf.iter() {
-                let port = net.aport[a as usize];
-                let clash = (1..=sibs).any(|q| row[col - q] == port);
-                let key = (clash, u64::from(loads.light[a as usize]));
-                if key < bkey {
-                    bkey = key;
-                    best = a as usize;
-                }
-            }
-            best
-        };
+        let arc = loads.pick(net, u, buf, f, sibs, row, col);
         row[col] = net.aport[arc];
         if f > 0 {
             loads.add(arc, u64::from(f));
         }
+    }
+}
+
+impl Loads {
+    /// The arc switch `s` takes among its eligible arcs `el` (non-empty) for column `col`
+    /// of `row`: with traffic (`f > 0`) the least loaded one not taken by an LMC sibling,
+    /// without traffic the next one round robin (LID counts spread in O(1)).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn pick(
+        &mut self,
+        net: &Net,
+        s: usize,
+        el: &[u32],
+        f: u32,
+        sibs: usize,
+        row: &[u8],
+        col: usize,
+    ) -> usize {
+        if el.len() == 1 {
+            return el[0] as usize;
+        }
+        if f == 0 {
+            return pick_rr(net, el, &mut self.rr[s], sibs, row, col) as usize;
+        }
+        let mut best = el[0] as usize;
+        let mut bkey = (true, u64::MAX);
+        for &a in el {
+            let port = net.aport[a as usize];
+            let clash = (1..=sibs).any(|q| row[col - q] == port);
+            let key = (clash, u64::from(self.light[a as usize]));
+            if key < bkey {
+                bkey = key;
+                best = a as usize;
+            }
+        }
+        best
     }
 }
 
