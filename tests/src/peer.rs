@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use ibsm_topology::Fabric as Topology;
@@ -115,41 +115,77 @@ pub fn client(f: &Fabric, program: &str, host: Option<&str>, workdir: &str) -> C
     c
 }
 
+/// A child whose stdout and stderr are collected by two threads while it runs.
+#[derive(Debug)]
+pub struct Captured {
+    child: Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Captured {
+    /// Starts `cmd` with both outputs piped and collected.
+    ///
+    /// # Panics
+    /// When it cannot start.
+    #[must_use]
+    pub fn spawn(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+        let mut so = child.stdout.take().unwrap();
+        let mut se = child.stderr.take().unwrap();
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = so.read_to_string(&mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = se.read_to_string(&mut s);
+            s
+        });
+        Captured { child, out, err }
+    }
+
+    /// Waits up to `limit` for the exit; returns (status, stdout, stderr).
+    ///
+    /// # Panics
+    /// When it does not finish in time (it is killed first).
+    pub fn finish(mut self, limit: Duration, what: &str) -> (ExitStatus, String, String) {
+        let status = wait_within(&mut self.child, limit)
+            .unwrap_or_else(|| panic!("{what} did not finish within {limit:?}"));
+        (status, self.out.join().unwrap(), self.err.join().unwrap())
+    }
+}
+
+/// Waits up to `limit` for `child` to exit; kills it (by PID) and returns `None` if it
+/// does not.
+pub fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs a command to completion within `limit`; returns (success, stdout, stderr).
 ///
 /// # Panics
 /// When it cannot start or does not finish in time (it is killed first).
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String, String) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn client");
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (status.success(), out.join().unwrap(), err.join().unwrap())
+    let what = format!("{cmd:?}");
+    let (status, out, err) = Captured::spawn(&mut cmd).finish(limit, &what);
+    (status.success(), out, err)
 }
 
 /// Runs a diagnostic (attached to ibsim's first node) and returns its stdout.
@@ -575,18 +611,7 @@ pub fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> String {
         .status()
         .expect("kill");
     assert!(st.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("ibsmd ignored SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_within(&mut child, Duration::from_secs(10)).expect("ibsmd ignored SIGTERM");
     let err = f.read("ibsmd.err");
     assert!(status.success(), "ibsmd exit {status}:\n{err}");
     assert!(err.contains("SIGTERM: stopping"), "{err}");

@@ -11,10 +11,10 @@
 //! The binary only takes part in the election (it configures nothing); the fabric is
 //! configured by OpenSM before ours starts.
 
-use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use ibsm_tests::peer::Captured;
 use ibsm_tests::{IBSIM, Ibsim, PRELOAD, peers_present, wait_for};
 
 const OPENSM: &str = "/usr/sbin/opensm";
@@ -108,56 +108,30 @@ fn run_peer(
     secs: u64,
     during: impl FnOnce(&mut Fabric),
 ) -> (String, String) {
-    let mut child = Command::new(PEER)
-        .args([
-            "--priority",
-            &priority.to_string(),
-            "--sm-key",
-            "0x1",
-            "--polling-timeout",
-            "500",
-            "--polling-retries",
-            "2",
-            "--run-secs",
-            &secs.to_string(),
-        ])
-        .current_dir(f.sim.dir.join("peer"))
-        .env("IBSIM_SOCKNAME", &f.sim.sock)
-        .env("SIM_HOST", "Hca2")
-        .env("LD_PRELOAD", PRELOAD)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start election-umad-peer");
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
+    let mut cmd = Command::new(PEER);
+    cmd.args([
+        "--priority",
+        &priority.to_string(),
+        "--sm-key",
+        "0x1",
+        "--polling-timeout",
+        "500",
+        "--polling-retries",
+        "2",
+        "--run-secs",
+        &secs.to_string(),
+    ])
+    .current_dir(f.sim.dir.join("peer"))
+    .env("IBSIM_SOCKNAME", &f.sim.sock)
+    .env("SIM_HOST", "Hca2")
+    .env("LD_PRELOAD", PRELOAD)
+    .stdin(Stdio::null());
+    let peer = Captured::spawn(&mut cmd);
     during(f);
-    let deadline = Instant::now() + Duration::from_secs(secs + 30);
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            let (o, e) = (out.join().unwrap(), err.join().unwrap());
-            assert!(st.success(), "election-umad-peer failed ({st}):\n{e}");
-            let last = o.lines().last().unwrap_or_default().to_string();
-            return (e, last);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("election-umad-peer did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (st, o, e) = peer.finish(Duration::from_secs(secs + 30), "election-umad-peer");
+    assert!(st.success(), "election-umad-peer failed ({st}):\n{e}");
+    let last = o.lines().last().unwrap_or_default().to_string();
+    (e, last)
 }
 
 fn osm_log(f: &Fabric) -> String {

@@ -114,18 +114,23 @@ impl Layer {
         }
     }
 
+    /// Takes `x` out of the list (its label stays until it is put back).
+    fn unlink(&mut self, x: u32) {
+        let (p, n) = (self.prev[x as usize], self.next[x as usize]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n != NONE {
+            self.prev[n as usize] = p;
+        }
+    }
+
     /// Moves `moved` (in that order, none of them `b`) to just before `b`.
     fn move_before(&mut self, moved: &[(u64, u32)], b: u32) {
         for &(_, x) in moved {
-            let (p, n) = (self.prev[x as usize], self.next[x as usize]);
-            if p == NONE {
-                self.head = n;
-            } else {
-                self.next[p as usize] = n;
-            }
-            if n != NONE {
-                self.prev[n as usize] = p;
-            }
+            self.unlink(x);
             let q = self.prev[b as usize];
             self.prev[x as usize] = q;
             self.next[x as usize] = b;
@@ -155,15 +160,7 @@ impl Layer {
     fn move_after(&mut self, moved: &[(u64, u32)], a: u32) {
         let mut cur = a;
         for &(_, x) in moved {
-            let (p, n) = (self.prev[x as usize], self.next[x as usize]);
-            if p == NONE {
-                self.head = n;
-            } else {
-                self.next[p as usize] = n;
-            }
-            if n != NONE {
-                self.prev[n as usize] = p;
-            }
+            self.unlink(x);
             let q = self.next[cur as usize];
             self.next[x as usize] = q;
             self.prev[x as usize] = cur;
