@@ -564,12 +564,7 @@ impl SubnetManager {
                 })
                 .collect();
             for (node, port) in ca_ports {
-                self.submit(
-                    Op::PortInfo { node, port },
-                    Method::Get,
-                    u32::from(port),
-                    None,
-                );
+                self.get_port_info(node, port);
             }
         }
     }
@@ -666,6 +661,16 @@ impl SubnetManager {
     /// Queues one SMP. Requests wait here, as a few bytes each, until the window has
     /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
     /// building all their MADs up front would cost memory and hash-table time.
+    /// Queues a Get of one port's PortInfo (the attribute modifier is the port number).
+    fn get_port_info(&mut self, node: NodeIx, port: u8) {
+        self.submit(
+            Op::PortInfo { node, port },
+            Method::Get,
+            u32::from(port),
+            None,
+        );
+    }
+
     fn submit(&mut self, op: Op, method: Method, attr_mod: u32, data: Option<[u8; 64]>) {
         self.work.push_back(Work {
             op,
@@ -986,15 +991,7 @@ impl SubnetManager {
                     if p.path.is_none() {
                         p.path = Some(path);
                         p.guid = ni.port_guid;
-                        self.submit(
-                            Op::PortInfo {
-                                node: n,
-                                port: in_port,
-                            },
-                            Method::Get,
-                            u32::from(in_port),
-                            None,
-                        );
+                        self.get_port_info(n, in_port);
                     }
                 }
             }
@@ -1032,23 +1029,10 @@ impl SubnetManager {
         if is_switch {
             self.submit(Op::SwitchInfo { node: n }, Method::Get, 0, None);
             for p in 0..=ni.num_ports {
-                self.submit(
-                    Op::PortInfo { node: n, port: p },
-                    Method::Get,
-                    u32::from(p),
-                    None,
-                );
+                self.get_port_info(n, p);
             }
         } else if usize::from(in_port) < self.subnet.nodes[n].ports.len() {
-            self.submit(
-                Op::PortInfo {
-                    node: n,
-                    port: in_port,
-                },
-                Method::Get,
-                u32::from(in_port),
-                None,
-            );
+            self.get_port_info(n, in_port);
         }
     }
 

@@ -127,6 +127,19 @@ impl Layer {
         }
     }
 
+    /// Labels `moved`, now in that order between labels `lo` and `hi`, evenly spaced
+    /// there; relabels the whole list when no gap is left.
+    fn spread(&mut self, moved: &[(u64, u32)], lo: u64, hi: u64) {
+        let step = (hi - lo) / (moved.len() as u64 + 1);
+        if step == 0 {
+            self.relabel();
+            return;
+        }
+        for (i, &(_, x)) in moved.iter().enumerate() {
+            self.ord[x as usize] = lo + step * (i as u64 + 1);
+        }
+    }
+
     /// Moves `moved` (in that order, none of them `b`) to just before `b`.
     fn move_before(&mut self, moved: &[(u64, u32)], b: u32) {
         for &(_, x) in moved {
@@ -146,14 +159,7 @@ impl Layer {
         let q = self.prev[first as usize];
         let lo = if q == NONE { 0 } else { self.ord[q as usize] };
         let hi = self.ord[b as usize];
-        let step = (hi - lo) / (moved.len() as u64 + 1);
-        if step == 0 {
-            self.relabel();
-            return;
-        }
-        for (i, &(_, x)) in moved.iter().enumerate() {
-            self.ord[x as usize] = lo + step * (i as u64 + 1);
-        }
+        self.spread(moved, lo, hi);
     }
 
     /// Moves `moved` (in that order, none of them `a`) to just after `a`.
@@ -178,14 +184,7 @@ impl Layer {
         } else {
             self.ord[n as usize]
         };
-        let step = (hi - lo) / (moved.len() as u64 + 1);
-        if step == 0 {
-            self.relabel();
-            return;
-        }
-        for (i, &(_, x)) in moved.iter().enumerate() {
-            self.ord[x as usize] = lo + step * (i as u64 + 1);
-        }
+        self.spread(moved, lo, hi);
     }
 
     #[inline]
