@@ -11,92 +11,21 @@
 //! The binary only takes part in the election (it configures nothing); the fabric is
 //! configured by OpenSM before ours starts.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use ibsm_tests::peer::Captured;
-use ibsm_tests::{IBSIM, Ibsim, PRELOAD, peers_present, wait_for};
+use ibsm_tests::peer::{Captured, Fabric, OPENSM, client, kill_other, start_opensm};
+use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
-const OPENSM: &str = "/usr/sbin/opensm";
 const PEER: &str = env!("CARGO_BIN_EXE_election-umad-peer");
 
 const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Hca3\"[1]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \"Hca3\"\n[1]\t\"Sw1\"[3]\n";
 
-/// ibsim and OpenSM of one test, killed by PID when dropped.
-struct Fabric {
-    opensm: Option<Child>,
-    sim: Ibsim,
-}
-
-impl Drop for Fabric {
-    fn drop(&mut self) {
-        if let Some(mut o) = self.opensm.take() {
-            // OpenSM ignores SIGTERM when ibsim is gone: SIGKILL, by PID.
-            let _ = o.kill();
-            let _ = o.wait();
-        }
-        // `sim` (declared after) is dropped next: ibsim goes last.
-    }
-}
-
 /// Starts ibsim and an OpenSM with `priority` on Hca1 (polling 1 s x 2, sweeps every
 /// 2 s), and waits for SUBNET UP.
 fn start(tag: &str, priority: u8) -> Fabric {
-    let sim = Ibsim::start(&format!("ibsm_election_osm_{tag}"), NET);
-    std::fs::create_dir_all(sim.dir.join("osm")).unwrap();
-    std::fs::create_dir_all(sim.dir.join("peer")).unwrap();
-    let mut f = Fabric { opensm: None, sim };
-
-    // OpenSM's full default configuration, with the election knobs changed.
-    let conf = f.sim.dir.join("osm.conf");
-    let st = Command::new(OPENSM)
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("opensm -c");
-    assert!(st.success() || conf.exists(), "opensm -c failed: {st}");
-    let text = std::fs::read_to_string(&conf).unwrap();
-    let edited: String = text
-        .lines()
-        .map(|l| {
-            let key = l.split_whitespace().next().unwrap_or("");
-            match key {
-                "sm_priority" => format!("sm_priority {priority}"),
-                "sminfo_polling_timeout" => "sminfo_polling_timeout 1000".into(),
-                "polling_retry_number" => "polling_retry_number 2".into(),
-                "sweep_interval" => "sweep_interval 2".into(),
-                _ => l.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(&conf, edited).unwrap();
-    let osm_dir = f.sim.dir.join("osm");
-    let out = std::fs::File::create(osm_dir.join("out.log")).unwrap();
-    let child = Command::new(OPENSM)
-        .arg("-F")
-        .arg(&conf)
-        .args(["-d2", "-f", "osm.log"])
-        .current_dir(&osm_dir)
-        .env("IBSIM_SOCKNAME", &f.sim.sock)
-        .env("SIM_HOST", "Hca1")
-        .env("OSM_TMP_DIR", ".")
-        .env("OSM_CACHE_DIR", ".")
-        .env("LD_PRELOAD", PRELOAD)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .expect("start opensm");
-    f.opensm = Some(child);
-    wait_for(
-        &osm_dir.join("osm.log"),
-        "SUBNET UP",
-        Duration::from_secs(30),
-    );
+    let mut f = Fabric::start(&format!("election_osm_{tag}"), NET);
+    start_opensm(&mut f, "Hca1", priority, &[]);
     f
 }
 
@@ -108,7 +37,7 @@ fn run_peer(
     secs: u64,
     during: impl FnOnce(&mut Fabric),
 ) -> (String, String) {
-    let mut cmd = Command::new(PEER);
+    let mut cmd = client(f, PEER, Some("Hca2"), "peer");
     cmd.args([
         "--priority",
         &priority.to_string(),
@@ -120,12 +49,7 @@ fn run_peer(
         "2",
         "--run-secs",
         &secs.to_string(),
-    ])
-    .current_dir(f.sim.dir.join("peer"))
-    .env("IBSIM_SOCKNAME", &f.sim.sock)
-    .env("SIM_HOST", "Hca2")
-    .env("LD_PRELOAD", PRELOAD)
-    .stdin(Stdio::null());
+    ]);
     let peer = Captured::spawn(&mut cmd);
     during(f);
     let (st, o, e) = peer.finish(Duration::from_secs(secs + 30), "election-umad-peer");
@@ -135,7 +59,7 @@ fn run_peer(
 }
 
 fn osm_log(f: &Fabric) -> String {
-    std::fs::read_to_string(f.sim.dir.join("osm/osm.log")).unwrap_or_default()
+    f.read("osm/osm.log")
 }
 
 fn json_u64(json: &str, key: &str) -> u64 {
@@ -204,10 +128,7 @@ fn our_standby_follows_opensm_and_takes_over_when_it_dies() {
     let kill_after = Duration::from_secs(3);
     let (events, json) = run_peer(&mut f, 0, 8, |f| {
         std::thread::sleep(kill_after);
-        if let Some(mut o) = f.opensm.take() {
-            let _ = o.kill();
-            let _ = o.wait();
-        }
+        kill_other(f, 0);
     });
     let ms_of = |needle: &str| -> Option<u64> {
         events
