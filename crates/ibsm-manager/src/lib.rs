@@ -49,6 +49,7 @@ mod event;
 pub mod lids;
 pub mod mkey;
 pub mod model;
+pub mod partition;
 mod reroute;
 pub mod store;
 

@@ -1,0 +1,447 @@
+//! Partitions: a P_Key policy in OpenSM's `partitions.conf` syntax, and the P_Key
+//! tables it gives every port.
+//!
+//! A partition file is a list of statements
+//!
+//! ```text
+//! # comment
+//! Name[=PKey][,flag[=value]]... : member[=full|limited|both], member ... ;
+//! ```
+//!
+//! spanning as many lines as they like. Members are `ALL` (every end port: CA and
+//! router ports, switch port 0), `ALL_CAS`, `ALL_SWITCHES`, `ALL_ROUTERS`, `SELF` (the
+//! SM's own port) or a port GUID (`0x...` or decimal). A member without `=` gets the
+//! statement's `defmember=` (default `limited`, as in OpenSM). Flags are `ipoib`,
+//! `indx0`, `mtu=`, `rate=`, `sl=`, `scope=` (repeatable), `Q_Key=`, `TClass=`,
+//! `FlowLabel=` and `defmember=`; they are kept in the parsed configuration (the engine
+//! acts on `indx0` and `defmember`; the multicast parameters are for the SA's IPoIB
+//! broadcast group and are not acted upon yet). Statements naming the same P_Key merge
+//! (the first name wins); a statement without a P_Key gets the lowest unused one,
+//! except one named `Default`, which means 0x7FFF.
+//!
+//! Membership follows OpenSM's partition manager:
+//!
+//! * With no file at all ([`PartitionConfig::opensm_default`]) the policy is
+//!   `Default=0x7fff, ipoib : ALL=full ;`: every end port is a full member of the
+//!   default partition.
+//! * A file that has no rule for P_Key 0x7FFF gets `Default=0x7fff : ALL=limited,
+//!   SELF=full ;` added: every end port is a limited member of the default partition
+//!   and only the SM's port a full one.
+//! * The SM's port is always a full member of the default partition.
+//! * A port named twice in one partition with different memberships gets the stronger
+//!   one (`full` over `limited`; `both` keeps both entries).
+//!
+//! Stricter than OpenSM, which silently takes the low 15 bits or assumes `limited`:
+//! a P_Key with the membership bit (0x8000) set, P_Key 0, an unknown membership word,
+//! an unknown member keyword or flag, and multicast group lines (`mgid=`, not supported)
+//! are errors naming the line, column and token.
+//!
+//! [`PartitionConfig::plan`] turns a configuration and a discovered [`Subnet`] into the
+//! table of every CA and router port and switch port 0 (index 0 holds the default
+//! partition, or the partition flagged `indx0`; every P_Key a port already holds stays at
+//! its index, so queue pairs bound to an index keep working when the policy changes), the
+//! table each switch port attached to a CA or router enforces, and a
+//! [`PartitionWarning`] for every table the port's capacity cuts short.
+//!
+//! ```
+//! use ibsm_manager::partition::{Member, Membership, PartitionConfig};
+//!
+//! let cfg: PartitionConfig = "
+//!     Default=0x7fff : ALL=limited, SELF=full ; # storage shared, compute split
+//!     storage=0x0010, ipoib, mtu=4 : ALL_CAS=full ;
+//!     compute=0x0020 , defmember=full :
+//!         0x0002c90300001001, 0x0002c90300001002,
+//!         0x0002c90300001003=limited ;
+//! ".parse()?;
+//! let parts = cfg.partitions();
+//! assert_eq!(parts.len(), 3);
+//! assert_eq!(parts[2].name, "compute");
+//! assert_eq!(parts[2].members[2], (Member::Guid(0x0002c90300001003), Membership::Limited));
+//!
+//! // Errors say where.
+//! let err = "p=0x8001 : ALL ;".parse::<PartitionConfig>().unwrap_err();
+//! assert_eq!((err.line, err.column), (1, 3));
+//! assert!(err.to_string().contains("0x8001"));
+//! # Ok::<(), ibsm_manager::partition::ParseError>(())
+//! ```
+//!
+//! [`Subnet`]: crate::model::Subnet
+
+mod parse;
+mod policy;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use parse::{ParseError, ParseErrorKind};
+pub use policy::{Enforce, PKeyPlan, PartitionWarning, place};
+
+/// The default partition's P_Key (without the membership bit).
+pub const DEFAULT_PKEY: u16 = 0x7FFF;
+
+/// The membership bit of a P_Key table entry: set = full member.
+pub const FULL_MEMBER: u16 = 0x8000;
+
+/// Most P_Key entries a port's table is programmed with (64 blocks; the engine reads
+/// no more either).
+pub const MAX_TABLE_ENTRIES: usize = 2048;
+
+/// How a port belongs to a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Membership {
+    /// Limited member: may talk to full members only (the P_Key without 0x8000).
+    Limited,
+    /// Full member (the P_Key with 0x8000).
+    Full,
+    /// Both entries, full and limited.
+    Both,
+}
+
+impl Membership {
+    /// The stronger of two memberships of the same port: `both` over `full` over
+    /// `limited`.
+    #[must_use]
+    pub fn merge(self, other: Self) -> Self {
+        self.max(other)
+    }
+
+    /// The table entries this membership of partition `pkey` (15 bits) takes, the full
+    /// one first.
+    #[must_use]
+    pub fn entries(self, pkey: u16) -> Vec<u16> {
+        let k = pkey & !FULL_MEMBER;
+        match self {
+            Membership::Limited => vec![k],
+            Membership::Full => vec![k | FULL_MEMBER],
+            Membership::Both => vec![k | FULL_MEMBER, k],
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Membership::Limited => "limited",
+            Membership::Full => "full",
+            Membership::Both => "both",
+        }
+    }
+}
+
+impl fmt::Display for Membership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// Who a member entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Member {
+    /// `ALL`: every end port (CA and router ports, switch port 0).
+    All,
+    /// `ALL_CAS`: every channel adapter port.
+    AllCas,
+    /// `ALL_SWITCHES`: every switch's port 0.
+    AllSwitches,
+    /// `ALL_ROUTERS`: every router port.
+    AllRouters,
+    /// `SELF`: the SM's own port.
+    SelfPort,
+    /// One port, by port GUID (a switch: its node GUID, the GUID of port 0).
+    Guid(u64),
+}
+
+impl fmt::Display for Member {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Member::All => f.write_str("ALL"),
+            Member::AllCas => f.write_str("ALL_CAS"),
+            Member::AllSwitches => f.write_str("ALL_SWITCHES"),
+            Member::AllRouters => f.write_str("ALL_ROUTERS"),
+            Member::SelfPort => f.write_str("SELF"),
+            Member::Guid(g) => write!(f, "{g:#018x}"),
+        }
+    }
+}
+
+/// One entry of a statement's member list, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemberEntry {
+    /// Who.
+    pub member: Member,
+    /// The membership written after `=`; `None`: the statement's `defmember`.
+    pub membership: Option<Membership>,
+}
+
+/// A statement's flags (after the P_Key), as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Flags {
+    /// `ipoib`: the partition carries IPoIB (the SA should create its broadcast group).
+    pub ipoib: bool,
+    /// `indx0`: put this P_Key at index 0 of block 0 instead of the default partition's.
+    pub indx0: bool,
+    /// `mtu=`: MTU code of the IPoIB broadcast group (1..=5).
+    pub mtu: Option<u8>,
+    /// `rate=`: rate code of the broadcast group (2..=63).
+    pub rate: Option<u8>,
+    /// `sl=`: SL of the broadcast group.
+    pub sl: Option<u8>,
+    /// `scope=`: multicast scopes of the broadcast group (one group per scope).
+    pub scope: Vec<u8>,
+    /// `Q_Key=`: Q_Key of the broadcast group.
+    pub q_key: Option<u32>,
+    /// `TClass=`: traffic class of the broadcast group.
+    pub tclass: Option<u8>,
+    /// `FlowLabel=`: flow label of the broadcast group (20 bits).
+    pub flow_label: Option<u32>,
+    /// `defmember=`: membership of the statement's members written without `=`
+    /// (`None`: limited).
+    pub defmember: Option<Membership>,
+}
+
+impl Flags {
+    /// Adds `other`'s flags to these (a partition defined in several statements): the
+    /// first value given wins, `ipoib` and `indx0` add up, scopes join. `defmember` is
+    /// per statement and is not merged.
+    fn absorb(&mut self, other: &Flags) {
+        self.ipoib |= other.ipoib;
+        self.indx0 |= other.indx0;
+        self.mtu = self.mtu.or(other.mtu);
+        self.rate = self.rate.or(other.rate);
+        self.sl = self.sl.or(other.sl);
+        for s in &other.scope {
+            if !self.scope.contains(s) {
+                self.scope.push(*s);
+            }
+        }
+        self.q_key = self.q_key.or(other.q_key);
+        self.tclass = self.tclass.or(other.tclass);
+        self.flow_label = self.flow_label.or(other.flow_label);
+    }
+}
+
+/// One statement of a partition file, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Statement {
+    /// The partition's name (may be empty; words separated by single spaces).
+    pub name: String,
+    /// The P_Key (15 bits, 0x0001..=0x7FFF); `None`: generated.
+    pub pkey: Option<u16>,
+    /// Flags after the P_Key.
+    pub flags: Flags,
+    /// The member list (may be empty: no ports).
+    pub members: Vec<MemberEntry>,
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(k) = self.pkey {
+            write!(f, "={k:#06x}")?;
+        }
+        let fl = &self.flags;
+        if fl.ipoib {
+            f.write_str(", ipoib")?;
+        }
+        if fl.indx0 {
+            f.write_str(", indx0")?;
+        }
+        for (name, v) in [("mtu", fl.mtu), ("rate", fl.rate), ("sl", fl.sl)] {
+            if let Some(v) = v {
+                write!(f, ", {name}={v}")?;
+            }
+        }
+        for s in &fl.scope {
+            write!(f, ", scope={s}")?;
+        }
+        if let Some(v) = fl.q_key {
+            write!(f, ", Q_Key={v:#x}")?;
+        }
+        if let Some(v) = fl.tclass {
+            write!(f, ", TClass={v}")?;
+        }
+        if let Some(v) = fl.flow_label {
+            write!(f, ", FlowLabel={v:#x}")?;
+        }
+        if let Some(m) = fl.defmember {
+            write!(f, ", defmember={m}")?;
+        }
+        f.write_str(" :")?;
+        for (i, m) in self.members.iter().enumerate() {
+            f.write_str(if i == 0 { " " } else { ", " })?;
+            write!(f, "{}", m.member)?;
+            if let Some(ms) = m.membership {
+                write!(f, "={ms}")?;
+            }
+        }
+        f.write_str(" ;")
+    }
+}
+
+/// Which directions switch ports attached to end ports filter P_Keys in (OpenSM
+/// `part_enforce`; `no_partition_enforcement` is [`Enforcement::Off`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Enforcement {
+    /// Inbound and outbound, where the switch can (default).
+    #[default]
+    Both,
+    /// Packets entering the switch only.
+    In,
+    /// Packets leaving the switch only.
+    Out,
+    /// No switch enforcement: only end ports' tables are programmed.
+    Off,
+}
+
+/// A partition policy: the statements of a partition file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PartitionConfig {
+    /// The statements in file order.
+    pub statements: Vec<Statement>,
+    /// Switch enforcement on ports attached to end ports.
+    pub enforcement: Enforcement,
+}
+
+/// A partition after statements naming the same P_Key were merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// The first statement's name.
+    pub name: String,
+    /// P_Key, 15 bits.
+    pub pkey: u16,
+    /// Flags of all its statements.
+    pub flags: Flags,
+    /// Members in file order, each with its membership resolved (`defmember`).
+    pub members: Vec<(Member, Membership)>,
+}
+
+impl PartitionConfig {
+    /// OpenSM's policy when there is no partition file: `Default=0x7fff, ipoib :
+    /// ALL=full ;`.
+    #[must_use]
+    pub fn opensm_default() -> Self {
+        Self {
+            statements: vec![Statement {
+                name: "Default".into(),
+                pkey: Some(DEFAULT_PKEY),
+                flags: Flags {
+                    ipoib: true,
+                    ..Flags::default()
+                },
+                members: vec![MemberEntry {
+                    member: Member::All,
+                    membership: Some(Membership::Full),
+                }],
+            }],
+            enforcement: Enforcement::Both,
+        }
+    }
+
+    /// Parses a partition file.
+    ///
+    /// # Errors
+    /// [`ParseError`] naming the line, column and token of the first mistake.
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        Ok(Self {
+            statements: parse::statements(text)?,
+            enforcement: Enforcement::Both,
+        })
+    }
+
+    /// Reads and parses a partition file.
+    ///
+    /// # Errors
+    /// A message naming the file, with the line and column of a syntax error.
+    pub fn load(path: &std::path::Path) -> Result<Self, crate::SmError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::SmError::Config(format!("{}: {e}", path.display())))?;
+        Self::parse(&text).map_err(|e| crate::SmError::Config(format!("{}: {e}", path.display())))
+    }
+
+    /// The partitions: statements with the same P_Key merged (first name wins), P_Keys
+    /// generated for statements without one, memberships resolved, and OpenSM's
+    /// `Default=0x7fff : ALL=limited, SELF=full ;` first when no statement defines the
+    /// default partition. Sorted by first appearance.
+    #[must_use]
+    pub fn partitions(&self) -> Vec<Partition> {
+        let explicit: std::collections::HashSet<u16> = self
+            .statements
+            .iter()
+            .filter_map(Self::explicit_pkey)
+            .collect();
+        let mut next_free = 1u16;
+        let mut out: Vec<Partition> = Vec::new();
+        if !explicit.contains(&DEFAULT_PKEY) {
+            out.push(Partition {
+                name: "Default".into(),
+                pkey: DEFAULT_PKEY,
+                flags: Flags::default(),
+                members: vec![
+                    (Member::All, Membership::Limited),
+                    (Member::SelfPort, Membership::Full),
+                ],
+            });
+        }
+        for st in &self.statements {
+            let pkey = match Self::explicit_pkey(st) {
+                Some(k) => k,
+                None => {
+                    while explicit.contains(&next_free) || next_free == DEFAULT_PKEY {
+                        next_free += 1;
+                    }
+                    let k = next_free;
+                    next_free = next_free.saturating_add(1);
+                    k
+                }
+            };
+            let def = st.flags.defmember.unwrap_or(Membership::Limited);
+            let members = st
+                .members
+                .iter()
+                .map(|m| (m.member, m.membership.unwrap_or(def)));
+            if let Some(p) = out.iter_mut().find(|p| p.pkey == pkey) {
+                p.flags.absorb(&st.flags);
+                p.members.extend(members);
+            } else {
+                let mut flags = st.flags.clone();
+                flags.defmember = None;
+                out.push(Partition {
+                    name: st.name.clone(),
+                    pkey,
+                    flags,
+                    members: members.collect(),
+                });
+            }
+        }
+        out
+    }
+
+    fn explicit_pkey(st: &Statement) -> Option<u16> {
+        st.pkey
+            .or_else(|| (st.name == "Default").then_some(DEFAULT_PKEY))
+    }
+}
+
+impl Default for PartitionConfig {
+    fn default() -> Self {
+        Self::opensm_default()
+    }
+}
+
+impl std::str::FromStr for PartitionConfig {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// Prints the statements one per line, in a form [`PartitionConfig::parse`] reads back
+/// to the same statements.
+impl fmt::Display for PartitionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for st in &self.statements {
+            writeln!(f, "{st}")?;
+        }
+        Ok(())
+    }
+}

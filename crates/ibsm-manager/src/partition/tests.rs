@@ -1,0 +1,460 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::model::{NodeRec, PortRec, Subnet};
+use ibsm_wire::{DrPath, NodeInfo, NodeType, PortInfo, SwitchInfo};
+
+fn parse(s: &str) -> PartitionConfig {
+    s.parse().unwrap_or_else(|e| panic!("{s:?}: {e}"))
+}
+
+fn err(s: &str) -> ParseError {
+    s.parse::<PartitionConfig>().expect_err(s)
+}
+
+#[test]
+fn opensm_examples_parse() {
+    let cfg = parse(
+        "Default=0x7fff : ALL, SELF=full ;
+         Default=0x7fff : ALL, ALL_SWITCHES=full, SELF=full ;
+         NewPartition , ipoib : 0x123456=full, 0x3456789034=limited, 0x2134af2306 ;
+         YetAnotherOne = 0x300 : SELF=full ;
+         YetAnotherOne = 0x300 : ALL=limited ;
+         ShareIO = 0x80 , defmember=full : 0x123451, 0x123452;
+         # 0x123453, 0x123454 will be limited
+         ShareIO = 0x80 : 0x123453, 0x123454, 0x123455=full;
+         ShareIO = 0x80 , defmember=full : 0x12345b, 0x12345c=limited, 0x12345d;
+         Empty=0x0042 : ;",
+    );
+    assert_eq!(cfg.statements.len(), 9);
+    let parts = cfg.partitions();
+    // Default (merged), NewPartition (generated key), YetAnotherOne, ShareIO, Empty.
+    let keys: Vec<u16> = parts.iter().map(|p| p.pkey).collect();
+    assert_eq!(keys, [0x7fff, 0x0001, 0x0300, 0x0080, 0x0042]);
+    assert_eq!(parts[0].members.len(), 5);
+    assert!(parts[1].flags.ipoib);
+    let share = &parts[3];
+    assert_eq!(share.members.len(), 8);
+    assert_eq!(share.members[0], (Member::Guid(0x123451), Membership::Full));
+    assert_eq!(
+        share.members[2],
+        (Member::Guid(0x123453), Membership::Limited)
+    );
+    assert_eq!(
+        share.members[6],
+        (Member::Guid(0x12345c), Membership::Limited)
+    );
+    assert_eq!(share.members[7], (Member::Guid(0x12345d), Membership::Full));
+    assert!(parts[4].members.is_empty());
+}
+
+#[test]
+fn flags_and_multiline_statements() {
+    let cfg = parse(
+        "storage net = 0x10, ipoib, indx0, mtu=4, rate=7, sl=2, scope=2, scope=5,
+            Q_Key=0x0b1b, TClass=3, FlowLabel=0x12, defmember=both # comment : ; ,
+         :
+            ALL_CAS,   # the hosts
+            ALL_ROUTERS=full,
+            SELF=full
+         ;",
+    );
+    let st = &cfg.statements[0];
+    assert_eq!(st.name, "storage net");
+    assert_eq!(st.pkey, Some(0x10));
+    let f = &st.flags;
+    assert!(f.ipoib && f.indx0);
+    assert_eq!((f.mtu, f.rate, f.sl), (Some(4), Some(7), Some(2)));
+    assert_eq!(f.scope, [2, 5]);
+    assert_eq!(
+        (f.q_key, f.tclass, f.flow_label),
+        (Some(0xb1b), Some(3), Some(0x12))
+    );
+    assert_eq!(f.defmember, Some(Membership::Both));
+    assert_eq!(
+        cfg.partitions()[1].members,
+        [
+            (Member::AllCas, Membership::Both),
+            (Member::AllRouters, Membership::Full),
+            (Member::SelfPort, Membership::Full)
+        ]
+    );
+}
+
+#[test]
+fn default_rules_follow_opensm() {
+    // No file: everyone full.
+    let d = PartitionConfig::opensm_default().partitions();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].pkey, DEFAULT_PKEY);
+    assert_eq!(d[0].members, [(Member::All, Membership::Full)]);
+    assert!(d[0].flags.ipoib);
+    assert_eq!(
+        PartitionConfig::opensm_default().to_string(),
+        "Default=0x7fff, ipoib : ALL=full ;\n"
+    );
+    // A file without a default rule: everyone limited, the SM full.
+    let p = parse("a=0x1 : ALL=full ;").partitions();
+    assert_eq!(p[0].pkey, DEFAULT_PKEY);
+    assert_eq!(
+        p[0].members,
+        [
+            (Member::All, Membership::Limited),
+            (Member::SelfPort, Membership::Full)
+        ]
+    );
+    // "Default" without a P_Key is the default partition.
+    let p = parse("Default : ALL=full ; x : SELF ;").partitions();
+    assert_eq!(p.len(), 2);
+    assert_eq!((p[0].pkey, p[1].pkey), (DEFAULT_PKEY, 1));
+    // Generated keys skip the explicit ones.
+    let p = parse("a=0x1:; b:; c=0x2:; d:;").partitions();
+    let keys: Vec<u16> = p.iter().map(|p| p.pkey).collect();
+    assert_eq!(keys, [DEFAULT_PKEY, 1, 3, 2, 4]);
+}
+
+#[test]
+fn errors_name_line_column_and_token() {
+    use ParseErrorKind as K;
+    let cases: &[(&str, usize, usize, &str, K)] = &[
+        ("p=0x8000 : ALL ;", 1, 3, "0x8000", K::ReservedPKey),
+        ("p=0 : ALL ;", 1, 3, "0", K::ReservedPKey),
+        ("p=0xFFFF : ALL ;", 1, 3, "0xFFFF", K::MembershipBitInPKey),
+        ("p=0x10000 : ALL ;", 1, 3, "0x10000", K::BadPKey),
+        ("p=zz : ALL ;", 1, 3, "zz", K::BadPKey),
+        (
+            "\n  p=0x1 : ALL, EVERYONE ;",
+            2,
+            16,
+            "EVERYONE",
+            K::UnknownMember,
+        ),
+        ("p=0x1 : 0xg1 ;", 1, 9, "0xg1", K::BadGuid),
+        ("p=0x1 : 0 ;", 1, 9, "0", K::BadGuid),
+        (
+            "p=0x1 : 0x1ffffffffffffffff ;",
+            1,
+            9,
+            "0x1ffffffffffffffff",
+            K::BadGuid,
+        ),
+        ("p=0x1 : ALL=limi ;", 1, 13, "limi", K::BadMembership),
+        ("p=0x1, fast : ALL ;", 1, 8, "fast", K::UnknownFlag),
+        ("p=0x1, mtu=9 : ALL ;", 1, 12, "9", K::BadFlagValue),
+        ("p=0x1, ipoib=1 : ALL ;", 1, 14, "1", K::BadFlagValue),
+        ("p=0x1, mtu : ALL ;", 1, 8, "mtu", K::BadFlagValue),
+        (
+            "p=0x1, defmember=most : ALL ;",
+            1,
+            18,
+            "most",
+            K::BadMembership,
+        ),
+        ("p=0x1 ALL ;", 1, 7, "ALL", K::MissingColon),
+        ("p=0x1 ; ALL ;", 1, 7, ";", K::MissingColon),
+        ("p=0x1 : ALL", 1, 12, "", K::MissingSemicolon),
+        ("p=0x1 : ALL\nq=0x2 : ALL ;", 2, 1, "q", K::MissingSemicolon),
+        (
+            "p=0x1 : ALL, ;",
+            1,
+            14,
+            ";",
+            K::Unexpected {
+                expected: "a member",
+            },
+        ),
+        (
+            ";",
+            1,
+            1,
+            ";",
+            K::Unexpected {
+                expected: "a partition definition",
+            },
+        ),
+        (
+            "p=0x1 : mgid=ff12:401b::1 ALL ;",
+            1,
+            9,
+            "mgid",
+            K::Unsupported,
+        ),
+        ("p=0x1 : ALL=full=full ;", 1, 17, "=", K::MissingSemicolon),
+        ("ä=0x1 : ALL, böse ;", 1, 14, "böse", K::UnknownMember),
+    ];
+    for (text, line, column, token, kind) in cases {
+        let e = err(text);
+        assert_eq!(
+            (e.line, e.column, e.token.as_str(), &e.kind),
+            (*line, *column, *token, kind),
+            "{text:?}: {e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("line {line}, column {column}: ")),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn place_keeps_indexes_and_truncates() {
+    // Index 0 first; the rest where the port has them.
+    let cur = [0xffff, 0, 0x8005, 0x0003];
+    let (t, d) = place(&[0xffff, 0x0003, 0x8005, 0x8009], &cur, 6);
+    assert_eq!(t, [0xffff, 0x8009, 0x8005, 0x0003, 0, 0]);
+    assert!(d.is_empty());
+    // A membership change keeps the index.
+    let (t, _) = place(&[0xffff, 0x0005], &cur, 4);
+    assert_eq!(t, [0xffff, 0, 0x0005, 0]);
+    // Duplicates and invalid entries vanish; what does not fit is reported.
+    let (t, d) = place(&[0x7fff, 0x7fff, 0x8000, 0x0001, 0x0002], &[], 2);
+    assert_eq!(t, [0x7fff, 0x0001]);
+    assert_eq!(d, [0x0002]);
+    let (t, d) = place(&[0x7fff], &[], 0);
+    assert!(t.is_empty());
+    assert_eq!(d, [0x7fff]);
+}
+
+/// A switch (3 ports) with a CA on ports 1 and 2 (the SM on the first) and a second
+/// switch on port 3.
+fn subnet(enforce_cap: u16) -> Subnet {
+    let sw_info = |guid, ports| NodeInfo {
+        node_type: NodeType::Switch,
+        num_ports: ports,
+        node_guid: guid,
+        port_guid: guid,
+        partition_cap: 8,
+        ..NodeInfo::default()
+    };
+    let ca_info = |guid| NodeInfo {
+        node_type: NodeType::Ca,
+        num_ports: 1,
+        node_guid: guid,
+        port_guid: guid + 1,
+        partition_cap: 4,
+        ..NodeInfo::default()
+    };
+    let port = |guid, path: bool| PortRec {
+        guid,
+        info: Some(PortInfo::default()),
+        path: path.then(DrPath::local),
+        peer: None,
+        pkeys: vec![0xffff, 0, 0, 0],
+    };
+    let si = SwitchInfo {
+        partition_enforcement_cap: enforce_cap,
+        inbound_enforcement_cap: true,
+        outbound_enforcement_cap: true,
+        ..SwitchInfo::default()
+    };
+    let mut s = Subnet::default();
+    s.nodes.push(NodeRec {
+        info: sw_info(0x100, 3),
+        desc: String::new(),
+        path: DrPath::local(),
+        switch_info: Some(si),
+        ports: (0..=3).map(|_| port(0x100, false)).collect(),
+    });
+    for ca in [0x200u64, 0x300] {
+        s.nodes.push(NodeRec {
+            info: ca_info(ca),
+            desc: String::new(),
+            path: DrPath::local(),
+            switch_info: None,
+            ports: vec![PortRec::default(), port(ca + 1, true)],
+        });
+    }
+    s.nodes.push(NodeRec {
+        info: sw_info(0x400, 1),
+        desc: String::new(),
+        path: DrPath::local(),
+        switch_info: Some(si),
+        ports: (0..=1).map(|_| port(0x400, false)).collect(),
+    });
+    s.link((0, 1), (1, 1));
+    s.link((0, 2), (2, 1));
+    s.link((0, 3), (3, 1));
+    s
+}
+
+#[test]
+fn plan_programs_members_and_enforcement() {
+    let cfg = parse(
+        "Default=0x7fff : ALL=limited, ALL_SWITCHES=full ;
+         a=0x0a : 0x201=full, 0x301 ;
+         b=0x0b, defmember=both : 0x301 ;
+         c=0x0c : 0x301 ; d=0x0d : 0x301 ;",
+    );
+    let plan = cfg.plan(&subnet(2), 0x201);
+    // The SM's port is a full member of the default partition whatever the file says.
+    assert_eq!(plan.tables[&(1, 1)], [0xffff, 0x800a, 0, 0]);
+    // 0x301: 5 entries for 4 slots, the last in priority order left out.
+    assert_eq!(plan.tables[&(2, 1)], [0x7fff, 0x000a, 0x800b, 0x000b]);
+    assert_eq!(plan.tables[&(0, 0)].len(), 8);
+    assert_eq!(plan.tables[&(0, 0)][..2], [0xffff, 0]);
+    assert_eq!(plan.tables[&(3, 0)][0], 0xffff);
+    // Enforcing switch ports carry the CA's table, cut to PartitionEnforcementCap.
+    assert_eq!(plan.tables[&(0, 1)], [0xffff, 0x800a]);
+    assert_eq!(plan.tables[&(0, 2)], [0x7fff, 0x000a]);
+    let on = Enforce {
+        inbound: true,
+        outbound: true,
+    };
+    assert_eq!(plan.enforcement[&(0, 1)], on);
+    assert_eq!(plan.enforcement[&(0, 3)], Enforce::default());
+    assert_eq!(plan.enforcement[&(3, 1)], Enforce::default());
+    assert!(!plan.tables.contains_key(&(0, 3)));
+    assert_eq!(
+        plan.warnings,
+        [
+            PartitionWarning::Truncated {
+                node_guid: 0x300,
+                port: 1,
+                capacity: 4,
+                dropped: vec![0x000c, 0x000d],
+            },
+            PartitionWarning::Truncated {
+                node_guid: 0x100,
+                port: 2,
+                capacity: 2,
+                dropped: vec![0x800b, 0x000b],
+            }
+        ]
+    );
+    assert!(plan.warnings[0].to_string().contains("0x000c 0x000d"));
+    // No enforcement capacity, or enforcement off: no switch tables, bits off.
+    for (sub, mut cfg) in [(subnet(0), cfg.clone()), (subnet(2), cfg)] {
+        if sub.nodes[0].switch_info.unwrap().partition_enforcement_cap != 0 {
+            cfg.enforcement = Enforcement::Off;
+        }
+        let plan = cfg.plan(&sub, 0x201);
+        assert!(!plan.tables.contains_key(&(0, 1)));
+        assert_eq!(plan.enforcement[&(0, 1)], Enforce::default());
+    }
+    // indx0 moves a partition to index 0.
+    let plan = parse("a=0x0a, indx0 : ALL=full ;").plan(&subnet(2), 0x201);
+    assert_eq!(plan.tables[&(2, 1)], [0x800a, 0x7fff, 0, 0]);
+}
+
+fn word() -> impl Strategy<Value = String> {
+    "[A-Za-z_][A-Za-z0-9_.-]{0,8}"
+}
+
+fn membership() -> impl Strategy<Value = Membership> {
+    prop_oneof![
+        Just(Membership::Limited),
+        Just(Membership::Full),
+        Just(Membership::Both)
+    ]
+}
+
+fn statement() -> impl Strategy<Value = Statement> {
+    let member = prop_oneof![
+        Just(Member::All),
+        Just(Member::AllCas),
+        Just(Member::AllSwitches),
+        Just(Member::AllRouters),
+        Just(Member::SelfPort),
+        (1u64..).prop_map(Member::Guid),
+    ];
+    let entry = (member, proptest::option::of(membership()))
+        .prop_map(|(member, membership)| MemberEntry { member, membership });
+    let flags = (
+        any::<(bool, bool)>(),
+        proptest::option::of(1u8..=5),
+        proptest::option::of(2u8..=63),
+        proptest::option::of(0u8..=15),
+        proptest::collection::btree_set(1u8..=15, 0..3),
+        proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u8>()),
+        proptest::option::of(0u32..=0xF_FFFF),
+        proptest::option::of(membership()),
+    )
+        .prop_map(
+            |((ipoib, indx0), mtu, rate, sl, scope, q_key, tclass, flow_label, defmember)| Flags {
+                ipoib,
+                indx0,
+                mtu,
+                rate,
+                sl,
+                scope: scope.into_iter().collect(),
+                q_key,
+                tclass,
+                flow_label,
+                defmember,
+            },
+        );
+    (
+        proptest::collection::vec(word(), 0..3),
+        proptest::option::of(1u16..=0x7fff),
+        flags,
+        proptest::collection::vec(entry, 0..6),
+    )
+        .prop_map(|(name, pkey, flags, members)| Statement {
+            name: name.join(" "),
+            pkey,
+            flags,
+            members,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn parser_never_panics(s in "\\PC{0,200}") {
+        let _ = s.parse::<PartitionConfig>();
+    }
+
+    #[test]
+    fn parser_never_panics_on_near_syntax(
+        parts in proptest::collection::vec(
+            prop_oneof![
+                Just("=".to_string()), Just(",".to_string()), Just(":".to_string()),
+                Just(";".to_string()), Just("#".to_string()), Just("\n".to_string()),
+                Just(" ".to_string()), Just("ALL".to_string()), Just("full".to_string()),
+                Just("defmember".to_string()), Just("mgid".to_string()),
+                "0x[0-9a-fA-F]{0,18}", "[0-9]{1,6}", "[a-zA-Z_]{1,6}",
+            ],
+            0..40,
+        )
+    ) {
+        let text = parts.concat();
+        if let Err(e) = text.parse::<PartitionConfig>() {
+            prop_assert!(e.line >= 1 && e.column >= 1);
+            prop_assert!(e.line <= text.lines().count().max(1) + 1);
+        }
+    }
+
+    #[test]
+    fn printed_configs_read_back(statements in proptest::collection::vec(statement(), 0..6)) {
+        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both };
+        let text = cfg.to_string();
+        let back: PartitionConfig = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn place_is_stable(
+        wanted in proptest::collection::vec(any::<u16>(), 0..40),
+        current in proptest::collection::vec(any::<u16>(), 0..40),
+        cap in 0usize..48,
+    ) {
+        let (t, dropped) = place(&wanted, &current, cap);
+        prop_assert_eq!(t.len(), cap);
+        let (again, d2) = place(&wanted, &t, cap);
+        prop_assert_eq!(&again, &t);
+        prop_assert_eq!(d2, dropped.clone());
+        // Every valid wanted entry is in the table or dropped, once.
+        for k in wanted.iter().filter(|&&k| k & 0x7fff != 0) {
+            let n = t.iter().filter(|&&x| x == *k).count() + dropped.iter().filter(|&&x| x == *k).count();
+            prop_assert_eq!(n, 1);
+        }
+        if let Some(first) = wanted.iter().find(|&&k| k & 0x7fff != 0) {
+            if cap > 0 {
+                prop_assert_eq!(t[0], *first);
+            }
+        }
+    }
+}
