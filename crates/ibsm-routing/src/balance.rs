@@ -529,14 +529,14 @@ impl Loads {
 
     /// Adds `f` to arc `a`.
     #[inline]
-    fn add(&mut self, a: usize, f: u64) {
+    pub(crate) fn add(&mut self, a: usize, f: u64) {
         self.load[a] += f;
         self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
     }
 
     /// Least loaded arc among arcs `lo..hi` (lowest on ties).
     #[inline]
-    fn min_run(&self, lo: usize, hi: usize) -> usize {
+    pub(crate) fn min_run(&self, lo: usize, hi: usize) -> usize {
         // The least load first (a branch-free, vectorisable pass), then its first arc.
         let loads = &self.light[lo..hi];
         let m = loads.iter().copied().fold(u32::MAX, u32::min);
@@ -952,7 +952,7 @@ impl Loads {
     /// without traffic the next one round robin (LID counts spread in O(1)).
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn pick(
+    pub(crate) fn pick(
         &mut self,
         net: &Net,
         s: usize,

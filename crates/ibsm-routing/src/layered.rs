@@ -35,6 +35,7 @@ use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
 use crate::minhop::minhop_net;
 use crate::net::{NONE, Net};
+use crate::routes::NO_ROUTE;
 use crate::routes::Routes;
 use crate::validate::{arc_of, dep_base};
 
@@ -518,6 +519,9 @@ fn path_deps(net: &Net, r: &Routes, mut s: usize, lid: usize, t: usize, out: &mu
 }
 
 pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Result<Routes> {
+    if dfsssp {
+        return dfsssp_routes(net, opts);
+    }
     // LASH on a mesh or torus takes the dimension-order paths (shortest, and they need
     // fewer layers and give more bisection bandwidth there than balanced minhop paths).
     // On a mesh they fit one layer. On a torus a constant layer per path needs 3 or more
@@ -527,33 +531,59 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
     // dimension (crosses that dimension's dateline or not) and the SL-to-VL tables switch
     // to it as the path turns into the dimension: 2 VLs on any torus. LASH also splits
     // the half-way-round ties between both directions, which plain DOR does not.
-    let dor = if dfsssp {
-        None
-    } else {
-        crate::dor::dor_paths(net, opts, true, name).ok()
-    };
-    let mut up_pos = None;
-    let mut r = match dor {
+    let mut r = match crate::dor::dor_paths(net, opts, true, name).ok() {
         Some(d) if d.sl.is_some() => return Ok(d),
         Some(d) => d,
-        None if dfsssp => {
-            let (r, pos) = updn_biased(net, opts)?;
-            up_pos = Some(pos);
-            r
-        }
         None => minhop_net(net, opts)?,
     };
     r.set_engine(name);
     if one_layer_acyclic(net, &r) {
-        // Already acyclic on one layer (any fat tree, any mesh with DOR): the fewest layers.
+        // Already acyclic on one layer (any mesh with DOR): the fewest layers.
         return Ok(r);
     }
     let max = usize::from(opts.max_vls.clamp(1, 15));
-    let mut lay = Layering::new(net, up_pos.as_deref());
+    let mut lay = Layering::new(net, None);
     lay.open();
-    let mut sl = place_aware(net, &mut r, &mut lay, max)?;
-
-    if !dfsssp && lay.layers.len() > 1 {
+    let mut place = Placement::new(net);
+    // Arc behind each (switch, port), NONE if none: `arc_of` without the wide `Peer`.
+    let mut parc = vec![NONE; net.peer.len()];
+    for s in 0..net.n_sw {
+        for p in 0..=net.nports[s] {
+            parc[net.pbase[s] as usize + usize::from(p)] = arc_of(net, s, p);
+        }
+    }
+    let (mut dist, mut queue) = (vec![0u16; net.n_sw], Vec::new());
+    let (mut lids, mut bal) = (Vec::new(), Vec::new());
+    let len = net.lft_len;
+    for t in 0..net.n_sw {
+        net.lids_on(t, &mut lids);
+        if lids.is_empty() {
+            continue;
+        }
+        let k = lids.len();
+        net.bfs(t, &mut dist, &mut queue);
+        bal.clear();
+        bal.resize(net.n_sw * k, NONE);
+        for &s in &queue[1..] {
+            let s = s as usize;
+            for (j, &(lid, ..)) in lids.iter().enumerate() {
+                let p = r.lfts[s * len + usize::from(lid)];
+                if p <= net.nports[s] {
+                    bal[s * k + j] = parc[net.pbase[s] as usize + usize::from(p)];
+                }
+            }
+        }
+        let col = Column {
+            t,
+            lids: &lids,
+            dist: &dist,
+            queue: &queue,
+            bal: &bal,
+        };
+        place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
+    }
+    let mut sl = place.sl;
+    if lay.layers.len() > 1 {
         balance_layers(net, &r, &mut lay, &mut sl);
     }
     r.vls = lay.layers.len() as u8;
@@ -641,53 +671,82 @@ fn balance_layers(net: &Net, r: &Routes, lay: &mut Layering<'_>, sl: &mut [u8]) 
 /// `x`: each path's layer is a first fit. A switch without CAs only picks its hop (towards
 /// the lowest layer); its hops become dependencies when a CA's path uses them, so routes
 /// that no traffic takes constrain nothing (on degraded fat trees that saves a layer).
-fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) -> Result<Vec<u8>> {
-    let n = net.n_sw;
-    let len = net.lft_len;
-    let mut sl = vec![0u8; n * len];
+struct Placement {
+    /// SL per (source switch, LID), as `Routes::sl`.
+    sl: Vec<u8>,
     // The LIDs of one destination switch share its BFS, so they are placed side by side:
     // entry `s * k + j` is switch `s`'s state for the destination's `j`-th LID: its hop,
     // and the layer of the path of the nearest switch with CAs on its way (itself if it
     // has CAs; 0 for the destination).
-    let mut layer: Vec<u8> = Vec::new();
-    let mut hop: Vec<u32> = Vec::new();
-    let mut dist = vec![0u16; n];
-    let mut queue = Vec::new();
-    let mut lids = Vec::new();
-    let max_deg = (0..n).map(|s| net.arcs(s).len()).max().unwrap_or(0);
-    let mut down_buf: Vec<u32> = vec![0; max_deg];
-    // Where each of those hops' state starts in `layer` / `hop` (`x * k`).
-    let mut down_at: Vec<usize> = vec![0; max_deg];
-    // Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
-    let mut cands: Vec<u128> = Vec::new();
-    // Arc behind each (switch, port), NONE if none: `arc_of` without the wide `Peer`.
-    let mut parc = vec![NONE; net.peer.len()];
-    for s in 0..n {
-        for p in 0..=net.nports[s] {
-            parc[net.pbase[s] as usize + usize::from(p)] = arc_of(net, s, p);
+    layer: Vec<u8>,
+    hop: Vec<u32>,
+    down_buf: Vec<u32>,
+    /// Where each of those hops' state starts in `layer` / `hop` (`x * k`).
+    down_at: Vec<usize>,
+    /// Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
+    cands: Vec<u128>,
+    deps: Vec<(u32, u32)>,
+    /// Per arc: how often a switch took it instead of its balanced hop.
+    used: Vec<u32>,
+}
+
+/// One destination switch's input to [`Placement::dest`].
+struct Column<'c> {
+    t: usize,
+    /// Its LIDs ([`Net::lids_on`]).
+    lids: &'c [(u16, u8, u16)],
+    /// Its BFS: distances and the switches nearest first (`t` first).
+    dist: &'c [u16],
+    queue: &'c [u32],
+    /// The balanced hop (arc) of switch `s` for the `j`-th LID at `s * k + j`.
+    bal: &'c [u32],
+}
+
+impl Placement {
+    fn new(net: &Net) -> Self {
+        let max_deg = (0..net.n_sw).map(|s| net.arcs(s).len()).max().unwrap_or(0);
+        Placement {
+            sl: vec![0u8; net.n_sw * net.lft_len],
+            layer: Vec::new(),
+            hop: Vec::new(),
+            down_buf: vec![0; max_deg],
+            down_at: vec![0; max_deg],
+            cands: Vec::new(),
+            deps: Vec::new(),
+            used: vec![0u32; net.n_arcs()],
         }
     }
-    let arc_at = |s: usize, p: u8| {
-        if p > net.nports[s] {
-            NONE
-        } else {
-            parc[net.pbase[s] as usize + usize::from(p)]
-        }
-    };
-    let mut deps = Vec::new();
-    let mut used = vec![0u32; net.n_arcs()];
-    for t in 0..n {
-        net.lids_on(t, &mut lids);
-        if lids.is_empty() {
-            continue;
-        }
+
+    /// Places the LIDs of one destination switch (`col`) into `lfts` (which hold the
+    /// balanced ports) and `self.sl`.
+    #[allow(clippy::too_many_lines)]
+    fn dest(
+        &mut self,
+        net: &Net,
+        lfts: &mut [u8],
+        lay: &mut Layering<'_>,
+        max: usize,
+        col: &Column<'_>,
+    ) -> Result<()> {
+        let n = net.n_sw;
+        let len = net.lft_len;
+        let (t, lids, dist, bal) = (col.t, col.lids, col.dist, col.bal);
         let k = lids.len();
-        net.bfs(t, &mut dist, &mut queue);
+        let Placement {
+            sl,
+            layer,
+            hop,
+            down_buf,
+            down_at,
+            cands,
+            deps,
+            used,
+        } = self;
         layer.clear();
         layer.resize(n * k, 0);
         hop.clear();
         hop.resize(n * k, NONE);
-        for &s in &queue[1..] {
+        for &s in &col.queue[1..] {
             let s = s as usize;
             let source = net.nsrc[s] > 0;
             let ds = dist[s];
@@ -705,13 +764,13 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
             for (j, &(lid, _, _)) in lids.iter().enumerate() {
                 let lid = usize::from(lid);
                 let e = s * k + j;
-                let pref = arc_at(s, r.lfts[s * len + lid]);
+                let pref = bal[e];
                 if ds == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
                     let a = if down.contains(&pref) { pref } else { down[0] };
                     hop[e] = a;
                     layer[e] = 0;
-                    r.lfts[s * len + lid] = net.aport[a as usize];
+                    lfts[s * len + lid] = net.aport[a as usize];
                     continue;
                 }
                 let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
@@ -736,16 +795,14 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                     };
                     if a != pref {
                         used[a as usize] += 1;
-                        r.lfts[s * len + lid] = net.aport[a as usize];
+                        lfts[s * len + lid] = net.aport[a as usize];
                     }
                     hop[e] = a;
                     layer[e] = low;
                     continue;
                 }
                 // Fast path: the balanced hop leads to the lowest layer and fits there.
-                if pref_low
-                    && try_path(net, lay, usize::from(low), (&hop, k, j, t), pref, &mut deps)
-                {
+                if pref_low && try_path(net, lay, usize::from(low), (hop, k, j, t), pref, deps) {
                     hop[e] = pref;
                     layer[e] = low;
                     sl[s * len + lid] = low;
@@ -769,7 +826,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 loop {
                     let (lx, a) = ((key >> 96) as u8, key as u32);
                     if !(pref_low && a == pref) // the fast path just failed on it
-                        && try_path(net, lay, usize::from(lx), (&hop, k, j, t), a, &mut deps)
+                        && try_path(net, lay, usize::from(lx), (hop, k, j, t), a, deps)
                     {
                         got = Some((a, usize::from(lx)));
                         break;
@@ -795,7 +852,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                         let from = usize::from(layer[x * k + j]) + 1;
                         let mut got = None;
                         for l in from..lay.layers.len() {
-                            if lay.try_unit(l, &deps) {
+                            if lay.try_unit(l, deps) {
                                 got = Some(l);
                                 break;
                             }
@@ -805,7 +862,7 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                             None if lay.layers.len() < max => {
                                 lay.open();
                                 let l = lay.layers.len() - 1;
-                                if !lay.try_unit(l, &deps) {
+                                if !lay.try_unit(l, deps) {
                                     return Err(RoutingError::InvalidInput(format!(
                                         "the route from switch #{s} to LID {lid} depends on itself"
                                     )));
@@ -824,15 +881,15 @@ fn place_aware(net: &Net, r: &mut Routes, lay: &mut Layering<'_>, max: usize) ->
                 };
                 if a != pref {
                     used[a as usize] += 1;
-                    r.lfts[s * len + lid] = net.aport[a as usize];
+                    lfts[s * len + lid] = net.aport[a as usize];
                 }
                 hop[e] = a;
                 layer[e] = l as u8;
                 sl[s * len + lid] = l as u8;
             }
         }
+        Ok(())
     }
-    Ok(sl)
 }
 
 /// Tries to put on layer `l` the dependencies a path through first hop `a` adds on top
@@ -871,18 +928,11 @@ fn try_path(
 
 /// Whether the one-layer channel dependency graph of single-VL routes is acyclic (CA
 /// and switch-LID destinations, paths from switches with CAs): `validate`'s check,
-/// specialised to in-trees and a bit per dependency, stopping at the first back edge.
+/// specialised to in-trees and a flag per dependency, stopping at the first back edge.
 fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
-    let dbase = dep_base(net);
-    let na = net.n_arcs();
-    let mut has = vec![false; dbase[na]];
+    let mut chk = OneLayer::new(net);
     let mut active = vec![u32::MAX; net.n_sw];
     let sources: Vec<usize> = (0..net.n_sw).filter(|&s| net.nsrc[s] > 0).collect();
-    let mut colour = vec![0u8; na];
-    let mut stack: Vec<(u32, u32)> = Vec::new();
-    // Cyclic fabrics usually show a cycle within the first few dozen destinations: look
-    // after 64, 512, 4096, ... LIDs (a few extra searches on an acyclic fabric).
-    let mut next_look = 64;
     for lid in 1..net.lft_len {
         let Some((t, _)) = net.dest_switch(lid) else {
             continue;
@@ -900,8 +950,7 @@ fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
                     break;
                 }
                 if prev != NONE {
-                    let h = net.adst[prev as usize] as usize;
-                    has[dbase[prev as usize] + (a - net.aoff[h]) as usize] = true;
+                    chk.add(prev, a);
                 }
                 prev = a;
                 s = net.adst[a as usize] as usize;
@@ -910,63 +959,104 @@ fn one_layer_acyclic(net: &Net, r: &Routes) -> bool {
             if prev != NONE && s != t {
                 let a = arc_of(net, s, r.lft(s)[lid]);
                 if a != NONE {
-                    let h = net.adst[prev as usize] as usize;
-                    has[dbase[prev as usize] + (a - net.aoff[h]) as usize] = true;
+                    chk.add(prev, a);
                 }
             }
         }
-        if lid == next_look {
-            next_look *= 8;
-            if !dag(net, &dbase, &has, &mut colour, &mut stack) {
-                return false;
-            }
+        if chk.due(1) && !chk.acyclic() {
+            return false;
         }
     }
-    dag(net, &dbase, &has, &mut colour, &mut stack)
+    chk.acyclic()
 }
 
-/// Whether the dependencies `has` form no cycle (iterative DFS).
-fn dag(
-    net: &Net,
-    dbase: &[usize],
-    has: &[bool],
-    colour: &mut [u8],
-    stack: &mut Vec<(u32, u32)>,
-) -> bool {
-    // Colour 1 = on the stack, 2 = done.
-    colour.fill(0);
-    stack.clear();
-    for a0 in 0..colour.len() as u32 {
-        if colour[a0 as usize] != 0 {
-            continue;
-        }
-        colour[a0 as usize] = 1;
-        stack.push((a0, 0));
-        while let Some(&mut (a, ref mut i)) = stack.last_mut() {
-            let h = net.adst[a as usize] as usize;
-            let deg = net.aoff[h + 1] - net.aoff[h];
-            if *i < deg {
-                let k = *i;
-                *i += 1;
-                if !has[dbase[a as usize] + k as usize] {
-                    continue;
-                }
-                let b = net.aoff[h] + k;
-                match colour[b as usize] {
-                    0 => {
-                        colour[b as usize] = 1;
-                        stack.push((b, 0));
-                    }
-                    1 => return false,
-                    _ => {}
-                }
-            } else {
-                colour[a as usize] = 2;
-                stack.pop();
-            }
+/// The one-layer channel dependency graph, built up destination by destination.
+struct OneLayer<'a> {
+    net: &'a Net,
+    /// Dependency `a -> b` is `dfix[a] + b` (as `Layering::dfix`).
+    dfix: Vec<usize>,
+    dbase: Vec<usize>,
+    has: Vec<bool>,
+    colour: Vec<u8>,
+    stack: Vec<(u32, u32)>,
+    /// LIDs added so far, and after how many to look for a cycle next.
+    lids: usize,
+    next_look: usize,
+}
+
+impl<'a> OneLayer<'a> {
+    fn new(net: &'a Net) -> Self {
+        let dbase = dep_base(net);
+        OneLayer {
+            net,
+            dfix: (0..net.n_arcs())
+                .map(|a| dbase[a].wrapping_sub(net.aoff[net.adst[a] as usize] as usize))
+                .collect(),
+            has: vec![false; dbase[net.n_arcs()]],
+            dbase,
+            colour: vec![0; net.n_arcs()],
+            stack: Vec::new(),
+            lids: 0,
+            next_look: 64,
         }
     }
-    true
+
+    #[inline]
+    fn add(&mut self, a: u32, b: u32) {
+        self.has[self.dfix[a as usize].wrapping_add(b as usize)] = true;
+    }
+
+    /// Counts `lids` more LIDs added; true when it is time to look for a cycle. Cyclic
+    /// fabrics usually show one within the first few dozen destinations: look after 64,
+    /// 512, 4096, ... LIDs (a few extra searches on an acyclic fabric).
+    fn due(&mut self, lids: usize) -> bool {
+        self.lids += lids;
+        if self.lids >= self.next_look {
+            self.next_look *= 8;
+            return true;
+        }
+        false
+    }
+
+    /// Whether the dependencies added so far form no cycle (iterative DFS).
+    fn acyclic(&mut self) -> bool {
+        let net = self.net;
+        let (colour, stack) = (&mut self.colour, &mut self.stack);
+        // Colour 1 = on the stack, 2 = done.
+        colour.fill(0);
+        stack.clear();
+        for a0 in 0..colour.len() as u32 {
+            if colour[a0 as usize] != 0 {
+                continue;
+            }
+            colour[a0 as usize] = 1;
+            stack.push((a0, 0));
+            while let Some(&mut (a, ref mut i)) = stack.last_mut() {
+                let h = net.adst[a as usize] as usize;
+                let deg = net.aoff[h + 1] - net.aoff[h];
+                if *i < deg {
+                    let k = *i;
+                    *i += 1;
+                    if !self.has[self.dbase[a as usize] + k as usize] {
+                        continue;
+                    }
+                    let b = net.aoff[h] + k;
+                    match colour[b as usize] {
+                        0 => {
+                            colour[b as usize] = 1;
+                            stack.push((b, 0));
+                        }
+                        1 => return false,
+                        _ => {}
+                    }
+                } else {
+                    colour[a as usize] = 2;
+                    stack.pop();
+                }
+            }
+        }
+        true
+    }
 }
 
 impl RoutingEngine for Lash {
@@ -989,48 +1079,298 @@ impl RoutingEngine for Dfsssp {
     }
 }
 
-/// Shortest paths that, among equal-cost next hops, prefer climbing towards a central
-/// root: most paths then follow an up*/down* shape, so few dependency cycles remain for
-/// the layering to break.
-struct UpFirst {
-    /// Per arc: whether it climbs (its head is nearer the root than its tail), one byte
-    /// load in the balanced pass's hot loop instead of two order lookups.
-    up: Vec<bool>,
+/// DFSSSP: balanced shortest paths that, among equal-cost next hops, prefer climbing
+/// towards a central root (most paths then follow an up*/down* shape, so few dependency
+/// cycles remain for the layering to break), on one layer when they fit there (fat trees,
+/// meshes), else placed on layers by [`Placement`].
+///
+/// Both run destination switch by destination switch: the balanced routes of one
+/// destination are computed right before its placement, which shares their BFS and
+/// reads their hops from a small buffer. Whether one layer is enough is found on the
+/// way: the balanced routes' dependencies are collected until a cycle shows (on a torus
+/// within the first few destinations); then the balanced pass restarts with the placement
+/// beside it (the pass is deterministic, so the restart gives the same balanced routes).
+fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
+    let n = net.n_sw;
+    let roots = crate::updn::find_roots(net, None, opts, false)?;
+    let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
+    if !opts.allow_unreachable {
+        unreachable(net)?;
+    }
+    let mut r = Routes::new("dfsssp", n, net.lft_len);
+    let mut lids = Vec::new();
+    let mut pass = UpFirst::new(net, &pos);
+    let mut chk = OneLayer::new(net);
+    let mut cyclic = false;
+    for t in 0..n {
+        net.lids_on(t, &mut lids);
+        if lids.is_empty() {
+            continue;
+        }
+        pass.route(t, &lids, &mut r.lfts);
+        pass.deps(t, lids.len(), &mut chk);
+        if chk.due(lids.len()) && !chk.acyclic() {
+            cyclic = true;
+            break;
+        }
+    }
+    if !cyclic && chk.acyclic() {
+        // Already acyclic on one layer (any fat tree, any mesh): the fewest layers.
+        return Ok(r);
+    }
+    let max = usize::from(opts.max_vls.clamp(1, 15));
+    let mut lay = Layering::new(net, Some(&pos));
+    lay.open();
+    let mut place = Placement::new(net);
+    let mut pass = UpFirst::new(net, &pos);
+    for t in 0..n {
+        net.lids_on(t, &mut lids);
+        if lids.is_empty() {
+            continue;
+        }
+        pass.route(t, &lids, &mut r.lfts);
+        let col = Column {
+            t,
+            lids: &lids,
+            dist: &pass.dist,
+            queue: &pass.queue,
+            bal: &pass.hop,
+        };
+        place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
+    }
+    r.vls = lay.layers.len() as u8;
+    r.sl = Some(place.sl);
+    Ok(r)
 }
 
-impl crate::balance::Prefer for UpFirst {
-    fn prefer(&self, _net: &Net, _s: usize, _lid: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
-        let mut best: Option<(u64, u32)> = None;
-        for &a in elig {
-            if self.up[a as usize] {
-                let l = load[a as usize];
-                if best.is_none_or(|(b, _)| l < b) {
-                    best = Some((l, a));
+/// The error for a disconnected fabric: the first destination switch with LIDs (in switch
+/// order) that some switch cannot reach, and the first such switch.
+fn unreachable(net: &Net) -> Result<()> {
+    let n = net.n_sw;
+    let (mut dist, mut queue) = (vec![0u16; n], Vec::new());
+    if n == 0 || net.lft_len == 0 {
+        return Ok(());
+    }
+    net.bfs(0, &mut dist, &mut queue);
+    if queue.len() == n {
+        return Ok(());
+    }
+    let mut lids = Vec::new();
+    for t in 0..n {
+        net.lids_on(t, &mut lids);
+        if lids.is_empty() {
+            continue;
+        }
+        net.bfs(t, &mut dist, &mut queue);
+        if let Some(s) = dist.iter().position(|&d| d == crate::net::INF) {
+            return Err(RoutingError::Disconnected {
+                switch: s,
+                lid: lids[0].0,
+                why: String::new(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// DFSSSP's balanced routes, one destination switch at a time: the tables of
+/// `balance::route_all` (minhop rule) where a switch takes the least loaded of its
+/// shortest next hops that climb (their head nearer the root), if any. A switch's choice
+/// depends only on its own arcs' loads and round robin, its LMC siblings' ports and the
+/// flow farther switches send it, so any farthest-first order gives the same tables: here
+/// the reverse of the BFS order, whose forward order the placement uses.
+struct UpFirst<'a> {
+    net: &'a Net,
+    /// Per arc: whether it climbs.
+    up: Vec<bool>,
+    loads: crate::balance::Loads,
+    dist: Vec<u16>,
+    /// The last destination's switches, nearest first (the destination first).
+    queue: Vec<u32>,
+    /// The next hop the BFS found first (a switch LID alone takes it).
+    parent: Vec<u32>,
+    /// Per (switch `s`, LID `j` of the destination) at `s * k + j`: the CA sources whose
+    /// traffic reaches `s` (counted for a switch's own LID too, which carries no load: it
+    /// says whether some CA's path passes).
+    flow: Vec<u32>,
+    /// The chosen hop (arc), at `s * k + j`.
+    hop: Vec<u32>,
+    down: Vec<u32>,
+    ups: Vec<u32>,
+}
+
+impl<'a> UpFirst<'a> {
+    fn new(net: &'a Net, pos: &[u32]) -> Self {
+        let n = net.n_sw;
+        let max_deg = (0..n).map(|s| net.arcs(s).len()).max().unwrap_or(0);
+        UpFirst {
+            net,
+            up: (0..net.n_arcs())
+                .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
+                .collect(),
+            loads: crate::balance::Loads::new(net),
+            dist: vec![0; n],
+            queue: Vec::with_capacity(n),
+            parent: vec![NONE; n],
+            flow: Vec::new(),
+            hop: Vec::new(),
+            down: vec![0; max_deg],
+            ups: vec![0; max_deg],
+        }
+    }
+
+    /// BFS from `t` (as `Net::bfs`), noting each switch's first-found next hop.
+    fn bfs(&mut self, t: usize) {
+        let net = self.net;
+        let (dist, parent, queue) = (&mut self.dist, &mut self.parent, &mut self.queue);
+        dist.fill(crate::net::INF);
+        queue.clear();
+        dist[t] = 0;
+        queue.push(t as u32);
+        let mut head = 0;
+        while head < queue.len() {
+            let c = queue[head] as usize;
+            head += 1;
+            let d = dist[c] + 1;
+            for a in net.arcs(c) {
+                let x = net.adst[a] as usize;
+                if dist[x] == crate::net::INF {
+                    dist[x] = d;
+                    parent[x] = net.arev[a];
+                    queue.push(x as u32);
                 }
             }
         }
-        best.map(|(_, a)| a)
     }
-}
 
-fn updn_biased(net: &Net, opts: &Options) -> Result<(Routes, Vec<u32>)> {
-    let roots = crate::updn::find_roots(net, None, opts, false)?;
-    let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
-    let pref = UpFirst {
-        up: (0..net.n_arcs())
-            .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
-            .collect(),
-    };
-    let mut r = Routes::new("dfsssp", net.n_sw, net.lft_len);
-    let st = crate::balance::route_all(
-        net,
-        crate::balance::Rule::MinHop,
-        opts.threads,
-        &mut r.lfts,
-        &pref,
-    );
-    crate::engine::check_reach(st, opts, "")?;
-    Ok((r, pos))
+    /// Routes the `lids` of switch `t` into `lfts` and `self.hop`.
+    fn route(&mut self, t: usize, lids: &[(u16, u8, u16)], lfts: &mut [u8]) {
+        let net = self.net;
+        let (n, len, k) = (net.n_sw, net.lft_len, lids.len());
+        self.bfs(t);
+        for &(lid, ..) in lids {
+            let lid = usize::from(lid);
+            lfts[t * len + lid] = net.dest_switch(lid).map_or(NO_ROUTE, |(_, port)| port);
+        }
+        self.hop.clear();
+        self.hop.resize(n * k, NONE);
+        self.flow.clear();
+        self.flow.resize(n * k, 0);
+        for s in 0..n {
+            self.flow[s * k..(s + 1) * k].fill(net.nsrc[s]);
+        }
+        // Only the switch's own LID: every switch takes the first hop the BFS found.
+        let quick = k == 1 && lids[0].1 == 0;
+        let UpFirst {
+            up,
+            loads,
+            dist,
+            queue,
+            parent,
+            flow,
+            hop,
+            down,
+            ups,
+            ..
+        } = self;
+        // Plain slices: the vectors' headers would be reloaded after every store.
+        let (up, dist, parent, queue) = (&up[..], &dist[..], &parent[..], &queue[..]);
+        let (flow, hop, down, ups) = (&mut flow[..], &mut hop[..], &mut down[..], &mut ups[..]);
+        let (adst, aport) = (&net.adst[..], &net.aport[..]);
+        for &s in queue[1..].iter().rev() {
+            let s = s as usize;
+            // The shortest next hops and those of them that climb, written without a
+            // branch (which neighbours are nearer is unpredictable).
+            let (mut m, mut u) = (0, 0);
+            if quick {
+                down[0] = parent[s];
+                m = 1;
+            } else {
+                let d = dist[s] - 1;
+                for a in net.arcs(s) {
+                    let ok = dist[adst[a] as usize] == d;
+                    down[m] = a as u32;
+                    ups[u] = a as u32;
+                    m += usize::from(ok);
+                    u += usize::from(ok && up[a]);
+                }
+            }
+            let (down, ups) = (&down[..m], &ups[..u]);
+            let row = &mut lfts[s * len..(s + 1) * len];
+            // One choice for every LID: only the flows need passing on.
+            let only = if m == 1 {
+                down[0]
+            } else if u == 1 {
+                ups[0]
+            } else {
+                NONE
+            };
+            if only != NONE {
+                let (a, port) = (only as usize, aport[only as usize]);
+                let x = adst[a] as usize * k;
+                let mut tot = 0;
+                for (j, &(lid, w, _)) in lids.iter().enumerate() {
+                    row[usize::from(lid)] = port;
+                    hop[s * k + j] = only;
+                    let f = flow[s * k + j];
+                    tot += if w > 0 { u64::from(f) } else { 0 };
+                    flow[x + j] += f;
+                }
+                if tot > 0 {
+                    loads.add(a, tot);
+                }
+                continue;
+            }
+            // Climbing hops in a contiguous run of arcs (a fat-tree leaf's up ports).
+            let run = u > 1 && (ups[u - 1] - ups[0]) as usize == u - 1;
+            for (j, &(lid, w, base)) in lids.iter().enumerate() {
+                let col = usize::from(lid);
+                let f = flow[s * k + j];
+                let a = if run {
+                    loads.min_run(ups[0] as usize, ups[u - 1] as usize + 1)
+                } else if u > 1 {
+                    let mut best = (u64::MAX, NONE);
+                    for &a in ups {
+                        let l = loads.load[a as usize];
+                        if l < best.0 || best.1 == NONE {
+                            best = (l, a);
+                        }
+                    }
+                    best.1 as usize
+                } else {
+                    let fw = if w > 0 { f } else { 0 };
+                    loads.pick(net, s, down, fw, usize::from(lid - base), row, col)
+                };
+                row[col] = aport[a];
+                hop[s * k + j] = a as u32;
+                if f > 0 {
+                    if w > 0 {
+                        loads.add(a, u64::from(f));
+                    }
+                    flow[adst[a] as usize * k + j] += f;
+                }
+            }
+        }
+    }
+
+    /// Adds the last routed destination's dependencies (`k` LIDs) along the paths of
+    /// switches with CAs to `chk`.
+    fn deps(&self, t: usize, k: usize, chk: &mut OneLayer<'_>) {
+        let net = self.net;
+        for &s in &self.queue[1..] {
+            let s = s as usize;
+            for j in 0..k {
+                if self.flow[s * k + j] == 0 {
+                    continue;
+                }
+                let a = self.hop[s * k + j];
+                let x = net.adst[a as usize] as usize;
+                if x != t {
+                    chk.add(a, self.hop[x * k + j]);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
