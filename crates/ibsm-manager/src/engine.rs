@@ -30,6 +30,9 @@ use crate::store::{LidStore, MemoryLidStore};
 // The Subnet Administrator glue: a child module so it reads the engine's state.
 #[path = "sa.rs"]
 mod sa;
+// Partitions: P_Key tables from `SmConfig::partitions` (see `pkeys.rs`).
+#[path = "pkeys.rs"]
+mod pkeys;
 
 /// A request waiting for room in the window.
 #[derive(Debug)]
@@ -89,6 +92,12 @@ enum Op {
         port: u8,
         block: u16,
     },
+    /// One P_KeyTable block the partition policy writes.
+    SetPKeyTable {
+        node: NodeIx,
+        port: u8,
+        block: u16,
+    },
 }
 
 /// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
@@ -108,7 +117,7 @@ impl Op {
             Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
             Op::SetVlArb { .. } => "VLArbitrationTable",
             Op::SetMft { .. } => "MulticastForwardingTable",
-            Op::PKeyTable { .. } => "P_KeyTable",
+            Op::PKeyTable { .. } | Op::SetPKeyTable { .. } => "P_KeyTable",
         }
     }
 }
@@ -200,6 +209,9 @@ pub struct SubnetManager {
     election: Election,
     /// The Subnet Administrator, when `SmConfig::sa` asks for one (see `sa.rs`).
     sa: Option<ibsm_sa::SaServer>,
+    /// The P_Key tables and enforcement bits of the last heavy sweep's partition
+    /// policy (`SmConfig::partitions`; see `pkeys.rs`).
+    pkey_plan: Option<crate::partition::PKeyPlan>,
     /// Reply addresses (SL, P_Key index) of recent SA requesters, by (LID, QP), for
     /// what the SA sends them later (RMPP segments, Reports).
     sa_reply: HashMap<(u16, u32), Address>,
@@ -321,6 +333,7 @@ impl SubnetManager {
             up_once: false,
             election,
             sa,
+            pkey_plan: None,
             sa_reply: HashMap::new(),
             span: tracing::Span::none(),
         }
@@ -755,7 +768,7 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
-            Op::PKeyTable { node, port, .. } => (
+            Op::PKeyTable { node, port, .. } | Op::SetPKeyTable { node, port, .. } => (
                 SmAttributeId::PKeyTable,
                 self.subnet.nodes[node].path_for(port),
                 Some((node, port)),
@@ -899,7 +912,7 @@ impl SubnetManager {
                     }
                 }
             }
-            Op::PKeyTable { node, port, block } => {
+            Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
                 if let Ok(t) = ibsm_wire::PKeyTable::parse(data) {
                     if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
                         let at = usize::from(block) * 32;
@@ -924,7 +937,7 @@ impl SubnetManager {
     /// `entries` (PartitionCap for CA ports and switch port 0, PartitionEnforcementCap
     /// for switch external ports).
     fn read_pkeys(&mut self, node: NodeIx, port: u8, entries: u16) {
-        if !self.cfg.sa {
+        if !self.reads_pkeys() {
             return;
         }
         let blocks = entries.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
@@ -948,6 +961,10 @@ impl SubnetManager {
             // An unreachable neighbour costs one timeout and is simply not there; a
             // P_KeyTable block a port refuses (beyond its real capacity) is not a lock.
             Op::NodeInfo { .. } | Op::LightSwitchInfo { .. } | Op::PKeyTable { .. } => return,
+            Op::SetPKeyTable { node, port, block } => {
+                tracing::warn!(node, port, block, "P_KeyTable Set refused or lost");
+                return;
+            }
             Op::NodeDesc { node }
             | Op::SwitchInfo { node }
             | Op::SetSwitchInfo { node }
@@ -1435,6 +1452,10 @@ impl SubnetManager {
             }
         }
 
+        // P_Key tables from the partition policy, before the PortInfo Sets that turn
+        // switch enforcement on.
+        self.program_pkeys();
+
         // Every port's PortInfo: LIDs, SM address, keys, per-link MTU and VLs.
         self.desired.clear();
         for n in 0..self.subnet.nodes.len() {
@@ -1554,6 +1575,10 @@ impl SubnetManager {
                     want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
                 }
             }
+        }
+        if let Some(e) = self.planned_enforcement(n, p) {
+            want.partition_enforcement_inbound = e.inbound;
+            want.partition_enforcement_outbound = e.outbound;
         }
         Some(want)
     }
@@ -1771,6 +1796,8 @@ fn needs_set(cur: &PortInfo, want: &PortInfo) -> bool {
         || cur.operational_vls != want.operational_vls
         || cur.m_key_protect_bits != want.m_key_protect_bits
         || cur.m_key_lease_period != want.m_key_lease_period
+        || cur.partition_enforcement_inbound != want.partition_enforcement_inbound
+        || cur.partition_enforcement_outbound != want.partition_enforcement_outbound
         // Level 1 hides the key on reads; protect bits and lease still tell.
         || (cur.m_key != 0 && cur.m_key != want.m_key)
 }

@@ -38,6 +38,9 @@ pub struct SweepStats {
     pub rerouted: bool,
     /// PortInfo Sets written.
     pub port_sets: u64,
+    /// P_KeyTable blocks written by the partition policy (`SmConfig::partitions`): only
+    /// blocks that differ from what the ports held.
+    pub pkey_blocks: u64,
     /// The engine that produced the routes.
     pub routing_engine: String,
     /// Largest window of SMPs in flight reached.
@@ -134,6 +137,12 @@ pub enum SmEvent {
     RoleChanged {
         /// New role.
         role: Role,
+    },
+    /// The partition policy could not be programmed in full (a P_Key table too small
+    /// for a port's partitions); reported by every heavy sweep that meets it.
+    PartitionWarning {
+        /// What was left out where.
+        warning: crate::partition::PartitionWarning,
     },
     /// Another SM with a higher claim but a different SM_Key was seen; it is never handed
     /// control.

@@ -13,6 +13,12 @@
 //! rebalances ([`SmConfig::reroute_on_loss`]). Repaired tables stay until such growth or
 //! an explicit [`SubnetManager::request_rebalance`] (ibsmd: SIGHUP).
 //!
+//! With a partition policy ([`SmConfig::partitions`], OpenSM's `partitions.conf` syntax,
+//! see [`partition`]) the heavy sweep also programs every CA, router and switch port 0
+//! P_Key table from it, writing only the 32-entry blocks that differ, and has switch
+//! ports cabled to end ports enforce their peer's partitions; the SA then answers
+//! PathRecords only between ports that share a partition.
+//!
 //! The core, [`SubnetManager`], is sans-IO: it never reads a clock or touches a device.
 //! Feed it what arrives and the time; take what it wants sent, its next deadline and
 //! its events. [`driver::run`] is the loop for any `ibsm_transport::Transport`:

@@ -25,7 +25,8 @@ pub struct PortRec {
     pub peer: Option<(NodeIx, u8)>,
     /// The P_Key table as read in this sweep (entries in index order; empty: not read).
     /// Read for CA ports, switch port 0 and switch ports that enforce partitions, when
-    /// the SA is enabled.
+    /// the SA is enabled or a partition policy is set; P_KeyTable Sets of the policy
+    /// update it with what the port answered.
     pub pkeys: Vec<u16>,
 }
 

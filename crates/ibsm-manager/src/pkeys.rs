@@ -1,0 +1,86 @@
+//! The engine's side of partitions (`SmConfig::partitions`): plan every port's P_Key
+//! table from the policy after discovery, write the 32-entry blocks that differ from
+//! what the sweep read, and tell the PortInfo Sets which switch ports enforce. The
+//! policy itself (`crate::partition`) knows nothing of the engine.
+
+use ibsm_wire::Method;
+use ibsm_wire::attr::modifier::PKeyMod;
+
+use super::{NodeIx, Op, SubnetManager};
+use crate::event::SmEvent;
+use crate::partition::{Enforce, PKeyPlan};
+
+/// P_Keys per P_KeyTable block.
+const PER_BLOCK: usize = 32;
+
+impl SubnetManager {
+    /// Whether the heavy sweep reads P_Key tables: the SA serves them, or the SM
+    /// programs them.
+    pub(super) fn reads_pkeys(&self) -> bool {
+        self.cfg.sa || self.cfg.partitions.is_some()
+    }
+
+    /// Plans the tables from the policy and queues a Set for every block that differs
+    /// from what the port holds (all of them where the sweep could not read it). Called
+    /// in the programming phase before the PortInfo Sets, so an enforcing switch port
+    /// has its table before its enforcement bits go on.
+    pub(super) fn program_pkeys(&mut self) {
+        let Some(cfg) = self.cfg.partitions.as_ref() else {
+            self.pkey_plan = None;
+            return;
+        };
+        let plan = cfg.plan(&self.subnet, self.local.port_guid);
+        for w in &plan.warnings {
+            tracing::warn!(%w, "partition policy");
+            self.events
+                .push_back(SmEvent::PartitionWarning { warning: w.clone() });
+        }
+        let mut sets: Vec<(NodeIx, u8, u16, [u8; 64])> = Vec::new();
+        for (&(n, p), table) in &plan.tables {
+            let node = &self.subnet.nodes[n];
+            let guid = if node.is_switch() {
+                node.info.node_guid
+            } else {
+                node.ports[usize::from(p)].guid
+            };
+            if self.locked.contains(&guid) {
+                continue;
+            }
+            let current = &node.ports[usize::from(p)].pkeys;
+            for (b, want) in table.chunks(PER_BLOCK).enumerate() {
+                let at = b * PER_BLOCK;
+                let have = current.get(at..at + want.len());
+                if have == Some(want) {
+                    continue;
+                }
+                let mut data = [0u8; 64];
+                for (slot, k) in data.chunks_exact_mut(2).zip(want) {
+                    slot.copy_from_slice(&k.to_be_bytes());
+                }
+                sets.push((n, p, b as u16, data));
+            }
+        }
+        for (node, port, block, data) in sets {
+            let sw = self.subnet.nodes[node].is_switch();
+            let m = PKeyMod {
+                block,
+                port: if sw { u16::from(port) } else { 0 },
+            };
+            self.stats.pkey_blocks += 1;
+            self.submit(
+                Op::SetPKeyTable { node, port, block },
+                Method::Set,
+                m.encode(),
+                Some(data),
+            );
+        }
+        self.pkey_plan = Some(plan);
+    }
+
+    /// The enforcement bits the policy gives a switch port (`None`: leave them).
+    pub(super) fn planned_enforcement(&self, node: NodeIx, port: u8) -> Option<Enforce> {
+        self.pkey_plan
+            .as_ref()
+            .and_then(|p: &PKeyPlan| p.enforcement.get(&(node, port)).copied())
+    }
+}
