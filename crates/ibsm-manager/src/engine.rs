@@ -74,6 +74,19 @@ enum Op {
     LightSwitchInfo {
         node: NodeIx,
     },
+    /// Discovery clears a switch's PortStateChange latch (SwitchInfo as read, with the
+    /// bit written 1) before reading its ports.
+    ClearPortStateChange {
+        node: NodeIx,
+    },
+    /// A trap 128 from a switch the sweep already read: is its latch set again? By
+    /// route and GUID rather than node index, since a heavy sweep may rebuild the
+    /// subnet while it is in flight; `sweep` is the heavy sweep it was sent in.
+    CheckSwitchInfo {
+        path: DrPath,
+        guid: u64,
+        sweep: u64,
+    },
     SetSl2Vl {
         node: NodeIx,
         port: u8,
@@ -109,9 +122,11 @@ impl Op {
         match self {
             Op::NodeInfo { .. } => "NodeInfo",
             Op::NodeDesc { .. } => "NodeDescription",
-            Op::SwitchInfo { .. } | Op::SetSwitchInfo { .. } | Op::LightSwitchInfo { .. } => {
-                "SwitchInfo"
-            }
+            Op::SwitchInfo { .. }
+            | Op::SetSwitchInfo { .. }
+            | Op::LightSwitchInfo { .. }
+            | Op::ClearPortStateChange { .. }
+            | Op::CheckSwitchInfo { .. } => "SwitchInfo",
             Op::PortInfo { .. } | Op::SetPortInfo { .. } => "PortInfo",
             Op::SetLft { .. } => "LinearForwardingTable",
             Op::SetSl2Vl { .. } => "SLtoVLMappingTable",
@@ -147,6 +162,21 @@ impl Phase {
     }
 }
 
+/// Where the running (or last) heavy sweep is with one switch's PortStateChange latch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Latch {
+    /// Reached; its SwitchInfo Get or the Set clearing the latch is outstanding, and
+    /// its ports are read only after: a change now is still seen by this sweep.
+    Pending,
+    /// The latch read clear, or was cleared, before the ports were read: every change
+    /// since leaves it set again, so one SwitchInfo Get tells whether the sweep missed
+    /// a change on this switch.
+    Clean,
+    /// The SwitchInfo Get or the clearing Set got no answer: nothing can be told from
+    /// the latch.
+    Unknown,
+}
+
 /// A MAD to hand to the transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
@@ -171,6 +201,12 @@ pub struct SubnetManager {
     phase_started: Instant,
     sweep_started: Instant,
     heavy_pending: bool,
+    /// Heavy sweeps begun so far (tags trap checks with the sweep they were sent in).
+    heavy_sweeps: u64,
+    /// Switch node GUID -> its latch in the running or last heavy sweep.
+    latches: HashMap<u64, Latch>,
+    /// SMPs sent since creation (sweeps, trap checks, election, retries).
+    smps_sent: u64,
     next_sweep: Option<Instant>,
     subnet: Subnet,
     previous_guids: HashSet<u64>,
@@ -308,6 +344,9 @@ impl SubnetManager {
             phase_started: Instant::ZERO,
             sweep_started: Instant::ZERO,
             heavy_pending: false,
+            heavy_sweeps: 0,
+            latches: HashMap::new(),
+            smps_sent: 0,
             next_sweep: None,
             subnet: Subnet::default(),
             previous_guids: HashSet::new(),
@@ -465,9 +504,22 @@ impl SubnetManager {
         self.process(now);
     }
 
+    /// SMPs this SM has handed out since it was created: sweep and trap-check requests
+    /// with their retries, election SMInfo, TrapRepress and answers to SMInfo requests
+    /// (not the SA's MADs, which are not SMPs). Unlike [`SweepStats::smps`] it also
+    /// counts what is sent between sweeps.
+    #[must_use]
+    pub fn smps_sent(&self) -> u64 {
+        self.smps_sent
+    }
+
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
         if let Some(o) = self.out.pop_front() {
+            // The SA's answers share the queue; they are GMPs, not SMPs.
+            if matches!(o.mad.get(1), Some(0x01 | 0x81)) {
+                self.smps_sent += 1;
+            }
             return Some(o);
         }
         if let Some(o) = self.poll_sa_transmit(now) {
@@ -476,6 +528,7 @@ impl SubnetManager {
         self.pump();
         let t = self.tx.poll_transmit(now)?;
         self.stats.smps += 1;
+        self.smps_sent += 1;
         if t.attempt > 1 {
             self.stats.retries += 1;
         }
@@ -514,6 +567,8 @@ impl SubnetManager {
 
     fn begin_heavy(&mut self, now: Instant) {
         self.heavy_pending = false;
+        self.heavy_sweeps += 1;
+        self.latches.clear();
         self.previous_guids = self.subnet.by_guid.keys().copied().collect();
         self.subnet = Subnet::default();
         self.locked.clear();
@@ -736,13 +791,15 @@ impl SubnetManager {
                 self.subnet.nodes[node].path,
                 Some((node, 0)),
             ),
-            Op::SwitchInfo { node } | Op::SetSwitchInfo { node } | Op::LightSwitchInfo { node } => {
-                (
-                    SmAttributeId::SwitchInfo,
-                    self.subnet.nodes[node].path,
-                    Some((node, 0)),
-                )
-            }
+            Op::SwitchInfo { node }
+            | Op::SetSwitchInfo { node }
+            | Op::LightSwitchInfo { node }
+            | Op::ClearPortStateChange { node } => (
+                SmAttributeId::SwitchInfo,
+                self.subnet.nodes[node].path,
+                Some((node, 0)),
+            ),
+            Op::CheckSwitchInfo { path, .. } => (SmAttributeId::SwitchInfo, path, None),
             Op::PortInfo { node, port } | Op::SetPortInfo { node, port } => (
                 SmAttributeId::PortInfo,
                 self.subnet.nodes[node].path_for(port),
@@ -789,6 +846,7 @@ impl SubnetManager {
         });
         let key = match op {
             Op::NodeInfo { path, .. } => self.path_keys.get(&path).copied().unwrap_or(0),
+            Op::CheckSwitchInfo { guid, .. } => self.smp_key(guid),
             _ => key,
         };
         let mut smp = DrSmp::request(method, attr.into(), attr_mod, 0, key, &path);
@@ -821,12 +879,12 @@ impl SubnetManager {
                         if attempts == 1 {
                             self.grow_window();
                         }
-                        self.on_response(cookie, &response);
+                        self.on_response(now, cookie, &response, attempts);
                     }
                     TxEvent::Failed { cookie, error, .. } => {
                         self.shrink_window();
                         self.stats.timeouts += 1;
-                        self.on_failure(cookie, &error);
+                        self.on_failure(now, cookie, &error);
                     }
                     TxEvent::Unsolicited(rx) => self.on_unsolicited(now, &rx),
                 }
@@ -864,9 +922,10 @@ impl SubnetManager {
 
     // ---------------------------------------------------------------- discovery
 
-    fn on_response(&mut self, op: Op, rx: &Received) {
+    fn on_response(&mut self, now: Instant, op: Op, rx: &Received, attempts: u32) {
         if dr_status(&rx.mad) != 0 {
             self.on_failure(
+                now,
                 op,
                 &TransportError::Unreachable {
                     reason: format!("MAD status {:#x}", dr_status(&rx.mad)),
@@ -891,7 +950,39 @@ impl SubnetManager {
                 }
             }
             Op::SwitchInfo { node } => {
-                self.subnet.nodes[node].switch_info = SwitchInfo::parse(data).ok();
+                let si = SwitchInfo::parse(data).ok();
+                self.subnet.nodes[node].switch_info = si;
+                match si {
+                    // A change before this read is seen by the port reads that follow
+                    // the clear; one after it sets the latch again.
+                    Some(si) if si.port_state_change => {
+                        let mut data = [0u8; 64];
+                        si.emit_into(&mut data).ok();
+                        self.submit(
+                            Op::ClearPortStateChange { node },
+                            Method::Set,
+                            0,
+                            Some(data),
+                        );
+                    }
+                    Some(_) => self.switch_latch_done(node, Latch::Clean),
+                    None => self.switch_latch_done(node, Latch::Unknown),
+                }
+            }
+            Op::ClearPortStateChange { node } => {
+                self.switch_latch_done(node, Latch::Clean);
+            }
+            Op::CheckSwitchInfo { guid, sweep, .. } => {
+                let set = SwitchInfo::parse(data).map_or(true, |si| si.port_state_change);
+                // A heavy sweep begun after the check was sent reads (and clears) the
+                // switch after the check read it: what the latch showed is that sweep's
+                // to see. Unless the check had to be resent, which may have reached the
+                // switch after the sweep did.
+                let covered = sweep != self.heavy_sweeps && attempts == 1;
+                tracing::debug!(guid, set, covered, "PortStateChange after trap 128");
+                if set && !covered {
+                    self.request_heavy_sweep(now);
+                }
             }
             Op::PortInfo { node, port } => {
                 if let Ok(pi) = PortInfo::parse(data) {
@@ -956,7 +1047,7 @@ impl SubnetManager {
         }
     }
 
-    fn on_failure(&mut self, op: Op, _error: &TransportError) {
+    fn on_failure(&mut self, now: Instant, op: Op, _error: &TransportError) {
         let guid = match op {
             // An unreachable neighbour costs one timeout and is simply not there; a
             // P_KeyTable block a port refuses (beyond its real capacity) is not a lock.
@@ -965,8 +1056,22 @@ impl SubnetManager {
                 tracing::warn!(node, port, block, "P_KeyTable Set refused or lost");
                 return;
             }
+            // The ports are read all the same; the latch tells nothing then. (Were the
+            // switch ignoring our M_Key, the SwitchInfo Get has already failed too.)
+            Op::ClearPortStateChange { node } => {
+                self.switch_latch_done(node, Latch::Unknown);
+                return;
+            }
+            // No evidence either way: sweep.
+            Op::CheckSwitchInfo { .. } => {
+                self.request_heavy_sweep(now);
+                return;
+            }
+            Op::SwitchInfo { node } => {
+                self.switch_latch_done(node, Latch::Unknown);
+                self.subnet.nodes[node].info.node_guid
+            }
             Op::NodeDesc { node }
-            | Op::SwitchInfo { node }
             | Op::SetSwitchInfo { node }
             | Op::SetLft { node, .. }
             | Op::SetSl2Vl { node, .. }
@@ -1044,12 +1149,25 @@ impl SubnetManager {
         }
         self.submit(Op::NodeDesc { node: n }, Method::Get, 0, None);
         if is_switch {
+            // The ports are read once the PortStateChange latch is known clear (see
+            // `switch_latch_done`).
+            self.latches.insert(ni.node_guid, Latch::Pending);
             self.submit(Op::SwitchInfo { node: n }, Method::Get, 0, None);
-            for p in 0..=ni.num_ports {
-                self.get_port_info(n, p);
-            }
         } else if usize::from(in_port) < self.subnet.nodes[n].ports.len() {
             self.get_port_info(n, in_port);
+        }
+    }
+
+    /// The discovery of a switch's PortStateChange latch is over (read clear, cleared,
+    /// or unknown after a lost SMP): its ports are read now, after that point, so a
+    /// change before it is in what they show and one after it sets the latch again.
+    fn switch_latch_done(&mut self, node: NodeIx, latch: Latch) {
+        let guid = self.subnet.nodes[node].info.node_guid;
+        if self.latches.insert(guid, latch) != Some(Latch::Pending) {
+            return; // ports already read
+        }
+        for p in 0..=self.subnet.nodes[node].info.num_ports {
+            self.get_port_info(node, p);
         }
     }
 
@@ -1312,13 +1430,22 @@ impl SubnetManager {
             if self.locked.contains(&guid) {
                 continue;
             }
-            let mut si = self.subnet.nodes[n].switch_info.unwrap_or_default();
+            let read = self.subnet.nodes[n].switch_info;
+            let mut si = read.unwrap_or_default();
             si.linear_fdb_top = max_lid;
             si.life_time_value = self.cfg.packet_life_time;
-            si.port_state_change = true; // writing it clears the latched bit
-            let mut data = [0u8; 64];
-            si.emit_into(&mut data).ok();
-            self.submit(Op::SetSwitchInfo { node: n }, Method::Set, 0, Some(data));
+            // Discovery cleared the latch before reading the ports; clearing it again
+            // here would swallow a change made since, which that discovery missed.
+            si.port_state_change = false;
+            // Nothing to write when the switch already holds these values.
+            let same = read.is_some_and(|r| {
+                r.linear_fdb_top == si.linear_fdb_top && r.life_time_value == si.life_time_value
+            });
+            if !same {
+                let mut data = [0u8; 64];
+                si.emit_into(&mut data).ok();
+                self.submit(Op::SetSwitchInfo { node: n }, Method::Set, 0, Some(data));
+            }
             // The mirror of what was written is only good while the switch keeps it: one
             // that missed the previous sweep or whose port-0 LID is not the one we gave
             // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
@@ -1665,11 +1792,17 @@ impl SubnetManager {
                     key,
                 });
             }
-            // Link state changes and local changes: re-sweep, unless the running
-            // discovery has yet to reach the issuer (it will read the new state then).
-            128 | 144 | 145 | 64 | 65 if !self.discovery_will_see(notice.issuer_lid) => {
-                self.request_heavy_sweep(now);
-            }
+            // Link state changes and local changes: nothing to do while the running
+            // discovery has yet to read the issuer (it will read the new state then).
+            128 | 144 | 145 | 64 | 65 if self.discovery_will_see(notice.issuer_lid) => {}
+            // A switch's link went up or down: its PortStateChange latch tells whether
+            // a sweep has seen that (see `on_port_state_trap`).
+            128 => self.on_port_state_trap(now, notice.issuer_lid),
+            // 144 (capability mask, NodeDescription or other local change: e.g. IsSM
+            // set by an SM starting) and 145 (system image GUID) leave no latch to read,
+            // and 64/65 (GID in/out of service, normally the SM's own Reports) are rare:
+            // sweep.
+            144 | 145 | 64 | 65 => self.request_heavy_sweep(now),
             _ => {}
         }
     }
@@ -1682,19 +1815,17 @@ impl SubnetManager {
     /// the change. A port already read, an issuer the LIDs in force do not name (the
     /// first sweep, a LID we did not give), or any other phase: not seen, sweep again.
     fn discovery_will_see(&self, issuer_lid: u16) -> bool {
-        if self.phase != Phase::Discover || issuer_lid == 0 {
+        if self.phase != Phase::Discover {
             return false;
         }
-        let Some(guid) = self
-            .lids
-            .iter()
-            .find(|&(_, &(base, lmc))| {
-                issuer_lid >= base && u32::from(issuer_lid) < u32::from(base) + (1u32 << lmc)
-            })
-            .map(|(&g, _)| g)
-        else {
+        let Some(guid) = self.guid_of_lid(issuer_lid) else {
             return false;
         };
+        // A switch this sweep reached: its ports are read once its PortStateChange
+        // latch is known (`switch_latch_done`).
+        if let Some(&latch) = self.latches.get(&guid) {
+            return latch == Latch::Pending;
+        }
         // A switch is keyed by its node GUID; a CA port by its port GUID, recorded once
         // the sweep reached that port.
         let reached = self.subnet.by_guid.contains_key(&guid)
@@ -1704,6 +1835,53 @@ impl SubnetManager {
                 .iter()
                 .any(|n| !n.is_switch() && n.ports.iter().any(|p| p.guid == guid));
         !reached
+    }
+
+    /// The port GUID (switches: node GUID) whose LID range in force holds `lid`.
+    fn guid_of_lid(&self, lid: u16) -> Option<u64> {
+        if lid == 0 {
+            return None;
+        }
+        self.lids
+            .iter()
+            .find(|&(_, &(base, lmc))| {
+                lid >= base && u32::from(lid) < u32::from(base) + (1u32 << lmc)
+            })
+            .map(|(&g, _)| g)
+    }
+
+    /// A trap 128 (a switch port's link went up or down) whose issuer the running or
+    /// last heavy sweep has already read.
+    ///
+    /// Both switches of a cut cable trap, and the second trap often arrives after the
+    /// sweep the first one started has read its issuer. Discovery clears each switch's
+    /// PortStateChange latch before reading its ports (`switch_latch_done`), so a change
+    /// the sweep did not see leaves the latch set: one SwitchInfo Get (as a light sweep
+    /// does) tells whether another heavy sweep is needed. When the latch cannot tell
+    /// (not Master, an issuer we gave no switch LID, a switch whose latch read failed)
+    /// or the Get fails, sweep.
+    fn on_port_state_trap(&mut self, now: Instant, issuer_lid: u16) {
+        let target = self
+            .guid_of_lid(issuer_lid)
+            .filter(|_| self.role == Role::Master)
+            .filter(|g| self.latches.get(g) == Some(&Latch::Clean))
+            .and_then(|g| {
+                let n = *self.subnet.by_guid.get(&g)?;
+                Some((self.subnet.nodes[n].path, g))
+            });
+        match target {
+            Some((path, guid)) => self.submit(
+                Op::CheckSwitchInfo {
+                    path,
+                    guid,
+                    sweep: self.heavy_sweeps,
+                },
+                Method::Get,
+                0,
+                None,
+            ),
+            None => self.request_heavy_sweep(now),
+        }
     }
 }
 

@@ -1,0 +1,172 @@
+//! What a change in the fabric costs in sweeps: a cut cable makes both of its switches
+//! trap (128), and the second trap usually arrives after the heavy sweep the first one
+//! started has read its issuer. That second trap must not cost a second heavy sweep
+//! (one SwitchInfo Get shows its PortStateChange latch clear), but a real change right
+//! after the first still gets its own.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Node, assert_configured, attach, ca_nodes, drive, sim_of, until_clean};
+use ibsm_manager::{SmConfig, SmEvent};
+use ibsm_sim::{Fault, NodeIdx, Sim, SimConfig, SmaAgent};
+use ibsm_topology::{Fabric, generate};
+
+fn cfg() -> SmConfig {
+    let mut c = SmConfig::default();
+    c.sweep_interval = Duration::from_secs(1);
+    c
+}
+
+/// The switch-to-switch cables, as (switch node, port), one end each.
+fn isls(sim: &Sim<SmaAgent>, f: &Fabric) -> Vec<(NodeIdx, u8)> {
+    let mut v = Vec::new();
+    for (_, n) in f.nodes().filter(|(_, n)| n.is_switch()) {
+        let idx = sim.node_by_guid(n.guid().0).unwrap();
+        for p in 1..=n.num_ports() {
+            if let Some((peer, pp)) = sim.peer(idx, p) {
+                let sw = sim.node_setup(peer).unwrap().kind == ibsm_sim::NodeKind::Switch;
+                if sw && !v.contains(&(peer, pp)) {
+                    v.push((idx, p));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Sweeps started and SMPs sent since event `from` / SMP count `smps`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cost {
+    heavy: usize,
+    light: usize,
+    smps: u64,
+}
+
+fn cost(n: &Node, from: usize, smps: u64) -> Cost {
+    let mut c = Cost {
+        smps: n.sm.smps_sent() - smps,
+        ..Cost::default()
+    };
+    for e in &n.events[from..] {
+        match e {
+            SmEvent::SweepStarted { heavy: true } => c.heavy += 1,
+            SmEvent::SweepStarted { heavy: false } => c.light += 1,
+            _ => {}
+        }
+    }
+    c
+}
+
+/// A subnet up and settled (a few light sweeps after bring-up).
+fn settled(f: &Fabric) -> (Sim<SmaAgent>, Vec<Node>) {
+    let mut sim = sim_of(f, SimConfig::default());
+    let cas = ca_nodes(&sim, f);
+    let mut nodes = vec![attach(&mut sim, cas[0], cfg(), None)];
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let t = sim.now() + Duration::from_millis(2500);
+    drive(&mut sim, &mut nodes, t, |_, _| false);
+    (sim, nodes)
+}
+
+/// Lets light sweeps run for a while, then waits for the SM to be idle and the subnet
+/// clean.
+fn settle(sim: &mut Sim<SmaAgent>, nodes: &mut [Node]) {
+    let t = sim.now() + Duration::from_millis(3500);
+    drive(sim, nodes, t, |_, _| false);
+    until_clean(sim, nodes, 0, Duration::from_secs(30));
+}
+
+fn lids(f: &Fabric) -> usize {
+    f.switch_count() + f.cas().count()
+}
+
+/// Cuts one cable of a settled subnet: exactly one heavy sweep follows, and it sees the
+/// loss.
+fn cut_one(f: &Fabric) -> Cost {
+    let (mut sim, mut nodes) = settled(f);
+    let (from, smps) = (nodes[0].events.len(), nodes[0].sm.smps_sent());
+    let (node, port) = isls(&sim, f)[5];
+    sim.apply(Fault::LinkDown { node, port });
+    settle(&mut sim, &mut nodes);
+    let c = cost(&nodes[0], from, smps);
+    let traps = nodes[0].events[from..]
+        .iter()
+        .filter(|e| matches!(e, SmEvent::Trap { number: 128, .. }))
+        .count();
+    assert_eq!(traps, 2, "both switches of the cable trap");
+    assert_eq!(c.heavy, 1, "{c:?}");
+    // Beyond the sweeps: the two TrapRepresses and at most two SwitchInfo checks.
+    let in_sweeps: u64 = nodes[0].events[from..]
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::SubnetUp { stats } | SmEvent::LightSweepDone { stats } => Some(stats.smps),
+            _ => None,
+        })
+        .sum();
+    assert!(
+        c.smps >= in_sweeps && c.smps - in_sweeps <= 4,
+        "{c:?}: {in_sweeps} in sweeps"
+    );
+    assert_eq!(nodes[0].sm.subnet().link_count(), f.link_count() - 1);
+    assert_configured(&sim, &nodes[0].sm, lids(f));
+    c
+}
+
+#[test]
+fn a_cut_cable_costs_one_heavy_sweep() {
+    let c = cut_one(&generate::fat_tree(8, 2).unwrap());
+    eprintln!("radix-8 tree, cut cable: {c:?}");
+}
+
+/// The quickstart fabric (radix 36, 2 levels: 648 CAs, 54 switches). Before trap 128
+/// was checked against the latch, the cut cost two heavy sweeps here (the second trap
+/// arrived after the first sweep had read its switch).
+#[test]
+fn quickstart_tree_cut_cable_costs_one_heavy_sweep() {
+    let c = cut_one(&generate::fat_tree(36, 2).unwrap());
+    eprintln!("quickstart tree, cut cable: {c:?}");
+}
+
+/// A second cable cut once the first cut's sweep has read every switch (while it
+/// programs them, or right after it is done): its traps find the latch set again, and a
+/// second heavy sweep sees it.
+#[test]
+fn a_second_cut_right_after_the_first_gets_its_own_sweep() {
+    let f = generate::fat_tree(8, 2).unwrap();
+    // Discovery done: the first sweep is programming (election is instant here).
+    let programming = |e: &SmEvent| {
+        matches!(
+            e,
+            SmEvent::PhaseDone {
+                phase: "discover",
+                ..
+            }
+        )
+    };
+    let done = |e: &SmEvent| matches!(e, SmEvent::SubnetUp { .. });
+    for (when, sweeping) in [
+        (&programming as &dyn Fn(&SmEvent) -> bool, true),
+        (&done, false),
+    ] {
+        let (mut sim, mut nodes) = settled(&f);
+        let (from, smps) = (nodes[0].events.len(), nodes[0].sm.smps_sent());
+        let cables = isls(&sim, &f);
+        let (node, port) = cables[5];
+        sim.apply(Fault::LinkDown { node, port });
+        let t = sim.now() + Duration::from_secs(10);
+        let ok = drive(&mut sim, &mut nodes, t, |_, ns| {
+            ns[0].events[from..].iter().any(when)
+        });
+        assert!(ok, "the first cut's sweep did not get there");
+        assert_eq!(nodes[0].sm.is_sweeping(), sweeping);
+        let (node, port) = cables[11];
+        sim.apply(Fault::LinkDown { node, port });
+        settle(&mut sim, &mut nodes);
+        let c = cost(&nodes[0], from, smps);
+        assert_eq!(c.heavy, 2, "second cut while sweeping: {sweeping}: {c:?}");
+        assert_eq!(nodes[0].sm.subnet().link_count(), f.link_count() - 2);
+        assert_configured(&sim, &nodes[0].sm, lids(&f));
+    }
+}
