@@ -28,6 +28,9 @@
 //!                          default 60 with --once, none otherwise
 //! --json                   one JSON object on the last stdout line
 //! --sa                     serve Subnet Administration (class 0x03 agent, kernel RMPP)
+//! --partitions FILE        partition policy in OpenSM's partitions.conf syntax: every
+//!                          port's P_Key table is programmed from it and switch ports
+//!                          cabled to CAs enforce it (mistakes: line and column)
 //! -v                       event log on stderr
 //! ```
 //!
@@ -41,6 +44,7 @@
 
 use std::time::{Duration, Instant as WallInstant};
 
+use ibsm::manager::partition::PartitionConfig;
 use ibsm::manager::{
     FileLidStore, MKeyMode, Role, SmConfig, SmEvent, SubnetManager, SweepStats, driver,
 };
@@ -70,12 +74,13 @@ struct Args {
     verbose: bool,
     sa: bool,
     reroute_on_loss: bool,
+    partitions: Option<PartitionConfig>,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [-v]\n\
+[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [-v]\n\
 signals: SIGINT/SIGTERM stop; SIGHUP makes a Master recompute every route (rebalance), as \
 OpenSM resweeps on SIGHUP";
 
@@ -118,6 +123,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         sa: false,
         reroute_on_loss: true,
         verbose: false,
+        partitions: None,
     };
     let mut it = argv;
     while let Some(flag) = it.next() {
@@ -165,6 +171,15 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
             "--once" => a.once = true,
             "--json" => a.json = true,
             "--sa" => a.sa = true,
+            "--partitions" => {
+                let path = value()?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("--partitions {path}: {e}"))?;
+                a.partitions = Some(
+                    PartitionConfig::parse(&text)
+                        .map_err(|e| format!("--partitions {path}: {e}"))?,
+                );
+            }
             "--no-reroute-on-loss" => a.reroute_on_loss = false,
             "-v" | "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
@@ -207,6 +222,7 @@ fn config(a: &Args, under_ibsim: bool) -> SmConfig {
     // The SA answers over the port's class 0x03 agent; the kernel runs RMPP.
     cfg.sa = a.sa;
     cfg.sa_rmpp = ibsm::manager::sa::RmppMode::Kernel;
+    cfg.partitions = a.partitions.clone();
     cfg
 }
 
@@ -287,6 +303,9 @@ fn log_event(ev: &SmEvent, ms: f64, verbose: bool, out: &mut Outcome) {
         SmEvent::UnauthenticatedSm { guid } => {
             out.unauthenticated += 1;
             eprintln!("warning: SM {guid:#018x} has a different SM_Key; never handing over");
+        }
+        SmEvent::PartitionWarning { warning } => {
+            eprintln!("warning: partitions: {warning}");
         }
         SmEvent::RoutingFailed { reason } => {
             out.routing_failures += 1;
@@ -425,13 +444,14 @@ fn run(a: &Args) -> Result<bool, String> {
             s.nodes, s.switches, s.links, s.lids
         );
         eprintln!(
-            "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}, routing {} {:.1} ms",
+            "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}, P_Key blocks {}, routing {} {:.1} ms",
             s.smps,
             s.retries,
             s.timeouts,
             s.max_window,
             s.lft_blocks,
             s.port_sets,
+            s.pkey_blocks,
             s.routing_engine,
             s.routing_wall.as_secs_f64() * 1e3
         );
@@ -447,7 +467,7 @@ fn run(a: &Args) -> Result<bool, String> {
             .map(|(ms, r)| format!("[{ms:.0},{}]", json_str(r)))
             .collect();
         println!(
-            "{{\"ca\":{},\"port\":{},\"port_guid\":\"{:#018x}\",\"role\":{},\"subnet_up\":{up},\"up_ms\":{},\"smps\":{},\"retries\":{},\"timeouts\":{},\"nodes\":{},\"switches\":{},\"links\":{},\"lids\":{},\"lft_blocks\":{},\"routing\":{},\"heavy_sweeps\":{},\"light_sweeps\":{},\"traps\":{},\"role_changes\":[{}],\"locked_ports\":{},\"unauthenticated_sms\":{},\"routing_failures\":{},\"sm_lid\":{},\"signal\":{},\"wall_ms\":{total_ms:.1}}}",
+            "{{\"ca\":{},\"port\":{},\"port_guid\":\"{:#018x}\",\"role\":{},\"subnet_up\":{up},\"up_ms\":{},\"smps\":{},\"retries\":{},\"timeouts\":{},\"nodes\":{},\"switches\":{},\"links\":{},\"lids\":{},\"lft_blocks\":{},\"pkey_blocks\":{},\"routing\":{},\"heavy_sweeps\":{},\"light_sweeps\":{},\"traps\":{},\"role_changes\":[{}],\"locked_ports\":{},\"unauthenticated_sms\":{},\"routing_failures\":{},\"sm_lid\":{},\"signal\":{},\"wall_ms\":{total_ms:.1}}}",
             json_str(&desc.ca),
             desc.port,
             local.port_guid,
@@ -461,6 +481,7 @@ fn run(a: &Args) -> Result<bool, String> {
             num(&|s| s.links.to_string()),
             num(&|s| s.lids.to_string()),
             num(&|s| s.lft_blocks.to_string()),
+            num(&|s| s.pkey_blocks.to_string()),
             num(&|s| json_str(&s.routing_engine)),
             out.heavy_sweeps,
             out.light_sweeps,

@@ -15,6 +15,8 @@
 //! --seed N               simulator seed
 //! --sa                   serve Subnet Administration too (the sweep then also reads
 //!                          the P_Key tables of CA ports and switch port 0 for it)
+//! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
+//!                          and switch enforcement programmed from it
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!
@@ -40,12 +42,13 @@ struct Args {
     seed: u64,
     json: bool,
     sa: bool,
+    partitions: Option<ibsm::manager::partition::PartitionConfig>,
 }
 
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--sa] [--json]"
+         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--sa] [--partitions FILE] [--json]"
     )
 }
 
@@ -60,6 +63,7 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         json: false,
         sa: false,
+        partitions: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -120,6 +124,15 @@ fn parse_args() -> Result<Args, String> {
             }
             "--json" => a.json = true,
             "--sa" => a.sa = true,
+            "--partitions" => {
+                let path = value("--partitions")?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("--partitions {path}: {e}"))?;
+                a.partitions = Some(
+                    text.parse()
+                        .map_err(|e| format!("--partitions {path}: {e}"))?,
+                );
+            }
             "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
             other => return Err(usage(&format!("unknown option {other:?}"))),
         }
@@ -180,6 +193,7 @@ fn run(a: &Args) -> Result<bool, String> {
     cfg.routing = a.routing;
     cfg.lmc = a.lmc;
     cfg.sa = a.sa;
+    cfg.partitions = a.partitions.clone();
     // Single-threaded: ibsm-routing balances each thread's LID range on its own, which
     // doubles the max link load of minhop/updn on fat trees (see the routing notes).
     cfg.routing_threads = 1;
@@ -202,6 +216,7 @@ fn run(a: &Args) -> Result<bool, String> {
                 );
             }
             SmEvent::RoutingFailed { reason } => eprintln!("routing failed: {reason}"),
+            SmEvent::PartitionWarning { warning } => eprintln!("warning: partitions: {warning}"),
             _ => {}
         }
         false
@@ -240,13 +255,14 @@ fn run(a: &Args) -> Result<bool, String> {
         stats.routing_wall.as_secs_f64() * 1e3
     );
     eprintln!(
-        "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}",
+        "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}, P_Key blocks {}",
         stats.smps,
         stats.retries,
         stats.timeouts,
         stats.max_window,
         stats.lft_blocks,
-        stats.port_sets
+        stats.port_sets,
+        stats.pkey_blocks
     );
     let by_attr: Vec<String> = stats
         .by_attribute

@@ -1,0 +1,228 @@
+//! Peer test: `ibsmd --partitions FILE` on an ibsim fabric programs every CA's and switch
+//! port 0's P_Key table from an OpenSM-syntax partition file (read back with
+//! infiniband-diags' `smpquery pkeys`), a second SM run writes no P_Key block, and with
+//! `--sa` the PathRecords `saquery` gets exist only between CAs that share a partition.
+//!
+//! ibsim's switches report no partition enforcement capability (SwitchInfo
+//! Inbound/OutboundEnforcementCap 0), so here switch ports must stay unenforced with
+//! their tables untouched; enforcement itself is proved over ibsm-sim
+//! (crates/ibsm-manager/tests/partitions_sim.rs). If a future ibsim reports the
+//! capability, this test checks the enforcement instead.
+
+use std::process::Command;
+use std::time::Duration;
+
+use ibsm_tests::peer::{
+    Fabric, bring_up, client, json_field, run_bounded, start_ibsmd, stop_ibsmd,
+};
+use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
+
+const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
+const SMPQUERY: &str = "/usr/sbin/smpquery";
+const SAQUERY: &str = "/usr/sbin/saquery";
+
+const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Sw2\"[3]\n\n\
+Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
+Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
+Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
+
+/// A diagnostic under the preload attached at `host`; its stdout (must succeed).
+fn tool(f: &Fabric, host: &str, program: &str, args: &[&str]) -> String {
+    let mut c = client(f, program, Some(host), "q");
+    c.args(args);
+    let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
+    assert!(ok, "{program} {args:?} at {host} failed:\n{err}\n{out}");
+    out
+}
+
+/// The value after `key` and its dots on the first line that starts with it.
+fn field(text: &str, key: &str) -> u64 {
+    let v = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(key))
+        .map(|l| {
+            l[key.len()..]
+                .trim_start_matches(['.', ':'])
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("{key} not in:\n{text}"));
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).unwrap(),
+        None => v.parse().unwrap(),
+    }
+}
+
+/// The entries `smpquery pkeys` printed, in index order.
+fn pkeys(text: &str) -> Vec<u16> {
+    text.lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && l.contains(':'))
+        .flat_map(|l| l.split_once(':').map_or("", |(_, r)| r).split_whitespace())
+        .filter_map(|w| u16::from_str_radix(w.trim_start_matches("0x"), 16).ok())
+        .collect()
+}
+
+fn valid(t: &[u16]) -> Vec<u16> {
+    t.iter().copied().filter(|k| k & 0x7fff != 0).collect()
+}
+
+#[test]
+fn ibsmd_rejects_a_bad_partition_file_with_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("ibsm_partitions_bad_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.conf");
+    std::fs::write(&file, "Default=0x7fff : ALL ;\nbad=0x8001 : ALL=full ;\n").unwrap();
+    let out = Command::new(IBSMD)
+        .arg("--partitions")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.conf: line 2, column 5: P_Key `0x8001`"),
+        "{err}"
+    );
+    std::fs::write(&file, "x=0x1 : ALL, SOMEONE ;\n").unwrap();
+    let out = Command::new(IBSMD)
+        .arg("--partitions")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 1, column 14: unknown member `SOMEONE`"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ibsmd_programs_partitions_on_ibsim() {
+    if !peers_present("partitions_ibsim", &[IBSIM, PRELOAD, SMPQUERY, SAQUERY]) {
+        return;
+    }
+    let f = Fabric::start("partitions", NET);
+    let hosts = ["Hca1", "Hca2", "Hca3", "Hca4"];
+    let guid: Vec<u64> = hosts
+        .iter()
+        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "nodeinfo", "0"]), "PortGuid"))
+        .collect();
+    // Hca1 (the SM) and Hca2 in tenant_a, Hca3 and Hca4 in tenant_b; everyone a limited
+    // member of the default partition except the switches and the SM.
+    let conf = format!(
+        "# two tenants\n\
+         Default=0x7fff : ALL=limited, ALL_SWITCHES=full, SELF=full ;\n\
+         tenant_a=0x0001, ipoib : {:#018x}=full,\n    {:#018x}=full ;\n\
+         tenant_b=0x0002, ipoib, defmember=full : {:#x}, {:#x} ;\n",
+        guid[0], guid[1], guid[2], guid[3]
+    );
+    let path = f.path("partitions.conf");
+    std::fs::write(&path, conf).unwrap();
+    let path = path.to_str().unwrap().to_owned();
+
+    let json = bring_up(&f, IBSMD, Some("Hca1"), &["--partitions", &path]);
+    assert_eq!(
+        json_field(&json, "pkey_blocks"),
+        "4",
+        "one block per CA: {json}"
+    );
+
+    let lid: Vec<u64> = hosts
+        .iter()
+        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "portinfo", "0", "1"]), "Lid"))
+        .collect();
+    let want: [&[u16]; 4] = [
+        &[0xffff, 0x8001],
+        &[0x7fff, 0x8001],
+        &[0x7fff, 0x8002],
+        &[0x7fff, 0x8002],
+    ];
+    for (i, h) in hosts.iter().enumerate() {
+        let t = pkeys(&tool(&f, "Hca4", SMPQUERY, &["pkeys", &lid[i].to_string()]));
+        assert!(t.len() >= 32, "{h}: {t:x?}");
+        assert_eq!(&t[..2], want[i], "{h}: {t:x?}");
+        assert_eq!(valid(&t), want[i], "{h}: nothing else in the table");
+    }
+    // Switches: port 0 a full default member; external ports as the capability says.
+    for (host, dr) in [("Hca1", "0,1"), ("Hca4", "0,1")] {
+        let sw_lid = field(
+            &tool(&f, host, SMPQUERY, &["-D", "portinfo", dr, "0"]),
+            "Lid",
+        );
+        let t = pkeys(&tool(
+            &f,
+            "Hca4",
+            SMPQUERY,
+            &["pkeys", &sw_lid.to_string(), "0"],
+        ));
+        assert_eq!(valid(&t), [0xffff], "switch LID {sw_lid} port 0: {t:x?}");
+        let si = tool(&f, "Hca4", SMPQUERY, &["switchinfo", &sw_lid.to_string()]);
+        let can = field(&si, "InboundPartEnf") != 0 || field(&si, "OutboundPartEnf") != 0;
+        for port in [1u8, 2] {
+            let pi = tool(
+                &f,
+                "Hca4",
+                SMPQUERY,
+                &["portinfo", &sw_lid.to_string(), &port.to_string()],
+            );
+            let on = field(&pi, "PartEnforceInb") != 0 || field(&pi, "PartEnforceOutb") != 0;
+            assert_eq!(on, can, "switch LID {sw_lid} port {port}:\n{pi}");
+            if can {
+                let t = pkeys(&tool(
+                    &f,
+                    "Hca4",
+                    SMPQUERY,
+                    &["pkeys", &sw_lid.to_string(), &port.to_string()],
+                ));
+                let ca = if host == "Hca1" { port - 1 } else { port + 1 };
+                assert_eq!(valid(&t), want[usize::from(ca)]);
+            }
+        }
+        if !can {
+            eprintln!(
+                "partitions_ibsim: ibsim switch LID {sw_lid} cannot enforce partitions; \
+                 enforcement is checked over ibsm-sim only"
+            );
+        }
+    }
+
+    // A second SM run finds every table as the policy wants it.
+    let json = bring_up(&f, IBSMD, Some("Hca1"), &["--partitions", &path]);
+    assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
+
+    // The SA: PathRecords only within a partition.
+    let sm = start_ibsmd(&f, IBSMD, "Hca1", 0, &["--sa", "--partitions", &path]);
+    wait_for(&f.path("ibsmd.err"), "SUBNET UP", Duration::from_secs(30));
+    let path_pkey = |s: usize, d: usize| -> Option<u64> {
+        let out = tool(
+            &f,
+            "Hca4",
+            SAQUERY,
+            &[
+                "PR",
+                "--slid",
+                &lid[s].to_string(),
+                "--dlid",
+                &lid[d].to_string(),
+            ],
+        );
+        out.contains("PathRecord dump").then(|| field(&out, "pkey"))
+    };
+    assert_eq!(
+        path_pkey(1, 0),
+        Some(0x7fff),
+        "Hca2 -> SM: default partition"
+    );
+    assert_eq!(
+        path_pkey(0, 2),
+        Some(0xffff),
+        "SM -> Hca3: default partition"
+    );
+    assert_eq!(path_pkey(2, 3), Some(0x8002), "Hca3 -> Hca4: tenant_b");
+    assert_eq!(path_pkey(1, 2), None, "Hca2 -> Hca3 share no partition");
+    assert_eq!(path_pkey(3, 1), None, "Hca4 -> Hca2 share no partition");
+    let json = stop_ibsmd(&f, sm);
+    assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
+}
