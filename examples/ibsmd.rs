@@ -36,8 +36,9 @@
 //!
 //! `SUBNET UP` and role changes (`MASTER`, `STANDBY`, ...) always go to stderr. SIGINT
 //! and SIGTERM stop it cleanly (exit 0). SIGHUP asks a Master for a heavy sweep that
-//! recomputes every route from scratch (a rebalance), as OpenSM resweeps on SIGHUP (it
-//! also re-reads its config file there; ibsmd has none to re-read): after a lost cable or
+//! recomputes every route from scratch (a rebalance), as OpenSM resweeps on SIGHUP, and
+//! re-reads the `--partitions` file as OpenSM re-reads `partitions.conf` (a file that no
+//! longer parses is reported and the policy in force stays): after a lost cable or
 //! node only the broken routes are repaired (unless `--no-reroute-on-loss`), and those
 //! repaired tables stay until the fabric grows back or a SIGHUP rebalances them.
 //! Errors are one line with a non-zero exit.
@@ -75,6 +76,7 @@ struct Args {
     sa: bool,
     reroute_on_loss: bool,
     partitions: Option<PartitionConfig>,
+    partitions_path: Option<String>,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
@@ -124,6 +126,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         reroute_on_loss: true,
         verbose: false,
         partitions: None,
+        partitions_path: None,
     };
     let mut it = argv;
     while let Some(flag) = it.next() {
@@ -179,6 +182,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
                     PartitionConfig::parse(&text)
                         .map_err(|e| format!("--partitions {path}: {e}"))?,
                 );
+                a.partitions_path = Some(path);
             }
             "--no-reroute-on-loss" => a.reroute_on_loss = false,
             "-v" | "--verbose" => a.verbose = true,
@@ -384,6 +388,20 @@ fn run(a: &Args) -> Result<bool, String> {
             break;
         }
         if hangup.take() {
+            if let Some(path) = &a.partitions_path {
+                let read = std::fs::read_to_string(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| PartitionConfig::parse(&text).map_err(|e| e.to_string()));
+                match read {
+                    Ok(p) => {
+                        eprintln!("SIGHUP: partitions re-read from {path}");
+                        sm.set_partitions(t.now(), Some(p));
+                    }
+                    Err(e) => {
+                        eprintln!("SIGHUP: --partitions {path}: {e}; the policy in force stays");
+                    }
+                }
+            }
             if sm.role() == Role::Master {
                 eprintln!("SIGHUP: rebalancing (every route recomputed at a heavy sweep)");
                 sm.request_rebalance(t.now());

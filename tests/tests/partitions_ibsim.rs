@@ -1,7 +1,8 @@
 //! Peer test: `ibsmd --partitions FILE` on an ibsim fabric programs every CA's and switch
 //! port 0's P_Key table from an OpenSM-syntax partition file (read back with
 //! infiniband-diags' `smpquery pkeys`), a second SM run writes no P_Key block, and with
-//! `--sa` the PathRecords `saquery` gets exist only between CAs that share a partition.
+//! `--sa` the PathRecords `saquery` gets exist only between CAs that share a partition;
+//! SIGHUP re-reads the file and the tables follow.
 //!
 //! ibsim's switches report no partition enforcement capability (SwitchInfo
 //! Inbound/OutboundEnforcementCap 0), so here switch ports must stay unenforced with
@@ -13,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric, bring_up, client, json_field, run_bounded, start_ibsmd, stop_ibsmd,
+    Fabric, after, bring_up, client, json_field, run_bounded, start_ibsmd, stop_ibsmd,
 };
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
@@ -223,6 +224,47 @@ fn ibsmd_programs_partitions_on_ibsim() {
     assert_eq!(path_pkey(2, 3), Some(0x8002), "Hca3 -> Hca4: tenant_b");
     assert_eq!(path_pkey(1, 2), None, "Hca2 -> Hca3 share no partition");
     assert_eq!(path_pkey(3, 1), None, "Hca4 -> Hca2 share no partition");
+
+    // SIGHUP re-reads the file: Hca2 moves to tenant_b.
+    let moved = format!(
+        "Default=0x7fff : ALL=limited, ALL_SWITCHES=full, SELF=full ;\n\
+         tenant_a=0x0001 : {:#x}=full ;\n\
+         tenant_b=0x0002, defmember=full : {:#x}, {:#x}, {:#x} ;\n",
+        guid[0], guid[1], guid[2], guid[3]
+    );
+    std::fs::write(&path, moved).unwrap();
+    let pid = sm.0.as_ref().expect("running").id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = f.read("ibsmd.err");
+        if after(&log, "SIGHUP: partitions re-read").contains("SUBNET UP (") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no sweep after SIGHUP:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t = pkeys(&tool(&f, "Hca4", SMPQUERY, &["pkeys", &lid[1].to_string()]));
+    assert_eq!(valid(&t), [0x7fff, 0x8002], "Hca2 after SIGHUP: {t:x?}");
+    assert_eq!(
+        path_pkey(1, 2),
+        Some(0x8002),
+        "Hca2 -> Hca3 now share tenant_b"
+    );
+    assert_eq!(
+        path_pkey(0, 1),
+        Some(0xffff),
+        "SM -> Hca2: default partition"
+    );
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
 }

@@ -3,17 +3,27 @@
 //! what the sweep read, and tell the PortInfo Sets which switch ports enforce. The
 //! policy itself (`crate::partition`) knows nothing of the engine.
 
+use ibsm_transport::Instant;
 use ibsm_wire::Method;
 use ibsm_wire::attr::modifier::PKeyMod;
 
 use super::{NodeIx, Op, SubnetManager};
 use crate::event::SmEvent;
-use crate::partition::{Enforce, PKeyPlan};
+use crate::partition::{Enforce, PKeyPlan, PartitionConfig};
 
 /// P_Keys per P_KeyTable block.
 const PER_BLOCK: usize = 32;
 
 impl SubnetManager {
+    /// Replaces the partition policy (OpenSM re-reads `partitions.conf` at SIGHUP) and
+    /// asks for a heavy sweep, which writes the blocks the new policy changes: P_Keys
+    /// that stay keep their indexes. `None` stops managing P_Key tables (what the ports
+    /// hold stays as it is).
+    pub fn set_partitions(&mut self, now: Instant, partitions: Option<PartitionConfig>) {
+        self.cfg.partitions = partitions;
+        self.request_heavy_sweep(now);
+    }
+
     /// Whether the heavy sweep reads P_Key tables: the SA serves them, or the SM
     /// programs them.
     pub(super) fn reads_pkeys(&self) -> bool {

@@ -326,3 +326,40 @@ fn tables_too_small_are_reported() {
         assert_eq!(valid(&r.pkeys(r.ca_node_guid(g), 1)).len(), 41);
     }
 }
+
+#[test]
+fn a_new_policy_keeps_indexes_and_writes_only_what_changed() {
+    let base = "Default=0x7fff : ALL=full ;\nfive=0x0005 : ALL_CAS=full ;\n";
+    let mut r = rig(|_| Some(base.parse().unwrap()));
+    let ca0 = r.ca_node_guid(r.cas[3]);
+    assert_eq!(&r.pkeys(ca0, 1)[..3], [0xffff, 0x8005, 0]);
+    // A lower P_Key joins: 0x8005 stays at index 1 (a QP bound to index 1 keeps its
+    // partition), the new one takes the free slot.
+    let now = r.port.now();
+    let more = format!("{base}three=0x0003 : ALL_CAS=full ;\n");
+    r.sm.set_partitions(now, Some(more.parse().unwrap()));
+    let up = r.until_up();
+    assert_eq!(&r.pkeys(ca0, 1)[..3], [0xffff, 0x8005, 0x8003]);
+    // One block per CA and per switch port enforcing a CA, nothing on switch port 0.
+    assert_eq!(up.pkey_blocks, 2 * r.cas.len() as u64, "{up:?}");
+    // The SA serves the new tables.
+    assert_eq!(r.path_pkey(r.cas[1], r.cas[2]), Some(0xffff));
+    let sa_table = |r: &Rig| {
+        let n = r.sm.subnet().by_guid[&ca0];
+        r.sm.subnet().nodes[n].ports[1].pkeys[..3].to_vec()
+    };
+    assert_eq!(sa_table(&r), [0xffff, 0x8005, 0x8003]);
+    // Back to the first policy: only 0x8003's slot is cleared.
+    let now = r.port.now();
+    r.sm.set_partitions(now, Some(base.parse().unwrap()));
+    let up = r.until_up();
+    assert_eq!(&r.pkeys(ca0, 1)[..3], [0xffff, 0x8005, 0]);
+    assert_eq!(up.pkey_blocks, 2 * r.cas.len() as u64, "{up:?}");
+    // No policy: tables and enforcement stay as they are, nothing is written.
+    let now = r.port.now();
+    r.sm.set_partitions(now, None);
+    let up = r.until_up();
+    assert_eq!(up.pkey_blocks, 0);
+    assert_eq!(&r.pkeys(ca0, 1)[..3], [0xffff, 0x8005, 0]);
+    assert!(r.sim.verify().is_clean());
+}
