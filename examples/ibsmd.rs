@@ -20,6 +20,8 @@
 //! --no-reroute-on-loss    after a lost cable or node, recompute every route instead
 //!                          of repairing only the broken ones (OpenSM's behaviour);
 //!                          repaired routes stay until growth or a SIGHUP rebalance
+//! --rebalance-after SECS   recompute repaired routes once no topology change has been
+//!                          seen for SECS (default: never on its own)
 //! --guid2lid FILE          keep LIDs across restarts (OpenSM's guid2lid format)
 //! --max-wire-smps N        most SMPs in flight (default 256; 128 under ibsim, whose
 //!                          preload can deadlock on long send bursts)
@@ -40,7 +42,8 @@
 //! re-reads the `--partitions` file as OpenSM re-reads `partitions.conf` (a file that no
 //! longer parses is reported and the policy in force stays): after a lost cable or
 //! node only the broken routes are repaired (unless `--no-reroute-on-loss`), and those
-//! repaired tables stay until the fabric grows back or a SIGHUP rebalances them.
+//! repaired tables stay until the fabric grows back, a SIGHUP rebalances them, or
+//! `--rebalance-after` finds the fabric quiet that long.
 //! Errors are one line with a non-zero exit.
 
 use std::time::{Duration, Instant as WallInstant};
@@ -77,12 +80,13 @@ struct Args {
     reroute_on_loss: bool,
     partitions: Option<PartitionConfig>,
     partitions_path: Option<String>,
+    rebalance_after: Option<u64>,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--no-reroute-on-loss] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [-v]\n\
+[--no-reroute-on-loss] [--rebalance-after SECS] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [-v]\n\
 signals: SIGINT/SIGTERM stop; SIGHUP makes a Master recompute every route (rebalance), as \
 OpenSM resweeps on SIGHUP";
 
@@ -124,6 +128,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         json: false,
         sa: false,
         reroute_on_loss: true,
+        rebalance_after: None,
         verbose: false,
         partitions: None,
         partitions_path: None,
@@ -185,6 +190,13 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
                 a.partitions_path = Some(path);
             }
             "--no-reroute-on-loss" => a.reroute_on_loss = false,
+            "--rebalance-after" => {
+                let secs = parse_u64(&value()?, "--rebalance-after")?;
+                if secs == 0 {
+                    return Err("--rebalance-after: must be at least 1 s".into());
+                }
+                a.rebalance_after = Some(secs);
+            }
             "-v" | "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
@@ -215,6 +227,7 @@ fn config(a: &Args, under_ibsim: bool) -> SmConfig {
     cfg.sm_key = a.sm_key;
     cfg.routing = a.routing;
     cfg.reroute_on_loss = a.reroute_on_loss;
+    cfg.rebalance_after = a.rebalance_after.map(Duration::from_secs);
     cfg.lmc = a.lmc;
     cfg.routing_threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     cfg.m_key = a.m_key.map_or(MKeyMode::Off, MKeyMode::Single);

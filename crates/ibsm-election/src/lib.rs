@@ -22,6 +22,10 @@
 //!   again ([`Election::refresh_known_sms`], at each light sweep, as OpenSM does), so
 //!   [`Election::known_sms`] shows their current ActCount and state; the answers decide
 //!   nothing.
+//! * **Learning**: an SM that sends us SMInfo requests without being known (a new SM on
+//!   a port that was already up: no trap, no sweep of ours probed it) is asked for its
+//!   SMInfo at once ([`Election::learn`]), so it is known, and a Master decides on it,
+//!   before the next sweep.
 //! * **SM_Key**: a peer counts only when its SMInfo shows our SM_Key (a peer that hid its
 //!   key, showing 0, counts once we have seen its real key). Unauthenticated peers are
 //!   never followed or handed control; one that outranks us is reported

@@ -107,6 +107,9 @@ enum PendingKind {
     Ack,
     /// SubnGet(SMInfo) of a Master refreshing what it knows of this SM.
     Refresh(u64),
+    /// SubnGet(SMInfo) of an SM that sent us an SMInfo request without being known
+    /// ([`Election::learn`]).
+    Learn,
 }
 
 /// The ACKNOWLEDGE this SM owes the SM whose HANDOVER made it Master.
@@ -317,6 +320,43 @@ impl Election {
             );
         }
         targets.len()
+    }
+
+    /// An SMInfo request (Get or Set) came from `requester`: if it is an SM this one does
+    /// not know, or last saw Discovering, asks it for its SMInfo (SubnGet at
+    /// `requester.addr`), so that a new SM on a port that was already up (no trap, and
+    /// no sweep of ours has probed it yet) is known as soon as it talks to us. Returns
+    /// whether a request was queued.
+    ///
+    /// The requester is known when `requester.guid` names a peer, or, without a GUID,
+    /// when a peer was reached at `requester.addr`. Nothing is sent without an address,
+    /// for our own GUID, while NotActive, or when a request of ours to that address is
+    /// still waiting. The answer updates [`known_sms`](Self::known_sms) and counts as a
+    /// finding of the last sweep (and of any open one): a Master decides on it at once
+    /// (hands over to a higher authenticated Standby or Master, reports another Master),
+    /// a Discovering SM at the end of its sweep. An SM last seen Discovering is asked
+    /// again, so a higher-priority newcomer gets the handover once it stands by (its
+    /// polls of the Master are SMInfo requests too).
+    pub fn learn(&mut self, now: Duration, requester: &Requester) -> bool {
+        let Some(addr) = requester.addr else {
+            return false;
+        };
+        if matches!(self.state, State::NotActive) || requester.guid == Some(self.cfg.guid) {
+            return false;
+        }
+        let known = match requester.guid {
+            Some(g) => self.peers.get(&g),
+            None => self.peers.values().find(|p| p.addr == Some(addr)),
+        };
+        if known.is_some_and(|p| p.info.sm_state != SmState::Discovering) {
+            return false;
+        }
+        if self.pending.iter().any(|p| p.tx.to == addr) {
+            return false;
+        }
+        let info = self.sm_info();
+        self.send_request(now, addr, Method::Get, 0, &info, PendingKind::Learn);
+        true
     }
 
     /// Whether `requester` may read the real SM_Key (else it reads 0): it passed the M_Key
@@ -653,6 +693,17 @@ impl Election {
                 // The SM at that route now; another one there waits for a sweep.
                 if ok && p.info.guid == guid {
                     self.note_peer(Some(pend.tx.to), p.info);
+                }
+            }
+            PendingKind::Learn => {
+                if ok && self.note_peer(Some(pend.tx.to), p.info) {
+                    for s in &mut self.sweeps {
+                        s.found.insert(p.info.guid);
+                    }
+                    self.last_found.insert(p.info.guid);
+                    if matches!(self.state, State::Master(_)) {
+                        self.decide(now);
+                    }
                 }
             }
         }
@@ -1096,7 +1147,10 @@ impl Election {
 
     fn give_up(&mut self, now: Duration, p: &Pending) {
         match p.kind {
-            PendingKind::Probe(_) | PendingKind::Ack | PendingKind::Refresh(_) => {}
+            PendingKind::Probe(_)
+            | PendingKind::Ack
+            | PendingKind::Refresh(_)
+            | PendingKind::Learn => {}
             // The SM that handed over no longer answers: nobody to acknowledge.
             PendingKind::AckCheck(to) => {
                 if self.owed_ack.as_ref().is_some_and(|a| a.to == to) {

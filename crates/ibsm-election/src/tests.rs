@@ -1514,3 +1514,180 @@ fn master_refreshes_known_sms_without_deciding_anything() {
     let mut s = standby_under(3, &m);
     assert_eq!(s.refresh_known_sms(ms(5)), 0);
 }
+
+fn req(lid: u16, guid: Option<u64>) -> Requester {
+    Requester {
+        m_key_authenticated: false,
+        guid,
+        addr: Some(SmAddr::Lid(lid)),
+    }
+}
+
+#[test]
+fn an_unknown_requester_is_asked_once_and_listed() {
+    let mut e = master(5);
+    let r = req(20, None);
+    assert!(e.learn(ms(1), &r));
+    let get = txs(&mut e);
+    assert_eq!(get.len(), 1);
+    assert_eq!(get[0].to, SmAddr::Lid(20));
+    assert!(!get[0].is_set());
+    // Its probe resent while ours is unanswered: not asked twice.
+    assert!(!e.learn(ms(2), &r));
+    assert!(txs(&mut e).is_empty());
+    let newcomer = info(0x200, 3, KEY, SmState::Discovering, 4);
+    assert!(
+        e.handle_response(ms(3), &reply(&get[0], 0, &newcomer))
+            .unwrap()
+    );
+    let k: Vec<KnownSm> = e.known_sms().collect();
+    assert_eq!(k.len(), 1);
+    assert_eq!(
+        (k[0].info, k[0].addr, k[0].in_last_sweep),
+        (newcomer, Some(SmAddr::Lid(20)), true)
+    );
+    // Last seen Discovering: its next request (a Standby's poll) is worth another Get;
+    // once it stands by, its polls cost nothing.
+    assert!(e.learn(ms(10), &r));
+    let get = txs(&mut e);
+    let standby = info(0x200, 3, KEY, SmState::Standby, 9);
+    assert!(
+        e.handle_response(ms(11), &reply(&get[0], 0, &standby))
+            .unwrap()
+    );
+    assert!(!e.learn(ms(20), &r));
+    assert!(!e.learn(ms(20), &req(21, Some(0x200))));
+    assert!(txs(&mut e).is_empty());
+    // Lower priority: nothing decided, still Master.
+    assert_eq!(e.state(), SmState::Master);
+    assert!(
+        !events(&mut e)
+            .iter()
+            .any(|ev| matches!(ev, Event::HandoverSent { .. }))
+    );
+    // The next sweep that does not find it drops it from the last sweep's SMs.
+    sweep_with(&mut e, ms(30), &[]);
+    assert!(e.known_sms().all(|k| !k.in_last_sweep));
+}
+
+#[test]
+fn a_master_hands_over_at_once_to_a_higher_standby_it_learns() {
+    let mut e = master(5);
+    assert!(e.learn(ms(1), &req(20, None)));
+    let get = txs(&mut e).remove(0);
+    let higher = info(0x200, 9, KEY, SmState::Standby, 4);
+    assert!(e.handle_response(ms(2), &reply(&get, 0, &higher)).unwrap());
+    let ho = txs(&mut e);
+    assert_eq!(ho.len(), 1);
+    assert_eq!(ho[0].to, SmAddr::Lid(20));
+    assert_eq!(
+        ho[0].attribute_modifier(),
+        u32::from(SmInfoControl::Handover)
+    );
+    assert!(events(&mut e).contains(&Event::HandoverSent { to: 0x200 }));
+    // Another Master learnt: reported; one with a wrong key: never handed control.
+    let mut e = master(5);
+    assert!(e.learn(ms(1), &req(20, None)));
+    let get = txs(&mut e).remove(0);
+    let lower_master = info(0x300, 1, KEY, SmState::Master, 4);
+    assert!(
+        e.handle_response(ms(2), &reply(&get, 0, &lower_master))
+            .unwrap()
+    );
+    assert!(events(&mut e).contains(&Event::OtherMasterDetected { guid: 0x300 }));
+    let mut e = master(5);
+    assert!(e.learn(ms(1), &req(20, None)));
+    let get = txs(&mut e).remove(0);
+    let intruder = info(0x400, 15, 0xBAD, SmState::Standby, 4);
+    assert!(
+        e.handle_response(ms(2), &reply(&get, 0, &intruder))
+            .unwrap()
+    );
+    assert!(txs(&mut e).is_empty());
+    assert!(events(&mut e).iter().any(|ev| matches!(
+        ev,
+        Event::UnauthenticatedHigherPrioritySm { guid: 0x400, .. }
+    )));
+    assert_eq!(e.state(), SmState::Master);
+}
+
+#[test]
+fn learning_needs_an_address_and_skips_known_sms_ourselves_and_not_active() {
+    let mut e = master(5);
+    let known = info(0xA, 2, KEY, SmState::Standby, 7);
+    sweep_with(&mut e, ms(1), &[known]);
+    txs(&mut e);
+    let none = Requester {
+        m_key_authenticated: false,
+        guid: None,
+        addr: None,
+    };
+    assert!(!e.learn(ms(2), &none));
+    assert!(!e.learn(ms(2), &req(10, None)), "known at that address");
+    assert!(!e.learn(ms(2), &req(99, Some(0xA))), "known by GUID");
+    assert!(!e.learn(ms(2), &req(99, Some(ME))), "ourselves");
+    assert!(txs(&mut e).is_empty());
+    e.disable(ms(3));
+    assert!(!e.learn(ms(4), &req(30, None)));
+    assert!(txs(&mut e).is_empty());
+}
+
+#[test]
+fn a_discovering_sm_decides_on_what_it_learnt_during_its_sweep() {
+    let mut e = sm(3);
+    events(&mut e);
+    e.begin_sweep(ms(0));
+    // The Master polls or probes us while we discover; our sweep has not reached it.
+    assert!(e.learn(ms(1), &req(40, None)));
+    let get = txs(&mut e).remove(0);
+    let m = info(0x500, 1, KEY, SmState::Master, 8);
+    assert!(e.handle_response(ms(2), &reply(&get, 0, &m)).unwrap());
+    e.sweep_complete(ms(3));
+    assert_eq!(e.state(), SmState::Standby);
+    assert_eq!(e.following(), Some(0x500));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// Whatever the requests, answers and timeouts: at most one Get waits per address,
+    /// an SM seen in any state but Discovering is never asked again, and what answered
+    /// is known.
+    #[test]
+    fn learning_never_floods(
+        steps in proptest::collection::vec((0u8..4, 0u8..4, any::<bool>()), 1..60),
+    ) {
+        let mut e = master(15);
+        let states = [SmState::Discovering, SmState::Standby, SmState::NotActive, SmState::Master];
+        let mut now = ms(1);
+        let mut waiting: Vec<Transmit> = Vec::new();
+        let mut settled: Vec<SmAddr> = Vec::new();
+        for (who, state, answer) in steps {
+            now += ms(1);
+            let addr = SmAddr::Lid(20 + u16::from(who));
+            let guid = if who % 2 == 0 { Some(0x200 + u64::from(who)) } else { None };
+            let r = Requester { m_key_authenticated: false, guid, addr: Some(addr) };
+            let sent = e.learn(now, &r);
+            let out = txs(&mut e);
+            prop_assert_eq!(out.len(), usize::from(sent));
+            for t in out {
+                prop_assert!(!waiting.iter().any(|w| w.to == t.to), "two Gets to {:?}", t.to);
+                prop_assert!(!settled.contains(&t.to), "asked a settled SM at {:?}", t.to);
+                waiting.push(t);
+            }
+            if answer && !waiting.is_empty() {
+                let t = waiting.remove(0);
+                let SmAddr::Lid(l) = t.to else { unreachable!() };
+                let st = states[usize::from(state)];
+                let peer = info(0x200 + u64::from(l - 20), 1, KEY, st, 1);
+                prop_assert!(e.handle_response(now, &reply(&t, 0, &peer)).unwrap());
+                prop_assert!(e.known_sms().any(|k| k.info == peer));
+                if st != SmState::Discovering {
+                    settled.push(t.to);
+                }
+                // Lower SMs only: a Master of priority 15 keeps the mastership.
+                txs(&mut e);
+            }
+        }
+        prop_assert_eq!(e.state(), SmState::Master);
+    }
+}

@@ -226,6 +226,9 @@ pub struct SubnetManager {
     routed_csr: Option<Csr>,
     /// The next routing recomputes from scratch (`request_rebalance`).
     rebalance_pending: bool,
+    /// When the re-routed routes in force get their automatic rebalance
+    /// (`SmConfig::rebalance_after` after the last change they were repaired for).
+    rebalance_at: Option<Instant>,
     locked: HashSet<u64>,
     reported_locked: HashSet<u64>,
     /// M_Keys read off ports that differ from ours (a predecessor's keys, readable once
@@ -359,6 +362,7 @@ impl SubnetManager {
             routes: None,
             routed_csr: None,
             rebalance_pending: false,
+            rebalance_at: None,
             locked: HashSet::new(),
             reported_locked: HashSet::new(),
             port_keys: HashMap::new(),
@@ -388,6 +392,13 @@ impl SubnetManager {
     #[must_use]
     pub fn sm_info(&self) -> ibsm_wire::SmInfo {
         self.election.sm_info()
+    }
+
+    /// The other SMs the election knows, each as it last answered (see
+    /// [`ibsm_election::Election::known_sms`]): those the sweeps probed and those that
+    /// sent this SM an SMInfo request since.
+    pub fn known_sms(&self) -> impl Iterator<Item = ibsm_election::KnownSm> + '_ {
+        self.election.known_sms()
     }
 
     /// The configuration.
@@ -493,6 +504,14 @@ impl SubnetManager {
             self.election.handle_timeout(dur(now));
         }
         self.sa_handle_timeout(now);
+        if self.rebalance_at.is_some_and(|t| t <= now) {
+            self.rebalance_at = None;
+            // Another SM took over meanwhile: the routes are its business now.
+            if self.role == Role::Master {
+                tracing::info!("quiet since the last re-route: rebalancing");
+                self.request_rebalance(now);
+            }
+        }
         if self.phase == Phase::Idle && self.next_sweep.is_some_and(|t| t <= now) {
             self.next_sweep = None;
             if self.heavy_pending {
@@ -550,6 +569,7 @@ impl SubnetManager {
         [
             self.tx.poll_timeout(),
             sweep,
+            self.rebalance_at,
             self.election.poll_timeout().map(instant),
             self.sa_timeout(),
         ]
@@ -1277,7 +1297,7 @@ impl SubnetManager {
             Phase::Elect => match self.election.state() {
                 SmState::Master => {
                     self.enter(Phase::Program, now);
-                    if let Err(e) = self.configure() {
+                    if let Err(e) = self.configure(now) {
                         self.events.push_back(SmEvent::RoutingFailed {
                             reason: e.to_string(),
                         });
@@ -1350,7 +1370,7 @@ impl SubnetManager {
     }
 
     /// LIDs, routes, and the Sets that program them.
-    fn configure(&mut self) -> Result<(), SmError> {
+    fn configure(&mut self, now: Instant) -> Result<(), SmError> {
         self.stats.nodes = self.subnet.nodes.len();
         self.stats.switches = self.subnet.switch_count();
         self.stats.links = self.subnet.link_count();
@@ -1619,6 +1639,20 @@ impl SubnetManager {
             .collect();
         for ((n, p), want) in sets {
             self.submit_port_set(n, p, want);
+        }
+        // The automatic rebalance waits for quiet after the last change the routes were
+        // repaired for; a sweep that finds nothing new keeps the wait, a recompute ends
+        // it.
+        if self.stats.rerouted {
+            let changed = self
+                .routed_csr
+                .as_ref()
+                .is_none_or(|prev| !crate::reroute::same_fabric(prev, &csr));
+            if changed || self.rebalance_at.is_none() {
+                self.rebalance_at = self.cfg.rebalance_after.map(|d| now + d);
+            }
+        } else {
+            self.rebalance_at = None;
         }
         self.fabric = Some(fabric);
         self.routes = Some(routes);
@@ -1895,10 +1929,11 @@ impl SubnetManager {
         } else {
             let key = u64::from_be_bytes(mad[24..32].try_into().unwrap_or([0; 8]));
             let ours = self.key_for_port(self.local.port_guid);
+            let (addr, guid) = self.requester_of(rx);
             let requester = Requester {
                 m_key_authenticated: ours == 0 || key == ours,
-                guid: None,
-                addr: None,
+                guid,
+                addr,
             };
             if let Ok(resp) = self.election.handle_request(dur(now), mad, &requester) {
                 self.out.push_back(Outgoing {
@@ -1906,9 +1941,63 @@ impl SubnetManager {
                     addr: rx.reply_address(),
                     mad: resp.to_vec(),
                 });
+                // An SM we do not know yet (one started on a port that was already up:
+                // no trap, and no sweep of ours has probed it): ask for its SMInfo now
+                // rather than at the next heavy sweep.
+                self.election.learn(dur(now), &requester);
             }
         }
         self.drain_election(now);
+    }
+
+    /// What this SM can tell about the sender of a request: how to reach it (its source
+    /// LID; for a directed-route request, the return path read backwards, a route from
+    /// here to it) and its port GUID (from the LIDs in force, or the port that route
+    /// ends at in the last sweep's model).
+    fn requester_of(&self, rx: &Received) -> (Option<SmAddr>, Option<u64>) {
+        let by_lid = |lid: u16| {
+            (lid != 0 && lid != ibsm_wire::PERMISSIVE_LID)
+                .then(|| (Some(SmAddr::Lid(lid)), self.guid_of_lid(lid)))
+        };
+        if rx.mad.get(1) != Some(&0x81) {
+            return by_lid(rx.slid).unwrap_or((None, None));
+        }
+        let Ok(v) = DrSmpView::new_checked(&rx.mad[..]) else {
+            return (None, None);
+        };
+        // A request whose first part was LID-routed: its sender has that LID.
+        if let Some(found) = by_lid(v.dr_slid()) {
+            return found;
+        }
+        let n = usize::from(v.hop_count());
+        let back = v.return_path();
+        if n == 0 || n > ibsm_wire::smp::MAX_HOPS {
+            return (None, None);
+        }
+        let ports: Vec<u8> = (1..=n).rev().map(|i| back[i]).collect();
+        let Ok(path) = DrPath::from_ports(&ports) else {
+            return (None, None);
+        };
+        let guid = self.port_at_path(&path).map(|(node, port)| {
+            let rec = &self.subnet.nodes[node];
+            if rec.is_switch() {
+                rec.info.node_guid
+            } else {
+                rec.ports[usize::from(port)].guid
+            }
+        });
+        (Some(SmAddr::Directed(path)), guid)
+    }
+
+    /// The node and port a directed route from this SM ends at, walked along the
+    /// cables of the current model (`None` where it leaves what the model knows).
+    fn port_at_path(&self, path: &DrPath) -> Option<(NodeIx, u8)> {
+        let mut at = self.subnet.nodes.iter().position(|n| n.path.is_local())?;
+        let mut port = self.subnet.nodes[at].info.local_port_num;
+        for &out in path.ports() {
+            (at, port) = self.subnet.nodes[at].ports.get(usize::from(out))?.peer?;
+        }
+        Some((at, port))
     }
 
     /// Sends what the election wants sent and acts on what it decided.

@@ -77,6 +77,17 @@ pub(crate) fn losses_only(prev: &Csr, new: &Csr) -> Option<Vec<u32>> {
     Some(old_index)
 }
 
+/// Whether `new` is the same fabric as `prev` (same switches, terminals, cables and
+/// LIDs), whatever order the sweeps found them in.
+#[must_use]
+pub(crate) fn same_fabric(prev: &Csr, new: &Csr) -> bool {
+    let cables = |c: &Csr| c.port_target.iter().filter(|t| !t.is_none()).count();
+    prev.switch_count() == new.switch_count()
+        && prev.terminal_count() == new.terminal_count()
+        && cables(prev) == cables(new)
+        && losses_only(prev, new).is_some()
+}
+
 /// The LFT length the routing engines use for `csr`: highest LID of a switch or of a
 /// terminal cabled to a switch, plus one.
 #[must_use]

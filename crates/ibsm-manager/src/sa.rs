@@ -92,7 +92,7 @@ impl SubnetManager {
             nodes,
             routes: self.routes.clone(),
             subnet_prefix: self.cfg.subnet_prefix,
-            sms: self.known_sms(),
+            sms: self.sm_records(),
             packet_life_time: self.cfg.packet_life_time,
         }
     }
@@ -102,7 +102,7 @@ impl SubnetManager {
     /// have, each as it last answered: every light sweep asks them for SMInfo again
     /// (`Election::refresh_known_sms`), so ActCount and state are at most one sweep
     /// interval old.
-    fn known_sms(&self) -> Vec<(u16, ibsm_wire::SmInfo)> {
+    fn sm_records(&self) -> Vec<(u16, ibsm_wire::SmInfo)> {
         let mut out = vec![(self.sm_lid, self.election.sm_info())];
         let mut others: Vec<(u16, ibsm_wire::SmInfo)> = self
             .election
@@ -151,7 +151,17 @@ impl SubnetManager {
                 return self.lids.get(&g).map_or(0, |l| l.0);
             }
         }
-        0
+        // Not a route discovery took (an SM learnt from the return path of its own
+        // request): follow the cables.
+        self.port_at_path(&path).map_or(0, |(n, p)| {
+            let rec = &self.subnet.nodes[n];
+            let g = if rec.is_switch() {
+                rec.info.node_guid
+            } else {
+                rec.ports[usize::from(p)].guid
+            };
+            self.lids.get(&g).map_or(0, |l| l.0)
+        })
     }
 
     pub(super) fn refresh_sa(&mut self) {
@@ -178,7 +188,7 @@ impl SubnetManager {
         }
         // SMInfoRecord: the SMs as they stand now (our ActCount moves all the time).
         if rx.mad.get(16..18) == Some(&0x0018u16.to_be_bytes()[..]) {
-            let sms = self.known_sms();
+            let sms = self.sm_records();
             if let Some(sa) = self.sa.as_mut() {
                 sa.set_sms(sms);
             }

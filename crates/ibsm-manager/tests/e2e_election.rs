@@ -10,6 +10,7 @@ use common::{Node, assert_configured, attach, ca_nodes, drive, sim_of, until_cle
 use ibsm_manager::{Role, SmConfig, SmEvent};
 use ibsm_sim::{Sim, SimConfig, SmaAgent};
 use ibsm_topology::{Fabric, generate};
+use ibsm_transport::Transport;
 
 fn cfg(priority: u8, poll: Duration, retries: u32) -> SmConfig {
     let mut c = SmConfig::default();
@@ -181,4 +182,94 @@ fn failover_times_648_ca_fat_tree() {
             wall.elapsed()
         );
     }
+}
+
+/// Heavy sweeps SM `i` started since its event `from`.
+fn heavy_since(n: &Node, from: usize) -> usize {
+    n.events[from..]
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+        .count()
+}
+
+/// A Master (priority 5, light sweeps only, the next heavy one far away) on a settled
+/// subnet, and a second SM started at another CA whose port is already Active: no trap
+/// tells the Master, no sweep of its own probes the newcomer.
+fn newcomer(priority: u8) -> (Sim<SmaAgent>, Vec<Node>, u64, usize) {
+    let f = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let mut nodes = vec![attach(
+        &mut sim,
+        cas[0],
+        cfg(5, Duration::from_millis(500), 2),
+        None,
+    )];
+    common::until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+    let from = nodes[0].events.len();
+    nodes.push(attach(
+        &mut sim,
+        *cas.last().unwrap(),
+        cfg(priority, Duration::from_millis(500), 2),
+        None,
+    ));
+    let guid = nodes[1].port.local_port().port_guid;
+    (sim, nodes, guid, from)
+}
+
+/// The newcomer's discovery asks the Master for its SMInfo; the Master answers, learns it
+/// from the request and asks back: it is among the Master's known SMs (what SMInfoRecord
+/// lists) before the Master sweeps, and shows as Standby once its first poll comes.
+#[test]
+fn a_master_learns_a_new_sm_from_its_smpinfo_request_before_any_sweep() {
+    let (mut sim, mut nodes, guid, from) = newcomer(3);
+    let t = sim.now() + Duration::from_secs(5);
+    let known = drive(&mut sim, &mut nodes, t, |_, ns| {
+        ns[0]
+            .sm
+            .known_sms()
+            .any(|k| k.info.guid == guid && k.in_last_sweep)
+    });
+    assert!(
+        known,
+        "the Master never learnt the newcomer: {:?}",
+        nodes[0].events[from..].to_vec()
+    );
+    assert_eq!(
+        heavy_since(&nodes[0], from),
+        0,
+        "{:?}",
+        &nodes[0].events[from..]
+    );
+    // Its polls (SMInfo Gets) refresh what the Master knows of it: Standby.
+    let t = sim.now() + Duration::from_secs(5);
+    let standby = drive(&mut sim, &mut nodes, t, |_, ns| {
+        ns[1].sm.role() == Role::Standby
+            && ns[0]
+                .sm
+                .known_sms()
+                .any(|k| k.info.guid == guid && k.info.sm_state == ibsm_election::SmState::Standby)
+    });
+    assert!(standby, "{:?}", common::roles(&nodes));
+    assert_eq!(heavy_since(&nodes[0], from), 0);
+    assert_eq!(common::roles(&nodes), [Role::Master, Role::Standby]);
+}
+
+/// A newcomer that outranks the Master gets the HANDOVER as soon as it stands by and
+/// polls, not at the Master's next heavy sweep.
+#[test]
+fn a_higher_newcomer_gets_the_handover_without_waiting_for_a_sweep() {
+    let (mut sim, mut nodes, _guid, from) = newcomer(9);
+    let t = sim.now() + Duration::from_secs(5);
+    let swapped = drive(&mut sim, &mut nodes, t, |_, ns| {
+        common::roles(ns) == [Role::Standby, Role::Master]
+    });
+    assert!(swapped, "{:?}", common::roles(&nodes));
+    assert_eq!(
+        heavy_since(&nodes[0], from),
+        0,
+        "{:?}",
+        &nodes[0].events[from..]
+    );
+    common::until_clean(&mut sim, &mut nodes, 1, Duration::from_secs(30));
 }

@@ -347,3 +347,63 @@ fn big_tree_numbers() {
         assert!(on.cut.entries <= off.cut.entries);
     }
 }
+
+/// `SmConfig::rebalance_after`: re-routed tables are recomputed once the fabric has been
+/// quiet that long (virtual time). A second loss restarts the wait; the recompute happens
+/// once; without the option the repaired tables stay.
+#[test]
+fn rebalance_after_a_quiet_period_recomputes_once() {
+    let f = generate::fat_tree(16, 2).unwrap();
+    let quiet = Duration::from_secs(30);
+    for wait in [Some(quiet), None] {
+        let mut sim = sim_of(&f, SimConfig::default());
+        let cas = ca_nodes(&sim, &f);
+        let lids = f.switch_count() + cas.len();
+        let mut c = cfg(EngineKind::MinHop, true);
+        c.rebalance_after = wait;
+        let mut nodes = vec![attach(&mut sim, cas[0], c, None)];
+        until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+        let run = |sim: &mut Sim<SmaAgent>, nodes: &mut [Node], d: Duration| {
+            let t = sim.now() + d;
+            drive(sim, nodes, t, |_, _| false);
+        };
+
+        let from_a = nodes[0].events.len();
+        let (node, port) = leaf_uplink(&sim, &f, 5);
+        sim.apply(Fault::LinkDown { node, port });
+        run(&mut sim, &mut nodes, quiet * 2 / 3);
+        let ups = ups_since(&nodes[0], from_a);
+        assert_eq!(ups.len(), 1, "{ups:?}");
+        assert!(ups[0].rerouted);
+
+        // Another loss two thirds into the wait: re-routed too, and the wait restarts.
+        let from_b = nodes[0].events.len();
+        let (node, port) = leaf_uplink(&sim, &f, 9);
+        sim.apply(Fault::LinkDown { node, port });
+        run(&mut sim, &mut nodes, quiet * 5 / 6);
+        let ups = ups_since(&nodes[0], from_b);
+        assert_eq!(
+            ups.len(),
+            1,
+            "the first loss's wait is over, not the second's: {ups:?}"
+        );
+        assert!(ups[0].rerouted);
+
+        // Past the second loss's wait: one recompute, then nothing more.
+        run(&mut sim, &mut nodes, quiet / 3);
+        let ups = ups_since(&nodes[0], from_b);
+        match wait {
+            Some(_) => {
+                assert_eq!(ups.len(), 2, "{ups:?}");
+                assert!(!ups[1].rerouted, "the rebalance recomputes");
+                assert!(ups[1].lft_entries > 0, "{:?}", ups[1]);
+            }
+            None => assert_eq!(ups.len(), 1, "no rebalance without the option"),
+        }
+        run(&mut sim, &mut nodes, quiet * 2);
+        assert_eq!(ups_since(&nodes[0], from_b).len(), ups.len());
+        until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+        assert_configured(&sim, &nodes[0].sm, lids);
+        assert_eq!(nodes[0].sm.subnet().link_count(), f.link_count() - 2);
+    }
+}
