@@ -683,8 +683,9 @@ struct Placement {
     down_buf: Vec<u32>,
     /// Where each of those hops' state starts in `layer` / `hop` (`x * k`).
     down_at: Vec<usize>,
-    /// Candidate hops as sortable keys: layer, not the balanced hop, use count, arc.
-    cands: Vec<u128>,
+    /// Candidate hops as sortable keys: layer (8 bits), not the balanced hop (1), use
+    /// count (32), position among the shortest hops, that is arc order (16).
+    cands: Vec<u64>,
     deps: Vec<(u32, u32)>,
     /// Per arc: how often a switch took it instead of its balanced hop.
     used: Vec<u32>,
@@ -809,13 +810,12 @@ impl Placement {
                     continue;
                 }
                 cands.clear();
-                for &a in down {
-                    let x = net.adst[a as usize] as usize;
+                for (i, (&a, &xk)) in down.iter().zip(down_at).enumerate() {
                     cands.push(
-                        (u128::from(layer[x * k + j]) << 96)
-                            | (u128::from(a != pref) << 64)
-                            | (u128::from(used[a as usize]) << 32)
-                            | u128::from(a),
+                        (u64::from(layer[xk + j]) << 56)
+                            | (u64::from(a != pref) << 55)
+                            | (u64::from(used[a as usize]) << 16)
+                            | i as u64,
                     );
                 }
                 // In key order, picked one at a time: the first or second usually fits,
@@ -824,7 +824,7 @@ impl Placement {
                 let mut got = None;
                 let mut key = first;
                 loop {
-                    let (lx, a) = ((key >> 96) as u8, key as u32);
+                    let (lx, a) = ((key >> 56) as u8, down[(key & 0xffff) as usize]);
                     if !(pref_low && a == pref) // the fast path just failed on it
                         && try_path(net, lay, usize::from(lx), (hop, k, j, t), a, deps)
                     {
@@ -840,7 +840,11 @@ impl Placement {
                     Some(g) => g,
                     None => {
                         // Through the preferred hop on the first layer above its path's.
-                        let a = if pref_ok { pref } else { first as u32 };
+                        let a = if pref_ok {
+                            pref
+                        } else {
+                            down[(first & 0xffff) as usize]
+                        };
                         let x = net.adst[a as usize] as usize;
                         deps.clear();
                         let (mut p, mut y) = (a, x);
@@ -1101,29 +1105,65 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     let mut lids = Vec::new();
     let mut pass = UpFirst::new(net, &pos);
     let mut chk = OneLayer::new(net);
-    let mut cyclic = false;
+    // The destinations routed before the first look for a cycle (hops, distances, BFS
+    // order): when that look finds one, they are placed from here and the balanced pass
+    // goes on where it stopped.
+    let mut early: Vec<Routed> = Vec::new();
+    let mut first_look = true;
+    let (mut routed, mut cyclic) = (0, false);
     for t in 0..n {
+        routed = t + 1;
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
             continue;
         }
         pass.route(t, &lids, &mut r.lfts);
         pass.deps(t, lids.len(), &mut chk);
-        if chk.due(lids.len()) && !chk.acyclic() {
-            cyclic = true;
-            break;
+        if first_look {
+            early.push(Routed {
+                t,
+                hop: pass.hop.clone(),
+                dist: pass.dist.clone(),
+                queue: pass.queue.clone(),
+            });
+        }
+        if chk.due(lids.len()) {
+            if !chk.acyclic() {
+                cyclic = true;
+                break;
+            }
+            first_look = false;
+            early = Vec::new();
         }
     }
     if !cyclic && chk.acyclic() {
         // Already acyclic on one layer (any fat tree, any mesh): the fewest layers.
         return Ok(r);
     }
+    let from = if first_look {
+        routed
+    } else {
+        // A later look found the cycle: route again from the start (the same balanced
+        // routes), this time placing each destination right after.
+        pass = UpFirst::new(net, &pos);
+        0
+    };
     let max = usize::from(opts.max_vls.clamp(1, 15));
     let mut lay = Layering::new(net, Some(&pos));
     lay.open();
     let mut place = Placement::new(net);
-    let mut pass = UpFirst::new(net, &pos);
-    for t in 0..n {
+    for e in &early {
+        net.lids_on(e.t, &mut lids);
+        let col = Column {
+            t: e.t,
+            lids: &lids,
+            dist: &e.dist,
+            queue: &e.queue,
+            bal: &e.hop,
+        };
+        place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
+    }
+    for t in from..n {
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
             continue;
@@ -1141,6 +1181,14 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     r.vls = lay.layers.len() as u8;
     r.sl = Some(place.sl);
     Ok(r)
+}
+
+/// One destination's balanced routes kept for a later placement ([`UpFirst`]'s state).
+struct Routed {
+    t: usize,
+    hop: Vec<u32>,
+    dist: Vec<u16>,
+    queue: Vec<u32>,
 }
 
 /// The error for a disconnected fabric: the first destination switch with LIDs (in switch
@@ -1222,25 +1270,34 @@ impl<'a> UpFirst<'a> {
     /// BFS from `t` (as `Net::bfs`), noting each switch's first-found next hop.
     fn bfs(&mut self, t: usize) {
         let net = self.net;
-        let (dist, parent, queue) = (&mut self.dist, &mut self.parent, &mut self.queue);
+        let n = net.n_sw;
+        let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
+        self.queue.resize(n, 0);
+        let (dist, parent, queue) = (
+            &mut self.dist[..n],
+            &mut self.parent[..n],
+            &mut self.queue[..],
+        );
         dist.fill(crate::net::INF);
-        queue.clear();
         dist[t] = 0;
-        queue.push(t as u32);
-        let mut head = 0;
-        while head < queue.len() {
+        queue[0] = t as u32;
+        let (mut head, mut tail) = (0, 1);
+        while head < tail {
             let c = queue[head] as usize;
             head += 1;
             let d = dist[c] + 1;
-            for a in net.arcs(c) {
-                let x = net.adst[a] as usize;
+            let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
+            for (&x, &rev) in adst[lo..hi].iter().zip(&arev[lo..hi]) {
+                let x = x as usize;
                 if dist[x] == crate::net::INF {
                     dist[x] = d;
-                    parent[x] = net.arev[a];
-                    queue.push(x as u32);
+                    parent[x] = rev;
+                    queue[tail] = x as u32;
+                    tail += 1;
                 }
             }
         }
+        self.queue.truncate(tail);
     }
 
     /// Routes the `lids` of switch `t` into `lfts` and `self.hop`.
@@ -1292,7 +1349,7 @@ impl<'a> UpFirst<'a> {
                     down[m] = a as u32;
                     ups[u] = a as u32;
                     m += usize::from(ok);
-                    u += usize::from(ok && up[a]);
+                    u += usize::from(ok & up[a]);
                 }
             }
             let (down, ups) = (&down[..m], &ups[..u]);
@@ -1329,14 +1386,14 @@ impl<'a> UpFirst<'a> {
                 let a = if run {
                     loads.min_run(ups[0] as usize, ups[u - 1] as usize + 1)
                 } else if u > 1 {
-                    let mut best = (u64::MAX, NONE);
-                    for &a in ups {
+                    // The least loaded, the first on ties.
+                    let (mut best, mut bl) = (ups[0], loads.load[ups[0] as usize]);
+                    for &a in &ups[1..] {
                         let l = loads.load[a as usize];
-                        if l < best.0 || best.1 == NONE {
-                            best = (l, a);
-                        }
+                        best = if l < bl { a } else { best };
+                        bl = bl.min(l);
                     }
-                    best.1 as usize
+                    best as usize
                 } else {
                     let fw = if w > 0 { f } else { 0 };
                     loads.pick(net, s, down, fw, usize::from(lid - base), row, col)
