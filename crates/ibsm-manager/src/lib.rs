@@ -6,12 +6,18 @@
 //! in OpenSM's `guid2lid` format), computes routes with an `ibsm-routing` engine, writes
 //! SwitchInfo and only the LFT blocks that changed, configures every port (LID, SM
 //! address, subnet prefix, per-link MTU and VLs, M_Keys), then walks the links Init ->
-//! Armed -> Active. Light sweeps and traps trigger the next heavy sweep. When a heavy
-//! sweep finds that the fabric only lost cables or nodes since the routes were computed,
-//! it repairs them (`RoutingEngine::reroute`: only destinations whose routes used a dead
+//! Armed -> Active. Light sweeps and traps trigger the next heavy sweep; a trap 128 from
+//! a switch the sweep has already read first costs one SwitchInfo Get (discovery clears
+//! each switch's PortStateChange latch before reading its ports, so a set latch is a
+//! change no sweep has seen), which saves the second heavy sweep of a cut cable. When a
+//! heavy sweep finds that the fabric only lost cables or nodes since the routes were
+//! computed, it repairs them (`RoutingEngine::reroute`: only destinations whose routes used a dead
 //! port move) instead of recomputing the whole fabric; any growth recomputes and
 //! rebalances ([`SmConfig::reroute_on_loss`]). Repaired tables stay until such growth or
-//! an explicit [`SubnetManager::request_rebalance`] (ibsmd: SIGHUP).
+//! an explicit [`SubnetManager::request_rebalance`] (ibsmd: SIGHUP), or until the fabric
+//! has been quiet for [`SmConfig::rebalance_after`]. An SM that sends this one an SMInfo
+//! request without being known is asked for its SMInfo at once
+//! ([`SubnetManager::known_sms`]), not at the next heavy sweep.
 //!
 //! With a partition policy ([`SmConfig::partitions`], OpenSM's `partitions.conf` syntax,
 //! see [`partition`]) the heavy sweep also programs every CA, router and switch port 0

@@ -170,3 +170,90 @@ fn a_second_cut_right_after_the_first_gets_its_own_sweep() {
         assert_configured(&sim, &nodes[0].sm, lids(&f));
     }
 }
+
+/// Hands the SM a trap 128 as if the switch at `lid` had sent it.
+fn inject_trap_128(n: &mut Node, lid: u16, tid: u64) {
+    use ibsm_wire::{LidSmp, Method, Notice, ProducerType, SmAttributeId, Trap128Details};
+    let notice = Notice::generic_with(ProducerType::Switch, lid, &Trap128Details { lid });
+    let mut smp = LidSmp::request(Method::Trap, SmAttributeId::Notice.into(), 0, tid, 0);
+    notice.emit_into(&mut smp.data).unwrap();
+    let now = ibsm_transport::Transport::now(&n.port);
+    n.sm.handle_incoming(
+        now,
+        ibsm_transport::Incoming::Mad(ibsm_transport::Received {
+            mad: smp.to_bytes().to_vec(),
+            slid: lid,
+            sl: 0,
+            qpn: 0,
+            pkey_index: 0,
+            at: now,
+        }),
+    );
+}
+
+fn heavy_since(n: &Node, from: usize) -> usize {
+    n.events[from..]
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+        .count()
+}
+
+/// A trap 128 with nothing behind it (a resend whose TrapRepress was lost) from a switch
+/// the last sweep read costs one SwitchInfo Get; one naming a LID that is no switch of
+/// ours, or whose check gets no answer, costs a heavy sweep.
+#[test]
+fn a_stale_trap_costs_one_get_and_doubt_costs_a_sweep() {
+    let f = generate::fat_tree(8, 2).unwrap();
+    let (mut sim, mut nodes) = settled(&f);
+    let (_, sw) = f.switches().next().unwrap();
+    let lid = nodes[0].sm.lids()[&sw.guid().0].0;
+    let short = |sim: &mut Sim<SmaAgent>, nodes: &mut [Node]| {
+        let t = sim.now() + Duration::from_millis(300);
+        drive(sim, nodes, t, |_, _| false);
+    };
+
+    let from = nodes[0].events.len();
+    let smps = nodes[0].sm.smps_sent();
+    inject_trap_128(&mut nodes[0], lid, 0x51);
+    short(&mut sim, &mut nodes);
+    assert_eq!(heavy_since(&nodes[0], from), 0);
+    let light: u64 = nodes[0].events[from..]
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::LightSweepDone { stats } => Some(stats.smps),
+            _ => None,
+        })
+        .sum();
+    // TrapRepress and the SwitchInfo Get (the latter counted in a light sweep's stats
+    // when one started meanwhile).
+    assert!(nodes[0].sm.smps_sent() - smps - light <= 2);
+
+    // A LID that names no switch we configured.
+    let from = nodes[0].events.len();
+    inject_trap_128(&mut nodes[0], 0xBEE, 0x52);
+    short(&mut sim, &mut nodes);
+    assert_eq!(heavy_since(&nodes[0], from), 1);
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+
+    // The check lost: the SM's own link drops everything for a while.
+    let (sm_ca, sm_port) = (ca_nodes(&sim, &f)[0], 1);
+    sim.apply(Fault::LinkDropRate {
+        node: sm_ca,
+        port: sm_port,
+        ppm: 1_000_000,
+    });
+    let from = nodes[0].events.len();
+    inject_trap_128(&mut nodes[0], lid, 0x53);
+    let t = sim.now() + Duration::from_secs(2);
+    let swept = drive(&mut sim, &mut nodes, t, |_, ns| {
+        heavy_since(&ns[0], from) > 0
+    });
+    assert!(swept, "no heavy sweep after a lost check");
+    sim.apply(Fault::LinkDropRate {
+        node: sm_ca,
+        port: sm_port,
+        ppm: 0,
+    });
+    settle(&mut sim, &mut nodes);
+    assert_configured(&sim, &nodes[0].sm, lids(&f));
+}
