@@ -712,7 +712,7 @@ impl Placement {
             hop: Vec::new(),
             down_buf: vec![0; max_deg],
             down_at: vec![0; max_deg],
-            cands: Vec::new(),
+            cands: vec![0; max_deg],
             deps: Vec::new(),
             used: vec![0u32; net.n_arcs()],
         }
@@ -747,15 +747,19 @@ impl Placement {
         layer.resize(n * k, 0);
         hop.clear();
         hop.resize(n * k, NONE);
+        // Plain slices: the vectors' headers would be reloaded after every store.
+        let (layer, hop, sl, used) = (&mut layer[..], &mut hop[..], &mut sl[..], &mut used[..]);
+        let (down_buf, down_at, cands) = (&mut down_buf[..], &mut down_at[..], &mut cands[..]);
+        let (adst, aport, nsrc) = (&net.adst[..], &net.aport[..], &net.nsrc[..]);
         for &s in &col.queue[1..] {
             let s = s as usize;
-            let source = net.nsrc[s] > 0;
+            let source = nsrc[s] > 0;
             let ds = dist[s];
             // The shortest next hops, shared by the destination's LIDs.
             // Written without a branch: which neighbours are nearer is unpredictable.
             let mut m = 0;
             for a in net.arcs(s) {
-                let x = net.adst[a] as usize;
+                let x = adst[a] as usize;
                 down_buf[m] = a as u32;
                 down_at[m] = x * k;
                 m += usize::from(dist[x] + 1 == ds);
@@ -771,7 +775,7 @@ impl Placement {
                     let a = if down.contains(&pref) { pref } else { down[0] };
                     hop[e] = a;
                     layer[e] = 0;
-                    lfts[s * len + lid] = net.aport[a as usize];
+                    lfts[s * len + lid] = aport[a as usize];
                     continue;
                 }
                 let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
@@ -790,13 +794,13 @@ impl Placement {
                     } else {
                         down.iter()
                             .copied()
-                            .filter(|&a| layer[net.adst[a as usize] as usize * k + j] == low)
+                            .filter(|&a| layer[adst[a as usize] as usize * k + j] == low)
                             .min_by_key(|&a| used[a as usize])
                             .unwrap_or(down[0])
                     };
                     if a != pref {
                         used[a as usize] += 1;
-                        lfts[s * len + lid] = net.aport[a as usize];
+                        lfts[s * len + lid] = aport[a as usize];
                     }
                     hop[e] = a;
                     layer[e] = low;
@@ -809,15 +813,13 @@ impl Placement {
                     sl[s * len + lid] = low;
                     continue;
                 }
-                cands.clear();
                 for (i, (&a, &xk)) in down.iter().zip(down_at).enumerate() {
-                    cands.push(
-                        (u64::from(layer[xk + j]) << 56)
-                            | (u64::from(a != pref) << 55)
-                            | (u64::from(used[a as usize]) << 16)
-                            | i as u64,
-                    );
+                    cands[i] = (u64::from(layer[xk + j]) << 56)
+                        | (u64::from(a != pref) << 55)
+                        | (u64::from(used[a as usize]) << 16)
+                        | i as u64;
                 }
+                let cands = &cands[..m];
                 // In key order, picked one at a time: the first or second usually fits,
                 // so sorting them all costs more than it saves.
                 let first = cands.iter().copied().min().expect("a shortest hop");
@@ -845,13 +847,13 @@ impl Placement {
                         } else {
                             down[(first & 0xffff) as usize]
                         };
-                        let x = net.adst[a as usize] as usize;
+                        let x = adst[a as usize] as usize;
                         deps.clear();
                         let (mut p, mut y) = (a, x);
                         while y != t {
                             deps.push((p, hop[y * k + j]));
                             p = hop[y * k + j];
-                            y = net.adst[p as usize] as usize;
+                            y = adst[p as usize] as usize;
                         }
                         let from = usize::from(layer[x * k + j]) + 1;
                         let mut got = None;
@@ -885,7 +887,7 @@ impl Placement {
                 };
                 if a != pref {
                     used[a as usize] += 1;
-                    lfts[s * len + lid] = net.aport[a as usize];
+                    lfts[s * len + lid] = aport[a as usize];
                 }
                 hop[e] = a;
                 layer[e] = l as u8;
@@ -1309,12 +1311,11 @@ impl<'a> UpFirst<'a> {
             let lid = usize::from(lid);
             lfts[t * len + lid] = net.dest_switch(lid).map_or(NO_ROUTE, |(_, port)| port);
         }
-        self.hop.clear();
+        // Every entry a switch that reaches `t` reads is written first.
         self.hop.resize(n * k, NONE);
-        self.flow.clear();
         self.flow.resize(n * k, 0);
-        for s in 0..n {
-            self.flow[s * k..(s + 1) * k].fill(net.nsrc[s]);
+        for (fs, &own) in self.flow.chunks_exact_mut(k).zip(&net.nsrc) {
+            fs.fill(own);
         }
         // Only the switch's own LID: every switch takes the first hop the BFS found.
         let quick = k == 1 && lids[0].1 == 0;
@@ -1400,12 +1401,9 @@ impl<'a> UpFirst<'a> {
                 };
                 row[col] = aport[a];
                 hop[s * k + j] = a as u32;
-                if f > 0 {
-                    if w > 0 {
-                        loads.add(a, u64::from(f));
-                    }
-                    flow[adst[a] as usize * k + j] += f;
-                }
+                // (Adding nothing costs less than a branch on it.)
+                loads.add(a, if w > 0 { u64::from(f) } else { 0 });
+                flow[adst[a] as usize * k + j] += f;
             }
         }
     }
