@@ -2,7 +2,8 @@
 //! port 0's P_Key table from an OpenSM-syntax partition file (read back with
 //! infiniband-diags' `smpquery pkeys`), a second SM run writes no P_Key block, and with
 //! `--sa` the PathRecords `saquery` gets exist only between CAs that share a partition;
-//! SIGHUP re-reads the file and the tables follow.
+//! the IPoIB broadcast groups of the `ipoib` partitions are listed by `saquery -g`;
+//! SIGHUP re-reads the file and the tables and groups follow.
 //!
 //! ibsim's switches report no partition enforcement capability (SwitchInfo
 //! Inbound/OutboundEnforcementCap 0), so here switch ports must stay unenforced with
@@ -224,6 +225,13 @@ fn ibsmd_programs_partitions_on_ibsim() {
     assert_eq!(path_pkey(2, 3), Some(0x8002), "Hca3 -> Hca4: tenant_b");
     assert_eq!(path_pkey(1, 2), None, "Hca2 -> Hca3 share no partition");
     assert_eq!(path_pkey(3, 1), None, "Hca4 -> Hca2 share no partition");
+    // The IPoIB broadcast groups of the two `ipoib` partitions exist before anyone
+    // joins (the SM keeps them, as OpenSM does).
+    let groups = tool(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
+    for k in ["401b:8001", "401b:8002"] {
+        assert!(groups.to_lowercase().contains(k), "no {k} group:\n{groups}");
+    }
+    assert!(!groups.to_lowercase().contains("401b:ffff"), "{groups}");
 
     // SIGHUP re-reads the file: Hca2 moves to tenant_b.
     let moved = format!(
@@ -265,6 +273,9 @@ fn ibsmd_programs_partitions_on_ibsim() {
         Some(0xffff),
         "SM -> Hca2: default partition"
     );
+    // No `ipoib` partition any more: the empty broadcast groups are gone.
+    let groups = tool(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
+    assert!(!groups.to_lowercase().contains("401b:"), "{groups}");
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
 }

@@ -44,6 +44,9 @@ struct Group {
     rec: McMemberRecord,
     /// Port GUID -> (port GID, JoinState).
     members: BTreeMap<u64, (Gid, u8)>,
+    /// Defined by the SM (`SaServer::set_predefined_groups`): stays when the last
+    /// member leaves.
+    predefined: bool,
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +60,50 @@ pub(crate) struct Groups {
 type Res<T> = Result<T, SaStatus>;
 
 impl Groups {
+    /// Makes `recs` the predefined groups: each is created (lowest free MLID, no
+    /// members) unless a group with its MGID exists, which then keeps its parameters
+    /// and members; groups no longer predefined go when they have no member. Returns
+    /// the MGIDs left out for want of an MLID.
+    pub(crate) fn predefine(&mut self, recs: &[McMemberRecord]) -> Vec<Gid> {
+        let wanted: BTreeSet<[u8; 16]> = recs.iter().map(|r| r.mgid.0).collect();
+        self.groups.retain(|k, g| {
+            if !wanted.contains(k) {
+                g.predefined = false;
+            }
+            g.predefined || !g.members.is_empty()
+        });
+        let mut left_out = Vec::new();
+        for r in recs {
+            if let Some(g) = self.groups.get_mut(&r.mgid.0) {
+                g.predefined = true;
+                continue;
+            }
+            let Some(mlid) = self.free_mlid() else {
+                left_out.push(r.mgid);
+                continue;
+            };
+            let mut rec = *r;
+            rec.mlid = mlid;
+            rec.port_gid = Gid::default();
+            rec.join_state = 0;
+            rec.proxy_join = false;
+            self.groups.insert(
+                r.mgid.0,
+                Group {
+                    rec,
+                    members: BTreeMap::new(),
+                    predefined: true,
+                },
+            );
+        }
+        left_out
+    }
+
+    fn free_mlid(&self) -> Option<u16> {
+        let used: BTreeSet<u16> = self.groups.values().map(|g| g.rec.mlid).collect();
+        (MLID_BASE..=MLID_LAST).find(|m| !used.contains(m))
+    }
+
     pub(crate) fn retopo(&mut self, _db: &Db) {
         // A new topology may have new or reset switches: write every group again.
         self.programmed.clear();
@@ -119,7 +166,8 @@ impl Groups {
                             Some(u8::from(t.mtu)),
                         ) != Some(u8::from(r.mtu)))
                     || (mask.contains(McMemberRecord::CM_SL) && t.sl != r.sl);
-                if bad {
+                // Only ports of the group's partition may join it.
+                if bad || !db.has_pkey(&e, r.pkey) {
                     return Err(SaStatus::ReqInvalid);
                 }
                 let ent = g.members.entry(e.guid).or_insert((t.port_gid, 0));
@@ -141,9 +189,7 @@ impl Groups {
         if !db.has_pkey(&e, t.pkey) {
             return Err(SaStatus::ReqInvalid);
         }
-        let mlid = (MLID_BASE..=MLID_LAST)
-            .find(|m| !self.groups.values().any(|g| g.rec.mlid == *m))
-            .ok_or(SaStatus::NoResources)?;
+        let mlid = self.free_mlid().ok_or(SaStatus::NoResources)?;
         let scope = if mask.contains(McMemberRecord::CM_SCOPE) && t.scope != 0 {
             t.scope
         } else {
@@ -216,7 +262,14 @@ impl Groups {
         };
         let mut members = BTreeMap::new();
         members.insert(e.guid, (t.port_gid, t.join_state & 0xF));
-        self.groups.insert(mgid.0, Group { rec, members });
+        self.groups.insert(
+            mgid.0,
+            Group {
+                rec,
+                members,
+                predefined: false,
+            },
+        );
         let mut out = rec;
         out.port_gid = t.port_gid;
         out.join_state = t.join_state & 0xF;
@@ -247,7 +300,7 @@ impl Groups {
         if left == 0 {
             g.members.remove(&e.guid);
         }
-        if g.members.is_empty() {
+        if g.members.is_empty() && !g.predefined {
             self.groups.remove(&t.mgid.0);
         }
         Ok(out)

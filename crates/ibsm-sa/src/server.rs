@@ -286,6 +286,17 @@ impl SaServer {
         self.groups.retopo(&self.db);
     }
 
+    /// Sets the multicast groups the SA keeps whether or not any port is joined, as
+    /// OpenSM keeps the IPoIB broadcast group of every `ipoib` partition: each record
+    /// gives the group's parameters (MGID, P_Key, Q_Key, MTU, rate, SL, ...; its MLID,
+    /// PortGID and JoinState are ignored). A group that already exists under the MGID
+    /// keeps its parameters, MLID and members; a group that was predefined and no
+    /// longer is goes once its last member leaves. Returns the MGIDs that got no group
+    /// because every MLID is taken.
+    pub fn set_predefined_groups(&mut self, groups: &[McMemberRecord]) -> Vec<ibsm_wire::Gid> {
+        self.groups.predefine(groups)
+    }
+
     /// Replaces the SMs SMInfoRecord lists ([`SaSnapshot::sms`]) without reloading the
     /// rest: ActCounts and states move between sweeps.
     pub fn set_sms(&mut self, sms: Vec<(u16, ibsm_wire::SmInfo)>) {

@@ -1423,3 +1423,80 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn predefined_groups_stay_and_only_their_partition_joins() {
+    let f = tree();
+    let mut snap = SaSnapshot::from_routed(&f.fabric, &f.lids, f.routes.clone(), PREFIX);
+    let lid = |t: usize| f.lids.terminal_lid(t).0;
+    let gid = |t: usize| {
+        let g = f
+            .fabric
+            .port(f.csr.term_node[t], f.csr.term_port[t])
+            .unwrap()
+            .guid
+            .0;
+        Gid::new(PREFIX, g)
+    };
+    // Terminal 0 is in partition 0x0005, terminal 1 is not.
+    for (t, keys) in [(0, vec![0xFFFF, 0x8005]), (1, vec![0xFFFF])] {
+        let port = snap
+            .nodes
+            .iter_mut()
+            .filter(|n| !n.is_switch())
+            .flat_map(|n| n.ports.iter_mut())
+            .find(|p| p.info.is_some_and(|i| i.lid == lid(t)))
+            .unwrap();
+        port.pkeys = keys;
+    }
+    let mut sa = SaServer::new(SaConfig::with_sm_key(KEY));
+    sa.load(snap);
+    let mut mgid = [0u8; 16];
+    mgid[..6].copy_from_slice(&[0xFF, 0x12, 0x40, 0x1B, 0x80, 0x05]);
+    mgid[12..].copy_from_slice(&[0xFF; 4]);
+    let bcast = McMemberRecord {
+        mgid: Gid(mgid),
+        qkey: 0x0B1B,
+        pkey: 0x8005,
+        mtu: ibsm_wire::Mtu::Mtu2048,
+        rate: ibsm_wire::sa::Rate::from(3),
+        scope: 2,
+        mlid: 0x1234, // ignored
+        ..Default::default()
+    };
+    assert!(sa.set_predefined_groups(&[bcast]).is_empty());
+    // Listed with no member, on the first MLID.
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        (recs[0].mgid, recs[0].mlid, recs[0].qkey),
+        (bcast.mgid, 0xC000, 0x0B1B)
+    );
+    // A join without create rights (no Q_Key, no P_Key in the mask) works for a member
+    // of the partition and is refused to a port outside it.
+    let mask =
+        McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
+    let join = |t: usize| McMemberRecord {
+        mgid: bcast.mgid,
+        port_gid: gid(t),
+        join_state: join_state::FULL_MEMBER,
+        ..Default::default()
+    };
+    let (st, r) = get(&mut sa, Method::Set, mask.0, &join(0), lid(0));
+    assert!(st.is_ok());
+    assert_eq!((r.mlid, r.pkey), (0xC000, 0x8005));
+    let (st, _) = get(&mut sa, Method::Set, mask.0, &join(1), lid(1));
+    assert_eq!(st.sa_status(), SaStatus::ReqInvalid);
+    // The last member leaves: the group stays.
+    assert!(
+        get(&mut sa, Method::Delete, mask.0, &join(0), lid(0))
+            .0
+            .is_ok()
+    );
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
+    assert_eq!(recs.len(), 1);
+    // No longer predefined and empty: gone.
+    assert!(sa.set_predefined_groups(&[]).is_empty());
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
+    assert!(recs.is_empty());
+}

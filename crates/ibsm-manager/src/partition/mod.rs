@@ -13,9 +13,9 @@
 //! SM's own port) or a port GUID (`0x...` or decimal). A member without `=` gets the
 //! statement's `defmember=` (default `limited`, as in OpenSM). Flags are `ipoib`,
 //! `indx0`, `mtu=`, `rate=`, `sl=`, `scope=` (repeatable), `Q_Key=`, `TClass=`,
-//! `FlowLabel=` and `defmember=`; they are kept in the parsed configuration (the engine
-//! acts on `indx0` and `defmember`; the multicast parameters are for the SA's IPoIB
-//! broadcast group and are not acted upon yet). Statements naming the same P_Key merge
+//! `FlowLabel=` and `defmember=`. `ipoib` and the multicast parameters give the IPoIB
+//! broadcast group the SA keeps for the partition
+//! ([`PartitionConfig::ipoib_broadcast_groups`]). Statements naming the same P_Key merge
 //! (the first name wins); a statement without a P_Key gets the lowest unused one,
 //! except one named `Default`, which means 0x7FFF.
 //!
@@ -409,6 +409,53 @@ impl PartitionConfig {
                     pkey,
                     flags,
                     members: members.collect(),
+                });
+            }
+        }
+        out
+    }
+
+    /// The IPoIB broadcast groups the SA keeps for the `ipoib` partitions, as OpenSM
+    /// creates them (clients join them, they do not create them): one per scope
+    /// (default link-local) with MGID `ff1S:401b:PPPP::ffff:ffff` (RFC 4391; PPPP the
+    /// P_Key with the full-member bit), Q_Key 0x0b1b, MTU code 4 (2048), rate code 3
+    /// (10 Gb/s) and SL 0 unless the partition's flags say otherwise, and
+    /// `packet_life_time`.
+    #[must_use]
+    pub fn ipoib_broadcast_groups(
+        &self,
+        packet_life_time: u8,
+    ) -> Vec<ibsm_wire::sa::McMemberRecord> {
+        use ibsm_wire::sa::{McMemberRecord, Rate, Selector};
+        let mut out = Vec::new();
+        for p in self.partitions().iter().filter(|p| p.flags.ipoib) {
+            let f = &p.flags;
+            let pkey = p.pkey | FULL_MEMBER;
+            let scopes = if f.scope.is_empty() {
+                vec![ibsm_wire::sa::mgid_scope::LINK_LOCAL]
+            } else {
+                f.scope.clone()
+            };
+            for scope in scopes {
+                let mut mgid = [0u8; 16];
+                mgid[..4].copy_from_slice(&[0xFF, 0x10 | (scope & 0xF), 0x40, 0x1B]);
+                mgid[4..6].copy_from_slice(&pkey.to_be_bytes());
+                mgid[12..].copy_from_slice(&[0xFF; 4]);
+                out.push(McMemberRecord {
+                    mgid: ibsm_wire::Gid(mgid),
+                    qkey: f.q_key.unwrap_or(0x0B1B),
+                    mtu_selector: Selector::Exactly,
+                    mtu: ibsm_wire::Mtu::from(f.mtu.unwrap_or(4)),
+                    tclass: f.tclass.unwrap_or(0),
+                    pkey,
+                    rate_selector: Selector::Exactly,
+                    rate: Rate::from(f.rate.unwrap_or(3)),
+                    packet_life_time_selector: Selector::Exactly,
+                    packet_life_time,
+                    sl: f.sl.unwrap_or(0),
+                    flow_label: f.flow_label.unwrap_or(0),
+                    scope,
+                    ..McMemberRecord::default()
                 });
             }
         }

@@ -458,3 +458,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ipoib_partitions_give_broadcast_groups() {
+    let cfg = parse(
+        "Default=0x7fff, ipoib : ALL=full ;
+         storage=0x0012, ipoib, mtu=5, rate=7, sl=3, scope=2, scope=5, Q_Key=0x1234 : ALL ;
+         plain=0x0013 : ALL ;",
+    );
+    let groups = cfg.ipoib_broadcast_groups(0x12);
+    let mgids: Vec<String> = groups.iter().map(|g| g.mgid.to_string()).collect();
+    assert_eq!(
+        mgids,
+        [
+            "ff12:401b:ffff:0000:0000:0000:ffff:ffff",
+            "ff12:401b:8012:0000:0000:0000:ffff:ffff",
+            "ff15:401b:8012:0000:0000:0000:ffff:ffff",
+        ]
+    );
+    let d = &groups[0];
+    assert_eq!(
+        (d.pkey, d.qkey, u8::from(d.mtu), d.sl, d.scope),
+        (0xffff, 0x0b1b, 4, 0, 2)
+    );
+    assert_eq!(u8::from(d.rate), 3);
+    assert_eq!(d.packet_life_time, 0x12);
+    let s = &groups[2];
+    assert_eq!(
+        (s.pkey, s.qkey, u8::from(s.mtu), s.sl, s.scope),
+        (0x8012, 0x1234, 5, 3, 5)
+    );
+    assert_eq!(u8::from(s.rate), 7);
+}
