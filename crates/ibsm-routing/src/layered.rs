@@ -579,6 +579,7 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
             dist: &dist,
             queue: &queue,
             bal: &bal,
+            down: None,
         };
         place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
     }
@@ -701,6 +702,9 @@ struct Column<'c> {
     queue: &'c [u32],
     /// The balanced hop (arc) of switch `s` for the `j`-th LID at `s * k + j`.
     bal: &'c [u32],
+    /// If known: the shortest next hops of switch `s`, in arc order, at
+    /// `down.1[down.0[s].0..][..down.0[s].1]`, and their heads times `k` in `down.2`.
+    down: Option<(&'c [(u32, u32)], &'c [u32], &'c [usize])>,
 }
 
 impl Placement {
@@ -750,42 +754,62 @@ impl Placement {
         // Plain slices: the vectors' headers would be reloaded after every store.
         let (layer, hop, sl, used) = (&mut layer[..], &mut hop[..], &mut sl[..], &mut used[..]);
         let (down_buf, down_at, cands) = (&mut down_buf[..], &mut down_at[..], &mut cands[..]);
-        let (adst, aport, nsrc) = (&net.adst[..], &net.aport[..], &net.nsrc[..]);
+        let (asrc, adst, aport, nsrc) =
+            (&net.asrc[..], &net.adst[..], &net.aport[..], &net.nsrc[..]);
         for &s in &col.queue[1..] {
             let s = s as usize;
             let source = nsrc[s] > 0;
             let ds = dist[s];
             // The shortest next hops, shared by the destination's LIDs.
-            // Written without a branch: which neighbours are nearer is unpredictable.
-            let mut m = 0;
-            for a in net.arcs(s) {
-                let x = adst[a] as usize;
-                down_buf[m] = a as u32;
-                down_at[m] = x * k;
-                m += usize::from(dist[x] + 1 == ds);
-            }
-            let down = &down_buf[..m];
-            let down_at = &down_at[..m];
+            let (down, down_at) = match col.down {
+                Some((span, arcs, at)) => {
+                    let (o, m) = (span[s].0 as usize, span[s].1 as usize);
+                    (&arcs[o..o + m], &at[o..o + m])
+                }
+                None => {
+                    // Written without a branch: which neighbours are nearer is
+                    // unpredictable.
+                    let mut m = 0;
+                    for a in net.arcs(s) {
+                        let x = adst[a] as usize;
+                        down_buf[m] = a as u32;
+                        down_at[m] = x * k;
+                        m += usize::from(dist[x] + 1 == ds);
+                    }
+                    (&down_buf[..m], &down_at[..m])
+                }
+            };
             for (j, &(lid, _, _)) in lids.iter().enumerate() {
                 let lid = usize::from(lid);
                 let e = s * k + j;
                 let pref = bal[e];
+                // Whether the balanced hop is among `down` (it is built so; checked anyway).
+                let pref_ok = pref != NONE
+                    && asrc[pref as usize] as usize == s
+                    && dist[adst[pref as usize] as usize] + 1 == ds;
                 if ds == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
-                    let a = if down.contains(&pref) { pref } else { down[0] };
+                    let a = if pref_ok { pref } else { down[0] };
                     hop[e] = a;
                     layer[e] = 0;
                     lfts[s * len + lid] = aport[a as usize];
                     continue;
                 }
-                let (mut low, mut pref_ok, mut pref_l) = (u8::MAX, false, 0);
-                for (&a, &xk) in down.iter().zip(down_at) {
-                    let lx = layer[xk + j];
-                    low = low.min(lx);
-                    let is = a == pref;
-                    pref_ok |= is;
-                    pref_l = if is { lx } else { pref_l };
-                }
+                let pref_l = if pref_ok {
+                    layer[adst[pref as usize] as usize * k + j]
+                } else {
+                    u8::MAX
+                };
+                // The lowest layer among the hops' paths (layer 0 is the lowest there is).
+                let low = if pref_l == 0 {
+                    0
+                } else {
+                    down_at
+                        .iter()
+                        .map(|&xk| layer[xk + j])
+                        .min()
+                        .unwrap_or(u8::MAX)
+                };
                 let pref_low = pref_ok && pref_l == low;
                 if !source {
                     // Nothing to place: head for the lowest layer, the balanced hop first.
@@ -819,7 +843,7 @@ impl Placement {
                         | (u64::from(used[a as usize]) << 16)
                         | i as u64;
                 }
-                let cands = &cands[..m];
+                let cands = &cands[..down.len()];
                 // In key order, picked one at a time: the first or second usually fits,
                 // so sorting them all costs more than it saves.
                 let first = cands.iter().copied().min().expect("a shortest hop");
@@ -1162,6 +1186,7 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
             dist: &e.dist,
             queue: &e.queue,
             bal: &e.hop,
+            down: None,
         };
         place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
     }
@@ -1177,6 +1202,7 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
             dist: &pass.dist,
             queue: &pass.queue,
             bal: &pass.hop,
+            down: pass.down(),
         };
         place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
     }
@@ -1245,8 +1271,14 @@ struct UpFirst<'a> {
     flow: Vec<u32>,
     /// The chosen hop (arc), at `s * k + j`.
     hop: Vec<u32>,
+    /// The shortest next hops of switch `s` at `down[span[s].0..][..span[s].1]` (not
+    /// when only a switch LID was routed: then only the first-found hop is looked at).
+    span: Vec<(u32, u32)>,
     down: Vec<u32>,
+    /// `adst[a] * k` of each arc `a` in `down`.
+    down_at: Vec<usize>,
     ups: Vec<u32>,
+    quick: bool,
 }
 
 impl<'a> UpFirst<'a> {
@@ -1264,8 +1296,12 @@ impl<'a> UpFirst<'a> {
             parent: vec![NONE; n],
             flow: Vec::new(),
             hop: Vec::new(),
-            down: vec![0; max_deg],
+            span: vec![(0, 0); n],
+            // Slack: every arc is written before the cursor knows whether it stays.
+            down: vec![0; net.n_arcs() + max_deg],
+            down_at: vec![0; net.n_arcs() + max_deg],
             ups: vec![0; max_deg],
+            quick: false,
         }
     }
 
@@ -1319,6 +1355,7 @@ impl<'a> UpFirst<'a> {
         }
         // Only the switch's own LID: every switch takes the first hop the BFS found.
         let quick = k == 1 && lids[0].1 == 0;
+        self.quick = quick;
         let UpFirst {
             up,
             loads,
@@ -1327,18 +1364,23 @@ impl<'a> UpFirst<'a> {
             parent,
             flow,
             hop,
+            span,
             down,
+            down_at,
             ups,
             ..
         } = self;
         // Plain slices: the vectors' headers would be reloaded after every store.
         let (up, dist, parent, queue) = (&up[..], &dist[..], &parent[..], &queue[..]);
-        let (flow, hop, down, ups) = (&mut flow[..], &mut hop[..], &mut down[..], &mut ups[..]);
+        let (flow, hop, span) = (&mut flow[..], &mut hop[..], &mut span[..]);
+        let (all_down, all_at, ups) = (&mut down[..], &mut down_at[..], &mut ups[..]);
         let (adst, aport) = (&net.adst[..], &net.aport[..]);
+        let mut off = 0;
         for &s in queue[1..].iter().rev() {
             let s = s as usize;
             // The shortest next hops and those of them that climb, written without a
             // branch (which neighbours are nearer is unpredictable).
+            let (down, at) = (&mut all_down[off..], &mut all_at[off..]);
             let (mut m, mut u) = (0, 0);
             if quick {
                 down[0] = parent[s];
@@ -1346,13 +1388,17 @@ impl<'a> UpFirst<'a> {
             } else {
                 let d = dist[s] - 1;
                 for a in net.arcs(s) {
-                    let ok = dist[adst[a] as usize] == d;
+                    let x = adst[a] as usize;
+                    let ok = dist[x] == d;
                     down[m] = a as u32;
+                    at[m] = x * k;
                     ups[u] = a as u32;
                     m += usize::from(ok);
                     u += usize::from(ok & up[a]);
                 }
             }
+            span[s] = (off as u32, m as u32);
+            off += m;
             let (down, ups) = (&down[..m], &ups[..u]);
             let row = &mut lfts[s * len..(s + 1) * len];
             // One choice for every LID: only the flows need passing on.
@@ -1406,6 +1452,11 @@ impl<'a> UpFirst<'a> {
                 flow[adst[a] as usize * k + j] += f;
             }
         }
+    }
+
+    /// The shortest next hops of the last routed destination, as [`Column::down`].
+    fn down(&self) -> Option<(&[(u32, u32)], &[u32], &[usize])> {
+        (!self.quick).then_some((&self.span[..], &self.down[..], &self.down_at[..]))
     }
 
     /// Adds the last routed destination's dependencies (`k` LIDs) along the paths of
