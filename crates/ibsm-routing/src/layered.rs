@@ -702,9 +702,17 @@ struct Column<'c> {
     queue: &'c [u32],
     /// The balanced hop (arc) of switch `s` for the `j`-th LID at `s * k + j`.
     bal: &'c [u32],
-    /// If known: the shortest next hops of switch `s`, in arc order, at
-    /// `down.1[down.0[s].0..][..down.0[s].1]`, and their heads times `k` in `down.2`.
-    down: Option<(&'c [(u32, u32)], &'c [u32], &'c [usize])>,
+    /// The shortest next hops of each switch, if known.
+    down: Option<Downs<'c>>,
+}
+
+/// The shortest next hops of switch `s` towards one destination, in arc order:
+/// `arcs[span[s].0..][..span[s].1]`; `at` holds their heads times the LIDs per switch.
+#[derive(Clone, Copy)]
+struct Downs<'c> {
+    span: &'c [(u32, u32)],
+    arcs: &'c [u32],
+    at: &'c [usize],
 }
 
 impl Placement {
@@ -762,9 +770,9 @@ impl Placement {
             let ds = dist[s];
             // The shortest next hops, shared by the destination's LIDs.
             let (down, down_at) = match col.down {
-                Some((span, arcs, at)) => {
-                    let (o, m) = (span[s].0 as usize, span[s].1 as usize);
-                    (&arcs[o..o + m], &at[o..o + m])
+                Some(dn) => {
+                    let (o, m) = (dn.span[s].0 as usize, dn.span[s].1 as usize);
+                    (&dn.arcs[o..o + m], &dn.at[o..o + m])
                 }
                 None => {
                     // Written without a branch: which neighbours are nearer is
@@ -1455,8 +1463,12 @@ impl<'a> UpFirst<'a> {
     }
 
     /// The shortest next hops of the last routed destination, as [`Column::down`].
-    fn down(&self) -> Option<(&[(u32, u32)], &[u32], &[usize])> {
-        (!self.quick).then_some((&self.span[..], &self.down[..], &self.down_at[..]))
+    fn down(&self) -> Option<Downs<'_>> {
+        (!self.quick).then_some(Downs {
+            span: &self.span,
+            arcs: &self.down,
+            at: &self.down_at,
+        })
     }
 
     /// Adds the last routed destination's dependencies (`k` LIDs) along the paths of
