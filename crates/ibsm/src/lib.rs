@@ -150,6 +150,15 @@ impl<T> SubnetManagerBuilder<T> {
         self.cfg.sa_rmpp = rmpp;
         self
     }
+
+    /// Program every port's P_Key table (and switch enforcement) from a partition
+    /// policy, e.g. an OpenSM `partitions.conf` read with
+    /// [`PartitionConfig::parse`](ibsm_manager::partition::PartitionConfig::parse).
+    #[must_use]
+    pub fn partitions(mut self, policy: ibsm_manager::partition::PartitionConfig) -> Self {
+        self.cfg.partitions = Some(policy);
+        self
+    }
 }
 
 impl<T: Transport> SubnetManagerBuilder<T> {

@@ -358,7 +358,8 @@ impl PartitionConfig {
     }
 
     /// The partitions: statements with the same P_Key merged (first name wins), P_Keys
-    /// generated for statements without one, memberships resolved, and OpenSM's
+    /// generated for statements without one (the lowest unused; a statement left without
+    /// any when all 32,766 are taken is ignored), memberships resolved, and OpenSM's
     /// `Default=0x7fff : ALL=limited, SELF=full ;` first when no statement defines the
     /// default partition. Sorted by first appearance.
     #[must_use]
@@ -370,7 +371,10 @@ impl PartitionConfig {
             .collect();
         let mut next_free = 1u16;
         let mut out: Vec<Partition> = Vec::new();
+        // P_Key -> index in `out`.
+        let mut at: std::collections::HashMap<u16, usize> = std::collections::HashMap::new();
         if !explicit.contains(&DEFAULT_PKEY) {
+            at.insert(DEFAULT_PKEY, 0);
             out.push(Partition {
                 name: "Default".into(),
                 pkey: DEFAULT_PKEY,
@@ -385,11 +389,11 @@ impl PartitionConfig {
             let pkey = match Self::explicit_pkey(st) {
                 Some(k) => k,
                 None => {
-                    while explicit.contains(&next_free) || next_free == DEFAULT_PKEY {
-                        next_free += 1;
-                    }
-                    let k = next_free;
-                    next_free = next_free.saturating_add(1);
+                    // Every P_Key taken (32,766 partitions): nothing left to give.
+                    let Some(k) = (next_free..DEFAULT_PKEY).find(|k| !explicit.contains(k)) else {
+                        continue;
+                    };
+                    next_free = k + 1;
                     k
                 }
             };
@@ -398,10 +402,11 @@ impl PartitionConfig {
                 .members
                 .iter()
                 .map(|m| (m.member, m.membership.unwrap_or(def)));
-            if let Some(p) = out.iter_mut().find(|p| p.pkey == pkey) {
+            if let Some(p) = at.get(&pkey).and_then(|&i| out.get_mut(i)) {
                 p.flags.absorb(&st.flags);
                 p.members.extend(members);
             } else {
+                at.insert(pkey, out.len());
                 let mut flags = st.flags.clone();
                 flags.defmember = None;
                 out.push(Partition {

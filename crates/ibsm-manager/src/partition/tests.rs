@@ -490,3 +490,17 @@ fn ipoib_partitions_give_broadcast_groups() {
     );
     assert_eq!(u8::from(s.rate), 7);
 }
+
+#[test]
+fn generated_p_keys_run_out_quietly() {
+    // Every P_Key but 0x7ffe taken explicitly: one generated, the next has none left.
+    let mut text: String = (1..0x7ffe).map(|k| format!("={k:#x}:;")).collect();
+    text.push_str("a:; b:;");
+    let parts = parse(&text).partitions();
+    // 0x7ffd explicit, the implicit default, and "a".
+    assert_eq!(parts.len(), 0x7fff);
+    assert_eq!(
+        parts.last().map(|p| (p.name.as_str(), p.pkey)),
+        Some(("a", 0x7ffe))
+    );
+}
