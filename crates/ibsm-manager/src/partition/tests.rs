@@ -219,12 +219,16 @@ fn place_keeps_indexes_and_truncates() {
 /// A switch (3 ports) with a CA on ports 1 and 2 (the SM on the first) and a second
 /// switch on port 3.
 fn subnet(enforce_cap: u16) -> Subnet {
+    subnet_caps(4, 8, enforce_cap)
+}
+
+fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
     let sw_info = |guid, ports| NodeInfo {
         node_type: NodeType::Switch,
         num_ports: ports,
         node_guid: guid,
         port_guid: guid,
-        partition_cap: 8,
+        partition_cap: sw_cap,
         ..NodeInfo::default()
     };
     let ca_info = |guid| NodeInfo {
@@ -232,7 +236,7 @@ fn subnet(enforce_cap: u16) -> Subnet {
         num_ports: 1,
         node_guid: guid,
         port_guid: guid + 1,
-        partition_cap: 4,
+        partition_cap: ca_cap,
         ..NodeInfo::default()
     };
     let port = |guid, path: bool| PortRec {
@@ -337,6 +341,72 @@ fn plan_programs_members_and_enforcement() {
     assert_eq!(plan.tables[&(2, 1)], [0x800a, 0x7fff, 0, 0]);
 }
 
+/// The entries a port should hold, read straight off the resolved partitions.
+fn oracle(cfg: &PartitionConfig, guid: u64, kind: NodeType, sm: bool) -> Vec<u16> {
+    let mut out = Vec::new();
+    for p in cfg.partitions() {
+        let (mut any, mut full, mut both) = (false, false, false);
+        for &(m, ms) in &p.members {
+            let hit = match m {
+                Member::All => true,
+                Member::AllCas => kind == NodeType::Ca,
+                Member::AllSwitches => kind == NodeType::Switch,
+                Member::AllRouters => kind == NodeType::Router,
+                Member::SelfPort => sm,
+                Member::Guid(g) => g == guid,
+            };
+            if hit {
+                any = true;
+                full |= ms == Membership::Full;
+                both |= ms == Membership::Both;
+            }
+        }
+        if p.pkey == DEFAULT_PKEY && sm {
+            any = true;
+            full = true;
+        }
+        if !any {
+            continue;
+        }
+        if both || full {
+            out.push(p.pkey | FULL_MEMBER);
+        }
+        if both || !full {
+            out.push(p.pkey);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn policy_statement() -> impl Strategy<Value = Statement> {
+    let member = prop_oneof![
+        Just(Member::All),
+        Just(Member::AllCas),
+        Just(Member::AllSwitches),
+        Just(Member::SelfPort),
+        prop::sample::select(vec![0x100u64, 0x201, 0x301, 0x400, 0x999]).prop_map(Member::Guid),
+    ];
+    let entry = (member, proptest::option::of(membership()))
+        .prop_map(|(member, membership)| MemberEntry { member, membership });
+    (
+        prop::sample::select(vec![1u16, 2, 3, 0x40, 0x7fff]),
+        any::<bool>(),
+        proptest::option::of(membership()),
+        proptest::collection::vec(entry, 0..4),
+    )
+        .prop_map(|(pkey, indx0, defmember, members)| Statement {
+            name: String::new(),
+            pkey: Some(pkey),
+            flags: Flags {
+                indx0,
+                defmember,
+                ..Flags::default()
+            },
+            members,
+        })
+}
+
 fn word() -> impl Strategy<Value = String> {
     "[A-Za-z_][A-Za-z0-9_.-]{0,8}"
 }
@@ -433,6 +503,45 @@ proptest! {
         let text = cfg.to_string();
         let back: PartitionConfig = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
         prop_assert_eq!(back, cfg);
+    }
+
+    /// With room enough, every end port holds exactly what the partitions give it, the
+    /// partition at index 0 is the indx0 one or the default one, enforcing switch ports
+    /// hold their CA's entries, and planning over the result writes nothing more.
+    #[test]
+    fn plan_matches_the_oracle(statements in proptest::collection::vec(policy_statement(), 0..6)) {
+        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both };
+        let mut sub = subnet_caps(32, 32, 32);
+        let plan = cfg.plan(&sub, 0x201);
+        prop_assert!(plan.warnings.is_empty());
+        let parts = cfg.partitions();
+        let first = parts.iter().find(|p| p.flags.indx0).map_or(DEFAULT_PKEY, |p| p.pkey);
+        for (&(n, p), table) in &plan.tables {
+            let node = &sub.nodes[n];
+            let mut got: Vec<u16> = table.iter().copied().filter(|&k| k != 0).collect();
+            if node.is_switch() && p != 0 {
+                let (pn, pp) = node.ports[usize::from(p)].peer.unwrap();
+                let mut peer: Vec<u16> =
+                    plan.tables[&(pn, pp)].iter().copied().filter(|&k| k != 0).collect();
+                peer.sort_unstable();
+                got.sort_unstable();
+                prop_assert_eq!(got, peer);
+                continue;
+            }
+            let guid = node.ports[usize::from(p)].guid;
+            let want = oracle(&cfg, guid, node.info.node_type, guid == 0x201);
+            if let Some(&t0) = table.first().filter(|&&k| k != 0) {
+                if want.iter().any(|k| k & !FULL_MEMBER == first) {
+                    prop_assert_eq!(t0 & !FULL_MEMBER, first);
+                }
+            }
+            got.sort_unstable();
+            prop_assert_eq!(got, want, "node {} port {}", n, p);
+        }
+        for (&(n, p), table) in &plan.tables {
+            sub.nodes[n].ports[usize::from(p)].pkeys.clone_from(table);
+        }
+        prop_assert_eq!(cfg.plan(&sub, 0x201), plan);
     }
 
     #[test]
