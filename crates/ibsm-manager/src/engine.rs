@@ -99,7 +99,7 @@ enum Op {
     SetMft {
         node: NodeIx,
     },
-    /// One P_KeyTable block of a port, for the SA.
+    /// One P_KeyTable block of a port, read for the SA and the partition policy.
     PKeyTable {
         node: NodeIx,
         port: u8,
@@ -1044,9 +1044,9 @@ impl SubnetManager {
         }
     }
 
-    /// Queues the P_KeyTable reads of a port the SA serves tables of: every block up to
-    /// `entries` (PartitionCap for CA ports and switch port 0, PartitionEnforcementCap
-    /// for switch external ports).
+    /// Queues the P_KeyTable reads of a port (for the SA and the partition policy):
+    /// every block up to `entries` (PartitionCap for CA ports and switch port 0,
+    /// PartitionEnforcementCap for switch external ports).
     fn read_pkeys(&mut self, node: NodeIx, port: u8, entries: u16) {
         if !self.reads_pkeys() {
             return;
