@@ -7,7 +7,8 @@
 //! at either dead port, every CA still reaches every LID (offline LFT walk and
 //! `ibtracert`), and no LID moved. SIGHUP then makes ibsmd recompute the repaired tables
 //! from scratch (the checks pass again), and `ReLink` brings the cable back and ibsmd
-//! uses it again.
+//! uses it again. With `--rebalance-after` ibsmd recomputes the repaired tables on its own
+//! once the fabric has been quiet that long.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -163,5 +164,76 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
 
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
+    assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
+}
+
+/// `--rebalance-after`: after the Unlink's re-route, ibsmd recomputes the repaired tables
+/// on its own once nothing has changed for that long, without a SIGHUP, and only once.
+#[test]
+fn ibsmd_rebalances_on_its_own_after_a_quiet_period() {
+    if !peers_present("ibsmd_reroute", &needed()) {
+        return;
+    }
+    let net = net_file(
+        &generate::fat_tree(8, 2).unwrap(),
+        "2-level radix-8 fat tree",
+    );
+    let mut f = Fabric::start("rebalance-after", &net);
+    let topo = ibnet::parse(&net).unwrap().fabric;
+    let (_, sm_ca) = topo.cas().next().unwrap();
+    let sm = start_ibsmd(
+        &f,
+        IBSMD,
+        &sm_ca.description,
+        0,
+        &[
+            "--routing",
+            "updn",
+            "--sweep-interval",
+            "1",
+            "--rebalance-after",
+            "5",
+        ],
+    );
+    let ups = wait_settled(&f, 0, Duration::from_secs(20));
+    let (_, link) = topo
+        .links()
+        .find(|(_, l)| {
+            [l.a, l.b].iter().all(|e| {
+                topo.node(e.node)
+                    .is_some_and(ibsm_topology::Node::is_switch)
+            })
+        })
+        .unwrap();
+    let na = topo.node(link.a.node).unwrap();
+    f.sim
+        .console(&format!("Unlink \"{}\"[{}]", na.description, link.a.port));
+    let ups = wait_settled(&f, ups, Duration::from_secs(20));
+    let err = f.read("ibsmd.err");
+    assert!(
+        last_up(&err).contains("re-routed after a loss"),
+        "the cut was not repaired by re-routing:\n{err}"
+    );
+    // Five quiet seconds later: a recompute nobody asked for.
+    let ups = wait_settled(&f, ups, Duration::from_secs(20));
+    let err = f.read("ibsmd.err");
+    assert!(
+        last_up(&err).contains("(computed)"),
+        "no rebalance after the quiet period:\n{err}"
+    );
+    assert!(!err.contains("SIGHUP"), "{err}");
+    // Only once: more quiet seconds bring light sweeps only.
+    std::thread::sleep(Duration::from_secs(4));
+    let err = f.read("ibsmd.err");
+    assert_eq!(err.matches("SUBNET UP").count(), ups, "{err}");
+    let after = verify_with_diags(
+        &f,
+        topo.link_count() - 1,
+        ca_ports(&topo),
+        topo.switch_count(),
+        0,
+    );
+    assert_eq!(after.peer(na.guid().0, link.a.port), None);
+    let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
 }
