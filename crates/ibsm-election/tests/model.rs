@@ -1,7 +1,9 @@
 //! Model-based randomised test: 2-5 election machines on a virtual-time network with
 //! random priorities, GUIDs, SM_Keys, start times, crashes, restarts, hangs, partitions,
 //! heals, lost MADs, and operator commands (a Master sending DISABLE, STANDBY or DISCOVER
-//! to any SM, its own key group or not). Checked on every step and at the end:
+//! to any SM, its own key group or not). Every SM that answers an SMInfo request also
+//! learns its sender (`Election::learn`), as the engine does. Checked on every step and
+//! at the end:
 //!
 //! * no HANDOVER is ever sent to, or accepted by, an SM with another SM_Key, and none
 //!   goes to an SM that does not outrank its sender; no DISABLE, STANDBY or DISCOVER is

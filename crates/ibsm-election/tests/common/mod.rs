@@ -483,6 +483,8 @@ impl Net {
                     let r = sm
                         .handle_request(now, &mad, &req)
                         .expect("well-formed SMInfo request");
+                    // As the engine does: an unknown requester is asked for its SMInfo.
+                    sm.learn(now, &req);
                     let status = u16::from_be_bytes([r[4], r[5]]);
                     let modifier = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
                     let after = sm.state();
