@@ -33,6 +33,8 @@
 //! --partitions FILE        partition policy in OpenSM's partitions.conf syntax: every
 //!                          port's P_Key table is programmed from it and switch ports
 //!                          cabled to CAs enforce it (mistakes: line and column)
+//! --part-enforce MODE      both | in | out | off: directions switch ports cabled to CAs
+//!                          filter P_Keys in (OpenSM part_enforce; default both)
 //! -v                       event log on stderr
 //! ```
 //!
@@ -48,7 +50,7 @@
 
 use std::time::{Duration, Instant as WallInstant};
 
-use ibsm::manager::partition::PartitionConfig;
+use ibsm::manager::partition::{Enforcement, PartitionConfig};
 use ibsm::manager::{
     FileLidStore, MKeyMode, Role, SmConfig, SmEvent, SubnetManager, SweepStats, driver,
 };
@@ -80,13 +82,14 @@ struct Args {
     reroute_on_loss: bool,
     partitions: Option<PartitionConfig>,
     partitions_path: Option<String>,
+    part_enforce: Option<Enforcement>,
     rebalance_after: Option<u64>,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--no-reroute-on-loss] [--rebalance-after SECS] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [-v]\n\
+[--no-reroute-on-loss] [--rebalance-after SECS] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [--part-enforce both|in|out|off] [-v]\n\
 signals: SIGINT/SIGTERM stop; SIGHUP makes a Master recompute every route (rebalance), as \
 OpenSM resweeps on SIGHUP";
 
@@ -132,6 +135,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         verbose: false,
         partitions: None,
         partitions_path: None,
+        part_enforce: None,
     };
     let mut it = argv;
     while let Some(flag) = it.next() {
@@ -189,6 +193,16 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
                 );
                 a.partitions_path = Some(path);
             }
+            "--part-enforce" => {
+                let v = value()?;
+                a.part_enforce = Some(match v.as_str() {
+                    "both" => Enforcement::Both,
+                    "in" => Enforcement::In,
+                    "out" => Enforcement::Out,
+                    "off" => Enforcement::Off,
+                    _ => return Err(format!("--part-enforce: {v:?} is not both, in, out or off")),
+                });
+            }
             "--no-reroute-on-loss" => a.reroute_on_loss = false,
             "--rebalance-after" => {
                 let secs = parse_u64(&value()?, "--rebalance-after")?;
@@ -201,6 +215,12 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other:?}\n{USAGE}")),
         }
+    }
+    if a.part_enforce.is_some() && a.partitions.is_none() {
+        return Err("--part-enforce needs --partitions".into());
+    }
+    if let (Some(p), Some(e)) = (a.partitions.as_mut(), a.part_enforce) {
+        p.enforcement = e;
     }
     if a.m_key.is_none() && (a.m_key_protect != 0 || a.m_key_lease != 0) {
         return Err("--m-key-protect and --m-key-lease need --m-key".into());
@@ -406,7 +426,8 @@ fn run(a: &Args) -> Result<bool, String> {
                     .map_err(|e| e.to_string())
                     .and_then(|text| PartitionConfig::parse(&text).map_err(|e| e.to_string()));
                 match read {
-                    Ok(p) => {
+                    Ok(mut p) => {
+                        p.enforcement = a.part_enforce.unwrap_or_default();
                         eprintln!("SIGHUP: partitions re-read from {path}");
                         sm.set_partitions(t.now(), Some(p));
                     }
