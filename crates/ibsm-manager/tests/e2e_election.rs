@@ -221,7 +221,7 @@ fn newcomer(priority: u8) -> (Sim<SmaAgent>, Vec<Node>, u64, usize) {
 /// from the request and asks back: it is among the Master's known SMs (what SMInfoRecord
 /// lists) before the Master sweeps, and shows as Standby once its first poll comes.
 #[test]
-fn a_master_learns_a_new_sm_from_its_smpinfo_request_before_any_sweep() {
+fn a_master_learns_a_new_sm_from_its_sminfo_request_before_any_sweep() {
     let (mut sim, mut nodes, guid, from) = newcomer(3);
     let t = sim.now() + Duration::from_secs(5);
     let known = drive(&mut sim, &mut nodes, t, |_, ns| {
