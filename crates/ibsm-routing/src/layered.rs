@@ -755,10 +755,11 @@ impl Placement {
             deps,
             used,
         } = self;
-        layer.clear();
+        // A switch's entries are written before anyone reads them (they are nearer the
+        // destination), except the destination's own: layer 0, no hop.
         layer.resize(n * k, 0);
-        hop.clear();
         hop.resize(n * k, NONE);
+        layer[t * k..(t + 1) * k].fill(0);
         // Plain slices: the vectors' headers would be reloaded after every store.
         let (layer, hop, sl, used) = (&mut layer[..], &mut hop[..], &mut sl[..], &mut used[..]);
         let (down_buf, down_at, cands) = (&mut down_buf[..], &mut down_at[..], &mut cands[..]);
