@@ -569,7 +569,11 @@ pub(crate) fn layered(net: &Net, opts: &Options, name: &str, dfsssp: bool) -> Re
             for (j, &(lid, ..)) in lids.iter().enumerate() {
                 let p = r.lfts[s * len + usize::from(lid)];
                 if p <= net.nports[s] {
-                    bal[s * k + j] = parc[net.pbase[s] as usize + usize::from(p)];
+                    let a = parc[net.pbase[s] as usize + usize::from(p)];
+                    // Only a shortest next hop is a candidate.
+                    if a != NONE && dist[net.adst[a as usize] as usize] + 1 == dist[s] {
+                        bal[s * k + j] = a;
+                    }
                 }
             }
         }
@@ -700,7 +704,8 @@ struct Column<'c> {
     /// Its BFS: distances and the switches nearest first (`t` first).
     dist: &'c [u16],
     queue: &'c [u32],
-    /// The balanced hop (arc) of switch `s` for the `j`-th LID at `s * k + j`.
+    /// The balanced hop (arc) of switch `s` for the `j`-th LID at `s * k + j`: one of its
+    /// shortest next hops, or `NONE`.
     bal: &'c [u32],
     /// The shortest next hops of each switch, if known.
     down: Option<Downs<'c>>,
@@ -763,8 +768,7 @@ impl Placement {
         // Plain slices: the vectors' headers would be reloaded after every store.
         let (layer, hop, sl, used) = (&mut layer[..], &mut hop[..], &mut sl[..], &mut used[..]);
         let (down_buf, down_at, cands) = (&mut down_buf[..], &mut down_at[..], &mut cands[..]);
-        let (asrc, adst, aport, nsrc) =
-            (&net.asrc[..], &net.adst[..], &net.aport[..], &net.nsrc[..]);
+        let (adst, aport, nsrc) = (&net.adst[..], &net.aport[..], &net.nsrc[..]);
         for &s in &col.queue[1..] {
             let s = s as usize;
             let source = nsrc[s] > 0;
@@ -792,10 +796,7 @@ impl Placement {
                 let lid = usize::from(lid);
                 let e = s * k + j;
                 let pref = bal[e];
-                // Whether the balanced hop is among `down` (it is built so; checked anyway).
-                let pref_ok = pref != NONE
-                    && asrc[pref as usize] as usize == s
-                    && dist[adst[pref as usize] as usize] + 1 == ds;
+                let pref_ok = pref != NONE;
                 if ds == 1 {
                     // One hop: no dependency, layer 0; keep the balanced port.
                     let a = if pref_ok { pref } else { down[0] };
@@ -880,41 +881,15 @@ impl Placement {
                         } else {
                             down[(first & 0xffff) as usize]
                         };
-                        let x = adst[a as usize] as usize;
-                        deps.clear();
-                        let (mut p, mut y) = (a, x);
-                        while y != t {
-                            deps.push((p, hop[y * k + j]));
-                            p = hop[y * k + j];
-                            y = adst[p as usize] as usize;
-                        }
-                        let from = usize::from(layer[x * k + j]) + 1;
-                        let mut got = None;
-                        for l in from..lay.layers.len() {
-                            if lay.try_unit(l, deps) {
-                                got = Some(l);
-                                break;
-                            }
-                        }
-                        let l = match got {
-                            Some(l) => l,
-                            None if lay.layers.len() < max => {
-                                lay.open();
-                                let l = lay.layers.len() - 1;
-                                if !lay.try_unit(l, deps) {
-                                    return Err(RoutingError::InvalidInput(format!(
+                        let l = higher_layer(net, lay, max, (hop, k, j, t), a, layer, deps)
+                            .map_err(|e| match e {
+                                RoutingError::InvalidInput(_) => {
+                                    RoutingError::InvalidInput(format!(
                                         "the route from switch #{s} to LID {lid} depends on itself"
-                                    )));
+                                    ))
                                 }
-                                l
-                            }
-                            None => {
-                                return Err(RoutingError::NotEnoughVls {
-                                    needed: (lay.layers.len() + 1).min(255) as u8,
-                                    available: max as u8,
-                                });
-                            }
-                        };
+                                e => e,
+                            })?;
                         (a, l)
                     }
                 };
@@ -929,6 +904,51 @@ impl Placement {
         }
         Ok(())
     }
+}
+
+/// Puts the whole path through first hop `a` (`col` as in [`try_path`]) on the first layer
+/// above that of the path it joins (`layer` per `s * k + j`) that takes it, opening one if
+/// none does and fewer than `max` are open.
+#[cold]
+#[inline(never)]
+fn higher_layer(
+    net: &Net,
+    lay: &mut Layering<'_>,
+    max: usize,
+    col: (&[u32], usize, usize, usize),
+    a: u32,
+    layer: &[u8],
+    deps: &mut Vec<(u32, u32)>,
+) -> Result<usize> {
+    let (hop, k, j, t) = col;
+    let x = net.adst[a as usize] as usize;
+    deps.clear();
+    let (mut p, mut y) = (a, x);
+    while y != t {
+        deps.push((p, hop[y * k + j]));
+        p = hop[y * k + j];
+        y = net.adst[p as usize] as usize;
+    }
+    let from = usize::from(layer[x * k + j]) + 1;
+    for l in from..lay.layers.len() {
+        if lay.try_unit(l, deps) {
+            return Ok(l);
+        }
+    }
+    if lay.layers.len() < max {
+        lay.open();
+        let l = lay.layers.len() - 1;
+        if !lay.try_unit(l, deps) {
+            return Err(RoutingError::InvalidInput(
+                "a route depends on itself".into(),
+            ));
+        }
+        return Ok(l);
+    }
+    Err(RoutingError::NotEnoughVls {
+        needed: (lay.layers.len() + 1).min(255) as u8,
+        available: max as u8,
+    })
 }
 
 /// Tries to put on layer `l` the dependencies a path through first hop `a` adds on top
