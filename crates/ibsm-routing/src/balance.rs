@@ -536,7 +536,7 @@ impl Loads {
 
     /// Least loaded arc among arcs `lo..hi` (lowest on ties).
     #[inline]
-    pub(crate) fn min_run(&self, lo: usize, hi: usize) -> usize {
+    fn min_run(&self, lo: usize, hi: usize) -> usize {
         // The least load first (a branch-free, vectorisable pass), then its first arc.
         let loads = &self.light[lo..hi];
         let m = loads.iter().copied().fold(u32::MAX, u32::min);
@@ -948,8 +948,7 @@ pub(crate) fn repair_local(
 
 impl Loads {
     /// The arc switch `s` takes among its eligible arcs `el` (non-empty) for column `col`
-    /// of `row`: with traffic (`f > 0`) the least loaded one not taken by an LMC sibling,
-    /// without traffic the next one round robin (LID counts spread in O(1)).
+    /// of `row`: see [`pick`].
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn pick(
@@ -962,25 +961,44 @@ impl Loads {
         row: &[u8],
         col: usize,
     ) -> usize {
-        if el.len() == 1 {
-            return el[0] as usize;
-        }
-        if f == 0 {
-            return pick_rr(net, el, &mut self.rr[s], sibs, row, col) as usize;
-        }
-        let mut best = el[0] as usize;
-        let mut bkey = (true, u64::MAX);
-        for &a in el {
-            let port = net.aport[a as usize];
-            let clash = (1..=sibs).any(|q| row[col - q] == port);
-            let key = (clash, u64::from(self.light[a as usize]));
-            if key < bkey {
-                bkey = key;
-                best = a as usize;
-            }
-        }
-        best
+        pick(net, el, &self.light, &mut self.rr[s], f, sibs, row, col)
     }
+}
+
+/// The arc a switch takes among its eligible arcs `el` (non-empty) for column `col` of
+/// its LFT `row`: with traffic (`f > 0`) the least loaded one (`load` per arc) not taken
+/// by one of the `sibs` LMC siblings before `col`, without traffic the next one round
+/// robin (`rr`, the switch's position; LID counts spread in O(1)).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pick<T: Copy + Into<u64>>(
+    net: &Net,
+    el: &[u32],
+    load: &[T],
+    rr: &mut u32,
+    f: u32,
+    sibs: usize,
+    row: &[u8],
+    col: usize,
+) -> usize {
+    if el.len() == 1 {
+        return el[0] as usize;
+    }
+    if f == 0 {
+        return pick_rr(net, el, rr, sibs, row, col) as usize;
+    }
+    let mut best = el[0] as usize;
+    let mut bkey = (true, u64::MAX);
+    for &a in el {
+        let port = net.aport[a as usize];
+        let clash = (1..=sibs).any(|q| row[col - q] == port);
+        let key = (clash, load[a as usize].into());
+        if key < bkey {
+            bkey = key;
+            best = a as usize;
+        }
+    }
+    best
 }
 
 /// Round robin over the eligible arcs of one switch (spreads LID counts in O(1)),

@@ -711,6 +711,13 @@ struct Column<'c> {
     down: Option<Downs<'c>>,
 }
 
+/// Marks the branch it is called from as rarely taken, which keeps it a branch (the
+/// compiler turns short two-way branches into conditional moves otherwise);
+/// `std::hint::cold_path` from Rust 1.95 on.
+#[cold]
+#[inline]
+fn cold() {}
+
 /// The shortest next hops of switch `s` towards one destination, in arc order:
 /// `arcs[span[s].0..][..span[s].1]`; `at` holds their heads times the LIDs per switch.
 #[derive(Clone, Copy)]
@@ -1288,7 +1295,9 @@ struct UpFirst<'a> {
     net: &'a Net,
     /// Per arc: whether it climbs.
     up: Vec<bool>,
-    loads: crate::balance::Loads,
+    /// Flow per arc so far (`balance::Loads::load`), and round-robin position per switch.
+    load: Vec<u64>,
+    rr: Vec<u32>,
     dist: Vec<u16>,
     /// The last destination's switches, nearest first (the destination first).
     queue: Vec<u32>,
@@ -1308,6 +1317,9 @@ struct UpFirst<'a> {
     down_at: Vec<usize>,
     ups: Vec<u32>,
     quick: bool,
+    /// The switches that reach the destination, farthest first, and a count per distance.
+    order: Vec<u32>,
+    level: Vec<u32>,
 }
 
 impl<'a> UpFirst<'a> {
@@ -1319,7 +1331,8 @@ impl<'a> UpFirst<'a> {
             up: (0..net.n_arcs())
                 .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
                 .collect(),
-            loads: crate::balance::Loads::new(net),
+            load: vec![0; net.n_arcs()],
+            rr: vec![0; n],
             dist: vec![0; n],
             queue: Vec::with_capacity(n),
             parent: vec![NONE; n],
@@ -1331,6 +1344,8 @@ impl<'a> UpFirst<'a> {
             down_at: vec![0; net.n_arcs() + max_deg],
             ups: vec![0; max_deg],
             quick: false,
+            order: Vec::with_capacity(n),
+            level: Vec::new(),
         }
     }
 
@@ -1387,7 +1402,8 @@ impl<'a> UpFirst<'a> {
         self.quick = quick;
         let UpFirst {
             up,
-            loads,
+            load,
+            rr,
             dist,
             queue,
             parent,
@@ -1397,15 +1413,40 @@ impl<'a> UpFirst<'a> {
             down,
             down_at,
             ups,
+            order,
+            level,
             ..
         } = self;
         // Plain slices: the vectors' headers would be reloaded after every store.
-        let (up, dist, parent, queue) = (&up[..], &dist[..], &parent[..], &queue[..]);
+        // Farthest first; within a distance by switch index, so that the LFT rows are
+        // written in address order (on a big fabric they miss the caches otherwise).
+        let maxd = usize::from(dist[*queue.last().expect("t") as usize]);
+        level.clear();
+        level.resize(maxd + 2, 0);
+        for &s in queue.iter() {
+            level[usize::from(dist[s as usize])] += 1;
+        }
+        let mut acc = 0;
+        for d in (1..=maxd).rev() {
+            let c = level[d];
+            level[d] = acc;
+            acc += c;
+        }
+        order.resize(acc as usize, 0);
+        for (s, &d) in dist.iter().enumerate() {
+            if d != 0 && d != crate::net::INF {
+                let at = &mut level[usize::from(d)];
+                order[*at as usize] = s as u32;
+                *at += 1;
+            }
+        }
+        let (up, dist, parent, order) = (&up[..], &dist[..], &parent[..], &order[..]);
+        let (load, rr) = (&mut load[..], &mut rr[..]);
         let (flow, hop, span) = (&mut flow[..], &mut hop[..], &mut span[..]);
         let (all_down, all_at, ups) = (&mut down[..], &mut down_at[..], &mut ups[..]);
         let (adst, aport) = (&net.adst[..], &net.aport[..]);
         let mut off = 0;
-        for &s in queue[1..].iter().rev() {
+        for &s in order {
             let s = s as usize;
             // The shortest next hops and those of them that climb, written without a
             // branch (which neighbours are nearer is unpredictable).
@@ -1449,35 +1490,35 @@ impl<'a> UpFirst<'a> {
                     tot += if w > 0 { u64::from(f) } else { 0 };
                     flow[x + j] += f;
                 }
-                if tot > 0 {
-                    loads.add(a, tot);
-                }
+                load[a] += tot;
                 continue;
             }
-            // Climbing hops in a contiguous run of arcs (a fat-tree leaf's up ports).
-            let run = u > 1 && (ups[u - 1] - ups[0]) as usize == u - 1;
             for (j, &(lid, w, base)) in lids.iter().enumerate() {
                 let col = usize::from(lid);
                 let f = flow[s * k + j];
-                let a = if run {
-                    loads.min_run(ups[0] as usize, ups[u - 1] as usize + 1)
-                } else if u > 1 {
-                    // The least loaded, the first on ties.
-                    let (mut best, mut bl) = (ups[0], loads.load[ups[0] as usize]);
+                let a = if u > 1 {
+                    // The least loaded, the first on ties. Written so that it compiles
+                    // to a branch: which hop wins is predictable (on a fat tree the
+                    // loads make it a rotation), and a conditional move would make every
+                    // LID wait for the previous one's load update.
+                    let (mut best, mut bl) = (ups[0], load[ups[0] as usize]);
                     for &a in &ups[1..] {
-                        let l = loads.load[a as usize];
-                        best = if l < bl { a } else { best };
-                        bl = bl.min(l);
+                        let l = load[a as usize];
+                        if l < bl {
+                            cold();
+                            (best, bl) = (a, l);
+                        }
                     }
                     best as usize
                 } else {
                     let fw = if w > 0 { f } else { 0 };
-                    loads.pick(net, s, down, fw, usize::from(lid - base), row, col)
+                    let sibs = usize::from(lid - base);
+                    crate::balance::pick(net, down, load, &mut rr[s], fw, sibs, row, col)
                 };
                 row[col] = aport[a];
                 hop[s * k + j] = a as u32;
                 // (Adding nothing costs less than a branch on it.)
-                loads.add(a, if w > 0 { u64::from(f) } else { 0 });
+                load[a] += if w > 0 { u64::from(f) } else { 0 };
                 flow[adst[a] as usize * k + j] += f;
             }
         }
