@@ -1418,26 +1418,32 @@ impl<'a> UpFirst<'a> {
             ..
         } = self;
         // Plain slices: the vectors' headers would be reloaded after every store.
-        // Farthest first; within a distance by switch index, so that the LFT rows are
-        // written in address order (on a big fabric they miss the caches otherwise).
-        let maxd = usize::from(dist[*queue.last().expect("t") as usize]);
-        level.clear();
-        level.resize(maxd + 2, 0);
-        for &s in queue.iter() {
-            level[usize::from(dist[s as usize])] += 1;
-        }
-        let mut acc = 0;
-        for d in (1..=maxd).rev() {
-            let c = level[d];
-            level[d] = acc;
-            acc += c;
-        }
-        order.resize(acc as usize, 0);
-        for (s, &d) in dist.iter().enumerate() {
-            if d != 0 && d != crate::net::INF {
-                let at = &mut level[usize::from(d)];
-                order[*at as usize] = s as u32;
-                *at += 1;
+        // Farthest first. Where the tables outgrow the caches, within a distance by
+        // switch index, so that the LFT rows are written in address order (they miss the
+        // caches otherwise); else the BFS order backwards will do.
+        order.clear();
+        if n * len <= 1 << 20 {
+            order.extend(queue[1..].iter().rev());
+        } else {
+            let maxd = usize::from(dist[*queue.last().expect("t") as usize]);
+            level.clear();
+            level.resize(maxd + 2, 0);
+            for &s in queue.iter() {
+                level[usize::from(dist[s as usize])] += 1;
+            }
+            let mut acc = 0;
+            for d in (1..=maxd).rev() {
+                let c = level[d];
+                level[d] = acc;
+                acc += c;
+            }
+            order.resize(acc as usize, 0);
+            for (s, &d) in dist.iter().enumerate() {
+                if d != 0 && d != crate::net::INF {
+                    let at = &mut level[usize::from(d)];
+                    order[*at as usize] = s as u32;
+                    *at += 1;
+                }
             }
         }
         let (up, dist, parent, order) = (&up[..], &dist[..], &parent[..], &order[..]);
