@@ -15,12 +15,14 @@
 //! the result. Otherwise the paths adapt to the layers instead of being fixed first: every
 //! LID's tree of shortest paths is rebuilt nearest switch first, and each switch picks,
 //! among its shortest next hops, the one whose path it can join on the lowest layer (the
-//! balanced hop wins ties); see `place_aware`. On an 8x8x4 torus that needs 4 layers
+//! balanced hop wins ties); see `Placement`. On an 8x8x4 torus that needs 4 layers
 //! where layering fixed paths first fit needed 7 (6x5: 2 instead of 3; Jellyfish 40
 //! switches: 3 instead of 4; dragonfly: 2 instead of 3).
 //!
 //! * `dfsssp` prefers, among equal-cost hops, climbing towards a central root, so most
-//!   paths have an up*/down* shape (fat trees need one layer).
+//!   paths have an up*/down* shape (fat trees need one layer). It computes those balanced
+//!   routes one destination switch at a time right before placing it (`UpFirst`), so the
+//!   placement shares its BFS and reads its hops from small buffers.
 //! * `lash` takes minhop's balanced paths and afterwards balances the paths over the
 //!   layers it opened. On a mesh it takes the dimension-order paths (one layer). On a
 //!   torus a constant layer per path needs 3 to 7 layers on small tori, so there the
@@ -1562,7 +1564,92 @@ impl<'a> UpFirst<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::testnets::grid;
+    use crate::net::testnets::{finish, grid, ring, two_level};
+
+    /// The up-first preference as a `balance::Prefer`: what `UpFirst` must reproduce.
+    struct Reference {
+        up: Vec<bool>,
+    }
+
+    impl crate::balance::Prefer for Reference {
+        fn prefer(&self, _: &Net, _: usize, _: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
+            let mut best: Option<(u64, u32)> = None;
+            for &a in elig {
+                let l = load[a as usize];
+                if self.up[a as usize] && best.is_none_or(|(b, _)| l < b) {
+                    best = Some((l, a));
+                }
+            }
+            best.map(|(_, a)| a)
+        }
+    }
+
+    /// A `w` x `h` torus with `cas` CAs per switch and LMC `lmc` (ports 1-4 to the
+    /// neighbours, 5.. CAs).
+    fn torus_lmc(w: u32, h: u32, cas: u8, lmc: u8) -> Net {
+        let id = |x: u32, y: u32| y * w + x;
+        let mut links = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                links.push((id(x, y), 1, id((x + 1) % w, y), 2));
+                links.push((id(x, y), 3, id(x, (y + 1) % h), 4));
+            }
+        }
+        let terms = (0..w * h)
+            .flat_map(|s| (0..cas).map(move |c| (s, 5 + c)))
+            .collect();
+        finish(vec![4 + cas; (w * h) as usize], links, terms, lmc)
+    }
+
+    #[test]
+    fn up_first_pass_gives_the_balanced_routes_with_the_up_first_preference() {
+        // DFSSSP's destination-by-destination pass against the shared balanced pass with
+        // the same preference: identical tables (tori with several CAs and LMC siblings,
+        // a mesh, fat trees whose spines have no CAs, a ring), and the hops it hands the
+        // placement are those ports.
+        let nets = [
+            grid(5, 4, true),
+            grid(4, 3, false),
+            torus_lmc(4, 3, 3, 1),
+            torus_lmc(5, 5, 2, 2),
+            two_level(6, 3, 4, 0),
+            two_level(4, 4, 3, 1),
+            ring(7, 2),
+        ];
+        for (i, net) in nets.iter().enumerate() {
+            let roots = crate::updn::find_roots(net, None, &Options::default(), false).unwrap();
+            let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
+            let reference = Reference {
+                up: (0..net.n_arcs())
+                    .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
+                    .collect(),
+            };
+            let len = net.lft_len;
+            let mut want = vec![NO_ROUTE; net.n_sw * len];
+            let rule = crate::balance::Rule::MinHop;
+            crate::balance::route_all(net, rule, 1, &mut want, &reference);
+            let mut got = vec![NO_ROUTE; net.n_sw * len];
+            let mut pass = UpFirst::new(net, &pos);
+            let mut lids = Vec::new();
+            for t in 0..net.n_sw {
+                net.lids_on(t, &mut lids);
+                if lids.is_empty() {
+                    continue;
+                }
+                pass.route(t, &lids, &mut got);
+                let k = lids.len();
+                for &s in &pass.queue[1..] {
+                    let s = s as usize;
+                    for (j, &(lid, ..)) in lids.iter().enumerate() {
+                        let a = pass.hop[s * k + j] as usize;
+                        assert_eq!(net.asrc[a] as usize, s, "net {i}");
+                        assert_eq!(got[s * len + usize::from(lid)], net.aport[a], "net {i}");
+                    }
+                }
+            }
+            assert_eq!(got, want, "net {i}");
+        }
+    }
 
     /// Whether `to` is reachable from `from` over the dependencies `deps`.
     fn reaches(deps: &[(u32, u32)], from: u32, to: u32) -> bool {
