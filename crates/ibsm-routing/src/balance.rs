@@ -529,7 +529,7 @@ impl Loads {
 
     /// Adds `f` to arc `a`.
     #[inline]
-    pub(crate) fn add(&mut self, a: usize, f: u64) {
+    fn add(&mut self, a: usize, f: u64) {
         self.load[a] += f;
         self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
     }
@@ -951,7 +951,7 @@ impl Loads {
     /// of `row`: see [`pick`].
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn pick(
+    fn pick(
         &mut self,
         net: &Net,
         s: usize,

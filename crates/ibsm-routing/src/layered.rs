@@ -1154,10 +1154,11 @@ impl RoutingEngine for Dfsssp {
 ///
 /// Both run destination switch by destination switch: the balanced routes of one
 /// destination are computed right before its placement, which shares their BFS and
-/// reads their hops from a small buffer. Whether one layer is enough is found on the
-/// way: the balanced routes' dependencies are collected until a cycle shows (on a torus
-/// within the first few destinations); then the balanced pass restarts with the placement
-/// beside it (the pass is deterministic, so the restart gives the same balanced routes).
+/// reads their hops from small buffers. Whether one layer is enough is found on the way:
+/// the balanced routes' dependencies are collected until a cycle shows. On a torus that
+/// is at the first look (64 LIDs): the destinations routed so far were kept and are
+/// placed, and the balanced pass goes on beside the placement. A cycle found later starts
+/// the pass again (it is deterministic: the same balanced routes) with the placement.
 fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     let n = net.n_sw;
     let roots = crate::updn::find_roots(net, None, opts, false)?;
