@@ -1,7 +1,8 @@
 //! Routing engine speed: a small fabric (~1k CAs, every engine), the 3-level radix-36 fat
 //! tree XGFT(3;18,18,36;1,18,18) (11,664 CAs, 1,620 switches, 13,284 LIDs) for the
 //! destination-based engines and DFSSSP (1 and 2 threads), the LID-space limit
-//! XGFT(3;32,32,44;1,32,32) (48,896 LIDs), and incremental re-routing of one failed link.
+//! XGFT(3;32,32,44;1,32,32) (48,896 LIDs), incremental re-routing of one failed link, and
+//! the 11k tree with LMC 1.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -90,6 +91,23 @@ fn big(c: &mut Criterion) {
     g.finish();
 }
 
+/// The 11k tree with LMC 1 (24,949 LIDs): siblings avoid each other's ports.
+fn big_lmc(c: &mut Criterion) {
+    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 1).expect("lids");
+    let mut g = c.benchmark_group("route_xgft_11k_lmc1");
+    g.sample_size(10).measurement_time(Duration::from_secs(8));
+    let opts = Options::default();
+    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
+        let eng = kind.engine();
+        g.bench_function(format!("{}/threads1", kind.name()), |b| {
+            b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
+        });
+    }
+    g.finish();
+}
+
 fn lid_limit(c: &mut Criterion) {
     let f = xgft(&[32, 32, 44], &[1, 32, 32]);
     let csr = Csr::new(&f);
@@ -108,5 +126,5 @@ fn lid_limit(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, small, big, lid_limit);
+criterion_group!(benches, small, big, big_lmc, lid_limit);
 criterion_main!(benches);

@@ -480,6 +480,21 @@ impl<'a> Planner<'a> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the placement shortcuts off to compare them with the plain scan.
+    pub(crate) static SCAN_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the placement may take its exact shortcuts (always, outside tests).
+#[inline(always)]
+fn shortcuts() -> bool {
+    #[cfg(test)]
+    return !SCAN_ONLY.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    true
+}
+
 /// Load state, owned by the single thread that places LIDs.
 pub(crate) struct Loads {
     /// Accumulated flow (edge forwarding index so far) per arc.
@@ -675,7 +690,8 @@ fn place_chunk<P: Prefer + ?Sized>(
             let flows = &loads.flow[fs..fs + k];
             let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
             let level = loads.light[lo];
-            if flows.iter().all(|&f| f == 0 || f == common)
+            if shortcuts()
+                && flows.iter().all(|&f| f == 0 || f == common)
                 && loads.light[lo..hi].iter().all(|&l| l == level)
             {
                 let mut next = lo;
@@ -709,6 +725,14 @@ fn place_chunk<P: Prefer + ?Sized>(
             continue;
         }
         let run = hi - lo == el.len();
+        if !use_pref
+            && run
+            && el.len() <= 64
+            && shortcuts()
+            && sibs_rotation(s, (lo, hi), chunk, cols, row, net, el, loads)
+        {
+            continue;
+        }
         let mut wants = [NONE; CHUNK];
         let batch = use_pref && pref.prefer_chunk(net, s, chunk, el, &mut wants[..k]);
         for (j, &(lid, base)) in chunk.iter().enumerate() {
@@ -755,6 +779,99 @@ fn place_chunk<P: Prefer + ?Sized>(
     }
     // The destination switch received flow from its neighbours; reset it.
     loads.flow[plan.t * stride..plan.t * stride + k].fill(nsrc[plan.t]);
+}
+
+/// The least-loaded choice with LMC siblings, without scanning, where it is predictable:
+/// switch `s`'s eligible arcs are the contiguous run `lo..hi` (at most 64), their loads are
+/// all equal and every LID of the chunk that brings traffic brings the same flow `f` (a
+/// leaf of a balanced tree). Then the loads take two values while the run fills up (level
+/// or level + `f`, a bit per arc), and the greedy choice of the scan (no sibling's port
+/// first, then the lowest load, then the lowest arc) is the lowest arc that is neither
+/// taken in this round nor a sibling's. When every arc left in the round is a sibling's
+/// but some taken arc is not, the scan would load that arc a second time: from there on
+/// the LIDs are scanned as [`place_chunk`] does. Returns false (nothing done) when the
+/// conditions do not hold. Same tables as the scan, byte for byte.
+#[allow(clippy::too_many_arguments)]
+fn sibs_rotation(
+    s: usize,
+    (lo, hi): (usize, usize),
+    chunk: &[(u16, u16)],
+    cols: &[usize],
+    row: &mut [u8],
+    net: &Net,
+    el: &[u32],
+    loads: &mut Loads,
+) -> bool {
+    let stride = loads.stride;
+    let k = chunk.len();
+    let fs = s * stride;
+    let n = hi - lo;
+    let flows = &loads.flow[fs..fs + k];
+    let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
+    let level = loads.light[lo];
+    if !flows.iter().all(|&f| f == 0 || f == common)
+        || !loads.light[lo..hi].iter().all(|&l| l == level)
+    {
+        return false;
+    }
+    let own = net.nsrc[s];
+    let (aport, adst) = (&net.aport[..], &net.adst[..]);
+    let full = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let ports =
+        &net.peer[net.pbase[s] as usize..=net.pbase[s] as usize + usize::from(net.nports[s])];
+    // Arcs of the run loaded one flow above the level in the current round.
+    let mut taken = 0u64;
+    let mut exact = true;
+    for (j, (&(lid, base), &col)) in chunk.iter().zip(cols).enumerate() {
+        let sibs = usize::from(lid - base);
+        let f = std::mem::replace(&mut loads.flow[fs + j], own);
+        let arc = if f == 0 {
+            pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
+        } else if exact {
+            let mut clash = 0u64;
+            for q in 1..=sibs {
+                if let Some(Peer::Switch { arc, .. }) = ports.get(usize::from(row[col - q])) {
+                    let off = (*arc as usize).wrapping_sub(lo);
+                    if off < n {
+                        clash |= 1 << off;
+                    }
+                }
+            }
+            let free = full & !taken & !clash;
+            let off = if free != 0 {
+                free.trailing_zeros()
+            } else if full & taken & !clash != 0 {
+                // A second flow on an arc: no longer two levels.
+                exact = false;
+                (full & taken & !clash).trailing_zeros()
+            } else {
+                (full & !taken).trailing_zeros()
+            };
+            taken |= 1 << off;
+            if taken == full {
+                taken = 0;
+            }
+            lo + off as usize
+        } else {
+            let mut best = NONE as usize;
+            let mut bkey = (true, u32::MAX);
+            for (a, (&port, &l)) in (lo..hi).zip(aport[lo..hi].iter().zip(&loads.light[lo..hi])) {
+                let clash = (1..=sibs).any(|q| row[col - q] == port);
+                let key = (clash, l);
+                if key < bkey {
+                    bkey = key;
+                    best = a;
+                }
+            }
+            best
+        };
+        row[col] = aport[arc];
+        if f > 0 {
+            loads.add(arc, u64::from(f));
+            loads.flow[adst[arc] as usize * stride + j] += f;
+        }
+    }
+    true
 }
 
 /// Re-places the `lids` of `plan.t` (planned by `p` with [`Planner::plan_lazy`]) in

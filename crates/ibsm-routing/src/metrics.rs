@@ -236,6 +236,185 @@ pub fn lid_balance(csr: &Csr, lids: &LidAssignment, routes: &Routes) -> Result<L
     Ok(out)
 }
 
+/// How evenly the switches' own LIDs (management traffic to port 0) are spread over the
+/// switch-to-switch ports of each switch. CA LIDs are left out: they are balanced by
+/// traffic, these by count.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SwitchLidBalance {
+    /// Largest spread (most minus fewest switch LIDs) among the ports of one switch that
+    /// lead to the same rank (hops from the nearest switch with CAs): on a fat tree, among
+    /// one switch's up ports or among its down ports, which are interchangeable.
+    pub max_spread: u32,
+    /// Worst switch: most switch LIDs on one port / mean per used port.
+    pub worst_ratio: f64,
+    /// Mean of that ratio over switches with at least two used ports.
+    pub mean_ratio: f64,
+}
+
+/// Per-port balance of switch-LID destinations; see [`SwitchLidBalance`].
+///
+/// # Errors
+/// Inconsistent snapshot/assignment.
+pub fn switch_lid_balance(
+    csr: &Csr,
+    lids: &LidAssignment,
+    routes: &Routes,
+) -> Result<SwitchLidBalance> {
+    let net = lids.net(csr)?;
+    let (rank, _) = crate::updn::leaf_ranks(&net);
+    let sw_lids: Vec<usize> = net
+        .sw_lid
+        .iter()
+        .filter(|&&l| l != 0 && usize::from(l) < routes.lft_len())
+        .map(|&l| usize::from(l))
+        .collect();
+    let mut out = SwitchLidBalance::default();
+    let mut n = 0usize;
+    let mut cnt = vec![0u32; net.n_arcs()];
+    for s in 0..net.n_sw {
+        let row = routes.lft(s);
+        for &l in &sw_lids {
+            let a = arc_of(&net, s, row[l]);
+            if a != NONE {
+                cnt[a as usize] += 1;
+            }
+        }
+        let arcs = net.arcs(s);
+        // Spread within each class of ports (same neighbour rank).
+        for a in arcs.clone() {
+            let r = rank[net.adst[a] as usize];
+            let (mut lo, mut hi) = (u32::MAX, 0u32);
+            for b in arcs.clone() {
+                if rank[net.adst[b] as usize] == r {
+                    lo = lo.min(cnt[b]);
+                    hi = hi.max(cnt[b]);
+                }
+            }
+            out.max_spread = out.max_spread.max(hi - lo);
+        }
+        let used: Vec<u32> = cnt[arcs].iter().copied().filter(|&c| c > 0).collect();
+        if used.len() >= 2 {
+            let mean = used.iter().map(|&c| f64::from(c)).sum::<f64>() / used.len() as f64;
+            let r = f64::from(used.iter().copied().max().unwrap_or(0)) / mean;
+            out.worst_ratio = out.worst_ratio.max(r);
+            out.mean_ratio += r;
+            n += 1;
+        }
+    }
+    if n > 0 {
+        out.mean_ratio /= n as f64;
+    }
+    Ok(out)
+}
+
+/// How the 2^LMC LIDs of each CA port spread over paths.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LmcDiversity {
+    /// (switch, CA port with LMC > 0) pairs, the CA on another switch, where the switch has
+    /// at least two shortest next hops towards the CA's switch.
+    pub choice_pairs: u64,
+    /// Of those, pairs whose sibling LIDs leave through as many different ports as they
+    /// can: min(2^LMC, shortest next hops).
+    pub distinct_first_hops: u64,
+    /// Of the `choice_pairs` whose switch has CAs (traffic sources), the number ...
+    pub source_pairs: u64,
+    /// ... whose 2^LMC paths share no switch-to-switch link.
+    pub disjoint_paths: u64,
+}
+
+impl LmcDiversity {
+    /// `distinct_first_hops / choice_pairs` (1.0 when there is no choice anywhere).
+    #[must_use]
+    pub fn first_hop_fraction(&self) -> f64 {
+        if self.choice_pairs == 0 {
+            1.0
+        } else {
+            self.distinct_first_hops as f64 / self.choice_pairs as f64
+        }
+    }
+
+    /// `disjoint_paths / source_pairs` (1.0 when there is no choice anywhere).
+    #[must_use]
+    pub fn disjoint_fraction(&self) -> f64 {
+        if self.source_pairs == 0 {
+            1.0
+        } else {
+            self.disjoint_paths as f64 / self.source_pairs as f64
+        }
+    }
+}
+
+/// Whether the LMC siblings of each CA port take different paths where the topology
+/// offers a choice (shortest next hops, whatever the engine's own rule allows).
+///
+/// # Errors
+/// Inconsistent snapshot/assignment, or routes that do not deliver.
+pub fn lmc_diversity(csr: &Csr, lids: &LidAssignment, routes: &Routes) -> Result<LmcDiversity> {
+    let net = lids.net(csr)?;
+    let mut out = LmcDiversity::default();
+    let mut dist = vec![INF; net.n_sw];
+    let mut q = Vec::new();
+    let mut seen = [false; 256];
+    let mut path = Vec::new();
+    let mut arcs: Vec<u32> = Vec::new();
+    for t in 0..net.n_sw {
+        let terms: Vec<_> = net
+            .terms_of(t)
+            .iter()
+            .map(|&i| net.terms[i as usize])
+            .filter(|x| x.base != 0 && x.lmc > 0)
+            .collect();
+        if terms.is_empty() {
+            continue;
+        }
+        net.bfs(t, &mut dist, &mut q);
+        for s in 0..net.n_sw {
+            if s == t || dist[s] == INF {
+                continue;
+            }
+            let choices = net
+                .arcs(s)
+                .filter(|&a| dist[net.adst[a] as usize] + 1 == dist[s])
+                .count();
+            if choices < 2 {
+                continue;
+            }
+            let row = routes.lft(s);
+            for x in &terms {
+                let n = 1usize << x.lmc;
+                let base = usize::from(x.base);
+                seen.fill(false);
+                let mut distinct = 0usize;
+                for &p in &row[base..base + n] {
+                    if !seen[usize::from(p)] {
+                        seen[usize::from(p)] = true;
+                        distinct += 1;
+                    }
+                }
+                out.choice_pairs += 1;
+                if distinct >= n.min(choices) {
+                    out.distinct_first_hops += 1;
+                }
+                if net.n_sources(s) > 0 {
+                    out.source_pairs += 1;
+                    arcs.clear();
+                    for lid in base..base + n {
+                        path_arcs(&net, routes, s, lid, &mut path)?;
+                        arcs.extend_from_slice(&path);
+                    }
+                    let len = arcs.len();
+                    arcs.sort_unstable();
+                    arcs.dedup();
+                    if arcs.len() == len {
+                        out.disjoint_paths += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Follows the LFTs from switch `s` to `lid`, pushing the arcs used.
 fn path_arcs(
     net: &Net,

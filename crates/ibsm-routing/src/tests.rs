@@ -226,3 +226,35 @@ fn reroute_changes_only_affected_lids() {
         assert!(after.changed_entries(&before) > 0);
     }
 }
+
+#[test]
+fn placement_shortcuts_give_the_scans_tables() {
+    // The rotation shortcuts (equal loads on a contiguous run, LMC siblings or not) must
+    // reproduce the least-loaded scan byte for byte, including where siblings force a
+    // second flow onto an arc (LMC 2 and 3 on runs that are not a multiple of 2^LMC).
+    let nets = [
+        two_level(6, 4, 3, 0),
+        two_level(6, 4, 3, 1),
+        two_level(5, 6, 4, 2),
+        two_level(7, 5, 3, 2),
+        two_level(4, 6, 2, 3),
+        two_level(9, 3, 6, 1),
+        grid(4, 3, true),
+    ];
+    for (i, net) in nets.iter().enumerate() {
+        for updn in [false, true] {
+            let route = || {
+                if updn {
+                    crate::updn::updn_net(net, None, &opts(), false).unwrap()
+                } else {
+                    crate::minhop::minhop_net(net, &opts()).unwrap()
+                }
+            };
+            let fast = route();
+            crate::balance::SCAN_ONLY.with(|c| c.set(true));
+            let scan = route();
+            crate::balance::SCAN_ONLY.with(|c| c.set(false));
+            assert_eq!(fast.lfts, scan.lfts, "net {i} updn {updn}");
+        }
+    }
+}

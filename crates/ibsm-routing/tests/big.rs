@@ -157,3 +157,132 @@ fn reroute_one_link_11k() {
         }
     }
 }
+
+/// The 11k tree with LMC 0, 1 and 2: routing CPU (1 thread) and the LMC-specific quality
+/// figures. `IBSM_LMCS=1` limits the LMCs, `IBSM_NOCHECK` skips the metrics.
+#[test]
+#[ignore = "big: run by hand in release"]
+fn lmc_11k() {
+    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
+    let csr = Csr::new(&f);
+    let lmcs: Vec<u8> = std::env::var("IBSM_LMCS").ok().map_or(vec![0, 1, 2], |v| {
+        v.split(',').filter_map(|x| x.parse().ok()).collect()
+    });
+    for lmc in lmcs {
+        let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+        for k in engines(&[EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree]) {
+            let eng = k.engine();
+            let opts = Options::default();
+            let mut best = Duration::MAX;
+            let mut r = None;
+            for _ in 0..3 {
+                let c0 = cpu();
+                let x = eng.route(&csr, &lids, &opts).unwrap();
+                best = best.min(cpu() - c0);
+                r = Some(x);
+            }
+            let r = r.unwrap();
+            eprintln!(
+                "LMC {lmc} {:7}: max LID {}, cpu best of 3 {best:.1?}",
+                k.name(),
+                lids.max_lid()
+            );
+            if std::env::var("IBSM_NOCHECK").is_ok() {
+                continue;
+            }
+            let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+            let lb = metrics::lid_balance(&csr, &lids, &r).unwrap();
+            let sb = metrics::switch_lid_balance(&csr, &lids, &r).unwrap();
+            let d = metrics::lmc_diversity(&csr, &lids, &r).unwrap();
+            eprintln!(
+                "    max load {} imbalance {:.4}; LID balance worst {:.3} mean {:.3}; switch LIDs: spread {} worst {:.3} mean {:.3}; siblings: distinct first hops {}/{} ({:.4}), disjoint paths {}/{} ({:.4})",
+                q.max_load,
+                q.imbalance(),
+                lb.worst_ratio,
+                lb.mean_ratio,
+                sb.max_spread,
+                sb.worst_ratio,
+                sb.mean_ratio,
+                d.distinct_first_hops,
+                d.choice_pairs,
+                d.first_hop_fraction(),
+                d.disjoint_paths,
+                d.source_pairs,
+                d.disjoint_fraction()
+            );
+        }
+    }
+}
+
+/// Hashes of the LFTs of the destination-based engines on several fabrics at LMC 0/1/2
+/// plus their quality figures, to compare two versions of the code.
+#[test]
+#[ignore = "by hand: compare the output of two versions"]
+fn lft_hashes() {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let grid = |dims: &[u32], torus| {
+        generate::grid(&generate::Grid {
+            dims: dims.to_vec(),
+            torus,
+            cas_per_switch: 2,
+        })
+        .unwrap()
+    };
+    let mut deg = generate::fat_tree(8, 3).unwrap();
+    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    let fabs: Vec<(&str, Fabric)> = vec![
+        ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
+        ("ft12x2", generate::fat_tree(12, 2).unwrap()),
+        ("ft16x3", generate::fat_tree(16, 3).unwrap()),
+        ("ft8x3-degraded", deg),
+        ("xgft-3.3.6", xgft(&[3, 3, 6], &[1, 3, 3])),
+        ("xgft-4.4.8", xgft(&[4, 4, 8], &[1, 4, 4])),
+        ("mesh4x4x2", grid(&[4, 4, 2], false)),
+        ("torus4x4x3", grid(&[4, 4, 3], true)),
+        (
+            "jellyfish",
+            generate::jellyfish(&generate::Jellyfish {
+                switches: 40,
+                radix: 8,
+                network_ports: 5,
+                seed: 3,
+            })
+            .unwrap(),
+        ),
+    ];
+    for (name, f) in &fabs {
+        let csr = Csr::new(f);
+        for lmc in [0u8, 1, 2] {
+            let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+            for k in [
+                EngineKind::MinHop,
+                EngineKind::UpDn,
+                EngineKind::DnUp,
+                EngineKind::FatTree,
+            ] {
+                let Ok(r) = k.engine().route(&csr, &lids, &Options::default()) else {
+                    eprintln!("{name} lmc {lmc} {:6}: error", k.name());
+                    continue;
+                };
+                let mut h = DefaultHasher::new();
+                for s in 0..r.switch_count() {
+                    r.lft(s).hash(&mut h);
+                }
+                let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+                let sb = metrics::switch_lid_balance(&csr, &lids, &r).unwrap();
+                let d = metrics::lmc_diversity(&csr, &lids, &r).unwrap();
+                eprintln!(
+                    "{name} lmc {lmc} {:6}: lft {:016x} max load {} imb {:.4} swlid spread {} worst {:.2} sib first {:.4} disjoint {:.4}",
+                    k.name(),
+                    h.finish(),
+                    q.max_load,
+                    q.imbalance(),
+                    sb.max_spread,
+                    sb.worst_ratio,
+                    d.first_hop_fraction(),
+                    d.disjoint_fraction()
+                );
+            }
+        }
+    }
+}
