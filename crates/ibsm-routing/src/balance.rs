@@ -15,9 +15,16 @@
 //! the ports their earlier siblings took, so the 2^LMC LIDs of a port get different paths
 //! wherever the topology offers a choice.
 //!
+//! A switch's own LID carries no CA traffic; it is balanced by count instead, apart from
+//! the flows so as not to disturb them. Under up/down rules a destination switch without
+//! CAs is planned by one BFS that picks, per switch, the legal hop (or escape hop) used by
+//! the fewest switch LIDs so far; a switch LID living with CAs takes the eligible arcs in
+//! turn (a round robin of its own). minhop keeps the first shortest hop its BFS finds.
+//!
 //! Planning (BFS and eligible arcs) does not depend on loads, so extra threads plan
 //! destinations ahead while one thread places them in destination order: the tables are
-//! the same for any thread count. A switch decides for all LIDs of one destination in a
+//! the same for any thread count. (The count-balanced switch-LID plans depend on the
+//! counts, so the placing thread plans those itself.) A switch decides for all LIDs of one destination in a
 //! row (its choice depends only on its own arcs' loads, its own earlier choices and the
 //! flow upstream switches send it), and where a contiguous run of eligible arcs has equal
 //! loads and every LID brings the same flow, the least-loaded choice is a rotation.
@@ -89,6 +96,12 @@ pub(crate) struct Plan {
     pub escaped: Vec<u32>,
     /// The first switch left without any route.
     pub unreachable: Option<usize>,
+    /// Only a switch's own LID lives on `t`: the eligible arcs are the legal (or escape)
+    /// hops for management traffic, in no particular order, and are balanced by count.
+    pub quick: bool,
+    /// Up/down rules: switch LIDs take the eligible hop with the fewest switch LIDs so far
+    /// (minhop keeps round robin, shared with CA LIDs that carry no flow there).
+    pub count_switch_lids: bool,
 }
 
 impl Plan {
@@ -109,6 +122,8 @@ impl Plan {
         }
         self.escaped.clear();
         self.unreachable = None;
+        self.quick = false;
+        self.count_switch_lids = false;
     }
 }
 
@@ -126,6 +141,9 @@ pub(crate) struct Planner<'a> {
     buckets: Vec<u32>,
     /// Per arc: whether it leads up (Up*/Down* rules only).
     up: Vec<bool>,
+    /// Switch-LID plans: one more than the distance of a switch's nearest neighbour with a
+    /// legal path that it cannot legally use (its escape distance, should it need one).
+    edist: Vec<u16>,
 }
 
 impl<'a> Planner<'a> {
@@ -148,16 +166,33 @@ impl<'a> Planner<'a> {
             queue: Vec::with_capacity(n),
             buckets: Vec::new(),
             up,
+            edist: Vec::new(),
         }
     }
 
     /// Plans routes towards switch `t` into `out`. With `quick` (only the switch's own LID
-    /// lives there: no CA traffic, balancing buys nothing) every switch simply gets the
-    /// first legal next hop one BFS finds, or an escape hop.
+    /// lives there: no CA traffic, so no flow to balance) one BFS gives the hops: for
+    /// minhop the first shortest hop it finds, for up/down rules every legal hop it finds
+    /// (the placement takes the one with the fewest switch LIDs so far) or, where it found
+    /// none, the escape hops.
     pub(crate) fn plan(&mut self, t: usize, quick: bool, out: &mut Plan) {
         if self.plan_lazy(t, quick, out) {
             self.fill_eligible(out);
         }
+    }
+
+    /// Whether [`Planner::plan_switch_lid`] plans switch-LID destinations under this rule
+    /// (then only the thread that places may plan them).
+    pub(crate) fn counts_switch_lids(&self) -> bool {
+        matches!(self.rule, Rule::UpDown { .. })
+    }
+
+    /// Plans the destination `t` whose only LID is its own (up/down rules): every switch
+    /// gets the legal next hop (or escape hop) with the fewest switch LIDs so far (`swl`
+    /// per arc, the first found on ties), chosen during the one BFS. Depends on the loads,
+    /// so only the placing thread calls it.
+    pub(crate) fn plan_switch_lid(&mut self, t: usize, out: &mut Plan, swl: &[u32]) {
+        self.plan_quick(t, out, Some(swl));
     }
 
     /// [`Planner::plan`] without the eligible lists (false when `quick` already made
@@ -165,48 +200,27 @@ impl<'a> Planner<'a> {
     /// [`Planner::eligible_into`] then answer for single switches, which is all a repair
     /// needs.
     pub(crate) fn plan_lazy(&mut self, t: usize, quick: bool, out: &mut Plan) -> bool {
+        if quick {
+            self.plan_quick(t, out, None);
+            return false;
+        }
         let net = self.net;
         let n = net.n_sw;
         out.clear(t, net.n_arcs() + n);
+        out.count_switch_lids = self.counts_switch_lids();
         for s in 0..n {
             self.escaped[s] = false;
         }
         match self.rule {
             Rule::MinHop => self.minhop_bfs(t),
-            Rule::UpDown { .. } => self.updown_bfs(t),
+            Rule::UpDown { .. } => self.updown_bfs::<false>(t, &[]),
         }
         let complete = !self.dist.contains(&INF);
-        if quick {
-            // Management traffic only (no CA sends to a switch LID in the deadlock model):
-            // switches the one BFS left without a legal path take an escape hop.
-            if !complete && matches!(self.rule, Rule::UpDown { .. }) {
-                self.escape(out, true);
-            }
-            let mut e = 0;
-            for s in 0..n {
-                if s == t {
-                    continue;
-                }
-                if self.dist[s] == INF {
-                    out.unreachable.get_or_insert(s);
-                    continue;
-                }
-                out.order.push(s as u32);
-                out.elig[e] = if self.escaped[s] {
-                    self.esc_arc[s]
-                } else {
-                    self.parent[s]
-                };
-                e += 1;
-                out.off.push(e as u32);
-            }
-            return false;
-        }
         if let Rule::UpDown { pos, by_pos } = self.rule {
             if !complete {
                 self.updown_conservative(t, pos, by_pos);
             }
-            self.escape(out, false);
+            self.escape(out, None);
         }
         out.unreachable = self.dist.iter().position(|&d| d == INF);
         // Farthest first (counting sort on distance; ties by switch index).
@@ -239,6 +253,58 @@ impl<'a> Planner<'a> {
             }
         }
         true
+    }
+
+    /// One BFS, one next hop per switch (management traffic only: no CA sends to a switch
+    /// LID in the deadlock model); switches it leaves without a legal path take an escape
+    /// hop. With `swl` (up/down rules) the hops are the least used by switch LIDs so far,
+    /// else the first found.
+    fn plan_quick(&mut self, t: usize, out: &mut Plan, swl: Option<&[u32]>) {
+        let net = self.net;
+        let n = net.n_sw;
+        out.clear(t, net.n_arcs() + n);
+        out.count_switch_lids = self.counts_switch_lids();
+        out.quick = true;
+        for s in 0..n {
+            self.escaped[s] = false;
+        }
+        match (self.rule, swl) {
+            (Rule::MinHop, _) => self.minhop_bfs(t),
+            (Rule::UpDown { .. }, Some(swl)) => self.updown_bfs::<true>(t, swl),
+            (Rule::UpDown { .. }, None) => self.updown_bfs::<false>(t, &[]),
+        }
+        if matches!(self.rule, Rule::UpDown { .. }) && self.dist.contains(&INF) {
+            if swl.is_some() {
+                // Escape hops next to legal paths were chosen by the BFS; the rest (whose
+                // neighbours escape too) are searched.
+                for s in 0..n {
+                    if self.dist[s] == INF && self.edist[s] != INF {
+                        self.dist[s] = self.edist[s];
+                        self.escaped[s] = true;
+                        out.escaped.push(s as u32);
+                    }
+                }
+            }
+            self.escape(out, swl);
+        }
+        let mut e = 0;
+        for s in 0..n {
+            if s == t {
+                continue;
+            }
+            if self.dist[s] == INF {
+                out.unreachable.get_or_insert(s);
+                continue;
+            }
+            out.order.push(s as u32);
+            out.elig[e] = if self.escaped[s] {
+                self.esc_arc[s]
+            } else {
+                self.parent[s]
+            };
+            e += 1;
+            out.off.push(e as u32);
+        }
     }
 
     /// Whether arc `a` of switch `s` is a legal next hop in the last plan.
@@ -353,9 +419,18 @@ impl<'a> Planner<'a> {
     /// goes down, UP otherwise. Entering a switch by a down move needs it to be DOWN; at
     /// equal distance DOWN wins (it serves more neighbours). One queue holds the levels
     /// back to back.
-    fn updown_bfs(&mut self, t: usize) {
+    ///
+    /// With `SEL` a switch's `parent` is the legal hop found with the fewest switch LIDs
+    /// (`swl`), and a switch without any so far remembers in `edist`/`esc_arc` the least
+    /// used of its nearest neighbours with a legal path (its escape hop, should it need one).
+    fn updown_bfs<const SEL: bool>(&mut self, t: usize, swl: &[u32]) {
         let net = self.net;
         let n = net.n_sw;
+        if SEL {
+            self.edist.clear();
+            self.edist.resize(n, INF);
+        }
+        let (edist, esc) = (&mut self.edist[..], &mut self.esc_arc[..]);
         let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
         let up = &self.up[..];
         let dist = &mut self.dist[..n];
@@ -382,6 +457,17 @@ impl<'a> Planner<'a> {
                     // The forward hop is x -> c: it goes up when c -> x goes down.
                     let cand_down = up[a];
                     if cand_down && !cdown {
+                        // Illegal: descending into an UP switch. Should `x` stay without a
+                        // legal path, its nearest such neighbours are its escape hops.
+                        if SEL && dist[x] == INF {
+                            if edist[x] == INF {
+                                edist[x] = d + 1;
+                                esc[x] = rev;
+                            } else if edist[x] == d + 1 && swl[rev as usize] < swl[esc[x] as usize]
+                            {
+                                esc[x] = rev;
+                            }
+                        }
                         continue;
                     }
                     let dx = dist[x];
@@ -393,6 +479,12 @@ impl<'a> Planner<'a> {
                         tail += 1;
                     } else if cand_down && dx == d + 1 && !down[x] {
                         down[x] = true;
+                        parent[x] = rev;
+                    } else if SEL
+                        && dx == d + 1
+                        && cand_down == down[x]
+                        && swl[rev as usize] < swl[parent[x] as usize]
+                    {
                         parent[x] = rev;
                     }
                 }
@@ -445,9 +537,9 @@ impl<'a> Planner<'a> {
     /// through such a switch (it is not eligible for anyone), so escape channels only ever
     /// follow other escape channels and cannot close a cycle in the dependency graph.
     ///
-    /// With `first_fit` (switch LIDs only) the first neighbour with a route will do: the
-    /// hop still strictly lowers the distance, so no loop can form.
-    fn escape(&mut self, out: &mut Plan, first_fit: bool) {
+    /// With `swl` (switch LIDs only) the one of those neighbours whose arc carries the
+    /// fewest switch LIDs so far.
+    fn escape(&mut self, out: &mut Plan, swl: Option<&[u32]>) {
         let net = self.net;
         loop {
             let mut changed = false;
@@ -455,23 +547,26 @@ impl<'a> Planner<'a> {
                 if self.dist[s] != INF {
                     continue;
                 }
-                let mut best: Option<(u16, usize)> = None;
-                for a in net.arcs(s) {
-                    let d = self.dist[net.adst[a] as usize];
-                    if d != INF && best.is_none_or(|(bd, _)| d < bd) {
-                        best = Some((d, a));
-                        if first_fit {
-                            break;
-                        }
+                let (lo, hi) = (net.aoff[s] as usize, net.aoff[s + 1] as usize);
+                let dist = &self.dist;
+                // The nearest neighbour with a route, then (with `swl`) the least used.
+                let (mut best, mut bkey) = (lo, u64::MAX);
+                for (a, &x) in (lo..hi).zip(&net.adst[lo..hi]) {
+                    let key =
+                        u64::from(dist[x as usize]) << 32 | swl.map_or(0, |w| u64::from(w[a]));
+                    if key < bkey {
+                        (best, bkey) = (a, key);
                     }
                 }
-                if let Some((d, a)) = best {
-                    self.dist[s] = d + 1;
-                    self.esc_arc[s] = a as u32;
-                    self.escaped[s] = true;
-                    out.escaped.push(s as u32);
-                    changed = true;
+                let m = (bkey >> 32) as u16;
+                if bkey == u64::MAX || m == INF {
+                    continue;
                 }
+                self.dist[s] = m + 1;
+                self.esc_arc[s] = best as u32;
+                self.escaped[s] = true;
+                out.escaped.push(s as u32);
+                changed = true;
             }
             if !changed {
                 break;
@@ -509,6 +604,11 @@ pub(crate) struct Loads {
     stride: usize,
     /// Round-robin position per switch.
     rr: Vec<u32>,
+    /// Switch LIDs (no CA traffic) routed through each arc so far: what switch-LID hops
+    /// are balanced by, apart from the CA flows so as not to disturb them.
+    swl: Vec<u32>,
+    /// Round-robin position per switch for switch LIDs that live with CAs.
+    srr: Vec<u32>,
     /// First (switch, LID) where CA traffic had to take an escape hop.
     pub escape_traffic: Option<(usize, u16)>,
 }
@@ -538,6 +638,8 @@ impl Loads {
             flow,
             stride,
             rr: vec![0; n],
+            swl: vec![0; net.n_arcs()],
+            srr: vec![0; n],
             escape_traffic: None,
         }
     }
@@ -607,8 +709,24 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     }
     for &(lid, w, base) in lids {
         if w == 0 {
-            place_unweighted(plan, lid, base, rows, net, loads, pref);
+            if plan.quick {
+                place_switch_lid(plan, lid, rows, net, loads);
+            } else {
+                place_unweighted(plan, lid, base, rows, net, loads, pref);
+            }
         }
+    }
+}
+
+/// A switch's own LID alone on its switch (a quick plan, one hop per switch: for up/down
+/// rules the one with the fewest switch LIDs so far), counted per arc.
+fn place_switch_lid(plan: &Plan, lid: u16, rows: &mut [&mut [u8]], net: &Net, loads: &mut Loads) {
+    let col = usize::from(lid);
+    for (i, &s) in plan.order.iter().enumerate() {
+        // The plan chose the least used hop already.
+        let best = plan.eligible(i)[0] as usize;
+        loads.swl[best] += 1;
+        rows[s as usize][col] = net.aport[best];
     }
 }
 
@@ -630,12 +748,19 @@ fn place_unweighted<P: Prefer + ?Sized>(
         let el = plan.eligible(i);
         let mut best = el[0];
         if el.len() > 1 {
-            if let Some(a) = pref.prefer(net, s, lid, el, &loads.load) {
-                rows[s][col] = net.aport[a as usize];
-                continue;
-            }
-            best = pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col);
+            best = match pref.prefer(net, s, lid, el, &loads.load) {
+                Some(a) => a,
+                None if plan.count_switch_lids => {
+                    // Round robin of its own (CA LIDs without flow have theirs): O(1),
+                    // and the switch-LID destinations' least-used choices even it out.
+                    let r = &mut loads.srr[s];
+                    *r = r.wrapping_add(1);
+                    el[*r as usize % el.len()]
+                }
+                None => pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col),
+            };
         }
+        loads.swl[best as usize] += 1;
         rows[s][col] = net.aport[best as usize];
     }
 }
@@ -1215,16 +1340,23 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
     };
     let threads = job.threads.clamp(1, 64).min(net.n_sw);
     let mut lids = Vec::new();
+    // Switch-LID destinations of up/down rules are balanced by the switch-LID counts,
+    // which only the placing thread knows: it plans them itself (one BFS each).
+    let counted = matches!(job.rule, Rule::UpDown { .. });
+    let mut own = Planner::new(net, job.rule);
+    let mut own_plan = Plan::default();
     if threads == 1 {
-        let mut p = Planner::new(net, job.rule);
-        let mut plan = Plan::default();
         for t in 0..net.n_sw {
             lids_of(t, &mut lids);
             if lids.is_empty() {
                 continue;
             }
-            p.plan(t, quick(&lids), &mut plan);
-            consume(&plan, &lids, &mut loads);
+            if counted && quick(&lids) {
+                own.plan_switch_lid(t, &mut own_plan, &loads.swl);
+            } else {
+                own.plan(t, quick(&lids), &mut own_plan);
+            }
+            consume(&own_plan, &lids, &mut loads);
         }
     } else {
         use std::sync::mpsc::{channel, sync_channel};
@@ -1239,7 +1371,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                     let mut lids = Vec::new();
                     for t in (w..net.n_sw).step_by(threads) {
                         lids_of(t, &mut lids);
-                        if lids.is_empty() {
+                        if lids.is_empty() || (counted && quick(&lids)) {
                             continue;
                         }
                         let mut plan = back_rx.try_recv().unwrap_or_default();
@@ -1254,6 +1386,11 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
             for t in 0..net.n_sw {
                 lids_of(t, &mut lids);
                 if lids.is_empty() {
+                    continue;
+                }
+                if counted && quick(&lids) {
+                    own.plan_switch_lid(t, &mut own_plan, &loads.swl);
+                    consume(&own_plan, &lids, &mut loads);
                     continue;
                 }
                 let (rx, back) = &pipes[t % threads];

@@ -169,6 +169,56 @@ fn thread_count_does_not_change_routes() {
     }
 }
 
+/// Switch LIDs (management traffic, no CA flow) are balanced by count: on full fat trees
+/// the up/down engines spread them over a switch's interchangeable ports (its up ports,
+/// its down ports) within one or two LIDs, and on a degraded tree within a few; the CA
+/// link loads stay those of the d-mod-k balance.
+#[test]
+fn updown_engines_balance_switch_lids() {
+    let xgft = |m: &[u32], w: &[u32]| {
+        generate::xgft(&generate::Xgft {
+            m: m.to_vec(),
+            w: w.to_vec(),
+            radix: None,
+        })
+        .unwrap()
+    };
+    let mut deg = generate::fat_tree(8, 3).unwrap();
+    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    let fabs = [
+        ("ft16x3", generate::fat_tree(16, 3).unwrap(), 2),
+        ("k4n3", generate::k_ary_n_tree(4, 3).unwrap(), 2),
+        // The 11k tree XGFT(3;18,18,36;1,18,18) at small size.
+        ("xgft-3.3.6", xgft(&[3, 3, 6], &[1, 3, 3]), 2),
+        ("xgft-4.4.8", xgft(&[4, 4, 8], &[1, 4, 4]), 2),
+        ("ft8x3-degraded", deg, 8),
+    ];
+    for (name, f, bound) in &fabs {
+        let csr = Csr::new(f);
+        for lmc in [0, 1] {
+            let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+            for kind in [EngineKind::UpDn, EngineKind::FatTree] {
+                let r = kind
+                    .engine()
+                    .route(&csr, &lids, &Options::default())
+                    .unwrap();
+                let b = metrics::switch_lid_balance(&csr, &lids, &r).unwrap();
+                assert!(
+                    b.max_spread <= *bound,
+                    "{name} lmc {lmc} {}: switch-LID spread {} > {bound} ({b:?})",
+                    kind.name(),
+                    b.max_spread
+                );
+                assert!(
+                    b.worst_ratio < 1.5,
+                    "{name} lmc {lmc} {}: {b:?}",
+                    kind.name()
+                );
+            }
+        }
+    }
+}
+
 /// Re-routing after a failure is deterministic too, whatever the thread count.
 #[test]
 fn reroute_is_thread_independent() {
