@@ -54,31 +54,32 @@ fn using(v: &Verified, guid: u64, port: u8) -> usize {
     v.lfts[&guid].values().filter(|&&p| p == port).count()
 }
 
-#[test]
-fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
-    if !peers_present("ibsmd_reroute", &needed()) {
-        return;
-    }
+/// An ibsim radix-8 2-level fat tree named `name` with ibsmd (`updn`, 1 s light sweeps,
+/// then `extra`) settled on its first CA; also the fabric as written, the first
+/// switch-to-switch cable (a leaf uplink: each leaf has four) and the SUBNET UP count.
+fn tree_with_ibsmd(
+    name: &str,
+    extra: &[&str],
+) -> (
+    Fabric,
+    ibsm_topology::Fabric,
+    ibsm_tests::peer::Daemon,
+    ibsm_topology::Link,
+    usize,
+) {
     let net = net_file(
         &generate::fat_tree(8, 2).unwrap(),
         "2-level radix-8 fat tree",
     );
-    let mut f = Fabric::start("reroute", &net);
+    let f = Fabric::start(name, &net);
     // Read back: the net file names nodes only, and the parser gives them the GUIDs
     // ibsim gives them, which the diagnostics show.
     let topo = ibnet::parse(&net).unwrap().fabric;
     let (_, sm_ca) = topo.cas().next().unwrap();
-    let sm = start_ibsmd(
-        &f,
-        IBSMD,
-        &sm_ca.description,
-        0,
-        &["--routing", "updn", "--sweep-interval", "1"],
-    );
+    let mut args = vec!["--routing", "updn", "--sweep-interval", "1"];
+    args.extend_from_slice(extra);
+    let sm = start_ibsmd(&f, IBSMD, &sm_ca.description, 0, &args);
     let ups = wait_settled(&f, 0, Duration::from_secs(20));
-    let before = verify_topology(&f, &topo, 0);
-
-    // A leaf's last uplink: a redundant cable (each leaf has four).
     let (_, link) = topo
         .links()
         .find(|(_, l)| {
@@ -88,6 +89,28 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
             })
         })
         .unwrap();
+    let link = *link;
+    (f, topo, sm, link, ups)
+}
+
+/// The diagnostics' checks on `topo` with one cable cut.
+fn verify_cut(f: &Fabric, topo: &ibsm_topology::Fabric) -> Verified {
+    verify_with_diags(
+        f,
+        topo.link_count() - 1,
+        ca_ports(topo),
+        topo.switch_count(),
+        0,
+    )
+}
+
+#[test]
+fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
+    if !peers_present("ibsmd_reroute", &needed()) {
+        return;
+    }
+    let (mut f, topo, sm, link, ups) = tree_with_ibsmd("reroute", &[]);
+    let before = verify_topology(&f, &topo, 0);
     let (a, b) = (link.a, link.b);
     let (na, nb) = (topo.node(a.node).unwrap(), topo.node(b.node).unwrap());
     let (ga, gb) = (na.guid().0, nb.guid().0);
@@ -108,13 +131,7 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     // nothing new: one heavy sweep.
     let heavy = err[mark..].matches("SweepStarted { heavy: true }").count();
     assert_eq!(heavy, 1, "heavy sweeps after the Unlink:\n{}", &err[mark..]);
-    let cut = verify_with_diags(
-        &f,
-        topo.link_count() - 1,
-        ca_ports(&topo),
-        topo.switch_count(),
-        0,
-    );
+    let cut = verify_cut(&f, &topo);
     assert_eq!(cut.peer(ga, a.port), None);
     assert_eq!(using(&cut, ga, a.port), 0, "LFT still uses the dead port");
     assert_eq!(using(&cut, gb, b.port), 0, "LFT still uses the dead port");
@@ -141,13 +158,7 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
         last_up(&err).contains("(computed)"),
         "SIGHUP did not recompute the routes:\n{err}"
     );
-    let rebalanced = verify_with_diags(
-        &f,
-        topo.link_count() - 1,
-        ca_ports(&topo),
-        topo.switch_count(),
-        0,
-    );
+    let rebalanced = verify_cut(&f, &topo);
     assert_eq!(using(&rebalanced, ga, a.port), 0, "LFT uses the dead port");
     assert_eq!(using(&rebalanced, gb, b.port), 0, "LFT uses the dead port");
     assert_eq!(rebalanced.lids, before.lids, "LIDs moved on rebalance");
@@ -174,37 +185,8 @@ fn ibsmd_rebalances_on_its_own_after_a_quiet_period() {
     if !peers_present("ibsmd_reroute", &needed()) {
         return;
     }
-    let net = net_file(
-        &generate::fat_tree(8, 2).unwrap(),
-        "2-level radix-8 fat tree",
-    );
-    let mut f = Fabric::start("rebalance-after", &net);
-    let topo = ibnet::parse(&net).unwrap().fabric;
-    let (_, sm_ca) = topo.cas().next().unwrap();
-    let sm = start_ibsmd(
-        &f,
-        IBSMD,
-        &sm_ca.description,
-        0,
-        &[
-            "--routing",
-            "updn",
-            "--sweep-interval",
-            "1",
-            "--rebalance-after",
-            "5",
-        ],
-    );
-    let ups = wait_settled(&f, 0, Duration::from_secs(20));
-    let (_, link) = topo
-        .links()
-        .find(|(_, l)| {
-            [l.a, l.b].iter().all(|e| {
-                topo.node(e.node)
-                    .is_some_and(ibsm_topology::Node::is_switch)
-            })
-        })
-        .unwrap();
+    let (mut f, topo, sm, link, ups) =
+        tree_with_ibsmd("rebalance-after", &["--rebalance-after", "5"]);
     let na = topo.node(link.a.node).unwrap();
     f.sim
         .console(&format!("Unlink \"{}\"[{}]", na.description, link.a.port));
@@ -226,13 +208,7 @@ fn ibsmd_rebalances_on_its_own_after_a_quiet_period() {
     std::thread::sleep(Duration::from_secs(4));
     let err = f.read("ibsmd.err");
     assert_eq!(err.matches("SUBNET UP").count(), ups, "{err}");
-    let after = verify_with_diags(
-        &f,
-        topo.link_count() - 1,
-        ca_ports(&topo),
-        topo.switch_count(),
-        0,
-    );
+    let after = verify_cut(&f, &topo);
     assert_eq!(after.peer(na.guid().0, link.a.port), None);
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
