@@ -78,6 +78,30 @@ pub struct PKeyPlan {
     pub warnings: Vec<PartitionWarning>,
 }
 
+impl PKeyPlan {
+    /// Records port `at`'s table: `wanted` placed over what the port holds (`current`)
+    /// within `capacity` entries, and a warning naming what did not fit.
+    fn place_table(
+        &mut self,
+        at: (NodeIx, u8),
+        node_guid: u64,
+        wanted: &[u16],
+        current: &[u16],
+        capacity: usize,
+    ) {
+        let (table, dropped) = place(wanted, current, capacity);
+        if !dropped.is_empty() {
+            self.warnings.push(PartitionWarning::Truncated {
+                node_guid,
+                port: at.1,
+                capacity: capacity.min(MAX_TABLE_ENTRIES),
+                dropped,
+            });
+        }
+        self.tables.insert(at, table);
+    }
+}
+
 /// A partition's members, indexed for lookups by port.
 struct Indexed {
     pkey: u16,
@@ -257,16 +281,7 @@ impl PartitionConfig {
                     }
                 }
                 let cap = usize::from(node.info.partition_cap);
-                let (table, dropped) = place(&wanted, &rec.pkeys, cap);
-                if !dropped.is_empty() {
-                    plan.warnings.push(PartitionWarning::Truncated {
-                        node_guid: node.info.node_guid,
-                        port: p,
-                        capacity: cap.min(MAX_TABLE_ENTRIES),
-                        dropped,
-                    });
-                }
-                plan.tables.insert((n, p), table);
+                plan.place_table((n, p), node.info.node_guid, &wanted, &rec.pkeys, cap);
             }
         }
         for (n, node) in subnet.nodes.iter().enumerate() {
@@ -302,16 +317,7 @@ impl PartitionConfig {
                     continue;
                 };
                 let entries: Vec<u16> = peer_table.iter().copied().filter(|&k| k != 0).collect();
-                let (table, dropped) = place(&entries, &rec.pkeys, cap);
-                if !dropped.is_empty() {
-                    plan.warnings.push(PartitionWarning::Truncated {
-                        node_guid: node.info.node_guid,
-                        port: p,
-                        capacity: cap.min(MAX_TABLE_ENTRIES),
-                        dropped,
-                    });
-                }
-                plan.tables.insert((n, p), table);
+                plan.place_table((n, p), node.info.node_guid, &entries, &rec.pkeys, cap);
                 plan.enforcement.insert((n, p), can);
             }
         }
