@@ -613,6 +613,9 @@ pub(crate) struct Loads {
     pub escape_traffic: Option<(usize, u16)>,
 }
 
+/// Load levels the rotation shortcut tracks per run (see [`sibs_rotation`]).
+const LEVELS: usize = 4;
+
 /// Most LIDs of one destination switch placed together (bounds the flow buffer).
 const CHUNK: usize = 64;
 
@@ -909,13 +912,12 @@ fn place_chunk<P: Prefer + ?Sized>(
 /// The least-loaded choice with LMC siblings, without scanning, where it is predictable:
 /// switch `s`'s eligible arcs are the contiguous run `lo..hi` (at most 64), their loads are
 /// all equal and every LID of the chunk that brings traffic brings the same flow `f` (a
-/// leaf of a balanced tree). Then the loads take two values while the run fills up (level
-/// or level + `f`, a bit per arc), and the greedy choice of the scan (no sibling's port
-/// first, then the lowest load, then the lowest arc) is the lowest arc that is neither
-/// taken in this round nor a sibling's. When every arc left in the round is a sibling's
-/// but some taken arc is not, the scan would load that arc a second time: from there on
-/// the LIDs are scanned as [`place_chunk`] does. Returns false (nothing done) when the
-/// conditions do not hold. Same tables as the scan, byte for byte.
+/// leaf of a balanced tree). Then every arc's load is the level plus a few times `f`, kept
+/// as one bit mask per multiple, and the greedy choice of the scan (no sibling's port
+/// first, then the lowest load, then the lowest arc) is the lowest bit of the lowest
+/// level that is not all siblings' ports. Should an arc climb past the [`LEVELS`]
+/// tracked, the rest of the chunk is scanned as [`place_chunk`] does. Returns false
+/// (nothing done) when the conditions do not hold. Same tables as the scan, byte for byte.
 #[allow(clippy::too_many_arguments)]
 fn sibs_rotation(
     s: usize,
@@ -944,8 +946,9 @@ fn sibs_rotation(
     let full = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
     let ports =
         &net.peer[net.pbase[s] as usize..=net.pbase[s] as usize + usize::from(net.nports[s])];
-    // Arcs of the run loaded one flow above the level in the current round.
-    let mut taken = 0u64;
+    // `lv[i]`: the arcs of the run loaded `i` flows above the level (a bit per arc).
+    let mut lv = [0u64; LEVELS];
+    lv[0] = full;
     let mut exact = true;
     for (j, (&(lid, base), &col)) in chunk.iter().zip(cols).enumerate() {
         let sibs = usize::from(lid - base);
@@ -962,19 +965,29 @@ fn sibs_rotation(
                     }
                 }
             }
-            let free = full & !taken & !clash;
-            let off = if free != 0 {
-                free.trailing_zeros()
-            } else if full & taken & !clash != 0 {
-                // A second flow on an arc: no longer two levels.
-                exact = false;
-                (full & taken & !clash).trailing_zeros()
+            // The least loaded arc no sibling took, else (all taken by siblings) the
+            // least loaded one; the lowest on ties.
+            let k = (0..LEVELS)
+                .find(|&i| lv[i] & !clash != 0)
+                .or_else(|| (0..LEVELS).find(|&i| lv[i] != 0))
+                .unwrap_or(0);
+            let m = if lv[k] & !clash != 0 {
+                lv[k] & !clash
             } else {
-                (full & !taken).trailing_zeros()
+                lv[k]
             };
-            taken |= 1 << off;
-            if taken == full {
-                taken = 0;
+            let off = m.trailing_zeros();
+            lv[k] &= !(1 << off);
+            if k + 1 == LEVELS {
+                // More levels than tracked: scan from here on.
+                exact = false;
+            } else {
+                lv[k + 1] |= 1 << off;
+            }
+            if lv[0] == 0 {
+                // Every arc is one flow up: that is the new level.
+                lv.copy_within(1.., 0);
+                lv[LEVELS - 1] = 0;
             }
             lo + off as usize
         } else {
