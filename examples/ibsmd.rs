@@ -35,6 +35,8 @@
 //!                          cabled to CAs enforce it (mistakes: line and column)
 //! --part-enforce MODE      both | in | out | off: directions switch ports cabled to CAs
 //!                          filter P_Keys in (OpenSM part_enforce; default both)
+//! --allow-both-pkeys        a `both` member holds the full and the limited P_Key
+//!                          (OpenSM allow_both_pkeys; default: full only)
 //! -v                       event log on stderr
 //! ```
 //!
@@ -83,13 +85,14 @@ struct Args {
     partitions: Option<PartitionConfig>,
     partitions_path: Option<String>,
     part_enforce: Option<Enforcement>,
+    allow_both_pkeys: bool,
     rebalance_after: Option<u64>,
 }
 
 const USAGE: &str = "usage: ibsmd [--ca NAME] [--port N] [--priority 0..15] [--sm-key 0xKEY] \
 [--routing ENGINE] [--lmc 0..7] [--m-key 0xKEY] [--m-key-protect 0..3] [--m-key-lease SECS] \
 [--sweep-interval SECS] [--polling-timeout MS] [--polling-retries N] [--max-wire-smps N] \
-[--no-reroute-on-loss] [--rebalance-after SECS] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [--part-enforce both|in|out|off] [-v]\n\
+[--no-reroute-on-loss] [--rebalance-after SECS] [--guid2lid FILE] [--once] [--timeout SECS] [--json] [--sa] [--partitions FILE] [--part-enforce both|in|out|off] [--allow-both-pkeys] [-v]\n\
 signals: SIGINT/SIGTERM stop; SIGHUP makes a Master recompute every route (rebalance), as \
 OpenSM resweeps on SIGHUP";
 
@@ -136,6 +139,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         partitions: None,
         partitions_path: None,
         part_enforce: None,
+        allow_both_pkeys: false,
     };
     let mut it = argv;
     while let Some(flag) = it.next() {
@@ -203,6 +207,7 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => return Err(format!("--part-enforce: {v:?} is not both, in, out or off")),
                 });
             }
+            "--allow-both-pkeys" => a.allow_both_pkeys = true,
             "--no-reroute-on-loss" => a.reroute_on_loss = false,
             "--rebalance-after" => {
                 let secs = parse_u64(&value()?, "--rebalance-after")?;
@@ -219,8 +224,14 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.part_enforce.is_some() && a.partitions.is_none() {
         return Err("--part-enforce needs --partitions".into());
     }
+    if a.allow_both_pkeys && a.partitions.is_none() {
+        return Err("--allow-both-pkeys needs --partitions".into());
+    }
     if let (Some(p), Some(e)) = (a.partitions.as_mut(), a.part_enforce) {
         p.enforcement = e;
+    }
+    if let Some(p) = a.partitions.as_mut() {
+        p.allow_both_pkeys = a.allow_both_pkeys;
     }
     if a.m_key.is_none() && (a.m_key_protect != 0 || a.m_key_lease != 0) {
         return Err("--m-key-protect and --m-key-lease need --m-key".into());
@@ -428,6 +439,7 @@ fn run(a: &Args) -> Result<bool, String> {
                 match read {
                     Ok(mut p) => {
                         p.enforcement = a.part_enforce.unwrap_or_default();
+                        p.allow_both_pkeys = a.allow_both_pkeys;
                         eprintln!("SIGHUP: partitions re-read from {path}");
                         sm.set_partitions(t.now(), Some(p));
                     }

@@ -97,6 +97,18 @@ fn ibsmd_rejects_a_bad_partition_file_with_line_and_column() {
         err.contains("line 1, column 14: unknown member `SOMEONE`"),
         "{err}"
     );
+    std::fs::write(&file, "x=0x1 :\n  mgid=fe80::1 ;\n").unwrap();
+    let out = Command::new(IBSMD)
+        .arg("--partitions")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 2, column 8: MGID `fe80::1` is not multicast"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -116,7 +128,8 @@ fn ibsmd_programs_partitions_on_ibsim() {
     let conf = format!(
         "# two tenants\n\
          Default=0x7fff : ALL=limited, ALL_SWITCHES=full, SELF=full ;\n\
-         tenant_a=0x0001, ipoib : {:#018x}=full,\n    {:#018x}=full ;\n\
+         tenant_a=0x0001, ipoib : {:#018x}=full,\n    {:#018x}=full\n\
+         \x20   mgid=ff12:a01b::1234, sl=0, Q_Key=0x1234 # a group of tenant_a's own\n    ;\n\
          tenant_b=0x0002, ipoib, defmember=full : {:#x}, {:#x} ;\n",
         guid[0], guid[1], guid[2], guid[3]
     );
@@ -232,6 +245,12 @@ fn ibsmd_programs_partitions_on_ibsim() {
         assert!(groups.to_lowercase().contains(k), "no {k} group:\n{groups}");
     }
     assert!(!groups.to_lowercase().contains("401b:ffff"), "{groups}");
+    // The `mgid=` line's group too, in tenant_a's P_Key.
+    let rec = groups
+        .split("MCMemberRecord")
+        .find(|r| r.to_lowercase().contains("ff12:a01b::1234"))
+        .unwrap_or_else(|| panic!("no mgid= group:\n{groups}"));
+    assert_eq!(field(rec, "pkey"), 0x8001, "{rec}");
 
     // SIGHUP re-reads the file: Hca2 moves to tenant_b.
     let moved = format!(
@@ -276,6 +295,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
     // No `ipoib` partition any more: the empty broadcast groups are gone.
     let groups = tool(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
     assert!(!groups.to_lowercase().contains("401b:"), "{groups}");
+    assert!(!groups.to_lowercase().contains("a01b:"), "{groups}");
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
 }

@@ -251,6 +251,9 @@ pub struct SubnetManager {
     /// The P_Key tables and enforcement bits of the last heavy sweep's partition
     /// policy (`SmConfig::partitions`; see `pkeys.rs`).
     pkey_plan: Option<crate::partition::PKeyPlan>,
+    /// The partition warnings of the last plan: a warning is reported when it first
+    /// appears, not again on every heavy sweep that meets it.
+    partition_warnings: Vec<crate::partition::PartitionWarning>,
     /// Reply addresses (SL, P_Key index) of recent SA requesters, by (LID, QP), for
     /// what the SA sends them later (RMPP segments, Reports).
     sa_reply: HashMap<(u16, u32), Address>,
@@ -377,6 +380,7 @@ impl SubnetManager {
             election,
             sa,
             pkey_plan: None,
+            partition_warnings: Vec::new(),
             sa_reply: HashMap::new(),
             span: tracing::Span::none(),
         }

@@ -139,7 +139,8 @@ pub enum SmEvent {
         role: Role,
     },
     /// The partition policy could not be programmed in full (a P_Key table too small
-    /// for a port's partitions); reported by every heavy sweep that meets it.
+    /// for a port's partitions). Reported by the heavy sweep that first meets it, and
+    /// again only after a sweep without it (or with it changed).
     PartitionWarning {
         /// What was left out where.
         warning: crate::partition::PartitionWarning,

@@ -37,14 +37,21 @@ impl SubnetManager {
     pub(super) fn program_pkeys(&mut self) {
         let Some(cfg) = self.cfg.partitions.as_ref() else {
             self.pkey_plan = None;
+            self.partition_warnings.clear();
             return;
         };
         let plan = cfg.plan(&self.subnet, self.local.port_guid);
+        // Only what the last plan did not warn about: a table that stays too small
+        // would otherwise be reported on every heavy sweep.
         for w in &plan.warnings {
+            if self.partition_warnings.contains(w) {
+                continue;
+            }
             tracing::warn!(%w, "partition policy");
             self.events
                 .push_back(SmEvent::PartitionWarning { warning: w.clone() });
         }
+        self.partition_warnings.clone_from(&plan.warnings);
         let mut sets: Vec<(NodeIx, u8, u16, [u8; 64])> = Vec::new();
         for (&(n, p), table) in &plan.tables {
             let node = &self.subnet.nodes[n];

@@ -169,17 +169,18 @@ impl SubnetManager {
             return;
         }
         let snap = self.sa_snapshot();
-        // The IPoIB broadcast groups of the partition policy's `ipoib` partitions.
+        // The IPoIB broadcast groups of the policy's `ipoib` partitions and its `mgid=`
+        // groups.
         let groups = self
             .cfg
             .partitions
             .as_ref()
-            .map(|p| p.ipoib_broadcast_groups(self.cfg.packet_life_time))
+            .map(|p| p.multicast_groups(self.cfg.packet_life_time))
             .unwrap_or_default();
         if let Some(sa) = self.sa.as_mut() {
             sa.load(snap);
             for mgid in sa.set_predefined_groups(&groups) {
-                tracing::warn!(?mgid, "no MLID left for an IPoIB broadcast group");
+                tracing::warn!(?mgid, "no MLID left for a partition's multicast group");
             }
         }
         self.program_mfts();

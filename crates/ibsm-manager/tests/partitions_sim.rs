@@ -8,12 +8,16 @@ use ibsm_manager::partition::{PartitionConfig, PartitionWarning};
 use ibsm_manager::{SmConfig, SmEvent, SubnetManager, SweepStats, driver};
 use ibsm_sim::{NodeIdx, Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::{Fabric, generate};
-use ibsm_transport::Transport;
+use ibsm_transport::{Address, Incoming, LidAddress, Transport, TransportError};
+use ibsm_wire::sa::{McMemberRecord, SaMad, SaStatus, join_state};
+use ibsm_wire::{Gid, Method};
 
 struct Rig {
     sim: Sim<SmaAgent>,
     sm: SubnetManager,
     port: SimPort<SmaAgent>,
+    /// A client on the last CA (SA requests).
+    tool: SimPort<SmaAgent>,
     fabric: Fabric,
     /// CA port GUIDs in fabric order (the SM's is the first).
     cas: Vec<u64>,
@@ -35,6 +39,10 @@ fn rig(partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>) -> Rig {
     let port = sim
         .attach_sm(sim.node_by_guid(first.guid().0).unwrap(), 1)
         .unwrap();
+    let (_, last) = fabric.cas().last().unwrap();
+    let tool = sim
+        .attach_tool(sim.node_by_guid(last.guid().0).unwrap(), 1)
+        .unwrap();
     let mut cfg = SmConfig::default();
     cfg.sa = true;
     cfg.partitions = partitions(&cas);
@@ -43,6 +51,7 @@ fn rig(partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>) -> Rig {
         sim,
         sm,
         port,
+        tool,
         fabric,
         cas,
         events: Vec::new(),
@@ -97,6 +106,37 @@ impl Rig {
 
     fn lid(&self, port_guid: u64) -> u16 {
         self.sm.lids()[&port_guid].0
+    }
+
+    /// The tool (on the last CA) joins group `mgid` as a full member: the SA's status
+    /// and, when granted, the record.
+    fn join(&mut self, mgid: Gid) -> (SaStatus, Option<McMemberRecord>) {
+        let guid = *self.cas.last().unwrap();
+        let t = McMemberRecord {
+            mgid,
+            port_gid: Gid::new(ibsm_wire::DEFAULT_SUBNET_PREFIX, guid),
+            join_state: join_state::FULL_MEMBER,
+            ..McMemberRecord::default()
+        };
+        let mask =
+            McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
+        let req = SaMad::request(Method::Set, 0x51, mask, &t).unwrap();
+        let dst = Address::Lid(LidAddress::gsi(self.sm.sm_lid(), 0));
+        self.tool.send(&dst, &req.to_bytes()).unwrap();
+        let until = self.port.now() + std::time::Duration::from_millis(50);
+        driver::run(&mut self.sm, &mut self.port, until, |_| false).unwrap();
+        loop {
+            match self.tool.recv(self.tool.now()) {
+                Ok(Incoming::Mad(rx)) => {
+                    let resp = SaMad::parse(&rx.mad).unwrap();
+                    let rec = resp.status.is_ok().then(|| resp.record(0).unwrap());
+                    return (resp.status.sa_status(), rec);
+                }
+                Ok(_) => {}
+                Err(TransportError::Timeout) => panic!("no answer to the join"),
+                Err(e) => panic!("{e}"),
+            }
+        }
     }
 
     fn path_pkey(&self, a: u64, b: u64) -> Option<u16> {
@@ -362,4 +402,104 @@ fn a_new_policy_keeps_indexes_and_writes_only_what_changed() {
     assert_eq!(up.pkey_blocks, 0);
     assert_eq!(&r.pkeys(ca0, 1)[..3], [0xffff, 0x8005, 0]);
     assert!(r.sim.verify().is_clean());
+}
+
+/// Emitted PartitionWarning events since index `from` of the event log.
+fn warnings_since(r: &Rig, from: usize) -> Vec<PartitionWarning> {
+    r.events[from..]
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::PartitionWarning { warning } => Some(warning.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_partition_warning_is_reported_once_until_it_changes() {
+    let policy = |n: u16| -> PartitionConfig {
+        (1..=n)
+            .map(|k| format!("p{k}={k:#x} : ALL=full ;\n"))
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    let mut r = rig(|_| Some(policy(40)));
+    let first = warnings_since(&r, 0);
+    assert!(!first.is_empty());
+    // The same tables too small on the next heavy sweeps: nothing new to say.
+    for _ in 0..2 {
+        let from = r.events.len();
+        r.heavy_sweep();
+        assert!(
+            r.events[from..]
+                .iter()
+                .any(|e| matches!(e, SmEvent::SubnetUp { .. }))
+        );
+        assert_eq!(warnings_since(&r, from), [], "repeated");
+    }
+    // One partition more: every warning is different (one more P_Key left out).
+    let from = r.events.len();
+    let now = r.port.now();
+    r.sm.set_partitions(now, Some(policy(41)));
+    r.until_up();
+    let second = warnings_since(&r, from);
+    assert_eq!(second.len(), first.len());
+    assert!(second.iter().all(|w| !first.contains(w)));
+    let from = r.events.len();
+    r.heavy_sweep();
+    assert_eq!(warnings_since(&r, from), []);
+    // Everything fits: no warning; then too small again: reported again.
+    let now = r.port.now();
+    r.sm.set_partitions(now, Some(policy(3)));
+    r.until_up();
+    let from = r.events.len();
+    let now = r.port.now();
+    r.sm.set_partitions(now, Some(policy(41)));
+    r.until_up();
+    assert_eq!(warnings_since(&r, from), second);
+}
+
+#[test]
+fn mgid_groups_are_predefined_and_only_members_join() {
+    let mut r = rig(|cas| {
+        let mut text = two_partitions(cas).to_string();
+        text.push_str(
+            "tenant_a=0x0001 :\n    mgid=ff12:a01b::42, sl=1, Q_Key=0x4242, mtu=5\n    ;\n\
+             tenant_b=0x0002 : mgid=ff12:b01b::42, sl=1, Q_Key=0x4343, scope=5\n ;\n",
+        );
+        Some(text.parse().unwrap())
+    });
+    // The tool sits on the last CA: a member of tenant_b (0x0002), not of tenant_a.
+    let a_group: Gid = Gid("ff12:a01b::42"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets());
+    let (status, _) = r.join(a_group);
+    assert_eq!(
+        status,
+        SaStatus::ReqInvalid,
+        "a non-member of 0x0001 joined its group"
+    );
+    // Its own partition's broadcast group: granted (predefined the same way).
+    let mut b_bcast = [0u8; 16];
+    b_bcast[..6].copy_from_slice(&[0xff, 0x12, 0x40, 0x1b, 0x80, 0x02]);
+    b_bcast[12..].copy_from_slice(&[0xff; 4]);
+    let (status, rec) = r.join(Gid(b_bcast));
+    assert_eq!(status, SaStatus::Success);
+    assert_eq!(rec.unwrap().pkey, 0x8002);
+    // Its own partition's mgid= group: granted, with the line's flags and the defaults
+    // (the scope flag replaces the MGID's scope nibble, as in OpenSM).
+    let b_group: Gid = Gid("ff15:b01b::42"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets());
+    let (status, rec) = r.join(b_group);
+    assert_eq!(status, SaStatus::Success);
+    let rec = rec.unwrap();
+    assert_eq!(
+        (rec.pkey, rec.qkey, rec.sl, rec.scope, u8::from(rec.mtu)),
+        (0x8002, 0x4343, 1, 5, 4)
+    );
+    assert!(rec.mlid >= 0xC000);
 }

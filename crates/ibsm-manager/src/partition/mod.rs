@@ -29,12 +29,27 @@
 //!   and only the SM's port a full one.
 //! * The SM's port is always a full member of the default partition.
 //! * A port named twice in one partition with different memberships gets the stronger
-//!   one (`full` over `limited`; `both` keeps both entries).
+//!   one (`both` over `full` over `limited`).
+//! * `both` gives a port the full and the limited entry only with
+//!   [`PartitionConfig::allow_both_pkeys`] (OpenSM's `allow_both_pkeys`, off by
+//!   default); without it a `both` member is a full member and holds one entry.
 //!
-//! Stricter than OpenSM, which silently takes the low 15 bits or assumes `limited`:
-//! a P_Key with the membership bit (0x8000) set, P_Key 0, an unknown membership word,
-//! an unknown member keyword or flag, and multicast group lines (`mgid=`, not supported)
-//! are errors naming the line, column and token.
+//! Among the members a statement may list multicast groups, one per line:
+//!
+//! ```text
+//! mgid=ff12:401b::0707, sl=1, Q_Key=0x1234   # the rest of the line: group flags
+//! ```
+//!
+//! The SA keeps each such group ([`PartitionConfig::multicast_groups`]) in the
+//! partition's P_Key, as OpenSM does: flags not given are taken from the statement's
+//! flags, then OpenSM's defaults. The MGID must be an IPv6 multicast address (first
+//! byte 0xFF); for an IP group (signature 0x401B or 0x601B) the P_Key bits must be 0
+//! (filled in) or the partition's, and its `mtu`/`rate` those of the broadcast group.
+//!
+//! Stricter than OpenSM, which silently takes the low 15 bits, assumes `limited` or
+//! skips a bad group line: a P_Key with the membership bit (0x8000) set, P_Key 0, an
+//! unknown membership word, an unknown member keyword or flag, and a bad or
+//! non-multicast MGID or group flag are errors naming the line, column and token.
 //!
 //! [`PartitionConfig::plan`] turns a configuration and a discovered [`Subnet`] into the
 //! table of every CA and router port and switch port 0 (index 0 holds the default
@@ -75,7 +90,9 @@ mod tests;
 use std::fmt;
 
 pub use parse::{ParseError, ParseErrorKind};
+
 pub use policy::{Enforce, PKeyPlan, PartitionWarning, place};
+use std::net::Ipv6Addr;
 
 /// The default partition's P_Key (without the membership bit).
 pub const DEFAULT_PKEY: u16 = 0x7FFF;
@@ -94,7 +111,8 @@ pub enum Membership {
     Limited,
     /// Full member (the P_Key with 0x8000).
     Full,
-    /// Both entries, full and limited.
+    /// Both entries, full and limited, when the policy allows both
+    /// ([`PartitionConfig::allow_both_pkeys`]); a full member otherwise.
     Both,
 }
 
@@ -219,6 +237,79 @@ impl Flags {
     }
 }
 
+/// A multicast group line of a statement (`mgid=GID[,flag=value]...`), as written: the
+/// SA predefines the group in the statement's partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct McGroup {
+    /// The MGID (first byte 0xFF). Its scope nibble is replaced by each `scope`
+    /// (default link-local), as OpenSM does; an IP group's P_Key bits get the
+    /// partition's P_Key.
+    pub mgid: Ipv6Addr,
+    /// `mtu=`: MTU code (1..=5); default the statement's, else 4 (2048).
+    pub mtu: Option<u8>,
+    /// `rate=`: rate code (2..=63); default the statement's, else 3 (10 Gb/s).
+    pub rate: Option<u8>,
+    /// `sl=`: service level; default the statement's, else 0.
+    pub sl: Option<u8>,
+    /// `scope=`: scopes (one group per scope); default the statement's, else
+    /// link-local (2).
+    pub scope: Vec<u8>,
+    /// `Q_Key=`: default the statement's, else 0x0B1B for an IP group, 0 otherwise.
+    pub q_key: Option<u32>,
+    /// `TClass=`: traffic class; default 0 (OpenSM does not take the statement's).
+    pub tclass: Option<u8>,
+    /// `FlowLabel=`: 20 bits; default the statement's, else 0.
+    pub flow_label: Option<u32>,
+}
+
+impl McGroup {
+    /// A group with the MGID and every flag left to its default.
+    #[must_use]
+    pub fn new(mgid: Ipv6Addr) -> Self {
+        Self {
+            mgid,
+            mtu: None,
+            rate: None,
+            sl: None,
+            scope: Vec::new(),
+            q_key: None,
+            tclass: None,
+            flow_label: None,
+        }
+    }
+
+    /// Whether the MGID is an IPoIB one (signature 0x401B IPv4, 0x601B IPv6; RFC 4391).
+    #[must_use]
+    pub fn is_ip(&self) -> bool {
+        let o = self.mgid.octets();
+        o[2..4] == [0x40, 0x1B] || o[2..4] == [0x60, 0x1B]
+    }
+}
+
+impl fmt::Display for McGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "mgid={}", self.mgid)?;
+        for (name, v) in [("mtu", self.mtu), ("rate", self.rate), ("sl", self.sl)] {
+            if let Some(v) = v {
+                write!(f, ", {name}={v}")?;
+            }
+        }
+        for s in &self.scope {
+            write!(f, ", scope={s}")?;
+        }
+        if let Some(v) = self.q_key {
+            write!(f, ", Q_Key={v:#x}")?;
+        }
+        if let Some(v) = self.tclass {
+            write!(f, ", TClass={v}")?;
+        }
+        if let Some(v) = self.flow_label {
+            write!(f, ", FlowLabel={v:#x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One statement of a partition file, as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Statement {
@@ -230,6 +321,8 @@ pub struct Statement {
     pub flags: Flags,
     /// The member list (may be empty: no ports).
     pub members: Vec<MemberEntry>,
+    /// The multicast group lines (`mgid=`), in file order.
+    pub mgroups: Vec<McGroup>,
 }
 
 impl fmt::Display for Statement {
@@ -266,6 +359,10 @@ impl fmt::Display for Statement {
             write!(f, ", defmember={m}")?;
         }
         f.write_str(" :")?;
+        // A group line runs to the end of its line.
+        for g in &self.mgroups {
+            write!(f, "\n    {g}\n   ")?;
+        }
         for (i, m) in self.members.iter().enumerate() {
             f.write_str(if i == 0 { " " } else { ", " })?;
             write!(f, "{}", m.member)?;
@@ -299,6 +396,10 @@ pub struct PartitionConfig {
     pub statements: Vec<Statement>,
     /// Switch enforcement on ports attached to end ports.
     pub enforcement: Enforcement,
+    /// OpenSM's `allow_both_pkeys`: a `both` member holds the full and the limited
+    /// entry of the partition. Off (OpenSM's default): a `both` member is a full
+    /// member, one entry. Like [`Self::enforcement`], not part of the file.
+    pub allow_both_pkeys: bool,
 }
 
 /// A partition after statements naming the same P_Key were merged.
@@ -312,6 +413,8 @@ pub struct Partition {
     pub flags: Flags,
     /// Members in file order, each with its membership resolved (`defmember`).
     pub members: Vec<(Member, Membership)>,
+    /// Multicast group lines of all its statements, in file order.
+    pub mgroups: Vec<McGroup>,
 }
 
 impl PartitionConfig {
@@ -331,8 +434,10 @@ impl PartitionConfig {
                     member: Member::All,
                     membership: Some(Membership::Full),
                 }],
+                mgroups: Vec::new(),
             }],
             enforcement: Enforcement::Both,
+            allow_both_pkeys: false,
         }
     }
 
@@ -344,6 +449,7 @@ impl PartitionConfig {
         Ok(Self {
             statements: parse::statements(text)?,
             enforcement: Enforcement::Both,
+            allow_both_pkeys: false,
         })
     }
 
@@ -383,6 +489,7 @@ impl PartitionConfig {
                     (Member::All, Membership::Limited),
                     (Member::SelfPort, Membership::Full),
                 ],
+                mgroups: Vec::new(),
             });
         }
         for st in &self.statements {
@@ -405,6 +512,7 @@ impl PartitionConfig {
             if let Some(p) = at.get(&pkey).and_then(|&i| out.get_mut(i)) {
                 p.flags.absorb(&st.flags);
                 p.members.extend(members);
+                p.mgroups.extend(st.mgroups.iter().cloned());
             } else {
                 at.insert(pkey, out.len());
                 let mut flags = st.flags.clone();
@@ -414,6 +522,7 @@ impl PartitionConfig {
                     pkey,
                     flags,
                     members: members.collect(),
+                    mgroups: st.mgroups.clone(),
                 });
             }
         }
@@ -459,9 +568,80 @@ impl PartitionConfig {
                     packet_life_time,
                     sl: f.sl.unwrap_or(0),
                     flow_label: f.flow_label.unwrap_or(0),
+                    hop_limit: if scope == ibsm_wire::sa::mgid_scope::LINK_LOCAL {
+                        0
+                    } else {
+                        0xFF
+                    },
                     scope,
                     ..McMemberRecord::default()
                 });
+            }
+        }
+        out
+    }
+
+    /// Every multicast group the SA keeps for this policy: the IPoIB broadcast groups
+    /// ([`Self::ipoib_broadcast_groups`]) and then the groups of the `mgid=` lines, as
+    /// OpenSM creates them: P_Key the partition's (full-member bit set), one group per
+    /// scope with the MGID's scope nibble replaced (default link-local), an IP group's
+    /// P_Key bits set to the partition's, hop limit 0 for link-local scope and 0xFF
+    /// otherwise, flags not on the line from the statement's flags (TClass excepted),
+    /// then OpenSM's defaults (MTU code 4, rate code 3, SL 0, Q_Key 0x0B1B for IP
+    /// groups and 0 for others). An MGID already defined is not defined again (the
+    /// first wins).
+    #[must_use]
+    pub fn multicast_groups(&self, packet_life_time: u8) -> Vec<ibsm_wire::sa::McMemberRecord> {
+        use ibsm_wire::sa::{McMemberRecord, Rate, Selector, mgid_scope};
+        let mut out = self.ipoib_broadcast_groups(packet_life_time);
+        let mut seen: std::collections::HashSet<[u8; 16]> = out.iter().map(|r| r.mgid.0).collect();
+        for p in self.partitions() {
+            let f = &p.flags;
+            let pkey = p.pkey | FULL_MEMBER;
+            for g in &p.mgroups {
+                let scopes = if !g.scope.is_empty() {
+                    g.scope.clone()
+                } else if !f.scope.is_empty() {
+                    f.scope.clone()
+                } else {
+                    vec![mgid_scope::LINK_LOCAL]
+                };
+                let q_key = g
+                    .q_key
+                    .or(f.q_key)
+                    .filter(|&q| q != 0)
+                    .unwrap_or(if g.is_ip() { 0x0B1B } else { 0 });
+                for scope in scopes {
+                    let mut mgid = g.mgid.octets();
+                    mgid[1] = (mgid[1] & 0xF0) | (scope & 0xF);
+                    if g.is_ip() {
+                        mgid[4..6].copy_from_slice(&pkey.to_be_bytes());
+                    }
+                    if !seen.insert(mgid) {
+                        continue;
+                    }
+                    out.push(McMemberRecord {
+                        mgid: ibsm_wire::Gid(mgid),
+                        qkey: q_key,
+                        mtu_selector: Selector::Exactly,
+                        mtu: ibsm_wire::Mtu::from(g.mtu.or(f.mtu).unwrap_or(4)),
+                        tclass: g.tclass.unwrap_or(0),
+                        pkey,
+                        rate_selector: Selector::Exactly,
+                        rate: Rate::from(g.rate.or(f.rate).unwrap_or(3)),
+                        packet_life_time_selector: Selector::Exactly,
+                        packet_life_time,
+                        sl: g.sl.or(f.sl).unwrap_or(0),
+                        flow_label: g.flow_label.or(f.flow_label).unwrap_or(0),
+                        hop_limit: if scope == mgid_scope::LINK_LOCAL {
+                            0
+                        } else {
+                            0xFF
+                        },
+                        scope,
+                        ..McMemberRecord::default()
+                    });
+                }
             }
         }
         out

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use super::{DEFAULT_PKEY, FULL_MEMBER, Flags, Member, MemberEntry, Membership, Statement};
+use super::{
+    DEFAULT_PKEY, FULL_MEMBER, Flags, McGroup, Member, MemberEntry, Membership, Statement,
+};
 
 /// What is wrong with a partition file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +39,27 @@ pub enum ParseErrorKind {
         /// What was expected.
         expected: &'static str,
     },
-    /// OpenSM syntax this parser does not accept (multicast group lines, `mgid=`).
-    Unsupported,
+    /// An `mgid=` value that is not an IPv6 address.
+    BadMgid,
+    /// An `mgid=` that is not a multicast GID (first byte not 0xFF).
+    NotMulticast,
+    /// An IP multicast group (signature 0x401B/0x601B) whose MGID carries another
+    /// partition's P_Key (write the partition's, or 0 to have it filled in).
+    MgidPKeyMismatch {
+        /// The partition's P_Key, with the full-member bit.
+        pkey: u16,
+    },
+    /// An IP multicast group whose `mtu` or `rate` differs from the partition's IPoIB
+    /// broadcast group (as in OpenSM, they must match).
+    IpGroupMismatch {
+        /// `mtu` or `rate`.
+        flag: &'static str,
+        /// The broadcast group's value.
+        broadcast: u8,
+    },
+    /// A flag a multicast group line does not take (`ipoib`, `indx0`, `defmember`, or
+    /// an unknown one).
+    UnknownGroupFlag,
 }
 
 /// A syntax or value error in a partition file: where, which token, and what.
@@ -92,9 +113,22 @@ impl fmt::Display for ParseError {
             ParseErrorKind::Unexpected { expected } => {
                 write!(f, "expected {expected}, found {}", shown(t))
             }
-            ParseErrorKind::Unsupported => {
-                write!(f, "`{t}`: multicast group lines (mgid=) are not supported")
+            ParseErrorKind::BadMgid => write!(f, "`{t}` is not an MGID (an IPv6 address)"),
+            ParseErrorKind::NotMulticast => {
+                write!(f, "MGID `{t}` is not multicast (must start with ff)")
             }
+            ParseErrorKind::MgidPKeyMismatch { pkey } => write!(
+                f,
+                "IP multicast group `{t}` carries another P_Key than its partition's {pkey:#06x} (write it, or 0 to fill it in)"
+            ),
+            ParseErrorKind::IpGroupMismatch { flag, broadcast } => write!(
+                f,
+                "IP multicast group {flag} `{t}` differs from the partition's broadcast group {flag} {broadcast}"
+            ),
+            ParseErrorKind::UnknownGroupFlag => write!(
+                f,
+                "unknown multicast group flag `{t}` (expected mtu, rate, sl, scope, Q_Key, TClass or FlowLabel)"
+            ),
         }
     }
 }
@@ -124,6 +158,8 @@ struct Token<'a> {
     line: usize,
     column: usize,
     text: &'a str,
+    /// Byte offset in the source.
+    offset: usize,
 }
 
 fn is_delim(c: char) -> bool {
@@ -170,6 +206,7 @@ fn tokenize(text: &str) -> (Vec<Token<'_>>, (usize, usize)) {
                 line: l,
                 column: col,
                 text: &text[i..i + c.len_utf8()],
+                offset: i,
             });
             continue;
         }
@@ -188,12 +225,14 @@ fn tokenize(text: &str) -> (Vec<Token<'_>>, (usize, usize)) {
             line: l,
             column: col,
             text: w,
+            offset: i,
         });
     }
     (out, (line, column))
 }
 
 struct Parser<'a> {
+    src: &'a str,
     toks: Vec<Token<'a>>,
     at: usize,
     end: (usize, usize),
@@ -271,13 +310,26 @@ impl<'a> Parser<'a> {
             return Err(self.error(kind));
         }
         let mut members = Vec::new();
+        let mut mgroups = Vec::new();
+        // The partition's P_Key when known now (IP groups are checked against it).
+        let known = pkey.or_else(|| (name == "Default").then_some(DEFAULT_PKEY));
         if !self.eat(Tok::Semi) {
             loop {
                 let t = self.word("a member")?;
-                let member = member(&t)?;
                 if member_is_mgid(&t) && self.peek() == Some(Tok::Eq) {
-                    return Err(error_at(&t, ParseErrorKind::Unsupported));
+                    // A group line ends at the end of its line: what follows on the
+                    // next line needs no comma.
+                    mgroups.push(self.mgroup(&t, &flags, known)?);
+                    if self.eat(Tok::Semi) {
+                        break;
+                    }
+                    if self.toks.get(self.at).is_some_and(|n| n.line > t.line) {
+                        self.eat(Tok::Comma);
+                        continue;
+                    }
+                    return Err(self.error(ParseErrorKind::MissingSemicolon));
                 }
+                let member = member(&t)?;
                 let membership = if self.eat(Tok::Eq) {
                     let m = self.word("full, limited or both")?;
                     Some(membership(&m)?)
@@ -289,6 +341,15 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 if !self.eat(Tok::Comma) {
+                    // A group line may follow a member on the next line.
+                    let next_line_mgid = self.toks.get(self.at).is_some_and(|n| {
+                        n.line > t.line
+                            && member_is_mgid(n)
+                            && self.toks.get(self.at + 1).map(|e| e.tok) == Some(Tok::Eq)
+                    });
+                    if next_line_mgid {
+                        continue;
+                    }
                     return Err(self.error(ParseErrorKind::MissingSemicolon));
                 }
             }
@@ -298,7 +359,123 @@ impl<'a> Parser<'a> {
             pkey,
             flags,
             members,
+            mgroups,
         })
+    }
+
+    /// A group line after its `mgid` word: `= GID` and `, flag=value` pairs up to the
+    /// end of the line.
+    fn mgroup(
+        &mut self,
+        kw: &Token<'a>,
+        part: &Flags,
+        pkey: Option<u16>,
+    ) -> Result<McGroup, ParseError> {
+        self.eat(Tok::Eq);
+        // The GID's colons are delimiters to the tokenizer: take the run of words and
+        // colons that touch each other.
+        let Some(first) = self.toks.get(self.at).copied() else {
+            return Err(self.error(ParseErrorKind::Unexpected {
+                expected: "an MGID",
+            }));
+        };
+        if !matches!(first.tok, Tok::Word(_) | Tok::Colon) || first.line != kw.line {
+            return Err(self.error(ParseErrorKind::Unexpected {
+                expected: "an MGID",
+            }));
+        }
+        let mut end = first.offset + first.text.len();
+        self.at += 1;
+        while let Some(t) = self.toks.get(self.at) {
+            if t.offset != end || !matches!(t.tok, Tok::Word(_) | Tok::Colon) {
+                break;
+            }
+            end = t.offset + t.text.len();
+            self.at += 1;
+        }
+        let text = &self.src[first.offset..end];
+        let gid_tok = Token {
+            tok: Tok::Word(text),
+            text,
+            ..first
+        };
+        let mgid: std::net::Ipv6Addr = text
+            .parse()
+            .map_err(|_| error_at(&gid_tok, ParseErrorKind::BadMgid))?;
+        if mgid.octets()[0] != 0xFF {
+            return Err(error_at(&gid_tok, ParseErrorKind::NotMulticast));
+        }
+        let mut g = McGroup::new(mgid);
+        let (mut mtu_at, mut rate_at) = (None, None);
+        while self.peek() == Some(Tok::Comma)
+            && self.toks.get(self.at).is_some_and(|c| c.line == kw.line)
+        {
+            self.at += 1;
+            let name = self.word("a multicast group flag")?;
+            let value = if self.eat(Tok::Eq) {
+                Some(self.word("a flag value")?)
+            } else {
+                None
+            };
+            let mut f = Flags::default();
+            match name.text.to_ascii_lowercase().as_str() {
+                "ipoib" | "indx0" | "defmember" => {
+                    return Err(error_at(&name, ParseErrorKind::UnknownGroupFlag));
+                }
+                _ => {}
+            }
+            flag(&mut f, &name, value.as_ref()).map_err(|e| match e.kind {
+                ParseErrorKind::UnknownFlag => error_at(&name, ParseErrorKind::UnknownGroupFlag),
+                _ => e,
+            })?;
+            if f.mtu.is_some() {
+                mtu_at = value;
+            }
+            if f.rate.is_some() {
+                rate_at = value;
+            }
+            g.mtu = f.mtu.or(g.mtu);
+            g.rate = f.rate.or(g.rate);
+            g.sl = f.sl.or(g.sl);
+            for s in f.scope {
+                if !g.scope.contains(&s) {
+                    g.scope.push(s);
+                }
+            }
+            g.q_key = f.q_key.or(g.q_key);
+            g.tclass = f.tclass.or(g.tclass);
+            g.flow_label = f.flow_label.or(g.flow_label);
+        }
+        if g.is_ip() {
+            let o = mgid.octets();
+            let bits = u16::from_be_bytes([o[4], o[5]]);
+            if let Some(k) = pkey
+                && bits != 0
+                && bits != k | FULL_MEMBER
+            {
+                return Err(error_at(
+                    &gid_tok,
+                    ParseErrorKind::MgidPKeyMismatch {
+                        pkey: k | FULL_MEMBER,
+                    },
+                ));
+            }
+            for (flag, at, got, part, default) in [
+                ("mtu", mtu_at, g.mtu, part.mtu, 4),
+                ("rate", rate_at, g.rate, part.rate, 3),
+            ] {
+                let broadcast = part.unwrap_or(default);
+                if let (Some(at), Some(v)) = (at, got)
+                    && v != broadcast
+                {
+                    return Err(error_at(
+                        &at,
+                        ParseErrorKind::IpGroupMismatch { flag, broadcast },
+                    ));
+                }
+            }
+        }
+        Ok(g)
     }
 }
 
@@ -355,9 +532,6 @@ fn member(t: &Token<'_>) -> Result<Member, ParseError> {
     ];
     if let Some((_, m)) = kw.iter().find(|(k, _)| w.eq_ignore_ascii_case(k)) {
         return Ok(*m);
-    }
-    if member_is_mgid(t) {
-        return Ok(Member::All); // the caller reports `mgid=` as unsupported
     }
     if !w.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(error_at(t, ParseErrorKind::UnknownMember));
@@ -424,7 +598,12 @@ fn flag(flags: &mut Flags, name: &Token<'_>, value: Option<&Token<'_>>) -> Resul
 /// Parses every statement of a partition file.
 pub(super) fn statements(text: &str) -> Result<Vec<Statement>, ParseError> {
     let (toks, end) = tokenize(text);
-    let mut p = Parser { toks, at: 0, end };
+    let mut p = Parser {
+        src: text,
+        toks,
+        at: 0,
+        end,
+    };
     let mut out = Vec::new();
     while p.at < p.toks.len() {
         out.push(p.statement()?);

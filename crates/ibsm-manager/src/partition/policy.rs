@@ -235,7 +235,9 @@ impl PartitionConfig {
     /// a switch that can enforce (SwitchInfo.PartitionEnforcementCap and the
     /// Inbound/OutboundEnforcementCap bits, narrowed by [`Self::enforcement`]), that end
     /// port's table again (capacity PartitionEnforcementCap) with the enforcement bits.
-    /// Tables are laid out by [`place`] over what `PortRec::pkeys` holds now.
+    /// Tables are laid out by [`place`] over what `PortRec::pkeys` holds now. A `both`
+    /// member gets the full and the limited entry with [`Self::allow_both_pkeys`], the
+    /// full one alone without.
     #[must_use]
     pub fn plan(&self, subnet: &Subnet, sm_port_guid: u64) -> PKeyPlan {
         let parts = self.partitions();
@@ -277,6 +279,11 @@ impl PartitionConfig {
                 wanted.clear();
                 for ix in &indexed {
                     if let Some(m) = ix.membership(rec.guid, kind, rec.guid == sm_port_guid) {
+                        // OpenSM without allow_both_pkeys: `both` is full, one entry.
+                        let m = match m {
+                            Membership::Both if !self.allow_both_pkeys => Membership::Full,
+                            m => m,
+                        };
                         wanted.extend(m.entries(ix.pkey));
                     }
                 }

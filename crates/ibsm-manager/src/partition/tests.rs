@@ -175,10 +175,85 @@ fn errors_name_line_column_and_token() {
         (
             "p=0x1 : mgid=ff12:401b::1 ALL ;",
             1,
-            9,
-            "mgid",
-            K::Unsupported,
+            27,
+            "ALL",
+            K::MissingSemicolon,
         ),
+        (
+            "p=0x1 :\n mgid=zz12::1\n ALL ;",
+            2,
+            7,
+            "zz12::1",
+            K::BadMgid,
+        ),
+        ("p=0x1 : mgid=ff12:::1 ;", 1, 14, "ff12:::1", K::BadMgid),
+        ("p=0x1 : mgid=fe80::1 ;", 1, 14, "fe80::1", K::NotMulticast),
+        (
+            "p=0x1 : mgid=ff12:401b:8002::1 ;",
+            1,
+            14,
+            "ff12:401b:8002::1",
+            K::MgidPKeyMismatch { pkey: 0x8001 },
+        ),
+        ("p=0x1 : mgid=ff12::1, mtu=9 ;", 1, 27, "9", K::BadFlagValue),
+        (
+            "p=0x1 : mgid=ff12::1, sl=16 ;",
+            1,
+            26,
+            "16",
+            K::BadFlagValue,
+        ),
+        (
+            "p=0x1 : mgid=ff12::1, FlowLabel=0x100000 ;",
+            1,
+            33,
+            "0x100000",
+            K::BadFlagValue,
+        ),
+        (
+            "p=0x1 : mgid=ff12::1, ipoib ;",
+            1,
+            23,
+            "ipoib",
+            K::UnknownGroupFlag,
+        ),
+        (
+            "p=0x1 : mgid=ff12::1, fast=1 ;",
+            1,
+            23,
+            "fast",
+            K::UnknownGroupFlag,
+        ),
+        (
+            "p=0x1, mtu=5 : mgid=ff12:401b::1, mtu=4 ;",
+            1,
+            39,
+            "4",
+            K::IpGroupMismatch {
+                flag: "mtu",
+                broadcast: 5,
+            },
+        ),
+        (
+            "p=0x1 : mgid=ff12:401b::1, rate=6 ;",
+            1,
+            33,
+            "6",
+            K::IpGroupMismatch {
+                flag: "rate",
+                broadcast: 3,
+            },
+        ),
+        (
+            "p=0x1 : mgid= ;",
+            1,
+            15,
+            ";",
+            K::Unexpected {
+                expected: "an MGID",
+            },
+        ),
+        ("p=0x1 : mgid ;", 1, 9, "mgid", K::UnknownMember),
         ("p=0x1 : ALL=full=full ;", 1, 17, "=", K::MissingSemicolon),
         ("ä=0x1 : ALL, böse ;", 1, 14, "böse", K::UnknownMember),
     ];
@@ -291,6 +366,11 @@ fn plan_programs_members_and_enforcement() {
          c=0x0c : 0x301 ; d=0x0d : 0x301 ;",
     );
     let plan = cfg.plan(&subnet(2), 0x201);
+    // OpenSM's default (no allow_both_pkeys): `both` is a full membership, one entry.
+    assert_eq!(plan.tables[&(2, 1)], [0x7fff, 0x000a, 0x800b, 0x000c]);
+    let mut cfg = cfg;
+    cfg.allow_both_pkeys = true;
+    let plan = cfg.plan(&subnet(2), 0x201);
     // The SM's port is a full member of the default partition whatever the file says.
     assert_eq!(plan.tables[&(1, 1)], [0xffff, 0x800a, 0, 0]);
     // 0x301: 5 entries for 4 slots, the last in priority order left out.
@@ -365,6 +445,10 @@ fn oracle(cfg: &PartitionConfig, guid: u64, kind: NodeType, sm: bool) -> Vec<u16
             any = true;
             full = true;
         }
+        if !cfg.allow_both_pkeys {
+            full |= both;
+            both = false;
+        }
         if !any {
             continue;
         }
@@ -404,6 +488,7 @@ fn policy_statement() -> impl Strategy<Value = Statement> {
                 ..Flags::default()
             },
             members,
+            mgroups: Vec::new(),
         })
 }
 
@@ -460,13 +545,52 @@ fn statement() -> impl Strategy<Value = Statement> {
         proptest::option::of(1u16..=0x7fff),
         flags,
         proptest::collection::vec(entry, 0..6),
+        proptest::collection::vec(mgroup(), 0..3),
     )
-        .prop_map(|(name, pkey, flags, members)| Statement {
+        .prop_map(|(name, pkey, flags, members, mgroups)| Statement {
             name: name.join(" "),
             pkey,
             flags,
             members,
+            mgroups,
         })
+}
+
+/// Group lines the parser accepts whatever the statement: an IP group's P_Key bits are
+/// 0 and it takes the broadcast group's MTU and rate.
+fn mgroup() -> impl Strategy<Value = McGroup> {
+    (
+        any::<[u8; 15]>(),
+        any::<bool>(),
+        proptest::option::of(1u8..=5),
+        proptest::option::of(2u8..=63),
+        proptest::option::of(0u8..=15),
+        proptest::collection::btree_set(1u8..=15, 0..3),
+        proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u8>()),
+        proptest::option::of(0u32..=0xF_FFFF),
+    )
+        .prop_map(
+            |(rest, ip, mtu, rate, sl, scope, q_key, tclass, flow_label)| {
+                let mut o = [0xFFu8; 16];
+                o[1..].copy_from_slice(&rest);
+                if ip {
+                    o[2..6].copy_from_slice(&[0x40, 0x1B, 0, 0]);
+                } else if o[3] == 0x1B {
+                    o[3] = 0x1C;
+                }
+                let mut g = McGroup::new(std::net::Ipv6Addr::from(o));
+                if !ip {
+                    (g.mtu, g.rate) = (mtu, rate);
+                }
+                g.sl = sl;
+                g.scope = scope.into_iter().collect();
+                g.q_key = q_key;
+                g.tclass = tclass;
+                g.flow_label = flow_label;
+                g
+            },
+        )
 }
 
 proptest! {
@@ -499,7 +623,7 @@ proptest! {
 
     #[test]
     fn printed_configs_read_back(statements in proptest::collection::vec(statement(), 0..6)) {
-        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both };
+        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both, allow_both_pkeys: false };
         let text = cfg.to_string();
         let back: PartitionConfig = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
         prop_assert_eq!(back, cfg);
@@ -509,8 +633,11 @@ proptest! {
     /// partition at index 0 is the indx0 one or the default one, enforcing switch ports
     /// hold their CA's entries, and planning over the result writes nothing more.
     #[test]
-    fn plan_matches_the_oracle(statements in proptest::collection::vec(policy_statement(), 0..6)) {
-        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both };
+    fn plan_matches_the_oracle(
+        statements in proptest::collection::vec(policy_statement(), 0..6),
+        allow_both_pkeys in any::<bool>(),
+    ) {
+        let cfg = PartitionConfig { statements, enforcement: Enforcement::Both, allow_both_pkeys };
         let mut sub = subnet_caps(32, 32, 32);
         let plan = cfg.plan(&sub, 0x201);
         prop_assert!(plan.warnings.is_empty());
@@ -611,5 +738,122 @@ fn generated_p_keys_run_out_quietly() {
     assert_eq!(
         parts.last().map(|p| (p.name.as_str(), p.pkey)),
         Some(("a", 0x7ffe))
+    );
+}
+
+#[test]
+fn multicast_group_lines_follow_opensm() {
+    // OpenSM's own example (opensm(8)), and a group line after a member.
+    let cfg = parse(
+        "# multicast groups added to default
+        Default=0x7fff,ipoib:
+               mgid=ff12:401b::0707,sl=1 # random IPv4 group
+               mgid=ff12:601b::16    # MLDv2-capable routers
+               mgid=ff12:401b::16    # IGMP
+               mgid=ff12:601b::2     # All routers
+               mgid=ff12::1,sl=1,Q_Key=0xDEADBEEF,rate=3,mtu=2 # random group
+               ALL=full;
+        store=0x0012, sl=2, Q_Key=0x77, scope=5 : ALL_CAS=full,
+               0x1234
+               mgid=ff15::abcd, scope=2, scope=8, TClass=4, FlowLabel=0x12
+               mgid=ff12:401b:8012::9 ;",
+    );
+    let st = &cfg.statements[0];
+    assert_eq!(st.mgroups.len(), 5);
+    assert_eq!(st.members.len(), 1);
+    assert_eq!(
+        st.mgroups[0].mgid,
+        "ff12:401b::707".parse::<std::net::Ipv6Addr>().unwrap()
+    );
+    assert_eq!(st.mgroups[0].sl, Some(1));
+    let g = &st.mgroups[4];
+    assert_eq!(
+        (g.sl, g.q_key, g.rate, g.mtu, g.scope.as_slice()),
+        (Some(1), Some(0xDEAD_BEEF), Some(3), Some(2), &[][..])
+    );
+    let st = &cfg.statements[1];
+    assert_eq!(st.members.len(), 2);
+    assert_eq!(st.mgroups.len(), 2);
+    assert_eq!(st.mgroups[0].scope, [2, 8]);
+    // Printed and read back.
+    let back: PartitionConfig = cfg.to_string().parse().unwrap();
+    assert_eq!(back, cfg);
+
+    let groups = cfg.multicast_groups(0x12);
+    let by = |m: &str| {
+        groups
+            .iter()
+            .find(|g| g.mgid.to_string() == m)
+            .unwrap_or_else(|| panic!("{m} in {groups:?}"))
+    };
+    // The broadcast group, then the lines'; the IPv4 group gets the P_Key bits and the
+    // IP Q_Key; a non-IP group Q_Key 0 unless given.
+    assert_eq!(
+        groups[0].mgid.to_string(),
+        "ff12:401b:ffff:0000:0000:0000:ffff:ffff"
+    );
+    let ip = by("ff12:401b:ffff:0000:0000:0000:0000:0707");
+    assert_eq!(
+        (ip.pkey, ip.qkey, ip.sl, ip.scope, ip.hop_limit),
+        (0xffff, 0x0b1b, 1, 2, 0)
+    );
+    assert_eq!((u8::from(ip.mtu), u8::from(ip.rate)), (4, 3));
+    let v6 = by("ff12:601b:ffff:0000:0000:0000:0000:0016");
+    assert_eq!(v6.qkey, 0x0b1b);
+    let r = by("ff12:0000:0000:0000:0000:0000:0000:0001");
+    assert_eq!(
+        (r.qkey, r.sl, u8::from(r.mtu), u8::from(r.rate)),
+        (0xDEAD_BEEF, 1, 2, 3)
+    );
+    // Flags not on the line come from the statement (TClass excepted), one group per
+    // scope, the scope nibble replaced.
+    let s2 = by("ff12:0000:0000:0000:0000:0000:0000:abcd");
+    let s8 = by("ff18:0000:0000:0000:0000:0000:0000:abcd");
+    assert_eq!(
+        (s2.pkey, s2.sl, s2.qkey, s2.tclass, s2.flow_label),
+        (0x8012, 2, 0x77, 4, 0x12)
+    );
+    assert_eq!((s8.scope, s8.hop_limit), (8, 0xff));
+    // The statement's scope applies to a line without one.
+    let ip2 = by("ff15:401b:8012:0000:0000:0000:0000:0009");
+    assert_eq!((ip2.qkey, ip2.scope), (0x77, 5));
+    assert_eq!(groups.len(), 1 + 5 + 3);
+    // A P_Key filled in when the line has 0, and a repeated MGID defined once.
+    let cfg = parse(
+        "p=0x5 : mgid=ff12:401b::1\n mgid=ff12:401b:8005::1 ;\n q=0x6 : mgid=ff12::7 ;\n r=0x7 : mgid=ff12::7 ;",
+    );
+    let groups = cfg.multicast_groups(0);
+    assert_eq!(groups.len(), 2, "{groups:?}");
+    assert_eq!(
+        groups[0].mgid.to_string(),
+        "ff12:401b:8005:0000:0000:0000:0000:0001"
+    );
+    assert_eq!(groups[1].pkey, 0x8006);
+    // Generated P_Keys reach the groups too.
+    let cfg = parse("anon : mgid=ff12:401b::1 ;");
+    assert_eq!(
+        cfg.multicast_groups(0)[0].mgid.to_string(),
+        "ff12:401b:8001:0000:0000:0000:0000:0001"
+    );
+}
+
+#[test]
+fn both_needs_allow_both_pkeys() {
+    let mut cfg = parse("a=0x0a : 0x301=both ; b=0x0b, defmember=both : ALL_CAS ;");
+    assert!(!cfg.allow_both_pkeys, "OpenSM's default");
+    let sub = subnet(2);
+    let valid = |plan: &PKeyPlan| -> Vec<u16> {
+        plan.tables[&(2, 1)]
+            .iter()
+            .copied()
+            .filter(|&k| k != 0)
+            .collect()
+    };
+    assert_eq!(valid(&cfg.plan(&sub, 0x201)), [0x7fff, 0x800a, 0x800b]);
+    cfg.allow_both_pkeys = true;
+    // Both entries each (the table holds 4: 0x000b left out).
+    assert_eq!(
+        valid(&cfg.plan(&sub, 0x201)),
+        [0x7fff, 0x800a, 0x000a, 0x800b]
     );
 }
