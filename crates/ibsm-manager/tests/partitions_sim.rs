@@ -502,4 +502,14 @@ fn mgid_groups_are_predefined_and_only_members_join() {
         (0x8002, 0x4343, 1, 5, 4)
     );
     assert!(rec.mlid >= 0xC000);
+    // A new policy moves tenant_a's (empty) group to tenant_b: now the tool may join.
+    let mut text = two_partitions(&r.cas).to_string();
+    text.push_str("tenant_b=0x0002 :\n    mgid=ff12:a01b::42, sl=1, Q_Key=0x4242, mtu=5\n    ;\n");
+    let now = r.port.now();
+    r.sm.set_partitions(now, Some(text.parse().unwrap()));
+    r.until_up();
+    let (status, rec) = r.join(a_group);
+    assert_eq!(status, SaStatus::Success);
+    let rec = rec.unwrap();
+    assert_eq!((rec.pkey, rec.qkey, u8::from(rec.mtu)), (0x8002, 0x4242, 5));
 }

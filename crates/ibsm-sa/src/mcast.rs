@@ -61,9 +61,10 @@ type Res<T> = Result<T, SaStatus>;
 
 impl Groups {
     /// Makes `recs` the predefined groups: each is created (lowest free MLID, no
-    /// members) unless a group with its MGID exists, which then keeps its parameters
-    /// and members; groups no longer predefined go when they have no member. Returns
-    /// the MGIDs left out for want of an MLID.
+    /// members) unless a group with its MGID exists, which then keeps its MLID and
+    /// members, and takes the new parameters (P_Key, Q_Key, MTU, ...) only while it has
+    /// no member (members joined under the old ones); groups no longer predefined go
+    /// when they have no member. Returns the MGIDs left out for want of an MLID.
     pub(crate) fn predefine(&mut self, recs: &[McMemberRecord]) -> Vec<Gid> {
         let wanted: BTreeSet<[u8; 16]> = recs.iter().map(|r| r.mgid.0).collect();
         self.groups.retain(|k, g| {
@@ -76,27 +77,37 @@ impl Groups {
         for r in recs {
             if let Some(g) = self.groups.get_mut(&r.mgid.0) {
                 g.predefined = true;
+                if g.members.is_empty() {
+                    // A policy re-read may move the group to another partition or
+                    // change its Q_Key: nobody is bound to the old values yet.
+                    g.rec = Self::predefined_rec(r, g.rec.mlid);
+                }
                 continue;
             }
             let Some(mlid) = self.free_mlid() else {
                 left_out.push(r.mgid);
                 continue;
             };
-            let mut rec = *r;
-            rec.mlid = mlid;
-            rec.port_gid = Gid::default();
-            rec.join_state = 0;
-            rec.proxy_join = false;
             self.groups.insert(
                 r.mgid.0,
                 Group {
-                    rec,
+                    rec: Self::predefined_rec(r, mlid),
                     members: BTreeMap::new(),
                     predefined: true,
                 },
             );
         }
         left_out
+    }
+
+    /// A predefined group's record: `r`'s parameters on `mlid`, no port fields.
+    fn predefined_rec(r: &McMemberRecord, mlid: u16) -> McMemberRecord {
+        let mut rec = *r;
+        rec.mlid = mlid;
+        rec.port_gid = Gid::default();
+        rec.join_state = 0;
+        rec.proxy_join = false;
+        rec
     }
 
     fn free_mlid(&self) -> Option<u16> {

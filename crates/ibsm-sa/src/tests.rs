@@ -1487,6 +1487,14 @@ fn predefined_groups_stay_and_only_their_partition_joins() {
     assert_eq!((r.mlid, r.pkey), (0xC000, 0x8005));
     let (st, _) = get(&mut sa, Method::Set, mask.0, &join(1), lid(1));
     assert_eq!(st.sa_status(), SaStatus::ReqInvalid);
+    // New parameters for the group (a policy re-read): kept off while it has a member.
+    let changed = McMemberRecord {
+        qkey: 0x1111,
+        ..bcast
+    };
+    assert!(sa.set_predefined_groups(&[changed]).is_empty());
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
+    assert_eq!(recs[0].qkey, 0x0B1B);
     // The last member leaves: the group stays.
     assert!(
         get(&mut sa, Method::Delete, mask.0, &join(0), lid(0))
@@ -1495,6 +1503,10 @@ fn predefined_groups_stay_and_only_their_partition_joins() {
     );
     let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
     assert_eq!(recs.len(), 1);
+    // Empty: the new parameters apply, on the same MLID.
+    assert!(sa.set_predefined_groups(&[changed]).is_empty());
+    let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
+    assert_eq!((recs[0].qkey, recs[0].mlid), (0x1111, 0xC000));
     // No longer predefined and empty: gone.
     assert!(sa.set_predefined_groups(&[]).is_empty());
     let (_, recs) = table(&mut sa, 0, &McMemberRecord::default(), KEY, lid(0));
