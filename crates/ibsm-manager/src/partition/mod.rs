@@ -63,7 +63,9 @@
 //!
 //! let cfg: PartitionConfig = "
 //!     Default=0x7fff : ALL=limited, SELF=full ; # storage shared, compute split
-//!     storage=0x0010, ipoib, mtu=4 : ALL_CAS=full ;
+//!     storage=0x0010, ipoib, mtu=4 : ALL_CAS=full
+//!         mgid=ff12:401b::0707, sl=1       # an IPv4 group of the partition
+//!         ;
 //!     compute=0x0020 , defmember=full :
 //!         0x0002c90300001001, 0x0002c90300001002,
 //!         0x0002c90300001003=limited ;
@@ -72,6 +74,10 @@
 //! assert_eq!(parts.len(), 3);
 //! assert_eq!(parts[2].name, "compute");
 //! assert_eq!(parts[2].members[2], (Member::Guid(0x0002c90300001003), Membership::Limited));
+//! // The SA keeps storage's broadcast group and the IPv4 group, in P_Key 0x8010.
+//! let groups = cfg.multicast_groups(0x12);
+//! assert_eq!(groups[1].mgid.to_string(), "ff12:401b:8010:0000:0000:0000:0000:0707");
+//! assert_eq!((groups[1].pkey, groups[1].sl, groups[1].qkey), (0x8010, 1, 0x0b1b));
 //!
 //! // Errors say where.
 //! let err = "p=0x8001 : ALL ;".parse::<PartitionConfig>().unwrap_err();
