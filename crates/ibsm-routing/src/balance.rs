@@ -52,6 +52,12 @@ pub(crate) trait Prefer: Sync {
         true
     }
 
+    /// Whether base LIDs are balanced on loads of their own (see [`Loads`]); false
+    /// balances every LID on the loads of all LIDs.
+    fn base_loads(&self) -> bool {
+        true
+    }
+
     /// For preferences that ignore loads: fills `out[j]` with the preferred arc for the
     /// `j`-th `(lid, base)` of `lids` at switch `s` (`NONE`: no preference) in one call, so
     /// per-switch work is done once, and returns true. The default returns false: `prefer`
@@ -594,10 +600,17 @@ fn shortcuts() -> bool {
 pub(crate) struct Loads {
     /// Accumulated flow (edge forwarding index so far) per arc.
     pub load: Vec<u64>,
-    /// `load` as `u32`, the array the hot loop scans: it cannot overflow (an arc carries at
-    /// most sources x LIDs < 49,152^2 < 2^32 flow units) and packs twice as many loads per
+    /// The flow of base LIDs alone per arc (with `base_only` false: of all LIDs), as
+    /// `u32`, the array the hot loop scans: it cannot overflow (an arc carries at most
+    /// sources x LIDs < 49,152^2 < 2^32 flow units) and packs twice as many loads per
     /// cache line and vector.
+    ///
+    /// Base LIDs are balanced by it, so they get the tables they would get with LMC 0
+    /// (the primary traffic stays as even as without LMC); LMC siblings are balanced by
+    /// `load`, all LIDs' flow, so they steer away from the paths the base LIDs crowd.
     light: Vec<u32>,
+    /// Whether `light` counts base LIDs only.
+    base_only: bool,
     /// Flows of the LIDs being placed: `flow[s * stride + j]` is what LID `j` of the chunk
     /// brings to switch `s`; between chunks it holds the switch's own sources.
     flow: Vec<u32>,
@@ -620,7 +633,8 @@ const LEVELS: usize = 4;
 const CHUNK: usize = 64;
 
 impl Loads {
-    pub(crate) fn new(net: &Net) -> Self {
+    /// With `base_only` the base LIDs are balanced on loads of their own (see `light`).
+    pub(crate) fn new(net: &Net, base_only: bool) -> Self {
         let n = net.n_sw;
         // Stride: the most CA LIDs any switch carries (capped), so a fat tree's flow buffer
         // is exactly switches x CAs per leaf.
@@ -638,6 +652,7 @@ impl Loads {
         Loads {
             load: vec![0; net.n_arcs()],
             light: vec![0; net.n_arcs()],
+            base_only,
             flow,
             stride,
             rr: vec![0; n],
@@ -647,11 +662,30 @@ impl Loads {
         }
     }
 
-    /// Adds `f` to arc `a`.
+    /// Adds `f` to arc `a` for a LID with `sibs` LMC siblings before it.
     #[inline]
-    fn add(&mut self, a: usize, f: u64) {
+    fn add(&mut self, a: usize, f: u64, sibs: usize) {
         self.load[a] += f;
-        self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
+        if sibs == 0 || !self.base_only {
+            self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
+        }
+    }
+
+    /// Whether a LID with `sibs` siblings before it moves `light`.
+    #[inline]
+    fn moves_light(&self, sibs: usize) -> bool {
+        sibs == 0 || !self.base_only
+    }
+
+    /// What a LID with `sibs` siblings before it is balanced by on arc `a`: `light` for
+    /// base LIDs, all LIDs' `load` for siblings (the same figures without `base_only`).
+    #[inline]
+    fn key(&self, sibs: usize, a: usize) -> u64 {
+        if sibs == 0 {
+            u64::from(self.light[a])
+        } else {
+            self.load[a]
+        }
     }
 
     /// Least loaded arc among arcs `lo..hi` (lowest on ties).
@@ -797,15 +831,23 @@ fn place_chunk<P: Prefer + ?Sized>(
         if el.len() == 1 {
             let a = el[0] as usize;
             let (port, x) = (aport[a], adst[a] as usize * stride);
-            let mut tot = 0u64;
-            for (j, &col) in cols.iter().enumerate() {
+            // Base LIDs' flow and the siblings'.
+            let (mut tb, mut ts) = (0u64, 0u64);
+            for (j, (&col, &(lid, base))) in cols.iter().zip(chunk).enumerate() {
                 let f = std::mem::replace(&mut loads.flow[fs + j], own);
                 row[col] = port;
                 loads.flow[x + j] += f;
-                tot += u64::from(f);
+                if lid == base {
+                    tb += u64::from(f);
+                } else {
+                    ts += u64::from(f);
+                }
             }
-            if tot > 0 {
-                loads.add(a, tot);
+            if tb > 0 {
+                loads.add(a, tb, 0);
+            }
+            if ts > 0 {
+                loads.add(a, ts, 1);
             }
             continue;
         }
@@ -830,7 +872,7 @@ fn place_chunk<P: Prefer + ?Sized>(
                     } else {
                         let a = next;
                         next = if next + 1 == hi { lo } else { next + 1 };
-                        loads.add(a, u64::from(f));
+                        loads.add(a, u64::from(f), 0);
                         loads.flow[adst[a] as usize * stride + j] += f;
                         a
                     };
@@ -844,7 +886,7 @@ fn place_chunk<P: Prefer + ?Sized>(
                     pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
                 } else {
                     let a = loads.min_run(lo, hi);
-                    loads.add(a, u64::from(f));
+                    loads.add(a, u64::from(f), 0);
                     loads.flow[adst[a] as usize * stride + j] += f;
                     a
                 };
@@ -890,7 +932,7 @@ fn place_chunk<P: Prefer + ?Sized>(
                         let port = aport[a as usize];
                         (1..=sibs).any(|q| row[col - q] == port)
                     };
-                    let key = (clash, u64::from(loads.light[a as usize]));
+                    let key = (clash, loads.key(sibs, a as usize));
                     if key < bkey {
                         bkey = key;
                         best = a as usize;
@@ -900,7 +942,7 @@ fn place_chunk<P: Prefer + ?Sized>(
             };
             row[col] = aport[arc];
             if f > 0 {
-                loads.add(arc, u64::from(f));
+                loads.add(arc, u64::from(f), sibs);
                 loads.flow[adst[arc] as usize * stride + j] += f;
             }
         }
@@ -910,14 +952,15 @@ fn place_chunk<P: Prefer + ?Sized>(
 }
 
 /// The least-loaded choice with LMC siblings, without scanning, where it is predictable:
-/// switch `s`'s eligible arcs are the contiguous run `lo..hi` (at most 64), their loads are
-/// all equal and every LID of the chunk that brings traffic brings the same flow `f` (a
-/// leaf of a balanced tree). Then every arc's load is the level plus a few times `f`, kept
-/// as one bit mask per multiple, and the greedy choice of the scan (no sibling's port
-/// first, then the lowest load, then the lowest arc) is the lowest bit of the lowest
-/// level that is not all siblings' ports. Should an arc climb past the [`LEVELS`]
-/// tracked, the rest of the chunk is scanned as [`place_chunk`] does. Returns false
-/// (nothing done) when the conditions do not hold. Same tables as the scan, byte for byte.
+/// switch `s`'s eligible arcs are the contiguous run `lo..hi` (at most 64), their loads
+/// (the base LIDs' and all LIDs', see [`Loads`]) are all equal and every LID of the chunk
+/// that brings traffic brings the same flow `f` (a leaf of a balanced tree). Then every
+/// arc's load is the level plus a few times `f`, kept as one bit mask per multiple and
+/// per kind of load, and the greedy choice of the scan (no sibling's port first, then the
+/// lowest load, then the lowest arc) is the lowest bit of the lowest level that is not all
+/// siblings' ports. Should an arc climb past the [`LEVELS`] tracked, the rest of the
+/// chunk is scanned as [`place_chunk`] does. Returns false (nothing done) when the
+/// conditions do not hold. Same tables as the scan, byte for byte.
 #[allow(clippy::too_many_arguments)]
 fn sibs_rotation(
     s: usize,
@@ -935,9 +978,10 @@ fn sibs_rotation(
     let n = hi - lo;
     let flows = &loads.flow[fs..fs + k];
     let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
-    let level = loads.light[lo];
+    let (light, load) = (&loads.light[lo..hi], &loads.load[lo..hi]);
     if !flows.iter().all(|&f| f == 0 || f == common)
-        || !loads.light[lo..hi].iter().all(|&l| l == level)
+        || !light.iter().all(|&l| l == light[0])
+        || !load.iter().all(|&l| l == load[0])
     {
         return false;
     }
@@ -946,9 +990,10 @@ fn sibs_rotation(
     let full = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
     let ports =
         &net.peer[net.pbase[s] as usize..=net.pbase[s] as usize + usize::from(net.nports[s])];
-    // `lv[i]`: the arcs of the run loaded `i` flows above the level (a bit per arc).
-    let mut lv = [0u64; LEVELS];
-    lv[0] = full;
+    // `lb[i]` / `lt[i]`: the arcs of the run whose `light` / `load` is `i` flows above
+    // its level (a bit per arc).
+    let (mut lb, mut lt) = ([0u64; LEVELS], [0u64; LEVELS]);
+    (lb[0], lt[0]) = (full, full);
     let mut exact = true;
     for (j, (&(lid, base), &col)) in chunk.iter().zip(cols).enumerate() {
         let sibs = usize::from(lid - base);
@@ -965,6 +1010,8 @@ fn sibs_rotation(
                     }
                 }
             }
+            // Base LIDs go by their own loads, siblings by all LIDs'.
+            let lv = if sibs == 0 { &lb } else { &lt };
             // The least loaded arc no sibling took, else (all taken by siblings) the
             // least loaded one; the lowest on ties.
             let k = (0..LEVELS)
@@ -977,25 +1024,14 @@ fn sibs_rotation(
                 lv[k]
             };
             let off = m.trailing_zeros();
-            lv[k] &= !(1 << off);
-            if k + 1 == LEVELS {
-                // More levels than tracked: scan from here on.
-                exact = false;
-            } else {
-                lv[k + 1] |= 1 << off;
-            }
-            if lv[0] == 0 {
-                // Every arc is one flow up: that is the new level.
-                lv.copy_within(1.., 0);
-                lv[LEVELS - 1] = 0;
-            }
+            exact = raise(&mut lt, off) && (!loads.moves_light(sibs) || raise(&mut lb, off));
             lo + off as usize
         } else {
             let mut best = NONE as usize;
-            let mut bkey = (true, u32::MAX);
-            for (a, (&port, &l)) in (lo..hi).zip(aport[lo..hi].iter().zip(&loads.light[lo..hi])) {
+            let mut bkey = (true, u64::MAX);
+            for (a, &port) in (lo..hi).zip(&aport[lo..hi]) {
                 let clash = (1..=sibs).any(|q| row[col - q] == port);
-                let key = (clash, l);
+                let key = (clash, loads.key(sibs, a));
                 if key < bkey {
                     bkey = key;
                     best = a;
@@ -1005,9 +1041,30 @@ fn sibs_rotation(
         };
         row[col] = aport[arc];
         if f > 0 {
-            loads.add(arc, u64::from(f));
+            loads.add(arc, u64::from(f), sibs);
             loads.flow[adst[arc] as usize * stride + j] += f;
         }
+    }
+    true
+}
+
+/// Moves arc `off` of a run one flow up in the level masks `lv` of [`sibs_rotation`];
+/// false when it would climb past the levels tracked (the masks are then stale).
+#[inline]
+fn raise(lv: &mut [u64; LEVELS], off: u32) -> bool {
+    let bit = 1u64 << off;
+    let Some(i) = (0..LEVELS).find(|&i| lv[i] & bit != 0) else {
+        return false;
+    };
+    if i + 1 == LEVELS {
+        return false;
+    }
+    lv[i] &= !bit;
+    lv[i + 1] |= bit;
+    if lv[0] == 0 {
+        // Every arc is one flow up: that is the new level.
+        lv.copy_within(1.., 0);
+        lv[LEVELS - 1] = 0;
     }
     true
 }
@@ -1059,7 +1116,7 @@ pub(crate) fn repair(
             };
             row[col] = net.aport[arc];
             if f > 0 {
-                loads.add(arc, u64::from(f));
+                loads.add(arc, u64::from(f), sibs);
                 loads.flow[net.adst[arc] as usize * stride] += f;
             }
         }
@@ -1196,7 +1253,7 @@ pub(crate) fn repair_local(
         let arc = loads.pick(net, u, buf, f, sibs, row, col);
         row[col] = net.aport[arc];
         if f > 0 {
-            loads.add(arc, u64::from(f));
+            loads.add(arc, u64::from(f), sibs);
         }
     }
 }
@@ -1216,7 +1273,11 @@ impl Loads {
         row: &[u8],
         col: usize,
     ) -> usize {
-        pick(net, el, &self.light, &mut self.rr[s], f, sibs, row, col)
+        if sibs == 0 {
+            pick(net, el, &self.light, &mut self.rr[s], f, sibs, row, col)
+        } else {
+            pick(net, el, &self.load, &mut self.rr[s], f, sibs, row, col)
+        }
     }
 }
 
@@ -1339,7 +1400,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         return st;
     }
     let mut rows: Vec<&mut [u8]> = lfts.chunks_mut(len).collect();
-    let mut loads = Loads::new(net);
+    let mut loads = Loads::new(net, job.pref.base_loads());
     let lids_of = |t: usize, lids: &mut Vec<(u16, u8, u16)>| {
         net.lids_on(t, lids);
     };

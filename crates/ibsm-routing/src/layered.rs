@@ -1289,7 +1289,8 @@ fn unreachable(net: &Net) -> Result<()> {
 }
 
 /// DFSSSP's balanced routes, one destination switch at a time: the tables of
-/// `balance::route_all` (minhop rule) where a switch takes the least loaded of its
+/// `balance::route_all` (minhop rule, every LID balanced on the loads of all LIDs:
+/// `Prefer::base_loads` false) where a switch takes the least loaded of its
 /// shortest next hops that climb (their head nearer the root), if any. A switch's choice
 /// depends only on its own arcs' loads and round robin, its LMC siblings' ports and the
 /// flow farther switches send it, so any farthest-first order gives the same tables: here
@@ -1573,6 +1574,11 @@ mod tests {
     }
 
     impl crate::balance::Prefer for Reference {
+        // DFSSSP balances every LID on the loads of all LIDs.
+        fn base_loads(&self) -> bool {
+            false
+        }
+
         fn prefer(&self, _: &Net, _: usize, _: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
             let mut best: Option<(u64, u32)> = None;
             for &a in elig {

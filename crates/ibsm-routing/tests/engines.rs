@@ -384,6 +384,66 @@ fn lmc_paths_and_fallback_chain() {
     }
 }
 
+/// Issue #6's quality target holds under LMC: primary traffic uses the base LIDs, which
+/// on full fat trees get exactly the all-to-all loads of LMC 0 (max / mean <= 1.15), while
+/// LMC siblings still leave by a different port wherever a switch has a choice.
+#[test]
+fn lmc_keeps_base_lids_balanced_on_fat_trees() {
+    let xgft = |m: &[u32], w: &[u32]| {
+        generate::xgft(&generate::Xgft {
+            m: m.to_vec(),
+            w: w.to_vec(),
+            radix: None,
+        })
+        .unwrap()
+    };
+    let fabs = [
+        ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
+        ("ft16x3", generate::fat_tree(16, 3).unwrap()),
+        ("xgft-3.3.6", xgft(&[3, 3, 6], &[1, 3, 3])),
+        ("xgft-4.4.8", xgft(&[4, 4, 8], &[1, 4, 4])),
+    ];
+    for (name, f) in &fabs {
+        let csr = Csr::new(f);
+        for kind in [
+            EngineKind::MinHop,
+            EngineKind::UpDn,
+            EngineKind::DnUp,
+            EngineKind::FatTree,
+        ] {
+            let route = |lmc| {
+                let lids = LidAssignment::sequential(&csr, lmc).unwrap();
+                let r = kind
+                    .engine()
+                    .route(&csr, &lids, &Options::default())
+                    .unwrap();
+                (lids, r)
+            };
+            let (lids0, r0) = route(0);
+            let base = metrics::all_to_all(&csr, &lids0, &r0).unwrap();
+            assert!(base.imbalance() <= 1.15, "{name} {kind:?} LMC 0: {base:?}");
+            for lmc in [1u8, 2] {
+                let (lids, r) = route(lmc);
+                let q = metrics::all_to_all(&csr, &lids, &r).unwrap();
+                assert!(
+                    q.imbalance() <= 1.15 && q.max_load == base.max_load,
+                    "{name} {kind:?} LMC {lmc}: max load {} imbalance {:.4} (LMC 0: {} {:.4})",
+                    q.max_load,
+                    q.imbalance(),
+                    base.max_load,
+                    base.imbalance()
+                );
+                let d = metrics::lmc_diversity(&csr, &lids, &r).unwrap();
+                assert!(d.choice_pairs > 0, "{name} {kind:?} LMC {lmc}");
+                assert_eq!(
+                    d.distinct_first_hops, d.choice_pairs,
+                    "{name} {kind:?} LMC {lmc}: siblings sharing a first hop"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn lash_on_tori_matches_dor_bandwidth() {
     for dims in [vec![6u32, 5], vec![4, 4, 3]] {
