@@ -159,7 +159,9 @@ fn reroute_one_link_11k() {
 }
 
 /// The 11k tree with LMC 0, 1 and 2: routing CPU (1 thread) and the LMC-specific quality
-/// figures. `IBSM_LMCS=1` limits the LMCs, `IBSM_NOCHECK` skips the metrics.
+/// figures; asserts base-LID imbalance <= 1.15, the LMC 0 max load at LMC > 0 (when LMC 0
+/// ran too) and siblings' distinct first hops. `IBSM_LMCS=1` limits the LMCs,
+/// `IBSM_NOCHECK` skips the metrics.
 #[test]
 #[ignore = "big: run by hand in release"]
 fn lmc_11k() {
@@ -168,9 +170,16 @@ fn lmc_11k() {
     let lmcs: Vec<u8> = std::env::var("IBSM_LMCS").ok().map_or(vec![0, 1, 2], |v| {
         v.split(',').filter_map(|x| x.parse().ok()).collect()
     });
+    // Base-LID all-to-all max load at LMC 0 per engine, which LMC > 0 must keep.
+    let mut lmc0 = std::collections::HashMap::new();
     for lmc in lmcs {
         let lids = LidAssignment::sequential(&csr, lmc).unwrap();
-        for k in engines(&[EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree]) {
+        for k in engines(&[
+            EngineKind::MinHop,
+            EngineKind::UpDn,
+            EngineKind::DnUp,
+            EngineKind::FatTree,
+        ]) {
             let eng = k.engine();
             let opts = Options::default();
             let mut best = Duration::MAX;
@@ -210,6 +219,22 @@ fn lmc_11k() {
                 d.source_pairs,
                 d.disjoint_fraction()
             );
+            // Primary traffic uses the base LIDs: with LMC they stay as balanced as at
+            // LMC 0 (issue #6's target), and siblings leave by different ports.
+            assert!(q.imbalance() <= 1.15, "{} LMC {lmc}", k.name());
+            if lmc == 0 {
+                lmc0.insert(k, q.max_load);
+            } else {
+                if let Some(&m) = lmc0.get(&k) {
+                    assert_eq!(q.max_load, m, "{} LMC {lmc}", k.name());
+                }
+                assert_eq!(
+                    d.distinct_first_hops,
+                    d.choice_pairs,
+                    "{} LMC {lmc}",
+                    k.name()
+                );
+            }
         }
     }
 }
