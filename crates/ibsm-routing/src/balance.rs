@@ -42,19 +42,22 @@ pub(crate) enum Rule<'a> {
     UpDown { pos: &'a [u32], by_pos: &'a [u32] },
 }
 
-/// An optional preference: given the switch, the LID being placed and the eligible arcs,
-/// return the arc to use (must be one of `elig`), or `None` for the balancing default.
+/// An optional preference: given the switch, `lid` (the LID being placed and how many LMC
+/// siblings come before it), the eligible arcs and the loads ([`Loads::key`] is what the
+/// LID is balanced by), return the arc to use (must be one of `elig`), or `None` for the
+/// balancing default.
 pub(crate) trait Prefer: Sync {
-    fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], load: &[u64]) -> Option<u32>;
+    fn prefer(
+        &self,
+        net: &Net,
+        s: usize,
+        lid: (u16, usize),
+        elig: &[u32],
+        loads: &Loads,
+    ) -> Option<u32>;
 
     /// Whether `prefer` can ever answer (lets the hot loop skip the call).
     fn active(&self) -> bool {
-        true
-    }
-
-    /// Whether base LIDs are balanced on loads of their own (see [`Loads`]); false
-    /// balances every LID on the loads of all LIDs.
-    fn base_loads(&self) -> bool {
         true
     }
 
@@ -77,7 +80,7 @@ pub(crate) trait Prefer: Sync {
 /// No preference.
 pub(crate) struct NoPref;
 impl Prefer for NoPref {
-    fn prefer(&self, _: &Net, _: usize, _: u16, _: &[u32], _: &[u64]) -> Option<u32> {
+    fn prefer(&self, _: &Net, _: usize, _: (u16, usize), _: &[u32], _: &Loads) -> Option<u32> {
         None
     }
 
@@ -600,8 +603,7 @@ fn shortcuts() -> bool {
 pub(crate) struct Loads {
     /// Accumulated flow (edge forwarding index so far) per arc.
     pub load: Vec<u64>,
-    /// The flow of base LIDs alone per arc (with `base_only` false: of all LIDs), as
-    /// `u32`, the array the hot loop scans: it cannot overflow (an arc carries at most
+    /// The flow of base LIDs alone per arc, as `u32`, the array the hot loop scans: it cannot overflow (an arc carries at most
     /// sources x LIDs < 49,152^2 < 2^32 flow units) and packs twice as many loads per
     /// cache line and vector.
     ///
@@ -609,8 +611,6 @@ pub(crate) struct Loads {
     /// (the primary traffic stays as even as without LMC); LMC siblings are balanced by
     /// `load`, all LIDs' flow, so they steer away from the paths the base LIDs crowd.
     light: Vec<u32>,
-    /// Whether `light` counts base LIDs only.
-    base_only: bool,
     /// Flows of the LIDs being placed: `flow[s * stride + j]` is what LID `j` of the chunk
     /// brings to switch `s`; between chunks it holds the switch's own sources.
     flow: Vec<u32>,
@@ -633,8 +633,7 @@ const LEVELS: usize = 4;
 const CHUNK: usize = 64;
 
 impl Loads {
-    /// With `base_only` the base LIDs are balanced on loads of their own (see `light`).
-    pub(crate) fn new(net: &Net, base_only: bool) -> Self {
+    pub(crate) fn new(net: &Net) -> Self {
         let n = net.n_sw;
         // Stride: the most CA LIDs any switch carries (capped), so a fat tree's flow buffer
         // is exactly switches x CAs per leaf.
@@ -652,7 +651,6 @@ impl Loads {
         Loads {
             load: vec![0; net.n_arcs()],
             light: vec![0; net.n_arcs()],
-            base_only,
             flow,
             stride,
             rr: vec![0; n],
@@ -666,21 +664,15 @@ impl Loads {
     #[inline]
     fn add(&mut self, a: usize, f: u64, sibs: usize) {
         self.load[a] += f;
-        if sibs == 0 || !self.base_only {
+        if sibs == 0 {
             self.light[a] = self.light[a].saturating_add(u32::try_from(f).unwrap_or(u32::MAX));
         }
     }
 
-    /// Whether a LID with `sibs` siblings before it moves `light`.
-    #[inline]
-    fn moves_light(&self, sibs: usize) -> bool {
-        sibs == 0 || !self.base_only
-    }
-
     /// What a LID with `sibs` siblings before it is balanced by on arc `a`: `light` for
-    /// base LIDs, all LIDs' `load` for siblings (the same figures without `base_only`).
+    /// base LIDs, all LIDs' `load` for siblings.
     #[inline]
-    fn key(&self, sibs: usize, a: usize) -> u64 {
+    pub(crate) fn key(&self, sibs: usize, a: usize) -> u64 {
         if sibs == 0 {
             u64::from(self.light[a])
         } else {
@@ -785,7 +777,7 @@ fn place_unweighted<P: Prefer + ?Sized>(
         let el = plan.eligible(i);
         let mut best = el[0];
         if el.len() > 1 {
-            best = match pref.prefer(net, s, lid, el, &loads.load) {
+            best = match pref.prefer(net, s, (lid, sibs), el, loads) {
                 Some(a) => a,
                 None if plan.count_switch_lids => {
                     // Round robin of its own (CA LIDs without flow have theirs): O(1),
@@ -912,7 +904,7 @@ fn place_chunk<P: Prefer + ?Sized>(
             let wanted = if batch {
                 Some(wants[j]).filter(|&a| a != NONE)
             } else if use_pref {
-                pref.prefer(net, s, lid, el, &loads.load)
+                pref.prefer(net, s, (lid, sibs), el, loads)
             } else {
                 None
             };
@@ -1024,7 +1016,7 @@ fn sibs_rotation(
                 lv[k]
             };
             let off = m.trailing_zeros();
-            exact = raise(&mut lt, off) && (!loads.moves_light(sibs) || raise(&mut lb, off));
+            exact = raise(&mut lt, off) && (sibs > 0 || raise(&mut lb, off));
             lo + off as usize
         } else {
             let mut best = NONE as usize;
@@ -1400,7 +1392,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         return st;
     }
     let mut rows: Vec<&mut [u8]> = lfts.chunks_mut(len).collect();
-    let mut loads = Loads::new(net, job.pref.base_loads());
+    let mut loads = Loads::new(net);
     let lids_of = |t: usize, lids: &mut Vec<(u16, u8, u16)>| {
         net.lids_on(t, lids);
     };

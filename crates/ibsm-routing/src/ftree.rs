@@ -2,7 +2,7 @@
 
 use ibsm_topology::Csr;
 
-use crate::balance::{Prefer, Rule, route_all};
+use crate::balance::{Loads, Prefer, Rule, route_all};
 use crate::engine::{Options, RoutingEngine, check_reach};
 use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
@@ -168,7 +168,14 @@ impl FtInfo {
 
 impl Prefer for FtInfo {
     #[inline(always)]
-    fn prefer(&self, net: &Net, s: usize, lid: u16, elig: &[u32], _load: &[u64]) -> Option<u32> {
+    fn prefer(
+        &self,
+        net: &Net,
+        s: usize,
+        (lid, _): (u16, usize),
+        elig: &[u32],
+        _: &Loads,
+    ) -> Option<u32> {
         let (&first, &last) = (elig.first()?, elig.last()?);
         // Only climbing switches have a choice d-mod-k makes.
         if self.rank[net.adst[first as usize] as usize] <= self.rank[s] {

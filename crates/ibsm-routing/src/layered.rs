@@ -1289,8 +1289,8 @@ fn unreachable(net: &Net) -> Result<()> {
 }
 
 /// DFSSSP's balanced routes, one destination switch at a time: the tables of
-/// `balance::route_all` (minhop rule, every LID balanced on the loads of all LIDs:
-/// `Prefer::base_loads` false) where a switch takes the least loaded of its
+/// `balance::route_all` (minhop rule; base LIDs balanced on the base LIDs' loads, LMC
+/// siblings on all LIDs') where a switch takes the least loaded of its
 /// shortest next hops that climb (their head nearer the root), if any. A switch's choice
 /// depends only on its own arcs' loads and round robin, its LMC siblings' ports and the
 /// flow farther switches send it, so any farthest-first order gives the same tables: here
@@ -1299,8 +1299,12 @@ struct UpFirst<'a> {
     net: &'a Net,
     /// Per arc: whether it climbs.
     up: Vec<bool>,
-    /// Flow per arc so far (`balance::Loads::load`), and round-robin position per switch.
+    /// Flow per arc so far (`balance::Loads::load`), the base LIDs' alone
+    /// (`balance::Loads::key`), and round-robin position per switch.
     load: Vec<u64>,
+    light: Vec<u64>,
+    /// Whether some LID has LMC siblings (else `light` would equal `load`: not kept).
+    split: bool,
     rr: Vec<u32>,
     dist: Vec<u16>,
     /// The last destination's switches, nearest first (the destination first).
@@ -1336,6 +1340,14 @@ impl<'a> UpFirst<'a> {
                 .map(|a| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize])
                 .collect(),
             load: vec![0; net.n_arcs()],
+            light: vec![0; net.n_arcs()],
+            split: {
+                let mut lids = Vec::new();
+                (0..n).any(|s| {
+                    net.lids_on(s, &mut lids);
+                    lids.iter().any(|l| l.0 != l.2)
+                })
+            },
             rr: vec![0; n],
             dist: vec![0; n],
             queue: Vec::with_capacity(n),
@@ -1407,6 +1419,8 @@ impl<'a> UpFirst<'a> {
         let UpFirst {
             up,
             load,
+            light,
+            split,
             rr,
             dist,
             queue,
@@ -1451,7 +1465,8 @@ impl<'a> UpFirst<'a> {
             }
         }
         let (up, dist, parent, order) = (&up[..], &dist[..], &parent[..], &order[..]);
-        let (load, rr) = (&mut load[..], &mut rr[..]);
+        let (load, light, rr) = (&mut load[..], &mut light[..], &mut rr[..]);
+        let split = *split;
         let (flow, hop, span) = (&mut flow[..], &mut hop[..], &mut span[..]);
         let (all_down, all_at, ups) = (&mut down[..], &mut down_at[..], &mut ups[..]);
         let (adst, aport) = (&net.adst[..], &net.aport[..]);
@@ -1492,28 +1507,36 @@ impl<'a> UpFirst<'a> {
             if only != NONE {
                 let (a, port) = (only as usize, aport[only as usize]);
                 let x = adst[a] as usize * k;
-                let mut tot = 0;
-                for (j, &(lid, w, _)) in lids.iter().enumerate() {
+                // All LIDs' flow and the base LIDs'.
+                let (mut tot, mut tb) = (0, 0);
+                for (j, &(lid, w, base)) in lids.iter().enumerate() {
                     row[usize::from(lid)] = port;
                     hop[s * k + j] = only;
                     let f = flow[s * k + j];
-                    tot += if w > 0 { u64::from(f) } else { 0 };
+                    let fw = if w > 0 { u64::from(f) } else { 0 };
+                    tot += fw;
+                    tb += if lid == base { fw } else { 0 };
                     flow[x + j] += f;
                 }
                 load[a] += tot;
+                if split {
+                    light[a] += tb;
+                }
                 continue;
             }
             for (j, &(lid, w, base)) in lids.iter().enumerate() {
                 let col = usize::from(lid);
                 let f = flow[s * k + j];
+                // Base LIDs are balanced by the base LIDs' loads, siblings by all LIDs'.
+                let key: &[u64] = if split && lid == base { light } else { load };
                 let a = if u > 1 {
                     // The least loaded, the first on ties. Written so that it compiles
                     // to a branch: which hop wins is predictable (on a fat tree the
                     // loads make it a rotation), and a conditional move would make every
                     // LID wait for the previous one's load update.
-                    let (mut best, mut bl) = (ups[0], load[ups[0] as usize]);
+                    let (mut best, mut bl) = (ups[0], key[ups[0] as usize]);
                     for &a in &ups[1..] {
-                        let l = load[a as usize];
+                        let l = key[a as usize];
                         if l < bl {
                             cold();
                             (best, bl) = (a, l);
@@ -1523,12 +1546,16 @@ impl<'a> UpFirst<'a> {
                 } else {
                     let fw = if w > 0 { f } else { 0 };
                     let sibs = usize::from(lid - base);
-                    crate::balance::pick(net, down, load, &mut rr[s], fw, sibs, row, col)
+                    crate::balance::pick(net, down, key, &mut rr[s], fw, sibs, row, col)
                 };
                 row[col] = aport[a];
                 hop[s * k + j] = a as u32;
                 // (Adding nothing costs less than a branch on it.)
-                load[a] += if w > 0 { u64::from(f) } else { 0 };
+                let fw = if w > 0 { u64::from(f) } else { 0 };
+                load[a] += fw;
+                if split {
+                    light[a] += if lid == base { fw } else { 0 };
+                }
                 flow[adst[a] as usize * k + j] += f;
             }
         }
@@ -1574,15 +1601,17 @@ mod tests {
     }
 
     impl crate::balance::Prefer for Reference {
-        // DFSSSP balances every LID on the loads of all LIDs.
-        fn base_loads(&self) -> bool {
-            false
-        }
-
-        fn prefer(&self, _: &Net, _: usize, _: u16, elig: &[u32], load: &[u64]) -> Option<u32> {
+        fn prefer(
+            &self,
+            _: &Net,
+            _: usize,
+            (_, sibs): (u16, usize),
+            elig: &[u32],
+            loads: &crate::balance::Loads,
+        ) -> Option<u32> {
             let mut best: Option<(u64, u32)> = None;
             for &a in elig {
-                let l = load[a as usize];
+                let l = loads.key(sibs, a as usize);
                 if self.up[a as usize] && best.is_none_or(|(b, _)| l < b) {
                     best = Some((l, a));
                 }

@@ -93,7 +93,7 @@ pub(crate) fn reroute_net(
     let mut rows: Vec<&mut [u8]> = r.lfts.chunks_mut(len).collect();
     let mut p = Planner::new(net, rule);
     let mut plan = Plan::default();
-    let mut loads = Loads::new(net, true);
+    let mut loads = Loads::new(net);
     let (mut lids, mut buf) = (Vec::new(), Vec::new());
     let mut st = RouteStats::default();
     for t in 0..net.n_sw {

@@ -284,6 +284,7 @@ fn lft_hashes() {
                 EngineKind::UpDn,
                 EngineKind::DnUp,
                 EngineKind::FatTree,
+                EngineKind::Dfsssp,
             ] {
                 let Ok(r) = k.engine().route(&csr, &lids, &Options::default()) else {
                     eprintln!("{name} lmc {lmc} {:6}: error", k.name());
