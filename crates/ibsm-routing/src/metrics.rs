@@ -210,7 +210,7 @@ pub struct LidBalance {
 pub fn lid_balance(csr: &Csr, lids: &LidAssignment, routes: &Routes) -> Result<LidBalance> {
     let net = lids.net(csr)?;
     let mut out = LidBalance::default();
-    let mut n = 0usize;
+    let mut ratios = PortRatios::default();
     let mut cnt = Vec::new();
     for s in 0..net.n_sw {
         cnt.clear();
@@ -220,20 +220,48 @@ pub fn lid_balance(csr: &Csr, lids: &LidAssignment, routes: &Routes) -> Result<L
                 cnt[usize::from(p)] += 1;
             }
         }
-        let used: Vec<u32> = cnt.iter().copied().filter(|&c| c > 0).collect();
-        if used.len() < 2 {
-            continue;
-        }
-        let mean = used.iter().map(|&c| f64::from(c)).sum::<f64>() / used.len() as f64;
-        let r = f64::from(used.iter().copied().max().unwrap_or(0)) / mean;
-        out.worst_ratio = out.worst_ratio.max(r);
-        out.mean_ratio += r;
-        n += 1;
+        ratios.add(&cnt);
     }
-    if n > 0 {
-        out.mean_ratio /= n as f64;
-    }
+    (out.worst_ratio, out.mean_ratio) = ratios.finish();
     Ok(out)
+}
+
+/// Max / mean count per used port, over switches with at least two used ports: the worst
+/// ratio and the mean one.
+#[derive(Default)]
+struct PortRatios {
+    worst: f64,
+    sum: f64,
+    n: usize,
+}
+
+impl PortRatios {
+    /// One switch's counts per port (zeros: unused ports, left out).
+    fn add(&mut self, counts: &[u32]) {
+        let (mut used, mut sum, mut max) = (0u32, 0f64, 0u32);
+        for &c in counts.iter().filter(|&&c| c > 0) {
+            used += 1;
+            sum += f64::from(c);
+            max = max.max(c);
+        }
+        if used < 2 {
+            return;
+        }
+        let r = f64::from(max) / (sum / f64::from(used));
+        self.worst = self.worst.max(r);
+        self.sum += r;
+        self.n += 1;
+    }
+
+    /// (worst, mean); zeros when no switch had two used ports.
+    fn finish(&self) -> (f64, f64) {
+        let mean = if self.n > 0 {
+            self.sum / self.n as f64
+        } else {
+            0.0
+        };
+        (self.worst, mean)
+    }
 }
 
 /// How evenly the switches' own LIDs (management traffic to port 0) are spread over the
@@ -269,7 +297,7 @@ pub fn switch_lid_balance(
         .map(|&l| usize::from(l))
         .collect();
     let mut out = SwitchLidBalance::default();
-    let mut n = 0usize;
+    let mut ratios = PortRatios::default();
     let mut cnt = vec![0u32; net.n_arcs()];
     for s in 0..net.n_sw {
         let row = routes.lft(s);
@@ -292,18 +320,9 @@ pub fn switch_lid_balance(
             }
             out.max_spread = out.max_spread.max(hi - lo);
         }
-        let used: Vec<u32> = cnt[arcs].iter().copied().filter(|&c| c > 0).collect();
-        if used.len() >= 2 {
-            let mean = used.iter().map(|&c| f64::from(c)).sum::<f64>() / used.len() as f64;
-            let r = f64::from(used.iter().copied().max().unwrap_or(0)) / mean;
-            out.worst_ratio = out.worst_ratio.max(r);
-            out.mean_ratio += r;
-            n += 1;
-        }
+        ratios.add(&cnt[arcs]);
     }
-    if n > 0 {
-        out.mean_ratio /= n as f64;
-    }
+    (out.worst_ratio, out.mean_ratio) = ratios.finish();
     Ok(out)
 }
 
