@@ -3,6 +3,16 @@
 use ibsm_routing::*;
 use ibsm_topology::{Csr, Fabric, generate};
 
+/// XGFT(h; m; w) from the generator.
+fn xgft(m: &[u32], w: &[u32]) -> Fabric {
+    generate::xgft(&generate::Xgft {
+        m: m.to_vec(),
+        w: w.to_vec(),
+        radix: None,
+    })
+    .unwrap()
+}
+
 fn fabrics() -> Vec<(&'static str, Fabric)> {
     let grid = |dims: &[u32], torus| {
         generate::grid(&generate::Grid {
@@ -175,14 +185,6 @@ fn thread_count_does_not_change_routes() {
 /// link loads stay those of the d-mod-k balance.
 #[test]
 fn updown_engines_balance_switch_lids() {
-    let xgft = |m: &[u32], w: &[u32]| {
-        generate::xgft(&generate::Xgft {
-            m: m.to_vec(),
-            w: w.to_vec(),
-            radix: None,
-        })
-        .unwrap()
-    };
     let mut deg = generate::fat_tree(8, 3).unwrap();
     generate::degrade(&mut deg, 0.1, 7).unwrap();
     let fabs = [
@@ -389,14 +391,6 @@ fn lmc_paths_and_fallback_chain() {
 /// LMC siblings still leave by a different port wherever a switch has a choice.
 #[test]
 fn lmc_keeps_base_lids_balanced_on_fat_trees() {
-    let xgft = |m: &[u32], w: &[u32]| {
-        generate::xgft(&generate::Xgft {
-            m: m.to_vec(),
-            w: w.to_vec(),
-            radix: None,
-        })
-        .unwrap()
-    };
     let fabs = [
         ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
         ("ft16x3", generate::fat_tree(16, 3).unwrap()),
