@@ -74,41 +74,38 @@ fn ibsmd_rejects_a_bad_partition_file_with_line_and_column() {
     let dir = std::env::temp_dir().join(format!("ibsm_partitions_bad_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("bad.conf");
-    std::fs::write(&file, "Default=0x7fff : ALL ;\nbad=0x8001 : ALL=full ;\n").unwrap();
-    let out = Command::new(IBSMD)
-        .arg("--partitions")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("bad.conf: line 2, column 5: P_Key `0x8001`"),
-        "{err}"
-    );
-    std::fs::write(&file, "x=0x1 : ALL, SOMEONE ;\n").unwrap();
-    let out = Command::new(IBSMD)
-        .arg("--partitions")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("line 1, column 14: unknown member `SOMEONE`"),
-        "{err}"
-    );
-    std::fs::write(&file, "x=0x1 :\n  mgid=fe80::1 ;\n").unwrap();
-    let out = Command::new(IBSMD)
-        .arg("--partitions")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("line 2, column 8: MGID `fe80::1` is not multicast"),
-        "{err}"
-    );
+    // ibsmd on a file holding `text`: its exit code and stderr.
+    let run = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(IBSMD)
+            .arg("--partitions")
+            .arg(&file)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let cases = [
+        (
+            "Default=0x7fff : ALL ;\nbad=0x8001 : ALL=full ;\n",
+            "bad.conf: line 2, column 5: P_Key `0x8001`",
+        ),
+        (
+            "x=0x1 : ALL, SOMEONE ;\n",
+            "line 1, column 14: unknown member `SOMEONE`",
+        ),
+        (
+            "x=0x1 :\n  mgid=fe80::1 ;\n",
+            "line 2, column 8: MGID `fe80::1` is not multicast",
+        ),
+    ];
+    for (text, want) in cases {
+        let (code, err) = run(text);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(want), "{want}:\n{err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
