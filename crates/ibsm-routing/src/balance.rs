@@ -43,9 +43,10 @@ pub(crate) enum Rule<'a> {
 }
 
 /// An optional preference: given the switch, `lid` (the LID being placed and how many LMC
-/// siblings come before it), the eligible arcs and the loads ([`Loads::key`] is what the
-/// LID is balanced by), return the arc to use (must be one of `elig`), or `None` for the
-/// balancing default.
+/// siblings come before it), the eligible arcs, the loads ([`Loads::key`] is what the
+/// LID is balanced by) and the switch's LFT `row` so far (the siblings' ports are at
+/// `row[lid - sibs..lid]`), return the arc to use (must be one of `elig`), or `None` for
+/// the balancing default.
 pub(crate) trait Prefer: Sync {
     fn prefer(
         &self,
@@ -54,6 +55,7 @@ pub(crate) trait Prefer: Sync {
         lid: (u16, usize),
         elig: &[u32],
         loads: &Loads,
+        row: &[u8],
     ) -> Option<u32>;
 
     /// Whether `prefer` can ever answer (lets the hot loop skip the call).
@@ -80,7 +82,15 @@ pub(crate) trait Prefer: Sync {
 /// No preference.
 pub(crate) struct NoPref;
 impl Prefer for NoPref {
-    fn prefer(&self, _: &Net, _: usize, _: (u16, usize), _: &[u32], _: &Loads) -> Option<u32> {
+    fn prefer(
+        &self,
+        _: &Net,
+        _: usize,
+        _: (u16, usize),
+        _: &[u32],
+        _: &Loads,
+        _: &[u8],
+    ) -> Option<u32> {
         None
     }
 
@@ -777,7 +787,7 @@ fn place_unweighted<P: Prefer + ?Sized>(
         let el = plan.eligible(i);
         let mut best = el[0];
         if el.len() > 1 {
-            best = match pref.prefer(net, s, (lid, sibs), el, loads) {
+            best = match pref.prefer(net, s, (lid, sibs), el, loads, rows[s]) {
                 Some(a) => a,
                 None if plan.count_switch_lids => {
                     // Round robin of its own (CA LIDs without flow have theirs): O(1),
@@ -904,7 +914,7 @@ fn place_chunk<P: Prefer + ?Sized>(
             let wanted = if batch {
                 Some(wants[j]).filter(|&a| a != NONE)
             } else if use_pref {
-                pref.prefer(net, s, (lid, sibs), el, loads)
+                pref.prefer(net, s, (lid, sibs), el, loads, row)
             } else {
                 None
             };

@@ -175,6 +175,7 @@ impl Prefer for FtInfo {
         (lid, _): (u16, usize),
         elig: &[u32],
         _: &Loads,
+        _: &[u8],
     ) -> Option<u32> {
         let (&first, &last) = (elig.first()?, elig.last()?);
         // Only climbing switches have a choice d-mod-k makes.

@@ -1250,6 +1250,33 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     Ok(r)
 }
 
+/// The climbing hop (of `ups`, at least two) an LMC sibling with `sibs` siblings before
+/// it takes at a switch whose LFT is `row`: the least loaded (`key`) whose port none of
+/// the LIDs `col - sibs..col` took, else (every port taken) the least loaded; the first on
+/// ties. As `balance`'s scan, so the siblings of a LID leave by different ports wherever
+/// the switch can climb more than one way.
+#[cold]
+fn up_sibling(
+    ups: &[u32],
+    key: &[u64],
+    sibs: usize,
+    row: &[u8],
+    col: usize,
+    aport: &[u8],
+) -> usize {
+    let mut best = ups[0] as usize;
+    let mut bkey = (true, u64::MAX);
+    for &a in ups {
+        let port = aport[a as usize];
+        let clash = (1..=sibs).any(|q| row[col - q] == port);
+        let k = (clash, key[a as usize]);
+        if k < bkey {
+            (best, bkey) = (a as usize, k);
+        }
+    }
+    best
+}
+
 /// One destination's balanced routes kept for a later placement ([`UpFirst`]'s state).
 struct Routed {
     t: usize,
@@ -1291,7 +1318,9 @@ fn unreachable(net: &Net) -> Result<()> {
 /// DFSSSP's balanced routes, one destination switch at a time: the tables of
 /// `balance::route_all` (minhop rule; base LIDs balanced on the base LIDs' loads, LMC
 /// siblings on all LIDs') where a switch takes the least loaded of its
-/// shortest next hops that climb (their head nearer the root), if any. A switch's choice
+/// shortest next hops that climb (their head nearer the root), if any; an LMC sibling
+/// first avoids the ports its earlier siblings took there, so on a fat tree the 2^LMC
+/// LIDs of a port climb by different ports (base LIDs keep their LMC 0 routes). A switch's choice
 /// depends only on its own arcs' loads and round robin, its LMC siblings' ports and the
 /// flow farther switches send it, so any farthest-first order gives the same tables: here
 /// the reverse of the BFS order, whose forward order the placement uses.
@@ -1529,7 +1558,11 @@ impl<'a> UpFirst<'a> {
                 let f = flow[s * k + j];
                 // Base LIDs are balanced by the base LIDs' loads, siblings by all LIDs'.
                 let key: &[u64] = if split && lid == base { light } else { load };
-                let a = if u > 1 {
+                let a = if u > 1 && lid != base {
+                    // An LMC sibling: the least loaded climbing hop that no earlier
+                    // sibling took (all taken: the least loaded), the first on ties.
+                    up_sibling(ups, key, usize::from(lid - base), row, col, aport)
+                } else if u > 1 {
                     // The least loaded, the first on ties. Written so that it compiles
                     // to a branch: which hop wins is predictable (on a fat tree the
                     // loads make it a rotation), and a conditional move would make every
@@ -1603,15 +1636,22 @@ mod tests {
     impl crate::balance::Prefer for Reference {
         fn prefer(
             &self,
-            _: &Net,
+            net: &Net,
             _: usize,
-            (_, sibs): (u16, usize),
+            (lid, sibs): (u16, usize),
             elig: &[u32],
             loads: &crate::balance::Loads,
+            row: &[u8],
         ) -> Option<u32> {
-            let mut best: Option<(u64, u32)> = None;
+            // Siblings first avoid the ports their earlier siblings took.
+            let col = usize::from(lid);
+            let mut best: Option<((bool, u64), u32)> = None;
             for &a in elig {
-                let l = loads.key(sibs, a as usize);
+                let port = net.aport[a as usize];
+                let l = (
+                    (1..=sibs).any(|q| row[col - q] == port),
+                    loads.key(sibs, a as usize),
+                );
                 if self.up[a as usize] && best.is_none_or(|(b, _)| l < b) {
                     best = Some((l, a));
                 }

@@ -428,10 +428,6 @@ fn lmc_keeps_base_lids_balanced_on_fat_trees() {
                     base.max_load,
                     base.imbalance()
                 );
-                if kind == EngineKind::Dfsssp {
-                    // Its up-first preference does not look at siblings' ports (a gap).
-                    continue;
-                }
                 let d = metrics::lmc_diversity(&csr, &lids, &r).unwrap();
                 assert!(d.choice_pairs > 0, "{name} {kind:?} LMC {lmc}");
                 assert_eq!(
