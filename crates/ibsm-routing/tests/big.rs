@@ -179,6 +179,7 @@ fn lmc_11k() {
             EngineKind::UpDn,
             EngineKind::DnUp,
             EngineKind::FatTree,
+            EngineKind::Dfsssp,
         ]) {
             let eng = k.engine();
             let opts = Options::default();
