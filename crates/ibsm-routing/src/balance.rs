@@ -406,32 +406,14 @@ impl<'a> Planner<'a> {
     }
 
     fn minhop_bfs(&mut self, t: usize) {
-        let net = self.net;
-        let n = net.n_sw;
-        let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
-        let dist = &mut self.dist[..n];
-        let parent = &mut self.parent[..n];
+        let n = self.net.n_sw;
         self.queue.resize(n, 0);
-        let q = &mut self.queue[..n];
-        dist.fill(INF);
-        dist[t] = 0;
-        q[0] = t as u32;
-        let (mut head, mut tail) = (0, 1);
-        while head < tail {
-            let c = q[head] as usize;
-            head += 1;
-            let d = dist[c] + 1;
-            let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
-            for (&x, &rev) in adst[lo..hi].iter().zip(&arev[lo..hi]) {
-                let x = x as usize;
-                if dist[x] == INF {
-                    dist[x] = d;
-                    parent[x] = rev;
-                    q[tail] = x as u32;
-                    tail += 1;
-                }
-            }
-        }
+        self.net.bfs_parents(
+            t,
+            &mut self.dist[..n],
+            &mut self.parent[..n],
+            &mut self.queue[..n],
+        );
     }
 
     /// Level-synchronous BFS with states: a switch is DOWN when its chosen path to `t` only

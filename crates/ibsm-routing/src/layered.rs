@@ -1414,34 +1414,14 @@ impl<'a> UpFirst<'a> {
 
     /// BFS from `t` (as `Net::bfs`), noting each switch's first-found next hop.
     fn bfs(&mut self, t: usize) {
-        let net = self.net;
-        let n = net.n_sw;
-        let (aoff, adst, arev) = (&net.aoff[..], &net.adst[..], &net.arev[..]);
+        let n = self.net.n_sw;
         self.queue.resize(n, 0);
-        let (dist, parent, queue) = (
+        let tail = self.net.bfs_parents(
+            t,
             &mut self.dist[..n],
             &mut self.parent[..n],
             &mut self.queue[..],
         );
-        dist.fill(crate::net::INF);
-        dist[t] = 0;
-        queue[0] = t as u32;
-        let (mut head, mut tail) = (0, 1);
-        while head < tail {
-            let c = queue[head] as usize;
-            head += 1;
-            let d = dist[c] + 1;
-            let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
-            for (&x, &rev) in adst[lo..hi].iter().zip(&arev[lo..hi]) {
-                let x = x as usize;
-                if dist[x] == crate::net::INF {
-                    dist[x] = d;
-                    parent[x] = rev;
-                    queue[tail] = x as u32;
-                    tail += 1;
-                }
-            }
-        }
         self.queue.truncate(tail);
     }
 

@@ -324,6 +324,40 @@ impl Net {
         }
     }
 
+    /// BFS from `t` over plain slices (the routing passes' hot loop): `dist` in switch
+    /// hops, `parent[x]` the arc by which `x` was first reached (its first-found next hop
+    /// towards `t`), `queue` (at least `n_sw` long) the switches in BFS order. Returns how
+    /// many switches were reached (the filled length of `queue`).
+    pub(crate) fn bfs_parents(
+        &self,
+        t: usize,
+        dist: &mut [u16],
+        parent: &mut [u32],
+        queue: &mut [u32],
+    ) -> usize {
+        let (aoff, adst, arev) = (&self.aoff[..], &self.adst[..], &self.arev[..]);
+        dist.fill(INF);
+        dist[t] = 0;
+        queue[0] = t as u32;
+        let (mut head, mut tail) = (0, 1);
+        while head < tail {
+            let c = queue[head] as usize;
+            head += 1;
+            let d = dist[c] + 1;
+            let (lo, hi) = (aoff[c] as usize, aoff[c + 1] as usize);
+            for (&x, &rev) in adst[lo..hi].iter().zip(&arev[lo..hi]) {
+                let x = x as usize;
+                if dist[x] == INF {
+                    dist[x] = d;
+                    parent[x] = rev;
+                    queue[tail] = x as u32;
+                    tail += 1;
+                }
+            }
+        }
+        tail
+    }
+
     /// BFS distances (in switch hops) from `t` to every switch, ignoring any restriction.
     pub(crate) fn bfs(&self, t: usize, dist: &mut [u16], queue: &mut Vec<u32>) {
         dist.fill(INF);
