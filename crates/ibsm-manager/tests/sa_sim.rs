@@ -542,6 +542,29 @@ fn rmpp_tables_follow_the_receivers_window_losses_and_aborts() {
     assert_eq!(have, want);
 }
 
+/// Two SMs on `at`, the first (higher priority) up as master, the second settled as
+/// Standby; then one more heavy sweep of the master, which polls the standby as it is.
+fn master_and_standby(
+    sim: &mut Sim<SmaAgent>,
+    at: [ibsm_sim::NodeIdx; 2],
+    cfgs: [SmConfig; 2],
+) -> Vec<common::Node> {
+    let [c0, c1] = cfgs;
+    let mut nodes = vec![
+        common::attach(sim, at[0], c0, None),
+        common::attach(sim, at[1], c1, None),
+    ];
+    common::until_up(sim, &mut nodes, 0, Duration::from_secs(60));
+    let settled = common::drive(sim, &mut nodes, Instant::from_secs(120), |_, ns| {
+        ns[1].sm.role() == ibsm_manager::Role::Standby
+    });
+    assert!(settled);
+    let now = sim.now();
+    nodes[0].sm.request_heavy_sweep(now);
+    common::until_up(sim, &mut nodes, 0, Duration::from_secs(60));
+    nodes
+}
+
 /// Two SMs: the master's SA lists both in SMInfoRecord (GUID, LID, priority, state,
 /// ActCount), their SM_Keys only for a requester with the SM_Key.
 #[test]
@@ -557,19 +580,8 @@ fn sm_info_records_list_every_sm() {
         c.polling_timeout = Duration::from_secs(1);
         c
     };
-    let mut nodes = vec![
-        common::attach(&mut sim, cas[0], cfg(9, true), None),
-        common::attach(&mut sim, cas[9], cfg(2, true), None),
-    ];
-    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
-    let settled = common::drive(&mut sim, &mut nodes, Instant::from_secs(120), |_, ns| {
-        ns[1].sm.role() == ibsm_manager::Role::Standby
-    });
-    assert!(settled);
-    // A heavy sweep of the master polls the standby as it now is.
-    let now = sim.now();
-    nodes[0].sm.request_heavy_sweep(now);
-    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    // The master's heavy sweep after the standby settled polls it as it now is.
+    let mut nodes = master_and_standby(&mut sim, [cas[0], cas[9]], [cfg(9, true), cfg(2, true)]);
     let mut tool = sim.attach_tool(cas[5], 1).unwrap();
     let master_lid = nodes[0].sm.sm_lid();
     let mut ask = |sim: &mut Sim<SmaAgent>, nodes: &mut [common::Node], key: u64, tid: u64| {
@@ -702,18 +714,7 @@ fn sm_info_records_follow_the_standby_between_heavy_sweeps() {
         c.sa = true;
         c
     };
-    let mut nodes = vec![
-        common::attach(&mut sim, cas[0], cfg(9), None),
-        common::attach(&mut sim, cas[9], cfg(2), None),
-    ];
-    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
-    let settled = common::drive(&mut sim, &mut nodes, Instant::from_secs(120), |_, ns| {
-        ns[1].sm.role() == ibsm_manager::Role::Standby
-    });
-    assert!(settled);
-    let now = sim.now();
-    nodes[0].sm.request_heavy_sweep(now);
-    common::until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let mut nodes = master_and_standby(&mut sim, [cas[0], cas[9]], [cfg(9), cfg(2)]);
     let heavy = |n: &common::Node| {
         n.events
             .iter()
