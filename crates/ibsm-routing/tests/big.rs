@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 use ibsm_routing::*;
 use ibsm_topology::{Csr, Fabric, generate};
 
+mod common;
+use common::xgft;
+
 /// CPU time of this thread (the machine is shared, so wall time overstates).
 fn cpu() -> Duration {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
@@ -29,15 +32,6 @@ fn rss() -> (f64, f64) {
             / 1024.0
     };
     (get("VmHWM:"), get("VmRSS:"))
-}
-
-fn xgft(m: &[u32], w: &[u32]) -> Fabric {
-    generate::xgft(&generate::Xgft {
-        m: m.to_vec(),
-        w: w.to_vec(),
-        radix: None,
-    })
-    .unwrap()
 }
 
 fn engines(default: &[EngineKind]) -> Vec<EngineKind> {
@@ -246,16 +240,8 @@ fn lmc_11k() {
 #[ignore = "by hand: compare the output of two versions"]
 fn lft_hashes() {
     use std::hash::{DefaultHasher, Hash, Hasher};
-    let grid = |dims: &[u32], torus| {
-        generate::grid(&generate::Grid {
-            dims: dims.to_vec(),
-            torus,
-            cas_per_switch: 2,
-        })
-        .unwrap()
-    };
-    let mut deg = generate::fat_tree(8, 3).unwrap();
-    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    let grid = |dims: &[u32], torus| common::grid(dims, torus, 2);
+    let deg = common::degraded_ft8x3();
     let fabs: Vec<(&str, Fabric)> = vec![
         ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
         ("ft12x2", generate::fat_tree(12, 2).unwrap()),

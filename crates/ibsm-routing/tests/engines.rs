@@ -3,27 +3,12 @@
 use ibsm_routing::*;
 use ibsm_topology::{Csr, Fabric, generate};
 
-/// XGFT(h; m; w) from the generator.
-fn xgft(m: &[u32], w: &[u32]) -> Fabric {
-    generate::xgft(&generate::Xgft {
-        m: m.to_vec(),
-        w: w.to_vec(),
-        radix: None,
-    })
-    .unwrap()
-}
+mod common;
+use common::xgft;
 
 fn fabrics() -> Vec<(&'static str, Fabric)> {
-    let grid = |dims: &[u32], torus| {
-        generate::grid(&generate::Grid {
-            dims: dims.to_vec(),
-            torus,
-            cas_per_switch: 2,
-        })
-        .unwrap()
-    };
-    let mut deg = generate::fat_tree(8, 3).unwrap();
-    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    let grid = |dims: &[u32], torus| common::grid(dims, torus, 2);
+    let deg = common::degraded_ft8x3();
     vec![
         ("k4n3", generate::k_ary_n_tree(4, 3).unwrap()),
         ("ft12x2", generate::fat_tree(12, 2).unwrap()),
@@ -185,8 +170,7 @@ fn thread_count_does_not_change_routes() {
 /// link loads stay those of the d-mod-k balance.
 #[test]
 fn updown_engines_balance_switch_lids() {
-    let mut deg = generate::fat_tree(8, 3).unwrap();
-    generate::degrade(&mut deg, 0.1, 7).unwrap();
+    let deg = common::degraded_ft8x3();
     let fabs = [
         ("ft16x3", generate::fat_tree(16, 3).unwrap(), 2),
         ("k4n3", generate::k_ary_n_tree(4, 3).unwrap(), 2),

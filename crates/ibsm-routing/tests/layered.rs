@@ -5,14 +5,8 @@
 use ibsm_routing::*;
 use ibsm_topology::{Csr, Fabric, generate};
 
-fn grid(dims: &[u32], torus: bool, cas: u32) -> Fabric {
-    generate::grid(&generate::Grid {
-        dims: dims.to_vec(),
-        torus,
-        cas_per_switch: cas,
-    })
-    .unwrap()
-}
+mod common;
+use common::grid;
 
 fn dragonfly() -> Fabric {
     generate::dragonfly(&generate::Dragonfly {
