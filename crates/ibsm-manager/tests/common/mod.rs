@@ -18,6 +18,70 @@ pub(crate) struct Node {
     /// Position in `events` up to which a caller has looked (see [`Node::fresh`]).
     pub(crate) seen: usize,
     pub(crate) alive: bool,
+    /// Every MAD handed out and every event, digested in order (see [`Trace`]).
+    pub(crate) trace: Trace,
+}
+
+/// A running digest of what one SM did: every MAD it handed to its port (address and
+/// bytes) and every event (its `Debug` form, wall-clock fields zeroed), in order.
+/// FNV-1a, so the digest is the same on every machine and toolchain. With a `log`,
+/// each record is also kept as a line (for diffing two runs).
+#[derive(Debug, Default)]
+pub(crate) struct Trace {
+    pub(crate) digest: u64,
+    pub(crate) mads: u64,
+    pub(crate) events: u64,
+    pub(crate) log: Option<Vec<String>>,
+}
+
+impl Trace {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    fn eat(&mut self, bytes: &[u8]) {
+        if self.digest == 0 {
+            self.digest = Self::OFFSET;
+        }
+        for &b in bytes {
+            self.digest ^= u64::from(b);
+            self.digest = self.digest.wrapping_mul(Self::PRIME);
+        }
+    }
+
+    fn record(&mut self, line: String) {
+        self.eat(line.as_bytes());
+        self.eat(b"\n");
+        if let Some(log) = self.log.as_mut() {
+            log.push(line);
+        }
+    }
+
+    /// A MAD: method, class, attribute, modifier and address spelled out, then the
+    /// digest of every byte (TID and payload included).
+    fn mad(&mut self, addr: &ibsm_transport::Address, mad: &[u8]) {
+        self.mads += 1;
+        let mut h = Trace::default();
+        h.eat(mad);
+        let at = |r: std::ops::Range<usize>| mad.get(r).map(|b| b.to_vec()).unwrap_or_default();
+        self.record(format!(
+            "mad class={:02x?} method={:02x?} attr={:02x?} mod={:02x?} to={addr:?} bytes={:016x}",
+            at(1..2),
+            at(3..4),
+            at(16..18),
+            at(20..24),
+            h.digest
+        ));
+    }
+
+    fn event(&mut self, ev: &SmEvent) {
+        self.events += 1;
+        let mut ev = ev.clone();
+        // Wall time spent routing is the only field not on the virtual clock.
+        if let SmEvent::SubnetUp { stats } | SmEvent::LightSweepDone { stats } = &mut ev {
+            stats.routing_wall = Duration::ZERO;
+        }
+        self.record(format!("event {ev:?}"));
+    }
 }
 
 impl Node {
@@ -75,6 +139,7 @@ pub(crate) fn attach(
         events: Vec::new(),
         seen: 0,
         alive: true,
+        trace: Trace::default(),
     }
 }
 
@@ -82,6 +147,7 @@ pub(crate) fn attach(
 fn flush(n: &mut Node) {
     let now = n.port.now();
     while let Some(out) = n.sm.poll_transmit(now) {
+        n.trace.mad(&out.addr, &out.mad);
         if let Err(e) = n.port.send(&out.addr, &out.mad) {
             if let Some(id) = out.id {
                 n.sm.handle_send_error(now, id, e);
@@ -89,6 +155,7 @@ fn flush(n: &mut Node) {
         }
     }
     while let Some(ev) = n.sm.poll_event() {
+        n.trace.event(&ev);
         n.events.push(ev);
     }
 }
