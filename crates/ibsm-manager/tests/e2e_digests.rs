@@ -24,7 +24,6 @@ use ibsm_manager::{MKeyMode, Role, SmConfig};
 use ibsm_routing::EngineKind;
 use ibsm_sim::{Fault, NodeIdx, Sim, SimConfig, SmaAgent};
 use ibsm_topology::{Fabric, generate};
-use ibsm_transport::Transport;
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/digests/engine.txt");
 
