@@ -247,7 +247,10 @@ fn parse(text: &str) -> BTreeMap<String, String> {
 }
 
 /// Runs `scenarios` and compares (or, when blessing, rewrites) their lines in the file.
-fn check(scenarios: &[(&str, fn() -> Vec<String>)]) {
+/// A scenario: its name and what it runs (one line per SM).
+type Scenario = (&'static str, fn() -> Vec<String>);
+
+fn check(scenarios: &[Scenario]) {
     let bless = std::env::var_os("IBSM_BLESS_DIGESTS").is_some();
     let mut got = BTreeMap::new();
     for (name, run) in scenarios {

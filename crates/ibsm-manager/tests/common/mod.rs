@@ -62,15 +62,20 @@ impl Trace {
         self.mads += 1;
         let mut h = Trace::default();
         h.eat(mad);
-        let at = |r: std::ops::Range<usize>| mad.get(r).map(|b| b.to_vec()).unwrap_or_default();
-        self.record(format!(
-            "mad class={:02x?} method={:02x?} attr={:02x?} mod={:02x?} to={addr:?} bytes={:016x}",
-            at(1..2),
-            at(3..4),
-            at(16..18),
-            at(20..24),
-            h.digest
-        ));
+        let digest = h.digest;
+        let line = match ibsm_wire::MadHeaderView::new_checked(mad) {
+            Ok(h) => format!(
+                "mad class={:?} method={:?} response={} attr={:#06x} mod={:#010x} to={addr:?} bytes={:016x}",
+                h.mgmt_class(),
+                h.method(),
+                h.response(),
+                h.attribute_id(),
+                h.attribute_modifier(),
+                digest
+            ),
+            Err(_) => format!("mad short to={addr:?} bytes={digest:016x}"),
+        };
+        self.record(line);
     }
 
     fn event(&mut self, ev: &SmEvent) {
