@@ -57,12 +57,44 @@ pub fn wait_for(path: &Path, needle: &str, limit: Duration) -> String {
         }
         assert!(
             Instant::now() < deadline,
-            "{needle:?} not seen in {} within {limit:?}:\n{}",
+            "{needle:?} not seen in {} within {limit:?}; its last lines:\n{}",
             path.display(),
-            text.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+            tail(&text, 30)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Polls `probe` every 100 ms until it returns `Ok`, and returns that value. `Err`
+/// carries what the probe saw instead (a log tail, a diagnostic's output) for the
+/// failure message. `limit` is a deadline for giving up, never a measurement: make it
+/// generous, so that only something that does not happen at all fails.
+///
+/// # Panics
+/// When `limit` passes first; the message names `what` and shows the last thing seen.
+pub fn wait_until<T>(
+    what: &str,
+    limit: Duration,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match probe() {
+            Ok(v) => return v,
+            Err(seen) => assert!(
+                Instant::now() < deadline,
+                "gave up after {limit:?} waiting for {what}; last seen:\n{seen}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The last `n` lines of `text`, in order.
+#[must_use]
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// The ibsim binary (package ibsim-utils).

@@ -4,12 +4,26 @@
 //! election event on stderr and a JSON summary as the last stdout line. It configures
 //! nothing (no LIDs, no routes): it only takes part in the election.
 //!
+//! Each stderr line is `<ms> ms [<step>] <what>`: `<step>` counts the passes of the main
+//! loop (one input: a MAD or a timer), so lines with the same step came from one input.
+//! Besides the election's events it logs every SMInfo request it answers
+//! (`answered SubnGet from LID n`, or `by directed route`), every response the election took as its own
+//! (`response from LID n`) and every Set it sends (`sent SubnSet(Acknowledge) to ...`),
+//! so a test can count polls in either direction and see the handover's messages.
+//!
 //! `election-umad-peer --priority 10 --sm-key 0x1 --polling-timeout 500 --polling-retries 2 --run-secs 20`
 //! Under ibsim: `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ...`.
+//!
+//! It runs for `--run-secs` or until a line `stop` arrives on stdin, whichever is first:
+//! a test waits for what it wants to see and then stops it, instead of guessing how long
+//! that takes. End of input is not a stop (stdin may be `/dev/null`).
 
+use std::io::BufRead as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ibsm_election::{Config, Election, Event, Requester, SmAddr};
+use ibsm_election::{Config, Election, Event, Requester, SmAddr, SmInfoControl};
 use ibsm_umad::{OpenOptions, SendTo, UmadPort};
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
@@ -41,6 +55,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     cfg.priority = u8::try_from(arg(&args, "--priority", 0))?;
     cfg.sm_key = arg(&args, "--sm-key", 1);
     let run_for = Duration::from_secs(arg(&args, "--run-secs", 20));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_in = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            match line {
+                Ok(l) if l.trim() == "stop" => {
+                    stop_in.store(true, Ordering::Relaxed);
+                    return;
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    // How long a `stop` may wait for the receive below to return.
+    let stop_latency = Duration::from_millis(100);
     let start = Instant::now();
     let mut sm = Election::new(cfg, Duration::ZERO)?;
     let mut log = Vec::new();
@@ -52,7 +82,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         desc.sm_lid,
         port.under_ibsim()
     );
+    let mut step = 0u64;
     loop {
+        step += 1;
         let now = start.elapsed();
         // Events can ask for a sweep, whose probes are new transmits: drain until quiet.
         loop {
@@ -62,9 +94,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     SmAddr::Directed(_) => SendTo::DIRECTED,
                 };
                 port.send(&to, &tx.mad, None)?;
+                if tx.is_set() {
+                    eprintln!(
+                        "{:>8} ms [{step}] sent SubnSet({:?}) to {:?}",
+                        now.as_millis(),
+                        SmInfoControl::from(tx.attribute_modifier()),
+                        tx.to
+                    );
+                }
             }
             let Some(ev) = sm.poll_event() else { break };
-            eprintln!("{:>8} ms {ev:?}", now.as_millis());
+            eprintln!("{:>8} ms [{step}] {ev:?}", now.as_millis());
             if matches!(ev, Event::HandoverReceived { .. }) {
                 handovers_received += 1;
             }
@@ -78,20 +118,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             log.push(format!("{:?}", format!("{ev:?}")));
         }
-        if now >= run_for {
+        if now >= run_for || stop.load(Ordering::Relaxed) {
             break;
         }
         let wait = sm
             .poll_timeout()
             .map_or(run_for, |t| t.min(run_for))
             .saturating_sub(now)
-            .max(Duration::from_millis(1));
+            .clamp(Duration::from_millis(1), stop_latency);
         if let Some(rx) = port.recv(wait)? {
             let now = start.elapsed();
             if rx.timed_out() || rx.mad.len() < 256 || rx.mad[16..18] != [0x00, 0x20] {
                 // Status 110 (unreachable) or not SMInfo: nothing the election uses.
             } else if rx.mad[3] & 0x80 != 0 {
-                let _ = sm.handle_response(now, &rx.mad);
+                if sm.handle_response(now, &rx.mad).unwrap_or(false) {
+                    eprintln!(
+                        "{:>8} ms [{step}] response from LID {}",
+                        now.as_millis(),
+                        rx.hdr.lid
+                    );
+                }
             } else {
                 let req = Requester {
                     // No M_Key on this port: like OpenSM, every requester passes.
@@ -107,6 +153,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     };
                     port.send(&to, &resp, None)?;
                     requests_answered += 1;
+                    eprintln!(
+                        "{:>8} ms [{step}] answered Subn{} {}",
+                        now.as_millis(),
+                        if rx.mad[3] == 0x02 { "Set" } else { "Get" },
+                        if rx.mad[1] == 0x81 {
+                            "by directed route".to_string()
+                        } else {
+                            format!("from LID {}", rx.hdr.lid)
+                        }
+                    );
                 }
             }
         } else {
