@@ -164,6 +164,12 @@ fn excerpt(log: &str) -> String {
     )
 }
 
+/// Whether OpenSM's log shows it leaving Standby (for Discovering or Master) again.
+fn left_standby(osm: &str) -> bool {
+    let since = after(osm, "Entering STANDBY state");
+    since.contains("Entering MASTER state") || since.contains("Entering DISCOVERING state")
+}
+
 fn osm_log(f: &Fabric) -> String {
     f.read("osm/osm.log")
 }
@@ -221,6 +227,12 @@ fn opensm_hands_over_to_our_higher_priority_sm() {
     let events = ours.wait_log(
         "OpenSM's HANDOVER, our answered ACKNOWLEDGE and OSM_RETRIES + 3 polls from OpenSM",
         |log| {
+            let osm = osm_log(&f);
+            assert!(
+                !left_standby(&osm),
+                "OpenSM left Standby while ours was alive:\n{osm}\nours:\n{}",
+                excerpt(log)
+            );
             let ho = after(log, &handover);
             let ack = after(ho, "sent SubnSet(Acknowledge)");
             ack.contains(&format!("response from LID {osm_lid}"))
@@ -258,9 +270,8 @@ fn opensm_hands_over_to_our_higher_priority_sm() {
     );
     // Read while ours still runs: OpenSM did not give up on a live SM.
     let osm = osm_log(&f);
-    let since = after(&osm, "Entering STANDBY state");
     assert!(
-        !since.contains("Entering MASTER state") && !since.contains("Entering DISCOVERING state"),
+        !left_standby(&osm),
         "OpenSM left Standby while ours was alive:\n{osm}"
     );
     let (events, json) = ours.stop();
