@@ -311,12 +311,14 @@ fn equal_priority(tag: &str, osm_host: &str, ours_wins: bool) {
         // Joining, it stands by for the master it finds, which then hands over.
         assert!(!after(&err, "MASTER (").contains("STANDBY"), "{err}");
         assert!(
-            !after(&osm, "Entering STANDBY state").contains("Entering MASTER state"),
+            !osm_left_standby(&osm),
             "OpenSM took mastership back while ours was alive:\n{osm}"
         );
     } else {
         assert_eq!(json_field(&json, "role"), "\"STANDBY\"", "{json}\n{err}");
         assert!(!err.contains("MASTER"), "{err}");
+        // Nor did it lose the live OpenSM and find it again.
+        assert!(!err.contains("DISCOVERING ("), "{err}");
         assert!(!osm.contains("Entering STANDBY state"), "{osm}");
     }
 }
