@@ -8,6 +8,9 @@
 //! * no HANDOVER is ever sent to, or accepted by, an SM with another SM_Key, and none
 //!   goes to an SM that does not outrank its sender; no DISABLE, STANDBY or DISCOVER is
 //!   obeyed from another key group, nor by a Master from a lower-ranked sender;
+//! * an SM that accepts a HANDOVER is Master; one that obeys DISABLE is NotActive, STANDBY
+//!   Standby, DISCOVER Discovering; one that refuses a control keeps its state; each
+//!   control answered is reported as `ControlObeyed` or `ControlRejected` accordingly;
 //! * two live Masters never share a connected key group for longer than one polling
 //!   period plus one sweep (plus the sweep's transaction budget), counted from the last
 //!   disturbance (fault event or lost MAD);
@@ -19,6 +22,10 @@
 //!   all others are Standby;
 //! * no flapping: no state change in the last stretch of the quiet period, and the
 //!   number of state changes is bounded by the number of faults and SM starts.
+//!
+//! And over all schedules: each of those checks had something to check (HANDOVERs
+//! accepted, each control code obeyed, controls refused for the sender's SM_Key and by
+//! a Master from an SM it outranks).
 //!
 //! `ELECTION_SCHEDULES=n` runs n schedules (default 10,000); `ELECTION_SEED=s` runs one
 //! schedule and prints its events.
@@ -176,7 +183,53 @@ struct Stats {
     handovers: u32,
     obeyed: u32,
     refused: u32,
+    obeyed_by_code: [u32; 3],
+    refused_unauthenticated: u32,
+    refused_outranked: u32,
     mads: u64,
+}
+
+impl Stats {
+    fn add(&mut self, st: &Self) {
+        self.max_dual_undisturbed = self.max_dual_undisturbed.max(st.max_dual_undisturbed);
+        self.max_dual_any = self.max_dual_any.max(st.max_dual_any);
+        self.max_masterless = self.max_masterless.max(st.max_masterless);
+        self.max_changes = self.max_changes.max(st.max_changes);
+        self.handovers += st.handovers;
+        self.obeyed += st.obeyed;
+        self.refused += st.refused;
+        for (a, b) in self.obeyed_by_code.iter_mut().zip(st.obeyed_by_code) {
+            *a += b;
+        }
+        self.refused_unauthenticated += st.refused_unauthenticated;
+        self.refused_outranked += st.refused_outranked;
+        self.mads += st.mads;
+    }
+
+    /// What the schedules must have exercised for their checks to mean anything: each
+    /// check on a handover or a control only looks at those that happened. Empty when
+    /// all of it occurred.
+    fn unexercised(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        let mut need = |ok: bool, what| {
+            if !ok {
+                missing.push(what);
+            }
+        };
+        need(self.handovers > 0, "an accepted HANDOVER");
+        need(self.obeyed_by_code[0] > 0, "an obeyed DISABLE");
+        need(self.obeyed_by_code[1] > 0, "an obeyed STANDBY");
+        need(self.obeyed_by_code[2] > 0, "an obeyed DISCOVER");
+        need(
+            self.refused_unauthenticated > 0,
+            "a control refused for its SM_Key",
+        );
+        need(
+            self.refused_outranked > 0,
+            "a control a Master refused from an SM it outranks",
+        );
+        missing
+    }
 }
 
 fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
@@ -262,6 +315,13 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
         }
     }
 
+    // Every control answered is reported to the host, as obeyed or as refused.
+    if (net.obeyed_events, net.refused_events) != (net.controls_obeyed, net.controls_refused) {
+        net.violations.push(format!(
+            "controls obeyed/refused by status {}/{}, by event {}/{}",
+            net.controls_obeyed, net.controls_refused, net.obeyed_events, net.refused_events
+        ));
+    }
     if verbose {
         eprintln!("{s:#?}");
         for (i, node) in net.nodes.iter().enumerate() {
@@ -280,6 +340,9 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
             handovers: net.handovers_accepted,
             obeyed: net.controls_obeyed,
             refused: net.controls_refused,
+            obeyed_by_code: net.obeyed_by_code,
+            refused_unauthenticated: net.refused_unauthenticated,
+            refused_outranked: net.refused_outranked,
             mads: net.mads_sent,
         })
     } else {
@@ -310,22 +373,14 @@ fn random_schedules() {
     let mut agg = Stats::default();
     for seed in 0..count {
         match run(seed, false) {
-            Ok(st) => {
-                agg.max_dual_undisturbed = agg.max_dual_undisturbed.max(st.max_dual_undisturbed);
-                agg.max_dual_any = agg.max_dual_any.max(st.max_dual_any);
-                agg.max_masterless = agg.max_masterless.max(st.max_masterless);
-                agg.max_changes = agg.max_changes.max(st.max_changes);
-                agg.handovers += st.handovers;
-                agg.obeyed += st.obeyed;
-                agg.refused += st.refused;
-                agg.mads += st.mads;
-            }
+            Ok(st) => agg.add(&st),
             Err(e) => failures.push(e),
         }
     }
     eprintln!(
         "{count} schedules: {} failed; longest undisturbed dual-Master episode {:?}, longest with faults {:?}; longest undisturbed masterless {:?}; \
-         most state changes of one SM {}; {} handovers accepted; controls {} obeyed, {} refused; {} MADs",
+         most state changes of one SM {}; {} handovers accepted; controls {} obeyed (DISABLE/STANDBY/DISCOVER {:?}), \
+         {} refused ({} for the SM_Key, {} by a Master from an SM it outranks); {} MADs",
         failures.len(),
         agg.max_dual_undisturbed,
         agg.max_dual_any,
@@ -333,7 +388,10 @@ fn random_schedules() {
         agg.max_changes,
         agg.handovers,
         agg.obeyed,
+        agg.obeyed_by_code,
         agg.refused,
+        agg.refused_unauthenticated,
+        agg.refused_outranked,
         agg.mads
     );
     assert!(
@@ -341,5 +399,11 @@ fn random_schedules() {
         "{} of {count} schedules failed; first:\n{}",
         failures.len(),
         failures[0]
+    );
+    let missing = agg.unexercised();
+    assert!(
+        missing.is_empty(),
+        "{count} schedules never produced {} (a smaller ELECTION_SCHEDULES may be too few)",
+        missing.join(", ")
     );
 }

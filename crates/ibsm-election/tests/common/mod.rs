@@ -12,7 +12,8 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use ibsm_election::{
-    Config, Election, Event, Requester, SmAddr, SmInfo, SmInfoControl, SmState, outranks,
+    Config, Election, Event, RejectReason, Requester, SmAddr, SmInfo, SmInfoControl, SmState,
+    outranks,
 };
 
 /// Deterministic xorshift-style generator (splitmix64).
@@ -123,6 +124,16 @@ pub struct Net {
     /// DISABLE/STANDBY/DISCOVER answered with status 0, and refused.
     pub controls_obeyed: u32,
     pub controls_refused: u32,
+    /// Obeyed DISABLE, STANDBY and DISCOVER, by code (index `code - 3`).
+    pub obeyed_by_code: [u32; 3],
+    /// `ControlObeyed` and `ControlRejected` events for DISABLE/STANDBY/DISCOVER: one per
+    /// obeyed or refused control.
+    pub obeyed_events: u32,
+    pub refused_events: u32,
+    /// Among the refusals: for a wrong or unverified SM_Key, and by a Master whose
+    /// sender does not outrank it.
+    pub refused_unauthenticated: u32,
+    pub refused_outranked: u32,
     pub mads_sent: u64,
     pub keep_events: bool,
 }
@@ -185,6 +196,11 @@ impl Net {
             handovers_accepted: 0,
             controls_obeyed: 0,
             controls_refused: 0,
+            obeyed_by_code: [0; 3],
+            obeyed_events: 0,
+            refused_events: 0,
+            refused_unauthenticated: 0,
+            refused_outranked: 0,
             mads_sent: 0,
             keep_events: false,
         }
@@ -401,6 +417,20 @@ impl Net {
                     self.nodes[i].changes.push((now, *to));
                     self.nodes[i].next_periodic = (*to == SmState::Master).then_some(now);
                 }
+                Event::ControlObeyed { .. } => self.obeyed_events += 1,
+                Event::ControlRejected { code, reason, .. }
+                    if matches!(
+                        code,
+                        SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover
+                    ) =>
+                {
+                    self.refused_events += 1;
+                    match reason {
+                        RejectReason::Unauthenticated => self.refused_unauthenticated += 1,
+                        RejectReason::SenderOutranked => self.refused_outranked += 1,
+                        _ => {}
+                    }
+                }
                 _ => {}
             }
             if self.keep_events {
@@ -491,8 +521,27 @@ impl Net {
                     if mad[3] == 0x02 && (3..=5).contains(&modifier) {
                         if status == 0 {
                             self.controls_obeyed += 1;
+                            self.obeyed_by_code[modifier as usize - 3] += 1;
+                            // What the code asks for: DISABLE stops the SM, DISCOVER
+                            // restarts its discovery, STANDBY makes it follow the sender
+                            // (whose address the harness always knows).
+                            let expected = match modifier {
+                                3 => SmState::NotActive,
+                                4 => SmState::Standby,
+                                _ => SmState::Discovering,
+                            };
+                            if after != expected {
+                                self.violations.push(format!(
+                                    "{now:?}: node {to} obeyed control {modifier} from node {from} but is {after:?}, not {expected:?}"
+                                ));
+                            }
                         } else {
                             self.controls_refused += 1;
+                            if after != before {
+                                self.violations.push(format!(
+                                    "{now:?}: node {to} refused control {modifier} from node {from} yet went from {before:?} to {after:?}"
+                                ));
+                            }
                         }
                     }
                     if mad[3] == 0x02 && (3..=5).contains(&modifier) && status == 0 {
@@ -517,6 +566,11 @@ impl Net {
                         && before != SmState::Master
                     {
                         self.handovers_accepted += 1;
+                        if after != SmState::Master {
+                            self.violations.push(format!(
+                                "{now:?}: node {to} accepted HANDOVER from node {from} but is {after:?}"
+                            ));
+                        }
                         if self.nodes[from].spec.key != self.nodes[to].spec.key {
                             self.violations.push(format!(
                                 "{now:?}: node {to} accepted HANDOVER from node {from} with another SM_Key"
