@@ -245,9 +245,10 @@ fn measure_handover(base: &Config, host: HostParams) -> Joins {
         let sent = net.nodes[1]
             .events
             .iter()
+            .rev()
             .filter(|(at, e)| *at <= t && matches!(e, Event::HandoverSent { .. }))
             .map(|(at, _)| *at)
-            .last()
+            .next()
             .expect("the Master sent HANDOVER");
         assert!(net.violations.is_empty(), "{:?}", net.violations);
         assert_eq!(net.state(1), Some(SmState::Standby));

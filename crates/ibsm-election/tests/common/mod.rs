@@ -418,12 +418,11 @@ impl Net {
                     self.nodes[i].next_periodic = (*to == SmState::Master).then_some(now);
                 }
                 Event::ControlObeyed { .. } => self.obeyed_events += 1,
-                Event::ControlRejected { code, reason, .. }
-                    if matches!(
-                        code,
-                        SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover
-                    ) =>
-                {
+                Event::ControlRejected {
+                    code: SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover,
+                    reason,
+                    ..
+                } => {
                     self.refused_events += 1;
                     match reason {
                         RejectReason::Unauthenticated => self.refused_unauthenticated += 1,
