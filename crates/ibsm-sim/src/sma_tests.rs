@@ -356,30 +356,58 @@ fn is_sm_is_served_from_the_attachment() {
     });
 }
 
-fn sweep(seed: u64) -> (u64, Counters) {
+/// What a sweep shows from outside: the simulator's digest and counters, and every
+/// answer the SM got (bytes, or `None` when lost) with the virtual time it arrived.
+type SweepRun = (u64, Counters, Vec<(Instant, Option<Vec<u8>>)>);
+
+fn sweep(seed: u64, latency: Duration) -> SweepRun {
     let (mut sim, mut sm, _) = line_seeded(seed);
     sim.apply(Fault::DropRate { ppm: ppm(0.1) });
     sim.apply(Fault::LinkLatency {
         node: NodeIdx(1),
         port: 9,
-        latency: Duration::from_micros(3),
+        latency,
     });
+    let mut answers = Vec::new();
     for path in ["0", "0,1", "0,1,9", "0,1,9,4", "0,1,2"] {
         for _ in 0..5 {
-            let _ = sm.dr(Method::Get, SmAttributeId::NodeInfo, 0, &p(path), None);
-            let _ = sm.dr(Method::Get, SmAttributeId::PortInfo, 0, &p(path), None);
+            for attr in [SmAttributeId::NodeInfo, SmAttributeId::PortInfo] {
+                let r = sm.dr(Method::Get, attr, 0, &p(path), None);
+                answers.push((sm.port.now(), r));
+            }
         }
     }
-    (sim.digest(), sim.counters())
+    (sim.digest(), sim.counters(), answers)
 }
 
 #[test]
 fn same_seed_same_run_with_real_smas() {
-    let a = sweep(1);
-    let b = sweep(1);
-    assert_eq!(a, b);
+    let lat = Duration::from_micros(3);
+    let a = sweep(1, lat);
+    let b = sweep(1, lat);
+    assert_eq!(a.1, b.1, "counters");
+    assert_eq!(a.2, b.2, "answers and their times");
+    assert_eq!(a.0, b.0, "digest");
     assert!(a.1.dropped(DropReason::Loss) > 0);
-    assert_ne!(a.0, sweep(2).0);
+    let lost = |r: &SweepRun| r.2.iter().filter(|(_, m)| m.is_none()).count();
+    assert!(
+        lost(&a) > 0 && lost(&a) < a.2.len(),
+        "some answers lost, not all"
+    );
+    // The digest is only worth comparing if it follows the run: another seed loses
+    // other packets, another latency moves every answer through swA port 9 in time
+    // (with the same losses, as the latency draws no random numbers).
+    let other_seed = sweep(2, lat);
+    assert_ne!(a.2, other_seed.2, "another seed, other losses");
+    assert_ne!(a.0, other_seed.0, "another seed, another digest");
+    let other_fault = sweep(1, Duration::from_micros(4));
+    assert_eq!(
+        a.2.iter().map(|(_, m)| m).collect::<Vec<_>>(),
+        other_fault.2.iter().map(|(_, m)| m).collect::<Vec<_>>(),
+        "the same answers lost"
+    );
+    assert_ne!(a.2, other_fault.2, "later answers");
+    assert_ne!(a.0, other_fault.0, "another latency, another digest");
 }
 
 /// Two SMs in one thread, driven the way `Sim::advance` documents: each polls the
