@@ -77,10 +77,14 @@ impl VerifyReport {
     /// How many problems [`Self::samples`] keeps.
     pub const SAMPLES: usize = 32;
 
-    /// Whether nothing is wrong.
+    /// Whether at least one path was walked and nothing is wrong.
+    ///
+    /// A report with no walk (no CA or router port with a trained link, or no LID
+    /// to walk to) is not clean: it checked no route, so it vouches for none.
     #[must_use]
     pub fn is_clean(&self) -> bool {
-        self.duplicate_lids.is_empty()
+        self.paths > 0
+            && self.duplicate_lids.is_empty()
             && self.no_lid.is_empty()
             && self.not_active.is_empty()
             && self.ok == self.paths
