@@ -68,20 +68,66 @@ pub fn key_for(mode: MKeyMode, port_guid: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// Key 00 01 .. 0f as the paper reads it: two little-endian words.
+    const K0: u64 = 0x0706_0504_0302_0100;
+    const K1: u64 = 0x0f0e_0d0c_0b0a_0908;
+
     /// Test vector from the SipHash paper, appendix A: key 00..0f, message 00..0e.
     #[test]
     fn paper_vector() {
         let k0 = u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]);
         let k1 = u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]);
+        assert_eq!((k0, k1), (K0, K1));
         let msg: Vec<u8> = (0u8..15).collect();
         assert_eq!(siphash24(k0, k1, &msg), 0xa129_ca61_49be_45e5);
+    }
+
+    /// Vectors of the reference implementation (key 00..0f, message 00 01 .. of each
+    /// length): the empty message, short tails, exactly one and two words, a word and
+    /// a tail, and the longest.
+    #[test]
+    fn reference_vectors() {
+        let msg: Vec<u8> = (0u8..64).collect();
+        for (len, want) in [
+            (0, 0x726f_db47_dd0e_0e31u64),
+            (1, 0x74f8_39c5_93dc_67fd),
+            (7, 0xab02_00f5_8b01_d137),
+            (8, 0x93f5_f579_9a93_2462),
+            (9, 0x9e00_82df_0ba9_e4b0),
+            (15, 0xa129_ca61_49be_45e5),
+            (16, 0x3f2a_cc7f_57c2_9bdb),
+            (63, 0x958a_324c_eb06_4572),
+        ] {
+            assert_eq!(siphash24(K0, K1, &msg[..len]), want, "length {len}");
+        }
+    }
+
+    /// The per-port key is SipHash-2-4 of the GUID's 8 bytes in wire (big-endian)
+    /// order under `secret = [k0, k1]`: GUID 00 01 .. 07 under key 00..0f is the
+    /// reference vector of the 8-byte message.
+    #[test]
+    fn per_port_key_is_siphash_of_the_guid_bytes() {
+        let m = MKeyMode::PerPort { secret: [K0, K1] };
+        assert_eq!(
+            key_for(m, 0x0001_0203_0405_0607),
+            Some(0x93f5_f579_9a93_2462)
+        );
+        // Byte-reversed GUID, same key: the vector's message read the other way is
+        // another port, so another key.
+        assert_ne!(
+            key_for(m, 0x0706_0504_0302_0100),
+            key_for(m, 0x0001_0203_0405_0607)
+        );
     }
 
     #[test]
     fn per_port_keys_differ() {
         let m = MKeyMode::PerPort { secret: [1, 2] };
         assert_ne!(key_for(m, 10), key_for(m, 11));
-        assert_eq!(key_for(m, 10), key_for(m, 10));
+        assert_ne!(
+            key_for(m, 10),
+            key_for(MKeyMode::PerPort { secret: [1, 3] }, 10)
+        );
         assert_eq!(key_for(MKeyMode::Single(5), 10), Some(5));
         assert_eq!(key_for(MKeyMode::Off, 10), None);
     }
