@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -421,46 +423,86 @@ fn plan_programs_members_and_enforcement() {
     assert_eq!(plan.tables[&(2, 1)], [0x800a, 0x7fff, 0, 0]);
 }
 
-/// The entries a port should hold, read straight off the resolved partitions.
-fn oracle(cfg: &PartitionConfig, guid: u64, kind: NodeType, sm: bool) -> Vec<u16> {
-    let mut out = Vec::new();
-    for p in cfg.partitions() {
-        let (mut any, mut full, mut both) = (false, false, false);
-        for &(m, ms) in &p.members {
-            let hit = match m {
+/// What one port of [`subnet_caps`] must hold under a policy, derived from the
+/// statements as written and the rules of the module documentation, without the
+/// crate's partition resolution (`partitions`), its member index or
+/// `Membership::merge`/`entries`.
+#[derive(Debug)]
+struct Expected {
+    /// Every entry, membership bit included, sorted.
+    entries: Vec<u16>,
+    /// The entry index 0 must hold: the first in priority order (the `indx0`
+    /// partition, then the default one, then ascending P_Key; full before limited).
+    first: Option<u16>,
+}
+
+fn expected(cfg: &PartitionConfig, guid: u64, kind: NodeType, is_sm: bool) -> Expected {
+    // 0 named in the partition but not this port, 1 limited, 2 full, 3 both.
+    fn strength(m: Membership) -> u8 {
+        match m {
+            Membership::Limited => 1,
+            Membership::Full => 2,
+            Membership::Both => 3,
+        }
+    }
+    let mut strongest: BTreeMap<u16, u8> = BTreeMap::new();
+    // P_Keys in the order their first statement comes, and those flagged indx0.
+    let mut seen: Vec<u16> = Vec::new();
+    let mut flagged: Vec<u16> = Vec::new();
+    for st in &cfg.statements {
+        let pkey = match st.pkey {
+            Some(k) => k,
+            None if st.name == "Default" => DEFAULT_PKEY,
+            None => unreachable!("policy_statement always names a P_Key"),
+        };
+        if !seen.contains(&pkey) {
+            seen.push(pkey);
+        }
+        if st.flags.indx0 {
+            flagged.push(pkey);
+        }
+        let def = st.flags.defmember.unwrap_or(Membership::Limited);
+        let slot = strongest.entry(pkey).or_insert(0);
+        for e in &st.members {
+            let hit = match e.member {
                 Member::All => true,
                 Member::AllCas => kind == NodeType::Ca,
                 Member::AllSwitches => kind == NodeType::Switch,
                 Member::AllRouters => kind == NodeType::Router,
-                Member::SelfPort => sm,
+                Member::SelfPort => is_sm,
                 Member::Guid(g) => g == guid,
             };
             if hit {
-                any = true;
-                full |= ms == Membership::Full;
-                both |= ms == Membership::Both;
+                *slot = (*slot).max(strength(e.membership.unwrap_or(def)));
             }
         }
-        if p.pkey == DEFAULT_PKEY && sm {
-            any = true;
-            full = true;
-        }
-        if !cfg.allow_both_pkeys {
-            full |= both;
-            both = false;
-        }
-        if !any {
-            continue;
-        }
-        if both || full {
-            out.push(p.pkey | FULL_MEMBER);
-        }
-        if both || !full {
-            out.push(p.pkey);
+    }
+    let default = strongest.entry(DEFAULT_PKEY).or_insert(0);
+    if !seen.contains(&DEFAULT_PKEY) {
+        // The rule added to a file without one: ALL=limited, SELF=full.
+        *default = (*default).max(if is_sm { 2 } else { 1 });
+    }
+    if is_sm {
+        *default = (*default).max(2);
+    }
+    let idx0 = seen.iter().copied().find(|k| flagged.contains(k));
+    let mut ordered: Vec<u16> = strongest.keys().copied().collect();
+    ordered.sort_by_key(|&k| (Some(k) != idx0, k != DEFAULT_PKEY, k));
+    let mut in_order = Vec::new();
+    for k in ordered {
+        match strongest[&k] {
+            0 => {}
+            1 => in_order.push(k),
+            3 if cfg.allow_both_pkeys => in_order.extend([k | 0x8000, k]),
+            _ => in_order.push(k | 0x8000),
         }
     }
-    out.sort_unstable();
-    out
+    let first = in_order.first().copied();
+    in_order.sort_unstable();
+    Expected {
+        entries: in_order,
+        first,
+    }
 }
 
 fn policy_statement() -> impl Strategy<Value = Statement> {
@@ -629,9 +671,10 @@ proptest! {
         prop_assert_eq!(back, cfg);
     }
 
-    /// With room enough, every end port holds exactly what the partitions give it, the
-    /// partition at index 0 is the indx0 one or the default one, enforcing switch ports
-    /// hold their CA's entries, and planning over the result writes nothing more.
+    /// With room enough, every end port holds exactly what the statements give it (by
+    /// [`expected`], which resolves them itself), index 0 the entry of the `indx0` or
+    /// the default partition, each enforcing switch port its CA's entries and no other
+    /// port a table, and planning over the result writes nothing more.
     #[test]
     fn plan_matches_the_oracle(
         statements in proptest::collection::vec(policy_statement(), 0..6),
@@ -641,29 +684,29 @@ proptest! {
         let mut sub = subnet_caps(32, 32, 32);
         let plan = cfg.plan(&sub, 0x201);
         prop_assert!(plan.warnings.is_empty());
-        let parts = cfg.partitions();
-        let first = parts.iter().find(|p| p.flags.indx0).map_or(DEFAULT_PKEY, |p| p.pkey);
-        for (&(n, p), table) in &plan.tables {
-            let node = &sub.nodes[n];
-            let mut got: Vec<u16> = table.iter().copied().filter(|&k| k != 0).collect();
-            if node.is_switch() && p != 0 {
-                let (pn, pp) = node.ports[usize::from(p)].peer.unwrap();
-                let mut peer: Vec<u16> =
-                    plan.tables[&(pn, pp)].iter().copied().filter(|&k| k != 0).collect();
-                peer.sort_unstable();
-                got.sort_unstable();
-                prop_assert_eq!(got, peer);
-                continue;
-            }
-            let guid = node.ports[usize::from(p)].guid;
-            let want = oracle(&cfg, guid, node.info.node_type, guid == 0x201);
-            if let Some(&t0) = table.first().filter(|&&k| k != 0) {
-                if want.iter().any(|k| k & !FULL_MEMBER == first) {
-                    prop_assert_eq!(t0 & !FULL_MEMBER, first);
-                }
-            }
-            got.sort_unstable();
-            prop_assert_eq!(got, want, "node {} port {}", n, p);
+        // subnet_caps: switch 0x100 (node 0) with CA ports 0x201 (the SM's) and 0x301
+        // on ports 1 and 2 and switch 0x400 (node 3) on port 3.
+        let ends = [
+            ((0, 0), 0x100, NodeType::Switch),
+            ((1, 1), 0x201, NodeType::Ca),
+            ((2, 1), 0x301, NodeType::Ca),
+            ((3, 0), 0x400, NodeType::Switch),
+        ];
+        let enforcing = [((0, 1), 0x201), ((0, 2), 0x301)];
+        let ports: Vec<(usize, u8)> = plan.tables.keys().copied().collect();
+        prop_assert_eq!(ports, [(0, 0), (0, 1), (0, 2), (1, 1), (2, 1), (3, 0)]);
+        let entries = |at: (usize, u8)| -> Vec<u16> {
+            let mut v: Vec<u16> = plan.tables[&at].iter().copied().filter(|&k| k != 0).collect();
+            v.sort_unstable();
+            v
+        };
+        for (at, guid, kind) in ends {
+            let want = expected(&cfg, guid, kind, guid == 0x201);
+            prop_assert_eq!(entries(at), want.entries, "port {:?}", at);
+            prop_assert_eq!(plan.tables[&at].first().copied().filter(|&k| k != 0), want.first);
+        }
+        for (at, ca) in enforcing {
+            prop_assert_eq!(entries(at), expected(&cfg, ca, NodeType::Ca, ca == 0x201).entries);
         }
         for (&(n, p), table) in &plan.tables {
             sub.nodes[n].ports[usize::from(p)].pkeys.clone_from(table);
