@@ -4,15 +4,26 @@
 //! policy itself (`crate::partition`) knows nothing of the engine.
 
 use ibsm_transport::Instant;
-use ibsm_wire::Method;
 use ibsm_wire::attr::modifier::PKeyMod;
 
-use super::{NodeIx, Op, SubnetManager};
+use super::SubnetManager;
+use super::ops::Op;
 use crate::event::SmEvent;
-use crate::partition::{Enforce, PKeyPlan, PartitionConfig};
+use crate::model::NodeIx;
+use crate::partition::{Enforce, PKeyPlan, PartitionConfig, PartitionWarning};
 
 /// P_Keys per P_KeyTable block.
 const PER_BLOCK: usize = 32;
+
+/// The last heavy sweep's partition plan.
+#[derive(Debug, Default)]
+pub(super) struct Partitions {
+    /// The P_Key tables and enforcement bits of the last heavy sweep's policy.
+    plan: Option<PKeyPlan>,
+    /// The warnings of the last plan: a warning is reported when it first appears, not
+    /// again on every heavy sweep that meets it.
+    warnings: Vec<PartitionWarning>,
+}
 
 impl SubnetManager {
     /// Replaces the partition policy (OpenSM re-reads `partitions.conf` at SIGHUP) and
@@ -36,22 +47,22 @@ impl SubnetManager {
     /// has its table before its enforcement bits go on.
     pub(super) fn program_pkeys(&mut self) {
         let Some(cfg) = self.cfg.partitions.as_ref() else {
-            self.pkey_plan = None;
-            self.partition_warnings.clear();
+            self.partitions = Partitions::default();
             return;
         };
         let plan = cfg.plan(&self.subnet, self.local.port_guid);
         // Only what the last plan did not warn about: a table that stays too small
         // would otherwise be reported on every heavy sweep.
         for w in &plan.warnings {
-            if self.partition_warnings.contains(w) {
+            if self.partitions.warnings.contains(w) {
                 continue;
             }
             tracing::warn!(%w, "partition policy");
-            self.events
+            self.out
+                .events
                 .push_back(SmEvent::PartitionWarning { warning: w.clone() });
         }
-        self.partition_warnings.clone_from(&plan.warnings);
+        self.partitions.warnings.clone_from(&plan.warnings);
         let mut sets: Vec<(NodeIx, u8, u16, [u8; 64])> = Vec::new();
         for (&(n, p), table) in &plan.tables {
             let node = &self.subnet.nodes[n];
@@ -60,7 +71,7 @@ impl SubnetManager {
             } else {
                 node.ports[usize::from(p)].guid
             };
-            if self.locked.contains(&guid) {
+            if self.sweep.is_locked(guid) {
                 continue;
             }
             let current = &node.ports[usize::from(p)].pkeys;
@@ -83,20 +94,20 @@ impl SubnetManager {
                 block,
                 port: if sw { u16::from(port) } else { 0 },
             };
-            self.stats.pkey_blocks += 1;
+            self.sweep.count(|s| s.pkey_blocks += 1);
             self.submit(
                 Op::SetPKeyTable { node, port, block },
-                Method::Set,
                 m.encode(),
                 Some(data),
             );
         }
-        self.pkey_plan = Some(plan);
+        self.partitions.plan = Some(plan);
     }
 
     /// The enforcement bits the policy gives a switch port (`None`: leave them).
     pub(super) fn planned_enforcement(&self, node: NodeIx, port: u8) -> Option<Enforce> {
-        self.pkey_plan
+        self.partitions
+            .plan
             .as_ref()
             .and_then(|p: &PKeyPlan| p.enforcement.get(&(node, port)).copied())
     }

@@ -8,16 +8,50 @@ use std::collections::HashMap;
 use ibsm_sa::{Requester, SaNode, SaPort, SaServer, SaSnapshot};
 use ibsm_topology::Csr;
 use ibsm_transport::{Address, Instant, LidAddress, Received};
-use ibsm_wire::{Method, Notice};
+use ibsm_wire::sa::SaAttributeId;
+use ibsm_wire::{MadHeaderView, Notice};
 
-use super::{Op, Outgoing, SubnetManager, dur};
+use super::ops::Op;
+use super::{Outgoing, SubnetManager, dur, instant};
+use crate::config::SmConfig;
+use crate::event::Role;
 use crate::mkey;
+
+/// The Subnet Administrator and where its clients are.
+#[derive(Debug)]
+pub(super) struct Admin {
+    /// The SA, when `SmConfig::sa` asks for one.
+    server: Option<SaServer>,
+    /// Reply addresses (SL, P_Key index) of recent SA requesters, by (LID, QP), for
+    /// what the SA sends them later (RMPP segments, Reports).
+    reply: HashMap<(u16, u32), Address>,
+}
+
+impl Admin {
+    pub(super) fn new(cfg: &SmConfig) -> Self {
+        let server = cfg.sa.then(|| {
+            let mut c = ibsm_sa::SaConfig::with_sm_key(cfg.sm_key);
+            c.rmpp = cfg.sa_rmpp;
+            // The SA's own sends (RMPP windows, Reports) wait and retry as SMPs do
+            // (OpenSM binds its SA agent with transaction_timeout / _retries too).
+            c.rmpp_timeout = cfg.transaction_timeout;
+            c.rmpp_retries = cfg.transaction_retries;
+            c.report_timeout = cfg.transaction_timeout;
+            c.report_retries = cfg.transaction_retries;
+            ibsm_sa::SaServer::new(c)
+        });
+        Self {
+            server,
+            reply: HashMap::new(),
+        }
+    }
+}
 
 impl SubnetManager {
     /// The Subnet Administrator, when enabled (`SmConfig::sa`).
     #[must_use]
     pub fn sa(&self) -> Option<&SaServer> {
-        self.sa.as_ref()
+        self.admin.server.as_ref()
     }
 
     /// The SA's view of the subnet as configured by the last sweep.
@@ -25,6 +59,7 @@ impl SubnetManager {
     pub fn sa_snapshot(&self) -> SaSnapshot {
         // Routes are indexed in the order of the snapshot they were computed from.
         let route_ix: HashMap<u64, u32> = self
+            .routing
             .fabric
             .as_ref()
             .map(|f| {
@@ -68,7 +103,7 @@ impl SubnetManager {
                     .collect();
                 // SwitchInfo as the SM wrote it (the sweep read it before the Set).
                 let switch_info = n.switch_info.map(|mut si| {
-                    if let Some(r) = &self.routes {
+                    if let Some(r) = &self.routing.routes {
                         si.linear_fdb_top =
                             u16::try_from(r.lft_len().saturating_sub(1)).unwrap_or(u16::MAX);
                     }
@@ -90,7 +125,7 @@ impl SubnetManager {
             .collect();
         SaSnapshot {
             nodes,
-            routes: self.routes.clone(),
+            routes: self.routing.routes.clone(),
             subnet_prefix: self.cfg.subnet_prefix,
             sms: self.sm_records(),
             packet_life_time: self.cfg.packet_life_time,
@@ -103,8 +138,9 @@ impl SubnetManager {
     /// (`Election::refresh_known_sms`), so ActCount and state are at most one sweep
     /// interval old.
     fn sm_records(&self) -> Vec<(u16, ibsm_wire::SmInfo)> {
-        let mut out = vec![(self.sm_lid, self.election.sm_info())];
+        let mut out = vec![(self.lids.sm_lid, self.smi.election.sm_info())];
         let mut others: Vec<(u16, ibsm_wire::SmInfo)> = self
+            .smi
             .election
             .known_sms()
             .filter(|k| k.in_last_sweep)
@@ -118,7 +154,8 @@ impl SubnetManager {
                     // Mid-sweep the route's node is not rediscovered yet: the LID of the
                     // last configured view.
                     lid = self
-                        .sa
+                        .admin
+                        .server
                         .as_ref()
                         .and_then(|sa| {
                             sa.snapshot()
@@ -148,7 +185,7 @@ impl SubnetManager {
                     .map(|p| p.guid)
             };
             if let Some(g) = guid {
-                return self.lids.get(&g).map_or(0, |l| l.0);
+                return self.lids.assigned.get(&g).map_or(0, |l| l.0);
             }
         }
         // Not a route discovery took (an SM learnt from the return path of its own
@@ -160,12 +197,12 @@ impl SubnetManager {
             } else {
                 rec.ports[usize::from(p)].guid
             };
-            self.lids.get(&g).map_or(0, |l| l.0)
+            self.lids.assigned.get(&g).map_or(0, |l| l.0)
         })
     }
 
-    pub(super) fn refresh_sa(&mut self) {
-        if self.sa.is_none() {
+    pub(super) fn refresh_admin(&mut self) {
+        if self.admin.server.is_none() {
             return;
         }
         let snap = self.sa_snapshot();
@@ -177,7 +214,7 @@ impl SubnetManager {
             .as_ref()
             .map(|p| p.multicast_groups(self.cfg.packet_life_time))
             .unwrap_or_default();
-        if let Some(sa) = self.sa.as_mut() {
+        if let Some(sa) = self.admin.server.as_mut() {
             sa.load(snap);
             for mgid in sa.set_predefined_groups(&groups) {
                 tracing::warn!(?mgid, "no MLID left for a partition's multicast group");
@@ -188,23 +225,25 @@ impl SubnetManager {
 
     /// A class 0x03 MAD: the SA answers requests; without an SA they are ignored
     /// (as before the SA existed).
-    pub(super) fn on_sa(&mut self, now: Instant, rx: &Received) {
+    pub(super) fn on_admin(&mut self, now: Instant, rx: &Received) {
         // Only the master SM's SA answers: a standby's snapshot is stale, and clients
         // find the SA through PortInfo.MasterSMLID anyway.
-        if self.role != crate::event::Role::Master {
+        if self.smi.role != Role::Master {
             return;
         }
-        if self.sa.is_none() {
+        if self.admin.server.is_none() {
             return;
         }
         // SMInfoRecord: the SMs as they stand now (our ActCount moves all the time).
-        if rx.mad.get(16..18) == Some(&0x0018u16.to_be_bytes()[..]) {
+        let sm_info_record = MadHeaderView::new_checked(&rx.mad[..])
+            .is_ok_and(|h| h.attribute_id() == u16::from(SaAttributeId::SmInfoRecord));
+        if sm_info_record {
             let sms = self.sm_records();
-            if let Some(sa) = self.sa.as_mut() {
+            if let Some(sa) = self.admin.server.as_mut() {
                 sa.set_sms(sms);
             }
         }
-        let Some(sa) = self.sa.as_mut() else {
+        let Some(sa) = self.admin.server.as_mut() else {
             return;
         };
         let from = Requester {
@@ -214,12 +253,13 @@ impl SubnetManager {
         let addr = rx.reply_address();
         // Bounded: requesters come and go; forgetting one only costs it SL 0 and P_Key
         // index 0 on later sends.
-        if self.sa_reply.len() >= MAX_SA_REPLY && !self.sa_reply.contains_key(&(rx.slid, rx.qpn)) {
-            self.sa_reply.clear();
+        let reply = &mut self.admin.reply;
+        if reply.len() >= MAX_SA_REPLY && !reply.contains_key(&(rx.slid, rx.qpn)) {
+            reply.clear();
         }
-        self.sa_reply.insert((rx.slid, rx.qpn), addr);
+        reply.insert((rx.slid, rx.qpn), addr);
         for mad in sa.handle(dur(now), &rx.mad, &from) {
-            self.out.push_back(Outgoing {
+            self.out.mads.push_back(Outgoing {
                 id: None,
                 addr,
                 mad,
@@ -228,14 +268,14 @@ impl SubnetManager {
         self.program_mfts();
     }
 
-    pub(super) fn forward_to_sa_subscribers(&mut self, now: Instant, notice: &Notice) {
-        let Some(sa) = self.sa.as_mut() else {
+    pub(super) fn forward_to_subscribers(&mut self, now: Instant, notice: &Notice) {
+        let Some(sa) = self.admin.server.as_mut() else {
             return;
         };
         for r in sa.notice(dur(now), notice) {
-            self.out.push_back(Outgoing {
+            self.out.mads.push_back(Outgoing {
                 id: None,
-                addr: sa_address(&self.sa_reply, r.dlid, r.qpn),
+                addr: sa_address(&self.admin.reply, r.dlid, r.qpn),
                 mad: r.mad,
             });
         }
@@ -243,22 +283,22 @@ impl SubnetManager {
 
     /// What the SA sends on its own: RMPP segments after an ACK or a time-out, ABORTs,
     /// Report resends.
-    pub(super) fn poll_sa_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        let t = self.sa.as_mut()?.poll_transmit(dur(now))?;
+    pub(super) fn poll_admin_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        let t = self.admin.server.as_mut()?.poll_transmit(dur(now))?;
         Some(Outgoing {
             id: None,
-            addr: sa_address(&self.sa_reply, t.to.lid, t.to.qpn),
+            addr: sa_address(&self.admin.reply, t.to.lid, t.to.qpn),
             mad: t.mad,
         })
     }
 
     /// The SA's next RMPP or Report deadline.
-    pub(super) fn sa_timeout(&self) -> Option<Instant> {
-        self.sa.as_ref()?.poll_timeout().map(super::instant)
+    pub(super) fn admin_deadline(&self) -> Option<Instant> {
+        self.admin.server.as_ref()?.poll_timeout().map(instant)
     }
 
-    pub(super) fn sa_handle_timeout(&mut self, now: Instant) {
-        if let Some(sa) = self.sa.as_mut() {
+    pub(super) fn admin_timeout(&mut self, now: Instant) {
+        if let Some(sa) = self.admin.server.as_mut() {
             if sa.poll_timeout().is_some_and(|t| t <= dur(now)) {
                 sa.handle_timeout(dur(now));
             }
@@ -267,7 +307,7 @@ impl SubnetManager {
 
     /// Writes the MFT blocks the SA's groups changed.
     fn program_mfts(&mut self) {
-        let Some(sa) = self.sa.as_mut() else {
+        let Some(sa) = self.admin.server.as_mut() else {
             return;
         };
         for u in sa.take_mft_updates() {
@@ -278,12 +318,7 @@ impl SubnetManager {
             if u.mft.emit_into(&mut data).is_err() {
                 continue;
             }
-            self.submit(
-                Op::SetMft { node },
-                Method::Set,
-                u.attribute_modifier(),
-                Some(data),
-            );
+            self.submit(Op::SetMft { node }, u.attribute_modifier(), Some(data));
         }
     }
 }

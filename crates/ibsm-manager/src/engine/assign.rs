@@ -1,0 +1,118 @@
+//! LID assignment: every switch (port 0) and end port gets an LMC-aligned LID range,
+//! keeping the LIDs ports already carry and those the store remembers (OpenSM's
+//! `guid2lid`), within the smallest LinearFDBCap of the subnet.
+
+use std::collections::BTreeMap;
+
+use super::SubnetManager;
+use crate::error::SmError;
+use crate::lids::{self, LidRequest};
+use crate::store::LidStore;
+
+/// The LIDs in force and where they persist.
+pub(super) struct Lids {
+    store: Box<dyn LidStore + Send>,
+    /// Everything the store holds (ports gone from the fabric keep their LIDs).
+    stored: BTreeMap<u64, (u16, u8)>,
+    /// Port GUID (switches: node GUID) -> (base LID, LMC) in force.
+    pub(super) assigned: BTreeMap<u64, (u16, u8)>,
+    /// The SM's own LID (its port's, once assigned).
+    pub(super) sm_lid: u16,
+}
+
+impl std::fmt::Debug for Lids {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lids")
+            .field("assigned", &self.assigned.len())
+            .field("sm_lid", &self.sm_lid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lids {
+    pub(super) fn new(store: Box<dyn LidStore + Send>, sm_lid: u16) -> Self {
+        Self {
+            store,
+            stored: BTreeMap::new(),
+            assigned: BTreeMap::new(),
+            sm_lid,
+        }
+    }
+
+    /// Reads the store (at start).
+    pub(super) fn load(&mut self) -> Result<(), SmError> {
+        self.stored = self.store.load()?;
+        Ok(())
+    }
+
+    /// The port GUID (switches: node GUID) whose LID range in force holds `lid`.
+    pub(super) fn guid_of(&self, lid: u16) -> Option<u64> {
+        if lid == 0 {
+            return None;
+        }
+        self.assigned
+            .iter()
+            .find(|&(_, &(base, lmc))| {
+                lid >= base && u32::from(lid) < u32::from(base) + (1u32 << lmc)
+            })
+            .map(|(&g, _)| g)
+    }
+
+    /// The highest LID in use (1 when none is).
+    pub(super) fn max_lid(&self) -> u16 {
+        self.assigned
+            .values()
+            .map(|&(l, m)| l + (1 << m) - 1)
+            .max()
+            .unwrap_or(1)
+    }
+}
+
+impl SubnetManager {
+    /// Assigns the LIDs of the discovered subnet and saves them.
+    pub(super) fn assign_lids(&mut self) -> Result<(), SmError> {
+        let mut reqs = Vec::new();
+        let mut limit = lids::MAX_UNICAST_LID;
+        for n in &self.subnet.nodes {
+            if n.is_switch() {
+                if let Some(si) = &n.switch_info {
+                    if si.linear_fdb_cap > 0 {
+                        limit = limit.min(si.linear_fdb_cap.saturating_sub(1));
+                    }
+                }
+                let current = n
+                    .ports
+                    .first()
+                    .and_then(|p| p.info.as_ref())
+                    .map_or(0, |i| i.lid);
+                reqs.push(LidRequest {
+                    guid: n.info.node_guid,
+                    lmc: 0,
+                    current,
+                });
+            } else {
+                for p in n.ports.iter().skip(1).filter(|p| p.path.is_some()) {
+                    let current = p.info.as_ref().map_or(0, |i| i.lid);
+                    reqs.push(LidRequest {
+                        guid: p.guid,
+                        lmc: self.cfg.lmc,
+                        current,
+                    });
+                }
+            }
+        }
+        let l = &mut self.lids;
+        let mut known = l.stored.clone();
+        known.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
+        l.assigned = lids::assign(&reqs, &known, limit)?;
+        let in_use = l.assigned.values().map(|(_, lmc)| 1usize << lmc).sum();
+        l.stored.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
+        l.store.save(&l.stored)?;
+        l.sm_lid = l
+            .assigned
+            .get(&self.local.port_guid)
+            .map_or(l.sm_lid, |x| x.0);
+        self.sweep.count(|s| s.lids = in_use);
+        Ok(())
+    }
+}

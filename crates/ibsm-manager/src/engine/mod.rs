@@ -1,0 +1,327 @@
+//! The sans-IO SM core: sweeps as a state machine over transactions.
+//!
+//! Inputs are received MADs and the time; outputs are MADs to send, the next deadline
+//! and events. See the crate docs for the run loop.
+//!
+//! This file holds only the public surface and the engine's fields, each a sub-state
+//! owned by one module (the layout of quinn-proto's `connection/`):
+//!
+//! | module | owns | does |
+//! |---|---|---|
+//! | [`ops`] | [`ops::SmpQueue`] | the operation table (per SMP: attribute, method, target, what its answer and its failure do), the adaptive window, dispatch, counters |
+//! | [`sweep`] | [`sweep::Sweep`] | `Idle` / `Heavy` (discover, elect, program, activate) / `Light`, each stage's data inside it |
+//! | [`discovery`] | the [`Subnet`] model, [`discovery::Latches`] | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
+//! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
+//! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
+//! | [`routing`] | [`routing::RouteState`] | routes computed or repaired, the rebalance policy |
+//! | [`switches`] | [`switches::Mirror`] | SwitchInfo, LFT blocks, SL2VL and VLArb Sets |
+//! | [`ports`] | the stage's port plan | the PortInfo every port should hold, arming, activation |
+//! | [`partitions`] | [`partitions::Partitions`] | P_Key tables and enforcement from the policy |
+//! | [`traps`] | | traps: TrapRepress, the latch check, which traps sweep |
+//! | [`smi`] | [`smi::Smi`] | the election: SMInfo requests and answers, role changes |
+//! | [`admin`] | [`admin::Admin`] | the Subnet Administrator: snapshot, requests, Reports, MFTs |
+//! | [`timers`] | [`timers::Timers`] | every deadline, so [`SubnetManager::poll_timeout`] reads them |
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use ibsm_routing::Routes;
+use ibsm_topology::Fabric;
+use ibsm_transport::{Address, Incoming, Instant, LocalPort, TransportError, TxId};
+
+use crate::config::SmConfig;
+use crate::error::SmError;
+use crate::event::{Role, SmEvent};
+use crate::model::Subnet;
+use crate::store::{LidStore, MemoryLidStore};
+
+mod admin;
+mod assign;
+mod discovery;
+mod keys;
+mod ops;
+mod partitions;
+mod ports;
+mod routing;
+mod smi;
+mod sweep;
+mod switches;
+mod timers;
+mod traps;
+
+use timers::Timer;
+
+/// A MAD to hand to the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The transaction it belongs to, for [`SubnetManager::handle_send_error`]; `None`
+    /// for MADs that expect no answer (TrapRepress, responses).
+    pub id: Option<TxId>,
+    /// Where to.
+    pub addr: Address,
+    /// The bytes.
+    pub mad: Vec<u8>,
+}
+
+/// What the engine has for its host: MADs that bypass the transaction layer (answers,
+/// TrapRepress, the election's SMInfo) and events.
+#[derive(Debug, Default)]
+struct Outbox {
+    mads: VecDeque<Outgoing>,
+    events: VecDeque<SmEvent>,
+}
+
+/// The SM engine. Sans-IO: it never reads a clock, sleeps or touches a device.
+pub struct SubnetManager {
+    cfg: SmConfig,
+    local: LocalPort,
+    /// SMPs queued, in flight, counted.
+    smps: ops::SmpQueue,
+    /// The sweep running (its data lives and dies with it).
+    sweep: sweep::Sweep,
+    /// What the running or last heavy sweep found.
+    subnet: Subnet,
+    /// The running or last heavy sweep's PortStateChange latches.
+    latches: discovery::Latches,
+    keys: keys::Keys,
+    lids: assign::Lids,
+    routing: routing::RouteState,
+    mirror: switches::Mirror,
+    partitions: partitions::Partitions,
+    smi: smi::Smi,
+    admin: admin::Admin,
+    timers: timers::Timers,
+    out: Outbox,
+}
+
+impl std::fmt::Debug for SubnetManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubnetManager")
+            .field("election", &self.smi.election.state())
+            .field("sweep", &self.sweep)
+            .field("nodes", &self.subnet.nodes.len())
+            .field("role", &self.smi.role)
+            .finish_non_exhaustive()
+    }
+}
+
+fn dur(now: Instant) -> Duration {
+    Duration::from_nanos(now.as_nanos())
+}
+
+fn instant(d: Duration) -> Instant {
+    Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl SubnetManager {
+    /// An engine for the SM on `local`, with an in-memory LID store.
+    #[must_use]
+    pub fn new(cfg: SmConfig, local: LocalPort) -> Self {
+        Self::with_store(cfg, local, Box::new(MemoryLidStore::default()))
+    }
+
+    /// An engine with a persistent LID store (e.g. [`crate::FileLidStore`]).
+    ///
+    /// # Panics
+    /// If the configuration is out of range (priority above 15); the `ibsm` builder
+    /// checks it first.
+    #[must_use]
+    pub fn with_store(cfg: SmConfig, local: LocalPort, store: Box<dyn LidStore + Send>) -> Self {
+        let smi = smi::Smi::new(&cfg, &local);
+        let smps = ops::SmpQueue::new(&cfg);
+        let admin = admin::Admin::new(&cfg);
+        Self {
+            smps,
+            sweep: sweep::Sweep::default(),
+            subnet: Subnet::default(),
+            latches: discovery::Latches::default(),
+            keys: keys::Keys::default(),
+            lids: assign::Lids::new(store, local.lid),
+            routing: routing::RouteState::default(),
+            mirror: switches::Mirror::default(),
+            partitions: partitions::Partitions::default(),
+            smi,
+            admin,
+            timers: timers::Timers::default(),
+            out: Outbox::default(),
+            cfg,
+            local,
+        }
+    }
+
+    /// The SM's role (the election's state).
+    #[must_use]
+    pub fn role(&self) -> Role {
+        self.smi.role
+    }
+
+    /// The SMInfo this SM shows; copy it into the SM port's SMA where the host has one.
+    #[must_use]
+    pub fn sm_info(&self) -> ibsm_wire::SmInfo {
+        self.smi.election.sm_info()
+    }
+
+    /// The other SMs the election knows, each as it last answered (see
+    /// [`ibsm_election::Election::known_sms`]): those the sweeps probed and those that
+    /// sent this SM an SMInfo request since.
+    pub fn known_sms(&self) -> impl Iterator<Item = ibsm_election::KnownSm> + '_ {
+        self.smi.election.known_sms()
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &SmConfig {
+        &self.cfg
+    }
+
+    /// What the last heavy sweep found.
+    #[must_use]
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+
+    /// The fabric model of the last configured sweep (shared `ibsm-topology` type).
+    #[must_use]
+    pub fn fabric(&self) -> Option<&Fabric> {
+        self.routing.fabric.as_ref()
+    }
+
+    /// The routes in force.
+    #[must_use]
+    pub fn routes(&self) -> Option<&Routes> {
+        self.routing.routes.as_ref()
+    }
+
+    /// Port GUID -> (base LID, LMC) in force.
+    #[must_use]
+    pub fn lids(&self) -> &BTreeMap<u64, (u16, u8)> {
+        &self.lids.assigned
+    }
+
+    /// The SM's own LID (0 until assigned).
+    #[must_use]
+    pub fn sm_lid(&self) -> u16 {
+        self.lids.sm_lid
+    }
+
+    /// Whether the subnet has been brought up at least once.
+    #[must_use]
+    pub fn is_up(&self) -> bool {
+        self.routing.up_once
+    }
+
+    /// Whether a sweep is in progress.
+    #[must_use]
+    pub fn is_sweeping(&self) -> bool {
+        !self.sweep.is_idle()
+    }
+
+    /// SMPs this SM has handed out since it was created: sweep and trap-check requests
+    /// with their retries, election SMInfo, TrapRepress and answers to SMInfo requests
+    /// (not the SA's MADs, which are not SMPs). Unlike [`SweepStats::smps`] it also
+    /// counts what is sent between sweeps.
+    ///
+    /// [`SweepStats::smps`]: crate::SweepStats::smps
+    #[must_use]
+    pub fn smps_sent(&self) -> u64 {
+        self.smps.sent()
+    }
+
+    /// Starts (or restarts) the SM: loads the LID store and begins a heavy sweep.
+    ///
+    /// # Errors
+    /// [`SmError::Config`] when the LID store cannot be read.
+    pub fn start(&mut self, now: Instant) -> Result<(), SmError> {
+        self.lids.load()?;
+        self.begin_heavy(now);
+        self.drain_election(now);
+        self.refresh_timers();
+        Ok(())
+    }
+
+    /// Asks for a heavy sweep as soon as the current one ends (e.g. after a trap).
+    pub fn request_heavy_sweep(&mut self, now: Instant) {
+        self.heavy_sweep_wanted(now);
+        self.refresh_timers();
+    }
+
+    /// Asks for a heavy sweep that recomputes every route from scratch even if the fabric
+    /// only lost things since the routes in force (which re-routing would only repair):
+    /// rebalances after failures were repaired piecemeal (`SmConfig::reroute_on_loss`).
+    pub fn request_rebalance(&mut self, now: Instant) {
+        self.rebalance_wanted(now);
+        self.refresh_timers();
+    }
+
+    /// Feeds what the transport received.
+    pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        let span = self.sweep.span();
+        let _in_phase = span.enter();
+        self.smps.tx.handle_incoming(incoming);
+        self.process(now);
+        self.refresh_timers();
+    }
+
+    /// Reports that sending an [`Outgoing`] failed.
+    pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        self.smps.tx.handle_send_error(id, error);
+        self.process(now);
+        self.refresh_timers();
+    }
+
+    /// Lets time pass: retries, timeouts, periodic sweeps.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let span = self.sweep.span();
+        let _in_phase = span.enter();
+        self.smps.tx.handle_timeout(now);
+        self.election_timeout(now);
+        self.admin_timeout(now);
+        if self.timers.due(Timer::Rebalance, now) {
+            self.timers.clear(Timer::Rebalance);
+            self.rebalance_due(now);
+        }
+        if self.sweep.is_idle() && self.timers.due(Timer::Sweep, now) {
+            self.timers.clear(Timer::Sweep);
+            self.periodic_sweep(now);
+        }
+        self.process(now);
+        self.refresh_timers();
+    }
+
+    /// The next MAD to send.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        let out = self.next_transmit(now);
+        self.refresh_timers();
+        out
+    }
+
+    /// When [`Self::handle_timeout`] must be called next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        // The periodic sweep waits while a sweep runs, and a Standby does not sweep.
+        let sweeps =
+            self.sweep.is_idle() && matches!(self.smi.role, Role::Master | Role::Discovering);
+        self.timers.next(|t| t != Timer::Sweep || sweeps)
+    }
+
+    /// The next event for the host.
+    pub fn poll_event(&mut self) -> Option<SmEvent> {
+        self.out.events.pop_front()
+    }
+
+    /// Caches the deadlines the engine's parts keep themselves, so that
+    /// [`Self::poll_timeout`] can read them all without `&mut`. Called at the end of
+    /// every entry point that takes `&mut self`.
+    fn refresh_timers(&mut self) {
+        let tx = self.smps.tx.poll_timeout();
+        self.timers.set(Timer::Transactions, tx);
+        let election = self.smi.election.poll_timeout().map(instant);
+        self.timers.set(Timer::Election, election);
+        let admin = self.admin_deadline();
+        self.timers.set(Timer::Admin, admin);
+    }
+
+    fn event(&mut self, ev: SmEvent) {
+        self.out.events.push_back(ev);
+    }
+}

@@ -1,0 +1,556 @@
+//! Every SMP the engine sends: the operation table, the queue in front of the
+//! transaction layer, the adaptive window and the counters.
+//!
+//! Adding an SMP means a variant of [`Op`], its row in [`Op::spec`] (attribute, method,
+//! target, what a lost answer means) and, if its answer carries something, its arm in
+//! [`SubnetManager::on_answer`]; nothing else.
+
+use std::collections::VecDeque;
+
+use ibsm_transport::{
+    Address, DrAddress, Event as TxEvent, Instant, Received, Request, Transactions, TxConfig,
+};
+use ibsm_wire::{DrPath, DrSmp, DrSmpView, LinearForwardingTable, Method, SmAttributeId};
+
+use super::SubnetManager;
+use super::discovery::Latch;
+use crate::config::SmConfig;
+use crate::event::SmEvent;
+use crate::model::NodeIx;
+
+/// What a request is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    /// Discovery: the node at the end of `path`, reached from `from` (`None`: the SM's
+    /// own node).
+    NodeInfo {
+        path: DrPath,
+        from: Option<(NodeIx, u8)>,
+    },
+    NodeDesc {
+        node: NodeIx,
+    },
+    /// Discovery: a switch's SwitchInfo, read before its ports.
+    SwitchInfo {
+        node: NodeIx,
+    },
+    PortInfo {
+        node: NodeIx,
+        port: u8,
+    },
+    SetSwitchInfo {
+        node: NodeIx,
+    },
+    /// One LFT block; its data comes from the mirror when the SMP is built.
+    SetLft {
+        node: NodeIx,
+        block: u16,
+    },
+    SetPortInfo {
+        node: NodeIx,
+        port: u8,
+    },
+    /// A light sweep's look at a switch's PortStateChange latch.
+    LightSwitchInfo {
+        node: NodeIx,
+    },
+    /// Discovery clears a switch's PortStateChange latch (SwitchInfo as read, with the
+    /// bit written 1) before reading its ports.
+    ClearPortStateChange {
+        node: NodeIx,
+    },
+    /// A trap 128 from a switch the sweep already read: is its latch set again? By
+    /// route and GUID rather than node index, since a heavy sweep may rebuild the
+    /// subnet while it is in flight; `sweep` is the heavy sweep it was sent in.
+    CheckSwitchInfo {
+        path: DrPath,
+        guid: u64,
+        sweep: u64,
+    },
+    SetSl2Vl {
+        node: NodeIx,
+        port: u8,
+    },
+    SetVlArb {
+        node: NodeIx,
+        port: u8,
+    },
+    /// A MulticastForwardingTable block the SA's multicast groups need.
+    SetMft {
+        node: NodeIx,
+    },
+    /// One P_KeyTable block of a port, read for the SA and the partition policy.
+    PKeyTable {
+        node: NodeIx,
+        port: u8,
+        block: u16,
+    },
+    /// One P_KeyTable block the partition policy writes.
+    SetPKeyTable {
+        node: NodeIx,
+        port: u8,
+        block: u16,
+    },
+}
+
+/// Where an SMP goes, which names the M_Key it carries.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// A route discovery has not reached the end of yet: the key the node found there
+    /// before had (NodeInfo is M_Key-checked too).
+    Route(DrPath),
+    /// A node-wide attribute: the node's route; a switch's key, or for a CA the key of
+    /// the port it was reached by.
+    Node(NodeIx),
+    /// A port attribute: the route to the port; its key (switches: port 0's).
+    Port(NodeIx, u8),
+    /// A switch known by route and node GUID (not by index: the subnet may be rebuilt
+    /// while the SMP is out).
+    Switch(DrPath, u64),
+}
+
+/// What a request that got no answer after all retries means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnFailure {
+    /// Nothing: an unreachable neighbour is simply not there, a light sweep's probe or
+    /// a P_KeyTable block beyond a port's real capacity tells nothing.
+    Nothing,
+    /// Logged: a P_KeyTable block the policy could not write.
+    Warn,
+    /// The switch's latch tells nothing; its ports are read all the same.
+    LatchUnknown,
+    /// No evidence either way: sweep.
+    Sweep,
+    /// A node that answered NodeInfo but not a keyed Get/Set ignores our M_Key: stop
+    /// configuring it.
+    Lock,
+    /// Both: the latch is unknown and the switch locked.
+    LatchUnknownAndLock,
+}
+
+/// One row of the operation table.
+#[derive(Debug, Clone, Copy)]
+struct Spec {
+    attr: SmAttributeId,
+    /// The attribute's name in [`crate::SweepStats::by_attribute`].
+    name: &'static str,
+    method: Method,
+    target: Target,
+    on_failure: OnFailure,
+}
+
+impl Op {
+    /// The operation table.
+    fn spec(self) -> Spec {
+        use OnFailure as F;
+        use SmAttributeId as A;
+        let row = |attr, name, method, target, on_failure| Spec {
+            attr,
+            name,
+            method,
+            target,
+            on_failure,
+        };
+        let (get, set) = (Method::Get, Method::Set);
+        match self {
+            Op::NodeInfo { path, .. } => row(
+                A::NodeInfo,
+                "NodeInfo",
+                get,
+                Target::Route(path),
+                F::Nothing,
+            ),
+            Op::NodeDesc { node } => row(
+                A::NodeDescription,
+                "NodeDescription",
+                get,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::SwitchInfo { node } => row(
+                A::SwitchInfo,
+                "SwitchInfo",
+                get,
+                Target::Node(node),
+                F::LatchUnknownAndLock,
+            ),
+            Op::SetSwitchInfo { node } => row(
+                A::SwitchInfo,
+                "SwitchInfo",
+                set,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::LightSwitchInfo { node } => row(
+                A::SwitchInfo,
+                "SwitchInfo",
+                get,
+                Target::Node(node),
+                F::Nothing,
+            ),
+            Op::ClearPortStateChange { node } => row(
+                A::SwitchInfo,
+                "SwitchInfo",
+                set,
+                Target::Node(node),
+                F::LatchUnknown,
+            ),
+            Op::CheckSwitchInfo { path, guid, .. } => row(
+                A::SwitchInfo,
+                "SwitchInfo",
+                get,
+                Target::Switch(path, guid),
+                F::Sweep,
+            ),
+            Op::PortInfo { node, port } => row(
+                A::PortInfo,
+                "PortInfo",
+                get,
+                Target::Port(node, port),
+                F::Lock,
+            ),
+            Op::SetPortInfo { node, port } => row(
+                A::PortInfo,
+                "PortInfo",
+                set,
+                Target::Port(node, port),
+                F::Lock,
+            ),
+            Op::SetLft { node, .. } => row(
+                A::LinearForwardingTable,
+                "LinearForwardingTable",
+                set,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::SetSl2Vl { node, .. } => row(
+                A::SlToVlMappingTable,
+                "SLtoVLMappingTable",
+                set,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::SetVlArb { node, .. } => row(
+                A::VlArbitrationTable,
+                "VLArbitrationTable",
+                set,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::SetMft { node } => row(
+                A::MulticastForwardingTable,
+                "MulticastForwardingTable",
+                set,
+                Target::Node(node),
+                F::Lock,
+            ),
+            Op::PKeyTable { node, port, .. } => row(
+                A::PKeyTable,
+                "P_KeyTable",
+                get,
+                Target::Port(node, port),
+                F::Nothing,
+            ),
+            Op::SetPKeyTable { node, port, .. } => row(
+                A::PKeyTable,
+                "P_KeyTable",
+                set,
+                Target::Port(node, port),
+                F::Warn,
+            ),
+        }
+    }
+}
+
+impl SubnetManager {
+    /// What an answer with good status carries, handed to the module that owns it.
+    fn on_answer(&mut self, now: Instant, op: Op, data: &[u8], attempts: u32) {
+        match op {
+            Op::NodeInfo { path, from } => self.on_node_info(path, from, data),
+            Op::NodeDesc { node } => self.on_node_desc(node, data),
+            Op::SwitchInfo { node } => self.on_switch_info(node, data),
+            Op::ClearPortStateChange { node } => self.switch_latch_done(node, Latch::Clean),
+            Op::CheckSwitchInfo { guid, sweep, .. } => {
+                self.on_switch_check(now, guid, sweep, data, attempts);
+            }
+            Op::PortInfo { node, port } => self.on_port_info(node, port, data),
+            Op::LightSwitchInfo { .. } => self.on_light_switch_info(data),
+            Op::SetPortInfo { node, port } => self.on_port_set(node, port, data),
+            Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
+                self.on_pkey_block(node, port, block, data);
+            }
+            Op::SetSwitchInfo { .. }
+            | Op::SetLft { .. }
+            | Op::SetSl2Vl { .. }
+            | Op::SetVlArb { .. }
+            | Op::SetMft { .. } => {}
+        }
+    }
+
+    /// What a request without an answer (after all retries, or refused with a bad
+    /// status) does, from its row of the table.
+    fn on_failure(&mut self, now: Instant, op: Op) {
+        let spec = op.spec();
+        let latch_node = match spec.target {
+            Target::Node(n) => Some(n),
+            _ => None,
+        };
+        match spec.on_failure {
+            OnFailure::Nothing => return,
+            OnFailure::Warn => {
+                tracing::warn!(?op, "P_KeyTable Set refused or lost");
+                return;
+            }
+            OnFailure::LatchUnknown => {
+                if let Some(n) = latch_node {
+                    self.switch_latch_done(n, Latch::Unknown);
+                }
+                return;
+            }
+            OnFailure::Sweep => {
+                self.heavy_sweep_wanted(now);
+                return;
+            }
+            OnFailure::LatchUnknownAndLock => {
+                if let Some(n) = latch_node {
+                    self.switch_latch_done(n, Latch::Unknown);
+                }
+            }
+            OnFailure::Lock => {}
+        }
+        let guid = match spec.target {
+            Target::Node(n) => self.subnet.nodes[n].info.node_guid,
+            Target::Port(n, p) => {
+                let node = &self.subnet.nodes[n];
+                if node.is_switch() {
+                    node.info.node_guid
+                } else {
+                    node.ports.get(usize::from(p)).map_or(0, |r| r.guid)
+                }
+            }
+            Target::Route(_) | Target::Switch(..) => return,
+        };
+        tracing::debug!(?op, "no answer after all retries");
+        self.lock_port(guid);
+    }
+}
+
+/// A request waiting for room in the window.
+#[derive(Debug)]
+struct Work {
+    op: Op,
+    attr_mod: u32,
+    data: Option<Box<[u8; 64]>>,
+}
+
+/// The SMPs between the engine and the transaction layer.
+#[derive(Debug)]
+pub(super) struct SmpQueue {
+    pub(super) tx: Transactions<Op>,
+    /// The adaptive window: grows on every first-try answer, halves on every loss.
+    window: usize,
+    /// Requests not yet built (a few bytes each: see [`SubnetManager::submit`]).
+    work: VecDeque<Work>,
+    /// SMPs handed out since creation.
+    sent: u64,
+}
+
+impl SmpQueue {
+    pub(super) fn new(cfg: &SmConfig) -> Self {
+        let window = cfg.max_wire_smps.max(1);
+        let mut tx = Transactions::new(TxConfig {
+            window,
+            timeout: cfg.transaction_timeout,
+            retries: cfg.transaction_retries,
+            tid_high: 0x1b5e,
+            assign_tids: true,
+        });
+        // The election allocates TIDs from 1; ours start far away from it.
+        tx.set_tid_start(0x4000_0000);
+        Self {
+            tx,
+            window,
+            work: VecDeque::new(),
+            sent: 0,
+        }
+    }
+
+    pub(super) fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Nothing queued and nothing in flight.
+    pub(super) fn is_idle(&self) -> bool {
+        self.tx.is_idle() && self.work.is_empty()
+    }
+}
+
+impl SubnetManager {
+    /// Queues one SMP. Requests wait here, as a few bytes each, until the window has
+    /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
+    /// building all their MADs up front would cost memory and hash-table time.
+    pub(super) fn submit(&mut self, op: Op, attr_mod: u32, data: Option<[u8; 64]>) {
+        self.smps.work.push_back(Work {
+            op,
+            attr_mod,
+            data: data.map(Box::new),
+        });
+    }
+
+    /// The next MAD for the host: answers and election SMPs first, then the SA's own
+    /// sends, then the window's.
+    pub(super) fn next_transmit(&mut self, now: Instant) -> Option<super::Outgoing> {
+        if let Some(o) = self.out.mads.pop_front() {
+            // The SA's answers share the queue; they are GMPs, not SMPs.
+            let smp = ibsm_wire::MadHeaderView::new_checked(&o.mad[..])
+                .is_ok_and(|h| h.mgmt_class().is_smp());
+            if smp {
+                self.smps.sent += 1;
+            }
+            return Some(o);
+        }
+        if let Some(o) = self.poll_admin_transmit(now) {
+            return Some(o);
+        }
+        self.pump();
+        let t = self.smps.tx.poll_transmit(now)?;
+        self.smps.sent += 1;
+        self.sweep.count(|s| {
+            s.smps += 1;
+            if t.attempt > 1 {
+                s.retries += 1;
+            }
+        });
+        Some(super::Outgoing {
+            id: Some(t.id),
+            addr: t.addr,
+            mad: t.mad,
+        })
+    }
+
+    /// Hands queued SMPs to the transaction layer while fewer than two windows' worth
+    /// are pending there.
+    pub(super) fn pump(&mut self) {
+        let limit = self.smps.window.saturating_mul(2).max(8);
+        while self.smps.tx.pending() < limit {
+            let Some(w) = self.smps.work.pop_front() else {
+                break;
+            };
+            self.dispatch(w);
+        }
+    }
+
+    /// Builds one SMP from its row of the table and submits it.
+    fn dispatch(&mut self, w: Work) {
+        let Work { op, attr_mod, data } = w;
+        let spec = op.spec();
+        let data = data.map(|b| *b).or_else(|| match op {
+            Op::SetLft { node, block } => self.lft_block(node, block),
+            _ => None,
+        });
+        let (path, key) = match spec.target {
+            Target::Route(path) => (path, self.keys.route_key(&path)),
+            Target::Switch(path, guid) => (path, self.smp_key(guid)),
+            Target::Node(n) => (self.subnet.nodes[n].path, self.node_key(n, 0)),
+            Target::Port(n, p) => (self.subnet.nodes[n].path_for(p), self.node_key(n, p)),
+        };
+        let mut smp = DrSmp::request(spec.method, spec.attr.into(), attr_mod, 0, key, &path);
+        if let Some(d) = data {
+            smp.data = d;
+        }
+        self.sweep.count_attribute(spec.name);
+        let mut req = Request::new(
+            Address::Directed(DrAddress::direct(path)),
+            smp.to_bytes().to_vec(),
+            op,
+        );
+        req.timeout = Some(self.cfg.transaction_timeout);
+        // Only the queueing window limits submissions; a duplicate TID cannot happen
+        // with assigned TIDs.
+        let _ = self.smps.tx.submit(req);
+    }
+
+    /// Drains the transaction layer's outcomes and moves the sweep on until it waits
+    /// for input.
+    pub(super) fn process(&mut self, now: Instant) {
+        loop {
+            while let Some(ev) = self.smps.tx.poll_event() {
+                match ev {
+                    TxEvent::Completed {
+                        cookie,
+                        response,
+                        attempts,
+                        ..
+                    } => {
+                        if attempts == 1 {
+                            self.grow_window();
+                        }
+                        self.on_response(now, cookie, &response, attempts);
+                    }
+                    TxEvent::Failed { cookie, .. } => {
+                        self.shrink_window();
+                        self.sweep.count(|s| s.timeouts += 1);
+                        self.on_failure(now, cookie);
+                    }
+                    TxEvent::Unsolicited(rx) => self.on_unsolicited(now, &rx),
+                }
+            }
+            self.drain_election(now);
+            self.pump();
+            if !self.smps.is_idle() || !self.advance(now) {
+                return;
+            }
+        }
+    }
+
+    fn on_response(&mut self, now: Instant, op: Op, rx: &Received, attempts: u32) {
+        let Ok(view) = DrSmpView::new_checked(&rx.mad[..]) else {
+            // Too short to be an SMP at all: as a refusal.
+            self.on_failure(now, op);
+            return;
+        };
+        if view.status() != 0 {
+            tracing::debug!(?op, status = view.status(), "SMP refused");
+            self.on_failure(now, op);
+            return;
+        }
+        self.on_answer(now, op, view.attr_data(), attempts);
+    }
+
+    fn grow_window(&mut self) {
+        if self.smps.window < self.cfg.max_wire_smps_limit {
+            self.smps.window += 1;
+            self.smps.tx.set_window(self.smps.window);
+            let w = self.smps.window;
+            self.sweep.count(|s| s.max_window = s.max_window.max(w));
+        }
+    }
+
+    fn shrink_window(&mut self) {
+        self.smps.window = (self.smps.window / 2).max(self.cfg.max_wire_smps.max(1));
+        self.smps.tx.set_window(self.smps.window);
+    }
+
+    /// An LFT block as the mirror holds it (what this sweep writes).
+    fn lft_block(&self, node: NodeIx, block: u16) -> Option<[u8; 64]> {
+        let guid = self.subnet.nodes[node].info.node_guid;
+        let lft = self.mirror.lft.get(&guid)?;
+        let start = usize::from(block) * 64;
+        let mut ports = [0xFFu8; 64];
+        for (i, p) in ports.iter_mut().enumerate() {
+            *p = lft.get(start + i).copied().unwrap_or(0xFF);
+        }
+        let mut d = [0u8; 64];
+        LinearForwardingTable { ports }.emit_into(&mut d).ok()?;
+        Some(d)
+    }
+
+    /// A port that ignores our M_Key: reported once, and not configured again in this
+    /// heavy sweep.
+    fn lock_port(&mut self, guid: u64) {
+        self.sweep.lock(guid);
+        if self.keys.reported_locked.insert(guid) {
+            self.event(SmEvent::PortLocked { guid });
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Port plans: the PortInfo every port should hold (LID, SM address, subnet prefix,
+//! per-link MTU and VLs, M_Key, enforcement bits), the Sets that bring it there and arm
+//! trained links, and the activation once every switch table is written.
+
+use std::collections::BTreeMap;
+
+use ibsm_wire::{Mtu, PortInfo, PortState, VlCap};
+
+use super::SubnetManager;
+use super::ops::Op;
+use crate::mkey;
+use crate::model::NodeIx;
+
+/// (node, port) -> the PortInfo the heavy sweep wants there (for the activation).
+#[derive(Debug, Default)]
+pub(super) struct Plan(BTreeMap<(NodeIx, u8), PortInfo>);
+
+impl SubnetManager {
+    /// Plans every port and queues the Sets of those that differ from the plan. Ports
+    /// whose link is trained (Init) are armed in the same Set that configures them:
+    /// Armed carries no data, so it is safe before the LFTs are written, and it saves
+    /// one SMP per port. Activation waits for every LFT block.
+    pub(super) fn program_ports(&mut self) -> Plan {
+        let mut plan = Plan::default();
+        for n in 0..self.subnet.nodes.len() {
+            let node = &self.subnet.nodes[n];
+            let ports: Vec<u8> = if node.is_switch() {
+                (0..=node.info.num_ports).collect()
+            } else {
+                (1..=node.info.num_ports)
+                    .filter(|&p| node.ports[usize::from(p)].path.is_some())
+                    .collect()
+            };
+            for p in ports {
+                if let Some(want) = self.desired_port_info(n, p) {
+                    plan.0.insert((n, p), want);
+                }
+            }
+        }
+        let sets: Vec<((NodeIx, u8), PortInfo)> = plan
+            .0
+            .iter()
+            .filter_map(|(&(n, p), want)| {
+                let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+                let cur = rec.info.as_ref()?;
+                let mut want = *want;
+                let arm = p != 0 && rec.peer.is_some() && cur.port_state == PortState::Init;
+                if arm {
+                    want.port_state = PortState::Armed;
+                }
+                (arm || needs_set(cur, &want)).then_some(((n, p), want))
+            })
+            .collect();
+        for ((n, p), want) in sets {
+            self.submit_port_set(n, p, want);
+        }
+        plan
+    }
+
+    fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {
+        let node = &self.subnet.nodes[n];
+        let rec = node.ports.get(usize::from(p))?;
+        let cur = rec.info?;
+        let guid = if node.is_switch() {
+            node.info.node_guid
+        } else {
+            rec.guid
+        };
+        if self.sweep.is_locked(guid) {
+            return None;
+        }
+        let mut want = cur;
+        // Fields that request no change on Set.
+        want.port_state = PortState::NoChange;
+        want.port_phys_state = ibsm_wire::PhysPortState::from(0);
+        want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
+        want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
+        want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
+        let is_lid_port = !node.is_switch() || p == 0;
+        if is_lid_port {
+            let (lid, lmc) = self.lids.assigned.get(&guid).copied().unwrap_or((0, 0));
+            want.lid = lid;
+            want.lmc = lmc;
+            want.master_sm_lid = self.lids.sm_lid;
+            want.master_sm_sl = self.cfg.sm_sl;
+            want.gid_prefix = self.cfg.subnet_prefix;
+            want.subnet_timeout = self.cfg.subnet_timeout;
+            if let Some(k) = mkey::key_for(self.cfg.m_key, guid) {
+                want.m_key = k;
+                want.m_key_protect_bits = self.cfg.m_key_protect;
+                want.m_key_lease_period = self.cfg.m_key_lease;
+            }
+            want.client_reregister = self.cfg.client_reregister && cur.lid != lid;
+        }
+        if p != 0 {
+            if let Some((pn, pp)) = rec.peer {
+                if let Some(peer) = self.subnet.nodes[pn]
+                    .ports
+                    .get(usize::from(pp))
+                    .and_then(|r| r.info)
+                {
+                    want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
+                    want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
+                }
+            }
+        }
+        if let Some(e) = self.planned_enforcement(n, p) {
+            want.partition_enforcement_inbound = e.inbound;
+            want.partition_enforcement_outbound = e.outbound;
+        }
+        Some(want)
+    }
+
+    fn submit_port_set(&mut self, n: NodeIx, p: u8, want: PortInfo) {
+        let mut data = [0u8; 64];
+        want.emit_into(&mut data).ok();
+        self.sweep.count(|s| s.port_sets += 1);
+        self.submit(
+            Op::SetPortInfo { node: n, port: p },
+            u32::from(p),
+            Some(data),
+        );
+    }
+
+    /// Activates every linked port that is Armed (the LFTs are all written by now).
+    pub(super) fn activate_armed(&mut self, plan: &Plan) {
+        let todo: Vec<((NodeIx, u8), PortInfo)> = plan
+            .0
+            .iter()
+            .filter(|((n, p), _)| {
+                let rec = &self.subnet.nodes[*n].ports[usize::from(*p)];
+                *p != 0
+                    && rec.peer.is_some()
+                    && rec.info.is_some_and(|i| i.port_state == PortState::Armed)
+            })
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        for ((n, p), mut want) in todo {
+            want.port_state = PortState::Active;
+            want.client_reregister = false;
+            self.submit_port_set(n, p, want);
+        }
+    }
+
+    /// A PortInfo Set's answer: the port as it now is.
+    pub(super) fn on_port_set(&mut self, node: NodeIx, port: u8, data: &[u8]) {
+        let Ok(pi) = PortInfo::parse(data) else {
+            return;
+        };
+        self.note_port_key(node, port, &pi);
+        if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
+            p.info = Some(pi);
+        }
+    }
+}
+
+/// Whether a port's current PortInfo differs from what the SM wants in a field the
+/// SM owns.
+fn needs_set(cur: &PortInfo, want: &PortInfo) -> bool {
+    cur.lid != want.lid
+        || cur.lmc != want.lmc
+        || cur.master_sm_lid != want.master_sm_lid
+        || cur.master_sm_sl != want.master_sm_sl
+        || cur.gid_prefix != want.gid_prefix
+        || cur.subnet_timeout != want.subnet_timeout
+        || cur.neighbor_mtu != want.neighbor_mtu
+        || cur.operational_vls != want.operational_vls
+        || cur.m_key_protect_bits != want.m_key_protect_bits
+        || cur.m_key_lease_period != want.m_key_lease_period
+        || cur.partition_enforcement_inbound != want.partition_enforcement_inbound
+        || cur.partition_enforcement_outbound != want.partition_enforcement_outbound
+        // Level 1 hides the key on reads; protect bits and lease still tell.
+        || (cur.m_key != 0 && cur.m_key != want.m_key)
+}
+
+/// The lower of two MTU codes, where 0 (unknown) yields to the other.
+fn min_mtu(a: Mtu, b: Mtu) -> Mtu {
+    let (x, y) = (u8::from(a), u8::from(b));
+    Mtu::from(match (x, y) {
+        (0, v) | (v, 0) => v,
+        _ => x.min(y),
+    })
+}
+
+/// The lower of two VL capabilities, where 0 (unknown) yields to the other.
+fn min_vls(a: VlCap, b: VlCap) -> u8 {
+    let (x, y) = (u8::from(a), u8::from(b));
+    match (x, y) {
+        (0, v) | (v, 0) => v,
+        _ => x.min(y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_capabilities_yield() {
+        assert_eq!(min_mtu(Mtu::from(0), Mtu::from(4)), Mtu::from(4));
+        assert_eq!(min_mtu(Mtu::from(5), Mtu::from(3)), Mtu::from(3));
+        assert_eq!(min_vls(VlCap::from(4), VlCap::from(0)), 4);
+        assert_eq!(min_vls(VlCap::from(2), VlCap::from(3)), 2);
+    }
+
+    #[test]
+    fn a_set_is_needed_only_for_fields_the_sm_owns() {
+        let cur = PortInfo::default();
+        let mut want = cur;
+        want.port_state = PortState::NoChange;
+        want.link_width_enabled = ibsm_wire::LinkWidthMask(0x3);
+        assert!(!needs_set(&cur, &want), "fields the SM does not own");
+        want.lid = 7;
+        assert!(needs_set(&cur, &want));
+        // A key hidden by protection level 1 reads as 0: no Set for it alone.
+        let mut want = cur;
+        want.m_key = 0x55;
+        assert!(!needs_set(&cur, &want));
+        let mut shown = cur;
+        shown.m_key = 0x66;
+        assert!(needs_set(&shown, &want));
+    }
+}

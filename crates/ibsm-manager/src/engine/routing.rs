@@ -1,0 +1,140 @@
+//! Routing: the routes of the discovered subnet, recomputed by the configured engine or
+//! repaired when the fabric only lost things (`SmConfig::reroute_on_loss`), and the
+//! rebalance policy that eventually recomputes repaired routes.
+
+use ibsm_routing::{LidAssignment, Options as RouteOptions, Routes, route_with_fallback};
+use ibsm_topology::{Csr, Fabric};
+use ibsm_transport::Instant;
+
+use super::SubnetManager;
+use super::timers::Timer;
+use crate::error::SmError;
+use crate::event::Role;
+
+/// What the SM has configured: the fabric model, the routes in force and the snapshot
+/// they were computed on.
+#[derive(Debug, Default)]
+pub(super) struct RouteState {
+    pub(super) fabric: Option<Fabric>,
+    pub(super) routes: Option<Routes>,
+    /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
+    /// fabric that only lost things from one that changed otherwise.
+    csr: Option<Csr>,
+    /// The next routing recomputes from scratch (`request_rebalance`).
+    rebalance_pending: bool,
+    /// A sweep has configured the subnet (SUBNET UP once).
+    pub(super) up_once: bool,
+}
+
+/// Routes computed for one heavy sweep, not yet in force.
+pub(super) struct Computed {
+    pub(super) fabric: Fabric,
+    pub(super) csr: Csr,
+    pub(super) routes: Routes,
+    /// Repaired from the routes in force rather than recomputed.
+    rerouted: bool,
+    /// Wall time the engine (or the repair) took.
+    pub(super) wall: std::time::Duration,
+}
+
+impl SubnetManager {
+    /// Computes the routes of the discovered subnet on the LIDs just assigned.
+    pub(super) fn compute_routes(&self) -> Result<Computed, SmError> {
+        let assigned = &self.lids.assigned;
+        let (fabric, _ids) = self.subnet.to_fabric(|g| assigned.get(&g).copied())?;
+        let csr = Csr::new(&fabric);
+        let assignment = LidAssignment::from_snapshot(&csr);
+        let opts = RouteOptions::default()
+            .with_threads(self.cfg.routing_threads.max(1))
+            .with_fallback(self.cfg.routing_fallback.clone())
+            .with_allow_unreachable(true);
+        let t0 = std::time::Instant::now();
+        let rerouted = self.try_reroute(&csr, &assignment, &opts);
+        let is_rerouted = rerouted.is_some();
+        let routes = match rerouted {
+            Some(r) => r,
+            None => route_with_fallback(&*self.cfg.routing.engine(), &csr, &assignment, &opts)?,
+        };
+        Ok(Computed {
+            fabric,
+            csr,
+            routes,
+            rerouted: is_rerouted,
+            wall: t0.elapsed(),
+        })
+    }
+
+    /// Repairs the routes in force for `csr` when the fabric only lost links or nodes
+    /// since they were computed (see `SmConfig::reroute_on_loss`); `None` means "recompute
+    /// from scratch" (option off, engine without incremental re-route, anything grew or
+    /// moved, or the re-route failed).
+    fn try_reroute(
+        &self,
+        csr: &Csr,
+        assignment: &LidAssignment,
+        opts: &RouteOptions,
+    ) -> Option<Routes> {
+        let kind = self.cfg.routing;
+        let state = &self.routing;
+        if !self.cfg.reroute_on_loss || !kind.incremental_reroute() || state.rebalance_pending {
+            return None;
+        }
+        let (prev, prev_csr) = (state.routes.as_ref()?, state.csr.as_ref()?);
+        // Routes a fallback engine produced are not the configured engine's to repair.
+        if prev.engine() != kind.name() {
+            return None;
+        }
+        let old_index = crate::reroute::losses_only(prev_csr, csr)?;
+        let lft_len = crate::reroute::lft_len(csr);
+        let live = crate::reroute::live_lids(csr, lft_len);
+        let carried = prev.carry_over(&old_index, lft_len, &live);
+        // Without fallback: a failed repair falls back to a full recompute, which runs
+        // the configured fallback chain itself.
+        let opts = opts.clone().with_fallback(Vec::new());
+        kind.engine().reroute(csr, assignment, &opts, &carried).ok()
+    }
+
+    /// Puts computed routes in force (their tables are queued by now). The automatic
+    /// rebalance waits for quiet after the last change the routes were repaired for; a
+    /// sweep that finds nothing new keeps the wait, a recompute ends it.
+    pub(super) fn routes_in_force(&mut self, now: Instant, c: Computed) {
+        if c.rerouted {
+            let changed = self
+                .routing
+                .csr
+                .as_ref()
+                .is_none_or(|prev| !crate::reroute::same_fabric(prev, &c.csr));
+            if changed || self.timers.get(Timer::Rebalance).is_none() {
+                let at = self.cfg.rebalance_after.map(|d| now + d);
+                self.timers.set(Timer::Rebalance, at);
+            }
+        } else {
+            self.timers.clear(Timer::Rebalance);
+        }
+        let state = &mut self.routing;
+        state.fabric = Some(c.fabric);
+        state.routes = Some(c.routes);
+        state.csr = Some(c.csr);
+        state.rebalance_pending = false;
+    }
+
+    pub(super) fn rebalance_wanted(&mut self, now: Instant) {
+        self.routing.rebalance_pending = true;
+        self.heavy_sweep_wanted(now);
+    }
+
+    /// The quiet time after a re-route has passed.
+    pub(super) fn rebalance_due(&mut self, now: Instant) {
+        // Another SM took over meanwhile: the routes are its business now.
+        if self.smi.role == Role::Master {
+            tracing::info!("quiet since the last re-route: rebalancing");
+            self.rebalance_wanted(now);
+        }
+    }
+}
+
+impl Computed {
+    pub(super) fn rerouted(&self) -> bool {
+        self.rerouted
+    }
+}

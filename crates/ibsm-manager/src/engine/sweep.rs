@@ -1,0 +1,556 @@
+//! Sweeps as typed stages. A sweep's data (counters, the GUIDs of the sweep before, the
+//! locked ports, the port plan) lives inside its variant and is dropped when the sweep
+//! ends: nothing is reset by hand.
+//!
+//! ```text
+//! Idle ──(start, trap, timer with heavy_next)──► Heavy: Discover ► Elect ► Program ► Activate ──► Idle
+//!   │                                                              └─(Standby/NotActive)──────► Idle
+//!   └──(timer)──► Light ──(no change)──► Idle
+//!                   └──(a latch set, a trap)──► Heavy
+//! ```
+//!
+//! A stage ends when the SMP queue is empty ([`SubnetManager::advance`] is only called
+//! then); a request for a heavy sweep while one runs is kept in the running sweep
+//! (`again`, `heavy_next`) and honoured when it ends.
+
+use std::collections::{BTreeMap, HashSet};
+
+use ibsm_transport::Instant;
+use ibsm_wire::{DrPath, SmState, SwitchInfo};
+
+use super::ops::Op;
+use super::ports::Plan;
+use super::timers::Timer;
+use super::{SubnetManager, dur, keys};
+use crate::error::SmError;
+use crate::event::{Role, SmEvent, SweepStats};
+use crate::model::{NodeIx, Subnet};
+
+/// The sweep the engine is in.
+#[derive(Debug)]
+pub(super) enum Sweep {
+    /// Between sweeps.
+    Idle(Idle),
+    /// Discovery and configuration of the whole subnet.
+    Heavy(Box<HeavySweep>),
+    /// Change detection: every switch's PortStateChange latch.
+    Light(Box<LightSweep>),
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Self::Idle(Idle {
+            since: Instant::ZERO,
+            heavy_next: false,
+        })
+    }
+}
+
+/// Between sweeps. The periodic sweep's deadline is [`Timer::Sweep`].
+#[derive(Debug)]
+pub(super) struct Idle {
+    since: Instant,
+    /// The periodic sweep is to be heavy (the last heavy sweep lost SMPs, or a change
+    /// was noted that no sweep has seen).
+    heavy_next: bool,
+}
+
+/// The stages of a heavy sweep.
+#[derive(Debug)]
+pub(super) enum Stage {
+    /// NodeInfo, SwitchInfo, PortInfo, P_KeyTable Gets over directed routes.
+    Discover,
+    /// Discovery is done; the election decides whether this SM configures.
+    Elect,
+    /// LIDs, routes, switch tables, P_Keys and PortInfo Sets are out; the plan says
+    /// what every port should hold, for the activation.
+    Program(Plan),
+    /// The armed ports' activation Sets are out.
+    Activate,
+}
+
+impl Stage {
+    fn name(&self) -> &'static str {
+        match self {
+            Stage::Discover => "discover",
+            Stage::Elect => "elect",
+            Stage::Program(_) => "program",
+            Stage::Activate => "activate",
+        }
+    }
+}
+
+/// Counters and clocks of one sweep, whatever its kind.
+#[derive(Debug)]
+struct Progress {
+    started: Instant,
+    stage_started: Instant,
+    stats: SweepStats,
+    by_attribute: BTreeMap<&'static str, u64>,
+    /// The tracing span of the current stage.
+    span: tracing::Span,
+}
+
+impl Progress {
+    fn new(now: Instant, heavy: bool, stage: &'static str) -> Self {
+        Self {
+            started: now,
+            stage_started: now,
+            stats: SweepStats {
+                heavy,
+                ..SweepStats::default()
+            },
+            by_attribute: BTreeMap::new(),
+            span: stage_span(stage, heavy),
+        }
+    }
+}
+
+/// One span per sweep stage (its wall-clock life is the stage's); the sans-IO entry
+/// points enter it, so everything logged while handling a MAD or a timeout nests under
+/// the stage it belongs to.
+fn stage_span(stage: &'static str, heavy: bool) -> tracing::Span {
+    tracing::info_span!("sweep_phase", phase = stage, heavy = heavy)
+}
+
+/// A heavy sweep.
+#[derive(Debug)]
+pub(super) struct HeavySweep {
+    pub(super) stage: Stage,
+    progress: Progress,
+    /// Node GUIDs the sweep before found (NodeAdded / NodeRemoved, and which switches'
+    /// tables are known).
+    pub(super) previous: HashSet<u64>,
+    /// Ports (switches: node GUIDs) that ignored our M_Key in this sweep: not
+    /// configured.
+    locked: HashSet<u64>,
+    /// Another heavy sweep was asked for while this one ran.
+    again: bool,
+}
+
+/// A light sweep.
+#[derive(Debug)]
+pub(super) struct LightSweep {
+    progress: Progress,
+    /// A latch was set or a heavy sweep asked for: one follows.
+    heavy_next: bool,
+}
+
+impl Sweep {
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self, Sweep::Idle(_))
+    }
+
+    pub(super) fn heavy(&self) -> Option<&HeavySweep> {
+        match self {
+            Sweep::Heavy(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// Whether the running sweep is a heavy one still discovering.
+    pub(super) fn is_discovering(&self) -> bool {
+        self.heavy()
+            .is_some_and(|h| matches!(h.stage, Stage::Discover))
+    }
+
+    fn progress(&self) -> Option<&Progress> {
+        match self {
+            Sweep::Idle(_) => None,
+            Sweep::Heavy(h) => Some(&h.progress),
+            Sweep::Light(l) => Some(&l.progress),
+        }
+    }
+
+    fn progress_mut(&mut self) -> Option<&mut Progress> {
+        match self {
+            Sweep::Idle(_) => None,
+            Sweep::Heavy(h) => Some(&mut h.progress),
+            Sweep::Light(l) => Some(&mut l.progress),
+        }
+    }
+
+    fn stage_name(&self) -> &'static str {
+        match self {
+            Sweep::Idle(_) => "idle",
+            Sweep::Heavy(h) => h.stage.name(),
+            Sweep::Light(_) => "light sweep",
+        }
+    }
+
+    /// The span to enter while handling input.
+    pub(super) fn span(&self) -> tracing::Span {
+        self.progress()
+            .map_or_else(tracing::Span::none, |p| p.span.clone())
+    }
+
+    /// When the current stage began (the time the election's probes are stamped with).
+    pub(super) fn stage_started(&self) -> Instant {
+        match self {
+            Sweep::Idle(i) => i.since,
+            Sweep::Heavy(h) => h.progress.stage_started,
+            Sweep::Light(l) => l.progress.stage_started,
+        }
+    }
+
+    /// Updates the running sweep's counters (between sweeps there are none to update).
+    pub(super) fn count(&mut self, f: impl FnOnce(&mut SweepStats)) {
+        if let Some(p) = self.progress_mut() {
+            f(&mut p.stats);
+        }
+    }
+
+    /// Counts one SMP of an attribute in the running sweep.
+    pub(super) fn count_attribute(&mut self, name: &'static str) {
+        if let Some(p) = self.progress_mut() {
+            *p.by_attribute.entry(name).or_default() += 1;
+        }
+    }
+
+    /// Notes a locked port in the running heavy sweep (later sweeps try it again).
+    pub(super) fn lock(&mut self, guid: u64) {
+        if let Sweep::Heavy(h) = self {
+            h.locked.insert(guid);
+        }
+    }
+
+    pub(super) fn is_locked(&self, guid: u64) -> bool {
+        self.heavy().is_some_and(|h| h.locked.contains(&guid))
+    }
+
+    /// Notes that a heavy sweep is needed, without starting one now.
+    pub(super) fn note_change(&mut self) {
+        match self {
+            Sweep::Idle(i) => i.heavy_next = true,
+            Sweep::Heavy(h) => h.again = true,
+            Sweep::Light(l) => l.heavy_next = true,
+        }
+    }
+
+    /// The node GUIDs of the sweep before this heavy sweep.
+    pub(super) fn previous(&self) -> Option<&HashSet<u64>> {
+        self.heavy().map(|h| &h.previous)
+    }
+
+    /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
+    /// heavy sweep: no).
+    pub(super) fn seen_before(&self, guid: u64) -> bool {
+        self.previous().is_some_and(|p| p.contains(&guid))
+    }
+}
+
+impl SubnetManager {
+    /// A heavy sweep is wanted: now when idle, else when the running sweep ends.
+    pub(super) fn heavy_sweep_wanted(&mut self, now: Instant) {
+        if self.sweep.is_idle() {
+            self.begin_heavy(now);
+        } else {
+            self.sweep.note_change();
+        }
+    }
+
+    /// The periodic sweep's timer fired.
+    pub(super) fn periodic_sweep(&mut self, now: Instant) {
+        match &self.sweep {
+            Sweep::Idle(i) if i.heavy_next => self.begin_heavy(now),
+            Sweep::Idle(_) => self.begin_light(now),
+            _ => {}
+        }
+    }
+
+    pub(super) fn begin_heavy(&mut self, now: Instant) {
+        // A restart while sweeping ends the running stage first.
+        self.end_stage(now);
+        self.latches.begin_sweep();
+        let previous = self.subnet.by_guid.keys().copied().collect();
+        self.subnet = Subnet::default();
+        self.sweep = Sweep::Heavy(Box::new(HeavySweep {
+            stage: Stage::Discover,
+            progress: Progress::new(now, true, Stage::Discover.name()),
+            previous,
+            locked: HashSet::new(),
+            again: false,
+        }));
+        self.event(SmEvent::SweepStarted { heavy: true });
+        self.smi.election.begin_sweep(dur(now));
+        let root = Op::NodeInfo {
+            path: DrPath::local(),
+            from: None,
+        };
+        self.submit(root, 0, None);
+    }
+
+    fn begin_light(&mut self, now: Instant) {
+        self.sweep = Sweep::Light(Box::new(LightSweep {
+            progress: Progress::new(now, false, "light sweep"),
+            heavy_next: false,
+        }));
+        self.event(SmEvent::SweepStarted { heavy: false });
+        // The other SMs' SMInfo as it is now (ActCount, state) for SMInfoRecord, as
+        // OpenSM's light sweep asks; no SMP when there is no other SM.
+        if self.smi.role == Role::Master {
+            self.smi.election.refresh_known_sms(dur(now));
+        }
+        let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
+            .filter(|&n| self.subnet.nodes[n].is_switch())
+            .collect();
+        for node in switches {
+            self.submit(Op::LightSwitchInfo { node }, 0, None);
+        }
+        // With an M_Key lease, a correctly keyed SMP to every port stops any countdown an
+        // intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
+        // just reached through port 0; CA ports need their own Get.
+        if keys::lease_active(&self.cfg) {
+            let ca_ports: Vec<(NodeIx, u8)> = self
+                .subnet
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| !n.is_switch())
+                .flat_map(|(i, n)| {
+                    n.ports
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, p)| p.path.is_some())
+                        .map(move |(p, _)| (i, p as u8))
+                })
+                .collect();
+            for (node, port) in ca_ports {
+                self.get_port_info(node, port);
+            }
+        }
+    }
+
+    /// A light sweep's SwitchInfo: a set latch is a change to sweep for.
+    pub(super) fn on_light_switch_info(&mut self, data: &[u8]) {
+        if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
+            self.sweep.note_change();
+        }
+    }
+
+    /// Time to the next light sweep: the configured interval, shortened to half the
+    /// M_Key lease so that no lease can run out between two refreshes.
+    fn sweep_period(&self) -> std::time::Duration {
+        let mut d = self.cfg.sweep_interval;
+        if keys::lease_active(&self.cfg) {
+            let half = std::time::Duration::from_secs(u64::from(self.cfg.m_key_lease)) / 2;
+            if d.is_zero() || half < d {
+                d = half.max(std::time::Duration::from_millis(100));
+            }
+        }
+        d
+    }
+
+    /// Ends the current stage: its time goes into the sweep's stats and a
+    /// [`SmEvent::PhaseDone`] reports it. Nothing between sweeps.
+    fn end_stage(&mut self, now: Instant) {
+        let name = self.sweep.stage_name();
+        let nodes = self.subnet.nodes.len();
+        let Some(p) = self.sweep.progress_mut() else {
+            return;
+        };
+        let d = now.saturating_duration_since(p.stage_started);
+        tracing::info!(
+            phase = name,
+            nodes,
+            smps = p.stats.smps,
+            virtual_us = d.as_micros() as u64,
+            "phase done"
+        );
+        p.stats.phases.push((name, d));
+        let smps = p.stats.smps;
+        self.event(SmEvent::PhaseDone {
+            phase: name,
+            nodes,
+            smps,
+            elapsed: d,
+        });
+    }
+
+    /// Moves the heavy sweep to its next stage.
+    fn enter_stage(&mut self, now: Instant, stage: Stage) {
+        self.end_stage(now);
+        if let Sweep::Heavy(h) = &mut self.sweep {
+            h.progress.stage_started = now;
+            h.progress.span = stage_span(stage.name(), true);
+            h.stage = stage;
+        }
+    }
+
+    /// The queue is empty: the running stage's work is done. Moves the sweep on;
+    /// `false` when it has to wait for input (or there is no sweep).
+    pub(super) fn advance(&mut self, now: Instant) -> bool {
+        let stage = match &self.sweep {
+            Sweep::Idle(_) => return false,
+            Sweep::Light(l) => {
+                if l.heavy_next {
+                    self.begin_heavy(now);
+                } else {
+                    self.finish(now, false);
+                }
+                return true;
+            }
+            Sweep::Heavy(h) => &h.stage,
+        };
+        match stage {
+            Stage::Discover if self.subnet.nodes.is_empty() => {
+                // Not even the local node answered (our own port's M_Key is someone
+                // else's, or the port is down): there is nothing to configure, and saying
+                // SUBNET UP would be a lie. The lost SMP makes the next periodic sweep
+                // heavy again (see `finish`).
+                self.event(SmEvent::SweepFailed {
+                    reason: "discovery found no node: the local port did not answer".into(),
+                });
+                // Close the election's sweep too: it saw no other SM.
+                self.smi.election.sweep_complete(dur(now));
+                self.finish(now, false);
+                self.drain_election(now);
+            }
+            Stage::Discover => {
+                let gone: Vec<u64> = self
+                    .sweep
+                    .previous()
+                    .into_iter()
+                    .flatten()
+                    .filter(|g| !self.subnet.by_guid.contains_key(g))
+                    .copied()
+                    .collect();
+                for guid in gone {
+                    self.event(SmEvent::NodeRemoved { guid });
+                }
+                self.enter_stage(now, Stage::Elect);
+                self.smi.election.sweep_complete(dur(now));
+                self.drain_election(now);
+            }
+            Stage::Elect => match self.smi.election.state() {
+                SmState::Master => {
+                    self.enter_stage(now, Stage::Program(Plan::default()));
+                    match self.configure(now) {
+                        Ok(plan) => {
+                            if let Sweep::Heavy(h) = &mut self.sweep {
+                                h.stage = Stage::Program(plan);
+                            }
+                        }
+                        Err(e) => {
+                            self.event(SmEvent::RoutingFailed {
+                                reason: e.to_string(),
+                            });
+                            self.finish(now, false);
+                        }
+                    }
+                }
+                // Probes outstanding: the election answers later.
+                SmState::Discovering => return false,
+                _ => {
+                    // Standby or NotActive: someone else configures.
+                    self.end_stage(now);
+                    let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
+                    self.sweep = Sweep::Idle(Idle {
+                        since: now,
+                        heavy_next,
+                    });
+                    self.timers.clear(Timer::Sweep);
+                }
+            },
+            Stage::Program(_) => {
+                let plan = match &mut self.sweep {
+                    Sweep::Heavy(h) => match &mut h.stage {
+                        Stage::Program(plan) => std::mem::take(plan),
+                        _ => Plan::default(),
+                    },
+                    _ => Plan::default(),
+                };
+                self.enter_stage(now, Stage::Activate);
+                self.activate_armed(&plan);
+            }
+            Stage::Activate => self.finish(now, true),
+        }
+        true
+    }
+
+    /// The Program stage's work: LIDs, routes, and the Sets that program them; the
+    /// port plan the activation follows.
+    fn configure(&mut self, now: Instant) -> Result<Plan, SmError> {
+        let nodes = self.subnet.nodes.len();
+        let switches = self.subnet.switch_count();
+        let links = self.subnet.link_count();
+        self.sweep.count(|s| {
+            s.nodes = nodes;
+            s.switches = switches;
+            s.links = links;
+        });
+        self.assign_lids()?;
+        let computed = self.compute_routes()?;
+        let rerouted = computed.rerouted();
+        let wall = computed.wall;
+        let engine = computed.routes.engine().to_owned();
+        self.sweep.count(|s| {
+            s.rerouted = rerouted;
+            s.routing_wall = wall;
+            s.routing_engine = engine;
+        });
+        let max_lid = self.lids.max_lid();
+        self.program_switches(&computed.csr, &computed.routes, max_lid);
+        // P_Key tables from the partition policy, before the PortInfo Sets that turn
+        // switch enforcement on.
+        self.program_pkeys();
+        let plan = self.program_ports();
+        self.routes_in_force(now, computed);
+        Ok(plan)
+    }
+
+    /// Ends the sweep: its stats go out with [`SmEvent::SubnetUp`] (a heavy sweep that
+    /// configured the subnet) or [`SmEvent::LightSweepDone`], and the next sweep is
+    /// scheduled.
+    fn finish(&mut self, now: Instant, up: bool) {
+        self.end_stage(now);
+        let idle = Sweep::Idle(Idle {
+            since: now,
+            heavy_next: false,
+        });
+        let (progress, again, heavy) = match std::mem::replace(&mut self.sweep, idle) {
+            Sweep::Heavy(h) => (h.progress, h.again, true),
+            Sweep::Light(l) => (l.progress, l.heavy_next, false),
+            Sweep::Idle(_) => return,
+        };
+        let mut stats = progress.stats;
+        stats.by_attribute = progress.by_attribute.into_iter().collect();
+        stats
+            .phases
+            .push(("total", now.saturating_duration_since(progress.started)));
+        let timeouts = stats.timeouts;
+        self.smi
+            .election
+            .record_smps_sent(u32::try_from(stats.smps).unwrap_or(u32::MAX));
+        if up {
+            self.routing.up_once = true;
+            // The SA answers from what this sweep configured.
+            self.refresh_admin();
+            tracing::info!(
+                nodes = stats.nodes,
+                switches = stats.switches,
+                lids = stats.lids,
+                smps = stats.smps,
+                routing = %stats.routing_engine,
+                "SUBNET UP"
+            );
+            self.event(SmEvent::SubnetUp { stats });
+        } else if !heavy {
+            self.event(SmEvent::LightSweepDone { stats });
+        }
+        if again {
+            self.begin_heavy(now);
+        } else if !self.sweep_period().is_zero() {
+            self.timers
+                .set(Timer::Sweep, Some(now + self.sweep_period()));
+            // A heavy sweep that lost SMPs (after all retries) may have left nodes
+            // undiscovered or ports half-configured, and nothing in the fabric will
+            // trap about it: make the next periodic sweep heavy (as OpenSM does after
+            // a subnet initialization error). Not at once, so persistent loss cannot
+            // keep the SM sweeping back to back.
+            if heavy && timeouts > 0 {
+                self.sweep.note_change();
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Switch programming: SwitchInfo (LinearFDBTop, LifeTimeValue), the LFT blocks that
+//! changed, and for engines that use VLs the SL -> VL maps and VL arbitration. A mirror
+//! of what was written lets later sweeps send only what differs.
+
+use std::collections::HashMap;
+
+use ibsm_routing::Routes;
+use ibsm_topology::Csr;
+use ibsm_wire::attr::modifier::{SlToVlMod, VlArbMod, VlArbPart};
+use ibsm_wire::{SlToVlMap, SlToVlMappingTable, VlArbBlock, VlArbEntry, VlArbitrationTable};
+
+use super::SubnetManager;
+use super::ops::Op;
+use crate::model::NodeIx;
+
+/// What the SM wrote to the switches, for as long as they keep it.
+#[derive(Debug, Default)]
+pub(super) struct Mirror {
+    /// Switch GUID -> LFT as last written (whole blocks).
+    pub(super) lft: HashMap<u64, Vec<u8>>,
+    /// (switch GUID, output port) -> SL -> VL map as last written.
+    sl2vl: HashMap<(u64, u8), [u8; 16]>,
+}
+
+impl SubnetManager {
+    /// Queues every switch's SwitchInfo, LFT, SL2VL and VLArb Sets for `routes`
+    /// (computed on `csr`), up to LID `max_lid`.
+    pub(super) fn program_switches(&mut self, csr: &Csr, routes: &Routes, max_lid: u16) {
+        for s in 0..csr.switch_count() {
+            let guid = csr.switch_guid[s].0;
+            let Some(&n) = self.subnet.by_guid.get(&guid) else {
+                continue;
+            };
+            if self.sweep.is_locked(guid) {
+                continue;
+            }
+            self.program_switch_info(n, max_lid);
+            // The mirror of what was written is only good while the switch keeps it: one
+            // that missed the previous sweep or whose port-0 LID is not the one we gave
+            // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
+            let cur_lid = self.subnet.nodes[n]
+                .ports
+                .first()
+                .and_then(|p| p.info.as_ref())
+                .map_or(0, |i| i.lid);
+            let assigned = self.lids.assigned.get(&guid).map_or(0, |l| l.0);
+            if cur_lid != assigned || !self.sweep.seen_before(guid) {
+                self.mirror.lft.remove(&guid);
+                self.mirror.sl2vl.retain(|&(g, _), _| g != guid);
+            }
+            self.program_lft(n, guid, routes.lft(s), max_lid);
+            if routes.vls_used() > 1 || routes.has_sls() {
+                self.program_vls(n, guid, s, routes);
+            }
+        }
+    }
+
+    fn program_switch_info(&mut self, n: NodeIx, max_lid: u16) {
+        let read = self.subnet.nodes[n].switch_info;
+        let mut si = read.unwrap_or_default();
+        si.linear_fdb_top = max_lid;
+        si.life_time_value = self.cfg.packet_life_time;
+        // Discovery cleared the latch before reading the ports; clearing it again
+        // here would swallow a change made since, which that discovery missed.
+        si.port_state_change = false;
+        // Nothing to write when the switch already holds these values.
+        let same = read.is_some_and(|r| {
+            r.linear_fdb_top == si.linear_fdb_top && r.life_time_value == si.life_time_value
+        });
+        if !same {
+            let mut data = [0u8; 64];
+            si.emit_into(&mut data).ok();
+            self.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
+        }
+    }
+
+    /// The LFT blocks up to `max_lid` that differ from the mirror (all of them where
+    /// the mirror has none); the mirror then holds what is written.
+    fn program_lft(&mut self, n: NodeIx, guid: u64, lft: &[u8], max_lid: u16) {
+        let old = self.mirror.lft.get(&guid).cloned();
+        let mut written = old.clone().unwrap_or_default();
+        // Whole blocks, so the mirror holds every byte that is written.
+        let blocks = usize::from(max_lid) / 64 + 1;
+        written.resize(lft.len().max(blocks * 64), 0xFF);
+        let (mut entries, mut sent) = (0u64, 0u64);
+        for block in 0..blocks {
+            let mut ports = [0xFFu8; 64];
+            for (i, p) in ports.iter_mut().enumerate() {
+                *p = lft.get(block * 64 + i).copied().unwrap_or(0xFF);
+            }
+            let before = old
+                .as_ref()
+                .and_then(|o| o.get(block * 64..block * 64 + 64));
+            let changed = before.map_or(ports.len(), |b| {
+                b.iter().zip(&ports).filter(|(x, y)| x != y).count()
+            });
+            if changed == 0 {
+                continue;
+            }
+            entries += changed as u64;
+            let op = Op::SetLft {
+                node: n,
+                block: block as u16,
+            };
+            self.submit(op, block as u32, None);
+            sent += 1;
+            if let Some(dst) = written.get_mut(block * 64..block * 64 + 64) {
+                dst.copy_from_slice(&ports);
+            }
+        }
+        self.sweep.count(|s| {
+            s.lft_entries += entries;
+            s.lft_blocks += sent;
+        });
+        self.mirror.lft.insert(guid, written);
+    }
+
+    /// Engines that use VLs for deadlock freedom (DOR on tori, LASH, DFSSSP) give an
+    /// SL -> VL map per output port; without it on the switches the freedom they
+    /// computed would not exist on the wire. One Set per output port covers every input
+    /// port (the all-inputs wildcard) where the switch accepts the wildcard
+    /// (SwitchInfo.OptimizedSLtoVLMappingProgramming); elsewhere (ibsim's switches,
+    /// older silicon) one Set per input port (0 and every cabled one), or the unset
+    /// pairs keep the switch's default map.
+    fn program_vls(&mut self, n: NodeIx, guid: u64, s: usize, routes: &Routes) {
+        let node = &self.subnet.nodes[n];
+        let wildcard = node
+            .switch_info
+            .is_some_and(|si| si.optimized_sl_to_vl_mapping_programming != 0);
+        let num_ports = node.info.num_ports;
+        let cabled = |i: u8| node.ports[usize::from(i)].peer.is_some();
+        let inputs: Vec<u8> = if wildcard {
+            Vec::new()
+        } else {
+            (0..=num_ports).filter(|&i| i == 0 || cabled(i)).collect()
+        };
+        let outputs: Vec<u8> = (1..=num_ports).filter(|&p| cabled(p)).collect();
+        for p in outputs {
+            let Some(vls) = routes.sl2vl(s, p) else {
+                continue;
+            };
+            if self.mirror.sl2vl.get(&(guid, p)) == Some(&vls) {
+                continue;
+            }
+            let mut data = [0u8; 64];
+            SlToVlMappingTable {
+                map: SlToVlMap::from_vls(vls),
+            }
+            .emit_into(&mut data)
+            .ok();
+            let op = Op::SetSl2Vl { node: n, port: p };
+            if wildcard {
+                self.submit(op, SlToVlMod::all_inputs_to(p).encode(), Some(data));
+            }
+            for &i in &inputs {
+                self.submit(op, SlToVlMod::pair(i, p).encode(), Some(data));
+            }
+            self.mirror.sl2vl.insert((guid, p), vls);
+            // Every VL in use gets an equal share of the low-priority table, so no lane
+            // the engine relies on is starved.
+            let mut block = VlArbBlock::default();
+            let used = routes.vls_used().clamp(1, 15);
+            for vl in 0..used {
+                block
+                    .set(usize::from(vl), VlArbEntry { vl, weight: 64 })
+                    .ok();
+            }
+            let mut data = [0u8; 64];
+            VlArbitrationTable { entries: block }
+                .emit_into(&mut data)
+                .ok();
+            let modifier = VlArbMod {
+                part: VlArbPart::Low0To31,
+                port: u16::from(p),
+            }
+            .encode();
+            self.submit(Op::SetVlArb { node: n, port: p }, modifier, Some(data));
+        }
+    }
+}
