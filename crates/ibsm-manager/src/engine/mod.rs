@@ -49,6 +49,9 @@ mod switches;
 mod timers;
 mod traps;
 
+#[cfg(test)]
+mod tests;
+
 use timers::Timer;
 
 /// A MAD to hand to the transport.
