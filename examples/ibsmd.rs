@@ -355,9 +355,9 @@ fn log_event(ev: &SmEvent, ms: f64, verbose: bool, out: &mut Outcome) {
         SmEvent::PartitionWarning { warning } => {
             eprintln!("warning: partitions: {warning}");
         }
-        SmEvent::RoutingFailed { reason } => {
+        SmEvent::RoutingFailed { error } => {
             out.routing_failures += 1;
-            eprintln!("routing failed: {reason}");
+            eprintln!("routing failed: {error}");
         }
         other => {
             if verbose {

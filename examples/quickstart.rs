@@ -215,7 +215,7 @@ fn run(a: &Args) -> Result<bool, String> {
                     t.elapsed().as_secs_f64() * 1e3
                 );
             }
-            SmEvent::RoutingFailed { reason } => eprintln!("routing failed: {reason}"),
+            SmEvent::RoutingFailed { error } => eprintln!("routing failed: {error}"),
             SmEvent::PartitionWarning { warning } => eprintln!("warning: partitions: {warning}"),
             _ => {}
         }
@@ -274,6 +274,7 @@ fn run(a: &Args) -> Result<bool, String> {
         .phases
         .iter()
         .map(|(p, d)| format!("{p} {:.2} ms", d.as_secs_f64() * 1e3))
+        .chain([format!("total {:.2} ms", stats.total.as_secs_f64() * 1e3)])
         .collect();
     eprintln!("  virtual time per phase: {}", phases.join(", "));
     eprintln!(

@@ -52,11 +52,7 @@ fn bring_up(fabric: &Fabric, sim_cfg: SimConfig) -> SweepStats {
 fn report(name: &str, fabric: &Fabric, cfg: SimConfig) {
     let t = std::time::Instant::now();
     let st = bring_up(fabric, cfg);
-    let total = st
-        .phases
-        .iter()
-        .find(|(p, _)| *p == "total")
-        .map_or(Duration::ZERO, |p| p.1);
+    let total = st.total;
     eprintln!(
         "{name}: {} nodes, {} SMPs ({} LFT blocks, {} PortInfo Sets), virtual sweep {total:?}, routing {:?}, wall {:?}, VmHWM {} MiB",
         st.nodes,

@@ -27,3 +27,48 @@ pub enum SmError {
     #[error("topology: {0}")]
     Topology(String),
 }
+
+/// An [`SmError`] an event carries: cheap to clone (events are `Clone`), the error
+/// itself behind [`std::ops::Deref`] and [`std::error::Error::source`]. Two are equal
+/// when they say the same (errors with I/O inside have no equality of their own).
+#[derive(Debug, Clone)]
+pub struct SharedError(std::sync::Arc<SmError>);
+
+impl SharedError {
+    /// The error.
+    #[must_use]
+    pub fn get(&self) -> &SmError {
+        &self.0
+    }
+}
+
+impl From<SmError> for SharedError {
+    fn from(e: SmError) -> Self {
+        Self(std::sync::Arc::new(e))
+    }
+}
+
+impl std::ops::Deref for SharedError {
+    type Target = SmError;
+    fn deref(&self) -> &SmError {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+impl PartialEq for SharedError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.to_string() == other.to_string()
+    }
+}

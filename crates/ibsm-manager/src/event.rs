@@ -2,6 +2,44 @@
 
 use std::time::Duration;
 
+use crate::error::SharedError;
+
+/// A stage of a sweep (the heavy sweep's four, and the light sweep's one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Heavy: NodeInfo, SwitchInfo, PortInfo (and P_KeyTable) Gets over directed routes.
+    Discover,
+    /// Heavy: the election decides whether this SM configures.
+    Elect,
+    /// Heavy: LIDs, routes, switch tables, P_Key tables and PortInfo Sets.
+    Program,
+    /// Heavy: the armed ports' activation.
+    Activate,
+    /// The light sweep: every switch's PortStateChange latch.
+    Light,
+}
+
+impl Phase {
+    /// Its name in logs: `discover`, `elect`, `program`, `activate`, `light sweep`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Discover => "discover",
+            Phase::Elect => "elect",
+            Phase::Program => "program",
+            Phase::Activate => "activate",
+            Phase::Light => "light sweep",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Counters and timings of one sweep.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SweepStats {
@@ -15,8 +53,10 @@ pub struct SweepStats {
     pub timeouts: u64,
     /// SMPs per attribute name (Get and Set together), sorted by name.
     pub by_attribute: Vec<(&'static str, u64)>,
-    /// Time per phase on the transport's clock (virtual in the simulator).
-    pub phases: Vec<(&'static str, Duration)>,
+    /// Time per phase on the transport's clock (virtual in the simulator), in order.
+    pub phases: Vec<(Phase, Duration)>,
+    /// Time of the whole sweep on the transport's clock.
+    pub total: Duration,
     /// Wall time spent computing routes.
     pub routing_wall: Duration,
     /// Nodes found.
@@ -71,8 +111,8 @@ pub enum SmEvent {
     },
     /// A phase of a sweep ended (progress for long sweeps).
     PhaseDone {
-        /// `discover`, `elect`, `program`, `arm`, `activate`, `light sweep`.
-        phase: &'static str,
+        /// Which.
+        phase: Phase,
         /// Nodes found so far in this sweep.
         nodes: usize,
         /// SMPs sent so far in this sweep.
@@ -128,10 +168,13 @@ pub enum SmEvent {
         /// Why.
         reason: String,
     },
-    /// Routing failed; the previous routes (if any) stay programmed.
+    /// The heavy sweep could not program the subnet (routing failed and no fallback
+    /// took over, the LID space is exhausted, the LID store could not be written); the
+    /// previous routes (if any) stay programmed.
     RoutingFailed {
-        /// Why.
-        reason: String,
+        /// Why: [`SmError::Routing`](crate::SmError::Routing) with the routing
+        /// engine's error, or what else stopped the programming.
+        error: SharedError,
     },
     /// The SM's role changed.
     RoleChanged {

@@ -67,8 +67,8 @@ pub mod store;
 
 pub use config::{MKeyMode, SmConfig};
 pub use engine::{Outgoing, SubnetManager};
-pub use error::SmError;
-pub use event::{Role, SmEvent, SweepStats};
+pub use error::{SharedError, SmError};
+pub use event::{Phase, Role, SmEvent, SweepStats};
 /// The Subnet Administrator the engine can run (`SmConfig::sa`).
 pub use ibsm_sa as sa;
 pub use store::{FileLidStore, LidStore, MemoryLidStore};

@@ -148,7 +148,7 @@ fn a_second_cut_right_after_the_first_gets_its_own_sweep() {
         matches!(
             e,
             SmEvent::PhaseDone {
-                phase: "discover",
+                phase: ibsm_manager::Phase::Discover,
                 ..
             }
         )

@@ -23,7 +23,7 @@ use super::ports::Plan;
 use super::timers::Timer;
 use super::{SubnetManager, dur, keys};
 use crate::error::SmError;
-use crate::event::{Role, SmEvent, SweepStats};
+use crate::event::{Phase, Role, SmEvent, SweepStats};
 use crate::model::{NodeIx, Subnet};
 
 /// The sweep the engine is in.
@@ -70,12 +70,12 @@ pub(super) enum Stage {
 }
 
 impl Stage {
-    fn name(&self) -> &'static str {
+    fn phase(&self) -> Phase {
         match self {
-            Stage::Discover => "discover",
-            Stage::Elect => "elect",
-            Stage::Program(_) => "program",
-            Stage::Activate => "activate",
+            Stage::Discover => Phase::Discover,
+            Stage::Elect => Phase::Elect,
+            Stage::Program(_) => Phase::Program,
+            Stage::Activate => Phase::Activate,
         }
     }
 }
@@ -92,7 +92,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(now: Instant, heavy: bool, stage: &'static str) -> Self {
+    fn new(now: Instant, heavy: bool, stage: Phase) -> Self {
         Self {
             started: now,
             stage_started: now,
@@ -109,8 +109,8 @@ impl Progress {
 /// One span per sweep stage (its wall-clock life is the stage's); the sans-IO entry
 /// points enter it, so everything logged while handling a MAD or a timeout nests under
 /// the stage it belongs to.
-fn stage_span(stage: &'static str, heavy: bool) -> tracing::Span {
-    tracing::info_span!("sweep_phase", phase = stage, heavy = heavy)
+fn stage_span(stage: Phase, heavy: bool) -> tracing::Span {
+    tracing::info_span!("sweep_phase", phase = stage.as_str(), heavy = heavy)
 }
 
 /// A heavy sweep.
@@ -170,11 +170,12 @@ impl Sweep {
         }
     }
 
-    fn stage_name(&self) -> &'static str {
+    /// The phase running (`None` between sweeps).
+    pub(super) fn phase(&self) -> Option<Phase> {
         match self {
-            Sweep::Idle(_) => "idle",
-            Sweep::Heavy(h) => h.stage.name(),
-            Sweep::Light(_) => "light sweep",
+            Sweep::Idle(_) => None,
+            Sweep::Heavy(h) => Some(h.stage.phase()),
+            Sweep::Light(_) => Some(Phase::Light),
         }
     }
 
@@ -266,7 +267,7 @@ impl SubnetManager {
         self.subnet = Subnet::default();
         self.sweep = Sweep::Heavy(Box::new(HeavySweep {
             stage: Stage::Discover,
-            progress: Progress::new(now, true, Stage::Discover.name()),
+            progress: Progress::new(now, true, Phase::Discover),
             previous,
             locked: HashSet::new(),
             again: false,
@@ -282,7 +283,7 @@ impl SubnetManager {
 
     fn begin_light(&mut self, now: Instant) {
         self.sweep = Sweep::Light(Box::new(LightSweep {
-            progress: Progress::new(now, false, "light sweep"),
+            progress: Progress::new(now, false, Phase::Light),
             heavy_next: false,
         }));
         self.event(SmEvent::SweepStarted { heavy: false });
@@ -344,23 +345,25 @@ impl SubnetManager {
     /// Ends the current stage: its time goes into the sweep's stats and a
     /// [`SmEvent::PhaseDone`] reports it. Nothing between sweeps.
     fn end_stage(&mut self, now: Instant) {
-        let name = self.sweep.stage_name();
+        let Some(phase) = self.sweep.phase() else {
+            return;
+        };
         let nodes = self.subnet.nodes.len();
         let Some(p) = self.sweep.progress_mut() else {
             return;
         };
         let d = now.saturating_duration_since(p.stage_started);
         tracing::info!(
-            phase = name,
+            phase = phase.as_str(),
             nodes,
             smps = p.stats.smps,
             virtual_us = d.as_micros() as u64,
             "phase done"
         );
-        p.stats.phases.push((name, d));
+        p.stats.phases.push((phase, d));
         let smps = p.stats.smps;
         self.event(SmEvent::PhaseDone {
-            phase: name,
+            phase,
             nodes,
             smps,
             elapsed: d,
@@ -372,7 +375,7 @@ impl SubnetManager {
         self.end_stage(now);
         if let Sweep::Heavy(h) = &mut self.sweep {
             h.progress.stage_started = now;
-            h.progress.span = stage_span(stage.name(), true);
+            h.progress.span = stage_span(stage.phase(), true);
             h.stage = stage;
         }
     }
@@ -432,9 +435,8 @@ impl SubnetManager {
                             }
                         }
                         Err(e) => {
-                            self.event(SmEvent::RoutingFailed {
-                                reason: e.to_string(),
-                            });
+                            tracing::warn!(error = %e, "programming the subnet failed");
+                            self.event(SmEvent::RoutingFailed { error: e.into() });
                             self.finish(now, false);
                         }
                     }
@@ -515,9 +517,7 @@ impl SubnetManager {
         };
         let mut stats = progress.stats;
         stats.by_attribute = progress.by_attribute.into_iter().collect();
-        stats
-            .phases
-            .push(("total", now.saturating_duration_since(progress.started)));
+        stats.total = now.saturating_duration_since(progress.started);
         let timeouts = stats.timeouts;
         self.smi
             .election

@@ -13,7 +13,7 @@ use ibsm_wire::{
 
 use super::SubnetManager;
 use crate::config::SmConfig;
-use crate::event::SmEvent;
+use crate::event::{Phase, SmEvent};
 
 const A: u64 = 0xA0;
 const S: u64 = 0x50;
@@ -209,7 +209,7 @@ impl Bench {
         self.events.iter().filter(|e| f(e)).count()
     }
 
-    fn phases(&self) -> Vec<&'static str> {
+    fn phases(&self) -> Vec<Phase> {
         self.events
             .iter()
             .filter_map(|e| match e {
@@ -237,7 +237,13 @@ fn every(interval: Duration) -> SmConfig {
 fn a_heavy_sweep_walks_its_stages_in_order() {
     let mut b = Bench::new(quiet());
     b.run(Instant::from_secs(5));
-    assert_eq!(b.phases(), ["discover", "elect", "program", "activate"]);
+    let heavy = [
+        Phase::Discover,
+        Phase::Elect,
+        Phase::Program,
+        Phase::Activate,
+    ];
+    assert_eq!(b.phases(), heavy);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
     let stats = b
         .events
@@ -335,7 +341,7 @@ fn a_light_sweep_finding_a_set_latch_turns_heavy() {
     b.run(Instant::from_millis(1500));
     // Up, then one quiet light sweep.
     assert_eq!(b.count(|e| matches!(e, SmEvent::LightSweepDone { .. })), 1);
-    assert_eq!(b.phases().last(), Some(&"light sweep"));
+    assert_eq!(b.phases().last(), Some(&Phase::Light));
     b.fabric.latch = true;
     b.run(Instant::from_millis(2500));
     assert_eq!(
