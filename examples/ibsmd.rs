@@ -417,7 +417,8 @@ fn run(a: &Args) -> Result<bool, String> {
     let mut sm = match &a.guid2lid {
         Some(path) => SubnetManager::with_store(cfg, local, Box::new(FileLidStore::new(path))),
         None => SubnetManager::new(cfg, local),
-    };
+    }
+    .map_err(|e| e.to_string())?;
     sm.start(t.now()).map_err(|e| e.to_string())?;
     let timeout = a.timeout.or(a.once.then_some(60)).filter(|s| *s > 0);
     let end = timeout.map(|s| wall + Duration::from_secs(s));

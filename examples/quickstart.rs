@@ -197,7 +197,7 @@ fn run(a: &Args) -> Result<bool, String> {
     // Single-threaded: ibsm-routing balances each thread's LID range on its own, which
     // doubles the max link load of minhop/updn on fat trees (see the routing notes).
     cfg.routing_threads = 1;
-    let mut sm = SubnetManager::new(cfg, port.local_port());
+    let mut sm = SubnetManager::new(cfg, port.local_port()).map_err(|e| e.to_string())?;
     sm.start(port.now()).map_err(|e| e.to_string())?;
     let t = WallInstant::now();
     let mut stats: Option<SweepStats> = None;

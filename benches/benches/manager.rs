@@ -35,7 +35,8 @@ fn bring_up(fabric: &Fabric, sim_cfg: SimConfig) -> SweepStats {
     let idx = sim.node_by_guid(ca.guid().0).expect("CA in sim");
     let mut port = sim.attach_sm(idx, 1).expect("attach");
     port.set_is_sm(true).expect("issm");
-    let mut sm = SubnetManager::new(SmConfig::default(), port.local_port());
+    let mut sm =
+        SubnetManager::new(SmConfig::default(), port.local_port()).expect("valid configuration");
     sm.start(port.now()).expect("start");
     let mut stats = None;
     driver::run(&mut sm, &mut port, Instant::from_secs(600), |ev| {

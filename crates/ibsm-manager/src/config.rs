@@ -20,7 +20,54 @@ pub enum MKeyMode {
     },
 }
 
-/// Everything the engine can be told.
+/// Why [`SmConfig::validate`] refused a configuration: the field, the value and what
+/// it must be. The engine is built only from a configuration that passed, so nothing
+/// further down clamps, masks or panics on one of these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A number outside what its field (usually a wire bit field) can hold.
+    #[error("{field} {value} is outside {min}..={max} ({why})")]
+    OutOfRange {
+        /// The [`SmConfig`] field.
+        field: &'static str,
+        /// The value given.
+        value: u64,
+        /// Smallest allowed value.
+        min: u64,
+        /// Largest allowed value.
+        max: u64,
+        /// Where the limit comes from.
+        why: &'static str,
+    },
+    /// A period or count that must be positive is zero.
+    #[error("{field} must be greater than zero ({why})")]
+    Zero {
+        /// The [`SmConfig`] field.
+        field: &'static str,
+        /// What a zero would break.
+        why: &'static str,
+    },
+    /// The SMP window would start above its own ceiling.
+    #[error("max_wire_smps {start} is above max_wire_smps_limit {limit}")]
+    WindowAboveLimit {
+        /// `max_wire_smps`.
+        start: usize,
+        /// `max_wire_smps_limit`.
+        limit: usize,
+    },
+    /// A partition statement of [`SmConfig::partitions`] carries a P_Key no table can
+    /// hold (0x0000 is the empty slot; 0x8000 is the membership bit, given per member).
+    #[error("partition {name:?}: P_Key {pkey:#06x} is outside 0x0001..=0x7fff")]
+    PartitionPKey {
+        /// The statement's name.
+        name: String,
+        /// The P_Key given.
+        pkey: u16,
+    },
+}
+
+/// Everything the engine can be told; [`SmConfig::validate`] says whether it can.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SmConfig {
@@ -34,7 +81,7 @@ pub struct SmConfig {
     pub routing: EngineKind,
     /// Engines to try when the first fails, in order; empty = fail loudly.
     pub routing_fallback: Vec<EngineKind>,
-    /// Worker threads for routing (1 = single-threaded).
+    /// Worker threads for routing (1 = single-threaded; at least 1).
     pub routing_threads: usize,
     /// When a heavy sweep finds the fabric only lost links or nodes since the routes in
     /// force were computed (same switches or fewer, every surviving port on its old LID,
@@ -67,27 +114,28 @@ pub struct SmConfig {
     pub m_key_lease: u16,
     /// Time between light sweeps (OpenSM `sweep_interval`, 10 s; zero = no periodic sweep).
     pub sweep_interval: Duration,
-    /// Standby: time between polls of the master (OpenSM `sminfo_polling_timeout`, 10 s).
+    /// Standby: time between polls of the master (OpenSM `sminfo_polling_timeout`, 10 s;
+    /// not zero).
     pub polling_timeout: Duration,
     /// Standby: failed polls before the master is declared dead (OpenSM
     /// `polling_retry_number`, 4).
     pub polling_retries: u32,
     /// Most SMPs in flight at once at the start of a sweep (OpenSM `max_wire_smps`, 4;
-    /// ours adapts upwards from here up to `max_wire_smps_limit`).
+    /// ours adapts upwards from here up to `max_wire_smps_limit`; at least 1).
     pub max_wire_smps: usize,
-    /// Ceiling of the adaptive window.
+    /// Ceiling of the adaptive window (at least `max_wire_smps`).
     pub max_wire_smps_limit: usize,
-    /// Per-attempt timeout of an SMP (OpenSM `transaction_timeout`, 200 ms).
+    /// Per-attempt timeout of an SMP (OpenSM `transaction_timeout`, 200 ms; not zero).
     pub transaction_timeout: Duration,
     /// Re-sends of an SMP (OpenSM `transaction_retries`, 3).
     pub transaction_retries: u32,
     /// Subnet prefix written to every port (OpenSM `subnet_prefix`).
     pub subnet_prefix: u64,
-    /// PortInfo.SubnetTimeout exponent (OpenSM `subnet_timeout`, 18).
+    /// PortInfo.SubnetTimeout exponent 0..=31 (OpenSM `subnet_timeout`, 18).
     pub subnet_timeout: u8,
-    /// SwitchInfo.LifeTimeValue (OpenSM `packet_life_time`, 0x12).
+    /// SwitchInfo.LifeTimeValue 0..=31 (OpenSM `packet_life_time`, 0x12).
     pub packet_life_time: u8,
-    /// SL the ports use to reach the SM (OpenSM `sm_sl`, 0).
+    /// SL 0..=15 the ports use to reach the SM (OpenSM `sm_sl`, 0).
     pub sm_sl: u8,
     /// Ask ports to re-register with the SA when their configuration changed.
     pub client_reregister: bool,
@@ -109,6 +157,94 @@ pub struct SmConfig {
     /// [`PartitionConfig::opensm_default`](crate::partition::PartitionConfig::opensm_default)
     /// is what OpenSM does without a partition file.
     pub partitions: Option<crate::partition::PartitionConfig>,
+}
+
+/// `value` within `0..=max`, or the error naming `field`.
+fn at_most(field: &'static str, value: u8, max: u8, why: &'static str) -> Result<(), ConfigError> {
+    if value > max {
+        return Err(ConfigError::OutOfRange {
+            field,
+            value: u64::from(value),
+            min: 0,
+            max: u64::from(max),
+            why,
+        });
+    }
+    Ok(())
+}
+
+impl SmConfig {
+    /// Checks every field the engine or its parts would reject or misbehave on: the
+    /// wire bit fields (priority, LMC, protect bits, SubnetTimeout, LifeTimeValue,
+    /// MasterSMSL), the periods the election and transactions divide by or wait on,
+    /// the SMP window and routing threads, and the P_Keys of a partition policy.
+    /// [`SubnetManager::new`](crate::SubnetManager::new) calls it; call it yourself to
+    /// check a configuration before building anything.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for the first field found wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        at_most("priority", self.priority, 15, "4-bit SMInfo.Priority")?;
+        at_most("lmc", self.lmc, 7, "3-bit PortInfo.LMC")?;
+        at_most(
+            "m_key_protect",
+            self.m_key_protect,
+            3,
+            "2-bit PortInfo.M_KeyProtectBits",
+        )?;
+        at_most(
+            "subnet_timeout",
+            self.subnet_timeout,
+            31,
+            "5-bit PortInfo.SubnetTimeout",
+        )?;
+        at_most(
+            "packet_life_time",
+            self.packet_life_time,
+            31,
+            "5-bit SwitchInfo.LifeTimeValue",
+        )?;
+        at_most("sm_sl", self.sm_sl, 15, "4-bit PortInfo.MasterSMSL")?;
+        if self.polling_timeout.is_zero() {
+            return Err(ConfigError::Zero {
+                field: "polling_timeout",
+                why: "the election polls the master every polling_timeout",
+            });
+        }
+        if self.transaction_timeout.is_zero() {
+            return Err(ConfigError::Zero {
+                field: "transaction_timeout",
+                why: "every SMP would time out as it is sent",
+            });
+        }
+        if self.max_wire_smps == 0 {
+            return Err(ConfigError::Zero {
+                field: "max_wire_smps",
+                why: "no SMP could ever be in flight",
+            });
+        }
+        if self.max_wire_smps > self.max_wire_smps_limit {
+            return Err(ConfigError::WindowAboveLimit {
+                start: self.max_wire_smps,
+                limit: self.max_wire_smps_limit,
+            });
+        }
+        if self.routing_threads == 0 {
+            return Err(ConfigError::Zero {
+                field: "routing_threads",
+                why: "routing needs at least one thread",
+            });
+        }
+        for st in self.partitions.iter().flat_map(|p| &p.statements) {
+            if let Some(pkey) = st.pkey.filter(|k| !(1..=0x7FFF).contains(k)) {
+                return Err(ConfigError::PartitionPKey {
+                    name: st.name.clone(),
+                    pkey,
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for SmConfig {
@@ -140,6 +276,117 @@ impl Default for SmConfig {
             sa: false,
             sa_rmpp: ibsm_sa::RmppMode::Segments,
             partitions: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change to the default configuration.
+    type Edit = fn(&mut SmConfig);
+
+    /// The error `validate` gives for the default configuration changed by `edit`.
+    fn refused(edit: impl FnOnce(&mut SmConfig)) -> ConfigError {
+        let mut c = SmConfig::default();
+        edit(&mut c);
+        c.validate().expect_err("should be refused")
+    }
+
+    fn out_of_range(field: &'static str, value: u64, max: u64) -> impl Fn(&ConfigError) -> bool {
+        move |e| {
+            matches!(e, ConfigError::OutOfRange { field: f, value: v, min: 0, max: m, .. }
+                if *f == field && *v == value && *m == max)
+        }
+    }
+
+    #[test]
+    fn defaults_and_every_limit_itself_pass() {
+        SmConfig::default().validate().unwrap();
+        let c = SmConfig {
+            priority: 15,
+            lmc: 7,
+            m_key_protect: 3,
+            subnet_timeout: 31,
+            packet_life_time: 31,
+            sm_sl: 15,
+            max_wire_smps: 1,
+            max_wire_smps_limit: 1,
+            routing_threads: 1,
+            polling_timeout: Duration::from_nanos(1),
+            transaction_timeout: Duration::from_nanos(1),
+            partitions: Some(crate::partition::PartitionConfig::opensm_default()),
+            ..SmConfig::default()
+        };
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bit_fields_one_above_their_width_are_refused() {
+        let cases: [(&str, Edit, u64, u64); 6] = [
+            ("priority", |c| c.priority = 16, 16, 15),
+            ("lmc", |c| c.lmc = 8, 8, 7),
+            ("m_key_protect", |c| c.m_key_protect = 4, 4, 3),
+            ("subnet_timeout", |c| c.subnet_timeout = 32, 32, 31),
+            ("packet_life_time", |c| c.packet_life_time = 32, 32, 31),
+            ("sm_sl", |c| c.sm_sl = 16, 16, 15),
+        ];
+        for (field, edit, value, max) in cases {
+            let e = refused(edit);
+            assert!(out_of_range(field, value, max)(&e), "{field}: {e:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains(field) && text.contains(&value.to_string()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_periods_and_counts_are_refused() {
+        let cases: [(&str, Edit); 4] = [
+            ("polling_timeout", |c| c.polling_timeout = Duration::ZERO),
+            ("transaction_timeout", |c| {
+                c.transaction_timeout = Duration::ZERO;
+            }),
+            ("max_wire_smps", |c| c.max_wire_smps = 0),
+            ("routing_threads", |c| c.routing_threads = 0),
+        ];
+        for (field, edit) in cases {
+            let e = refused(edit);
+            assert!(
+                matches!(e, ConfigError::Zero { field: f, .. } if f == field),
+                "{field}: {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn window_above_its_ceiling_is_refused() {
+        let e = refused(|c| {
+            c.max_wire_smps = 9;
+            c.max_wire_smps_limit = 8;
+        });
+        assert_eq!(e, ConfigError::WindowAboveLimit { start: 9, limit: 8 });
+    }
+
+    #[test]
+    fn partition_pkeys_outside_15_bits_are_refused() {
+        for pkey in [0x0000, 0x8000, 0x8001, 0xFFFF] {
+            let e = refused(|c| {
+                let mut p = crate::partition::PartitionConfig::opensm_default();
+                p.statements[0].pkey = Some(pkey);
+                p.statements[0].name = "bad".into();
+                c.partitions = Some(p);
+            });
+            assert_eq!(
+                e,
+                ConfigError::PartitionPKey {
+                    name: "bad".into(),
+                    pkey
+                }
+            );
         }
     }
 }

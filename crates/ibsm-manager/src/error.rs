@@ -2,6 +2,10 @@
 
 use ibsm_transport::TransportError;
 
+use crate::config::ConfigError;
+use crate::partition::LoadError as PartitionLoadError;
+use crate::store::StoreError;
+
 /// What can stop the SM engine.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -9,9 +13,21 @@ pub enum SmError {
     /// The transport failed for good.
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
-    /// Bad configuration or persisted state (names the file and line).
+    /// The configuration was refused ([`SmConfig::validate`](crate::SmConfig::validate)).
     #[error("configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
+    /// The election refused its configuration. What
+    /// [`SmConfig::validate`](crate::SmConfig::validate) checks never gets here; this is
+    /// the local port the transport reported (a port GUID of 0).
+    #[error("election: {0}")]
+    Election(#[from] ibsm_election::ConfigError),
+    /// The LID store could not be read or written (names the file, and the line and
+    /// token of a parse error).
+    #[error("LID store: {0}")]
+    Store(#[from] StoreError),
+    /// A partition file could not be read or parsed.
+    #[error("partitions: {0}")]
+    Partitions(#[from] PartitionLoadError),
     /// Routing failed and no fallback was allowed to take over.
     #[error("routing: {0}")]
     Routing(#[from] ibsm_routing::RoutingError),
@@ -23,9 +39,10 @@ pub enum SmError {
         /// LIDs available (LinearFDBCap and the unicast range).
         available: usize,
     },
-    /// The fabric model could not be built from what discovery found.
+    /// The fabric model could not be built from what discovery found (a broken SMA
+    /// reporting a port above its NumPorts, a GUID twice, ...).
     #[error("topology: {0}")]
-    Topology(String),
+    Topology(#[from] ibsm_topology::FabricError),
 }
 
 /// An [`SmError`] an event carries: cheap to clone (events are `Clone`), the error

@@ -40,7 +40,7 @@
 //! let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, SimConfig::default())?;
 //! let (_, ca) = fabric.cas().next().expect("a CA");
 //! let mut port = sim.attach_sm(sim.node_by_guid(ca.guid().0).expect("in sim"), 1)?;
-//! let mut sm = SubnetManager::new(SmConfig::default(), port.local_port());
+//! let mut sm = SubnetManager::new(SmConfig::default(), port.local_port())?;
 //! sm.start(port.now())?;
 //! let mut up = false;
 //! driver::run(&mut sm, &mut port, Instant::from_secs(60), |ev| {
@@ -65,10 +65,10 @@ pub mod partition;
 mod reroute;
 pub mod store;
 
-pub use config::{MKeyMode, SmConfig};
+pub use config::{ConfigError, MKeyMode, SmConfig};
 pub use engine::{Outgoing, SubnetManager};
 pub use error::{SharedError, SmError};
 pub use event::{Phase, Role, SmEvent, SweepStats};
 /// The Subnet Administrator the engine can run (`SmConfig::sa`).
 pub use ibsm_sa as sa;
-pub use store::{FileLidStore, LidStore, MemoryLidStore};
+pub use store::{FileLidStore, LidStore, MemoryLidStore, StoreError};

@@ -3,10 +3,8 @@
 
 use std::collections::HashMap;
 
-use ibsm_topology::{Fabric, Guid, NodeId, NodeSpec, NodeType as TopoType};
+use ibsm_topology::{Fabric, FabricError, Guid, NodeId, NodeSpec, NodeType as TopoType};
 use ibsm_wire::{DrPath, NodeInfo, NodeType, PortInfo, SwitchInfo};
-
-use crate::error::SmError;
 
 /// Index of a node in [`Subnet::nodes`].
 pub type NodeIx = usize;
@@ -115,12 +113,12 @@ impl Subnet {
     /// `lid_of(port GUID)`. Returns the fabric and our node index -> fabric node id.
     ///
     /// # Errors
-    /// [`SmError::Topology`] if the model rejects what was found (e.g. a port number
-    /// above NumPorts reported by a broken SMA).
+    /// [`FabricError`] if the model rejects what was found (e.g. a port number above
+    /// NumPorts, or a GUID twice, reported by broken SMAs).
     pub fn to_fabric(
         &self,
         lid_of: impl Fn(u64) -> Option<(u16, u8)>,
-    ) -> Result<(Fabric, Vec<NodeId>), SmError> {
+    ) -> Result<(Fabric, Vec<NodeId>), FabricError> {
         let mut fabric = Fabric::with_capacity(self.nodes.len(), self.nodes.len() * 2);
         let mut ids = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
@@ -154,12 +152,8 @@ impl Subnet {
                         .collect(),
                 );
             }
-            let id = fabric
-                .add_node(spec)
-                .map_err(|e| SmError::Topology(e.to_string()))?;
-            let node = fabric
-                .node_mut(id)
-                .ok_or_else(|| SmError::Topology("node vanished".into()))?;
+            let id = fabric.add_node(spec)?;
+            let node = fabric.node_mut(id).ok_or(FabricError::UnknownNode(id))?;
             let lid_ports: Vec<u8> = if n.is_switch() {
                 vec![0]
             } else {
@@ -178,10 +172,77 @@ impl Subnet {
             if a == b {
                 continue;
             }
-            fabric
-                .connect(ids[a], pa, ids[b], pb)
-                .map_err(|e| SmError::Topology(e.to_string()))?;
+            fabric.connect(ids[a], pa, ids[b], pb)?;
         }
         Ok((fabric, ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(guid: u64, node_type: NodeType, num_ports: u8) -> NodeRec {
+        let info = NodeInfo {
+            node_guid: guid,
+            node_type,
+            num_ports,
+            ..NodeInfo::default()
+        };
+        NodeRec {
+            info,
+            desc: String::new(),
+            path: DrPath::local(),
+            switch_info: None,
+            ports: (0..=num_ports)
+                .map(|p| PortRec {
+                    guid: guid + u64::from(p),
+                    ..PortRec::default()
+                })
+                .collect(),
+        }
+    }
+
+    fn subnet(nodes: Vec<NodeRec>) -> Subnet {
+        let by_guid = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.info.node_guid, i))
+            .collect();
+        Subnet { nodes, by_guid }
+    }
+
+    #[test]
+    fn model_errors_are_the_fabrics_typed_errors() {
+        let mut ok = subnet(vec![
+            node(0x10, NodeType::Switch, 4),
+            node(0x20, NodeType::Ca, 1),
+        ]);
+        ok.link((0, 1), (1, 1));
+        let (fabric, ids) = ok.to_fabric(|_| None).unwrap();
+        assert_eq!((fabric.node_count(), ids.len()), (2, 2));
+
+        // Two nodes answering with one GUID (a broken or cloned SMA).
+        let twice = subnet(vec![
+            node(0x10, NodeType::Switch, 4),
+            node(0x10, NodeType::Ca, 1),
+        ]);
+        assert_eq!(
+            twice.to_fabric(|_| None).unwrap_err(),
+            FabricError::DuplicateGuid(Guid(0x10))
+        );
+
+        // A cable on a port above the node's NumPorts (the ports list came back longer
+        // than NodeInfo said).
+        let mut beyond = subnet(vec![
+            node(0x10, NodeType::Switch, 4),
+            node(0x20, NodeType::Ca, 1),
+        ]);
+        beyond.nodes[1].ports.push(PortRec::default());
+        beyond.link((0, 1), (1, 2));
+        assert!(matches!(
+            beyond.to_fabric(|_| None).unwrap_err(),
+            FabricError::PortOutOfRange { port: 2, .. }
+        ));
     }
 }

@@ -6,14 +6,76 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::SmError;
+/// What is wrong with a line of a `guid2lid` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Guid2LidErrorKind {
+    /// Not three fields.
+    #[error("{found} fields, expected `0x<guid> 0x<min lid> 0x<max lid>`")]
+    FieldCount {
+        /// Fields found.
+        found: usize,
+    },
+    /// The GUID is not a hexadecimal 64-bit number.
+    #[error("bad GUID")]
+    BadGuid,
+    /// A LID is not a hexadecimal number.
+    #[error("bad LID")]
+    BadLid,
+    /// A LID is 0 or above the unicast range.
+    #[error("LID outside the unicast range 0x1..=0xBFFF")]
+    LidOutOfRange,
+    /// The max LID is below the min LID.
+    #[error("max LID below min LID")]
+    EmptyRange,
+    /// The range is not `2^lmc` LIDs (LMC 0..=7) starting at a multiple of its size.
+    #[error("LID range is not an aligned power of two (LMC)")]
+    NotAligned,
+}
+
+/// Why a [`LidStore`] could not load or save.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A `guid2lid` line the parser refused.
+    #[error("{file}:{line}: {kind}: {token:?}")]
+    Parse {
+        /// The file (or whatever name the text was given).
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// The offending token (the whole line when the field count is wrong, both
+        /// LIDs when the range as a whole is wrong).
+        token: String,
+        /// What is wrong.
+        kind: Guid2LidErrorKind,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another store's own failure (a database, a remote service, ...).
+    #[error("{0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Where the engine keeps GUID -> (base LID, LMC).
 pub trait LidStore {
     /// Every stored assignment.
-    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, SmError>;
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read or holds something invalid.
+    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, StoreError>;
     /// Replaces the stored assignments.
-    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), SmError>;
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be written.
+    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), StoreError>;
 }
 
 /// A store that lives in memory only (the default; tests and simulations).
@@ -24,10 +86,10 @@ pub struct MemoryLidStore {
 }
 
 impl LidStore for MemoryLidStore {
-    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, SmError> {
+    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, StoreError> {
         Ok(self.map.clone())
     }
-    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), SmError> {
+    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), StoreError> {
         self.map.clone_from(map);
         Ok(())
     }
@@ -53,34 +115,51 @@ impl FileLidStore {
     }
 }
 
-/// Parses `guid2lid` text.
+/// Parses `guid2lid` text; `source` names it in errors (usually the file's path).
 ///
 /// # Errors
-/// [`SmError::Config`] naming the line and what is wrong: not three numbers, a max LID
-/// below the min, a range that is not a power of two, or a LID outside the unicast range.
-pub fn parse_guid2lid(text: &str, source: &str) -> Result<BTreeMap<u64, (u16, u8)>, SmError> {
+/// [`StoreError::Parse`] naming the line, the offending token and what is wrong: not
+/// three fields, a field that is not a hexadecimal number, a LID outside the unicast
+/// range, a max LID below the min, or a range that is not an aligned power of two.
+pub fn parse_guid2lid(text: &str, source: &str) -> Result<BTreeMap<u64, (u16, u8)>, StoreError> {
     let mut map = BTreeMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let err = |what: &str| SmError::Config(format!("{source}:{}: {what}: {raw:?}", i + 1));
-        let nums: Vec<&str> = line.split_whitespace().collect();
-        if nums.len() != 3 {
-            return Err(err("expected `0x<guid> 0x<min lid> 0x<max lid>`"));
-        }
+        let err = |kind: Guid2LidErrorKind, token: &str| StoreError::Parse {
+            file: source.to_owned(),
+            line: i + 1,
+            token: token.to_owned(),
+            kind,
+        };
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let &[guid_s, min_s, max_s] = fields.as_slice() else {
+            return Err(err(
+                Guid2LidErrorKind::FieldCount {
+                    found: fields.len(),
+                },
+                line,
+            ));
+        };
         let hex =
             |s: &str| u64::from_str_radix(s.trim_start_matches("0x").trim_start_matches("0X"), 16);
-        let guid = hex(nums[0]).map_err(|_| err("bad GUID"))?;
-        let min = hex(nums[1]).map_err(|_| err("bad min LID"))?;
-        let max = hex(nums[2]).map_err(|_| err("bad max LID"))?;
-        if min == 0 || max < min || max >= 0xC000 {
-            return Err(err("LID range outside 0x1..0xBFFF"));
+        let guid = hex(guid_s).map_err(|_| err(Guid2LidErrorKind::BadGuid, guid_s))?;
+        let min = hex(min_s).map_err(|_| err(Guid2LidErrorKind::BadLid, min_s))?;
+        let max = hex(max_s).map_err(|_| err(Guid2LidErrorKind::BadLid, max_s))?;
+        for (lid, token) in [(min, min_s), (max, max_s)] {
+            if lid == 0 || lid >= 0xC000 {
+                return Err(err(Guid2LidErrorKind::LidOutOfRange, token));
+            }
+        }
+        let range = || format!("{min_s} {max_s}");
+        if max < min {
+            return Err(err(Guid2LidErrorKind::EmptyRange, &range()));
         }
         let count = max - min + 1;
         if !count.is_power_of_two() || count > 128 || min % count != 0 {
-            return Err(err("LID range is not an aligned power of two (LMC)"));
+            return Err(err(Guid2LidErrorKind::NotAligned, &range()));
         }
         map.insert(guid, (min as u16, count.trailing_zeros() as u8));
     }
@@ -99,20 +178,26 @@ pub fn format_guid2lid(map: &BTreeMap<u64, (u16, u8)>) -> String {
 }
 
 impl LidStore for FileLidStore {
-    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, SmError> {
+    fn load(&mut self) -> Result<BTreeMap<u64, (u16, u8)>, StoreError> {
         match std::fs::read_to_string(&self.path) {
             Ok(text) => parse_guid2lid(&text, &self.path.display().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => Err(SmError::Config(format!("{}: {e}", self.path.display()))),
+            Err(source) => Err(StoreError::Io {
+                path: self.path.clone(),
+                source,
+            }),
         }
     }
 
-    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), SmError> {
+    fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), StoreError> {
         // Write a sibling file and rename it, so a crash never leaves half a file.
         let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, format_guid2lid(map))
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
-            .map_err(|e| SmError::Config(format!("{}: {e}", self.path.display())))
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Io { path, source }
+        };
+        std::fs::write(&tmp, format_guid2lid(map)).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))
     }
 }
 
@@ -131,9 +216,64 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("f:1") && e.contains("aligned"), "{e}");
-        assert!(parse_guid2lid("0x1 0x5\n", "f").is_err());
-        assert!(parse_guid2lid("0x1 0xC000 0xC000\n", "f").is_err());
-        assert!(parse_guid2lid("zz 0x1 0x1\n", "f").is_err());
+    }
+
+    /// The kind and the offending token of a one-line file's error, from line 2 (a
+    /// comment line first, so the line number is checked too).
+    fn parse_error(line: &str) -> (Guid2LidErrorKind, String) {
+        match parse_guid2lid(&format!("# x\n{line}\n"), "g2l") {
+            Err(StoreError::Parse {
+                file,
+                line: 2,
+                token,
+                kind,
+            }) if file == "g2l" => (kind, token),
+            other => panic!("{line:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn guid2lid_errors_name_the_token() {
+        use Guid2LidErrorKind as K;
+        let cases = [
+            ("0x1 0x5", K::FieldCount { found: 2 }, "0x1 0x5"),
+            (
+                "0x1 0x4 0x4 0x4",
+                K::FieldCount { found: 4 },
+                "0x1 0x4 0x4 0x4",
+            ),
+            ("zz 0x1 0x1", K::BadGuid, "zz"),
+            ("0x1 0xg 0x1", K::BadLid, "0xg"),
+            ("0x1 0x1 0xg", K::BadLid, "0xg"),
+            ("0x1 0x0 0x1", K::LidOutOfRange, "0x0"),
+            ("0x1 0x8 0xC000", K::LidOutOfRange, "0xC000"),
+            ("0x1 0x8 0x7", K::EmptyRange, "0x8 0x7"),
+            ("0x1 0x5 0x7", K::NotAligned, "0x5 0x7"),
+            ("0x1 0x4 0x6", K::NotAligned, "0x4 0x6"),
+            ("0x1 0x100 0x1ff", K::NotAligned, "0x100 0x1ff"),
+        ];
+        for (line, kind, token) in cases {
+            assert_eq!(parse_error(line), (kind, token.to_owned()), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn file_store_io_error_names_the_path() {
+        // A directory where the file should be: reading it fails with something other
+        // than NotFound, writing it fails on the rename.
+        let dir = std::env::temp_dir().join(format!("ibsm-guid2lid-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut s = FileLidStore::new(&dir);
+        match s.load() {
+            Err(StoreError::Io { path, .. }) => assert_eq!(path, dir),
+            other => panic!("{other:?}"),
+        }
+        match s.save(&BTreeMap::new()) {
+            Err(StoreError::Io { path, .. }) => assert_eq!(path, dir),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(dir.with_extension("tmp")).ok();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

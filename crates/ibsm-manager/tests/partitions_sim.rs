@@ -46,7 +46,7 @@ fn rig(partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>) -> Rig {
     let mut cfg = SmConfig::default();
     cfg.sa = true;
     cfg.partitions = partitions(&cas);
-    let sm = SubnetManager::new(cfg, port.local_port());
+    let sm = SubnetManager::new(cfg, port.local_port()).expect("valid configuration");
     let mut r = Rig {
         sim,
         sm,

@@ -53,7 +53,7 @@ fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent
     cfg.sa = true;
     cfg.sm_key = KEY;
     cfg.m_key = MKeyMode::Single(MKEY);
-    let mut sm = SubnetManager::new(cfg, port.local_port());
+    let mut sm = SubnetManager::new(cfg, port.local_port()).unwrap();
     sm.start(port.now()).unwrap();
     let mut up = None;
     driver::run(&mut sm, &mut port, Instant::from_secs(60), |ev| {

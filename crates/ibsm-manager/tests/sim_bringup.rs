@@ -15,7 +15,7 @@ fn bring_up(
     let idx = sim.node_by_guid(ca.guid().0).expect("CA in sim");
     let mut port = sim.attach_sm(idx, 1).expect("attach");
     port.set_is_sm(true).expect("issm");
-    let mut sm = SubnetManager::new(cfg, port.local_port());
+    let mut sm = SubnetManager::new(cfg, port.local_port()).expect("valid configuration");
     sm.start(port.now()).expect("start");
     let mut stats = None;
     driver::run(&mut sm, &mut port, Instant::from_secs(120), |ev| {
@@ -137,7 +137,7 @@ fn one_heavy_sweep_then_light_sweeps_until_a_change() {
     port.set_is_sm(true).expect("issm");
     let cfg = SmConfig::default();
     let interval = cfg.sweep_interval;
-    let mut sm = SubnetManager::new(cfg, port.local_port());
+    let mut sm = SubnetManager::new(cfg, port.local_port()).expect("valid configuration");
     sm.start(port.now()).expect("start");
     let mut events = Vec::new();
     // Six sweep intervals of quiet.
@@ -239,7 +239,8 @@ fn a_trap_from_a_switch_not_yet_discovered_joins_the_running_sweep() {
         .collect();
     let mut port = sim.attach_sm(cas[0], 1).expect("attach");
     port.set_is_sm(true).expect("issm");
-    let mut sm = SubnetManager::new(SmConfig::default(), port.local_port());
+    let mut sm =
+        SubnetManager::new(SmConfig::default(), port.local_port()).expect("valid configuration");
     sm.start(port.now()).expect("start");
     let mut events = Vec::new();
     driver::run(&mut sm, &mut port, Instant::from_secs(1), |ev| {

@@ -165,16 +165,10 @@ impl<T: Transport> SubnetManagerBuilder<T> {
     /// Builds the SM and starts its first sweep.
     ///
     /// # Errors
-    /// [`SmError::Config`] for an invalid configuration (LMC above 7, priority above
-    /// 15, protect bits above 3).
+    /// What [`Engine::new`] refuses ([`SmError::Config`] for a configuration
+    /// [`SmConfig::validate`] refuses), or the first sweep's failure.
     pub fn build(self) -> Result<Sm<T>, SmError> {
-        if self.cfg.lmc > 7 || self.cfg.priority > 15 || self.cfg.m_key_protect > 3 {
-            return Err(SmError::Config(format!(
-                "lmc {} (0..=7), priority {} (0..=15), m_key_protect {} (0..=3)",
-                self.cfg.lmc, self.cfg.priority, self.cfg.m_key_protect
-            )));
-        }
-        let mut engine = Engine::new(self.cfg, self.transport.local_port());
+        let mut engine = Engine::new(self.cfg, self.transport.local_port())?;
         engine.start(self.transport.now())?;
         Ok(Sm {
             engine,

@@ -118,22 +118,28 @@ fn instant(d: Duration) -> Instant {
 
 impl SubnetManager {
     /// An engine for the SM on `local`, with an in-memory LID store.
-    #[must_use]
-    pub fn new(cfg: SmConfig, local: LocalPort) -> Self {
+    ///
+    /// # Errors
+    /// As [`Self::with_store`].
+    pub fn new(cfg: SmConfig, local: LocalPort) -> Result<Self, SmError> {
         Self::with_store(cfg, local, Box::new(MemoryLidStore::default()))
     }
 
     /// An engine with a persistent LID store (e.g. [`crate::FileLidStore`]).
     ///
-    /// # Panics
-    /// If the configuration is out of range (priority above 15); the `ibsm` builder
-    /// checks it first.
-    #[must_use]
-    pub fn with_store(cfg: SmConfig, local: LocalPort, store: Box<dyn LidStore + Send>) -> Self {
-        let smi = smi::Smi::new(&cfg, &local);
+    /// # Errors
+    /// [`SmError::Config`] when [`SmConfig::validate`] refuses `cfg`;
+    /// [`SmError::Election`] when the election refuses the local port (port GUID 0).
+    pub fn with_store(
+        cfg: SmConfig,
+        local: LocalPort,
+        store: Box<dyn LidStore + Send>,
+    ) -> Result<Self, SmError> {
+        cfg.validate()?;
+        let smi = smi::Smi::new(&cfg, &local)?;
         let smps = ops::SmpQueue::new(&cfg);
         let admin = admin::Admin::new(&cfg);
-        Self {
+        Ok(Self {
             smps,
             sweep: sweep::Sweep::default(),
             subnet: Subnet::default(),
@@ -149,7 +155,7 @@ impl SubnetManager {
             out: Outbox::default(),
             cfg,
             local,
-        }
+        })
     }
 
     /// The SM's role (the election's state).
@@ -233,7 +239,7 @@ impl SubnetManager {
     /// Starts (or restarts) the SM: loads the LID store and begins a heavy sweep.
     ///
     /// # Errors
-    /// [`SmError::Config`] when the LID store cannot be read.
+    /// [`SmError::Store`] when the LID store cannot be read.
     pub fn start(&mut self, now: Instant) -> Result<(), SmError> {
         self.lids.load()?;
         self.begin_heavy(now);

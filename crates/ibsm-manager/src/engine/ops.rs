@@ -356,8 +356,9 @@ pub(super) struct SmpQueue {
 }
 
 impl SmpQueue {
+    /// `cfg` has passed [`SmConfig::validate`] (`max_wire_smps` at least 1).
     pub(super) fn new(cfg: &SmConfig) -> Self {
-        let window = cfg.max_wire_smps.max(1);
+        let window = cfg.max_wire_smps;
         let mut tx = Transactions::new(TxConfig {
             window,
             timeout: cfg.transaction_timeout,

@@ -19,22 +19,26 @@ pub(super) struct Smi {
 }
 
 impl Smi {
-    pub(super) fn new(cfg: &SmConfig, local: &LocalPort) -> Self {
+    /// `cfg` has passed [`SmConfig::validate`]; what the election can still refuse is
+    /// the local port (GUID 0).
+    pub(super) fn new(
+        cfg: &SmConfig,
+        local: &LocalPort,
+    ) -> Result<Self, ibsm_election::ConfigError> {
         let mut ecfg = ibsm_election::Config::with_polling(
-            local.port_guid.max(1),
+            local.port_guid,
             cfg.polling_timeout,
             cfg.polling_retries,
         );
-        ecfg.priority = cfg.priority.min(15);
+        ecfg.priority = cfg.priority;
         ecfg.sm_key = cfg.sm_key;
         ecfg.transaction_timeout = cfg.transaction_timeout;
         ecfg.transaction_retries = cfg.transaction_retries;
-        let election = Election::new(ecfg, std::time::Duration::ZERO)
-            .expect("election configuration in range");
-        Self {
+        let election = Election::new(ecfg, std::time::Duration::ZERO)?;
+        Ok(Self {
             election,
             role: Role::Discovering,
-        }
+        })
     }
 }
 

@@ -154,7 +154,7 @@ impl Bench {
             port_guid: A + 1,
             ..LocalPort::default()
         };
-        let mut sm = SubnetManager::new(cfg, local);
+        let mut sm = SubnetManager::new(cfg, local).expect("valid configuration");
         sm.start(Instant::ZERO).expect("start");
         Self {
             sm,

@@ -395,6 +395,30 @@ pub enum Enforcement {
     Off,
 }
 
+/// Why [`PartitionConfig::load`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid partition file.
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and what.
+        #[source]
+        source: ParseError,
+    },
+}
+
 /// A partition policy: the statements of a partition file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PartitionConfig {
@@ -462,11 +486,16 @@ impl PartitionConfig {
     /// Reads and parses a partition file.
     ///
     /// # Errors
-    /// A message naming the file, with the line and column of a syntax error.
-    pub fn load(path: &std::path::Path) -> Result<Self, crate::SmError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| crate::SmError::Config(format!("{}: {e}", path.display())))?;
-        Self::parse(&text).map_err(|e| crate::SmError::Config(format!("{}: {e}", path.display())))
+    /// [`LoadError`] naming the file, with the line, column and token of a syntax error.
+    pub fn load(path: &std::path::Path) -> Result<Self, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|source| LoadError::Parse {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// The partitions: statements with the same P_Key merged (first name wins), P_Keys

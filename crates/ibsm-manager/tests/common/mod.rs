@@ -136,7 +136,8 @@ pub(crate) fn attach(
     let mut sm = match store {
         Some(s) => SubnetManager::with_store(cfg, port.local_port(), s),
         None => SubnetManager::new(cfg, port.local_port()),
-    };
+    }
+    .expect("valid configuration");
     sm.start(port.now()).expect("start");
     Node {
         sm,

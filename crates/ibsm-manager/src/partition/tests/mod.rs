@@ -583,3 +583,40 @@ fn both_needs_allow_both_pkeys() {
         [0x7fff, 0x800a, 0x000a, 0x800b]
     );
 }
+
+#[test]
+fn load_names_the_file() {
+    let dir = std::env::temp_dir().join(format!("ibsm-partitions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.conf");
+    match PartitionConfig::load(&missing) {
+        Err(LoadError::Io { path, source }) => {
+            assert_eq!(path, missing);
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("{other:?}"),
+    }
+    let bad = dir.join("bad.conf");
+    std::fs::write(&bad, "Default=0x7fff : ALL ;\nx=0x8001 : ALL ;\n").unwrap();
+    match PartitionConfig::load(&bad) {
+        Err(e @ LoadError::Parse { .. }) => {
+            let text = e.to_string();
+            let LoadError::Parse { path, source } = e else {
+                unreachable!()
+            };
+            assert_eq!((path, source.line), (bad.clone(), 2));
+            assert!(
+                text.contains("bad.conf") && text.contains("line 2"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let good = dir.join("good.conf");
+    std::fs::write(&good, "Default=0x7fff : ALL ;\n").unwrap();
+    assert_eq!(
+        PartitionConfig::load(&good).unwrap(),
+        parse("Default=0x7fff : ALL ;")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
