@@ -1,7 +1,8 @@
 //! `ibsm`: build InfiniBand Subnet Managers in Rust.
 //!
 //! This facade re-exports the workspace's crates under short names and adds a
-//! [`prelude`] and a [`SubnetManagerBuilder`] that pairs the SM engine with a transport:
+//! [`prelude`] and [`Sm`], the SM engine paired with a transport, built with
+//! [`Sm::builder`]:
 //!
 //! | module | crate | what |
 //! | --- | --- | --- |
@@ -9,10 +10,16 @@
 //! | [`transport`] | `ibsm-transport` | the transport trait, addresses, transactions |
 //! | [`topology`] | `ibsm-topology` | the fabric model, file formats, generators |
 //! | [`routing`] | `ibsm-routing` | routing engines, validators, metrics |
+//! | [`election`] | `ibsm-election` | the SM election (SMInfo state machine) |
+//! | [`sa`] | `ibsm-sa` | the Subnet Administrator |
 //! | [`manager`] | `ibsm-manager` | the SM engine |
 //! | [`sim`] | `ibsm-sim` (feature `sim`) | a simulated fabric |
 //! | [`sma`] | `ibsm-sma` (feature `sim`) | the Subnet Management Agent |
 //! | [`umad`] | `ibsm-umad` (feature `umad`) | Linux umad devices |
+//!
+//! Every name means one type: [`SubnetManager`] is the engine itself
+//! (`ibsm_manager::SubnetManager`), [`Sm`] the engine with its transport, [`SmBuilder`]
+//! what [`Sm::builder`] returns.
 //!
 //! # The run loop
 //!
@@ -26,7 +33,7 @@
 //! let mut sim: sim::Sim<sim::SmaAgent> = sim::Sim::from_fabric(&fabric, sim::SimConfig::default())?;
 //! let (_, ca) = fabric.cas().next().expect("a CA");
 //! let port = sim.attach_sm(sim.node_by_guid(ca.guid().0).expect("in sim"), 1)?;
-//! let mut sm = SubnetManager::builder()
+//! let mut sm = Sm::builder()
 //!     .transport(port)
 //!     .routing(routing::EngineKind::UpDn)
 //!     .lmc(1)
@@ -34,12 +41,16 @@
 //! let stats = sm.run_until_up(Instant::from_secs(60))?.expect("subnet up");
 //! assert_eq!(stats.switches, 8);
 //! assert!(sim.verify().is_clean());
+//! let engine: &SubnetManager = sm.engine();
+//! assert!(engine.is_up());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
 
+pub use ibsm_election as election;
 pub use ibsm_manager as manager;
 pub use ibsm_routing as routing;
+pub use ibsm_sa as sa;
 #[cfg(feature = "sim")]
 pub use ibsm_sim as sim;
 #[cfg(feature = "sim")]
@@ -50,46 +61,36 @@ pub use ibsm_transport as transport;
 pub use ibsm_umad as umad;
 pub use ibsm_wire as wire;
 
-use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SubnetManager as Engine, SweepStats};
+/// The SM engine (the same type as [`manager::SubnetManager`]); [`Sm`] pairs it with
+/// a transport.
+pub use ibsm_manager::SubnetManager;
+
+use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
 use ibsm_routing::EngineKind;
 use ibsm_transport::{Instant, Transport};
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crate::{Sm, SubnetManager, SubnetManagerBuilder};
-    pub use crate::{manager, routing, topology, transport, wire};
+    pub use crate::{Sm, SmBuilder, SubnetManager};
+    pub use crate::{election, manager, routing, sa, topology, transport, wire};
     #[cfg(feature = "sim")]
     pub use crate::{sim, sma};
-    pub use ibsm_manager::{MKeyMode, SmConfig, SmEvent, SweepStats};
+    pub use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
     pub use ibsm_transport::{Instant, Transport};
 }
 
-/// Entry point of the builder: `SubnetManager::builder()`.
-#[derive(Debug, Clone, Copy)]
-pub struct SubnetManager;
-
-impl SubnetManager {
-    /// A builder with OpenSM-like defaults and no transport yet.
-    #[must_use]
-    pub fn builder() -> SubnetManagerBuilder<()> {
-        SubnetManagerBuilder {
-            transport: (),
-            cfg: SmConfig::default(),
-        }
-    }
-}
-
-/// Collects the configuration and the transport of an [`Sm`].
+/// Collects the configuration and the transport of an [`Sm`]; [`Sm::builder`] makes
+/// one with OpenSM-like defaults.
 #[derive(Debug)]
-pub struct SubnetManagerBuilder<T> {
+pub struct SmBuilder<T> {
     transport: T,
     cfg: SmConfig,
 }
 
-impl<T> SubnetManagerBuilder<T> {
+impl<T> SmBuilder<T> {
     /// The transport to run on (a simulator port, a umad device, ...).
-    pub fn transport<U: Transport>(self, transport: U) -> SubnetManagerBuilder<U> {
-        SubnetManagerBuilder {
+    pub fn transport<U: Transport>(self, transport: U) -> SmBuilder<U> {
+        SmBuilder {
             transport,
             cfg: self.cfg,
         }
@@ -161,14 +162,14 @@ impl<T> SubnetManagerBuilder<T> {
     }
 }
 
-impl<T: Transport> SubnetManagerBuilder<T> {
+impl<T: Transport> SmBuilder<T> {
     /// Builds the SM and starts its first sweep.
     ///
     /// # Errors
-    /// What [`Engine::new`] refuses ([`SmError::Config`] for a configuration
+    /// What [`SubnetManager::new`] refuses ([`SmError::Config`] for a configuration
     /// [`SmConfig::validate`] refuses), or the first sweep's failure.
     pub fn build(self) -> Result<Sm<T>, SmError> {
-        let mut engine = Engine::new(self.cfg, self.transport.local_port())?;
+        let mut engine = SubnetManager::new(self.cfg, self.transport.local_port())?;
         engine.start(self.transport.now())?;
         Ok(Sm {
             engine,
@@ -180,13 +181,25 @@ impl<T: Transport> SubnetManagerBuilder<T> {
 /// An SM engine with its transport.
 #[derive(Debug)]
 pub struct Sm<T> {
-    engine: Engine,
+    engine: SubnetManager,
     transport: T,
+}
+
+impl Sm<()> {
+    /// A builder with OpenSM-like defaults and no transport yet: the one way to make
+    /// an [`Sm`].
+    #[must_use]
+    pub fn builder() -> SmBuilder<()> {
+        SmBuilder {
+            transport: (),
+            cfg: SmConfig::default(),
+        }
+    }
 }
 
 impl<T: Transport> Sm<T> {
     /// The engine (for inspection: subnet, LIDs, routes).
-    pub fn engine(&self) -> &Engine {
+    pub fn engine(&self) -> &SubnetManager {
         &self.engine
     }
 
