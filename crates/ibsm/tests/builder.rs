@@ -4,6 +4,8 @@ use ibsm::manager::ConfigError;
 use ibsm::prelude::*;
 
 type Port = sim::SimPort<sim::SmaAgent>;
+/// A change made through the builder.
+type Edit = fn(SmBuilder<Port>) -> SmBuilder<Port>;
 
 fn sim_port() -> (sim::Sim<sim::SmaAgent>, sim::SimPort<sim::SmaAgent>) {
     let fabric = topology::generate::k_ary_n_tree(2, 2).expect("fabric");
@@ -31,7 +33,7 @@ fn subnet_manager_is_the_engine() {
 /// The builder refuses what `SmConfig::validate` refuses, with the same typed error.
 #[test]
 fn builder_validates_with_the_engines_rule() {
-    let cases: [(fn(SmBuilder<Port>) -> SmBuilder<Port>, &str); 3] = [
+    let cases: [(Edit, &str); 3] = [
         (|b| b.priority(16), "priority"),
         (|b| b.lmc(8), "lmc"),
         (|b| b.mkey(MKeyMode::Single(7), 4, 0), "m_key_protect"),
