@@ -6,7 +6,8 @@
 //! SM attribute (NodeInfo, PortInfo, SwitchInfo, forwarding tables, SMInfo, Notice and the
 //! trap data details, ...) and the Subnet Administration header and records. Field
 //! positions come from `shared/spec` and are checked bit for bit against libibmad by the
-//! workspace's oracle test.
+//! workspace's oracle test. [`Instant`] is here too: the one time type every sans-IO core
+//! of the workspace takes as `now` and returns deadlines in.
 //!
 //! # Design
 //!
@@ -66,6 +67,7 @@ mod gid;
 pub mod mad;
 pub mod sa;
 pub mod smp;
+pub mod time;
 
 #[cfg(test)]
 mod nesting_tests;
@@ -83,3 +85,4 @@ pub use smp::{
     DrAction, DrDiscard, DrNode, DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, PERMISSIVE_LID,
     dr_outbound, dr_returning, dr_turn_around,
 };
+pub use time::Instant;
