@@ -11,8 +11,10 @@
 //! * short buffers are dropped; no more traps wait than the configured maximum.
 #![no_main]
 
+use core::time::Duration;
+
 use ibsm_sma::{DropReason, MKeyConfig, NodeConfig, Outcome, Rx, Sma};
-use ibsm_wire::SmAttributeId;
+use ibsm_wire::{Instant, SmAttributeId};
 use libfuzzer_sys::fuzz_target;
 
 const KEYS: [u64; 4] = [0, 1, 0x1234_5678_9ABC_DEF0, u64::MAX];
@@ -56,7 +58,7 @@ impl Input<'_> {
     }
 }
 
-type Snap = Vec<(MKeyConfig, u16, Option<u64>)>;
+type Snap = Vec<(MKeyConfig, u16, Option<Instant>)>;
 
 fn snapshot(sma: &Sma, ports: u8) -> Snap {
     (0..=ports)
@@ -67,7 +69,7 @@ fn snapshot(sma: &Sma, ports: u8) -> Snap {
 
 /// Handles one SMP and checks the response's shape; returns (accepted PortInfo Set,
 /// failed M_Key check).
-fn handle(sma: &mut Sma, now: u64, rx: Rx, req: &[u8; 256]) -> (bool, bool) {
+fn handle(sma: &mut Sma, now: Instant, rx: Rx, req: &[u8; 256]) -> (bool, bool) {
     let mut b = *req;
     match sma.handle_in_place(now, rx, &mut b) {
         Outcome::Respond => {
@@ -96,7 +98,7 @@ fuzz_target!(|data: &[u8]| {
     // Index into the snapshot of the port whose key guards an SMP received on `rx`.
     let guarded = |rx: u8| usize::from(if switch { 0 } else { rx.saturating_sub(1) });
     let mut sma = Sma::new(cfg).expect("valid config");
-    let mut now = 0u64;
+    let mut now = Instant::ZERO;
     while let Some(op) = inp.byte() {
         let before = snapshot(&sma, ports);
         let mut set_pi = false;
@@ -143,7 +145,7 @@ fuzz_target!(|data: &[u8]| {
                 failed = fl.then(|| guarded(rx.port));
             }
             4 => {
-                now += u64::from(u32::from_be_bytes(inp.bytes::<4>())) * 1_000;
+                now += Duration::from_micros(u64::from(u32::from_be_bytes(inp.bytes::<4>())));
                 sma.handle_timeout(now);
             }
             5 => {

@@ -9,8 +9,8 @@ use ibsm_sma::{Event as SmaEvent, NodeConfig, Rx, Sma};
 
 const KEY: u64 = 0x5EC;
 
-fn ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).expect("short test")
+fn ns(d: Duration) -> ibsm_wire::Instant {
+    ibsm_wire::Instant::from_nanos(u64::try_from(d.as_nanos()).expect("short test"))
 }
 
 fn cfg(guid: u64, priority: u8) -> Config {
@@ -32,7 +32,7 @@ struct Host {
 impl Host {
     fn new(c: Config) -> Self {
         let mut sma = Sma::new(NodeConfig::ca(c.guid, 1)).expect("valid node");
-        sma.link_up(0, 1);
+        sma.link_up(ibsm_wire::Instant::ZERO, 1);
         let sm = Election::new(c, Duration::ZERO).expect("valid config");
         let mut h = Self {
             sm,

@@ -816,7 +816,7 @@ fn set_pkeys(sim: &mut Sim<SmaAgent>, node: ibsm_sim::NodeIdx, block: u16, keys:
     bytes[6] = 1;
     let out = sim.with_agent_mut(node, |a| {
         a.sma_mut()
-            .handle_in_place(0, ibsm_sma::Rx::port(1), &mut bytes)
+            .handle_in_place(Instant::ZERO, ibsm_sma::Rx::port(1), &mut bytes)
     });
     assert_eq!(out, ibsm_sma::Outcome::Respond, "the SMA takes the Set");
 }

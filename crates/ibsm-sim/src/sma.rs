@@ -85,15 +85,11 @@ impl SmaAgent {
     }
 }
 
-fn ns(t: Instant) -> u64 {
-    t.as_nanos()
-}
-
 impl Agent for SmaAgent {
     fn create(setup: &NodeSetup, now: Instant) -> Result<Self, String> {
         let cfg = Self::node_config(setup);
         let mut sma = Sma::with_nv_store(cfg, MemNvStore::default()).map_err(|e| e.to_string())?;
-        sma.handle_timeout(ns(now));
+        sma.handle_timeout(now);
         let mut a = Self {
             sma,
             is_switch: setup.kind == NodeKind::Switch,
@@ -105,14 +101,14 @@ impl Agent for SmaAgent {
     }
 
     fn reset(&mut self, now: Instant) {
-        self.sma.reset(ns(now));
+        self.sma.reset(now);
         self.refresh();
     }
 
     fn handle_smp(&mut self, now: Instant, in_port: u8, slid: u16, mad: &mut [u8; 256]) -> bool {
         let set = mad[3] == 0x02;
         let out = self.sma.handle_in_place(
-            ns(now),
+            now,
             Rx {
                 port: in_port,
                 slid,
@@ -126,7 +122,7 @@ impl Agent for SmaAgent {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<AgentTransmit> {
-        let t = self.sma.poll_trap(ns(now))?;
+        let t = self.sma.poll_trap(now)?;
         Some(AgentTransmit {
             port: t.port,
             dlid: t.dlid,
@@ -150,23 +146,23 @@ impl Agent for SmaAgent {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.sma.poll_timeout().map(Instant::from_nanos)
+        self.sma.poll_timeout()
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        self.sma.handle_timeout(ns(now));
+        self.sma.handle_timeout(now);
     }
 
     fn link_up(&mut self, now: Instant, port: u8) {
-        self.sma.link_up(ns(now), port);
+        self.sma.link_up(now, port);
     }
 
     fn link_down(&mut self, now: Instant, port: u8) {
-        self.sma.link_down(ns(now), port);
+        self.sma.link_down(now, port);
     }
 
     fn data_packet(&mut self, now: Instant, port: u8) {
-        self.sma.data_packet(ns(now), port);
+        self.sma.data_packet(now, port);
     }
 
     fn port_state(&self, port: u8) -> PortState {

@@ -22,7 +22,7 @@ use crate::port::{LinkRequest, LinkTransition, LogicalState, PortLink};
 use crate::trap::{
     PendingTrap, Trap, TrapQueue, bad_mkey_notice, link_state_notice, local_changes_notice,
 };
-use ibsm_wire::Trap144ChangeFlags;
+use ibsm_wire::{Instant, Trap144ChangeFlags};
 
 /// Where an SMP was received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -171,9 +171,9 @@ pub struct Sma<S: NvStore = NoNvStore> {
     switch: Option<SwitchData>,
     sm_info: Option<SmInfo>,
     description: NodeDescription,
-    now: u64,
+    now: Instant,
     /// Earliest lease deadline of any port (may be stale-early, never late).
-    lease_due: Option<u64>,
+    lease_due: Option<Instant>,
     traps: TrapQueue,
     events: VecDeque<Event>,
     stats: Stats,
@@ -224,7 +224,7 @@ impl<S: NvStore> Sma<S> {
         if !is_switch && n == 0 {
             return Err(ConfigError::NoPorts);
         }
-        if cfg.max_pending_traps == 0 || cfg.trap_resend_interval == 0 {
+        if cfg.max_pending_traps == 0 || cfg.trap_resend_interval.is_zero() {
             return Err(ConfigError::TrapQueue);
         }
         let mut sma = Self {
@@ -235,7 +235,7 @@ impl<S: NvStore> Sma<S> {
             switch: None,
             sm_info: cfg.sm_info,
             description: cfg.description,
-            now: 0,
+            now: Instant::ZERO,
             lease_due: None,
             traps: TrapQueue::new(cfg.max_pending_traps),
             events: VecDeque::new(),
@@ -333,7 +333,7 @@ impl<S: NvStore> Sma<S> {
     /// Resets the node: every attribute returns to its power-on value, M_Keys come from
     /// the non-volatile store, all external ports go Down (the host reports links that
     /// train again with [`Self::link_up`]), pending traps and events are discarded.
-    pub fn reset(&mut self, now: u64) {
+    pub fn reset(&mut self, now: Instant) {
         self.now = self.now.max(now);
         self.traps.clear();
         self.events.clear();
@@ -343,7 +343,7 @@ impl<S: NvStore> Sma<S> {
 
     /// The physical link of `port` trained: a Down port goes to Init (a switch sets
     /// PortStateChange and raises trap 128). Ignored for port numbers the node lacks.
-    pub fn link_up(&mut self, now: u64, port: u8) {
+    pub fn link_up(&mut self, now: Instant, port: u8) {
         self.advance(now);
         if let Some(t) = self.external_port_mut(port).and_then(PortLink::link_up) {
             self.link_transition(t);
@@ -351,7 +351,7 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// The physical link of `port` was lost: the port goes Down.
-    pub fn link_down(&mut self, now: u64, port: u8) {
+    pub fn link_down(&mut self, now: Instant, port: u8) {
         self.advance(now);
         if let Some(t) = self.external_port_mut(port).and_then(PortLink::link_down) {
             self.link_transition(t);
@@ -359,7 +359,7 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// An Armed `port` received a data packet: it becomes Active.
-    pub fn data_packet(&mut self, now: u64, port: u8) {
+    pub fn data_packet(&mut self, now: Instant, port: u8) {
         self.advance(now);
         if let Some(p) = self.external_port_mut(port) {
             p.data_packet();
@@ -384,7 +384,7 @@ impl<S: NvStore> Sma<S> {
 
     /// Replaces the CapabilityMask of `port` (the host's own capabilities changed). A
     /// change raises trap 144 from that port when it has IsCapabilityMaskNoticeSupported.
-    pub fn set_capability_mask(&mut self, now: u64, port: u8, mask: CapabilityMask) {
+    pub fn set_capability_mask(&mut self, now: Instant, port: u8, mask: CapabilityMask) {
         self.advance(now);
         let Some(p) = self.port_data_mut(port) else {
             return;
@@ -401,7 +401,7 @@ impl<S: NvStore> Sma<S> {
 
     /// The host renamed the node: NodeDescription changes and every port that has
     /// IsOtherLocalChangesNoticeSupported (a switch: port 0) raises trap 144.
-    pub fn set_node_description(&mut self, now: u64, description: NodeDescription) {
+    pub fn set_node_description(&mut self, now: Instant, description: NodeDescription) {
         self.advance(now);
         if self.description == description {
             return;
@@ -501,11 +501,11 @@ impl<S: NvStore> Sma<S> {
 
     /// Lets virtual time pass (time never goes backwards: an earlier `now` is ignored);
     /// lapses M_Key leases whose countdown ended.
-    pub fn handle_timeout(&mut self, now: u64) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
     }
 
-    fn advance(&mut self, now: u64) {
+    fn advance(&mut self, now: Instant) {
         self.now = self.now.max(now);
         // Only walk the ports when some countdown may have ended.
         if self.lease_due.is_some_and(|d| self.now >= d) {
@@ -524,7 +524,7 @@ impl<S: NvStore> Sma<S> {
     /// The next instant at which something happens by itself: a lease lapses or a trap
     /// is (re)sent.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<u64> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let lease = self
             .ports
             .iter()
@@ -539,7 +539,7 @@ impl<S: NvStore> Sma<S> {
 
     /// The next trap due at `now` (first transmission or retransmission), as a
     /// LID-routed SubnTrap(Notice) to the issuing port's MasterSMLID. Call until `None`.
-    pub fn poll_trap(&mut self, now: u64) -> Option<Trap> {
+    pub fn poll_trap(&mut self, now: Instant) -> Option<Trap> {
         self.advance(now);
         let interval = self.cfg.trap_resend_interval;
         let now = self.now;
@@ -705,7 +705,7 @@ impl<S: NvStore> Sma<S> {
     /// its response is turned around with [`dr_turn_around`] and must then follow the
     /// returning rules.
     #[inline]
-    pub fn handle(&mut self, now: u64, rx: Rx, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
+    pub fn handle(&mut self, now: Instant, rx: Rx, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
         // Built in the return value itself, so the response is not copied again.
         let mut out: Option<[u8; MAD_SIZE]> = request
             .get(..MAD_SIZE)
@@ -722,7 +722,7 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// As [`Self::handle`], turning the request buffer into the response in place.
-    pub fn handle_in_place(&mut self, now: u64, rx: Rx, buf: &mut [u8; MAD_SIZE]) -> Outcome {
+    pub fn handle_in_place(&mut self, now: Instant, rx: Rx, buf: &mut [u8; MAD_SIZE]) -> Outcome {
         self.advance(now);
         self.stats.received += 1;
         let out = self.process(rx, buf);

@@ -2,7 +2,7 @@ extern crate std;
 
 use super::*;
 use crate::config::MemNvStore;
-use crate::mkey::NANOS_PER_SEC;
+use core::time::Duration;
 use ibsm_wire::{
     DrPath, DrSmp, LidSmp, Notice, PortState, SmState, Trap128Details, Trap256Details, TrapNumber,
 };
@@ -12,6 +12,16 @@ const KEY: u64 = 0xDEAD_BEEF_0000_0001;
 const WRONG: u64 = 0x1234;
 const SM_LID: u16 = 1;
 const CA_LID: u16 = 7;
+const T0: Instant = Instant::ZERO;
+const SEC: Duration = Duration::from_secs(1);
+
+fn at(ns: u64) -> Instant {
+    Instant::from_nanos(ns)
+}
+
+fn just_before(t: Instant) -> Instant {
+    at(t.as_nanos() - 1)
+}
 
 fn lid_req(method: Method, attr: SmAttributeId, am: u32, key: u64, data: &[u8]) -> [u8; 256] {
     let mut s = LidSmp::request(method, attr.into(), am, 0x55, key);
@@ -35,15 +45,15 @@ fn status(resp: &[u8; 256]) -> u16 {
 
 fn ca() -> Sma {
     let mut s = Sma::new(NodeConfig::ca(0x100, 2)).unwrap();
-    s.link_up(0, 1);
-    s.link_up(0, 2);
+    s.link_up(T0, 1);
+    s.link_up(T0, 2);
     s
 }
 
 fn switch() -> Sma {
     let mut s = Sma::new(NodeConfig::switch(0x200, 8)).unwrap();
     for p in 1..=8 {
-        s.link_up(0, p);
+        s.link_up(T0, p);
     }
     s
 }
@@ -51,7 +61,7 @@ fn switch() -> Sma {
 /// Keyed SubnSet(PortInfo) of `port` built from its current value.
 fn set_pi(
     sma: &mut Sma,
-    now: u64,
+    now: Instant,
     rx: u8,
     port: u8,
     key: u64,
@@ -81,7 +91,7 @@ fn set_pi(
 /// A CA whose port 1 has LID 7, SM LID 1 and the given M_Key settings.
 fn protected_ca(protect: u8, lease: u16) -> Sma {
     let mut s = ca();
-    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+    set_pi(&mut s, T0, 1, 1, 0, |pi| {
         pi.lid = CA_LID;
         pi.master_sm_lid = SM_LID;
         pi.m_key = KEY;
@@ -92,7 +102,7 @@ fn protected_ca(protect: u8, lease: u16) -> Sma {
     s
 }
 
-fn get_pi<S: NvStore>(sma: &mut Sma<S>, now: u64, key: u64) -> Option<PortInfo> {
+fn get_pi<S: NvStore>(sma: &mut Sma<S>, now: Instant, key: u64) -> Option<PortInfo> {
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 1, key, &[]);
     sma.handle(
         now,
@@ -105,7 +115,7 @@ fn get_pi<S: NvStore>(sma: &mut Sma<S>, now: u64, key: u64) -> Option<PortInfo> 
     .map(|r| PortInfo::parse(&r[64..128]).unwrap())
 }
 
-fn drain_traps(sma: &mut Sma, now: u64) -> Vec<Trap> {
+fn drain_traps(sma: &mut Sma, now: Instant) -> Vec<Trap> {
     core::iter::from_fn(|| sma.poll_trap(now)).collect()
 }
 
@@ -127,12 +137,12 @@ fn check_table_rows_through_the_agent() {
                 for port_key_zero in [false, true] {
                     let mut s = protected_ca(protect, 0);
                     if port_key_zero {
-                        set_pi(&mut s, 0, 1, 1, KEY, |pi| {
+                        set_pi(&mut s, T0, 1, 1, KEY, |pi| {
                             pi.m_key = 0;
                         })
                         .unwrap();
                     }
-                    drain_traps(&mut s, 0);
+                    drain_traps(&mut s, T0);
                     let k = match key {
                         Key::Right => KEY,
                         Key::Wrong => WRONG,
@@ -155,7 +165,7 @@ fn check_table_rows_through_the_agent() {
                         SmAttributeId::PortInfo
                     };
                     let mut buf = lid_req(method, attr, 1, k, &data);
-                    let out = s.handle_in_place(5, Rx { port: 1, slid: 3 }, &mut buf);
+                    let out = s.handle_in_place(at(5), Rx { port: 1, slid: 3 }, &mut buf);
                     let matches = port_key_zero || key == Key::Right;
                     let ctx = std::format!(
                         "protect {protect} {method:?} {key:?} port key 0: {port_key_zero}"
@@ -164,7 +174,7 @@ fn check_table_rows_through_the_agent() {
                     let viol = s.m_key_state(1).unwrap().violations;
                     if passes {
                         assert_eq!(viol, 0, "{ctx}");
-                        assert!(drain_traps(&mut s, 5).is_empty(), "{ctx}");
+                        assert!(drain_traps(&mut s, at(5)).is_empty(), "{ctx}");
                         match method {
                             Method::TrapRepress => {
                                 assert_eq!(out, Outcome::Repressed { matched: false }, "{ctx}");
@@ -193,7 +203,7 @@ fn check_table_rows_through_the_agent() {
                             Some(CA_LID),
                             "{ctx}: a failed Set changes nothing"
                         );
-                        let traps = drain_traps(&mut s, 5);
+                        let traps = drain_traps(&mut s, at(5));
                         assert_eq!(traps.len(), 1, "{ctx}");
                         let n = traps[0].notice();
                         assert_eq!(n.trap(), Some(TrapNumber::BadMKey), "{ctx}");
@@ -213,8 +223,8 @@ fn check_table_rows_through_the_agent() {
 fn trap_256_carries_the_directed_route() {
     let mut s = protected_ca(2, 0);
     let req = dr_req(Method::Get, SmAttributeId::NodeInfo, 0, WRONG, &[]);
-    assert!(s.handle(1, Rx::port(1), &req).is_none());
-    let traps = drain_traps(&mut s, 1);
+    assert!(s.handle(at(1), Rx::port(1), &req).is_none());
+    let traps = drain_traps(&mut s, at(1));
     assert_eq!(traps.len(), 1);
     let t = &traps[0];
     assert_eq!((t.slid, t.dlid, t.port), (CA_LID, SM_LID, 1));
@@ -233,10 +243,10 @@ fn trap_256_carries_the_directed_route() {
 #[test]
 fn no_trap_without_sm_lid_or_trap_support() {
     let mut s = protected_ca(2, 0);
-    set_pi(&mut s, 0, 1, 1, KEY, |pi| pi.master_sm_lid = 0).unwrap();
+    set_pi(&mut s, T0, 1, 1, KEY, |pi| pi.master_sm_lid = 0).unwrap();
     let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, WRONG, &[]);
-    assert!(s.handle(1, Rx::port(1), &req).is_none());
-    assert!(drain_traps(&mut s, 1).is_empty());
+    assert!(s.handle(at(1), Rx::port(1), &req).is_none());
+    assert!(drain_traps(&mut s, at(1)).is_empty());
     assert_eq!(s.m_key_state(1).unwrap().violations, 1);
 }
 
@@ -244,12 +254,12 @@ fn no_trap_without_sm_lid_or_trap_support() {
 fn trap_is_resent_until_repressed() {
     let mut s = protected_ca(2, 0);
     let req = lid_req(Method::Set, SmAttributeId::NodeInfo, 0, WRONG, &[]);
-    s.handle(0, Rx::port(1), &req);
-    let first = drain_traps(&mut s, 0);
+    s.handle(T0, Rx::port(1), &req);
+    let first = drain_traps(&mut s, T0);
     assert_eq!(first.len(), 1);
-    assert_eq!(s.poll_timeout(), Some(NANOS_PER_SEC));
-    assert!(drain_traps(&mut s, NANOS_PER_SEC - 1).is_empty());
-    let again = drain_traps(&mut s, NANOS_PER_SEC);
+    assert_eq!(s.poll_timeout(), Some(at(1_000_000_000)));
+    assert!(drain_traps(&mut s, just_before(T0 + SEC)).is_empty());
+    let again = drain_traps(&mut s, T0 + SEC);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].transaction_id, first[0].transaction_id);
     // A repress with the wrong key is itself a violation and does not stop the trap.
@@ -257,12 +267,12 @@ fn trap_is_resent_until_repressed() {
     rep[3] = 0x07;
     rep[24..32].copy_from_slice(&WRONG.to_be_bytes());
     assert_eq!(
-        s.handle_in_place(NANOS_PER_SEC, Rx::port(1), &mut rep.clone()),
+        s.handle_in_place(T0 + SEC, Rx::port(1), &mut rep.clone()),
         Outcome::Dropped(DropReason::MKey)
     );
     rep[24..32].copy_from_slice(&KEY.to_be_bytes());
     assert_eq!(
-        s.handle_in_place(NANOS_PER_SEC, Rx::port(1), &mut rep),
+        s.handle_in_place(T0 + SEC, Rx::port(1), &mut rep),
         Outcome::Repressed { matched: true }
     );
     // Only the trap raised by the bad repress is left.
@@ -274,11 +284,11 @@ fn trap_is_resent_until_repressed() {
 #[test]
 fn lease_expires_exactly_at_the_period() {
     let mut s = protected_ca(2, 10);
-    assert!(get_pi(&mut s, 100, WRONG).is_none());
-    let deadline = 100 + 10 * NANOS_PER_SEC;
+    assert!(get_pi(&mut s, at(100), WRONG).is_none());
+    let deadline = at(100 + 10_000_000_000);
     assert_eq!(s.m_key_state(1).unwrap().lease_deadline, Some(deadline));
     assert!(
-        get_pi(&mut s, deadline - 1, WRONG).is_none(),
+        get_pi(&mut s, just_before(deadline), WRONG).is_none(),
         "still protected one ns before"
     );
     assert_eq!(s.m_key_state(1).unwrap().violations, 2);
@@ -292,8 +302,8 @@ fn lease_expires_exactly_at_the_period() {
 #[test]
 fn lease_expiry_by_timeout_alone() {
     let mut s = protected_ca(1, 1);
-    assert!(set_pi(&mut s, 0, 1, 1, WRONG, |_| {}).is_none());
-    s.handle_timeout(NANOS_PER_SEC);
+    assert!(set_pi(&mut s, T0, 1, 1, WRONG, |_| {}).is_none());
+    s.handle_timeout(T0 + SEC);
     assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
     assert_eq!(s.poll_timeout(), None.or(s.poll_timeout()));
 }
@@ -301,46 +311,46 @@ fn lease_expiry_by_timeout_alone() {
 #[test]
 fn keyed_smp_one_tick_before_expiry_refreshes() {
     let mut s = protected_ca(2, 10);
-    assert!(get_pi(&mut s, 0, WRONG).is_none());
-    let deadline = 10 * NANOS_PER_SEC;
-    assert!(get_pi(&mut s, deadline - 1, KEY).is_some());
+    assert!(get_pi(&mut s, T0, WRONG).is_none());
+    let deadline = T0 + 10 * SEC;
+    assert!(get_pi(&mut s, just_before(deadline), KEY).is_some());
     assert_eq!(s.m_key_state(1).unwrap().lease_deadline, None);
     assert!(
         get_pi(&mut s, deadline, WRONG).is_none(),
         "still protected at the old deadline"
     );
-    assert!(get_pi(&mut s, deadline + 5, WRONG).is_none());
+    assert!(get_pi(&mut s, at(deadline.as_nanos() + 5), WRONG).is_none());
     // The second violation started a new countdown.
-    assert_eq!(s.m_key_state(1).unwrap().lease_deadline, Some(2 * deadline));
+    assert_eq!(
+        s.m_key_state(1).unwrap().lease_deadline,
+        Some(deadline + 10 * SEC)
+    );
 }
 
 #[test]
 fn lease_period_zero_never_expires() {
     let mut s = protected_ca(3, 0);
-    assert!(get_pi(&mut s, 0, WRONG).is_none());
-    assert_eq!(s.poll_timeout(), Some(0).filter(|_| s.pending_traps() > 0));
-    assert!(get_pi(&mut s, u64::MAX / 2, WRONG).is_none());
+    assert!(get_pi(&mut s, T0, WRONG).is_none());
+    assert_eq!(s.poll_timeout(), Some(T0).filter(|_| s.pending_traps() > 0));
+    assert!(get_pi(&mut s, at(u64::MAX / 2), WRONG).is_none());
     assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 3);
 }
 
 #[test]
 fn unkeyed_get_does_not_refresh() {
     let mut s = protected_ca(1, 10);
-    assert!(set_pi(&mut s, 0, 1, 1, WRONG, |_| {}).is_none());
-    let pi = get_pi(&mut s, 5, WRONG).unwrap();
+    assert!(set_pi(&mut s, T0, 1, 1, WRONG, |_| {}).is_none());
+    let pi = get_pi(&mut s, at(5), WRONG).unwrap();
     assert_eq!(pi.m_key, 0, "level 1 hides the key");
     assert!(s.m_key_state(1).unwrap().lease_deadline.is_some());
-    s.handle_timeout(10 * NANOS_PER_SEC);
-    assert_eq!(
-        get_pi(&mut s, 10 * NANOS_PER_SEC, WRONG).unwrap().m_key,
-        KEY
-    );
+    s.handle_timeout(T0 + 10 * SEC);
+    assert_eq!(get_pi(&mut s, T0 + 10 * SEC, WRONG).unwrap().m_key, KEY);
 }
 
 #[test]
 fn mkey_fields_change_only_together_and_only_keyed() {
     let mut s = protected_ca(1, 60);
-    set_pi(&mut s, 0, 1, 1, KEY, |pi| {
+    set_pi(&mut s, T0, 1, 1, KEY, |pi| {
         pi.m_key = 0x77;
         pi.m_key_protect_bits = 2;
         pi.m_key_lease_period = 5;
@@ -349,7 +359,7 @@ fn mkey_fields_change_only_together_and_only_keyed() {
     let st = s.m_key_state(1).unwrap().config;
     assert_eq!((st.m_key, st.protect_bits, st.lease_period), (0x77, 2, 5));
     // A Set with an invalid field changes none of them.
-    let r = set_pi(&mut s, 0, 1, 1, 0x77, |pi| {
+    let r = set_pi(&mut s, T0, 1, 1, 0x77, |pi| {
         pi.m_key = 0x88;
         pi.port_state = PortState::Active; // Init -> Active is illegal
     })
@@ -363,9 +373,9 @@ fn mkey_fields_change_only_together_and_only_keyed() {
 #[test]
 fn violations_saturate_through_the_agent() {
     let mut s = protected_ca(2, 0);
-    set_pi(&mut s, 0, 1, 1, KEY, |pi| pi.m_key_violations = 0xFFFE).unwrap();
+    set_pi(&mut s, T0, 1, 1, KEY, |pi| pi.m_key_violations = 0xFFFE).unwrap();
     for _ in 0..3 {
-        get_pi(&mut s, 0, WRONG);
+        get_pi(&mut s, T0, WRONG);
     }
     assert_eq!(s.m_key_state(1).unwrap().violations, 0xFFFF);
 }
@@ -375,17 +385,17 @@ fn ca_ports_have_their_own_keys() {
     let mut s = protected_ca(2, 0);
     // Port 2 has no key: SMPs arriving there pass, and may even read port 1.
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 1, WRONG, &[]);
-    let r = s.handle(0, Rx::port(2), &req).unwrap();
+    let r = s.handle(T0, Rx::port(2), &req).unwrap();
     let pi = PortInfo::parse(&r[64..128]).unwrap();
     assert_eq!(pi.local_port_num, 2);
     assert_eq!(pi.lid, CA_LID);
-    assert!(s.handle(0, Rx::port(1), &req).is_none());
+    assert!(s.handle(T0, Rx::port(1), &req).is_none());
 }
 
 #[test]
 fn switch_checks_port_zero_key() {
     let mut s = switch();
-    set_pi(&mut s, 0, 1, 0, 0, |pi| {
+    set_pi(&mut s, T0, 1, 0, 0, |pi| {
         pi.lid = 5;
         pi.master_sm_lid = SM_LID;
         pi.m_key = KEY;
@@ -394,11 +404,11 @@ fn switch_checks_port_zero_key() {
     .unwrap();
     for rx in [1, 4] {
         let req = lid_req(Method::Get, SmAttributeId::PortInfo, 3, WRONG, &[]);
-        assert!(s.handle(0, Rx::port(rx), &req).is_none());
+        assert!(s.handle(T0, Rx::port(rx), &req).is_none());
     }
     assert_eq!(s.m_key_state(0).unwrap().violations, 2);
     let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, KEY, &[]);
-    let r = s.handle(0, Rx::port(4), &req).unwrap();
+    let r = s.handle(T0, Rx::port(4), &req).unwrap();
     let ni = ibsm_wire::NodeInfo::parse(&r[64..]).unwrap();
     assert_eq!((ni.port_guid, ni.local_port_num), (0x200, 4));
 }
@@ -408,12 +418,12 @@ fn switch_checks_port_zero_key() {
 #[test]
 fn reset_restores_from_nv_store_or_zero() {
     let mut plain = protected_ca(2, 3);
-    plain.reset(0);
+    plain.reset(T0);
     assert_eq!(plain.m_key_state(1).unwrap().config, MKeyConfig::default());
     assert_eq!(plain.port_state(1), Some(LogicalState::Down));
 
     let mut s = Sma::with_nv_store(NodeConfig::ca(0x100, 1), MemNvStore::default()).unwrap();
-    s.link_up(0, 1);
+    s.link_up(T0, 1);
     let mut pi = s.port_info(1).unwrap();
     pi.port_state = PortState::NoChange;
     pi.port_phys_state = PhysPortState::NoChange;
@@ -421,11 +431,11 @@ fn reset_restores_from_nv_store_or_zero() {
     pi.m_key_protect_bits = 2;
     pi.m_key_lease_period = 1;
     let req = lid_req(Method::Set, SmAttributeId::PortInfo, 1, 0, &pi.to_bytes());
-    s.handle(0, Rx::port(1), &req).unwrap();
-    get_pi(&mut s, 0, WRONG);
-    s.handle_timeout(NANOS_PER_SEC);
+    s.handle(T0, Rx::port(1), &req).unwrap();
+    get_pi(&mut s, T0, WRONG);
+    s.handle_timeout(T0 + SEC);
     assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
-    s.reset(2 * NANOS_PER_SEC);
+    s.reset(T0 + 2 * SEC);
     let st = s.m_key_state(1).unwrap();
     assert_eq!(
         st.config,
@@ -445,26 +455,26 @@ fn port_state_transitions_via_set() {
     let mut s = ca();
     let st = |s: &Sma| s.port_state(1).unwrap();
     assert_eq!(st(&s), LogicalState::Init);
-    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
+    let r = set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
     assert_eq!(status(&r), 0x1C);
     assert_eq!(st(&s), LogicalState::Init);
-    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    let r = set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(
         PortInfo::parse(&r[64..]).unwrap().port_state,
         PortState::Armed
     );
-    let r = set_pi(&mut s, 0, 1, 1, 0, |_| {}).unwrap();
+    let r = set_pi(&mut s, T0, 1, 1, 0, |_| {}).unwrap();
     assert_eq!(
         (status(&r), st(&s)),
         (0, LogicalState::Armed),
         "NoChange keeps the state"
     );
-    set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
+    set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Active).unwrap();
     assert_eq!(st(&s), LogicalState::Active);
-    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    let r = set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
     assert_eq!(status(&r), 0x1C);
-    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Down).unwrap();
+    let r = set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Down).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(st(&s), LogicalState::Down);
     assert_eq!(
@@ -474,20 +484,20 @@ fn port_state_transitions_via_set() {
             request: LinkRequest::Retrain
         })
     );
-    s.link_up(1, 1);
+    s.link_up(at(1), 1);
     assert_eq!(st(&s), LogicalState::Init);
-    s.link_down(2, 1);
+    s.link_down(at(2), 1);
     let pi = s.port_info(1).unwrap();
     assert_eq!(
         (pi.port_state, pi.port_phys_state),
         (PortState::Down, PhysPortState::Polling)
     );
-    let r = set_pi(&mut s, 0, 1, 2, 0, |pi| {
+    let r = set_pi(&mut s, T0, 1, 2, 0, |pi| {
         pi.port_phys_state = PhysPortState::Disabled;
     })
     .unwrap();
     assert_eq!(status(&r), 0);
-    s.link_up(3, 2);
+    s.link_up(at(3), 2);
     assert_eq!(s.port_state(2), Some(LogicalState::Down));
 }
 
@@ -498,23 +508,23 @@ fn switch_port_state_change_and_trap_128() {
     // Clearing by writing 1.
     let mut si = s.switch_info().unwrap();
     let req = lid_req(Method::Set, SmAttributeId::SwitchInfo, 0, 0, &si.to_bytes());
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert!(!s.switch_info().unwrap().port_state_change);
     assert!(!SwitchInfo::parse(&r[64..]).unwrap().port_state_change);
-    set_pi(&mut s, 0, 1, 0, 0, |pi| {
+    set_pi(&mut s, T0, 1, 0, 0, |pi| {
         pi.lid = 5;
         pi.master_sm_lid = SM_LID;
     })
     .unwrap();
     // A SubnSet-driven change does not set the bit ...
-    set_pi(&mut s, 0, 1, 3, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    set_pi(&mut s, T0, 1, 3, 0, |pi| pi.port_state = PortState::Armed).unwrap();
     assert!(!s.switch_info().unwrap().port_state_change);
-    assert!(drain_traps(&mut s, 0).is_empty());
+    assert!(drain_traps(&mut s, T0).is_empty());
     // ... a link-driven one does, and raises trap 128.
-    s.link_down(1, 3);
+    s.link_down(at(1), 3);
     assert!(s.switch_info().unwrap().port_state_change);
-    let traps = drain_traps(&mut s, 1);
+    let traps = drain_traps(&mut s, at(1));
     assert_eq!(traps.len(), 1);
     let n: Notice = traps[0].notice();
     assert_eq!(n.trap(), Some(TrapNumber::LinkStateChange));
@@ -523,7 +533,7 @@ fn switch_port_state_change_and_trap_128() {
     // Writing 0 leaves the bit set.
     si.port_state_change = false;
     let req = lid_req(Method::Set, SmAttributeId::SwitchInfo, 0, 0, &si.to_bytes());
-    s.handle(2, Rx::port(1), &req).unwrap();
+    s.handle(at(2), Rx::port(1), &req).unwrap();
     assert!(s.switch_info().unwrap().port_state_change);
 }
 
@@ -540,7 +550,7 @@ fn lft_blocks() {
         0,
         &block,
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(&r[64..128], &block[..]);
     assert_eq!(&s.lft()[128..192], &block[..]);
@@ -553,10 +563,10 @@ fn lft_blocks() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let mut c = ca();
     let req = lid_req(Method::Get, SmAttributeId::LinearForwardingTable, 0, 0, &[]);
-    assert_eq!(status(&c.handle(0, Rx::port(1), &req).unwrap()), 0x0C);
+    assert_eq!(status(&c.handle(T0, Rx::port(1), &req).unwrap()), 0x0C);
 }
 
 #[test]
@@ -572,7 +582,7 @@ fn mft_blocks_and_positions() {
         0,
         &data,
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     // Position 1 covers ports 16..31; only 16..20 exist.
     assert_eq!(u16::from_be_bytes([r[64], r[65]]), 0x001F);
@@ -584,7 +594,7 @@ fn mft_blocks_and_positions() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(
         Method::Get,
         SmAttributeId::MulticastForwardingTable,
@@ -592,7 +602,7 @@ fn mft_blocks_and_positions() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(
         Method::Get,
         SmAttributeId::MulticastForwardingTable,
@@ -600,7 +610,7 @@ fn mft_blocks_and_positions() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
 }
 
 #[test]
@@ -609,17 +619,17 @@ fn pkey_tables() {
     let mut data = [0u8; 64];
     data[2..4].copy_from_slice(&0x8001u16.to_be_bytes());
     let req = lid_req(Method::Set, SmAttributeId::PKeyTable, 3 << 16, 0, &data);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
     assert_eq!(&s.pkeys(3)[..2], &[0, 0x8001]);
     assert_eq!(s.pkeys(0)[0], 0xFFFF);
     let req = lid_req(Method::Get, SmAttributeId::PKeyTable, (3 << 16) | 1, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(Method::Get, SmAttributeId::PKeyTable, 9 << 16, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     // A CA ignores the port bits and uses the receiving port's table (64 entries).
     let mut c = ca();
     let req = lid_req(Method::Get, SmAttributeId::PKeyTable, (7 << 16) | 1, 0, &[]);
-    let r = c.handle(0, Rx::port(2), &req).unwrap();
+    let r = c.handle(T0, Rx::port(2), &req).unwrap();
     assert_eq!(status(&r), 0);
 }
 
@@ -635,7 +645,7 @@ fn sl2vl_tables() {
         0,
         &table,
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
     assert_eq!(s.sl2vl(3, 5), Some(table));
     let req = lid_req(
         Method::Get,
@@ -644,15 +654,15 @@ fn sl2vl_tables() {
         0,
         &[],
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(&r[64..72], &table);
     let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, all, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(Method::Get, SmAttributeId::SlToVlMappingTable, 9, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let mut c = ca();
     let req = lid_req(Method::Set, SmAttributeId::SlToVlMappingTable, 0, 0, &table);
-    assert_eq!(status(&c.handle(0, Rx::port(2), &req).unwrap()), 0);
+    assert_eq!(status(&c.handle(T0, Rx::port(2), &req).unwrap()), 0);
     assert_eq!(c.sl2vl(0, 2), Some(table));
     assert_eq!(c.sl2vl(0, 1), Some([0; 8]));
 }
@@ -672,7 +682,7 @@ fn vlarb_tables() {
         0,
         &data,
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     // 8 entries exist; the reserved nibble reads 0.
     assert_eq!(&r[64..68], &[0x00, 0x40, 0x01, 0x40]);
@@ -687,7 +697,7 @@ fn vlarb_tables() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(
         Method::Get,
         SmAttributeId::VlArbitrationTable,
@@ -695,7 +705,7 @@ fn vlarb_tables() {
         0,
         &[],
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let req = lid_req(
         Method::Get,
         SmAttributeId::VlArbitrationTable,
@@ -704,7 +714,7 @@ fn vlarb_tables() {
         &[],
     );
     assert_eq!(
-        status(&s.handle(0, Rx::port(1), &req).unwrap()),
+        status(&s.handle(T0, Rx::port(1), &req).unwrap()),
         0x0C,
         "port 0 has none"
     );
@@ -717,7 +727,7 @@ fn guid_info() {
     data[0..8].copy_from_slice(&0xAAu64.to_be_bytes());
     data[8..16].copy_from_slice(&0xBBu64.to_be_bytes());
     let req = lid_req(Method::Set, SmAttributeId::GuidInfo, 0, 0, &data);
-    let r = s.handle(0, Rx::port(2), &req).unwrap();
+    let r = s.handle(T0, Rx::port(2), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(
         u64::from_be_bytes(r[64..72].try_into().unwrap()),
@@ -727,7 +737,7 @@ fn guid_info() {
     assert_eq!(u64::from_be_bytes(r[72..80].try_into().unwrap()), 0xBB);
     assert_eq!(&s.guids(2)[..2], &[0x102, 0xBB]);
     let req = lid_req(Method::Get, SmAttributeId::GuidInfo, 1, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(2), &req).unwrap()), 0x1C);
 }
 
 #[test]
@@ -736,23 +746,23 @@ fn port_info_modifiers() {
     for (am, st) in [(8, 0), (9, 0x1C), (0x100, 0x1C), (0x8000_0001, 0)] {
         let req = lid_req(Method::Get, SmAttributeId::PortInfo, am, 0, &[]);
         assert_eq!(
-            status(&s.handle(0, Rx::port(1), &req).unwrap()),
+            status(&s.handle(T0, Rx::port(1), &req).unwrap()),
             st,
             "am {am:#x}"
         );
     }
     let mut c = ca();
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 0, 0, &[]);
-    let r = c.handle(0, Rx::port(2), &req).unwrap();
+    let r = c.handle(T0, Rx::port(2), &req).unwrap();
     assert_eq!(PortInfo::parse(&r[64..]).unwrap().local_port_num, 2);
     let req = lid_req(Method::Get, SmAttributeId::PortInfo, 3, 0, &[]);
-    assert_eq!(status(&c.handle(0, Rx::port(2), &req).unwrap()), 0x1C);
+    assert_eq!(status(&c.handle(T0, Rx::port(2), &req).unwrap()), 0x1C);
 }
 
 #[test]
 fn port_info_set_fields() {
     let mut s = ca();
-    let r = set_pi(&mut s, 0, 1, 1, 0, |pi| {
+    let r = set_pi(&mut s, T0, 1, 1, 0, |pi| {
         pi.capability_mask = CapabilityMask::EMPTY; // read-only
         pi.link_width_enabled = LinkWidthMask::SET_TO_SUPPORTED;
         pi.neighbor_mtu = Mtu::Mtu2048;
@@ -777,7 +787,7 @@ fn port_info_set_fields() {
         |pi: &mut PortInfo| pi.operational_vls = VlCap::Vl0To14,
         |pi: &mut PortInfo| pi.port_phys_state = PhysPortState::LinkUp,
     ] {
-        let r = set_pi(&mut s, 0, 1, 1, 0, bad).unwrap();
+        let r = set_pi(&mut s, T0, 1, 1, 0, bad).unwrap();
         assert_eq!(status(&r), 0x1C);
     }
 }
@@ -786,7 +796,7 @@ fn port_info_set_fields() {
 fn sm_info_answers_only_with_an_sm() {
     let mut s = protected_ca(1, 0);
     let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, KEY, &[]);
-    assert!(s.handle(0, Rx::port(1), &req).is_none());
+    assert!(s.handle(T0, Rx::port(1), &req).is_none());
     let info = SmInfo {
         guid: 0x101,
         sm_key: 0x5EC,
@@ -795,16 +805,16 @@ fn sm_info_answers_only_with_an_sm() {
         sm_state: SmState::Master,
     };
     s.set_sm_info(Some(info));
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(SmInfo::parse(&r[64..]).unwrap(), info);
     let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, WRONG, &[]);
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(SmInfo::parse(&r[64..]).unwrap().sm_key, 0);
     let req = lid_req(Method::Get, SmAttributeId::SmInfo, 0, 0x5EC, &[]);
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(SmInfo::parse(&r[64..]).unwrap().sm_key, 0x5EC);
     let req = lid_req(Method::Set, SmAttributeId::SmInfo, 1, KEY, &info.to_bytes());
-    s.handle(0, Rx::port(1), &req).unwrap();
+    s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(
         s.poll_event(),
         Some(Event::SmInfoSet {
@@ -814,7 +824,7 @@ fn sm_info_answers_only_with_an_sm() {
         })
     );
     let req = lid_req(Method::Set, SmAttributeId::SmInfo, 6, KEY, &info.to_bytes());
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
 }
 
 #[test]
@@ -822,31 +832,31 @@ fn methods_versions_and_routing_forms() {
     let mut s = ca();
     let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
     req[3] = 0x03;
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!((r[3], status(&r)), (0x83, 0x0008));
     let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
     req[2] = 2;
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0004);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x0004);
     let mut req = lid_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
     req[3] = 0x81;
-    assert!(s.handle(0, Rx::port(1), &req).is_none());
+    assert!(s.handle(T0, Rx::port(1), &req).is_none());
     let req = lid_req(Method::Set, SmAttributeId::NodeInfo, 0, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x000C);
     let req = lid_req(Method::Get, SmAttributeId::NodeInfo, 1, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x001C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x001C);
     let req = lid_req(Method::Get, SmAttributeId::CableInfo, 0, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
-    assert!(s.handle(0, Rx::port(3), &req).is_none(), "no port 3");
-    assert!(s.handle(0, Rx::port(1), &req[..255]).is_none());
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x000C);
+    assert!(s.handle(T0, Rx::port(3), &req).is_none(), "no port 3");
+    assert!(s.handle(T0, Rx::port(1), &req[..255]).is_none());
     // Directed route: answered in the same form, turned around.
     let req = dr_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     let v = DrSmp::parse(&r).unwrap();
     assert!(v.direction && v.response);
     assert_eq!((v.hop_pointer, v.status), (3, 0));
     let mut bad = req;
     bad[6] = 2; // hop pointer not at the end
-    assert!(s.handle(0, Rx::port(1), &bad).is_none());
+    assert!(s.handle(T0, Rx::port(1), &bad).is_none());
 }
 
 #[test]
@@ -871,9 +881,9 @@ fn node_description_and_led_info_follow_capabilities() {
         0,
         &text.node_string,
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x000C);
     let req = lid_req(Method::Get, SmAttributeId::LedInfo, 1, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x000C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x000C);
 
     let mut cfg = NodeConfig::ca(0x100, 1);
     let pi = &mut cfg.ports[0].port_info;
@@ -888,28 +898,28 @@ fn node_description_and_led_info_follow_capabilities() {
         0,
         &text.node_string,
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     let req = lid_req(Method::Get, SmAttributeId::NodeDescription, 0, 0, &[]);
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(
         NodeDescription::parse(&r[64..]).unwrap().text(),
         Some("renamed")
     );
     let req = lid_req(Method::Set, SmAttributeId::LedInfo, 0, 0, &[0x80]);
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!((status(&r), r[64]), (0, 0x80));
     let req = lid_req(Method::Get, SmAttributeId::LedInfo, 2, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
 }
 
 #[test]
 fn armed_port_goes_active_on_data_and_disable_enable_events() {
     let mut s = ca();
-    set_pi(&mut s, 0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
-    s.data_packet(1, 1);
+    set_pi(&mut s, T0, 1, 1, 0, |pi| pi.port_state = PortState::Armed).unwrap();
+    s.data_packet(at(1), 1);
     assert_eq!(s.port_state(1), Some(LogicalState::Active));
-    set_pi(&mut s, 2, 1, 1, 0, |pi| {
+    set_pi(&mut s, at(2), 1, 1, 0, |pi| {
         pi.port_phys_state = PhysPortState::Disabled;
     })
     .unwrap();
@@ -920,7 +930,7 @@ fn armed_port_goes_active_on_data_and_disable_enable_events() {
             request: LinkRequest::Disable
         })
     );
-    set_pi(&mut s, 3, 1, 1, 0, |pi| {
+    set_pi(&mut s, at(3), 1, 1, 0, |pi| {
         pi.port_phys_state = PhysPortState::Polling;
     })
     .unwrap();
@@ -939,19 +949,19 @@ fn trap_queue_keeps_the_newest() {
     let mut cfg = NodeConfig::ca(0x100, 1);
     cfg.max_pending_traps = 2;
     let mut s = Sma::new(cfg).unwrap();
-    s.link_up(0, 1);
-    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+    s.link_up(T0, 1);
+    set_pi(&mut s, T0, 1, 1, 0, |pi| {
         pi.master_sm_lid = SM_LID;
         pi.m_key = KEY;
         pi.m_key_protect_bits = 3;
     })
     .unwrap();
     for i in 0..5 {
-        get_pi(&mut s, i, WRONG);
+        get_pi(&mut s, at(i), WRONG);
     }
     assert_eq!(s.pending_traps(), 2);
     assert_eq!(s.stats().traps_overflowed, 3);
-    let tids: Vec<u64> = drain_traps(&mut s, 10)
+    let tids: Vec<u64> = drain_traps(&mut s, at(10))
         .iter()
         .map(|t| t.transaction_id)
         .collect();
@@ -992,15 +1002,15 @@ fn extended_and_vendor_attributes() {
     ] {
         let req = lid_req(Method::Get, attr, 1, 0, &[]);
         assert_eq!(
-            status(&s.handle(0, Rx::port(1), &req).unwrap()),
+            status(&s.handle(T0, Rx::port(1), &req).unwrap()),
             0x000C,
             "{attr:?}"
         );
     }
     let req = lid_req(Method::Get, SmAttributeId::VendorDiag, 0, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
     let req = lid_req(Method::Get, SmAttributeId::VendorDiag, 1, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
 
     let mut cfg = NodeConfig::ca(0x100, 1);
     let pc = &mut cfg.ports[0];
@@ -1023,7 +1033,7 @@ fn extended_and_vendor_attributes() {
         0,
         &want.to_bytes(),
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     let got = PortInfoExtended::parse(&r[64..]).unwrap();
     assert_eq!(got.edr_fec_mode_enabled, FecModeMask::RS);
@@ -1043,7 +1053,7 @@ fn extended_and_vendor_attributes() {
         0,
         &bad.to_bytes(),
     );
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
     let m = MlnxExtPortInfo {
         link_speed_enabled: MlnxLinkSpeed::FDR10,
         ..MlnxExtPortInfo::default()
@@ -1055,7 +1065,7 @@ fn extended_and_vendor_attributes() {
         0,
         &m.to_bytes(),
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(
         MlnxExtPortInfo::parse(&r[64..]).unwrap().link_speed_enabled,
@@ -1067,7 +1077,7 @@ fn extended_and_vendor_attributes() {
 fn random_forwarding_table_when_capable() {
     let mut s = switch();
     let req = lid_req(Method::Get, SmAttributeId::RandomForwardingTable, 0, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x0C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x0C);
     let mut cfg = NodeConfig::switch(0x200, 4);
     cfg.switch_info.as_mut().unwrap().random_fdb_cap = 20;
     let mut s = Sma::new(cfg).unwrap();
@@ -1081,12 +1091,12 @@ fn random_forwarding_table_when_capable() {
         0,
         &data,
     );
-    let r = s.handle(0, Rx::port(1), &req).unwrap();
+    let r = s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(status(&r), 0);
     assert_eq!(&r[64..68], &[0, 5, 0x80, 3]);
     assert_eq!(&r[80..84], &[0; 4], "entries beyond RandomFDBCap read 0");
     let req = lid_req(Method::Get, SmAttributeId::RandomForwardingTable, 2, 0, &[]);
-    assert_eq!(status(&s.handle(0, Rx::port(1), &req).unwrap()), 0x1C);
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
 }
 
 #[test]
@@ -1098,25 +1108,25 @@ fn trap_144_on_local_changes() {
             | CapabilityMask::IS_OTHER_LOCAL_CHANGES_NOTICE_SUPPORTED;
     }
     let mut s = Sma::new(cfg).unwrap();
-    s.link_up(0, 1);
-    s.link_up(0, 2);
-    set_pi(&mut s, 0, 1, 1, 0, |pi| {
+    s.link_up(T0, 1);
+    s.link_up(T0, 2);
+    set_pi(&mut s, T0, 1, 1, 0, |pi| {
         pi.lid = CA_LID;
         pi.master_sm_lid = SM_LID;
     })
     .unwrap();
     // No SM LID on port 2: only port 1 reports.
-    s.set_node_description(1, NodeDescription::from_text("new name"));
-    let traps = drain_traps(&mut s, 1);
+    s.set_node_description(at(1), NodeDescription::from_text("new name"));
+    let traps = drain_traps(&mut s, at(1));
     assert_eq!(traps.len(), 1);
     let d: Trap144Details = traps[0].notice().details().unwrap();
     assert!(d.other_local_changes);
     assert_eq!(d.change_flags, Trap144ChangeFlags::NODE_DESCRIPTION);
     assert_eq!(d.lid, CA_LID);
-    s.set_node_description(2, NodeDescription::from_text("new name"));
-    assert!(drain_traps(&mut s, 2).is_empty(), "no change, no trap");
+    s.set_node_description(at(2), NodeDescription::from_text("new name"));
+    assert!(drain_traps(&mut s, at(2)).is_empty(), "no change, no trap");
     s.set_is_sm(1, true);
-    let traps = drain_traps(&mut s, 2);
+    let traps = drain_traps(&mut s, at(2));
     assert_eq!(traps.len(), 1);
     let d: Trap144Details = traps[0].notice().details().unwrap();
     assert!(!d.other_local_changes);

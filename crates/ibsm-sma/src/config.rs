@@ -3,6 +3,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use core::time::Duration;
 
 use ibsm_wire::{
     CapabilityMask, LinkSpeed, LinkSpeedMask, LinkWidth, LinkWidthMask, MlnxExtPortInfo, Mtu,
@@ -30,8 +31,8 @@ pub struct NodeConfig {
     /// SMInfo of an SM hosted on this node (`None`: SubnGet(SMInfo) is not answered).
     /// The host keeps it current with [`Sma::set_sm_info`](crate::Sma::set_sm_info).
     pub sm_info: Option<SmInfo>,
-    /// Interval between retransmissions of an unrepressed trap, in ns.
-    pub trap_resend_interval: u64,
+    /// Interval between retransmissions of an unrepressed trap.
+    pub trap_resend_interval: Duration,
     /// At most this many traps wait for a TrapRepress; older ones are dropped first.
     pub max_pending_traps: usize,
 }
@@ -55,8 +56,8 @@ pub struct PortConfig {
     pub mlnx_ext_port_info: Option<MlnxExtPortInfo>,
 }
 
-/// One second in ns, the default trap retransmission interval.
-const DEFAULT_TRAP_RESEND: u64 = 1_000_000_000;
+/// The default trap retransmission interval.
+const DEFAULT_TRAP_RESEND: Duration = Duration::from_secs(1);
 
 impl PortConfig {
     /// A typical 4x QDR port: MTU 4096, 8 data VLs, VL arbitration tables of 8 entries,

@@ -27,26 +27,26 @@
 //!
 //! # Driving the agent
 //!
-//! The agent holds no clock and does no I/O. Every input carries `now` (nanoseconds of
-//! the host's clock, which may be virtual); after any input, drain the polls, then wait
-//! for the next SMP or until [`Sma::poll_timeout`]:
+//! The agent holds no clock and does no I/O. Every input carries `now`, an
+//! [`ibsm_wire::Instant`] of the host's clock (which may be virtual); after any input,
+//! drain the polls, then wait for the next SMP or until [`Sma::poll_timeout`]:
 //!
 //! ```
 //! use ibsm_sma::{NodeConfig, Rx, Sma};
-//! use ibsm_wire::{DrPath, DrSmp, Method, PortInfo, SmAttributeId};
+//! use ibsm_wire::{DrPath, DrSmp, Instant, Method, PortInfo, SmAttributeId};
 //!
 //! let mut sma = Sma::new(NodeConfig::ca(0x0002_c903_0000_1000, 1))?;
-//! sma.link_up(0, 1);
+//! sma.link_up(Instant::ZERO, 1);
 //!
 //! // A SubnGet(PortInfo) for the local port, as it arrives after the outbound DR rules.
 //! let mut req = DrSmp::request(Method::Get, SmAttributeId::PortInfo.into(), 0, 7, 0, &DrPath::local());
 //! req.hop_pointer = 1;
-//! let resp = sma.handle(0, Rx::port(1), &req.to_bytes()).expect("answered");
+//! let resp = sma.handle(Instant::ZERO, Rx::port(1), &req.to_bytes()).expect("answered");
 //! let info = PortInfo::parse(&resp[64..128])?;
 //! assert_eq!(info.local_port_num, 1);
 //!
 //! // The host loop: send what is due, then sleep until the next deadline.
-//! while let Some(trap) = sma.poll_trap(1_000) {
+//! while let Some(trap) = sma.poll_trap(Instant::from_micros(1)) {
 //!     let _ = trap.mad; // send it LID-routed to trap.dlid
 //! }
 //! while let Some(_event) = sma.poll_event() { /* act on link changes etc. */ }

@@ -4,8 +4,9 @@
 //! [`MKeyState`] holds one port's key, protection level, lease and violation counter and
 //! moves the lease countdown forward when given `now`.
 
-/// Nanoseconds per second of virtual time (the lease period is in seconds).
-pub const NANOS_PER_SEC: u64 = 1_000_000_000;
+use core::time::Duration;
+
+use ibsm_wire::Instant;
 
 /// The SMP methods the M_Key check distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,8 +77,8 @@ pub struct MKeyState {
     pub config: MKeyConfig,
     /// PortInfo.M_KeyViolations (saturating at 0xFFFF).
     pub violations: u16,
-    /// When the running lease countdown ends (ns of virtual time); `None` = not running.
-    pub lease_deadline: Option<u64>,
+    /// When the running lease countdown ends; `None` = not running.
+    pub lease_deadline: Option<Instant>,
 }
 
 impl MKeyState {
@@ -93,7 +94,7 @@ impl MKeyState {
 
     /// Lets time pass: if the countdown has reached its deadline (`now >= deadline`), the
     /// protection level falls back to 0 and the countdown stops. Returns whether it did.
-    pub fn advance(&mut self, now: u64) -> bool {
+    pub fn advance(&mut self, now: Instant) -> bool {
         match self.lease_deadline {
             Some(d) if now >= d => {
                 self.config.protect_bits = 0;
@@ -108,7 +109,7 @@ impl MKeyState {
     /// side effects on this state: a correctly keyed SMP stops the countdown; a failure
     /// counts a violation and starts the countdown if it is not running and the period
     /// is non-zero.
-    pub fn check(&mut self, now: u64, smp_key: u64, method: CheckedMethod) -> Verdict {
+    pub fn check(&mut self, now: Instant, smp_key: u64, method: CheckedMethod) -> Verdict {
         let v = check(self.config.m_key, self.config.protect_bits, smp_key, method);
         match v {
             Verdict::Keyed => self.lease_deadline = None,
@@ -116,9 +117,8 @@ impl MKeyState {
             Verdict::Fail => {
                 self.violations = self.violations.saturating_add(1);
                 if self.lease_deadline.is_none() && self.config.lease_period != 0 {
-                    self.lease_deadline = Some(
-                        now.saturating_add(u64::from(self.config.lease_period) * NANOS_PER_SEC),
-                    );
+                    self.lease_deadline =
+                        Some(now + Duration::from_secs(u64::from(self.config.lease_period)));
                 }
             }
         }
@@ -130,6 +130,12 @@ impl MKeyState {
 mod tests {
     use super::*;
     use CheckedMethod::{Get, Set, TrapRepress};
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
 
     const PORT: u64 = 0x1111;
     const WRONG: u64 = 0x2222;
@@ -177,11 +183,11 @@ mod tests {
     #[test]
     fn lease_expires_exactly_at_the_period() {
         let mut s = protected(5);
-        assert_eq!(s.check(1000, WRONG, Get), Verdict::Fail);
-        assert_eq!(s.lease_deadline, Some(1000 + 5 * NANOS_PER_SEC));
-        assert!(!s.advance(1000 + 5 * NANOS_PER_SEC - 1));
+        assert_eq!(s.check(at(1000), WRONG, Get), Verdict::Fail);
+        assert_eq!(s.lease_deadline, Some(at(1000 + 5_000_000_000)));
+        assert!(!s.advance(at(1000 + 5_000_000_000 - 1)));
         assert_eq!(s.config.protect_bits, 2);
-        assert!(s.advance(1000 + 5 * NANOS_PER_SEC));
+        assert!(s.advance(at(1000 + 5_000_000_000)));
         assert_eq!(s.config.protect_bits, 0);
         assert_eq!(s.lease_deadline, None);
         // Key and period are kept; only the protection level lapses.
@@ -191,13 +197,14 @@ mod tests {
     #[test]
     fn keyed_smp_one_tick_before_expiry_stops_the_countdown() {
         let mut s = protected(5);
-        s.check(0, WRONG, Set);
-        let deadline = 5 * NANOS_PER_SEC;
-        assert!(!s.advance(deadline - 1));
-        assert_eq!(s.check(deadline - 1, PORT, Get), Verdict::Keyed);
+        s.check(Instant::ZERO, WRONG, Set);
+        let deadline = Instant::ZERO + 5 * SEC;
+        let just_before = at(deadline.as_nanos() - 1);
+        assert!(!s.advance(just_before));
+        assert_eq!(s.check(just_before, PORT, Get), Verdict::Keyed);
         assert_eq!(s.lease_deadline, None);
         assert!(!s.advance(deadline));
-        assert!(!s.advance(u64::MAX));
+        assert!(!s.advance(Instant::MAX));
         assert_eq!(s.config.protect_bits, 2);
     }
 
@@ -205,10 +212,10 @@ mod tests {
     fn period_zero_never_expires() {
         let mut s = protected(0);
         for i in 0..3 {
-            assert_eq!(s.check(i, WRONG, Get), Verdict::Fail);
+            assert_eq!(s.check(at(i), WRONG, Get), Verdict::Fail);
         }
         assert_eq!(s.lease_deadline, None);
-        assert!(!s.advance(u64::MAX));
+        assert!(!s.advance(Instant::MAX));
         assert_eq!(s.config.protect_bits, 2);
         assert_eq!(s.violations, 3);
     }
@@ -216,18 +223,21 @@ mod tests {
     #[test]
     fn running_countdown_is_not_restarted() {
         let mut s = protected(1);
-        s.check(10, WRONG, Set);
-        s.check(20, WRONG, Set);
-        assert_eq!(s.lease_deadline, Some(10 + NANOS_PER_SEC));
+        s.check(at(10), WRONG, Set);
+        s.check(at(20), WRONG, Set);
+        assert_eq!(s.lease_deadline, Some(at(10) + SEC));
     }
 
     #[test]
     fn unkeyed_get_does_not_touch_the_lease() {
         let mut s = protected(1);
-        s.check(10, WRONG, Set);
+        s.check(at(10), WRONG, Set);
         s.config.protect_bits = 1;
-        assert_eq!(s.check(20, WRONG, Get), Verdict::Unkeyed { hide_key: true });
-        assert_eq!(s.lease_deadline, Some(10 + NANOS_PER_SEC));
+        assert_eq!(
+            s.check(at(20), WRONG, Get),
+            Verdict::Unkeyed { hide_key: true }
+        );
+        assert_eq!(s.lease_deadline, Some(at(10) + SEC));
         assert_eq!(s.violations, 1);
     }
 
@@ -235,8 +245,8 @@ mod tests {
     fn violations_saturate() {
         let mut s = protected(0);
         s.violations = 0xFFFE;
-        s.check(0, WRONG, Set);
-        s.check(0, WRONG, Set);
+        s.check(Instant::ZERO, WRONG, Set);
+        s.check(Instant::ZERO, WRONG, Set);
         assert_eq!(s.violations, 0xFFFF);
     }
 }

@@ -2,9 +2,10 @@
 //! SubnTrapRepress, and the LID-routed SubnTrap MAD.
 
 use alloc::collections::VecDeque;
+use core::time::Duration;
 
 use ibsm_wire::{
-    DrSmpView, LidSmp, MAD_SIZE, Method, NodeType, Notice, ProducerType, SmAttributeId,
+    DrSmpView, Instant, LidSmp, MAD_SIZE, Method, NodeType, Notice, ProducerType, SmAttributeId,
     Trap128Details, Trap144ChangeFlags, Trap144Details, Trap256Details,
 };
 
@@ -39,12 +40,12 @@ impl Trap {
 pub(crate) struct PendingTrap {
     pub(crate) port: u8,
     pub(crate) notice: Notice,
-    pub(crate) next_send: u64,
+    pub(crate) next_send: Instant,
     pub(crate) tid: u64,
 }
 
 impl PendingTrap {
-    pub(crate) fn new(port: u8, notice: Notice, now: u64) -> Self {
+    pub(crate) fn new(port: u8, notice: Notice, now: Instant) -> Self {
         Self {
             port,
             notice,
@@ -101,7 +102,7 @@ impl TrapQueue {
         self.pending.capacity() * core::mem::size_of::<PendingTrap>()
     }
 
-    pub(crate) fn next_due(&self) -> Option<u64> {
+    pub(crate) fn next_due(&self) -> Option<Instant> {
         self.pending.iter().map(|t| t.next_send).min()
     }
 
@@ -109,12 +110,12 @@ impl TrapQueue {
     /// the issuing port's (LID, MasterSMLID, MasterSMSL, M_Key) at send time.
     pub(crate) fn poll(
         &mut self,
-        now: u64,
-        interval: u64,
+        now: Instant,
+        interval: Duration,
         addr: impl Fn(u8) -> (u16, u16, u8, u64),
     ) -> Option<Trap> {
         let t = self.pending.iter_mut().find(|t| t.next_send <= now)?;
-        t.next_send = now.saturating_add(interval);
+        t.next_send = now + interval;
         let (slid, dlid, sl, m_key) = addr(t.port);
         let mut smp = LidSmp::request(Method::Trap, SmAttributeId::Notice.into(), 0, t.tid, m_key);
         smp.data = t.notice.to_bytes();

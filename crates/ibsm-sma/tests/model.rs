@@ -8,9 +8,11 @@
 //! Cases: `IBSM_SMA_MODEL_CASES` (default 10 000). Run a million by hand with
 //! `IBSM_SMA_MODEL_CASES=1000000 cargo test --release -p ibsm-sma --test model`.
 
-use ibsm_sma::{MemNvStore, NodeConfig, Outcome, Rx, Sma, mkey::NANOS_PER_SEC};
+use std::time::Duration;
+
+use ibsm_sma::{MemNvStore, NodeConfig, Outcome, Rx, Sma};
 use ibsm_wire::{
-    DrPath, DrSmp, LidSmp, Method, PhysPortState, PortInfo, PortState, SmAttributeId,
+    DrPath, DrSmp, Instant, LidSmp, Method, PhysPortState, PortInfo, PortState, SmAttributeId,
     Trap128Details, Trap256Details, TrapNumber,
 };
 use proptest::prelude::*;
@@ -19,8 +21,15 @@ const K1: u64 = 0x1111_2222_3333_4444;
 const K2: u64 = 0x0000_0000_0000_0042;
 const SM_LID: u16 = 0x10;
 const REQ_SLID: u16 = 0x33;
-const RESEND: u64 = NANOS_PER_SEC;
+/// The model keeps time as plain nanoseconds (`u64`), so the agent's [`Instant`]
+/// arithmetic is checked against integer arithmetic; [`at`] hands the model's time over.
+const NS_PER_SEC: u64 = 1_000_000_000;
+const RESEND: u64 = NS_PER_SEC;
 const MAX_TRAPS: usize = 4;
+
+fn at(ns: u64) -> Instant {
+    Instant::from_nanos(ns)
+}
 
 #[derive(Debug, Clone, Copy)]
 enum KeyPick {
@@ -114,10 +123,10 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(key, rx, pick)| Op::Repress { key, rx, pick }),
         4 => (
             prop_oneof![
-                (0..3 * NANOS_PER_SEC).prop_map(Jump::Ns),
+                (0..3 * NS_PER_SEC).prop_map(Jump::Ns),
                 Just(Jump::DeadlineMinusOne),
                 Just(Jump::Deadline),
-                (1..100 * NANOS_PER_SEC).prop_map(Jump::DeadlinePlus),
+                (1..100 * NS_PER_SEC).prop_map(Jump::DeadlinePlus),
             ],
             any::<bool>(),
         )
@@ -223,7 +232,7 @@ impl Model {
         }
         self.violations = self.violations.saturating_add(1);
         if self.deadline.is_none() && self.lease != 0 {
-            self.deadline = Some(self.now + u64::from(self.lease) * NANOS_PER_SEC);
+            self.deadline = Some(self.now + u64::from(self.lease) * NS_PER_SEC);
         }
         if self.traps_allowed() {
             self.push_trap(TrapBody::BadMKey(details));
@@ -295,7 +304,12 @@ fn compare_state(sma: &Sma<MemNvStore>, m: &Model, step: usize) -> Result<(), Te
     );
     prop_assert_eq!(st.config.lease_period, m.lease, "lease at step {}", step);
     prop_assert_eq!(st.violations, m.violations, "violations at step {}", step);
-    prop_assert_eq!(st.lease_deadline, m.deadline, "deadline at step {}", step);
+    prop_assert_eq!(
+        st.lease_deadline.map(Instant::as_nanos),
+        m.deadline,
+        "deadline at step {}",
+        step
+    );
     let nv = sma
         .nv_store()
         .saved
@@ -341,7 +355,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
     } else {
         NodeConfig::ca(0x6000, 1)
     };
-    cfg.trap_resend_interval = RESEND;
+    cfg.trap_resend_interval = Duration::from_nanos(RESEND);
     cfg.max_pending_traps = MAX_TRAPS;
     let mut sma = Sma::with_nv_store(cfg, MemNvStore::default()).unwrap();
     let mut m = Model::new(switch);
@@ -365,7 +379,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 let buf = request(Method::Get, attr, am, tid, k, dr, &[0; 64]);
                 let rx = rx_for(&m, rx, dr);
                 let mut b = buf;
-                let out = sma.handle_in_place(m.now, rx, &mut b);
+                let out = sma.handle_in_place(at(m.now), rx, &mut b);
                 m.time(m.now);
                 let want = m.check(k, Method::Get, details(Method::Get, attr, am, k, dr));
                 match want {
@@ -425,7 +439,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 );
                 let rx = rx_for(&m, rx, dr);
                 let mut b = buf;
-                let out = sma.handle_in_place(m.now, rx, &mut b);
+                let out = sma.handle_in_place(at(m.now), rx, &mut b);
                 m.time(m.now);
                 // An illegal transition: Init -> Active on a CA port or the switch's port 0
                 // (Init at power-on and after reset); Down -> Active on a CA port.
@@ -479,7 +493,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 );
                 let rx = rx_for(&m, rx, false);
                 let mut b = buf;
-                let out = sma.handle_in_place(m.now, rx, &mut b);
+                let out = sma.handle_in_place(at(m.now), rx, &mut b);
                 m.time(m.now);
                 let mut d = details(Method::TrapRepress, SmAttributeId::Notice, 0, k, false);
                 d.lid = REQ_SLID;
@@ -507,7 +521,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                     (_, None) => m.now + 1,
                 };
                 if explicit {
-                    sma.handle_timeout(target);
+                    sma.handle_timeout(at(target));
                     m.time(target);
                 } else {
                     // Lazily: nothing happens until the next input carries the new time.
@@ -517,9 +531,9 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Link { port, up } => {
                 let p = if switch { port } else { 1 };
                 if up {
-                    sma.link_up(m.now, p);
+                    sma.link_up(at(m.now), p);
                 } else {
-                    sma.link_down(m.now, p);
+                    sma.link_down(at(m.now), p);
                 }
                 m.time(m.now);
                 let changed = m.up[usize::from(p)] != up;
@@ -529,7 +543,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Reset => {
-                sma.reset(m.now);
+                sma.reset(at(m.now));
                 m.time(m.now);
                 let (k, p, l) = m.nv.unwrap_or((0, 0, 0));
                 m.m_key = k;
@@ -554,7 +568,7 @@ fn run(switch: bool, ops: &[Op]) -> Result<(), TestCaseError> {
             continue;
         }
         // Traps due now, in order; each one sent once per interval.
-        let sent: Vec<_> = core::iter::from_fn(|| sma.poll_trap(m.now)).collect();
+        let sent: Vec<_> = core::iter::from_fn(|| sma.poll_trap(at(m.now))).collect();
         let now = m.now;
         let mut want = Vec::new();
         for t in &mut m.traps {

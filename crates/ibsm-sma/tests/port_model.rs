@@ -8,9 +8,13 @@
 
 use ibsm_sma::{Event, LinkRequest, NodeConfig, Rx, Sma};
 use ibsm_wire::{
-    LidSmp, LinkDownDefaultState, Method, PhysPortState, PortState, SmAttributeId, TrapNumber,
+    Instant, LidSmp, LinkDownDefaultState, Method, PhysPortState, PortState, SmAttributeId,
+    TrapNumber,
 };
 use proptest::prelude::*;
+
+/// The port state machine has no timers: every input happens at the origin.
+const T0: Instant = Instant::ZERO;
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -77,12 +81,12 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     p0.master_sm_lid = 1;
     let mut req = LidSmp::request(Method::Set, SmAttributeId::PortInfo.into(), 0, 1, 0);
     req.data = p0.to_bytes();
-    sma.handle(0, rx, &req.to_bytes()).unwrap();
+    sma.handle(T0, rx, &req.to_bytes()).unwrap();
     let mut m = Model::default();
     for (step, &op) in ops.iter().enumerate() {
         match op {
             Op::LinkUp(p) => {
-                sma.link_up(0, p);
+                sma.link_up(T0, p);
                 let mp = *m.port(p);
                 if mp.phys != 3 && mp.state == 1 {
                     *m.port(p) = MPort {
@@ -94,7 +98,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::LinkDown(p) => {
-                sma.link_down(0, p);
+                sma.link_down(T0, p);
                 let mp = *m.port(p);
                 let phys = if mp.phys == 3 { 3 } else { mp.ldd };
                 *m.port(p) = MPort {
@@ -107,7 +111,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Data(p) => {
-                sma.data_packet(0, p);
+                sma.data_packet(T0, p);
                 if m.port(p).state == 3 {
                     m.port(p).state = 4;
                 }
@@ -130,7 +134,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     0,
                 );
                 req.data = pi.to_bytes();
-                let resp = sma.handle(0, rx, &req.to_bytes()).unwrap();
+                let resp = sma.handle(T0, rx, &req.to_bytes()).unwrap();
                 let status = u16::from_be_bytes([resp[4], resp[5]]);
                 let cur = *m.port(port);
                 let state_ok = match state {
@@ -191,7 +195,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 let mut req =
                     LidSmp::request(Method::Set, SmAttributeId::SwitchInfo.into(), 0, 3, 0);
                 req.data[..20].copy_from_slice(&si.to_bytes());
-                let resp = sma.handle(0, rx, &req.to_bytes()).unwrap();
+                let resp = sma.handle(T0, rx, &req.to_bytes()).unwrap();
                 prop_assert_eq!(u16::from_be_bytes([resp[4], resp[5]]), 0);
                 if write {
                     m.change = false;
@@ -232,13 +236,13 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         let events: Vec<Event> = core::iter::from_fn(|| sma.poll_event()).collect();
         prop_assert_eq!(&events, &m.events, "events at step {}", step);
         m.events.clear();
-        let traps: Vec<_> = core::iter::from_fn(|| sma.poll_trap(0)).collect();
+        let traps: Vec<_> = core::iter::from_fn(|| sma.poll_trap(T0)).collect();
         prop_assert_eq!(traps.len(), m.traps, "traps at step {}", step);
         for t in &traps {
             prop_assert_eq!(t.notice().trap(), Some(TrapNumber::LinkStateChange));
             let mut rep = t.mad;
             rep[3] = 0x07;
-            prop_assert!(sma.handle(0, rx, &rep).is_none());
+            prop_assert!(sma.handle(T0, rx, &rep).is_none());
         }
         m.traps = 0;
         prop_assert_eq!(sma.pending_traps(), 0);
