@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use ibsm_election::{Config, Election, Requester, SmAddr, SmInfo, SmState};
+use ibsm_wire::Instant;
 
 const KEY: u64 = 0x1;
 
@@ -23,17 +24,17 @@ fn cfg(guid: u64, priority: u8) -> Config {
 }
 
 fn master() -> Election {
-    let mut m = Election::new(cfg(0x10, 9), Duration::ZERO).expect("config");
-    m.begin_sweep(Duration::ZERO);
-    m.sweep_complete(Duration::ZERO);
+    let mut m = Election::new(cfg(0x10, 9), Instant::ZERO).expect("config");
+    m.begin_sweep(Instant::ZERO);
+    m.sweep_complete(Instant::ZERO);
     assert_eq!(m.state(), SmState::Master);
     m
 }
 
 /// A well-formed SubnGet(SMInfo), borrowed from a probe.
 fn get_request() -> [u8; 256] {
-    let mut probe = Election::new(cfg(0x99, 0), Duration::ZERO).expect("config");
-    probe.probe(Duration::ZERO, SmAddr::Lid(1));
+    let mut probe = Election::new(cfg(0x99, 0), Instant::ZERO).expect("config");
+    probe.probe(Instant::ZERO, SmAddr::Lid(1));
     probe.poll_transmit().expect("probe").mad
 }
 
@@ -47,15 +48,15 @@ fn main() {
     let mut m = master();
     let req = get_request();
     c.bench_function("election/answer SubnGet(SMInfo)", |b| {
-        b.iter(|| black_box(m.handle_request(Duration::ZERO, black_box(&req), &auth)));
+        b.iter(|| black_box(m.handle_request(Instant::ZERO, black_box(&req), &auth)));
     });
 
     // Standby b follows Master m; one iteration = poll timer, m answers, b decides.
     let mut m = master();
-    let mut s = Election::new(cfg(0x20, 1), Duration::ZERO).expect("config");
-    s.begin_sweep(Duration::ZERO);
+    let mut s = Election::new(cfg(0x20, 1), Instant::ZERO).expect("config");
+    s.begin_sweep(Instant::ZERO);
     s.sm_found(
-        Duration::ZERO,
+        Instant::ZERO,
         Some(SmAddr::Lid(1)),
         SmInfo {
             guid: 0x10,
@@ -65,9 +66,9 @@ fn main() {
             sm_state: SmState::Master,
         },
     );
-    s.sweep_complete(Duration::ZERO);
+    s.sweep_complete(Instant::ZERO);
     assert_eq!(s.state(), SmState::Standby);
-    let mut now = Duration::ZERO;
+    let mut now = Instant::ZERO;
     c.bench_function("election/poll round trip", |b| {
         b.iter(|| {
             while let Some(tx) = s.poll_transmit() {
@@ -95,11 +96,11 @@ fn main() {
         let mut m = master();
         c.bench_function(&format!("election/master sweep decision, {n} SMs"), |b| {
             b.iter(|| {
-                m.begin_sweep(Duration::ZERO);
+                m.begin_sweep(Instant::ZERO);
                 for (i, p) in peers.iter().enumerate() {
-                    m.sm_found(Duration::ZERO, Some(SmAddr::Lid(i as u16 + 2)), *p);
+                    m.sm_found(Instant::ZERO, Some(SmAddr::Lid(i as u16 + 2)), *p);
                 }
-                m.sweep_complete(Duration::ZERO);
+                m.sweep_complete(Instant::ZERO);
                 while m.poll_event().is_some() {}
             });
         });

@@ -2,16 +2,11 @@
 //! `Election::sm_info` and reports SubnSet(SMInfo) as an event, which the host feeds to
 //! `Election::handle_control`. A Standby elsewhere polls that SMA.
 
-use std::time::Duration;
-
 use ibsm_election::{Config, Election, Event, Requester, SmAddr, SmState};
 use ibsm_sma::{Event as SmaEvent, NodeConfig, Rx, Sma};
+use ibsm_wire::Instant;
 
 const KEY: u64 = 0x5EC;
-
-fn ns(d: Duration) -> ibsm_wire::Instant {
-    ibsm_wire::Instant::from_nanos(u64::try_from(d.as_nanos()).expect("short test"))
-}
 
 fn cfg(guid: u64, priority: u8) -> Config {
     let mut c = Config::fast(guid);
@@ -32,8 +27,8 @@ struct Host {
 impl Host {
     fn new(c: Config) -> Self {
         let mut sma = Sma::new(NodeConfig::ca(c.guid, 1)).expect("valid node");
-        sma.link_up(ibsm_wire::Instant::ZERO, 1);
-        let sm = Election::new(c, Duration::ZERO).expect("valid config");
+        sma.link_up(Instant::ZERO, 1);
+        let sm = Election::new(c, Instant::ZERO).expect("valid config");
         let mut h = Self {
             sm,
             sma,
@@ -50,9 +45,9 @@ impl Host {
     }
 
     /// An SMInfo SMP arrives at this node's port 1 from LID `from`.
-    fn receive(&mut self, now: Duration, mad: &[u8], from: u16) -> Option<[u8; 256]> {
+    fn receive(&mut self, now: Instant, mad: &[u8], from: u16) -> Option<[u8; 256]> {
         let resp = self.sma.handle(
-            ns(now),
+            now,
             Rx {
                 port: 1,
                 slid: from,
@@ -83,21 +78,21 @@ impl Host {
 /// Standby `b` (LID 2) follows Master `a` (LID 1) through a's SMA.
 fn setup() -> (Host, Election) {
     let mut a = Host::new(cfg(0x10, 9));
-    a.sm.begin_sweep(Duration::ZERO);
-    a.sm.sweep_complete(Duration::ZERO);
+    a.sm.begin_sweep(Instant::ZERO);
+    a.sm.sweep_complete(Instant::ZERO);
     a.refresh();
     assert_eq!(a.sm.state(), SmState::Master);
-    let mut b = Election::new(cfg(0x20, 1), Duration::ZERO).expect("valid config");
-    b.begin_sweep(Duration::ZERO);
-    b.probe(Duration::ZERO, SmAddr::Lid(1));
-    b.sweep_complete(Duration::ZERO);
+    let mut b = Election::new(cfg(0x20, 1), Instant::ZERO).expect("valid config");
+    b.begin_sweep(Instant::ZERO);
+    b.probe(Instant::ZERO, SmAddr::Lid(1));
+    b.sweep_complete(Instant::ZERO);
     (a, b)
 }
 
 /// Runs both until `end`: b's MADs go to a's SMA, answers come straight back.
-fn run(a: &mut Host, b: &mut Election, end: Duration) -> Vec<(Duration, Event)> {
+fn run(a: &mut Host, b: &mut Election, end: Instant) -> Vec<(Instant, Event)> {
     let mut events = Vec::new();
-    let mut now = Duration::ZERO;
+    let mut now = Instant::ZERO;
     loop {
         while let Some(tx) = b.poll_transmit() {
             assert_eq!(tx.to, SmAddr::Lid(1));
@@ -139,7 +134,7 @@ fn run(a: &mut Host, b: &mut Election, end: Duration) -> Vec<(Duration, Event)> 
 #[test]
 fn standby_polls_the_master_through_its_sma() {
     let (mut a, mut b) = setup();
-    let ev = run(&mut a, &mut b, Duration::from_secs(5));
+    let ev = run(&mut a, &mut b, Instant::from_secs(5));
     assert_eq!(b.state(), SmState::Standby);
     assert_eq!(b.following(), Some(0x10));
     assert!(
@@ -151,9 +146,9 @@ fn standby_polls_the_master_through_its_sma() {
 #[test]
 fn hung_master_behind_a_live_sma_is_detected_by_its_frozen_act_count() {
     let (mut a, mut b) = setup();
-    run(&mut a, &mut b, Duration::from_secs(1));
+    run(&mut a, &mut b, Instant::from_secs(1));
     a.hung = true;
-    let ev = run(&mut a, &mut b, Duration::from_secs(3));
+    let ev = run(&mut a, &mut b, Instant::from_secs(3));
     let lost = ev
         .iter()
         .find(|(_, e)| {
@@ -167,7 +162,7 @@ fn hung_master_behind_a_live_sma_is_detected_by_its_frozen_act_count() {
         })
         .expect("stall detected");
     let c = Config::fast(1);
-    assert!(lost.0 <= Duration::from_secs(1) + c.worst_case_detection());
+    assert!(lost.0 <= Instant::from_secs(1) + c.worst_case_detection());
     assert_eq!(b.state(), SmState::Discovering);
 }
 
@@ -176,26 +171,26 @@ fn handover_through_the_sma_reaches_the_election() {
     // b outranks a this time: a's sweep finds b and hands over; b acknowledges through
     // a's SMA, then, as Master, disables a through it.
     let mut a = Host::new(cfg(0x10, 1));
-    a.sm.begin_sweep(Duration::ZERO);
-    a.sm.sweep_complete(Duration::ZERO);
+    a.sm.begin_sweep(Instant::ZERO);
+    a.sm.sweep_complete(Instant::ZERO);
     a.refresh();
-    let mut b = Election::new(cfg(0x20, 9), Duration::ZERO).expect("valid config");
+    let mut b = Election::new(cfg(0x20, 9), Instant::ZERO).expect("valid config");
     // b learns a from a sweep (a is Master, so b becomes Standby first).
-    b.begin_sweep(Duration::ZERO);
-    b.probe(Duration::ZERO, SmAddr::Lid(1));
-    b.sweep_complete(Duration::ZERO);
-    run(&mut a, &mut b, Duration::from_millis(10));
+    b.begin_sweep(Instant::ZERO);
+    b.probe(Instant::ZERO, SmAddr::Lid(1));
+    b.sweep_complete(Instant::ZERO);
+    run(&mut a, &mut b, Instant::from_millis(10));
     assert_eq!(b.state(), SmState::Standby);
     // a's HANDOVER arrives at b (b answers directly; b is not behind an SMA here).
     let ho = {
-        a.sm.begin_sweep(Duration::from_millis(20));
-        a.sm.sm_found(Duration::from_millis(20), Some(SmAddr::Lid(2)), b.sm_info());
-        a.sm.sweep_complete(Duration::from_millis(20));
+        a.sm.begin_sweep(Instant::from_millis(20));
+        a.sm.sm_found(Instant::from_millis(20), Some(SmAddr::Lid(2)), b.sm_info());
+        a.sm.sweep_complete(Instant::from_millis(20));
         a.sm.poll_transmit().expect("HANDOVER to b")
     };
     let resp = b
         .handle_request(
-            Duration::from_millis(20),
+            Instant::from_millis(20),
             &ho.mad,
             &Requester {
                 m_key_authenticated: true,
@@ -204,7 +199,7 @@ fn handover_through_the_sma_reaches_the_election() {
             },
         )
         .expect("SMInfo request");
-    a.sm.handle_response(Duration::from_millis(20), &resp)
+    a.sm.handle_response(Instant::from_millis(20), &resp)
         .expect("SMInfo response");
     a.refresh();
     assert_eq!(b.state(), SmState::Master);
@@ -214,17 +209,17 @@ fn handover_through_the_sma_reaches_the_election() {
         .poll_transmit()
         .expect("SubnGet(SMInfo) of the old Master");
     let r = a
-        .receive(Duration::from_millis(21), &check.mad, 2)
+        .receive(Instant::from_millis(21), &check.mad, 2)
         .expect("answered");
     assert!(
-        b.handle_response(Duration::from_millis(21), &r)
+        b.handle_response(Instant::from_millis(21), &r)
             .expect("response")
     );
     // b's ACKNOWLEDGE goes through a's SMA and reaches a's election.
     let ack = b.poll_transmit().expect("ACKNOWLEDGE");
     assert_eq!(ack.attribute_modifier(), 2);
     let r = a
-        .receive(Duration::from_millis(21), &ack.mad, 2)
+        .receive(Instant::from_millis(21), &ack.mad, 2)
         .expect("answered");
     assert_eq!(u16::from_be_bytes([r[4], r[5]]), 0);
     assert!(
@@ -233,16 +228,16 @@ fn handover_through_the_sma_reaches_the_election() {
     );
     // b, now Master, disables a through a's SMA.
     b.send_control(
-        Duration::from_millis(22),
+        Instant::from_millis(22),
         SmAddr::Lid(1),
         ibsm_election::SmInfoControl::Disable,
     )
     .expect("Master may send DISABLE");
     let dis = b.poll_transmit().expect("DISABLE");
     let r = a
-        .receive(Duration::from_millis(22), &dis.mad, 2)
+        .receive(Instant::from_millis(22), &dis.mad, 2)
         .expect("answered");
-    b.handle_response(Duration::from_millis(22), &r)
+    b.handle_response(Instant::from_millis(22), &r)
         .expect("response");
     assert_eq!(a.sm.state(), SmState::NotActive);
     assert_eq!(

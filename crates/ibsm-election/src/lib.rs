@@ -40,7 +40,8 @@
 //! [`Election::poll_transmit`] (SMInfo SMPs to send, already encoded) and
 //! [`Election::poll_event`], copy [`Election::sm_info`] into the SM's own SMA (or route
 //! SMInfo requests to [`Election::handle_request`]), then wait for a MAD or until
-//! [`Election::poll_timeout`] and call [`Election::handle_timeout`].
+//! [`Election::poll_timeout`] and call [`Election::handle_timeout`]. Time is an
+//! [`ibsm_wire::Instant`] on the host's clock (real or virtual), passed in as `now`.
 //!
 //! # Failover times (virtual time, `tests/failover.rs`)
 //!
@@ -50,21 +51,21 @@
 //! Master is elected one discovery sweep later; configuring the fabric comes on top.
 //!
 //! ```
-//! use core::time::Duration;
 //! use ibsm_election::{Config, Election, Event, SmAddr, SmState};
+//! use ibsm_wire::Instant;
 //!
-//! let mut sm = Election::new(Config::fast(0x0002_c903_0000_0001), Duration::ZERO)?;
+//! let mut sm = Election::new(Config::fast(0x0002_c903_0000_0001), Instant::ZERO)?;
 //! assert_eq!(sm.poll_event(), Some(Event::SweepNeeded));
 //!
 //! // The host sweeps: one other SM port (IsSM) found at LID 7.
-//! sm.begin_sweep(Duration::ZERO);
-//! sm.probe(Duration::ZERO, SmAddr::Lid(7));
-//! sm.sweep_complete(Duration::from_millis(5));
+//! sm.begin_sweep(Instant::ZERO);
+//! sm.probe(Instant::ZERO, SmAddr::Lid(7));
+//! sm.sweep_complete(Instant::from_millis(5));
 //! let get = sm.poll_transmit().expect("SubnGet(SMInfo) to LID 7");
 //! assert_eq!(get.to, SmAddr::Lid(7));
 //!
 //! // Nobody answers: after the probe's resends the SM becomes Master.
-//! let mut now = Duration::ZERO;
+//! let mut now = Instant::ZERO;
 //! while let Some(t) = sm.poll_timeout() {
 //!     if sm.state() == SmState::Master {
 //!         break;

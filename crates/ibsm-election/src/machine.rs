@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use core::time::Duration;
 
-use ibsm_wire::{MAD_SIZE, Method, Status};
+use ibsm_wire::{Instant, MAD_SIZE, Method, Status};
 
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
@@ -63,7 +63,7 @@ struct Peer {
 struct Standby {
     master: u64,
     addr: SmAddr,
-    next_poll: Duration,
+    next_poll: Instant,
     outstanding: Option<u32>,
     failures: u32,
     last_act: Option<u32>,
@@ -71,7 +71,7 @@ struct Standby {
 
 #[derive(Debug, Clone)]
 struct Master {
-    next_heartbeat: Duration,
+    next_heartbeat: Instant,
     handover_to: Option<u64>,
     lower_masters: BTreeSet<u64>,
 }
@@ -131,7 +131,7 @@ struct OwedAck {
     /// that was Discovering).
     payload: SmInfo,
     /// When to ask again; `None` while a check is outstanding.
-    next_check: Option<Duration>,
+    next_check: Option<Instant>,
     /// Further checks that may still see it Master before the ACKNOWLEDGE goes anyway.
     checks_left: u32,
 }
@@ -151,7 +151,7 @@ struct Pending {
     tid: u32,
     kind: PendingKind,
     tx: Transmit,
-    deadline: Duration,
+    deadline: Instant,
     resends_left: u32,
 }
 
@@ -172,7 +172,8 @@ pub struct KnownSm {
 /// Feed it inputs (received SMInfo MADs, sweep results, the current time) and drain its
 /// outputs ([`poll_transmit`](Self::poll_transmit), [`poll_event`](Self::poll_event),
 /// [`poll_timeout`](Self::poll_timeout)) after each one. It never reads a clock: every
-/// input carries `now`, the time since an origin of the host's choosing.
+/// input carries `now`, an [`Instant`] of the host's clock, and every deadline it hands
+/// back is one on the same timeline.
 #[derive(Debug, Clone)]
 pub struct Election {
     cfg: Config,
@@ -202,8 +203,10 @@ impl Election {
     /// A new SM in the Discovering state. Its first event is [`Event::SweepNeeded`].
     ///
     /// # Errors
-    /// [`ConfigError`] when the configuration is out of range.
-    pub fn new(cfg: Config, _now: Duration) -> Result<Self, ConfigError> {
+    /// What [`Config::validate`] rejects: [`ConfigError::Priority`] for a priority above
+    /// 15, [`ConfigError::ZeroGuid`] for GUID 0, and [`ConfigError::ZeroDuration`] for a
+    /// zero `polling_timeout`, `transaction_timeout` or `heartbeat_interval`.
+    pub fn new(cfg: Config, _now: Instant) -> Result<Self, ConfigError> {
         cfg.validate()?;
         let mut e = Self {
             cfg,
@@ -298,7 +301,7 @@ impl Election {
     /// outside the Master state, or to an SM that a request of ours is still waiting
     /// on. Unanswered refreshes are resent `transaction_retries` times, then dropped;
     /// the SM stays listed as last seen until a sweep no longer finds it.
-    pub fn refresh_known_sms(&mut self, now: Duration) -> usize {
+    pub fn refresh_known_sms(&mut self, now: Instant) -> usize {
         if !matches!(self.state, State::Master(_)) {
             return 0;
         }
@@ -337,7 +340,7 @@ impl Election {
     /// a Discovering SM at the end of its sweep. An SM last seen Discovering is asked
     /// again, so a higher-priority newcomer gets the handover once it stands by (its
     /// polls of the Master are SMInfo requests too).
-    pub fn learn(&mut self, now: Duration, requester: &Requester) -> bool {
+    pub fn learn(&mut self, now: Instant, requester: &Requester) -> bool {
         let Some(addr) = requester.addr else {
             return false;
         };
@@ -414,7 +417,7 @@ impl Election {
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called next.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Duration> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let state = match &self.state {
             State::Standby(s) => Some(s.next_poll),
             State::Master(m) => Some(m.next_heartbeat),
@@ -433,7 +436,7 @@ impl Election {
 
     /// The host starts a sweep: SMs found from now on form the picture the next
     /// [`sweep_complete`](Self::sweep_complete) decides on.
-    pub fn begin_sweep(&mut self, _now: Duration) {
+    pub fn begin_sweep(&mut self, _now: Instant) {
         self.open_sweep();
     }
 
@@ -462,14 +465,14 @@ impl Election {
     /// Asks the SM at `addr` (a port with CapabilityMask.IsSM found by the sweep) for its
     /// SMInfo. The answer feeds the sweep's decision; unanswered probes are resent
     /// `transaction_retries` times.
-    pub fn probe(&mut self, now: Duration, addr: SmAddr) {
+    pub fn probe(&mut self, now: Instant, addr: SmAddr) {
         let info = self.sm_info();
         let id = self.current_sweep();
         self.send_request(now, addr, Method::Get, 0, &info, PendingKind::Probe(id));
     }
 
     /// The host read an SM's SMInfo itself during the sweep (instead of [`probe`](Self::probe)).
-    pub fn sm_found(&mut self, now: Duration, addr: Option<SmAddr>, info: SmInfo) {
+    pub fn sm_found(&mut self, now: Instant, addr: Option<SmAddr>, info: SmInfo) {
         self.current_sweep();
         self.note_sm(now, addr, info);
     }
@@ -477,7 +480,7 @@ impl Election {
     /// The sweep has probed every SM it found. Once the last probe is answered or given
     /// up, a Discovering SM decides (Standby under a Master or higher SM, else Master)
     /// and a Master hands over to a higher authenticated SM if there is one.
-    pub fn sweep_complete(&mut self, now: Duration) {
+    pub fn sweep_complete(&mut self, now: Instant) {
         self.current_sweep();
         if let Some(s) = self.sweeps.back_mut() {
             s.closing = true;
@@ -488,12 +491,12 @@ impl Election {
     // ----- operator -------------------------------------------------------------------
 
     /// Stops taking part: NotActive (answers Gets, obeys only STANDBY and DISCOVER).
-    pub fn disable(&mut self, now: Duration) {
+    pub fn disable(&mut self, now: Instant) {
         self.enter(now, State::NotActive);
     }
 
     /// From NotActive, starts again in Discovering (emits [`Event::SweepNeeded`]).
-    pub fn enable(&mut self, now: Duration) {
+    pub fn enable(&mut self, now: Instant) {
         if matches!(self.state, State::NotActive) {
             self.enter(now, State::Discovering);
         }
@@ -507,7 +510,7 @@ impl Election {
     /// only the election sends.
     pub fn send_control(
         &mut self,
-        now: Duration,
+        now: Instant,
         addr: SmAddr,
         code: SmInfoControl,
     ) -> Result<(), Error> {
@@ -541,7 +544,7 @@ impl Election {
     // ----- time -----------------------------------------------------------------------
 
     /// Runs every timer due at `now`: resends, given-up requests, polls, heartbeats.
-    pub fn handle_timeout(&mut self, now: Duration) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         let mut i = 0;
         while i < self.pending.len() {
             if self.pending[i].deadline > now {
@@ -599,7 +602,7 @@ impl Election {
     /// [`Error`] for bytes that are not an SMInfo request; nothing changes then.
     pub fn handle_request(
         &mut self,
-        now: Duration,
+        now: Instant,
         mad: &[u8],
         requester: &Requester,
     ) -> Result<[u8; MAD_SIZE], Error> {
@@ -630,7 +633,7 @@ impl Election {
     /// function would have answered with (0x001C when refused).
     pub fn handle_control(
         &mut self,
-        now: Duration,
+        now: Instant,
         control: u32,
         sender: SmInfo,
         requester: &Requester,
@@ -644,7 +647,7 @@ impl Election {
     ///
     /// # Errors
     /// [`Error`] for bytes that are not an SMInfo response.
-    pub fn handle_response(&mut self, now: Duration, mad: &[u8]) -> Result<bool, Error> {
+    pub fn handle_response(&mut self, now: Instant, mad: &[u8]) -> Result<bool, Error> {
         let p = parse(mad)?;
         if !p.response {
             return Err(Error::WrongDirection { response: false });
@@ -738,7 +741,7 @@ impl Election {
 
     /// Records what we learnt about a peer (a finding of every open sweep); reports it
     /// when it outranks us unauthenticated.
-    fn note_sm(&mut self, _now: Duration, addr: Option<SmAddr>, info: SmInfo) {
+    fn note_sm(&mut self, _now: Instant, addr: Option<SmAddr>, info: SmInfo) {
         if self.note_peer(addr, info) {
             for s in &mut self.sweeps {
                 s.found.insert(info.guid);
@@ -803,7 +806,7 @@ impl Election {
             .collect()
     }
 
-    fn maybe_close_sweep(&mut self, now: Duration) {
+    fn maybe_close_sweep(&mut self, now: Instant) {
         while let Some(front) = self.sweeps.front() {
             let id = front.id;
             let lost = self.lost_addr;
@@ -824,7 +827,7 @@ impl Election {
 
     /// The decision a completed sweep leads to (Discovering: follow or lead; Master:
     /// hand over or keep), on the SMs of [`Self::last_found`].
-    fn decide(&mut self, now: Duration) {
+    fn decide(&mut self, now: Instant) {
         let cands = self.candidates();
         let best = |f: &dyn Fn(&SmInfo) -> bool| {
             cands
@@ -895,7 +898,7 @@ impl Election {
         }
     }
 
-    fn new_master(&self, now: Duration) -> Master {
+    fn new_master(&self, now: Instant) -> Master {
         Master {
             next_heartbeat: now + self.cfg.heartbeat_interval,
             handover_to: None,
@@ -903,7 +906,7 @@ impl Election {
         }
     }
 
-    fn complete_handover(&mut self, now: Duration, to: u64, addr: SmAddr) {
+    fn complete_handover(&mut self, now: Instant, to: u64, addr: SmAddr) {
         self.pending.retain(|p| p.kind != PendingKind::Handover(to));
         self.handed_over_to = Some(to);
         self.events.push_back(Event::HandoverCompleted { to });
@@ -911,7 +914,7 @@ impl Election {
     }
 
     /// Becomes Standby polling `guid` at `addr`, the first poll now.
-    fn follow(&mut self, now: Duration, guid: u64, addr: SmAddr) {
+    fn follow(&mut self, now: Instant, guid: u64, addr: SmAddr) {
         let st = Standby {
             master: guid,
             addr,
@@ -925,7 +928,7 @@ impl Election {
         self.send_poll(now);
     }
 
-    fn send_poll(&mut self, now: Duration) {
+    fn send_poll(&mut self, now: Instant) {
         let info = self.sm_info();
         let tid = self.alloc_tid();
         let full = self.full_tid(tid);
@@ -940,7 +943,7 @@ impl Election {
         self.push_tx(tx);
     }
 
-    fn on_poll_reply(&mut self, now: Duration, status: u16, info: SmInfo) {
+    fn on_poll_reply(&mut self, now: Instant, status: u16, info: SmInfo) {
         let State::Standby(s) = &self.state else {
             return;
         };
@@ -979,7 +982,7 @@ impl Election {
         }
     }
 
-    fn lose_master(&mut self, now: Duration, guid: u64, stalled_at: Option<u32>) {
+    fn lose_master(&mut self, now: Instant, guid: u64, stalled_at: Option<u32>) {
         if let (Some(a), Some(p)) = (stalled_at, self.peers.get_mut(&guid)) {
             p.dead_act_count = Some(a);
         }
@@ -990,7 +993,7 @@ impl Election {
         self.enter(now, State::Discovering);
     }
 
-    fn enter(&mut self, now: Duration, new: State) {
+    fn enter(&mut self, now: Instant, new: State) {
         let from = self.state();
         let to = new.sm_state();
         let was_master = matches!(self.state, State::Master(_));
@@ -1015,7 +1018,7 @@ impl Election {
 
     fn handle_set(
         &mut self,
-        now: Duration,
+        now: Instant,
         modifier: u32,
         sender: SmInfo,
         requester: &Requester,
@@ -1145,7 +1148,7 @@ impl Election {
         (Status::OK, pre)
     }
 
-    fn give_up(&mut self, now: Duration, p: &Pending) {
+    fn give_up(&mut self, now: Instant, p: &Pending) {
         match p.kind {
             PendingKind::Probe(_)
             | PendingKind::Ack
@@ -1179,7 +1182,7 @@ impl Election {
     }
 
     /// Asks the SM owed an ACKNOWLEDGE for its SMInfo (see [`OwedAck`]).
-    fn send_ack_check(&mut self, now: Duration) {
+    fn send_ack_check(&mut self, now: Instant) {
         let Some(a) = &self.owed_ack else { return };
         let (to, addr) = (a.to, a.addr);
         let info = self.sm_info();
@@ -1188,7 +1191,7 @@ impl Election {
 
     /// The SM owed an ACKNOWLEDGE answered a check with `state` (`None`: an error status
     /// or another GUID at that address).
-    fn on_ack_check(&mut self, now: Duration, to: u64, state: Option<SmState>) {
+    fn on_ack_check(&mut self, now: Instant, to: u64, state: Option<SmState>) {
         let Some(a) = self.owed_ack.as_mut().filter(|a| a.to == to) else {
             return;
         };
@@ -1232,7 +1235,7 @@ impl Election {
 
     fn send_request(
         &mut self,
-        now: Duration,
+        now: Instant,
         addr: SmAddr,
         method: Method,
         modifier: u32,

@@ -3,7 +3,8 @@
 use core::time::Duration;
 
 use ibsm_wire::{
-    DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, SmInfo, SmInfoControl, SmState, Status,
+    DrPath, DrSmpView, Instant, LidSmpView, MAD_SIZE, Method, SmInfo, SmInfoControl, SmState,
+    Status,
 };
 use proptest::prelude::*;
 
@@ -13,9 +14,12 @@ use crate::{Config, Election, Error, Event, KnownSm, RejectReason, Requester, Sm
 const KEY: u64 = 0xABCD;
 const ME: u64 = 0x100;
 
-fn ms(v: u64) -> Duration {
-    Duration::from_millis(v)
+/// The instant `v` ms after the origin.
+fn ms(v: u64) -> Instant {
+    Instant::from_millis(v)
 }
+
+const T0: Instant = Instant::ZERO;
 
 fn cfg(guid: u64, priority: u8, key: u64) -> Config {
     let mut c = Config::fast(guid);
@@ -25,7 +29,7 @@ fn cfg(guid: u64, priority: u8, key: u64) -> Config {
 }
 
 fn sm(priority: u8) -> Election {
-    Election::new(cfg(ME, priority, KEY), Duration::ZERO).unwrap()
+    Election::new(cfg(ME, priority, KEY), T0).unwrap()
 }
 
 fn info(guid: u64, priority: u8, key: u64, state: SmState, act: u32) -> SmInfo {
@@ -77,7 +81,7 @@ fn from_lid(lid: u16) -> Requester {
 }
 
 /// Runs one sweep in which the SMs `peers` (LID i+10) answer the probes.
-fn sweep_with(e: &mut Election, now: Duration, peers: &[SmInfo]) {
+fn sweep_with(e: &mut Election, now: Instant, peers: &[SmInfo]) {
     e.begin_sweep(now);
     for i in 0..peers.len() {
         e.probe(now, SmAddr::Lid(10 + i as u16));
@@ -93,7 +97,7 @@ fn sweep_with(e: &mut Election, now: Duration, peers: &[SmInfo]) {
 /// Drives `e` to Master by a sweep that finds nobody.
 fn master(priority: u8) -> Election {
     let mut e = sm(priority);
-    sweep_with(&mut e, Duration::ZERO, &[]);
+    sweep_with(&mut e, T0, &[]);
     assert_eq!(e.state(), SmState::Master);
     events(&mut e);
     e
@@ -102,7 +106,7 @@ fn master(priority: u8) -> Election {
 /// Drives `e` to Standby following the Master `m` at LID 10.
 fn standby_under(priority: u8, m: &SmInfo) -> Election {
     let mut e = sm(priority);
-    sweep_with(&mut e, Duration::ZERO, &[*m]);
+    sweep_with(&mut e, T0, &[*m]);
     assert_eq!(e.state(), SmState::Standby);
     assert_eq!(e.following(), Some(m.guid));
     events(&mut e);
@@ -121,18 +125,18 @@ fn starts_discovering_and_asks_for_a_sweep() {
 
 #[test]
 fn config_is_validated() {
-    assert!(Election::new(cfg(ME, 16, 0), Duration::ZERO).is_err());
-    assert!(Election::new(cfg(0, 1, 0), Duration::ZERO).is_err());
+    assert!(Election::new(cfg(ME, 16, 0), T0).is_err());
+    assert!(Election::new(cfg(0, 1, 0), T0).is_err());
     let mut c = cfg(ME, 1, 0);
     c.polling_timeout = Duration::ZERO;
-    assert!(Election::new(c, Duration::ZERO).is_err());
+    assert!(Election::new(c, T0).is_err());
 }
 
 #[test]
 fn alone_becomes_master_and_heartbeats() {
     let mut e = sm(1);
     events(&mut e);
-    sweep_with(&mut e, Duration::ZERO, &[]);
+    sweep_with(&mut e, T0, &[]);
     assert_eq!(e.state(), SmState::Master);
     assert_eq!(
         events(&mut e),
@@ -143,8 +147,8 @@ fn alone_becomes_master_and_heartbeats() {
     );
     let a0 = e.sm_info().act_count;
     let t = e.poll_timeout().unwrap();
-    assert_eq!(t, Config::fast(ME).heartbeat_interval);
-    e.handle_timeout(t * 3);
+    assert_eq!(t, T0 + Config::fast(ME).heartbeat_interval);
+    e.handle_timeout(T0 + (t - T0) * 3);
     assert!(
         e.sm_info().act_count >= a0 + 3,
         "missed heartbeats are all counted"
@@ -156,7 +160,7 @@ fn discovering_follows_any_authenticated_master_even_a_lower_one() {
     let m = info(0x200, 0, KEY, SmState::Master, 5);
     let mut e = sm(9);
     events(&mut e);
-    sweep_with(&mut e, Duration::ZERO, &[m]);
+    sweep_with(&mut e, T0, &[m]);
     assert_eq!(e.state(), SmState::Standby);
     let ev = events(&mut e);
     assert!(ev.contains(&Event::Following { guid: 0x200 }));
@@ -171,12 +175,12 @@ fn discovering_follows_any_authenticated_master_even_a_lower_one() {
 fn discovering_follows_a_higher_standby_but_not_a_lower_one() {
     let hi = info(0x200, 5, KEY, SmState::Standby, 1);
     let mut e = sm(4);
-    sweep_with(&mut e, Duration::ZERO, &[hi]);
+    sweep_with(&mut e, T0, &[hi]);
     assert_eq!(e.following(), Some(0x200));
 
     let lo = info(0x200, 3, KEY, SmState::Discovering, 1);
     let mut e = sm(4);
-    sweep_with(&mut e, Duration::ZERO, &[lo]);
+    sweep_with(&mut e, T0, &[lo]);
     assert_eq!(e.state(), SmState::Master);
 }
 
@@ -184,12 +188,12 @@ fn discovering_follows_a_higher_standby_but_not_a_lower_one() {
 fn equal_priority_goes_to_the_lower_guid() {
     let lower_guid = info(ME - 1, 4, KEY, SmState::Standby, 1);
     let mut e = sm(4);
-    sweep_with(&mut e, Duration::ZERO, &[lower_guid]);
+    sweep_with(&mut e, T0, &[lower_guid]);
     assert_eq!(e.state(), SmState::Standby);
 
     let higher_guid = info(ME + 1, 4, KEY, SmState::Standby, 1);
     let mut e = sm(4);
-    sweep_with(&mut e, Duration::ZERO, &[higher_guid]);
+    sweep_with(&mut e, T0, &[higher_guid]);
     assert_eq!(e.state(), SmState::Master);
     assert!(crate::outranks(4, 1, 4, 2) && !crate::outranks(4, 2, 4, 1));
     assert!(crate::outranks(5, 9, 4, 1));
@@ -200,7 +204,7 @@ fn wrong_key_master_is_reported_and_ignored() {
     let other = info(0x200, 15, 0x9999, SmState::Master, 1);
     let mut e = sm(1);
     events(&mut e);
-    sweep_with(&mut e, Duration::ZERO, &[other]);
+    sweep_with(&mut e, T0, &[other]);
     assert_eq!(
         e.state(),
         SmState::Master,
@@ -227,7 +231,7 @@ fn hidden_key_counts_only_once_verified() {
     let hidden = info(0x200, 9, 0, SmState::Master, 1);
     let mut e = sm(1);
     events(&mut e);
-    sweep_with(&mut e, Duration::ZERO, &[hidden]);
+    sweep_with(&mut e, T0, &[hidden]);
     assert_eq!(e.state(), SmState::Master);
     assert!(
         events(&mut e).contains(&Event::UnauthenticatedHigherPrioritySm {
@@ -240,7 +244,7 @@ fn hidden_key_counts_only_once_verified() {
     // Seen once with our key, later hiding it: still trusted.
     let mut e = sm(1);
     let shown = info(0x200, 0, KEY, SmState::Standby, 1);
-    sweep_with(&mut e, Duration::ZERO, &[shown]);
+    sweep_with(&mut e, T0, &[shown]);
     assert_eq!(e.state(), SmState::Master);
     e.disable(ms(1));
     e.enable(ms(2));
@@ -250,28 +254,24 @@ fn hidden_key_counts_only_once_verified() {
 
 #[test]
 fn no_key_configured_accepts_everyone() {
-    let mut e = Election::new(cfg(ME, 1, 0), Duration::ZERO).unwrap();
-    sweep_with(
-        &mut e,
-        Duration::ZERO,
-        &[info(0x200, 0, 0x9999, SmState::Master, 1)],
-    );
+    let mut e = Election::new(cfg(ME, 1, 0), T0).unwrap();
+    sweep_with(&mut e, T0, &[info(0x200, 0, 0x9999, SmState::Master, 1)]);
     assert_eq!(e.following(), Some(0x200));
 }
 
 #[test]
 fn probes_are_resent_and_the_decision_waits_for_them() {
     let mut e = sm(1);
-    e.begin_sweep(Duration::ZERO);
-    e.probe(Duration::ZERO, SmAddr::Lid(7));
-    e.sweep_complete(Duration::ZERO);
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Lid(7));
+    e.sweep_complete(T0);
     let first = txs(&mut e);
     assert_eq!(first.len(), 1);
     let tt = e.config().transaction_timeout;
-    let mut now = Duration::ZERO;
+    let mut now = T0;
     for _ in 0..e.config().transaction_retries {
         now = e.poll_timeout().unwrap();
-        assert_eq!(now, now.max(tt));
+        assert_eq!(now, now.max(T0 + tt));
         e.handle_timeout(now);
         let again = txs(&mut e);
         assert_eq!(again.len(), 1);
@@ -287,9 +287,9 @@ fn probes_are_resent_and_the_decision_waits_for_them() {
 #[test]
 fn unanswered_probes_give_up_then_decide() {
     let mut e = sm(1);
-    e.begin_sweep(Duration::ZERO);
-    e.probe(Duration::ZERO, SmAddr::Lid(7));
-    e.sweep_complete(Duration::ZERO);
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Lid(7));
+    e.sweep_complete(T0);
     while e.state() == SmState::Discovering {
         let t = e.poll_timeout().expect("probe pending");
         e.handle_timeout(t);
@@ -302,9 +302,9 @@ fn unanswered_probes_give_up_then_decide() {
 #[test]
 fn a_new_sweep_does_not_cancel_the_previous_decision() {
     let mut e = sm(1);
-    e.begin_sweep(Duration::ZERO);
-    e.probe(Duration::ZERO, SmAddr::Lid(7));
-    e.sweep_complete(Duration::ZERO);
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Lid(7));
+    e.sweep_complete(T0);
     let p1 = txs(&mut e);
     e.begin_sweep(ms(1));
     e.probe(ms(1), SmAddr::Lid(8));
@@ -320,7 +320,7 @@ fn a_new_sweep_does_not_cancel_the_previous_decision() {
     assert!(e.handle_response(ms(2), &reply(&p2[0], 0, &m)).unwrap());
 }
 
-fn answer_polls(e: &mut Election, now: Duration, m: &mut SmInfo, advance: bool) -> usize {
+fn answer_polls(e: &mut Election, now: Instant, m: &mut SmInfo, advance: bool) -> usize {
     let mut n = 0;
     for tx in txs(e) {
         if advance {
@@ -332,7 +332,7 @@ fn answer_polls(e: &mut Election, now: Duration, m: &mut SmInfo, advance: bool) 
     n
 }
 
-fn run_polls(e: &mut Election, until: Duration, m: &mut SmInfo, answer: bool, advance: bool) {
+fn run_polls(e: &mut Election, until: Instant, m: &mut SmInfo, answer: bool, advance: bool) {
     while let Some(t) = e.poll_timeout() {
         if t > until || e.state() != SmState::Standby {
             break;
@@ -350,20 +350,21 @@ fn run_polls(e: &mut Election, until: Duration, m: &mut SmInfo, answer: bool, ad
 fn answered_polls_keep_the_standby() {
     let mut m = info(0x200, 9, KEY, SmState::Master, 1);
     let mut e = standby_under(1, &m);
-    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    answer_polls(&mut e, T0, &mut m, true);
     run_polls(&mut e, ms(10_000), &mut m, true, true);
     assert_eq!(e.state(), SmState::Standby);
     assert!(events(&mut e).is_empty());
 }
 
+/// How long after the origin, when the Master died, the Standby declared it lost.
 fn detection_time(c: Config) -> Duration {
     let mut m = info(0x200, 9, c.sm_key, SmState::Master, 1);
-    let mut e = Election::new(c, Duration::ZERO).unwrap();
-    sweep_with(&mut e, Duration::ZERO, &[m]);
-    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    let mut e = Election::new(c, T0).unwrap();
+    sweep_with(&mut e, T0, &[m]);
+    answer_polls(&mut e, T0, &mut m, true);
     events(&mut e);
     // The Master dies right after answering the poll of t = 0.
-    let mut now = Duration::ZERO;
+    let mut now = T0;
     while e.state() == SmState::Standby {
         now = e.poll_timeout().unwrap();
         e.handle_timeout(now);
@@ -376,7 +377,7 @@ fn detection_time(c: Config) -> Duration {
     }));
     assert!(ev.contains(&Event::SweepNeeded));
     assert_eq!(e.state(), SmState::Discovering);
-    now
+    now - T0
 }
 
 #[test]
@@ -386,16 +387,17 @@ fn silent_master_is_lost_after_retries_plus_one_polls() {
     assert_eq!(detection_time(c.clone()), Duration::from_secs(60));
     assert_eq!(c.worst_case_detection(), Duration::from_secs(60));
     // Fast profile: 200 ms, 2 retries -> 800 ms.
-    assert_eq!(detection_time(Config::fast(ME)), ms(800));
+    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(800));
     // Sub-second and single-retry values work too.
-    assert_eq!(detection_time(Config::with_polling(ME, ms(50), 1)), ms(150));
+    let c = Config::with_polling(ME, Duration::from_millis(50), 1);
+    assert_eq!(detection_time(c), Duration::from_millis(150));
 }
 
 #[test]
 fn stalled_act_count_means_a_dead_master_which_stays_ignored_while_frozen() {
     let mut m = info(0x200, 9, KEY, SmState::Master, 40);
     let mut e = standby_under(1, &m);
-    answer_polls(&mut e, Duration::ZERO, &mut m, false);
+    answer_polls(&mut e, T0, &mut m, false);
     run_polls(&mut e, ms(5_000), &mut m, true, false);
     assert_eq!(e.state(), SmState::Discovering);
     let ev = events(&mut e);
@@ -425,7 +427,7 @@ fn polls_answered_by_something_else_are_failures() {
     ] {
         let mut m = info(0x200, 9, KEY, SmState::Master, 1);
         let mut e = standby_under(1, &m);
-        answer_polls(&mut e, Duration::ZERO, &mut m, true);
+        answer_polls(&mut e, T0, &mut m, true);
         let mut b = bad;
         run_polls(&mut e, ms(5_000), &mut b, true, true);
         assert_eq!(e.state(), SmState::Discovering, "{bad:?}");
@@ -441,8 +443,7 @@ fn error_status_poll_is_a_failure() {
         for tx in txs(&mut e) {
             m.act_count += 1;
             answered += 1;
-            e.handle_response(Duration::ZERO, &reply(&tx, 0x001C, &m))
-                .unwrap();
+            e.handle_response(T0, &reply(&tx, 0x001C, &m)).unwrap();
         }
         if let Some(t) = e.poll_timeout() {
             e.handle_timeout(t);
@@ -703,7 +704,7 @@ fn standby_takes_over_on_handover_and_acknowledges() {
 fn handover_from_stepping_down_master(
     steps_down_after: Option<Duration>,
     answers: bool,
-) -> Vec<(Duration, bool)> {
+) -> Vec<(Instant, bool)> {
     let m = info(0x200, 1, KEY, SmState::Master, 1);
     let mut e = standby_under(9, &m);
     txs(&mut e);
@@ -717,7 +718,7 @@ fn handover_to(
     m: SmInfo,
     steps_down_after: Option<Duration>,
     answers: bool,
-) -> Vec<(Duration, bool)> {
+) -> Vec<(Instant, bool)> {
     let sent = ms(50);
     let r = e
         .handle_request(sent, &set_from(&m, 1), &from_lid(10))
@@ -726,7 +727,7 @@ fn handover_to(
     assert_eq!(e.state(), SmState::Master);
     let mut acks = Vec::new();
     let mut now = sent;
-    let end = sent + ms(5_000);
+    let end = sent + Duration::from_secs(5);
     let mut old = m;
     loop {
         old.sm_state = match steps_down_after {
@@ -772,7 +773,7 @@ fn acknowledge_waits_until_the_old_master_has_stepped_down() {
     // with verbose logging); a preempted sweeper thread makes it longer.
     // Any step-down within the check budget (fast profile: 3 x 50 ms) is waited for.
     for d in [0, 1, 30, 49, 50, 51, 99, 100, 101, 149, 150] {
-        let acks = handover_from_stepping_down_master(Some(ms(d)), true);
+        let acks = handover_from_stepping_down_master(Some(Duration::from_millis(d)), true);
         assert_eq!(
             acks.len(),
             1,
@@ -782,7 +783,7 @@ fn acknowledge_waits_until_the_old_master_has_stepped_down() {
         assert!(acks[0].0 >= ms(50 + d));
     }
     // Later than that it is taken for an SM waiting for the ACKNOWLEDGE.
-    let late = handover_from_stepping_down_master(Some(ms(151)), true);
+    let late = handover_from_stepping_down_master(Some(Duration::from_millis(151)), true);
     assert_eq!(late, vec![(ms(200), true)]);
 }
 
@@ -801,7 +802,7 @@ fn acknowledge_goes_anyway_to_a_master_waiting_for_it() {
 
 #[test]
 fn no_acknowledge_for_a_silent_old_master() {
-    assert!(handover_from_stepping_down_master(Some(ms(0)), false).is_empty());
+    assert!(handover_from_stepping_down_master(Some(Duration::from_millis(0)), false).is_empty());
 }
 
 #[test]
@@ -862,7 +863,7 @@ fn discovering_acknowledges_a_handover_as_a_standby() {
     for d in [0, 1, 49, 100, 150] {
         let e = sm(9);
         assert_eq!(e.state(), SmState::Discovering);
-        let acks = handover_to(e, m, Some(ms(d)), true);
+        let acks = handover_to(e, m, Some(Duration::from_millis(d)), true);
         assert_eq!(acks.len(), 1, "one ACKNOWLEDGE ({d} ms): {acks:?}");
         assert!(!acks[0].1, "refused after {d} ms: {acks:?}");
     }
@@ -1117,7 +1118,7 @@ fn sm_key_reads_as_zero_unless_authenticated_or_proven_master() {
     assert_eq!(e.sm_info_for(&anon).sm_key, 0);
     assert_eq!(e.sm_info().sm_key, KEY);
     // Without a configured key there is nothing to hide (and 0 is what is shown).
-    let e0 = Election::new(cfg(ME, 1, 0), Duration::ZERO).unwrap();
+    let e0 = Election::new(cfg(ME, 1, 0), T0).unwrap();
     assert!(e0.reveals_key_to(&anon));
 }
 
@@ -1188,7 +1189,7 @@ fn sm_sent_from_our_own_sma_is_not_a_peer() {
     let me = e.sm_info();
     sweep_with(
         &mut e,
-        Duration::ZERO,
+        T0,
         &[SmInfo {
             sm_state: SmState::Master,
             ..me
@@ -1218,8 +1219,8 @@ fn disable_and_enable() {
 fn directed_route_requests_and_responses() {
     let path = DrPath::from_ports(&[1, 4, 2]).unwrap();
     let mut e = sm(1);
-    e.begin_sweep(Duration::ZERO);
-    e.probe(Duration::ZERO, SmAddr::Directed(path));
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Directed(path));
     let tx = txs(&mut e);
     let v = DrSmpView::new_checked(&tx[0].mad[..]).unwrap();
     assert_eq!(tx[0].mad[1], 0x81);
@@ -1250,10 +1251,10 @@ fn directed_route_requests_and_responses() {
 fn responses_match_on_the_low_tid_half() {
     let mut c = cfg(ME, 1, KEY);
     c.tid_high = 0xDEAD;
-    let mut e = Election::new(c, Duration::ZERO).unwrap();
-    e.begin_sweep(Duration::ZERO);
-    e.probe(Duration::ZERO, SmAddr::Lid(7));
-    e.sweep_complete(Duration::ZERO);
+    let mut e = Election::new(c, T0).unwrap();
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Lid(7));
+    e.sweep_complete(T0);
     let tx = txs(&mut e);
     assert_eq!(tx[0].tid() >> 32, 0xDEAD);
     let mut r = reply(&tx[0], 0, &info(0x200, 1, KEY, SmState::Master, 1));
@@ -1362,7 +1363,7 @@ fn control_already_answered_by_the_sma() {
 fn takeover_does_not_wait_for_a_probe_of_the_silent_master() {
     let mut m = info(0x200, 9, KEY, SmState::Master, 1);
     let mut e = standby_under(1, &m);
-    answer_polls(&mut e, Duration::ZERO, &mut m, true);
+    answer_polls(&mut e, T0, &mut m, true);
     run_polls(&mut e, ms(5_000), &mut m, false, false);
     assert_eq!(e.state(), SmState::Discovering);
     let now = ms(5_000);
@@ -1415,7 +1416,7 @@ fn known_sms_lists_what_the_sweeps_found() {
     let mut e = sm(10);
     let a = info(0xA, 2, KEY, SmState::Standby, 7);
     let b = info(0xB, 1, KEY, SmState::Standby, 3);
-    sweep_with(&mut e, Duration::ZERO, &[a, b]);
+    sweep_with(&mut e, T0, &[a, b]);
     assert_eq!(e.state(), SmState::Master);
     let mut k: Vec<KnownSm> = e.known_sms().collect();
     k.sort_by_key(|s| s.info.guid);
@@ -1662,7 +1663,7 @@ proptest! {
         let mut waiting: Vec<Transmit> = Vec::new();
         let mut settled: Vec<SmAddr> = Vec::new();
         for (who, state, answer) in steps {
-            now += ms(1);
+            now += Duration::from_millis(1);
             let addr = SmAddr::Lid(20 + u16::from(who));
             let guid = if who % 2 == 0 { Some(0x200 + u64::from(who)) } else { None };
             let r = Requester { m_key_authenticated: false, guid, addr: Some(addr) };

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::{HostParams, Net, Spec};
 use ibsm_election::{Config, Event, SmState};
+use ibsm_wire::Instant;
 
 const KEY: u64 = 0x0000_0000_0000_0001;
 
@@ -173,7 +174,7 @@ fn measure(base: &Config, host: HostParams, hang: bool) -> Sample {
         for i in 0..3 {
             net.start(i);
         }
-        let settle = p * 4 + host.sweep_interval * 4;
+        let settle = Instant::ZERO + p * 4 + host.sweep_interval * 4;
         net.run_until(settle);
         assert_eq!(net.state(0), Some(SmState::Master), "highest SM leads");
         let kill = settle + p * phase / 10;
@@ -230,7 +231,7 @@ fn measure_handover(base: &Config, host: HostParams) -> Joins {
         net.keep_events = true;
         net.start(1);
         net.start(2);
-        let settle = p * 4 + host.sweep_interval * 4;
+        let settle = Instant::ZERO + p * 4 + host.sweep_interval * 4;
         net.run_until(settle);
         let join = settle + host.sweep_interval * phase / 10;
         net.run_until(join);

@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use common::{HostParams, Net, Rng, Spec};
 use ibsm_election::{Config, SmInfoControl, SmState};
+use ibsm_wire::Instant;
 
 #[derive(Debug, Clone)]
 enum Fault {
@@ -59,9 +60,9 @@ struct Schedule {
     tt: Duration,
     tr: u32,
     host: HostParams,
-    starts: Vec<Duration>,
-    faults: Vec<(Duration, Fault)>,
-    chaos_end: Duration,
+    starts: Vec<Instant>,
+    faults: Vec<(Instant, Fault)>,
+    chaos_end: Instant,
     fault_events: usize,
 }
 
@@ -103,17 +104,18 @@ fn generate(seed: u64) -> Schedule {
     let starts = (0..n)
         .map(|i| {
             if i == 0 {
-                Duration::ZERO
+                Instant::ZERO
             } else {
-                r.duration(polling * 3)
+                Instant::ZERO + r.duration(polling * 3)
             }
         })
         .collect();
-    let chaos_end = polling * 12;
+    let chaos = polling * 12;
+    let chaos_end = Instant::ZERO + chaos;
     let mut faults = Vec::new();
     let k = r.below(9);
     for _ in 0..k {
-        let t = r.duration(chaos_end);
+        let t = Instant::ZERO + r.duration(chaos);
         let i = r.below(n as u64) as usize;
         let later = |r: &mut Rng, max: Duration| t + r.duration(max);
         match r.below(6) {
@@ -246,7 +248,7 @@ fn run(seed: u64, verbose: bool) -> Result<Stats, String> {
     net.keep_events = verbose;
     let n = s.specs.len();
 
-    let mut timeline: Vec<(Duration, Option<Fault>, Option<usize>)> = Vec::new();
+    let mut timeline: Vec<(Instant, Option<Fault>, Option<usize>)> = Vec::new();
     for (i, t) in s.starts.iter().enumerate() {
         timeline.push((*t, None, Some(i)));
     }

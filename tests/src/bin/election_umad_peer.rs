@@ -21,10 +21,12 @@
 use std::io::BufRead as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use ibsm::transport::{Clock, SystemClock};
 use ibsm_election::{Config, Election, Event, Requester, SmAddr, SmInfoControl};
 use ibsm_umad::{OpenOptions, SendTo, UmadPort};
+use ibsm_wire::Instant;
 
 fn arg(args: &[String], name: &str, default: u64) -> u64 {
     args.iter()
@@ -54,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     cfg.priority = u8::try_from(arg(&args, "--priority", 0))?;
     cfg.sm_key = arg(&args, "--sm-key", 1);
-    let run_for = Duration::from_secs(arg(&args, "--run-secs", 20));
+    let end = Instant::ZERO + Duration::from_secs(arg(&args, "--run-secs", 20));
     let stop = Arc::new(AtomicBool::new(false));
     let stop_in = Arc::clone(&stop);
     std::thread::spawn(move || {
@@ -71,8 +73,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     // How long a `stop` may wait for the receive below to return.
     let stop_latency = Duration::from_millis(100);
-    let start = Instant::now();
-    let mut sm = Election::new(cfg, Duration::ZERO)?;
+    let clock = SystemClock::new();
+    // Milliseconds since the clock's origin, for the log lines.
+    let ms = |t: Instant| (t - Instant::ZERO).as_millis();
+    let mut sm = Election::new(cfg, clock.now())?;
     let mut log = Vec::new();
     let mut handovers_received = 0u32;
     let mut requests_answered = 0u32;
@@ -85,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut step = 0u64;
     loop {
         step += 1;
-        let now = start.elapsed();
+        let now = clock.now();
         // Events can ask for a sweep, whose probes are new transmits: drain until quiet.
         loop {
             while let Some(tx) = sm.poll_transmit() {
@@ -97,14 +101,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if tx.is_set() {
                     eprintln!(
                         "{:>8} ms [{step}] sent SubnSet({:?}) to {:?}",
-                        now.as_millis(),
+                        ms(now),
                         SmInfoControl::from(tx.attribute_modifier()),
                         tx.to
                     );
                 }
             }
             let Some(ev) = sm.poll_event() else { break };
-            eprintln!("{:>8} ms [{step}] {ev:?}", now.as_millis());
+            eprintln!("{:>8} ms [{step}] {ev:?}", ms(now));
             if matches!(ev, Event::HandoverReceived { .. }) {
                 handovers_received += 1;
             }
@@ -118,23 +122,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             log.push(format!("{:?}", format!("{ev:?}")));
         }
-        if now >= run_for || stop.load(Ordering::Relaxed) {
+        if now >= end || stop.load(Ordering::Relaxed) {
             break;
         }
-        let wait = sm
-            .poll_timeout()
-            .map_or(run_for, |t| t.min(run_for))
-            .saturating_sub(now)
+        let wait = (sm.poll_timeout().map_or(end, |t| t.min(end)) - now)
             .clamp(Duration::from_millis(1), stop_latency);
         if let Some(rx) = port.recv(wait)? {
-            let now = start.elapsed();
+            let now = clock.now();
             if rx.timed_out() || rx.mad.len() < 256 || rx.mad[16..18] != [0x00, 0x20] {
                 // Status 110 (unreachable) or not SMInfo: nothing the election uses.
             } else if rx.mad[3] & 0x80 != 0 {
                 if sm.handle_response(now, &rx.mad).unwrap_or(false) {
                     eprintln!(
                         "{:>8} ms [{step}] response from LID {}",
-                        now.as_millis(),
+                        ms(now),
                         rx.hdr.lid
                     );
                 }
@@ -155,7 +156,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     requests_answered += 1;
                     eprintln!(
                         "{:>8} ms [{step}] answered Subn{} {}",
-                        now.as_millis(),
+                        ms(now),
                         if rx.mad[3] == 0x02 { "Set" } else { "Get" },
                         if rx.mad[1] == 0x81 {
                             "by directed route".to_string()
@@ -166,10 +167,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         } else {
-            sm.handle_timeout(start.elapsed());
+            sm.handle_timeout(clock.now());
         }
-        if sm.poll_timeout().is_some_and(|t| t <= start.elapsed()) {
-            sm.handle_timeout(start.elapsed());
+        if sm.poll_timeout().is_some_and(|t| t <= clock.now()) {
+            sm.handle_timeout(clock.now());
         }
     }
     println!(

@@ -15,6 +15,7 @@ use ibsm_election::{
     Config, Election, Event, RejectReason, Requester, SmAddr, SmInfo, SmInfoControl, SmState,
     outranks,
 };
+use ibsm_wire::Instant;
 
 /// Deterministic xorshift-style generator (splitmix64).
 #[derive(Debug, Clone)]
@@ -74,11 +75,11 @@ pub struct Node {
     pub hung: bool,
     /// What this node's SMA serves (refreshed after every input unless hung).
     pub copy: SmInfo,
-    pub sweep_end: Option<Duration>,
-    pub next_periodic: Option<Duration>,
+    pub sweep_end: Option<Instant>,
+    pub next_periodic: Option<Instant>,
     /// (time, new state) of every state change.
-    pub changes: Vec<(Duration, SmState)>,
-    pub events: Vec<(Duration, Event)>,
+    pub changes: Vec<(Instant, SmState)>,
+    pub events: Vec<(Instant, Event)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -97,27 +98,27 @@ enum Delivery {
 
 #[derive(Debug)]
 pub struct Net {
-    pub now: Duration,
+    pub now: Instant,
     pub host: HostParams,
     pub nodes: Vec<Node>,
     /// Partition component of each node; MADs cross only within one.
     pub comp: Vec<u8>,
     pub loss_permille: u32,
     pub rng: Rng,
-    queue: BinaryHeap<Reverse<(Duration, u64)>>,
+    queue: BinaryHeap<Reverse<(Instant, u64)>>,
     inflight: std::collections::HashMap<u64, Delivery>,
     seq: u64,
     /// Last fault event or MAD lost to `loss_permille`.
-    pub last_disturbance: Duration,
+    pub last_disturbance: Instant,
     pub violations: Vec<String>,
     /// Since when each node has been a live Master sharing its group with another one.
-    pub dual_since: Vec<Option<Duration>>,
+    pub dual_since: Vec<Option<Instant>>,
     /// Longest such episode measured from the later of its start and the last disturbance.
     pub max_dual_undisturbed: Duration,
     pub max_dual_any: Duration,
     pub dual_bound: Duration,
     /// Since when each live node's key group has had no live Master.
-    pub masterless_since: Vec<Option<Duration>>,
+    pub masterless_since: Vec<Option<Instant>>,
     pub masterless_bound: Duration,
     pub max_masterless_undisturbed: Duration,
     pub handovers_accepted: u32,
@@ -171,7 +172,7 @@ impl Net {
             + budget * 3
             + host.latency * 8;
         Self {
-            now: Duration::ZERO,
+            now: Instant::ZERO,
             host,
             nodes,
             comp: vec![0; n],
@@ -180,7 +181,7 @@ impl Net {
             queue: BinaryHeap::new(),
             inflight: std::collections::HashMap::new(),
             seq: 0,
-            last_disturbance: Duration::ZERO,
+            last_disturbance: Instant::ZERO,
             violations: Vec::new(),
             dual_since: vec![None; n],
             max_dual_undisturbed: Duration::ZERO,
@@ -305,7 +306,7 @@ impl Net {
 
     // ----- the event loop -----------------------------------------------------------
 
-    fn node_deadline(&self, i: usize) -> Option<Duration> {
+    fn node_deadline(&self, i: usize) -> Option<Instant> {
         let n = &self.nodes[i];
         if n.hung {
             return None;
@@ -318,7 +319,7 @@ impl Net {
     }
 
     /// Runs every event up to and including `end`; time stops at `end`.
-    pub fn run_until(&mut self, end: Duration) {
+    pub fn run_until(&mut self, end: Instant) {
         loop {
             let q = self.queue.peek().map(|Reverse((t, _))| *t);
             let (node_t, node_i) = (0..self.nodes.len())
@@ -614,7 +615,7 @@ impl Net {
             match (masterless, self.masterless_since[i]) {
                 (true, None) => self.masterless_since[i] = Some(self.now),
                 (true, Some(since)) => {
-                    let undisturbed = self.now.saturating_sub(since.max(self.last_disturbance));
+                    let undisturbed = self.now - since.max(self.last_disturbance);
                     self.max_masterless_undisturbed =
                         self.max_masterless_undisturbed.max(undisturbed);
                     if undisturbed > self.masterless_bound {
@@ -643,7 +644,7 @@ impl Net {
                 (true, Some(since)) => {
                     let any = self.now - since;
                     self.max_dual_any = self.max_dual_any.max(any);
-                    let undisturbed = self.now.saturating_sub(since.max(self.last_disturbance));
+                    let undisturbed = self.now - since.max(self.last_disturbance);
                     self.max_dual_undisturbed = self.max_dual_undisturbed.max(undisturbed);
                     if undisturbed > self.dual_bound {
                         self.violations.push(format!(
@@ -713,7 +714,7 @@ impl Net {
     }
 
     /// State changes of node `i` at or after `t`.
-    pub fn changes_since(&self, i: usize, t: Duration) -> usize {
+    pub fn changes_since(&self, i: usize, t: Instant) -> usize {
         self.nodes[i]
             .changes
             .iter()

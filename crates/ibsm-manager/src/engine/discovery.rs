@@ -13,8 +13,8 @@ use ibsm_wire::{
     CapabilityMask, DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, PortState, SwitchInfo,
 };
 
+use super::SubnetManager;
 use super::ops::Op;
-use super::{SubnetManager, dur};
 use crate::event::SmEvent;
 use crate::model::{NodeIx, NodeRec, PortRec};
 
@@ -194,7 +194,7 @@ impl SubnetManager {
             && guid != self.local.port_guid
         {
             let path = rec.path_for(port);
-            let at = dur(self.sweep.stage_started());
+            let at = self.sweep.stage_started();
             self.smi.election.probe(at, SmAddr::Directed(path));
         }
         self.note_port_key(node, port, &pi);

@@ -324,7 +324,7 @@ impl SubnetManager {
     fn refresh_timers(&mut self) {
         let tx = self.smps.tx.poll_timeout();
         self.timers.set(Timer::Transactions, tx);
-        let election = self.smi.election.poll_timeout().map(instant);
+        let election = self.smi.election.poll_timeout();
         self.timers.set(Timer::Election, election);
         let admin = self.admin_deadline();
         self.timers.set(Timer::Admin, admin);

@@ -6,7 +6,7 @@ use ibsm_election::{Election, Event as ElectionEvent, Requester, SmAddr};
 use ibsm_transport::{Address, DrAddress, Instant, LidAddress, LocalPort, Received};
 use ibsm_wire::{DrPath, DrSmpView, LidSmpView, MadHeaderView, MgmtClass, SmState};
 
-use super::{Outgoing, SubnetManager, dur, instant};
+use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::{Role, SmEvent};
 use crate::model::NodeIx;
@@ -34,7 +34,7 @@ impl Smi {
         ecfg.sm_key = cfg.sm_key;
         ecfg.transaction_timeout = cfg.transaction_timeout;
         ecfg.transaction_retries = cfg.transaction_retries;
-        let election = Election::new(ecfg, std::time::Duration::ZERO)?;
+        let election = Election::new(ecfg, Instant::ZERO)?;
         Ok(Self {
             election,
             role: Role::Discovering,
@@ -64,13 +64,9 @@ fn presented_key(mad: &[u8], class: MgmtClass) -> u64 {
 impl SubnetManager {
     /// The election's own deadline (polls, probe timeouts, handover steps).
     pub(super) fn election_timeout(&mut self, now: Instant) {
-        let due = self
-            .smi
-            .election
-            .poll_timeout()
-            .is_some_and(|t| instant(t) <= now);
+        let due = self.smi.election.poll_timeout().is_some_and(|t| t <= now);
         if due {
-            self.smi.election.handle_timeout(dur(now));
+            self.smi.election.handle_timeout(now);
         }
     }
 
@@ -81,7 +77,7 @@ impl SubnetManager {
             return;
         };
         if header.response() {
-            let _ = self.smi.election.handle_response(dur(now), &rx.mad);
+            let _ = self.smi.election.handle_response(now, &rx.mad);
         } else {
             let key = presented_key(&rx.mad, header.mgmt_class());
             let ours = self.key_for_port(self.local.port_guid);
@@ -91,11 +87,7 @@ impl SubnetManager {
                 guid,
                 addr,
             };
-            if let Ok(resp) = self
-                .smi
-                .election
-                .handle_request(dur(now), &rx.mad, &requester)
-            {
+            if let Ok(resp) = self.smi.election.handle_request(now, &rx.mad, &requester) {
                 self.out.mads.push_back(Outgoing {
                     id: None,
                     addr: rx.reply_address(),
@@ -104,7 +96,7 @@ impl SubnetManager {
                 // An SM we do not know yet (one started on a port that was already up:
                 // no trap, and no sweep of ours has probed it): ask for its SMInfo now
                 // rather than at the next heavy sweep.
-                self.smi.election.learn(dur(now), &requester);
+                self.smi.election.learn(now, &requester);
             }
         }
         self.drain_election(now);

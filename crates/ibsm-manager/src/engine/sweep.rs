@@ -21,7 +21,7 @@ use ibsm_wire::{DrPath, SmState, SwitchInfo};
 use super::ops::Op;
 use super::ports::Plan;
 use super::timers::Timer;
-use super::{SubnetManager, dur, keys};
+use super::{SubnetManager, keys};
 use crate::error::SmError;
 use crate::event::{Phase, Role, SmEvent, SweepStats};
 use crate::model::{NodeIx, Subnet};
@@ -273,7 +273,7 @@ impl SubnetManager {
             again: false,
         }));
         self.event(SmEvent::SweepStarted { heavy: true });
-        self.smi.election.begin_sweep(dur(now));
+        self.smi.election.begin_sweep(now);
         let root = Op::NodeInfo {
             path: DrPath::local(),
             from: None,
@@ -290,7 +290,7 @@ impl SubnetManager {
         // The other SMs' SMInfo as it is now (ActCount, state) for SMInfoRecord, as
         // OpenSM's light sweep asks; no SMP when there is no other SM.
         if self.smi.role == Role::Master {
-            self.smi.election.refresh_known_sms(dur(now));
+            self.smi.election.refresh_known_sms(now);
         }
         let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
             .filter(|&n| self.subnet.nodes[n].is_switch())
@@ -405,7 +405,7 @@ impl SubnetManager {
                     reason: "discovery found no node: the local port did not answer".into(),
                 });
                 // Close the election's sweep too: it saw no other SM.
-                self.smi.election.sweep_complete(dur(now));
+                self.smi.election.sweep_complete(now);
                 self.finish(now, false);
                 self.drain_election(now);
             }
@@ -422,7 +422,7 @@ impl SubnetManager {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
                 self.enter_stage(now, Stage::Elect);
-                self.smi.election.sweep_complete(dur(now));
+                self.smi.election.sweep_complete(now);
                 self.drain_election(now);
             }
             Stage::Elect => match self.smi.election.state() {
