@@ -11,10 +11,11 @@ use std::time::Duration;
 use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
 use ibsm_sa::{Requester, SaConfig, SaServer, SaSnapshot};
 use ibsm_topology::{Csr, generate};
+use ibsm_wire::Instant;
 use libfuzzer_sys::fuzz_target;
 
 static SA: Mutex<Option<SaServer>> = Mutex::new(None);
-/// The latest `now` any input used, in nanoseconds.
+/// The latest `now` any input used, in nanoseconds since the origin.
 static LATEST: AtomicU64 = AtomicU64::new(0);
 
 fn build() -> SaServer {
@@ -44,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut guard = SA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let sa = guard.get_or_insert_with(build);
-    let now = Duration::from_secs(u64::from(data[1]));
+    let now = Instant::from_secs(u64::from(data[1]));
     let check = |out: &[u8]| {
         assert!(out.len() >= 56, "answer too short");
         assert_eq!(out[1], 0x03);
@@ -67,10 +68,10 @@ fuzz_target!(|data: &[u8]| {
     // Every transfer started at or before the latest time seen and ends (at the latest)
     // by its total timer, every Report waits at most one report time-out: the SA always
     // has something due no later than that.
-    let latest = LATEST.fetch_max(later.as_nanos() as u64, Ordering::Relaxed).max(later.as_nanos() as u64);
+    let latest = LATEST.fetch_max(later.as_nanos(), Ordering::Relaxed).max(later.as_nanos());
     if let Some(due) = sa.poll_timeout() {
         let cfg = sa.config();
-        let horizon = Duration::from_nanos(latest) + cfg.rmpp_total_timeout.max(cfg.report_timeout);
+        let horizon = Instant::from_nanos(latest) + cfg.rmpp_total_timeout.max(cfg.report_timeout);
         assert!(due <= horizon, "next deadline {due:?} beyond {horizon:?}");
     }
     assert!(sa.transfer_bytes() <= sa.config().max_transfer_bytes);

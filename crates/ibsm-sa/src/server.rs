@@ -11,7 +11,7 @@ use ibsm_wire::sa::{
     ServiceRecord, SmInfoRecord, SwitchInfoRecord, Template, sa_cap,
 };
 use ibsm_wire::{
-    ClassPortInfo, Gid, Method, MgmtClass, Notice, RmppFlags, RmppStatus, RmppType, Status,
+    ClassPortInfo, Gid, Instant, Method, MgmtClass, Notice, RmppFlags, RmppStatus, RmppType, Status,
 };
 
 use crate::db::{Db, EndPort, rate_code};
@@ -197,7 +197,7 @@ struct PendingReport {
     to: Requester,
     tid: u64,
     mad: Vec<u8>,
-    deadline: Duration,
+    deadline: Instant,
     resends: u32,
 }
 
@@ -216,7 +216,7 @@ pub struct Report {
 struct Service {
     rec: ServiceRecord,
     /// `None`: infinite lease.
-    expires: Option<Duration>,
+    expires: Option<Instant>,
 }
 
 #[derive(Debug, Clone)]
@@ -339,7 +339,7 @@ impl SaServer {
     /// SubnAdmReportResp or a MAD too short to answer. Whatever the SA sends later
     /// (further segments after a time-out, ABORTs, Report resends) comes from
     /// [`Self::poll_transmit`].
-    pub fn handle(&mut self, now: Duration, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
+    pub fn handle(&mut self, now: Instant, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
         if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE || mad.get(1) != Some(&0x03) {
             self.counters.malformed += 1;
             return Vec::new();
@@ -394,7 +394,7 @@ impl SaServer {
     /// segments of the first window.
     fn start_transfer(
         &mut self,
-        now: Duration,
+        now: Instant,
         req: &SaMad,
         msg: Vec<u8>,
         from: &Requester,
@@ -428,11 +428,10 @@ impl SaServer {
                     .to_vec(),
             ];
         };
-        let timeout = u64::try_from(self.cfg.rmpp_timeout.as_nanos()).unwrap_or(u64::MAX);
-        let total = u64::try_from(self.cfg.rmpp_total_timeout.as_nanos()).unwrap_or(u64::MAX);
         let mut t = Transfer {
             to: *from,
-            sender: Sender::new(seg, timeout, self.cfg.rmpp_retries).with_total_timeout(total),
+            sender: Sender::new(seg, self.cfg.rmpp_timeout, self.cfg.rmpp_retries)
+                .with_total_timeout(self.cfg.rmpp_total_timeout),
         };
         self.counters.rmpp_transfers += 1;
         let out = drain_sender(&mut t.sender, now);
@@ -448,7 +447,7 @@ impl SaServer {
     }
 
     /// An RMPP ACK, STOP or ABORT from the receiver of one of our tables.
-    fn on_rmpp_control(&mut self, now: Duration, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
+    fn on_rmpp_control(&mut self, now: Instant, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
         if mad.len() < 256 {
             self.counters.malformed += 1;
             return Vec::new();
@@ -459,7 +458,7 @@ impl SaServer {
             // Late or stray: the transfer is over (or never was).
             return Vec::new();
         };
-        if t.sender.handle(&mad[..256], nanos(now)).is_err() {
+        if t.sender.handle(&mad[..256], now).is_err() {
             self.counters.malformed += 1;
         }
         let out = drain_sender(&mut t.sender, now);
@@ -493,38 +492,36 @@ impl SaServer {
     }
 
     /// The next MAD the SA sends on its own (see [`SaTransmit`]).
-    pub fn poll_transmit(&mut self, _now: Duration) -> Option<SaTransmit> {
+    pub fn poll_transmit(&mut self, _now: Instant) -> Option<SaTransmit> {
         self.out.pop_front()
     }
 
     /// When [`Self::handle_timeout`] is due: the earliest RMPP or Report deadline.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Duration> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let rmpp = self
             .transfers
             .values()
             .filter_map(|t| t.sender.poll_timeout())
-            .min()
-            .map(Duration::from_nanos);
+            .min();
         let reports = self.reports.iter().map(|r| r.deadline).min();
         rmpp.into_iter().chain(reports).min()
     }
 
     /// Time passes: RMPP windows are resent (or transfers aborted after too many
     /// retries or past the total timer), unanswered Reports are resent (or given up).
-    pub fn handle_timeout(&mut self, now: Duration) {
-        let ns = nanos(now);
+    pub fn handle_timeout(&mut self, now: Instant) {
         let due: Vec<(u16, u32, u64)> = self
             .transfers
             .iter()
-            .filter(|(_, t)| t.sender.poll_timeout().is_some_and(|d| d <= ns))
+            .filter(|(_, t)| t.sender.poll_timeout().is_some_and(|d| d <= now))
             .map(|(k, _)| *k)
             .collect();
         for key in due {
             let Some(t) = self.transfers.get_mut(&key) else {
                 continue;
             };
-            t.sender.handle_timeout(ns);
+            t.sender.handle_timeout(now);
             match t.sender.state() {
                 SenderState::Sending => self.counters.rmpp_resends += 1,
                 SenderState::Aborted(RmppStatus::TotalTimeTooLong) => {
@@ -579,7 +576,7 @@ impl SaServer {
         self.reports.len()
     }
 
-    fn dispatch(&mut self, now: Duration, req: &SaMad, len: usize, from: &Requester) -> Answer {
+    fn dispatch(&mut self, now: Instant, req: &SaMad, len: usize, from: &Requester) -> Answer {
         if len < 256 {
             self.counters.malformed += 1;
             return Err(SaStatus::ReqInvalid.into());
@@ -1032,7 +1029,7 @@ impl SaServer {
 
     // ------------------------------------------------------------------ services
 
-    fn service(&mut self, now: Duration, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
+    fn service(&mut self, now: Instant, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
         self.services.retain(|s| s.expires.is_none_or(|t| t > now));
         let t: ServiceRecord = req.record(0).map_err(|_| invalid())?;
         let mask = req.component_mask;
@@ -1084,8 +1081,8 @@ impl SaServer {
                     .map(|s| {
                         let mut r = s.rec;
                         if let Some(t) = s.expires {
-                            r.service_lease = u32::try_from(t.saturating_sub(now).as_secs())
-                                .unwrap_or(u32::MAX - 1);
+                            r.service_lease =
+                                u32::try_from((t - now).as_secs()).unwrap_or(u32::MAX - 1);
                         }
                         r
                     })
@@ -1156,7 +1153,7 @@ impl SaServer {
     /// concerns. Each stays pending until the subscriber's SubnAdmReportResp arrives
     /// ([`Self::handle`]); unanswered ones are resent through [`Self::poll_transmit`]
     /// after [`SaConfig::report_timeout`], at most [`SaConfig::report_retries`] times.
-    pub fn notice(&mut self, now: Duration, notice: &Notice) -> Vec<Report> {
+    pub fn notice(&mut self, now: Instant, notice: &Notice) -> Vec<Report> {
         let mut out = Vec::new();
         let producer = notice.producer_type & 0x00FF_FFFF;
         for s in &self.subs {
@@ -1222,14 +1219,10 @@ impl SaServer {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// The MADs a sender lets out now.
-fn drain_sender(s: &mut Sender<TableBytes>, now: Duration) -> Vec<Vec<u8>> {
+fn drain_sender(s: &mut Sender<TableBytes>, now: Instant) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    while let Some(m) = s.poll_transmit(nanos(now)) {
+    while let Some(m) = s.poll_transmit(now) {
         out.push(m.to_vec());
     }
     out

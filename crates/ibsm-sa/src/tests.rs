@@ -12,13 +12,14 @@ use ibsm_wire::sa::{
     PKeyTableRecord, PathRecord, PortInfoRecord, Rate, SaAttributeId, SaMad, SaRecord, SaStatus,
     Selector, ServiceRecord, SmInfoRecord, SwitchInfoRecord, join_state,
 };
-use ibsm_wire::{Gid, Method, Mtu, Notice, SmInfo, SmState, Status};
+use ibsm_wire::{Gid, Instant, Method, Mtu, Notice, SmInfo, SmState, Status};
 use proptest::prelude::*;
 
 use crate::{Requester, RmppMode, SaConfig, SaServer, SaSnapshot};
 
 const KEY: u64 = 0xfeed_beef;
 const PREFIX: u64 = ibsm_wire::DEFAULT_SUBNET_PREFIX;
+const T0: Instant = Instant::ZERO;
 
 struct Fix {
     fabric: Fabric,
@@ -84,9 +85,9 @@ fn from(lid: u16) -> Requester {
 fn table<R: SaRecord>(sa: &mut SaServer, mask: u64, t: &R, key: u64, lid: u16) -> (Status, Vec<R>) {
     let mut req = SaMad::request(Method::GetTable, 5, ComponentMask(mask), t).unwrap();
     req.sm_key = key;
-    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    let out = sa.handle(T0, &req.to_bytes(), &from(lid));
     assert!(!out.is_empty());
-    let (rx, out) = receive(sa, Duration::ZERO, out, lid);
+    let (rx, out) = receive(sa, T0, out, lid);
     let h = SaMad::parse(&out[0]).unwrap();
     assert!(h.response);
     assert_eq!(h.sm_key, 0, "the key is never echoed");
@@ -102,7 +103,7 @@ fn table<R: SaRecord>(sa: &mut SaServer, mask: u64, t: &R, key: u64, lid: u16) -
 /// window of 8 until the Last segment, and returns the reassembler and every segment.
 fn receive(
     sa: &mut SaServer,
-    now: Duration,
+    now: Instant,
     first: Vec<Vec<u8>>,
     lid: u16,
 ) -> (Reassembler<VecBuffer>, Vec<Vec<u8>>) {
@@ -134,7 +135,7 @@ fn receive(
 
 fn get<R: SaRecord>(sa: &mut SaServer, m: Method, mask: u64, t: &R, lid: u16) -> (Status, R) {
     let req = SaMad::request(m, 6, ComponentMask(mask), t).unwrap();
-    let out = sa.handle(Duration::from_secs(1), &req.to_bytes(), &from(lid));
+    let out = sa.handle(Instant::from_secs(1), &req.to_bytes(), &from(lid));
     assert_eq!(out.len(), 1);
     let h = SaMad::parse(&out[0]).unwrap();
     (h.status, h.record(0).unwrap())
@@ -715,7 +716,7 @@ fn secrets_need_the_sm_key() {
     let mut req =
         SaMad::request(Method::Get, 1, ComponentMask::NONE, &NodeRecord::default()).unwrap();
     req.sm_key = 0x77;
-    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(own));
+    let out = sa.handle(T0, &req.to_bytes(), &from(own));
     assert_eq!(
         SaMad::parse(&out[0]).unwrap().status.sa_status(),
         SaStatus::ReqDenied
@@ -740,9 +741,9 @@ fn malformed_and_unsupported_requests_get_statuses() {
     .unwrap();
     let bytes = req.to_bytes();
     // Too short to answer: dropped and counted.
-    assert!(sa.handle(Duration::ZERO, &bytes[..40], &from(1)).is_empty());
+    assert!(sa.handle(T0, &bytes[..40], &from(1)).is_empty());
     // Shorter than a MAD: ERR_REQ_INVALID.
-    let out = sa.handle(Duration::ZERO, &bytes[..200], &from(1));
+    let out = sa.handle(T0, &bytes[..200], &from(1));
     assert_eq!(
         SaMad::parse(&pad(&out[0])).unwrap().status.sa_status(),
         SaStatus::ReqInvalid
@@ -750,18 +751,18 @@ fn malformed_and_unsupported_requests_get_statuses() {
     // Class version 1: bad version.
     let mut b = bytes;
     b[2] = 1;
-    let out = sa.handle(Duration::ZERO, &b, &from(1));
+    let out = sa.handle(T0, &b, &from(1));
     assert_eq!(SaMad::parse(&out[0]).unwrap().status, Status::BAD_VERSION);
     // Unknown attribute; Set of a NodeRecord.
     let mut b = bytes;
     b[16..18].copy_from_slice(&0x0099u16.to_be_bytes());
-    let out = sa.handle(Duration::ZERO, &b, &from(1));
+    let out = sa.handle(T0, &b, &from(1));
     assert_eq!(
         SaMad::parse(&out[0]).unwrap().status,
         Status::METHOD_ATTR_UNSUPPORTED
     );
     let set = SaMad::request(Method::Set, 1, ComponentMask::NONE, &NodeRecord::default()).unwrap();
-    let out = sa.handle(Duration::ZERO, &set.to_bytes(), &from(1));
+    let out = sa.handle(T0, &set.to_bytes(), &from(1));
     assert_eq!(
         SaMad::parse(&out[0]).unwrap().status,
         Status::METHOD_ATTR_UNSUPPORTED
@@ -783,13 +784,13 @@ fn malformed_and_unsupported_requests_get_statuses() {
     // Responses and RMPP ACKs are not requests.
     let mut b = bytes;
     b[3] |= 0x80;
-    assert!(sa.handle(Duration::ZERO, &b, &from(1)).is_empty());
+    assert!(sa.handle(T0, &b, &from(1)).is_empty());
     // ClassPortInfo.
     let cpi = SaMad {
         attribute_id: SaAttributeId::ClassPortInfo,
         ..req
     };
-    let out = sa.handle(Duration::ZERO, &cpi.to_bytes(), &from(1));
+    let out = sa.handle(T0, &cpi.to_bytes(), &from(1));
     let r = SaMad::parse(&out[0]).unwrap();
     assert!(r.status.is_ok());
     assert_eq!(r.data[1], 2, "class version");
@@ -818,7 +819,7 @@ fn kernel_rmpp_sends_one_message() {
         &NodeRecord::default(),
     )
     .unwrap();
-    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(1));
+    let out = sa.handle(T0, &req.to_bytes(), &from(1));
     assert_eq!(out.len(), 1);
     let ends = f.csr.term_node.len() + f.csr.switch_node.len();
     // 108-byte records, 112 apart (AttributeOffset 14).
@@ -829,10 +830,7 @@ fn kernel_rmpp_sends_one_message() {
         ..Default::default()
     };
     let none = SaMad::request(Method::GetTable, 2, NodeRecord::CM_LID, &t).unwrap();
-    assert_eq!(
-        sa.handle(Duration::ZERO, &none.to_bytes(), &from(1))[0].len(),
-        56
-    );
+    assert_eq!(sa.handle(T0, &none.to_bytes(), &from(1))[0].len(), 56);
     assert_eq!(u16::from_be_bytes([out[0][44], out[0][45]]), 14);
     assert_eq!(out[0][25], 1, "RMPP DATA");
     assert_eq!(out[0][26] & 1, 1, "Active");
@@ -967,7 +965,7 @@ fn services_register_expire_and_delete() {
     s.set_name("ibsm test");
     let m = ServiceRecord::CM_SERVICE_ID | ServiceRecord::CM_SERVICE_GID;
     let req = SaMad::request(Method::Set, 1, m, &s).unwrap();
-    let at = |t| Duration::from_secs(t);
+    let at = Instant::from_secs;
     assert!(
         SaMad::parse(&sa.handle(at(0), &req.to_bytes(), &from(lid))[0])
             .unwrap()
@@ -1015,14 +1013,14 @@ fn inform_info_subscribers_get_reports() {
         ..Default::default()
     };
     let req = SaMad::request(Method::Set, 1, ComponentMask::NONE, &ii).unwrap();
-    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    let out = sa.handle(T0, &req.to_bytes(), &from(lid));
     assert!(SaMad::parse(&out[0]).unwrap().status.is_ok());
     let n64 = Notice::generic(
         ibsm_wire::TrapNumber::from(64),
         ibsm_wire::ProducerType::from(4),
         9,
     );
-    let reps = sa.notice(Duration::ZERO, &n64);
+    let reps = sa.notice(T0, &n64);
     assert_eq!(reps.len(), 1);
     assert_eq!((reps[0].dlid, reps[0].qpn), (lid, 7));
     let m = SaMad::parse(&reps[0].mad).unwrap();
@@ -1033,10 +1031,7 @@ fn inform_info_subscribers_get_reports() {
         ibsm_wire::ProducerType::from(4),
         9,
     );
-    assert!(
-        sa.notice(Duration::ZERO, &n65).is_empty(),
-        "other trap number"
-    );
+    assert!(sa.notice(T0, &n65).is_empty(), "other trap number");
     // Unsubscribe.
     let un = SaMad::request(
         Method::Set,
@@ -1046,12 +1041,12 @@ fn inform_info_subscribers_get_reports() {
     )
     .unwrap();
     assert!(
-        SaMad::parse(&sa.handle(Duration::ZERO, &un.to_bytes(), &from(lid))[0])
+        SaMad::parse(&sa.handle(T0, &un.to_bytes(), &from(lid))[0])
             .unwrap()
             .status
             .is_ok()
     );
-    assert!(sa.notice(Duration::ZERO, &n64).is_empty());
+    assert!(sa.notice(T0, &n64).is_empty());
 }
 
 /// The PathRecord components saquery can set.
@@ -1179,7 +1174,7 @@ fn big_table(sa: &mut SaServer, lid: u16, tid: u64) -> (SaMad, Vec<Vec<u8>>) {
         &NodeRecord::default(),
     )
     .unwrap();
-    let out = sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    let out = sa.handle(T0, &req.to_bytes(), &from(lid));
     (req, out)
 }
 
@@ -1206,7 +1201,7 @@ fn rmpp_window_follows_acks_and_time_outs_resend() {
     let total = rx.expected_segments().unwrap();
     assert!(total > 40, "{total} segments");
     // ACK 1 with a window of 4: segments 2..=5 and no more.
-    let next = sa.handle(Duration::ZERO, &rx.ack(4), &from(lid));
+    let next = sa.handle(T0, &rx.ack(4), &from(lid));
     assert_eq!(
         next.iter().map(|m| seg_no(m)).collect::<Vec<_>>(),
         [2, 3, 4, 5]
@@ -1216,10 +1211,10 @@ fn rmpp_window_follows_acks_and_time_outs_resend() {
     assert!(rx.push(&next[2]).is_err() && rx.push(&next[3]).is_err());
     // The receiver re-ACKs 2 with a window ending at 5: nothing new may be sent.
     let mut ack = rx.ack(3);
-    assert!(sa.handle(Duration::ZERO, &ack, &from(lid)).is_empty());
+    assert!(sa.handle(T0, &ack, &from(lid)).is_empty());
     // The time-out resends from the first unacknowledged segment (go-back-N).
     let due = sa.poll_timeout().unwrap();
-    assert!(due > Duration::ZERO);
+    assert!(due > T0);
     sa.handle_timeout(due);
     let mut resent = Vec::new();
     while let Some(t) = sa.poll_transmit(due) {
@@ -1264,7 +1259,7 @@ fn rmpp_total_timer_aborts_a_receiver_that_acks_too_slowly() {
     let mut sa = SaServer::new(cfg);
     sa.load(snap);
     let (lid, _) = f.lids.terminal_lid(0);
-    let t0 = Duration::from_millis(3);
+    let t0 = Instant::from_millis(3);
     let req = SaMad::request(
         Method::GetTable,
         0x77,
@@ -1348,7 +1343,7 @@ fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
         ctl[3] ^= 0x80;
         ctl[25] = kind;
         ctl[27] = if kind == 3 { 1 } else { 127 };
-        assert!(sa.handle(Duration::ZERO, &ctl, &from(lid)).is_empty());
+        assert!(sa.handle(T0, &ctl, &from(lid)).is_empty());
         assert_eq!(sa.transfers_in_progress(), 0);
         assert_eq!(sa.poll_timeout(), None);
     }
@@ -1360,7 +1355,7 @@ fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
     bad[25] = 2;
     bad[28..32].copy_from_slice(&9u32.to_be_bytes());
     bad[32..36].copy_from_slice(&20u32.to_be_bytes());
-    let out = sa.handle(Duration::ZERO, &bad, &from(lid));
+    let out = sa.handle(T0, &bad, &from(lid));
     assert_eq!(out.len(), 1);
     assert_eq!((rmpp_type(&out[0]), out[0][27]), (4, 123));
     assert_eq!(sa.transfers_in_progress(), 0);
@@ -1387,12 +1382,12 @@ fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
     let mut stop = again[0].clone();
     stop[3] ^= 0x80;
     stop[25] = 3;
-    small.handle(Duration::ZERO, &stop, &from(lid));
+    small.handle(T0, &stop, &from(lid));
     assert_eq!(small.transfer_bytes(), 0);
     let mut stop = t40[0].clone();
     stop[3] ^= 0x80;
     stop[25] = 3;
-    sa.handle(Duration::ZERO, &stop, &from(lid));
+    sa.handle(T0, &stop, &from(lid));
     assert_eq!(sa.transfer_bytes(), 0);
     // Someone else's ACK for that TID moves nothing.
     let (_, _) = big_table(&mut sa, lid, 5);
@@ -1402,7 +1397,7 @@ fn rmpp_gives_up_with_an_abort_and_obeys_stop_and_abort() {
     other[8..16].copy_from_slice(&5u64.to_be_bytes());
     other[28..32].copy_from_slice(&1u32.to_be_bytes());
     other[32..36].copy_from_slice(&8u32.to_be_bytes());
-    assert!(sa.handle(Duration::ZERO, &other, &from(lid + 1)).is_empty());
+    assert!(sa.handle(T0, &other, &from(lid + 1)).is_empty());
     assert_eq!(sa.transfers_in_progress(), 1);
 }
 
@@ -1422,18 +1417,18 @@ fn reports_are_resent_until_the_subscriber_answers() {
         ..Default::default()
     };
     let req = SaMad::request(Method::Set, 1, ComponentMask::NONE, &ii).unwrap();
-    sa.handle(Duration::ZERO, &req.to_bytes(), &from(lid));
+    sa.handle(T0, &req.to_bytes(), &from(lid));
     let n = Notice::generic(
         ibsm_wire::TrapNumber::from(64),
         ibsm_wire::ProducerType::from(4),
         9,
     );
-    let reps = sa.notice(Duration::ZERO, &n);
+    let reps = sa.notice(T0, &n);
     assert_eq!(reps.len(), 1);
     assert_eq!(sa.reports_pending(), 1);
     // Unanswered: resent after the time-out, same TID.
     let t = sa.poll_timeout().unwrap();
-    assert_eq!(t, sa.config().report_timeout);
+    assert_eq!(t, T0 + sa.config().report_timeout);
     sa.handle_timeout(t);
     let again = sa.poll_transmit(t).unwrap();
     assert_eq!(again.to, Requester { lid, qpn: 7 });
@@ -1565,7 +1560,7 @@ proptest! {
             (rng % 100) < u64::from(pct)
         };
         let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
-        let mut now = Duration::ZERO;
+        let mut now = T0;
         let mut in_flight = sa.handle(now, &req.to_bytes(), &from(lid));
         let mut granted = 1u32; // highest segment the receiver allowed so far
         let mut aborted = false;
@@ -1590,7 +1585,7 @@ proptest! {
                     // timer, and that never before it ran out.
                     let total = sa.config().rmpp_total_timeout;
                     prop_assert!(
-                        m[27] == 126 || (m[27] == 118 && now >= total),
+                        m[27] == 126 || (m[27] == 118 && now >= T0 + total),
                         "ABORT {} at {:?}", m[27], now
                     );
                     aborted = true;

@@ -12,7 +12,7 @@ use ibsm_wire::sa::SaAttributeId;
 use ibsm_wire::{MadHeaderView, Notice};
 
 use super::ops::Op;
-use super::{Outgoing, SubnetManager, dur, instant};
+use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::Role;
 use crate::mkey;
@@ -258,7 +258,7 @@ impl SubnetManager {
             reply.clear();
         }
         reply.insert((rx.slid, rx.qpn), addr);
-        for mad in sa.handle(dur(now), &rx.mad, &from) {
+        for mad in sa.handle(now, &rx.mad, &from) {
             self.out.mads.push_back(Outgoing {
                 id: None,
                 addr,
@@ -272,7 +272,7 @@ impl SubnetManager {
         let Some(sa) = self.admin.server.as_mut() else {
             return;
         };
-        for r in sa.notice(dur(now), notice) {
+        for r in sa.notice(now, notice) {
             self.out.mads.push_back(Outgoing {
                 id: None,
                 addr: sa_address(&self.admin.reply, r.dlid, r.qpn),
@@ -284,7 +284,7 @@ impl SubnetManager {
     /// What the SA sends on its own: RMPP segments after an ACK or a time-out, ABORTs,
     /// Report resends.
     pub(super) fn poll_admin_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        let t = self.admin.server.as_mut()?.poll_transmit(dur(now))?;
+        let t = self.admin.server.as_mut()?.poll_transmit(now)?;
         Some(Outgoing {
             id: None,
             addr: sa_address(&self.admin.reply, t.to.lid, t.to.qpn),
@@ -294,13 +294,13 @@ impl SubnetManager {
 
     /// The SA's next RMPP or Report deadline.
     pub(super) fn admin_deadline(&self) -> Option<Instant> {
-        self.admin.server.as_ref()?.poll_timeout().map(instant)
+        self.admin.server.as_ref()?.poll_timeout()
     }
 
     pub(super) fn admin_timeout(&mut self, now: Instant) {
         if let Some(sa) = self.admin.server.as_mut() {
-            if sa.poll_timeout().is_some_and(|t| t <= dur(now)) {
-                sa.handle_timeout(dur(now));
+            if sa.poll_timeout().is_some_and(|t| t <= now) {
+                sa.handle_timeout(now);
             }
         }
     }

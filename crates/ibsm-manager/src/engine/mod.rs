@@ -23,7 +23,6 @@
 //! | [`timers`] | [`timers::Timers`] | every deadline, so [`SubnetManager::poll_timeout`] reads them |
 
 use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
 
 use ibsm_routing::Routes;
 use ibsm_topology::Fabric;
@@ -106,14 +105,6 @@ impl std::fmt::Debug for SubnetManager {
             .field("role", &self.smi.role)
             .finish_non_exhaustive()
     }
-}
-
-fn dur(now: Instant) -> Duration {
-    Duration::from_nanos(now.as_nanos())
-}
-
-fn instant(d: Duration) -> Instant {
-    Instant::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 impl SubnetManager {

@@ -4,9 +4,10 @@
 //!
 //! Neither touches a socket or a clock: the caller sends the segments and feeds what it
 //! receives. [`Sender`] adds the sending side's protocol on top of a [`Segmenter`]: the
-//! window from ACKs, retransmission after a time-out (`now` in nanoseconds, as every
-//! sans-IO state machine of the workspace takes it), STOP and ABORT. On Linux the kernel does RMPP for umad
-//! agents registered with `rmpp_version = 1` (`umad.md`); these types serve the
+//! window from ACKs, retransmission after a time-out (`now` an [`Instant`], as every
+//! sans-IO state machine of the workspace takes it), STOP and ABORT. On Linux the kernel
+//! does RMPP for umad agents registered with `rmpp_version = 1` (`umad.md`); these types
+//! serve the
 //! simulator, tests, tools that read raw MADs, and transports without kernel RMPP.
 //!
 //! Payload accounting follows Linux: each segment counts as 220 bytes (the 256-byte
@@ -39,12 +40,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use core::time::Duration;
+
 use crate::error::Error;
 use crate::field::WireStruct;
 use crate::mad::{
     MAD_SIZE, RMPP_HEADER_OFFSET, RMPP_HEADER_SIZE, RmppFlags, RmppHeader, RmppHeaderView,
     RmppStatus, RmppType, VENDOR2_DATA_OFFSET,
 };
+
+use crate::time::Instant;
 
 use super::header::{RecordIter, SA_HEADER_SIZE, SaMad, records};
 
@@ -821,45 +826,45 @@ pub struct Sender<P> {
     next: u32,
     sent_max: u32,
     window_last: u32,
-    timeout_ns: u64,
-    deadline: Option<u64>,
+    timeout: Duration,
+    deadline: Option<Instant>,
     retries: u32,
     max_retries: u32,
     /// Limit on the whole transfer, from the first segment sent.
-    total_ns: Option<u64>,
+    total: Option<Duration>,
     /// When the total timer runs out (set when the first segment leaves).
-    total_deadline: Option<u64>,
+    total_deadline: Option<Instant>,
     state: SenderState,
     abort_pending: bool,
 }
 
 impl<P: RmppPayload> Sender<P> {
-    /// A sender of `seg`'s segments; `timeout_ns` is how long to wait for an ACK that
+    /// A sender of `seg`'s segments; `timeout` is how long to wait for an ACK that
     /// moves the transfer forward.
-    pub fn new(seg: Segmenter<P>, timeout_ns: u64, max_retries: u32) -> Self {
+    pub fn new(seg: Segmenter<P>, timeout: Duration, max_retries: u32) -> Self {
         Self {
             seg,
             acked: 0,
             next: 1,
             sent_max: 0,
             window_last: 1,
-            timeout_ns,
+            timeout,
             deadline: None,
             retries: 0,
             max_retries,
-            total_ns: None,
+            total: None,
             total_deadline: None,
             state: SenderState::Sending,
             abort_pending: false,
         }
     }
 
-    /// Limits the whole transfer to `total_ns` from its first segment: when it runs out
+    /// Limits the whole transfer to `total` from its first segment: when it runs out
     /// before the receiver acknowledged the last segment, the transfer is aborted with
     /// [`RmppStatus::TotalTimeTooLong`] (118), however regularly ACKs were coming.
     #[must_use]
-    pub const fn with_total_timeout(mut self, total_ns: u64) -> Self {
-        self.total_ns = Some(total_ns);
+    pub const fn with_total_timeout(mut self, total: Duration) -> Self {
+        self.total = Some(total);
         self
     }
 
@@ -882,7 +887,7 @@ impl<P: RmppPayload> Sender<P> {
     }
 
     /// The next MAD to send now, if any: a segment inside the window, or our ABORT.
-    pub fn poll_transmit(&mut self, now: u64) -> Option<[u8; MAD_SIZE]> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<[u8; MAD_SIZE]> {
         if self.abort_pending {
             self.abort_pending = false;
             if let SenderState::Aborted(status) = self.state {
@@ -896,10 +901,10 @@ impl<P: RmppPayload> Sender<P> {
         self.sent_max = self.sent_max.max(self.next);
         self.next += 1;
         if self.deadline.is_none() {
-            self.deadline = Some(now.saturating_add(self.timeout_ns));
+            self.deadline = Some(now + self.timeout);
         }
         if self.total_deadline.is_none() {
-            self.total_deadline = self.total_ns.map(|t| now.saturating_add(t));
+            self.total_deadline = self.total.map(|t| now + t);
         }
         Some(mad)
     }
@@ -907,10 +912,10 @@ impl<P: RmppPayload> Sender<P> {
     /// When [`Self::handle_timeout`] is due, if anything is outstanding: the ACK
     /// time-out or the total timer, whichever comes first.
     #[must_use]
-    pub const fn poll_timeout(&self) -> Option<u64> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
             SenderState::Sending => match (self.deadline, self.total_deadline) {
-                (Some(a), Some(b)) => Some(if a < b { a } else { b }),
+                (Some(a), Some(b)) => Some(a.min(b)),
                 (Some(a), None) | (None, Some(a)) => Some(a),
                 (None, None) => None,
             },
@@ -921,7 +926,7 @@ impl<P: RmppPayload> Sender<P> {
     /// Time passes: past the total timer, abort (TotalTimeTooLong); without an ACK
     /// since the deadline, resend from the first unacknowledged segment, or abort
     /// (TooManyRetries) after `max_retries`.
-    pub fn handle_timeout(&mut self, now: u64) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         if self.state != SenderState::Sending {
             return;
         }
@@ -951,7 +956,7 @@ impl<P: RmppPayload> Sender<P> {
     /// [`RmppError::Wire`] for a short MAD, [`RmppError::Foreign`] for another
     /// transaction's MAD, [`RmppError::NotData`] (with the type found) for a MAD that
     /// is not ACK, STOP or ABORT.
-    pub fn handle(&mut self, mad: &[u8], now: u64) -> Result<SenderState, RmppError> {
+    pub fn handle(&mut self, mad: &[u8], now: Instant) -> Result<SenderState, RmppError> {
         crate::field::check_len("RMPP ACK", mad, MAD_SIZE)?;
         let h = RmppHeader::parse(&mad[RMPP_HEADER_OFFSET..])?;
         for (range, field) in [
@@ -989,7 +994,7 @@ impl<P: RmppPayload> Sender<P> {
                         self.state = SenderState::Complete;
                     } else if self.acked < self.sent_max && self.deadline.is_none() {
                         // Segments still in flight: keep a timer on them.
-                        self.deadline = Some(now.saturating_add(self.timeout_ns));
+                        self.deadline = Some(now + self.timeout);
                     }
                 }
             }

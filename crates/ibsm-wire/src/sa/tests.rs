@@ -5,6 +5,7 @@
 
 extern crate std;
 
+use core::time::Duration;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
@@ -22,6 +23,7 @@ use crate::mad::{
     ClassPortInfo, GsMad, Method, MgmtClass, RmppFlags, RmppHeader, RmppStatus, RmppType, Status,
     Vendor2Mad,
 };
+use crate::time::Instant;
 
 // ---------------------------------------------------------------------------------------
 // Generic helpers over WireStruct / Reflect
@@ -1036,7 +1038,14 @@ impl Lossy {
     }
 }
 
-const TIMEOUT: u64 = 1_000_000;
+const TIMEOUT: Duration = Duration::from_millis(1);
+const T0: Instant = Instant::ZERO;
+const NS: Duration = Duration::from_nanos(1);
+
+/// The instant `d` after the origin.
+fn at(d: Duration) -> Instant {
+    T0 + d
+}
 
 /// Runs a whole transfer; returns the sender's final state, the receiver's data if it
 /// completed, and the virtual time taken.
@@ -1046,12 +1055,12 @@ fn transfer(
     loss: u64,
     seed: u64,
     max_retries: u32,
-) -> (SenderState, Option<Vec<u8>>, u64) {
+) -> (SenderState, Option<Vec<u8>>, Duration) {
     let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(links)).unwrap();
     let mut tx = Sender::new(seg, TIMEOUT, max_retries);
     let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
     let mut net = Lossy(seed | 1);
-    let mut now = 0u64;
+    let mut now = T0;
     for _ in 0..100_000 {
         let mut acks = Vec::new();
         while let Some(m) = tx.poll_transmit(now) {
@@ -1075,7 +1084,7 @@ fn transfer(
             SenderState::Sending => {}
             st => {
                 let data = rx.is_complete().then(|| rx.data().to_vec());
-                return (st, data, now);
+                return (st, data, now - T0);
             }
         }
         if let Some(t) = tx.poll_timeout() {
@@ -1102,7 +1111,7 @@ fn sender_lossless_and_windows() {
         let (st, data, t) = transfer(&links, window, 0, 1, 3);
         assert_eq!(st, SenderState::Complete);
         assert_eq!(data.as_deref(), Some(&want[..]));
-        assert_eq!(t, 0, "no time-out without loss");
+        assert_eq!(t, Duration::ZERO, "no time-out without loss");
     }
 }
 
@@ -1111,28 +1120,28 @@ fn sender_gives_up_and_aborts() {
     let links: Vec<LinkRecord> = (0..100).map(link).collect();
     let seg = Segmenter::sa(&table_header::<LinkRecord>(), RecordTable::new(&links)).unwrap();
     let mut tx = Sender::new(seg, TIMEOUT, 2);
-    let first = tx.poll_transmit(0).unwrap();
+    let first = tx.poll_transmit(T0).unwrap();
     assert_eq!(SaMad::parse(&first).unwrap().segment_number(), 1);
     assert!(
-        tx.poll_transmit(0).is_none(),
+        tx.poll_transmit(T0).is_none(),
         "window of one before the first ACK"
     );
-    assert_eq!(tx.poll_timeout(), Some(TIMEOUT));
-    tx.handle_timeout(TIMEOUT - 1);
-    assert!(tx.poll_transmit(TIMEOUT - 1).is_none());
+    assert_eq!(tx.poll_timeout(), Some(at(TIMEOUT)));
+    tx.handle_timeout(at(TIMEOUT - NS));
+    assert!(tx.poll_transmit(at(TIMEOUT - NS)).is_none());
     for k in 1..=2 {
-        tx.handle_timeout(k * TIMEOUT);
-        let again = tx.poll_transmit(k * TIMEOUT).unwrap();
+        tx.handle_timeout(at(k * TIMEOUT));
+        let again = tx.poll_transmit(at(k * TIMEOUT)).unwrap();
         assert_eq!(again, first);
     }
-    tx.handle_timeout(3 * TIMEOUT);
+    tx.handle_timeout(at(3 * TIMEOUT));
     assert_eq!(tx.state(), SenderState::Aborted(RmppStatus::TooManyRetries));
-    let abort = SaMad::parse(&tx.poll_transmit(3 * TIMEOUT).unwrap()).unwrap();
+    let abort = SaMad::parse(&tx.poll_transmit(at(3 * TIMEOUT)).unwrap()).unwrap();
     assert_eq!(
         (abort.rmpp_type, abort.rmpp_status),
         (RmppType::Abort, RmppStatus::TooManyRetries)
     );
-    assert!(tx.poll_transmit(3 * TIMEOUT).is_none());
+    assert!(tx.poll_transmit(at(3 * TIMEOUT)).is_none());
     assert_eq!(tx.poll_timeout(), None);
 }
 
@@ -1143,7 +1152,7 @@ fn sender_total_timer_cuts_off_a_slow_receiver() {
     // The whole transfer may take 5 ACK time-outs.
     let mut tx = Sender::new(seg, TIMEOUT, 2).with_total_timeout(5 * TIMEOUT);
     let mut rx = Reassembler::sa(VecBuffer::with_limit(1 << 20));
-    let start = 7;
+    let start = Instant::from_nanos(7);
     let mut now = start;
     let mut sent = 0;
     // The receiver ACKs one segment at a time, each just before the ACK time-out.
@@ -1159,7 +1168,7 @@ fn sender_total_timer_cuts_off_a_slow_receiver() {
         let due = tx.poll_timeout().unwrap();
         if due - now >= TIMEOUT {
             // Only the ACK timer is running: ACK just before it fires.
-            now += TIMEOUT - 1;
+            now += TIMEOUT - NS;
             tx.handle(&rx.ack(1), now).unwrap();
         } else {
             now = due;
@@ -1197,35 +1206,35 @@ fn sender_handles_bad_acks_stop_and_abort() {
     };
     // ACK of a segment never sent.
     let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
-    tx.poll_transmit(0).unwrap();
+    tx.poll_transmit(T0).unwrap();
     let st = tx
-        .handle(&mk(&tx, RmppType::Ack, 2, 4, RmppStatus::Normal), 0)
+        .handle(&mk(&tx, RmppType::Ack, 2, 4, RmppStatus::Normal), T0)
         .unwrap();
     assert_eq!(st, SenderState::Aborted(RmppStatus::SegmentNumberTooBig));
     assert_eq!(
-        SaMad::parse(&tx.poll_transmit(0).unwrap())
+        SaMad::parse(&tx.poll_transmit(T0).unwrap())
             .unwrap()
             .rmpp_type,
         RmppType::Abort
     );
     // A window ending before the acknowledged segment.
     let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
-    tx.poll_transmit(0).unwrap();
+    tx.poll_transmit(T0).unwrap();
     let st = tx
-        .handle(&mk(&tx, RmppType::Ack, 1, 0, RmppStatus::Normal), 0)
+        .handle(&mk(&tx, RmppType::Ack, 1, 0, RmppStatus::Normal), T0)
         .unwrap();
     assert_eq!(st, SenderState::Aborted(RmppStatus::NewWindowLastTooSmall));
     // The window opens: segments 2..=4 go out; a stale ACK changes nothing.
     let mut tx = Sender::new(seg.clone(), TIMEOUT, 3);
-    tx.poll_transmit(0).unwrap();
-    tx.handle(&mk(&tx, RmppType::Ack, 1, 4, RmppStatus::Normal), 0)
+    tx.poll_transmit(T0).unwrap();
+    tx.handle(&mk(&tx, RmppType::Ack, 1, 4, RmppStatus::Normal), T0)
         .unwrap();
-    let sent: Vec<u32> = core::iter::from_fn(|| tx.poll_transmit(0))
+    let sent: Vec<u32> = core::iter::from_fn(|| tx.poll_transmit(T0))
         .map(|m| SaMad::parse(&m).unwrap().segment_number())
         .collect();
     assert_eq!(sent, [2, 3, 4]);
     assert_eq!(
-        tx.handle(&mk(&tx, RmppType::Ack, 0, 1, RmppStatus::Normal), 0)
+        tx.handle(&mk(&tx, RmppType::Ack, 0, 1, RmppStatus::Normal), T0)
             .unwrap(),
         SenderState::Sending
     );
@@ -1234,30 +1243,33 @@ fn sender_handles_bad_acks_stop_and_abort() {
     let mut other = mk(&tx, RmppType::Ack, 2, 4, RmppStatus::Normal);
     other[15] ^= 1;
     assert!(matches!(
-        tx.handle(&other, 0),
+        tx.handle(&other, T0),
         Err(RmppError::Foreign {
             field: "TransactionID",
             ..
         })
     ));
     let data = seg.segment(1).unwrap();
-    assert_eq!(tx.handle(&data, 0), Err(RmppError::NotData(RmppType::Data)));
+    assert_eq!(
+        tx.handle(&data, T0),
+        Err(RmppError::NotData(RmppType::Data))
+    );
     // STOP and ABORT from the receiver end the transfer.
     let st = tx
         .handle(
             &mk(&tx, RmppType::Stop, 0, 0, RmppStatus::ResourcesExhausted),
-            0,
+            T0,
         )
         .unwrap();
     assert_eq!(st, SenderState::Stopped(RmppStatus::ResourcesExhausted));
-    assert!(tx.poll_transmit(0).is_none());
+    assert!(tx.poll_transmit(T0).is_none());
     let mut tx = Sender::new(seg, TIMEOUT, 3);
     let st = tx
-        .handle(&mk(&tx, RmppType::Abort, 0, 0, RmppStatus::Unspecified), 0)
+        .handle(&mk(&tx, RmppType::Abort, 0, 0, RmppStatus::Unspecified), T0)
         .unwrap();
     assert_eq!(st, SenderState::Aborted(RmppStatus::Unspecified));
     assert!(
-        tx.poll_transmit(0).is_none(),
+        tx.poll_transmit(T0).is_none(),
         "no ABORT back for the receiver's ABORT"
     );
 }
