@@ -49,7 +49,7 @@ impl Clock for SystemClock {
 /// Interior mutability lets a shared reference both read and advance it.
 #[derive(Debug, Default, Clone)]
 pub struct ManualClock {
-    now: core::cell::Cell<u64>,
+    now: core::cell::Cell<Instant>,
 }
 
 impl ManualClock {
@@ -57,26 +57,26 @@ impl ManualClock {
     #[must_use]
     pub fn new(start: Instant) -> Self {
         Self {
-            now: core::cell::Cell::new(start.as_nanos()),
+            now: core::cell::Cell::new(start),
         }
     }
 
     /// Moves the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
-        self.set(Instant::from_nanos(self.now.get()).saturating_add(d));
+        self.set(self.now.get() + d);
     }
 
     /// Moves the clock to `t`; time never goes backwards, so an earlier `t` is ignored.
     pub fn set(&self, t: Instant) {
-        if t.as_nanos() > self.now.get() {
-            self.now.set(t.as_nanos());
+        if t > self.now.get() {
+            self.now.set(t);
         }
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
-        Instant::from_nanos(self.now.get())
+        self.now.get()
     }
 }
 

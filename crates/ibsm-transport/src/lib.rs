@@ -4,9 +4,9 @@
 //!   directed route with a [`DrPath`](ibsm_wire::DrPath) and DrSLID/DrDLID), receive
 //!   with a deadline, read the transport's clock. `ibsm-sim` implements it on virtual
 //!   time, `ibsm-umad` on the Linux umad interface.
-//! * [`Instant`] and [`Clock`]: monotonic nanoseconds, real ([`SystemClock`]) or
-//!   virtual ([`ManualClock`], or a simulator's own clock), so sans-IO cores never care
-//!   which.
+//! * [`Instant`] (the workspace's one time type, defined in `ibsm-wire` and re-exported
+//!   here) and [`Clock`]: monotonic nanoseconds, real ([`SystemClock`]) or virtual
+//!   ([`ManualClock`], or a simulator's own clock), so sans-IO cores never care which.
 //! * [`TidAllocator`] and [`TidKey`]: hosts and kernels overwrite the upper 32 bits of
 //!   a TID, so requests and responses are matched on (low 32 bits, class).
 //! * [`Transactions`]: a sans-IO transaction layer for any SM or tool: many
