@@ -528,7 +528,7 @@ impl SubnetManager {
     }
 
     fn shrink_window(&mut self) {
-        self.smps.window = (self.smps.window / 2).max(self.cfg.max_wire_smps.max(1));
+        self.smps.window = (self.smps.window / 2).max(self.cfg.max_wire_smps);
         self.smps.tx.set_window(self.smps.window);
     }
 

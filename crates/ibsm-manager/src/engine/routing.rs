@@ -45,7 +45,7 @@ impl SubnetManager {
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
         let opts = RouteOptions::default()
-            .with_threads(self.cfg.routing_threads.max(1))
+            .with_threads(self.cfg.routing_threads)
             .with_fallback(self.cfg.routing_fallback.clone())
             .with_allow_unreachable(true);
         let t0 = std::time::Instant::now();
