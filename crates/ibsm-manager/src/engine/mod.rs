@@ -100,7 +100,7 @@ impl std::fmt::Debug for SubnetManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubnetManager")
             .field("election", &self.smi.election.state())
-            .field("sweep", &self.sweep)
+            .field("phase", &self.sweep.phase())
             .field("nodes", &self.subnet.nodes.len())
             .field("role", &self.smi.role)
             .finish_non_exhaustive()
