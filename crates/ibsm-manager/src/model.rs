@@ -62,6 +62,22 @@ impl NodeRec {
             .and_then(|p| p.path)
             .unwrap_or(self.path)
     }
+
+    /// The GUID whose M_Key guards an SMP to `port`: a switch has one key (its node
+    /// GUID's, port 0); a CA port its own, and a CA's node-wide attributes (port 0) go
+    /// through the port it was reached by. 0 for a port the node does not have.
+    #[must_use]
+    pub fn key_guid(&self, port: u8) -> u64 {
+        if self.is_switch() {
+            return self.info.node_guid;
+        }
+        let p = if port == 0 {
+            self.info.local_port_num
+        } else {
+            port
+        };
+        self.ports.get(usize::from(p)).map_or(0, |r| r.guid)
+    }
 }
 
 /// Everything one sweep found.

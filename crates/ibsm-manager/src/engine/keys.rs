@@ -59,18 +59,7 @@ impl SubnetManager {
     /// port its own; node-wide attributes (port 0) of a CA go through the port it was
     /// reached by.
     pub(super) fn node_key(&self, node: NodeIx, port: u8) -> u64 {
-        let rec = &self.subnet.nodes[node];
-        let guid = if rec.is_switch() {
-            rec.info.node_guid
-        } else {
-            let p = if port == 0 {
-                rec.info.local_port_num
-            } else {
-                port
-            };
-            rec.ports.get(usize::from(p)).map_or(0, |r| r.guid)
-        };
-        self.smp_key(guid)
+        self.smp_key(self.subnet.nodes[node].key_guid(port))
     }
 
     /// Remembers the M_Key a Get or Set showed on a port that holds one (switch port 0,

@@ -319,15 +319,10 @@ impl SubnetManager {
             OnFailure::Lock => {}
         }
         let guid = match spec.target {
-            Target::Node(n) => self.subnet.nodes[n].info.node_guid,
-            Target::Port(n, p) => {
-                let node = &self.subnet.nodes[n];
-                if node.is_switch() {
-                    node.info.node_guid
-                } else {
-                    node.ports.get(usize::from(p)).map_or(0, |r| r.guid)
-                }
-            }
+            // A CA's node-wide attribute went through the port it was reached by, with
+            // that port's key: it is that port that ignores us.
+            Target::Node(n) => self.subnet.nodes[n].key_guid(0),
+            Target::Port(n, p) => self.subnet.nodes[n].key_guid(p),
             Target::Route(_) | Target::Switch(..) => return,
         };
         tracing::debug!(?op, "no answer after all retries");

@@ -387,3 +387,28 @@ fn no_local_answer_fails_the_sweep_and_retries_heavy() {
     b.run(Instant::from_millis(1500));
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
 }
+
+#[test]
+fn a_ca_ignoring_its_key_for_node_description_locks_that_port() {
+    let mut b = Bench::new(quiet());
+    // Answers every Get of its port, but not the node-wide one sent with that port's key.
+    b.fabric
+        .drop
+        .push((SmAttributeId::NodeDescription, vec![1, 2]));
+    b.run(Instant::from_secs(5));
+    // Reported by the port GUID (the key's owner), not the node GUID.
+    assert_eq!(
+        b.count(|e| matches!(e, SmEvent::PortLocked { guid } if *guid == B + 1)),
+        1,
+        "{:?}",
+        b.events
+    );
+    assert_eq!(b.count(|e| matches!(e, SmEvent::PortLocked { .. })), 1);
+    let set_to_b = b
+        .fabric
+        .seen
+        .iter()
+        .any(|(m, a, r, _)| *m == Method::Set && *a == SmAttributeId::PortInfo && r == &[1, 2]);
+    assert!(!set_to_b, "a locked port is not configured");
+    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
+}
