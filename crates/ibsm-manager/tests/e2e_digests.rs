@@ -18,11 +18,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use common::{Node, attach, ca_nodes, drive, sim_of, until_clean, until_up};
+use common::{Node, attach, ca_nodes, drive, isl_ends, sim_of, until_clean, until_up};
 use ibsm_manager::partition::PartitionConfig;
-use ibsm_manager::{MKeyMode, Role, SmConfig};
+use ibsm_manager::{MKeyMode, SmConfig};
 use ibsm_routing::EngineKind;
-use ibsm_sim::{Fault, NodeIdx, Sim, SimConfig, SmaAgent};
+use ibsm_sim::{Fault, Sim, SimConfig, SmaAgent};
 use ibsm_topology::{Fabric, generate};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/digests/engine.txt");
@@ -125,22 +125,6 @@ fn lmc2_updn() -> Vec<String> {
     lines("lmc2_updn", &nodes)
 }
 
-/// Switch-to-switch cables as (node, port) of their lower end.
-fn isl_ends(sim: &Sim<SmaAgent>, f: &Fabric) -> Vec<(NodeIdx, u8)> {
-    let mut v = Vec::new();
-    for (_, n) in f.nodes().filter(|(_, n)| n.is_switch()) {
-        let idx = sim.node_by_guid(n.guid().0).unwrap();
-        for p in 1..=n.num_ports() {
-            if let Some((peer, _)) = sim.peer(idx, p) {
-                if sim.node_setup(peer).unwrap().kind == ibsm_sim::NodeKind::Switch && idx < peer {
-                    v.push((idx, p));
-                }
-            }
-        }
-    }
-    v
-}
-
 /// 5 % SMP loss on every hop (fixed seed), a cable flapping during the first sweep and
 /// another cut after it (trap 128, re-route) and restored.
 fn loss_and_flap() -> Vec<String> {
@@ -195,14 +179,7 @@ fn takeover() -> Vec<String> {
         attach(&mut sim, *cas.last().unwrap(), cfg(3), None),
     ]);
     until_up(&mut sim, &mut nodes, 0, Duration::from_secs(120));
-    let t = sim.now() + Duration::from_secs(4);
-    let settled = drive(
-        &mut sim,
-        &mut nodes,
-        t + Duration::from_secs(60),
-        |s, ns| s.now() >= t && ns[1].sm.role() == Role::Standby && !ns[0].sm.is_sweeping(),
-    );
-    assert!(settled, "roles {:?}", common::roles(&nodes));
+    common::settle_master_standby(&mut sim, &mut nodes, Duration::from_secs(4));
     nodes[0].port.detach();
     nodes[0].alive = false;
     let t = sim.now() + Duration::from_secs(60);

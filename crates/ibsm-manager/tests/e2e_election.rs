@@ -38,14 +38,7 @@ fn failover(f: &Fabric, poll: Duration, retries: u32) -> (Sim<SmaAgent>, Vec<Nod
     ];
     until_up(&mut sim, &mut nodes, 0, Duration::from_secs(120));
     // Let the standby finish its discovery and settle.
-    let t = sim.now() + poll * 2;
-    let settled = drive(
-        &mut sim,
-        &mut nodes,
-        t + Duration::from_secs(60),
-        |s, ns| s.now() >= t && ns[1].sm.role() == Role::Standby && !ns[0].sm.is_sweeping(),
-    );
-    assert!(settled, "roles {:?}", common::roles(&nodes));
+    common::settle_master_standby(&mut sim, &mut nodes, poll * 2);
     assert_eq!(common::roles(&nodes), [Role::Master, Role::Standby]);
     assert_eq!(nodes[1].ups(), 0, "the standby configured nothing");
     let lids = f.switch_count() + f.cas().count();

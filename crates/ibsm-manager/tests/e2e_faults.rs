@@ -9,10 +9,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::{
-    assert_configured, assert_lids_kept, attach, ca_nodes, drive, sim_of, until_clean, until_up,
+    assert_configured, assert_lids_kept, attach, ca_nodes, drive, isl_ends, sim_of, until_clean,
+    until_up,
 };
 use ibsm_manager::{SmConfig, SmEvent};
-use ibsm_sim::{Fault, NodeIdx, SimConfig};
+use ibsm_sim::{Fault, SimConfig};
 use ibsm_topology::{Fabric, generate};
 
 fn tree() -> Fabric {
@@ -64,22 +65,6 @@ fn five_percent_smp_loss_converges() {
         assert_configured(&sim, &nodes[0].sm, all_lids(&f));
     }
     assert!(retries > 0, "5% loss must have cost retries");
-}
-
-/// Switch-to-switch links of the fabric as (node, port) of one end, in the simulator.
-fn isl_ends(sim: &ibsm_sim::Sim, f: &Fabric) -> Vec<(NodeIdx, u8)> {
-    let mut v = Vec::new();
-    for (_, n) in f.nodes().filter(|(_, n)| n.is_switch()) {
-        let idx = sim.node_by_guid(n.guid().0).unwrap();
-        for p in 1..=n.num_ports() {
-            if let Some((peer, _)) = sim.peer(idx, p) {
-                if sim.node_setup(peer).unwrap().kind == ibsm_sim::NodeKind::Switch && idx < peer {
-                    v.push((idx, p));
-                }
-            }
-        }
-    }
-    v
 }
 
 #[test]

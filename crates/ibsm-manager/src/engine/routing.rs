@@ -32,7 +32,7 @@ pub(super) struct Computed {
     pub(super) csr: Csr,
     pub(super) routes: Routes,
     /// Repaired from the routes in force rather than recomputed.
-    rerouted: bool,
+    pub(super) rerouted: bool,
     /// Wall time the engine (or the repair) took.
     pub(super) wall: std::time::Duration,
 }
@@ -130,11 +130,5 @@ impl SubnetManager {
             tracing::info!("quiet since the last re-route: rebalancing");
             self.rebalance_wanted(now);
         }
-    }
-}
-
-impl Computed {
-    pub(super) fn rerouted(&self) -> bool {
-        self.rerouted
     }
 }

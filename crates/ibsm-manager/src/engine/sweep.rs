@@ -483,7 +483,7 @@ impl SubnetManager {
         });
         self.assign_lids()?;
         let computed = self.compute_routes()?;
-        let rerouted = computed.rerouted();
+        let rerouted = computed.rerouted;
         let wall = computed.wall;
         let engine = computed.routes.engine().to_owned();
         self.sweep.count(|s| {

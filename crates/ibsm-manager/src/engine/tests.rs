@@ -13,7 +13,7 @@ use ibsm_wire::{
 
 use super::SubnetManager;
 use crate::config::SmConfig;
-use crate::event::{Phase, SmEvent};
+use crate::event::{Phase, SmEvent, SweepStats};
 
 const A: u64 = 0xA0;
 const S: u64 = 0x50;
@@ -209,6 +209,14 @@ impl Bench {
         self.events.iter().filter(|e| f(e)).count()
     }
 
+    /// The stats of the last SUBNET UP.
+    fn last_up(&self) -> Option<&SweepStats> {
+        self.events.iter().rev().find_map(|e| match e {
+            SmEvent::SubnetUp { stats } => Some(stats),
+            _ => None,
+        })
+    }
+
     fn phases(&self) -> Vec<Phase> {
         self.events
             .iter()
@@ -245,14 +253,7 @@ fn a_heavy_sweep_walks_its_stages_in_order() {
     ];
     assert_eq!(b.phases(), heavy);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
-    let stats = b
-        .events
-        .iter()
-        .find_map(|e| match e {
-            SmEvent::SubnetUp { stats } => Some(stats.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let stats = b.last_up().expect("up");
     assert_eq!(
         (stats.nodes, stats.switches, stats.links, stats.lids),
         (3, 1, 2, 3)
@@ -293,16 +294,7 @@ fn a_heavy_request_during_a_sweep_waits_for_its_end() {
     assert_eq!(started, 2, "{:?}", b.events);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 2);
     // The second sweep found everything configured: no PortInfo Set.
-    let last = b
-        .events
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            SmEvent::SubnetUp { stats } => Some(stats.port_sets),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(last, 0);
+    assert_eq!(b.last_up().expect("up").port_sets, 0);
 }
 
 #[test]

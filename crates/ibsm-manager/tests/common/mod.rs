@@ -352,3 +352,32 @@ pub(crate) fn assert_lids_kept(
 pub(crate) fn roles(nodes: &[Node]) -> Vec<Role> {
     nodes.iter().map(|n| n.sm.role()).collect()
 }
+
+/// Switch-to-switch cables of `f` in the simulator, as (node, port) of their lower end.
+pub(crate) fn isl_ends(sim: &Sim<SmaAgent>, f: &Fabric) -> Vec<(NodeIdx, u8)> {
+    let mut v = Vec::new();
+    for (_, n) in f.nodes().filter(|(_, n)| n.is_switch()) {
+        let idx = sim.node_by_guid(n.guid().0).expect("switch in sim");
+        for p in 1..=n.num_ports() {
+            if let Some((peer, _)) = sim.peer(idx, p) {
+                let switch = sim
+                    .node_setup(peer)
+                    .is_some_and(|s| s.kind == ibsm_sim::NodeKind::Switch);
+                if switch && idx < peer {
+                    v.push((idx, p));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Drives until at least `wait` has passed with `nodes[0]` Master and idle and
+/// `nodes[1]` Standby (60 s more at most); panics with the roles otherwise.
+pub(crate) fn settle_master_standby(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], wait: Duration) {
+    let t = sim.now() + wait;
+    let settled = drive(sim, nodes, t + Duration::from_secs(60), |s, ns| {
+        s.now() >= t && ns[1].sm.role() == Role::Standby && !ns[0].sm.is_sweeping()
+    });
+    assert!(settled, "roles {:?}", roles(nodes));
+}
