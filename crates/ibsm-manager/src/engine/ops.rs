@@ -289,7 +289,7 @@ impl SubnetManager {
 
     /// What a request without an answer (after all retries, or refused with a bad
     /// status) does, from its row of the table.
-    fn on_failure(&mut self, now: Instant, op: Op) {
+    pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
         let spec = op.spec();
         let latch_node = match spec.target {
             Target::Node(n) => Some(n),
@@ -321,8 +321,15 @@ impl SubnetManager {
         let guid = match spec.target {
             // A CA's node-wide attribute went through the port it was reached by, with
             // that port's key: it is that port that ignores us.
-            Target::Node(n) => self.subnet.nodes[n].key_guid(0),
-            Target::Port(n, p) => self.subnet.nodes[n].key_guid(p),
+            // (An SMP sent for a model a heavy sweep has since rebuilt names no node.)
+            Target::Node(n) => match self.subnet.nodes.get(n) {
+                Some(node) => node.key_guid(0),
+                None => return,
+            },
+            Target::Port(n, p) => match self.subnet.nodes.get(n) {
+                Some(node) => node.key_guid(p),
+                None => return,
+            },
             Target::Route(_) | Target::Switch(..) => return,
         };
         tracing::debug!(?op, "no answer after all retries");
@@ -447,6 +454,12 @@ impl SubnetManager {
         let (path, key) = match spec.target {
             Target::Route(path) => (path, self.keys.route_key(&path)),
             Target::Switch(path, guid) => (path, self.smp_key(guid)),
+            // Work queued for a model a restarted heavy sweep has since dropped (an MFT
+            // block the SA asked for between sweeps): its node is gone.
+            Target::Node(n) | Target::Port(n, _) if n >= self.subnet.nodes.len() => {
+                tracing::debug!(?op, "node gone before the SMP left");
+                return;
+            }
             Target::Node(n) => (self.subnet.nodes[n].path, self.node_key(n, 0)),
             Target::Port(n, p) => (self.subnet.nodes[n].path_for(p), self.node_key(n, p)),
         };
@@ -529,7 +542,7 @@ impl SubnetManager {
 
     /// An LFT block as the mirror holds it (what this sweep writes).
     fn lft_block(&self, node: NodeIx, block: u16) -> Option<[u8; 64]> {
-        let guid = self.subnet.nodes[node].info.node_guid;
+        let guid = self.subnet.nodes.get(node)?.info.node_guid;
         let lft = self.mirror.lft.get(&guid)?;
         let start = usize::from(block) * 64;
         let mut ports = [0xFFu8; 64];
