@@ -318,7 +318,11 @@ impl SubnetManager {
             if u.mft.emit_into(&mut data).is_err() {
                 continue;
             }
-            self.submit(Op::SetMft { node }, u.attribute_modifier(), Some(data));
+            let op = Op::SetMft {
+                path: self.subnet.nodes[node].path,
+                guid: u.switch_guid,
+            };
+            self.submit(op, u.attribute_modifier(), Some(data));
         }
     }
 }

@@ -75,9 +75,12 @@ pub(super) enum Op {
         node: NodeIx,
         port: u8,
     },
-    /// A MulticastForwardingTable block the SA's multicast groups need.
+    /// A MulticastForwardingTable block the SA's multicast groups need. Sent whenever
+    /// the groups change, between sweeps too, so by route and GUID: a heavy sweep may
+    /// rebuild the subnet while it waits in the queue.
     SetMft {
-        node: NodeIx,
+        path: DrPath,
+        guid: u64,
     },
     /// One P_KeyTable block of a port, read for the SA and the partition policy.
     PKeyTable {
@@ -237,11 +240,11 @@ impl Op {
                 Target::Node(node),
                 F::Lock,
             ),
-            Op::SetMft { node } => row(
+            Op::SetMft { path, guid } => row(
                 A::MulticastForwardingTable,
                 "MulticastForwardingTable",
                 set,
-                Target::Node(node),
+                Target::Switch(path, guid),
                 F::Lock,
             ),
             Op::PKeyTable { node, port, .. } => row(
@@ -330,7 +333,8 @@ impl SubnetManager {
                 Some(node) => node.key_guid(p),
                 None => return,
             },
-            Target::Route(_) | Target::Switch(..) => return,
+            Target::Switch(_, guid) => guid,
+            Target::Route(_) => return,
         };
         tracing::debug!(?op, "no answer after all retries");
         self.lock_port(guid);

@@ -409,18 +409,20 @@ fn a_ca_ignoring_its_key_for_node_description_locks_that_port() {
 fn work_for_a_node_the_model_no_longer_has_is_dropped() {
     let mut b = Bench::new(quiet());
     b.run(Instant::from_secs(5));
-    // Queued between sweeps (an SA join's MFT block), then a heavy sweep rebuilt the
-    // model: the index names nothing now. Neither sending nor losing it may panic.
-    let gone = super::ops::Op::SetMft { node: 99 };
-    b.sm.submit(gone, 0, Some([0; 64]));
+    // Queued for the model of the last sweep, then a heavy sweep rebuilt it: the index
+    // names nothing now. Neither sending nor losing it may panic.
+    let gone = super::ops::Op::NodeDesc { node: 99 };
+    b.sm.submit(gone, 0, None);
     let before = b.fabric.seen.len();
     b.sm.request_heavy_sweep(b.now);
     b.run(Instant::from_secs(10));
-    assert!(
-        !b.fabric.seen[before..]
-            .iter()
-            .any(|(_, a, _, _)| *a == SmAttributeId::MulticastForwardingTable),
-        "no SMP for a node that is gone"
+    let desc = b.fabric.seen[before..]
+        .iter()
+        .filter(|(_, a, _, _)| *a == SmAttributeId::NodeDescription)
+        .count();
+    assert_eq!(
+        desc, 3,
+        "one per node of the new sweep, none for the gone one"
     );
     b.sm.on_failure(b.now, gone);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 2);
