@@ -1,5 +1,4 @@
-//! Peer test: the `ibsmd` daemon (examples/ibsmd.rs, built here as the `ibsmd` binary of
-//! this package) brings ibsim fabrics up over the real umad transport under the umad2sim
+//! Peer test: the `ibsmd` daemon (this crate's binary) brings ibsim fabrics up over the real umad transport under the umad2sim
 //! preload, and infiniband-diags agree (`ibsm_tests::peer::verify_with_diags`: unique
 //! LIDs, every link Active, every switch routes every LID through live ports, `ibtracert`
 //! on sampled CA pairs, an offline LFT walk from every CA to every LID). With OpenSM on

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Side by side on one ibsim fabric: OpenSM (`opensm -d2 -s 0 -o`) vs `ibsmd --once`.
-#   examples/ibsmd_vs_opensm.sh [RADIX [LEVELS [RUNS]]]   default: 36 2 1 (648 CAs, 54 switches)
-#   examples/ibsmd_vs_opensm.sh 64 2 3                     2,048 CAs, 96 switches, 3 runs each
+#   crates/ibsmd/ibsmd_vs_opensm.sh [RADIX [LEVELS [RUNS]]]   default: 36 2 1 (648 CAs, 54 switches)
+#   crates/ibsmd/ibsmd_vs_opensm.sh 64 2 3                     2,048 CAs, 96 switches, 3 runs each
 # Runs alternate (ibsmd, OpenSM, ibsmd, ...); each SM gets a fresh ibsim (unconfigured
 # fabric) and runs on the same node (the first CA of the net file). Per run:
 #   ms     process start -> "SUBNET UP" in its stderr/log (both polled every 10 ms)
@@ -9,7 +9,7 @@
 #   xmit   PortXmitPkts of the SM's port read by perfquery after the SM stopped (ibsim counts
 #          every MAD it carries; OpenSM is SIGKILLed as soon as SUBNET UP is logged, ibsmd
 #          exits by itself 100 ms after SUBNET UP, which includes what it sends meanwhile)
-# Needs: cargo build --release -p ibsm-examples --example ibsmd --example gen_topology;
+# Needs: cargo build --release -p ibsmd -p ibsm-examples --example gen_topology;
 # ibsim-utils, opensm, infiniband-diags.
 #
 # Measured 2026-11-30 on the 2-core build machine, shared (load average 3.4-6.6), 3 runs:
@@ -25,7 +25,7 @@
 # being satisfied by it.
 set -eu
 RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$ROOT/target/release/examples
 PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 DIR=$(mktemp -d /tmp/ibsmd_vs_opensm.XXXXXX)
@@ -55,7 +55,7 @@ xmit_pkts() { # PortXmitPkts of the SM node's port, read on that node
 run_ibsmd() { # $1 = tag
     start_sim "$1"; mkdir -p "$DIR/$1"
     t0=$(now_ms)
-    (cd "$DIR/$1" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD exec "$BIN/ibsmd" --once --json \
+    (cd "$DIR/$1" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD exec "$ROOT/target/release/ibsmd" --once --json \
         --timeout 300 >out 2>err) &
     SM=$!
     wait_up "$DIR/$1/err" "$SM" || true
