@@ -12,6 +12,7 @@
 //! | [`routing`] | `ibsm-routing` | routing engines, validators, metrics |
 //! | [`election`] | `ibsm-election` | the SM election (SMInfo state machine) |
 //! | [`sa`] | `ibsm-sa` | the Subnet Administrator |
+//! | [`query`] | `ibsm-query` | the client side for tools: SA queries, node-name maps |
 //! | [`manager`] | `ibsm-manager` | the SM engine |
 //! | [`sim`] | `ibsm-sim` (feature `sim`) | a simulated fabric |
 //! | [`sma`] | `ibsm-sma` (feature `sim`) | the Subnet Management Agent |
@@ -49,6 +50,7 @@
 
 pub use ibsm_election as election;
 pub use ibsm_manager as manager;
+pub use ibsm_query as query;
 pub use ibsm_routing as routing;
 pub use ibsm_sa as sa;
 #[cfg(feature = "sim")]

@@ -1,0 +1,43 @@
+//! `ibsm-query`: the client side of InfiniBand management, for fabric tools.
+//!
+//! Monitoring tools, exporters and diagnostics need to ask a fabric questions without
+//! being a Subnet Manager. This crate holds the asking, sans-IO like the rest of ibsm
+//! and driven over any [`ibsm_transport::Transport`] (`ibsm-umad` on a real port,
+//! `ibsm-sim` in tests):
+//!
+//! * [`sa`]: Subnet Administration queries (Get, GetTable, Set, Delete of any SA
+//!   record: NodeRecord, PortInfoRecord, PathRecord, MCMemberRecord, ServiceRecord,
+//!   ...) with RMPP reassembly, many queries in flight, retries, per-query errors.
+//! * [`nodemap`]: node-name maps in the infiniband-diags format.
+//!
+//! # Example
+//!
+//! Reading a node-name map and naming a node as `ibnetdiscover --node-name-map` does:
+//!
+//! ```
+//! use ibsm_query::nodemap::NodeNameMap;
+//!
+//! let map = NodeNameMap::parse("# rack 3\n0x0002c90300a1b2c3 \"leaf-3a\"\n")?;
+//! assert_eq!(map.name_or(0x0002_c903_00a1_b2c3, b"MT4123 ConnectX6"), "leaf-3a");
+//! assert_eq!(map.name_or(0x1234, b"node\x01 7\0junk"), "node  7");
+//! # Ok::<(), ibsm_query::nodemap::NodeMapError>(())
+//! ```
+//!
+//! Asking the SA for every NodeRecord over a transport:
+//!
+//! ```no_run
+//! # fn demo<T: ibsm_transport::Transport>(port: &mut T) -> Result<(), ibsm_query::sa::QueryError> {
+//! use ibsm_query::sa::{query_table, SaClientConfig};
+//! use ibsm_wire::sa::{ComponentMask, NodeRecord};
+//!
+//! let nodes: Vec<NodeRecord> =
+//!     query_table(port, SaClientConfig::new(1), &NodeRecord::default(), ComponentMask::NONE)?;
+//! for n in &nodes {
+//!     println!("LID {:#x} {:#018x}", n.lid, n.node_info.node_guid);
+//! }
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod nodemap;
+pub mod sa;
