@@ -8,7 +8,8 @@
 //! reads outcomes from [`SaClient::poll_event`]. [`SaClient::drive`] does that loop over
 //! any [`Transport`]; [`query_table`] is the one-call form.
 //!
-//! Answers arrive as one MAD (Get, Set, Delete, errors), as RMPP DATA segments that
+//! Answers arrive as one MAD (Get, Set, Delete, errors; a table that one MAD holds when
+//! no RMPP is in use, as from OpenSM under ibsim's umad2sim), as RMPP DATA segments that
 //! the client acknowledges and joins (GetTable from an SA over a raw QP1 transport,
 //! such as `ibsm-sim`), or already joined by the kernel (umad with RMPP, where a read
 //! returns the 56-byte header and the whole data). Lost segments are recovered by
@@ -41,7 +42,9 @@ pub struct SaClientConfig {
     pub sl: u8,
     /// Index into the local P_Key table (the default partition's entry is 0).
     pub pkey_index: u16,
-    /// Time to wait for an answer, and between the segments of an RMPP answer.
+    /// Time to wait for an answer, and between the segments of an RMPP answer. Keep it
+    /// above the SA's RMPP resend time (OpenSM and `ibsm-sa`: 200 ms): a lost segment
+    /// comes back only when the SA resends it.
     pub timeout: Duration,
     /// Re-sends of a request (or of the last ACK, once segments flow) before the query
     /// fails.
@@ -572,23 +575,26 @@ impl<C> SaClient<C> {
             );
             return true;
         }
-        if !flags.active() {
+        // RMPP is in use only with a version, the Active flag and a type: OpenSM marks
+        // its answers Active for the kernel to segment, and where no kernel does (the
+        // umad2sim preload) they arrive as one plain MAD.
+        let rmpp = flags.active() && view.rmpp_version() != 0 && rmpp_type != RmppType::None;
+        if !rmpp {
             match parse_header(mad) {
                 Ok(h) => {
                     let table = self.active[&tid].table;
-                    if table {
-                        self.fail(
-                            tid,
-                            QueryError::Malformed {
-                                attribute,
-                                why: "a table answer without RMPP cannot say how many records it holds"
-                                    .into(),
-                            },
-                        );
+                    let data = if table {
+                        match single_mad_table(&h) {
+                            Ok(d) => d,
+                            Err(why) => {
+                                self.fail(tid, QueryError::Malformed { attribute, why });
+                                return true;
+                            }
+                        }
                     } else {
-                        let data = h.data.to_vec();
-                        self.finish(tid, h, data);
-                    }
+                        h.data.to_vec()
+                    };
+                    self.finish(tid, h, data);
                 }
                 Err(why) => self.fail(tid, QueryError::Malformed { attribute, why }),
             }
@@ -771,6 +777,22 @@ pub fn query_table<R: SaRecord, T: Transport + ?Sized>(
             segments: 0,
         }),
     }
+}
+
+/// The records of a table answer that came as one MAD without RMPP: as many as the
+/// 200 data bytes hold at the AttributeOffset (as libibmad's `saquery` counts them),
+/// without the all-zero padding after the last record (no SA record is all zeros: a
+/// NodeRecord or PortInfoRecord has a LID, a PathRecord a DLID, ...).
+fn single_mad_table(h: &SaMad) -> Result<Vec<u8>, String> {
+    let stride = h.record_stride();
+    if stride == 0 {
+        return Err("a table answer with AttributeOffset 0".into());
+    }
+    let mut n = h.data.len() / stride;
+    while n > 0 && h.data[(n - 1) * stride..n * stride].iter().all(|&b| b == 0) {
+        n -= 1;
+    }
+    Ok(h.data[..n * stride].to_vec())
 }
 
 fn low_tid(mad: &[u8]) -> Option<u32> {
