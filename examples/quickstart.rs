@@ -9,7 +9,9 @@
 //! --topology FILE        ibnetdiscover / ibsim net file
 //! --fat-tree LEVELS,RADIX  e.g. 3,36 (11,664 CAs)
 //! --torus X,Y[,Z],CAS    torus of switches with CAS CAs each
-//! --routing ENGINE       minhop | updn | dnup | ftree | dor | lash | dfsssp
+//! --routing LIST         engines tried in order, as OpenSM's routing_engine: minhop |
+//!                          updn | dnup | ftree | dor | lash | dfsssp, comma-separated
+//!                          (e.g. ftree,updn); minhop last unless no_fallback is listed
 //! --lmc N                LID mask control 0..7
 //! --drop RATE            SMP loss per hop, 0.0..1.0
 //! --seed N               simulator seed
@@ -26,7 +28,7 @@ use std::process::ExitCode;
 use std::time::Instant as WallInstant;
 
 use ibsm::manager::{SmConfig, SmEvent, SubnetManager, SweepStats, driver};
-use ibsm::routing::{EngineKind, LidAssignment, metrics};
+use ibsm::routing::{EngineList, LidAssignment, metrics};
 use ibsm::sim::{Sim, SimConfig, SmaAgent};
 use ibsm::topology::{Csr, Fabric, generate, ibnet};
 use ibsm::transport::{Instant, Transport};
@@ -36,7 +38,7 @@ struct Args {
     topology: Option<String>,
     fat_tree: (usize, u8),
     torus: Option<(Vec<u32>, u32)>,
-    routing: EngineKind,
+    routing: EngineList,
     lmc: u8,
     drop: f64,
     seed: u64,
@@ -48,7 +50,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing ENGINE] [--lmc N] [--drop RATE] [--seed N] [--sa] [--partitions FILE] [--json]"
+         [--routing LIST] [--lmc N] [--drop RATE] [--seed N] [--sa] [--partitions FILE] [--json]"
     )
 }
 
@@ -57,7 +59,7 @@ fn parse_args() -> Result<Args, String> {
         topology: None,
         fat_tree: (2, 36),
         torus: None,
-        routing: EngineKind::MinHop,
+        routing: EngineList::default(),
         lmc: 0,
         drop: 0.0,
         seed: 1,
@@ -100,8 +102,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--routing" => {
                 let v = value("--routing")?;
-                a.routing = EngineKind::from_name(&v)
-                    .ok_or_else(|| usage(&format!("unknown routing engine {v:?}")))?;
+                a.routing = v.parse().map_err(|e| usage(&format!("--routing: {e}")))?;
             }
             "--lmc" => {
                 a.lmc = value("--lmc")?
@@ -190,7 +191,7 @@ fn run(a: &Args) -> Result<bool, String> {
     let mut port = sim.attach_sm(node, 1).map_err(|e| e.to_string())?;
     port.set_is_sm(true).map_err(|e| e.to_string())?;
     let mut cfg = SmConfig::default();
-    cfg.routing = a.routing;
+    cfg.routing = a.routing.clone();
     cfg.lmc = a.lmc;
     cfg.sa = a.sa;
     cfg.partitions = a.partitions.clone();
@@ -201,6 +202,10 @@ fn run(a: &Args) -> Result<bool, String> {
     sm.start(port.now()).map_err(|e| e.to_string())?;
     let t = WallInstant::now();
     let mut stats: Option<SweepStats> = None;
+    let mut fell_back: Vec<String> = Vec::new();
+    // The SM could not program the subnet (no engine of the list routes it, the LIDs do
+    // not fit): nothing the simulated fabric does later changes that, so stop at once.
+    let mut failed: Option<String> = None;
     driver::run(&mut sm, &mut port, Instant::from_secs(600), |ev| {
         match ev {
             SmEvent::SubnetUp { stats: s } => {
@@ -215,7 +220,16 @@ fn run(a: &Args) -> Result<bool, String> {
                     t.elapsed().as_secs_f64() * 1e3
                 );
             }
-            SmEvent::RoutingFailed { error } => eprintln!("routing failed: {error}"),
+            SmEvent::RoutingFailed { error } => {
+                failed = Some(error.to_string());
+                return true;
+            }
+            SmEvent::RoutingFallback { failed, .. } => {
+                fell_back = failed
+                    .iter()
+                    .map(|(k, e)| format!("{} failed: {e}", k.name()))
+                    .collect();
+            }
             SmEvent::PartitionWarning { warning } => eprintln!("warning: partitions: {warning}"),
             _ => {}
         }
@@ -223,6 +237,9 @@ fn run(a: &Args) -> Result<bool, String> {
     })
     .map_err(|e| e.to_string())?;
     let sm_wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    if let Some(why) = failed {
+        return Err(format!("the subnet cannot come up: {why}"));
+    }
     let stats = stats.ok_or("the subnet did not come up within 600 s of virtual time")?;
     let virtual_ms = port.now().as_nanos() as f64 / 1e6;
 
@@ -246,14 +263,18 @@ fn run(a: &Args) -> Result<bool, String> {
 
     eprintln!("SUBNET UP: {name}");
     eprintln!(
-        "  nodes {} (switches {}), links {}, LIDs {}, routing {} ({:.1} ms)",
+        "  nodes {} (switches {}), links {}, LIDs {}, routing {} of {} ({:.1} ms)",
         stats.nodes,
         stats.switches,
         stats.links,
         stats.lids,
         stats.routing_engine,
+        a.routing,
         stats.routing_wall.as_secs_f64() * 1e3
     );
+    for why in &fell_back {
+        eprintln!("  routing fell back: {why}");
+    }
     eprintln!(
         "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}, P_Key blocks {}",
         stats.smps,

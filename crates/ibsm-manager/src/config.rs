@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ibsm_routing::EngineKind;
+use ibsm_routing::{EngineKind, EngineList};
 
 /// How M_Keys are chosen for the ports the SM configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +77,13 @@ pub struct SmConfig {
     pub sm_key: u64,
     /// LID mask control 0..=7 for CA and router ports (OpenSM `lmc`).
     pub lmc: u8,
-    /// Routing engine (OpenSM `routing_engine`).
-    pub routing: EngineKind,
-    /// Engines to try when the first fails, in order; empty = fail loudly.
-    pub routing_fallback: Vec<EngineKind>,
+    /// Routing engines, tried in order (OpenSM `routing_engine`, e.g. `ftree,updn`;
+    /// parse one with `str::parse`): the first that routes the fabric programs it, and
+    /// minhop routes it when all listed fail, unless the list says `no_fallback`. Which
+    /// engine's tables are in force is [`SweepStats::routing_engine`](crate::SweepStats);
+    /// [`SmEvent::RoutingFallback`](crate::SmEvent::RoutingFallback) says why the ones
+    /// before it failed. Default: minhop.
+    pub routing: EngineList,
     /// Worker threads for routing (1 = single-threaded; at least 1).
     pub routing_threads: usize,
     /// When a heavy sweep finds the fabric only lost links or nodes since the routes in
@@ -253,8 +256,7 @@ impl Default for SmConfig {
             priority: 0,
             sm_key: 1,
             lmc: 0,
-            routing: EngineKind::MinHop,
-            routing_fallback: Vec::new(),
+            routing: EngineList::from(EngineKind::MinHop),
             routing_threads: 1,
             reroute_on_loss: true,
             rebalance_after: None,

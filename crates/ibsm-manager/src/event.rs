@@ -168,13 +168,22 @@ pub enum SmEvent {
         /// Why.
         reason: String,
     },
-    /// The heavy sweep could not program the subnet (routing failed and no fallback
-    /// took over, the LID space is exhausted, the LID store could not be written); the
+    /// The heavy sweep could not program the subnet (every engine of the routing list
+    /// failed and it says `no_fallback`, the LID space is exhausted, the LID store could not be written); the
     /// previous routes (if any) stay programmed.
     RoutingFailed {
         /// Why: [`SmError::Routing`](crate::SmError::Routing) with the routing
         /// engine's error, or what else stopped the programming.
         error: SharedError,
+    },
+    /// The first engines of `SmConfig::routing` could not route this fabric; a later
+    /// one (minhop, unless the list says `no_fallback`) did, and its tables are the ones
+    /// programmed by this sweep. Emitted before the sweep's [`SmEvent::SubnetUp`].
+    RoutingFallback {
+        /// The engine whose tables are in force.
+        engine: ibsm_routing::EngineKind,
+        /// Each engine tried before it, in order, and why it failed.
+        failed: Vec<(ibsm_routing::EngineKind, ibsm_routing::RoutingError)>,
     },
     /// The SM's role changed.
     RoleChanged {

@@ -108,7 +108,7 @@ fn torus_dor() -> Vec<String> {
     })
     .unwrap();
     let mut cfg = SmConfig::default();
-    cfg.routing = EngineKind::Dor;
+    cfg.routing = EngineKind::Dor.into();
     let (mut sim, mut nodes) = one_sm(&f, SimConfig::default(), cfg);
     up_and_idle(&mut sim, &mut nodes, Duration::from_secs(12), true);
     lines("torus_dor", &nodes)
@@ -118,7 +118,7 @@ fn torus_dor() -> Vec<String> {
 fn lmc2_updn() -> Vec<String> {
     let f = generate::fat_tree(8, 2).unwrap();
     let mut cfg = SmConfig::default();
-    cfg.routing = EngineKind::UpDn;
+    cfg.routing = EngineKind::UpDn.into();
     cfg.lmc = 2;
     let (mut sim, mut nodes) = one_sm(&f, SimConfig::default(), cfg);
     up_and_idle(&mut sim, &mut nodes, Duration::from_secs(12), true);

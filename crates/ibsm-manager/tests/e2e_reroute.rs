@@ -22,7 +22,7 @@ fn cfg_lmc(engine: EngineKind, reroute: bool, lmc: u8) -> SmConfig {
     let mut c = SmConfig::default();
     c.lmc = lmc;
     c.sweep_interval = Duration::from_secs(1);
-    c.routing = engine;
+    c.routing = engine.into();
     c.reroute_on_loss = reroute;
     c
 }

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use common::{assert_configured, attach, ca_nodes, sim_of, until_up};
 use ibsm_manager::SmConfig;
-use ibsm_routing::EngineKind;
+use ibsm_routing::{EngineKind, EngineList};
 use ibsm_sim::SimConfig;
 use ibsm_topology::{Fabric, generate};
 
 fn cfg(routing: EngineKind, lmc: u8) -> SmConfig {
     let mut c = SmConfig::default();
-    c.routing = routing;
+    c.routing = routing.into();
     c.lmc = lmc;
     c
 }
@@ -113,7 +113,7 @@ fn degraded_fat_trees_ftree_or_fallback() {
         let mut sim = sim_of(&f, SimConfig::default());
         let ca = ca_nodes(&sim, &f)[0];
         let mut c = cfg(EngineKind::FatTree, 0);
-        c.routing_fallback = vec![EngineKind::UpDn];
+        c.routing = EngineList::new(vec![EngineKind::FatTree, EngineKind::UpDn]);
         let mut nodes = vec![attach(&mut sim, ca, c, None)];
         until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
         let used = nodes[0].last_up().unwrap().routing_engine.clone();

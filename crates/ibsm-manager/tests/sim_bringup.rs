@@ -68,7 +68,7 @@ fn torus_dor_programs_sl2vl_tables() {
     };
     let fabric = generate::grid(&p).unwrap();
     let mut cfg = SmConfig::default();
-    cfg.routing = ibsm_routing::EngineKind::Dor;
+    cfg.routing = ibsm_routing::EngineKind::Dor.into();
     let (sim, _port, sm, stats) = bring_up(&fabric, cfg);
     let report = sim.verify();
     assert!(report.is_clean(), "{report:?}");

@@ -8,8 +8,9 @@
 //! them.
 //!
 //! Engines: `minhop`, `updn`/`dnup`, `ftree`, `dor`, `lash`, `dfsssp` ([`EngineKind`]).
-//! They never fall back silently: [`route_with_fallback`] runs an explicit chain and the
-//! result names the engine that produced it.
+//! They never fall back silently: [`EngineList`] (OpenSM's `routing_engine ftree,updn`,
+//! minhop last unless `no_fallback`) or [`route_with_fallback`] (any engine, an explicit
+//! chain) runs the chain and the result names the engine that produced it.
 //!
 //! # How the destination-based engines stay fast
 //! One BFS per destination *switch* (CAs on a leaf share it), one walk per LID, no
@@ -44,6 +45,7 @@ mod error;
 mod ftree;
 mod layered;
 mod lids;
+mod list;
 pub mod metrics;
 mod minhop;
 mod net;
@@ -62,6 +64,7 @@ pub use error::{Result, RoutingError};
 pub use ftree::FatTree;
 pub use layered::{Dfsssp, Lash};
 pub use lids::{LidAssignment, MAX_UNICAST_LID};
+pub use list::{EngineList, EngineListError, Routed};
 pub use minhop::MinHop;
 pub use opensm::{DumpError, read_opensm_lfts};
 pub use routes::{NO_ROUTE, Routes};

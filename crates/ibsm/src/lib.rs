@@ -108,7 +108,7 @@ impl<T> SmBuilder<T> {
     /// Routing engine (OpenSM `routing_engine`).
     #[must_use]
     pub fn routing(mut self, engine: EngineKind) -> Self {
-        self.cfg.routing = engine;
+        self.cfg.routing = engine.into();
         self
     }
 

@@ -256,7 +256,7 @@ fn config(a: &Args, under_ibsim: bool) -> SmConfig {
     cfg.max_wire_smps = cfg.max_wire_smps.min(limit);
     cfg.priority = a.priority;
     cfg.sm_key = a.sm_key;
-    cfg.routing = a.routing;
+    cfg.routing = a.routing.into();
     cfg.reroute_on_loss = a.reroute_on_loss;
     cfg.rebalance_after = a.rebalance_after.map(Duration::from_secs);
     cfg.lmc = a.lmc;

@@ -1,15 +1,16 @@
-//! Routing: the routes of the discovered subnet, recomputed by the configured engine or
+//! Routing: the routes of the discovered subnet, recomputed by the configured engines
+//! (the first of `SmConfig::routing` that fits, minhop last unless `no_fallback`) or
 //! repaired when the fabric only lost things (`SmConfig::reroute_on_loss`), and the
 //! rebalance policy that eventually recomputes repaired routes.
 
-use ibsm_routing::{LidAssignment, Options as RouteOptions, Routes, route_with_fallback};
+use ibsm_routing::{EngineKind, LidAssignment, Options as RouteOptions, Routes, RoutingError};
 use ibsm_topology::{Csr, Fabric};
 use ibsm_transport::Instant;
 
 use super::SubnetManager;
 use super::timers::Timer;
 use crate::error::SmError;
-use crate::event::Role;
+use crate::event::{Role, SmEvent};
 
 /// What the SM has configured: the fabric model, the routes in force and the snapshot
 /// they were computed on.
@@ -33,6 +34,10 @@ pub(super) struct Computed {
     pub(super) routes: Routes,
     /// Repaired from the routes in force rather than recomputed.
     pub(super) rerouted: bool,
+    /// The engine whose tables these are.
+    pub(super) engine: EngineKind,
+    /// The engines of the list tried before it, and why each failed.
+    pub(super) failed: Vec<(EngineKind, RoutingError)>,
     /// Wall time the engine (or the repair) took.
     pub(super) wall: std::time::Duration,
 }
@@ -46,20 +51,24 @@ impl SubnetManager {
         let assignment = LidAssignment::from_snapshot(&csr);
         let opts = RouteOptions::default()
             .with_threads(self.cfg.routing_threads)
-            .with_fallback(self.cfg.routing_fallback.clone())
             .with_allow_unreachable(true);
         let t0 = std::time::Instant::now();
         let rerouted = self.try_reroute(&csr, &assignment, &opts);
         let is_rerouted = rerouted.is_some();
-        let routes = match rerouted {
-            Some(r) => r,
-            None => route_with_fallback(&*self.cfg.routing.engine(), &csr, &assignment, &opts)?,
+        let (routes, engine, failed) = match rerouted {
+            Some(r) => (r, self.cfg.routing.preferred(), Vec::new()),
+            None => {
+                let r = self.cfg.routing.route(&csr, &assignment, &opts)?;
+                (r.routes, r.engine, r.failed)
+            }
         };
         Ok(Computed {
             fabric,
             csr,
             routes,
             rerouted: is_rerouted,
+            engine,
+            failed,
             wall: t0.elapsed(),
         })
     }
@@ -74,13 +83,14 @@ impl SubnetManager {
         assignment: &LidAssignment,
         opts: &RouteOptions,
     ) -> Option<Routes> {
-        let kind = self.cfg.routing;
+        let kind = self.cfg.routing.preferred();
         let state = &self.routing;
         if !self.cfg.reroute_on_loss || !kind.incremental_reroute() || state.rebalance_pending {
             return None;
         }
         let (prev, prev_csr) = (state.routes.as_ref()?, state.csr.as_ref()?);
-        // Routes a fallback engine produced are not the configured engine's to repair.
+        // Routes a later engine of the list produced are not the preferred engine's to
+        // repair: a recompute tries the list again.
         if prev.engine() != kind.name() {
             return None;
         }
@@ -88,16 +98,26 @@ impl SubnetManager {
         let lft_len = crate::reroute::lft_len(csr);
         let live = crate::reroute::live_lids(csr, lft_len);
         let carried = prev.carry_over(&old_index, lft_len, &live);
-        // Without fallback: a failed repair falls back to a full recompute, which runs
-        // the configured fallback chain itself.
-        let opts = opts.clone().with_fallback(Vec::new());
-        kind.engine().reroute(csr, assignment, &opts, &carried).ok()
+        // A failed repair falls back to a full recompute, which runs the list itself.
+        kind.engine().reroute(csr, assignment, opts, &carried).ok()
     }
 
     /// Puts computed routes in force (their tables are queued by now). The automatic
     /// rebalance waits for quiet after the last change the routes were repaired for; a
     /// sweep that finds nothing new keeps the wait, a recompute ends it.
     pub(super) fn routes_in_force(&mut self, now: Instant, c: Computed) {
+        if !c.failed.is_empty() {
+            let why: Vec<String> = c
+                .failed
+                .iter()
+                .map(|(k, e)| format!("{}: {e}", k.name()))
+                .collect();
+            tracing::warn!(engine = c.engine.name(), failed = %why.join("; "), "routing fell back");
+            self.event(SmEvent::RoutingFallback {
+                engine: c.engine,
+                failed: c.failed.clone(),
+            });
+        }
         if c.rerouted {
             let changed = self
                 .routing
