@@ -8,8 +8,10 @@
 //!
 //! Whitespace, `:`/`-` separators, a `0x` prefix and `#` comments are ignored. The MAD
 //! is split into the common header, the class-specific header (directed-route or
-//! LID-routed SMP, SA) and the attribute, picked by class and AttributeID. Bad input
-//! prints one line naming the problem and exits with status 2.
+//! LID-routed SMP, SA, general services) and the attribute, picked by class and
+//! AttributeID (PerfMgt: ClassPortInfo, PortCounters, PortCountersExtended and the
+//! detail counters). Bad input prints one line naming the problem and exits with
+//! status 2.
 
 use std::io::Read;
 use std::process::ExitCode;

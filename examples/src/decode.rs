@@ -8,6 +8,11 @@
 
 use std::fmt::Write as _;
 
+use ibsm_wire::perf::{
+    CounterSelect, ExtCounterSelect, ExtCounterSelect2, PerfAttributeId, PmCapabilityMask,
+    PmCapabilityMask2, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
+    PortRcvErrorDetails, PortXmitDiscardDetails,
+};
 use ibsm_wire::sa::{
     Component, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
     LinkRecord, McMemberRecord, MultiPathRecord, MulticastForwardingTableRecord, NodeRecord,
@@ -102,6 +107,25 @@ fn code_name(section: &str, field: &str, v: u64) -> Option<String> {
         (_, "method") => known(format!("{:?}", Method::from(v as u8))),
         ("NodeInfo", "node_type") => known(format!("{:?}", NodeType::from(v as u8))),
         ("SA MAD", "attribute_id") => known(format!("{:?}", SaAttributeId::from(v as u16))),
+        ("PerfMgt", "attribute_id") => known(format!("{:?}", PerfAttributeId::from(v as u16))),
+        ("PerfMgt ClassPortInfo", "capability_mask") => flag_names(PmCapabilityMask::NAMED, |f| {
+            PmCapabilityMask(v as u16).contains(f)
+        }),
+        ("PerfMgt ClassPortInfo", "capability_mask2") => {
+            flag_names(PmCapabilityMask2::NAMED, |f| {
+                PmCapabilityMask2(v as u32).contains(f)
+            })
+        }
+        // The select words also name groups (ERRORS, DATA, ALL): list single counters.
+        ("PortCounters", "counter_select") => flag_names(CounterSelect::NAMED, |f| {
+            f.0.count_ones() == 1 && CounterSelect(v as u16).contains(f)
+        }),
+        ("PortCountersExtended", "counter_select") => flag_names(ExtCounterSelect::NAMED, |f| {
+            f.0.count_ones() == 1 && ExtCounterSelect(v as u16).contains(f)
+        }),
+        ("PortCountersExtended", "counter_select2") => flag_names(ExtCounterSelect2::NAMED, |f| {
+            f.0.count_ones() == 1 && ExtCounterSelect2(v as u32).contains(f)
+        }),
         (_, "attribute_id") => known(format!("{:?}", SmAttributeId::from(v as u16))),
         ("PortInfo", "port_state") => known(format!("{:?}", PortState::from(v as u8))),
         ("PortInfo", "port_phys_state") => known(format!("{:?}", PhysPortState::from(v as u8))),
@@ -209,6 +233,20 @@ pub fn smp_attribute(id: u16) -> Option<Parser> {
         SmAttributeId::LedInfo => boxed::<LedInfo>,
         SmAttributeId::PortInfoExtended => boxed::<PortInfoExtended>,
         SmAttributeId::MlnxExtPortInfo => boxed::<MlnxExtPortInfo>,
+        _ => return None,
+    })
+}
+
+/// The structure carried by a PerfMgt MAD (class 0x04) with this AttributeID, besides
+/// ClassPortInfo.
+#[must_use]
+pub fn perf_attribute(id: u16) -> Option<Parser> {
+    Some(match PerfAttributeId::from(id) {
+        PerfAttributeId::PortCounters => boxed::<PortCounters>,
+        PerfAttributeId::PortCountersExtended => boxed::<PortCountersExtended>,
+        PerfAttributeId::PortRcvErrorDetails => boxed::<PortRcvErrorDetails>,
+        PerfAttributeId::PortXmitDiscardDetails => boxed::<PortXmitDiscardDetails>,
+        PerfAttributeId::PortExtendedSpeedsCounters => boxed::<PortExtendedSpeedsCounters>,
         _ => return None,
     })
 }
@@ -399,6 +437,7 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             *name = match header.mgmt_class {
                 MgmtClass::SubnLid | MgmtClass::SubnDirected => code_name("", "attribute_id", *id),
                 MgmtClass::SubnAdm => code_name("SA MAD", "attribute_id", *id),
+                MgmtClass::PerfMgt => code_name("PerfMgt", "attribute_id", *id),
                 _ => None,
             };
         }
@@ -454,10 +493,26 @@ pub fn decode_mad(bytes: &[u8]) -> Result<Decoded, DecodeError> {
             d.sections
                 .push(without_header(&g, "GS class header", &["data"]));
             // ClassPortInfo (0x0001) is common to every GS class; the rest is per class.
+            let perf = header.mgmt_class == MgmtClass::PerfMgt;
             if header.attribute_id == 0x0001 {
-                let mut s = section_of(&ClassPortInfo::parse(&g.data).map_err(err)?);
+                let cpi = ClassPortInfo::parse(&g.data).map_err(err)?;
+                let mut s = section_of(&cpi);
+                if perf {
+                    // The class-specific capability bits are named by the class.
+                    for item in &mut s.items {
+                        if let Value::Uint { value, name, .. } = &mut item.value {
+                            let n = code_name("PerfMgt ClassPortInfo", &item.name, *value);
+                            if n.is_some() {
+                                *name = n;
+                            }
+                        }
+                    }
+                }
                 s.title = "ClassPortInfo".into();
                 d.sections.push(s);
+            } else if let Some(parse) = perf.then(|| perf_attribute(header.attribute_id)).flatten()
+            {
+                d.sections.push(section_of(parse(&g.data)?.as_ref()));
             } else {
                 d.notes.push(format!(
                     "class {:#04x} ({:?}) attribute {:#06x} has no decoder; data shown raw",

@@ -105,3 +105,91 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// A PerfMgt GetResp(PortCounters) as a PMA sends it, in hex.
+fn port_counters_resp() -> String {
+    use ibsm_wire::perf::{CounterSelect, PerfAttributeId, PortCounters, perf_request};
+    use ibsm_wire::{Method, Status};
+    let pc = PortCounters {
+        port_select: 3,
+        counter_select: CounterSelect::DATA,
+        symbol_error_counter: 12,
+        link_downed_counter: 2,
+        excessive_buffer_overrun_errors: 0xF,
+        port_xmit_data: 0x0123_4567,
+        port_rcv_pkts: 99,
+        ..PortCounters::default()
+    };
+    let mut mad = perf_request(
+        Method::Get,
+        PerfAttributeId::PortCounters,
+        7,
+        &pc.to_bytes(),
+    );
+    mad.response = true;
+    mad.status = Status::OK;
+    mad.to_bytes().iter().map(|b| format!("{b:02x} ")).collect()
+}
+
+#[test]
+fn perf_mgt_port_counters_text_and_json() {
+    let hex = port_counters_resp();
+    let out = run(&[], &hex);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("# GS class header\n"), "{text}");
+    assert!(text.contains("# PortCounters\n"), "{text}");
+    assert!(text.contains("PortCounters"), "attribute named: {text}");
+    for want in ["symbol_error_counter", "port_xmit_data", "port_rcv_pkts"] {
+        assert!(text.contains(want), "{want} missing: {text}");
+    }
+    assert!(!text.contains("has no decoder"), "{text}");
+
+    let out = run(&["--json"], &hex);
+    assert!(out.status.success(), "{out:?}");
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        json.contains("\"attribute_id\":{\"value\":18,\"name\":\"PortCounters\"}"),
+        "{json}"
+    );
+    assert!(json.contains("\"port_select\":3,"), "{json}");
+    assert!(json.contains("\"symbol_error_counter\":12,"), "{json}");
+    assert!(json.contains("\"link_downed_counter\":2,"), "{json}");
+    assert!(
+        json.contains("\"excessive_buffer_overrun_errors\":15,"),
+        "{json}"
+    );
+    assert!(json.contains("\"port_xmit_data\":19088743,"), "{json}");
+    assert!(json.contains("\"port_rcv_pkts\":99,"), "{json}");
+    assert!(
+        json.contains("\"name\":\"PORT_XMIT_DATA|PORT_RCV_DATA|PORT_XMIT_PKTS|PORT_RCV_PKTS\""),
+        "CounterSelect named: {json}"
+    );
+}
+
+#[test]
+fn perf_mgt_class_port_info_names_pm_capabilities() {
+    use ibsm_wire::perf::{PerfAttributeId, perf_request};
+    use ibsm_wire::{ClassPortInfo, Method};
+    let cpi = ClassPortInfo {
+        base_version: 1,
+        class_version: 1,
+        capability_mask: 0x1300,
+        ..ClassPortInfo::default()
+    };
+    let mut mad = perf_request(
+        Method::Get,
+        PerfAttributeId::ClassPortInfo,
+        1,
+        &cpi.to_bytes(),
+    );
+    mad.response = true;
+    let hex: String = mad.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let out = run(&["--json", &hex], "");
+    assert!(out.status.success(), "{out:?}");
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        json.contains("\"name\":\"ALL_PORT_SELECT|EXT_WIDTH|XMIT_WAIT\""),
+        "{json}"
+    );
+}

@@ -26,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ibsm_wire::perf::{
+    PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails,
+    PortXmitDiscardDetails,
+};
 use ibsm_wire::sa::{
     GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord, LinkRecord,
     McMemberRecord, MultiPathRecord, MulticastForwardingTableRecord, NodeRecord, PKeyTableRecord,
@@ -284,6 +288,11 @@ fn subjects() -> Vec<Box<dyn Subject>> {
         ty::<MulticastForwardingTableRecord>(),
         ty::<McMemberRecord>(),
         ty::<ServiceRecord>(),
+        ty::<PortCounters>(),
+        ty::<PortCountersExtended>(),
+        ty::<PortRcvErrorDetails>(),
+        ty::<PortXmitDiscardDetails>(),
+        ty::<PortExtendedSpeedsCounters>(),
         Box::new(GidSubject),
     ]
 }
@@ -302,6 +311,12 @@ const ALIASES: &[(&str, &str, u16)] = &[
     ("Directed-route SMP", "directed-route SMP", 0),
     ("GID", "Gid", 0),
     ("GUIDInfo (legacy name)", "GUIDInfo", 0),
+    // The RS-FEC names of libibmad read the same bits as the per-lane block counters.
+    (
+        "PortExtendedSpeedsCounters (RS-FEC form)",
+        "PortExtendedSpeedsCounters",
+        0,
+    ),
 ];
 
 /// Rows a structure of an aliased table legitimately lacks: (table, field, label, why).

@@ -4,7 +4,8 @@
 //! header, Subnet Management Packets in both forms (LID-routed class 0x01 and
 //! directed-route class 0x81, with [`DrPath`] and the hop-by-hop forwarding rules), every
 //! SM attribute (NodeInfo, PortInfo, SwitchInfo, forwarding tables, SMInfo, Notice and the
-//! trap data details, ...) and the Subnet Administration header and records. Field
+//! trap data details, ...), the Subnet Administration header and records and the
+//! performance-management (PerfMgt) counters ([`perf`]). Field
 //! positions come from `shared/spec` and are checked bit for bit against libibmad by the
 //! workspace's oracle test. [`Instant`] is here too: the one time type every sans-IO core
 //! of the workspace takes as `now` and returns deadlines in.
@@ -65,6 +66,7 @@ mod error;
 pub mod field;
 mod gid;
 pub mod mad;
+pub mod perf;
 pub mod sa;
 pub mod smp;
 pub mod time;

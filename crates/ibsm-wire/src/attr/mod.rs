@@ -173,6 +173,9 @@ macro_rules! bit_flags {
     };
 }
 
+// The PerfMgt module's flag words are built the same way.
+pub(crate) use bit_flags;
+
 /// A block of raw bytes with a meaning given by accessor methods (tables whose entries
 /// are smaller than a byte or span two): a [`FieldType`](crate::field::FieldType) that
 /// reflects as `Bytes`, so the whole block keeps its single libibmad name.
