@@ -8,6 +8,8 @@
 //! * [`sa`]: Subnet Administration queries (Get, GetTable, Set, Delete of any SA
 //!   record: NodeRecord, PortInfoRecord, PathRecord, MCMemberRecord, ServiceRecord,
 //!   ...) with RMPP reassembly, many queries in flight, retries, per-query errors.
+//! * [`smp`]: typed SMP Get/Set of any attribute by LID or directed route
+//!   (`smpquery`), many in flight, retries, per-query errors.
 //! * [`nodemap`]: node-name maps in the infiniband-diags format.
 //!
 //! # Example
@@ -41,3 +43,4 @@
 
 pub mod nodemap;
 pub mod sa;
+pub mod smp;

@@ -219,6 +219,7 @@ macro_rules! byte_block {
     };
 }
 
+mod ids;
 mod misc;
 pub mod modifier;
 mod node;
@@ -228,6 +229,7 @@ mod sm_info;
 mod switch;
 mod tables;
 
+pub use ids::SmpAttribute;
 pub use misc::*;
 pub use node::{NodeDescription, NodeDescriptionView, NodeInfo, NodeInfoView, NodeType};
 pub use notice::*;

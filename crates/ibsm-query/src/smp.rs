@@ -1,0 +1,463 @@
+//! Typed SMP queries (what `smpquery` does): Get and Set of any [`SmpAttribute`] by LID
+//! or by directed route, many in flight under a window, with per-attempt timeouts and
+//! retries from [`ibsm_transport::Transactions`], and every failure reported per query.
+//!
+//! ```
+//! use ibsm_query::smp::{SmpClient, SmpConfig, Target};
+//! use ibsm_wire::{DrPath, NodeInfo, PortInfo};
+//!
+//! let mut smps: SmpClient<&str> = SmpClient::new(SmpConfig::default());
+//! smps.get::<NodeInfo>(Target::Route(DrPath::from_ports(&[1, 3])?), 0, "far node")?;
+//! smps.get::<PortInfo>(Target::Lid(7), 1, "port 1 of LID 7")?;
+//! // hand smps.poll_transmit(now) to a transport, feed back what arrives, then read
+//! // smps.poll_event(); or call smps.drive(&mut transport, until).
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::time::Duration;
+
+use ibsm_transport::{
+    Address, DrAddress, Event, Incoming, Instant, LidAddress, Received, Request, Transactions,
+    Transmit, Transport, TransportError, TxConfig, TxId, TxStats,
+};
+use ibsm_wire::{
+    DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, MgmtClass, SmAttributeId, SmpAttribute,
+};
+use ibsm_wire::{DrSmp, LidSmp};
+
+/// Where an SMP goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// LID-routed to this LID (the port must be Active and routed).
+    Lid(u16),
+    /// Purely directed along this route (works before LIDs and routes exist).
+    Route(DrPath),
+}
+
+/// Settings of an [`SmpClient`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmpConfig {
+    /// Window, per-attempt timeout and retries.
+    pub tx: TxConfig,
+    /// M_Key sent with every SMP (0 when the fabric's ports are not protected).
+    pub m_key: u64,
+}
+
+impl Default for SmpConfig {
+    /// OpenSM's transaction settings (200 ms per attempt, 3 retries), 32 SMPs in
+    /// flight, no M_Key.
+    fn default() -> Self {
+        Self {
+            tx: TxConfig {
+                window: 32,
+                timeout: Duration::from_millis(200),
+                retries: 3,
+                tid_high: 0x5a4d,
+                assign_tids: true,
+            },
+            m_key: 0,
+        }
+    }
+}
+
+/// Why an SMP query failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SmpError {
+    /// No answer after every retry (also what an M_Key mismatch looks like: the SMA
+    /// drops the request).
+    #[error("{attribute:?} at {target:?}: no answer after {attempts} attempts")]
+    Timeout {
+        /// The target.
+        target: Target,
+        /// The attribute.
+        attribute: SmAttributeId,
+        /// Sends it took.
+        attempts: u32,
+    },
+    /// The SMA answered with an error status (attribute or modifier unsupported, ...).
+    #[error("{attribute:?} at {target:?}: status {status:#06x}")]
+    Status {
+        /// The target.
+        target: Target,
+        /// The attribute.
+        attribute: SmAttributeId,
+        /// The MAD status (15 bits for a directed-route SMP).
+        status: u16,
+    },
+    /// The answer could not be read as the attribute asked for.
+    #[error("{attribute:?} at {target:?}: malformed answer: {why}")]
+    Malformed {
+        /// The target.
+        target: Target,
+        /// The attribute.
+        attribute: SmAttributeId,
+        /// What was wrong.
+        why: String,
+    },
+    /// The transport refused the request.
+    #[error("{attribute:?} at {target:?}: {error}")]
+    Transport {
+        /// The target.
+        target: Target,
+        /// The attribute.
+        attribute: SmAttributeId,
+        /// The transport's error.
+        error: TransportError,
+    },
+}
+
+/// What one query asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asked {
+    /// The target.
+    pub target: Target,
+    /// The attribute.
+    pub attribute: SmAttributeId,
+    /// The attribute modifier.
+    pub modifier: u32,
+    /// Get or Set.
+    pub method: Method,
+}
+
+/// The outcome of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmpEvent<C> {
+    /// The SMA answered with status 0.
+    Done {
+        /// The query's cookie.
+        cookie: C,
+        /// What was asked.
+        asked: Asked,
+        /// The 64 data bytes of the answer.
+        data: [u8; 64],
+        /// Sends it took.
+        attempts: u32,
+        /// From the first send to the answer.
+        elapsed: Duration,
+    },
+    /// The query failed; the others are not affected.
+    Failed {
+        /// The query's cookie.
+        cookie: C,
+        /// What was asked.
+        asked: Asked,
+        /// Why.
+        error: SmpError,
+    },
+    /// A MAD no query waits for (a trap, a late duplicate).
+    Unsolicited(Received),
+}
+
+impl<C> SmpEvent<C> {
+    /// The answer decoded as `A`.
+    ///
+    /// # Errors
+    /// The query's own error for a failed query; [`SmpError::Malformed`] when the answer
+    /// is another attribute or does not decode.
+    pub fn decode<A: SmpAttribute>(&self) -> Result<A, SmpError> {
+        match self {
+            Self::Done { asked, data, .. } => {
+                let bad = |why: String| SmpError::Malformed {
+                    target: asked.target,
+                    attribute: asked.attribute,
+                    why,
+                };
+                if asked.attribute != A::ID {
+                    return Err(bad(format!(
+                        "asked {:?}, decoding {:?}",
+                        asked.attribute,
+                        A::ID
+                    )));
+                }
+                A::parse(data).map_err(|e| bad(e.to_string()))
+            }
+            Self::Failed { error, .. } => Err(error.clone()),
+            Self::Unsolicited(_) => Err(SmpError::Malformed {
+                target: Target::Lid(0),
+                attribute: A::ID,
+                why: "not an answer to a query".into(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Slot<C> {
+    cookie: C,
+    asked: Asked,
+}
+
+/// The SMP client. `C` is the caller's per-query cookie.
+#[derive(Debug)]
+pub struct SmpClient<C> {
+    txns: Transactions<Slot<C>>,
+    m_key: u64,
+}
+
+impl<C> SmpClient<C> {
+    /// A client with `cfg`.
+    #[must_use]
+    pub fn new(cfg: SmpConfig) -> Self {
+        Self {
+            txns: Transactions::new(cfg.tx),
+            m_key: cfg.m_key,
+        }
+    }
+
+    /// Counters of the transaction layer (sends, retries, timeouts, ...).
+    #[must_use]
+    pub fn stats(&self) -> TxStats {
+        self.txns.stats()
+    }
+
+    /// Whether no query is waiting or in flight.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.txns.pending() == 0
+    }
+
+    /// Queries `A` (with `modifier`: the port number of a PortInfo, the block of a
+    /// table, ...) at `target`.
+    ///
+    /// # Errors
+    /// [`SmpError::Transport`] when the request cannot be queued (a route longer than
+    /// 63 hops, every TID in use); the query then does not exist.
+    pub fn get<A: SmpAttribute>(
+        &mut self,
+        target: Target,
+        modifier: u32,
+        cookie: C,
+    ) -> Result<TxId, SmpError> {
+        self.submit(Method::Get, A::ID, target, modifier, [0; 64], cookie)
+    }
+
+    /// Writes `value` as `A` at `target`; the answer holds what the SMA now has.
+    ///
+    /// # Errors
+    /// As [`Self::get`], and [`SmpError::Malformed`] when `value` cannot be encoded.
+    pub fn set<A: SmpAttribute>(
+        &mut self,
+        target: Target,
+        modifier: u32,
+        value: &A,
+        cookie: C,
+    ) -> Result<TxId, SmpError> {
+        let mut data = [0u8; 64];
+        value
+            .emit_into(&mut data)
+            .map_err(|e| SmpError::Malformed {
+                target,
+                attribute: A::ID,
+                why: e.to_string(),
+            })?;
+        self.submit(Method::Set, A::ID, target, modifier, data, cookie)
+    }
+
+    fn submit(
+        &mut self,
+        method: Method,
+        attribute: SmAttributeId,
+        target: Target,
+        modifier: u32,
+        data: [u8; 64],
+        cookie: C,
+    ) -> Result<TxId, SmpError> {
+        let id = u16::from(attribute);
+        let (addr, mad) = match target {
+            Target::Lid(lid) => {
+                let mut m = LidSmp::request(method, id, modifier, 0, self.m_key);
+                m.data = data;
+                (Address::Lid(LidAddress::smp(lid)), m.to_bytes().to_vec())
+            }
+            Target::Route(path) => {
+                let mut m = DrSmp::request(method, id, modifier, 0, self.m_key, &path);
+                m.data = data;
+                (
+                    Address::Directed(DrAddress::direct(path)),
+                    m.to_bytes().to_vec(),
+                )
+            }
+        };
+        let asked = Asked {
+            target,
+            attribute,
+            modifier,
+            method,
+        };
+        self.txns
+            .submit(Request::new(addr, mad, Slot { cookie, asked }))
+            .map_err(|error| SmpError::Transport {
+                target,
+                attribute,
+                error,
+            })
+    }
+
+    /// The next MAD to send now.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.txns.poll_transmit(now)
+    }
+
+    /// The earliest deadline.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.txns.poll_timeout()
+    }
+
+    /// Handles deadlines at or before `now` (retries, failures).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.txns.handle_timeout(now);
+    }
+
+    /// Takes what the transport received.
+    pub fn handle_incoming(&mut self, incoming: Incoming) {
+        self.txns.handle_incoming(incoming);
+    }
+
+    /// Reports that the transport refused `id`'s MAD.
+    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
+        self.txns.handle_send_error(id, error);
+    }
+
+    /// The next outcome.
+    pub fn poll_event(&mut self) -> Option<SmpEvent<C>> {
+        Some(match self.txns.poll_event()? {
+            Event::Completed {
+                cookie: Slot { cookie, asked },
+                response,
+                attempts,
+                elapsed,
+                ..
+            } => match answer(&response.mad) {
+                Ok(data) => SmpEvent::Done {
+                    cookie,
+                    asked,
+                    data,
+                    attempts,
+                    elapsed,
+                },
+                Err(Answer::Status(status)) => SmpEvent::Failed {
+                    cookie,
+                    asked,
+                    error: SmpError::Status {
+                        target: asked.target,
+                        attribute: asked.attribute,
+                        status,
+                    },
+                },
+                Err(Answer::Malformed(why)) => SmpEvent::Failed {
+                    cookie,
+                    asked,
+                    error: SmpError::Malformed {
+                        target: asked.target,
+                        attribute: asked.attribute,
+                        why,
+                    },
+                },
+            },
+            Event::Failed {
+                cookie: Slot { cookie, asked },
+                error,
+                attempts,
+                ..
+            } => SmpEvent::Failed {
+                cookie,
+                asked,
+                error: match error {
+                    TransportError::Timeout => SmpError::Timeout {
+                        target: asked.target,
+                        attribute: asked.attribute,
+                        attempts,
+                    },
+                    error => SmpError::Transport {
+                        target: asked.target,
+                        attribute: asked.attribute,
+                        error,
+                    },
+                },
+            },
+            Event::Unsolicited(r) => SmpEvent::Unsolicited(r),
+        })
+    }
+
+    /// Runs the queries over `transport` until all are answered or failed, or the
+    /// clock reaches `until`; outcomes wait in [`Self::poll_event`].
+    ///
+    /// # Errors
+    /// A fatal transport error.
+    pub fn drive<T: Transport + ?Sized>(
+        &mut self,
+        transport: &mut T,
+        until: Instant,
+    ) -> Result<(), TransportError> {
+        self.txns.drive(transport, until)
+    }
+}
+
+enum Answer {
+    Status(u16),
+    Malformed(String),
+}
+
+/// The data of an SMP answer with status 0.
+fn answer(mad: &[u8]) -> Result<[u8; 64], Answer> {
+    if mad.len() < MAD_SIZE {
+        return Err(Answer::Malformed(format!(
+            "{} bytes, an SMP has {MAD_SIZE}",
+            mad.len()
+        )));
+    }
+    let status = if mad[1] == u8::from(MgmtClass::SubnDirected) {
+        DrSmpView::new_unchecked(mad).status()
+    } else {
+        LidSmpView::new_unchecked(mad).status().0
+    };
+    if status != 0 {
+        return Err(Answer::Status(status));
+    }
+    let mut data = [0u8; 64];
+    data.copy_from_slice(&mad[64..128]);
+    Ok(data)
+}
+
+/// One Get over `transport`: `A` at `target`, or why not.
+///
+/// # Errors
+/// The query's [`SmpError`]; a fatal transport error as [`SmpError::Transport`].
+pub fn query<A: SmpAttribute, T: Transport + ?Sized>(
+    transport: &mut T,
+    cfg: SmpConfig,
+    target: Target,
+    modifier: u32,
+) -> Result<A, SmpError> {
+    let mut c: SmpClient<()> = SmpClient::new(cfg);
+    c.get::<A>(target, modifier, ())?;
+    let patience = cfg
+        .tx
+        .timeout
+        .saturating_mul(cfg.tx.retries.saturating_add(2));
+    let until = transport.now() + patience;
+    c.drive(transport, until)
+        .map_err(|error| SmpError::Transport {
+            target,
+            attribute: A::ID,
+            error,
+        })?;
+    loop {
+        match c.poll_event() {
+            Some(SmpEvent::Unsolicited(_)) => {}
+            Some(ev) => return ev.decode::<A>(),
+            None => {
+                return Err(SmpError::Timeout {
+                    target,
+                    attribute: A::ID,
+                    attempts: cfg.tx.retries + 1,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "smp_tests.rs"]
+mod tests;
