@@ -15,8 +15,9 @@
 //! --lmc N                LID mask control 0..7
 //! --drop RATE            SMP loss per hop, 0.0..1.0
 //! --seed N               simulator seed
-//! --sa                   serve Subnet Administration too (the sweep then also reads
-//!                          the P_Key tables of CA ports and switch port 0 for it)
+//! --no-sa                do not serve Subnet Administration (served by default, as
+//!                          OpenSM does; the sweep then also reads the P_Key tables of
+//!                          CA ports and switch port 0 for it); --sa is still accepted
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
 //!                          and switch enforcement programmed from it
 //! --json                 one JSON object on the last stdout line
@@ -50,7 +51,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--drop RATE] [--seed N] [--sa] [--partitions FILE] [--json]"
+         [--routing LIST] [--lmc N] [--drop RATE] [--seed N] [--no-sa] [--partitions FILE] [--json]"
     )
 }
 
@@ -64,7 +65,7 @@ fn parse_args() -> Result<Args, String> {
         drop: 0.0,
         seed: 1,
         json: false,
-        sa: false,
+        sa: true,
         partitions: None,
     };
     let mut it = std::env::args().skip(1);
@@ -125,6 +126,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--json" => a.json = true,
             "--sa" => a.sa = true,
+            "--no-sa" => a.sa = false,
             "--partitions" => {
                 let path = value("--partitions")?;
                 let text = std::fs::read_to_string(&path)

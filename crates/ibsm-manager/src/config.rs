@@ -143,10 +143,11 @@ pub struct SmConfig {
     /// Ask ports to re-register with the SA when their configuration changed.
     pub client_reregister: bool,
     /// Serve Subnet Administration (class 0x03) from the SM's view of the subnet
-    /// (`ibsm-sa`); off by default. The heavy sweep then also reads the P_Key tables
-    /// the SA serves (CA ports, switch port 0, enforcing switch ports). The SA's own
-    /// sends (RMPP windows, Reports) wait `transaction_timeout` and retry
-    /// `transaction_retries` times.
+    /// (`ibsm-sa`); on by default, as OpenSM always serves it: IPoIB, rdma_cm and the
+    /// diagnostics need it. The heavy sweep then also reads the P_Key tables the SA
+    /// serves (CA ports, switch port 0, enforcing switch ports). The SA's own sends
+    /// (RMPP windows, Reports) wait `transaction_timeout` and retry
+    /// `transaction_retries` times. Off: class 0x03 requests are ignored.
     pub sa: bool,
     /// How SA tables leave: RMPP segments under the RMPP sender protocol (simulator) or
     /// one message for a umad agent with kernel RMPP.
@@ -275,7 +276,7 @@ impl Default for SmConfig {
             packet_life_time: 0x12,
             sm_sl: 0,
             client_reregister: true,
-            sa: false,
+            sa: true,
             sa_rmpp: ibsm_sa::RmppMode::Segments,
             partitions: None,
         }
