@@ -10,6 +10,10 @@
 //!   ...) with RMPP reassembly, many queries in flight, retries, per-query errors.
 //! * [`smp`]: typed SMP Get/Set of any attribute by LID or directed route
 //!   (`smpquery`), many in flight, retries, per-query errors.
+//! * [`perf`]: performance counters (`perfquery`, `ibqueryerrors`): typed PerfMgt
+//!   Get/Set and resets, and `Scrape`, a whole-fabric read that follows each agent's
+//!   ClassPortInfo (PortCountersExtended where supported, AllPortSelect sums first
+//!   where allowed).
 //! * [`nodemap`]: node-name maps in the infiniband-diags format.
 //!
 //! # Example
@@ -42,5 +46,6 @@
 #![forbid(unsafe_code)]
 
 pub mod nodemap;
+pub mod perf;
 pub mod sa;
 pub mod smp;

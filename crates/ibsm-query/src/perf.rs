@@ -1,0 +1,770 @@
+//! Performance counters (class 0x04, what `perfquery` and `ibqueryerrors` do): typed
+//! Get/Set of the PerfMgt attributes by LID, and [`Scrape`], a whole-fabric counter
+//! read that asks each agent's ClassPortInfo first and then reads what it supports:
+//! PortCounters of every port, PortCountersExtended where the agent has it
+//! (ExtWidth or ExtWidth-NoIETF), and with [`ScrapeMode::ErrorsFirst`] one summed read
+//! per switch (AllPortSelect, where the capability mask allows) before per-port reads
+//! only of switches that show errors. Every target's failure is its own; a scrape never
+//! stops for one.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use ibsm_transport::{
+    Address, Event, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit,
+    Transport, TransportError, TxConfig, TxId, TxStats,
+};
+use ibsm_wire::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMadView};
+use ibsm_wire::perf::{
+    ALL_PORTS, CounterSelect, ExtCounterSelect, PerfAttributeId, PmCapabilityMask, PortCounters,
+    PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails, PortXmitDiscardDetails,
+    perf_request,
+};
+use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
+
+/// A PerfMgt attribute selected by port.
+pub trait PerfAttribute: WireStruct {
+    /// Its AttributeID.
+    const ID: PerfAttributeId;
+    /// The request template for `port` (PortSelect; [`ALL_PORTS`] for a switch's sum).
+    fn for_port(port: u8) -> Self;
+}
+
+macro_rules! perf_attributes {
+    ($($ty:ty => $id:ident),* $(,)?) => {
+        $(impl PerfAttribute for $ty {
+            const ID: PerfAttributeId = PerfAttributeId::$id;
+            fn for_port(port: u8) -> Self {
+                Self { port_select: port, ..Self::default() }
+            }
+        })*
+    };
+}
+
+perf_attributes! {
+    PortCounters => PortCounters,
+    PortCountersExtended => PortCountersExtended,
+    PortRcvErrorDetails => PortRcvErrorDetails,
+    PortXmitDiscardDetails => PortXmitDiscardDetails,
+    PortExtendedSpeedsCounters => PortExtendedSpeedsCounters,
+}
+
+/// Why a PerfMgt query failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PerfError {
+    /// No answer after every retry.
+    #[error("{attribute:?} of LID {lid} port {port}: no answer after {attempts} attempts")]
+    Timeout {
+        /// Target LID.
+        lid: u16,
+        /// PortSelect.
+        port: u8,
+        /// The attribute.
+        attribute: PerfAttributeId,
+        /// Sends it took.
+        attempts: u32,
+    },
+    /// The agent answered with an error status (attribute or port unsupported, ...).
+    #[error("{attribute:?} of LID {lid} port {port}: status {status:#06x}")]
+    Status {
+        /// Target LID.
+        lid: u16,
+        /// PortSelect.
+        port: u8,
+        /// The attribute.
+        attribute: PerfAttributeId,
+        /// The MAD status.
+        status: u16,
+    },
+    /// The answer does not hold what was asked.
+    #[error("{attribute:?} of LID {lid} port {port}: malformed answer: {why}")]
+    Malformed {
+        /// Target LID.
+        lid: u16,
+        /// PortSelect.
+        port: u8,
+        /// The attribute.
+        attribute: PerfAttributeId,
+        /// What was wrong.
+        why: String,
+    },
+    /// The transport refused the request.
+    #[error("{attribute:?} of LID {lid} port {port}: {error}")]
+    Transport {
+        /// Target LID.
+        lid: u16,
+        /// PortSelect.
+        port: u8,
+        /// The attribute.
+        attribute: PerfAttributeId,
+        /// The transport's error.
+        error: TransportError,
+    },
+}
+
+/// What one query asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerfAsked {
+    /// Target LID.
+    pub lid: u16,
+    /// PortSelect (0 for ClassPortInfo).
+    pub port: u8,
+    /// The attribute.
+    pub attribute: PerfAttributeId,
+    /// Get or Set.
+    pub method: Method,
+}
+
+/// The outcome of a PerfMgt query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PerfEvent<C> {
+    /// The agent answered with status 0.
+    Done {
+        /// The query's cookie.
+        cookie: C,
+        /// What was asked.
+        asked: PerfAsked,
+        /// The 192 data bytes of the answer.
+        data: Box<[u8; 192]>,
+        /// Sends it took.
+        attempts: u32,
+    },
+    /// The query failed.
+    Failed {
+        /// The query's cookie.
+        cookie: C,
+        /// What was asked.
+        asked: PerfAsked,
+        /// Why.
+        error: PerfError,
+    },
+    /// A MAD no query waits for.
+    Unsolicited(Received),
+}
+
+impl<C> PerfEvent<C> {
+    fn bad(asked: &PerfAsked, why: String) -> PerfError {
+        PerfError::Malformed {
+            lid: asked.lid,
+            port: asked.port,
+            attribute: asked.attribute,
+            why,
+        }
+    }
+
+    /// The answer as `A`.
+    ///
+    /// # Errors
+    /// The query's error; [`PerfError::Malformed`] for another attribute or bytes that
+    /// do not decode.
+    pub fn decode<A: PerfAttribute>(&self) -> Result<A, PerfError> {
+        self.decode_as(A::ID, |d| A::parse(d))
+    }
+
+    /// The answer as a ClassPortInfo.
+    ///
+    /// # Errors
+    /// As [`Self::decode`].
+    pub fn class_port_info(&self) -> Result<ClassPortInfo, PerfError> {
+        self.decode_as(PerfAttributeId::ClassPortInfo, ClassPortInfo::parse)
+    }
+
+    fn decode_as<T>(
+        &self,
+        id: PerfAttributeId,
+        parse: impl FnOnce(&[u8]) -> ibsm_wire::Result<T>,
+    ) -> Result<T, PerfError> {
+        match self {
+            Self::Done { asked, data, .. } => {
+                if asked.attribute != id {
+                    return Err(Self::bad(
+                        asked,
+                        format!("asked {:?}, decoding {id:?}", asked.attribute),
+                    ));
+                }
+                parse(&data[..]).map_err(|e| Self::bad(asked, e.to_string()))
+            }
+            Self::Failed { error, .. } => Err(error.clone()),
+            Self::Unsolicited(_) => Err(PerfError::Malformed {
+                lid: 0,
+                port: 0,
+                attribute: id,
+                why: "not an answer to a query".into(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Slot<C> {
+    cookie: C,
+    asked: PerfAsked,
+}
+
+/// The PerfMgt client. `C` is the caller's per-query cookie.
+#[derive(Debug)]
+pub struct PerfClient<C> {
+    txns: Transactions<Slot<C>>,
+}
+
+/// OpenSM's transaction settings (200 ms, 3 retries), 64 queries in flight.
+#[must_use]
+pub fn default_tx() -> TxConfig {
+    TxConfig {
+        window: 64,
+        timeout: Duration::from_millis(200),
+        retries: 3,
+        tid_high: 0x5a50,
+        assign_tids: true,
+    }
+}
+
+impl<C> PerfClient<C> {
+    /// A client with `tx` (window, timeout, retries).
+    #[must_use]
+    pub fn new(tx: TxConfig) -> Self {
+        Self {
+            txns: Transactions::new(tx),
+        }
+    }
+
+    /// Counters of the transaction layer.
+    #[must_use]
+    pub fn stats(&self) -> TxStats {
+        self.txns.stats()
+    }
+
+    /// Whether no query is waiting or in flight.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.txns.pending() == 0
+    }
+
+    /// Reads `A` of `port` (or [`ALL_PORTS`]) at `lid`.
+    ///
+    /// # Errors
+    /// [`PerfError::Transport`] when the request cannot be queued.
+    pub fn get<A: PerfAttribute>(
+        &mut self,
+        lid: u16,
+        port: u8,
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let mut data = [0u8; 192];
+        A::for_port(port)
+            .emit_into(&mut data)
+            .map_err(|e| PerfError::Malformed {
+                lid,
+                port,
+                attribute: A::ID,
+                why: e.to_string(),
+            })?;
+        self.submit(Method::Get, A::ID, lid, port, &data, cookie)
+    }
+
+    /// Reads the agent's ClassPortInfo at `lid`.
+    ///
+    /// # Errors
+    /// As [`Self::get`].
+    pub fn class_port_info(&mut self, lid: u16, cookie: C) -> Result<TxId, PerfError> {
+        self.submit(
+            Method::Get,
+            PerfAttributeId::ClassPortInfo,
+            lid,
+            0,
+            &[],
+            cookie,
+        )
+    }
+
+    /// Resets the PortCounters `select` names on `port` (or every port of a switch with
+    /// [`ALL_PORTS`], where the agent has AllPortSelect).
+    ///
+    /// # Errors
+    /// As [`Self::get`].
+    pub fn reset(
+        &mut self,
+        lid: u16,
+        port: u8,
+        select: CounterSelect,
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let pc = PortCounters {
+            port_select: port,
+            counter_select: select,
+            ..PortCounters::default()
+        };
+        self.submit(
+            Method::Set,
+            PerfAttributeId::PortCounters,
+            lid,
+            port,
+            &pc.to_bytes(),
+            cookie,
+        )
+    }
+
+    /// Resets the PortCountersExtended `select` names on `port`.
+    ///
+    /// # Errors
+    /// As [`Self::get`].
+    pub fn reset_extended(
+        &mut self,
+        lid: u16,
+        port: u8,
+        select: ExtCounterSelect,
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let pc = PortCountersExtended {
+            port_select: port,
+            counter_select: select,
+            ..PortCountersExtended::default()
+        };
+        self.submit(
+            Method::Set,
+            PerfAttributeId::PortCountersExtended,
+            lid,
+            port,
+            &pc.to_bytes(),
+            cookie,
+        )
+    }
+
+    fn submit(
+        &mut self,
+        method: Method,
+        attribute: PerfAttributeId,
+        lid: u16,
+        port: u8,
+        data: &[u8],
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let mad = perf_request(method, attribute, 0, data).to_bytes().to_vec();
+        let asked = PerfAsked {
+            lid,
+            port,
+            attribute,
+            method,
+        };
+        let addr = Address::Lid(LidAddress::gsi(lid, 0));
+        self.txns
+            .submit(Request::new(addr, mad, Slot { cookie, asked }))
+            .map_err(|error| PerfError::Transport {
+                lid,
+                port,
+                attribute,
+                error,
+            })
+    }
+
+    /// The next MAD to send now.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.txns.poll_transmit(now)
+    }
+
+    /// The earliest deadline.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.txns.poll_timeout()
+    }
+
+    /// Handles deadlines at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.txns.handle_timeout(now);
+    }
+
+    /// Takes what the transport received.
+    pub fn handle_incoming(&mut self, incoming: Incoming) {
+        self.txns.handle_incoming(incoming);
+    }
+
+    /// Reports that the transport refused `id`'s MAD.
+    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
+        self.txns.handle_send_error(id, error);
+    }
+
+    /// The next outcome.
+    pub fn poll_event(&mut self) -> Option<PerfEvent<C>> {
+        Some(match self.txns.poll_event()? {
+            Event::Completed {
+                cookie: Slot { cookie, asked },
+                response,
+                attempts,
+                ..
+            } => match answer(&response.mad) {
+                Ok(data) => PerfEvent::Done {
+                    cookie,
+                    asked,
+                    data,
+                    attempts,
+                },
+                Err(Err(status)) => PerfEvent::Failed {
+                    cookie,
+                    asked,
+                    error: PerfError::Status {
+                        lid: asked.lid,
+                        port: asked.port,
+                        attribute: asked.attribute,
+                        status,
+                    },
+                },
+                Err(Ok(why)) => PerfEvent::Failed {
+                    cookie,
+                    asked,
+                    error: PerfError::Malformed {
+                        lid: asked.lid,
+                        port: asked.port,
+                        attribute: asked.attribute,
+                        why,
+                    },
+                },
+            },
+            Event::Failed {
+                cookie: Slot { cookie, asked },
+                error,
+                attempts,
+                ..
+            } => PerfEvent::Failed {
+                cookie,
+                asked,
+                error: match error {
+                    TransportError::Timeout => PerfError::Timeout {
+                        lid: asked.lid,
+                        port: asked.port,
+                        attribute: asked.attribute,
+                        attempts,
+                    },
+                    error => PerfError::Transport {
+                        lid: asked.lid,
+                        port: asked.port,
+                        attribute: asked.attribute,
+                        error,
+                    },
+                },
+            },
+            Event::Unsolicited(r) => PerfEvent::Unsolicited(r),
+        })
+    }
+
+    /// Runs the queries over `transport` until all finished or the clock reaches
+    /// `until`.
+    ///
+    /// # Errors
+    /// A fatal transport error.
+    pub fn drive<T: Transport + ?Sized>(
+        &mut self,
+        transport: &mut T,
+        until: Instant,
+    ) -> Result<(), TransportError> {
+        self.txns.drive(transport, until)
+    }
+}
+
+/// The data of a PerfMgt answer with status 0; `Err(Err(status))` for an error status,
+/// `Err(Ok(why))` for a MAD that is not a PerfMgt answer.
+fn answer(mad: &[u8]) -> Result<Box<[u8; 192]>, Result<String, u16>> {
+    if mad.len() < MAD_SIZE {
+        return Err(Ok(format!("{} bytes, a MAD has {MAD_SIZE}", mad.len())));
+    }
+    let v = GsMadView::new_unchecked(mad);
+    if v.mgmt_class() != MgmtClass::PerfMgt {
+        return Err(Ok(format!("class {:?}", v.mgmt_class())));
+    }
+    let status = v.status().0;
+    if status != 0 {
+        return Err(Err(status));
+    }
+    let mut data = Box::new([0u8; 192]);
+    data.copy_from_slice(&mad[GS_DATA_OFFSET..MAD_SIZE]);
+    Ok(data)
+}
+
+/// One node to scrape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScrapeTarget {
+    /// The LID its agent answers at (a switch's port 0 LID, a CA port's LID).
+    pub lid: u16,
+    /// Ports to read (a switch's external ports; the CA port of that LID).
+    pub ports: Vec<u8>,
+    /// Whether it is a switch (AllPortSelect applies only to switches).
+    pub switch: bool,
+}
+
+/// How a [`Scrape`] reads switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScrapeMode {
+    /// Every port's counters (an exporter).
+    #[default]
+    PerPort,
+    /// One AllPortSelect read per switch that has it, and per-port reads only of the
+    /// switches whose sum shows an error counter above zero (as `ibqueryerrors`);
+    /// switches without AllPortSelect and CAs are read per port.
+    ErrorsFirst,
+}
+
+/// What a scrape learnt about one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortReading {
+    /// PortCounters, or why not.
+    pub counters: Result<PortCounters, PerfError>,
+    /// PortCountersExtended where the agent has it, or why not; `None` when it does not.
+    pub extended: Option<Result<PortCountersExtended, PerfError>>,
+}
+
+/// The result of a [`Scrape`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScrapeReport {
+    /// Each agent's ClassPortInfo, or why not (a node whose ClassPortInfo failed is
+    /// still read, as a basic agent).
+    pub agents: BTreeMap<u16, Result<ClassPortInfo, PerfError>>,
+    /// Per (LID, port).
+    pub ports: BTreeMap<(u16, u8), PortReading>,
+    /// Sums read with AllPortSelect (ErrorsFirst), per switch LID.
+    pub sums: BTreeMap<u16, Result<PortCounters, PerfError>>,
+    /// Queries sent (first sends, not retries).
+    pub queries: u64,
+    /// Queries that failed.
+    pub failures: u64,
+    /// Of those, timeouts.
+    pub timeouts: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Cpi,
+    Sum,
+    Counters(u8),
+    Extended(u8),
+}
+
+/// A sans-IO whole-fabric counter read over a [`PerfClient`]; drive it with
+/// [`Scrape::drive`] or its poll methods.
+#[derive(Debug)]
+pub struct Scrape {
+    client: PerfClient<(usize, Step)>,
+    targets: Vec<ScrapeTarget>,
+    mode: ScrapeMode,
+    report: ScrapeReport,
+    queued: VecDeque<(usize, Step)>,
+}
+
+fn has_extended(cpi: &ClassPortInfo) -> bool {
+    let caps = cpi.pm_capabilities();
+    caps.contains(PmCapabilityMask::EXT_WIDTH) || caps.contains(PmCapabilityMask::EXT_WIDTH_NOIETF)
+}
+
+/// Whether any error counter of a PortCounters is above zero.
+#[must_use]
+pub fn has_errors(pc: &PortCounters) -> bool {
+    pc.symbol_error_counter > 0
+        || pc.link_error_recovery_counter > 0
+        || pc.link_downed_counter > 0
+        || pc.port_rcv_errors > 0
+        || pc.port_rcv_remote_physical_errors > 0
+        || pc.port_rcv_switch_relay_errors > 0
+        || pc.port_xmit_discards > 0
+        || pc.port_xmit_constraint_errors > 0
+        || pc.port_rcv_constraint_errors > 0
+        || pc.local_link_integrity_errors > 0
+        || pc.excessive_buffer_overrun_errors > 0
+        || pc.vl15_dropped > 0
+}
+
+impl Scrape {
+    /// A scrape of `targets` with `tx` settings.
+    #[must_use]
+    pub fn new(targets: Vec<ScrapeTarget>, mode: ScrapeMode, tx: TxConfig) -> Self {
+        let queued = (0..targets.len()).map(|i| (i, Step::Cpi)).collect();
+        Self {
+            client: PerfClient::new(tx),
+            targets,
+            mode,
+            report: ScrapeReport::default(),
+            queued,
+        }
+    }
+
+    fn submit_queued(&mut self) {
+        while let Some((i, step)) = self.queued.pop_front() {
+            let lid = self.targets[i].lid;
+            let r = match step {
+                Step::Cpi => self.client.class_port_info(lid, (i, step)),
+                Step::Sum => self.client.get::<PortCounters>(lid, ALL_PORTS, (i, step)),
+                Step::Counters(p) => self.client.get::<PortCounters>(lid, p, (i, step)),
+                Step::Extended(p) => self.client.get::<PortCountersExtended>(lid, p, (i, step)),
+            };
+            self.report.queries += 1;
+            if let Err(e) = r {
+                self.record(i, step, Err(e));
+            }
+        }
+    }
+
+    fn queue_ports(&mut self, i: usize, extended: bool) {
+        for &p in &self.targets[i].ports {
+            self.queued.push_back((i, Step::Counters(p)));
+            if extended {
+                self.queued.push_back((i, Step::Extended(p)));
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        i: usize,
+        step: Step,
+        outcome: Result<PerfEvent<(usize, Step)>, PerfError>,
+    ) {
+        let lid = self.targets[i].lid;
+        let failed = |r: &mut ScrapeReport, e: &PerfError| {
+            r.failures += 1;
+            if matches!(e, PerfError::Timeout { .. }) {
+                r.timeouts += 1;
+            }
+        };
+        let result = |ev: &Result<PerfEvent<(usize, Step)>, PerfError>| -> Result<(), PerfError> {
+            match ev {
+                Ok(PerfEvent::Failed { error, .. }) | Err(error) => Err(error.clone()),
+                _ => Ok(()),
+            }
+        };
+        if let Err(e) = result(&outcome) {
+            failed(&mut self.report, &e);
+        }
+        match step {
+            Step::Cpi => {
+                let cpi = outcome.and_then(|ev| ev.class_port_info());
+                let t = &self.targets[i];
+                let (ext, all) = cpi.as_ref().map_or((false, false), |c| {
+                    (
+                        has_extended(c),
+                        t.switch
+                            && c.pm_capabilities()
+                                .contains(PmCapabilityMask::ALL_PORT_SELECT),
+                    )
+                });
+                self.report.agents.insert(lid, cpi);
+                if self.mode == ScrapeMode::ErrorsFirst && all {
+                    self.queued.push_back((i, Step::Sum));
+                } else {
+                    self.queue_ports(i, ext);
+                }
+            }
+            Step::Sum => {
+                let sum = outcome.and_then(|ev| ev.decode::<PortCounters>());
+                // A failed or erroneous sum: read the ports to find out more.
+                if sum.as_ref().map_or(true, has_errors) {
+                    let ext =
+                        matches!(self.report.agents.get(&lid), Some(Ok(c)) if has_extended(c));
+                    self.queue_ports(i, ext);
+                }
+                self.report.sums.insert(lid, sum);
+            }
+            Step::Counters(p) => {
+                let pc = outcome.and_then(|ev| ev.decode::<PortCounters>());
+                self.report
+                    .ports
+                    .entry((lid, p))
+                    .or_insert_with(|| PortReading {
+                        counters: Ok(PortCounters::default()),
+                        extended: None,
+                    })
+                    .counters = pc;
+            }
+            Step::Extended(p) => {
+                let pc = outcome.and_then(|ev| ev.decode::<PortCountersExtended>());
+                self.report
+                    .ports
+                    .entry((lid, p))
+                    .or_insert_with(|| PortReading {
+                        counters: Ok(PortCounters::default()),
+                        extended: None,
+                    })
+                    .extended = Some(pc);
+            }
+        }
+    }
+
+    /// The next MAD to send now.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.submit_queued();
+        self.client.poll_transmit(now)
+    }
+
+    /// The earliest deadline.
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        self.client.poll_timeout()
+    }
+
+    /// Handles deadlines at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.client.handle_timeout(now);
+        self.collect();
+    }
+
+    /// Takes what the transport received.
+    pub fn handle_incoming(&mut self, incoming: Incoming) {
+        self.client.handle_incoming(incoming);
+        self.collect();
+    }
+
+    fn collect(&mut self) {
+        while let Some(ev) = self.client.poll_event() {
+            let (i, step) = match &ev {
+                PerfEvent::Done { cookie, .. } | PerfEvent::Failed { cookie, .. } => *cookie,
+                PerfEvent::Unsolicited(_) => continue,
+            };
+            self.record(i, step, Ok(ev));
+        }
+    }
+
+    /// Whether every read is finished.
+    #[must_use]
+    pub fn is_done(&self) -> bool {
+        self.queued.is_empty() && self.client.is_idle()
+    }
+
+    /// Counters of the transaction layer.
+    #[must_use]
+    pub fn stats(&self) -> TxStats {
+        self.client.stats()
+    }
+
+    /// Runs the scrape over `transport` until done or `until`.
+    ///
+    /// # Errors
+    /// A fatal transport error.
+    pub fn drive<T: Transport + ?Sized>(
+        &mut self,
+        transport: &mut T,
+        until: Instant,
+    ) -> Result<(), TransportError> {
+        while !self.is_done() {
+            self.submit_queued();
+            // One pass of the transaction layer; answers that queue more reads come
+            // back through collect().
+            self.client.drive(transport, until)?;
+            self.collect();
+            if transport.now() >= until {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the scrape found (complete once [`Self::is_done`]).
+    #[must_use]
+    pub fn report(&self) -> &ScrapeReport {
+        &self.report
+    }
+
+    /// Takes the report.
+    #[must_use]
+    pub fn into_report(self) -> ScrapeReport {
+        self.report
+    }
+}
+
+#[cfg(test)]
+#[path = "perf_tests.rs"]
+mod tests;
