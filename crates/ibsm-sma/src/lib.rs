@@ -25,6 +25,11 @@
 //!   (SubnGet/SubnSet(Notice)), LinkSpeedWidthPairsTable, HierarchyInfo, CableInfo and
 //!   the other attributes `attributes.md` lists without a layout.
 //!
+//! * **Performance agent** ([`pma`]): a separate sans-IO [`Pma`] answers PerfMgt
+//!   (class 0x04) Get/Set of ClassPortInfo, PortCounters, PortCountersExtended and the
+//!   detail counters from port counters the host drives; counters saturate, data is
+//!   counted in 4-byte words, CounterSelect resets, AllPortSelect on switches.
+//!
 //! # Driving the agent
 //!
 //! The agent holds no clock and does no I/O. Every input carries `now`, an
@@ -96,11 +101,13 @@ extern crate alloc;
 mod agent;
 mod config;
 pub mod mkey;
+pub mod pma;
 pub mod port;
 mod trap;
 
 pub use agent::{DropReason, Event, Outcome, Rx, Sma, Stats};
 pub use config::{ConfigError, MemNvStore, NoNvStore, NodeConfig, NvStore, PortConfig};
 pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
+pub use pma::{Counter, Pma, PmaConfig, PmaStats};
 pub use port::{LinkRequest, LogicalState};
 pub use trap::Trap;

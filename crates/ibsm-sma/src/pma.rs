@@ -1,0 +1,743 @@
+//! The performance agent: [`Pma`] answers PerfMgt (class 0x04) Get and Set from a
+//! node's port counters, which the host drives ([`Pma::count_xmit`], [`Pma::add`], ...).
+//!
+//! Each port keeps one 64-bit count per [`Counter`]. PortCountersExtended shows the
+//! counts as they are; PortCounters, PortRcvErrorDetails and PortXmitDiscardDetails show
+//! each one clamped to its field width, so a narrow counter stops at its maximum instead
+//! of wrapping (until a Set resets it). A Set resets the counters its CounterSelect
+//! words select, in whichever attribute it is sent, and leaves the others alone; its
+//! answer is the Get after the reset.
+//!
+//! PortSelect names the port; [`ALL_PORTS`] (0xFF) on a switch whose capability mask has
+//! AllPortSelect reads the sum of the external ports (saturating) or resets every port.
+//! A CA's ports are `1..=NumPorts`, a switch's `0..=NumPorts`.
+//!
+//! Choices where the spec leaves room:
+//! * PortCounters and PortCountersExtended read the same counts (a reset through either
+//!   clears both); data is counted in octets internally and shown as whole 4-byte words.
+//! * PortExtendedSpeedsCounters is answered (all zero: the simulated links have no FEC)
+//!   and its Set accepted.
+//! * Bad PortSelect: status 0x001C; an unknown attribute or Set of ClassPortInfo:
+//!   0x000C; a method other than Get/Set: 0x0008; a class version other than 1: 0x0004.
+//!   Responses, base versions other than 1, other classes and short buffers are dropped.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use ibsm_wire::mad::{GS_DATA_OFFSET, METHOD_GET_RESP};
+use ibsm_wire::perf::{
+    ALL_PORTS, CounterSelect, CounterSelect2, ExtCounterSelect, ExtCounterSelect2,
+    PERF_CLASS_VERSION, PerfAttributeId, PmCapabilityMask, PmCapabilityMask2, PortCounters,
+    PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails, PortXmitDiscardDetails,
+};
+use ibsm_wire::{ClassPortInfo, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status};
+
+/// One counter of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Counter {
+    /// SymbolErrorCounter.
+    SymbolErrors,
+    /// LinkErrorRecoveryCounter.
+    LinkErrorRecovery,
+    /// LinkDownedCounter.
+    LinkDowned,
+    /// PortRcvErrors.
+    RcvErrors,
+    /// PortRcvRemotePhysicalErrors.
+    RcvRemotePhysicalErrors,
+    /// PortRcvSwitchRelayErrors.
+    RcvSwitchRelayErrors,
+    /// PortXmitDiscards.
+    XmitDiscards,
+    /// PortXmitConstraintErrors.
+    XmitConstraintErrors,
+    /// PortRcvConstraintErrors.
+    RcvConstraintErrors,
+    /// LocalLinkIntegrityErrors.
+    LocalLinkIntegrityErrors,
+    /// ExcessiveBufferOverrunErrors.
+    ExcessiveBufferOverrunErrors,
+    /// VL15Dropped.
+    Vl15Dropped,
+    /// PortXmitData, in 4-byte words.
+    XmitData,
+    /// PortRcvData, in 4-byte words.
+    RcvData,
+    /// PortXmitPkts.
+    XmitPkts,
+    /// PortRcvPkts.
+    RcvPkts,
+    /// PortXmitWait.
+    XmitWait,
+    /// QP1Dropped.
+    Qp1Dropped,
+    /// PortUnicastXmitPkts.
+    UnicastXmitPkts,
+    /// PortUnicastRcvPkts.
+    UnicastRcvPkts,
+    /// PortMulticastXmitPkts.
+    MulticastXmitPkts,
+    /// PortMulticastRcvPkts.
+    MulticastRcvPkts,
+    /// PortRcvErrorDetails.PortLocalPhysicalErrors.
+    RcvLocalPhysicalErrors,
+    /// PortRcvErrorDetails.PortMalformedPktErrors.
+    RcvMalformedPacketErrors,
+    /// PortRcvErrorDetails.PortBufferOverrunErrors.
+    RcvBufferOverrunErrors,
+    /// PortRcvErrorDetails.PortDLIDMappingErrors.
+    RcvDlidMappingErrors,
+    /// PortRcvErrorDetails.PortVLMappingErrors.
+    RcvVlMappingErrors,
+    /// PortRcvErrorDetails.PortLoopingErrors.
+    RcvLoopingErrors,
+    /// PortXmitDiscardDetails.PortInactiveDiscards.
+    XmitInactiveDiscards,
+    /// PortXmitDiscardDetails.PortNeighborMTUDiscards.
+    XmitNeighborMtuDiscards,
+    /// PortXmitDiscardDetails.PortSwLifetimeLimitDiscards.
+    XmitSwLifetimeLimitDiscards,
+    /// PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards.
+    XmitSwHoqLifetimeLimitDiscards,
+}
+
+/// Number of [`Counter`]s.
+const N: usize = 32;
+
+impl Counter {
+    /// Every counter, in declaration order.
+    pub const ALL: [Self; N] = [
+        Self::SymbolErrors,
+        Self::LinkErrorRecovery,
+        Self::LinkDowned,
+        Self::RcvErrors,
+        Self::RcvRemotePhysicalErrors,
+        Self::RcvSwitchRelayErrors,
+        Self::XmitDiscards,
+        Self::XmitConstraintErrors,
+        Self::RcvConstraintErrors,
+        Self::LocalLinkIntegrityErrors,
+        Self::ExcessiveBufferOverrunErrors,
+        Self::Vl15Dropped,
+        Self::XmitData,
+        Self::RcvData,
+        Self::XmitPkts,
+        Self::RcvPkts,
+        Self::XmitWait,
+        Self::Qp1Dropped,
+        Self::UnicastXmitPkts,
+        Self::UnicastRcvPkts,
+        Self::MulticastXmitPkts,
+        Self::MulticastRcvPkts,
+        Self::RcvLocalPhysicalErrors,
+        Self::RcvMalformedPacketErrors,
+        Self::RcvBufferOverrunErrors,
+        Self::RcvDlidMappingErrors,
+        Self::RcvVlMappingErrors,
+        Self::RcvLoopingErrors,
+        Self::XmitInactiveDiscards,
+        Self::XmitNeighborMtuDiscards,
+        Self::XmitSwLifetimeLimitDiscards,
+        Self::XmitSwHoqLifetimeLimitDiscards,
+    ];
+
+    /// Width of the counter in PortCounters or the detail attribute (the 64-bit
+    /// PortCountersExtended-only counters: 64).
+    #[must_use]
+    pub const fn width(self) -> u32 {
+        match self {
+            Self::LocalLinkIntegrityErrors | Self::ExcessiveBufferOverrunErrors => 4,
+            Self::LinkErrorRecovery
+            | Self::LinkDowned
+            | Self::XmitConstraintErrors
+            | Self::RcvConstraintErrors => 8,
+            Self::XmitData | Self::RcvData | Self::XmitPkts | Self::RcvPkts | Self::XmitWait => 32,
+            Self::Qp1Dropped
+            | Self::UnicastXmitPkts
+            | Self::UnicastRcvPkts
+            | Self::MulticastXmitPkts
+            | Self::MulticastRcvPkts => 64,
+            _ => 16,
+        }
+    }
+
+    /// The largest value the narrow attribute shows.
+    #[must_use]
+    pub const fn max(self) -> u64 {
+        let w = self.width();
+        if w >= 64 { u64::MAX } else { (1u64 << w) - 1 }
+    }
+}
+
+/// PortCounters.CounterSelect bit i selects this counter.
+const PC_SELECT: [Counter; 16] = [
+    Counter::SymbolErrors,
+    Counter::LinkErrorRecovery,
+    Counter::LinkDowned,
+    Counter::RcvErrors,
+    Counter::RcvRemotePhysicalErrors,
+    Counter::RcvSwitchRelayErrors,
+    Counter::XmitDiscards,
+    Counter::XmitConstraintErrors,
+    Counter::RcvConstraintErrors,
+    Counter::LocalLinkIntegrityErrors,
+    Counter::ExcessiveBufferOverrunErrors,
+    Counter::Vl15Dropped,
+    Counter::XmitData,
+    Counter::RcvData,
+    Counter::XmitPkts,
+    Counter::RcvPkts,
+];
+
+/// PortCountersExtended.CounterSelect bit i.
+const EXT_SELECT: [Counter; 8] = [
+    Counter::XmitData,
+    Counter::RcvData,
+    Counter::XmitPkts,
+    Counter::RcvPkts,
+    Counter::UnicastXmitPkts,
+    Counter::UnicastRcvPkts,
+    Counter::MulticastXmitPkts,
+    Counter::MulticastRcvPkts,
+];
+
+/// PortCountersExtended.CounterSelect2 bit i.
+const EXT_SELECT2: [Counter; 14] = [
+    Counter::SymbolErrors,
+    Counter::LinkErrorRecovery,
+    Counter::LinkDowned,
+    Counter::RcvErrors,
+    Counter::RcvRemotePhysicalErrors,
+    Counter::RcvSwitchRelayErrors,
+    Counter::XmitDiscards,
+    Counter::XmitConstraintErrors,
+    Counter::RcvConstraintErrors,
+    Counter::LocalLinkIntegrityErrors,
+    Counter::ExcessiveBufferOverrunErrors,
+    Counter::Vl15Dropped,
+    Counter::XmitWait,
+    Counter::Qp1Dropped,
+];
+
+/// PortRcvErrorDetails.CounterSelect bit i.
+const RCV_DETAIL_SELECT: [Counter; 6] = [
+    Counter::RcvLocalPhysicalErrors,
+    Counter::RcvMalformedPacketErrors,
+    Counter::RcvBufferOverrunErrors,
+    Counter::RcvDlidMappingErrors,
+    Counter::RcvVlMappingErrors,
+    Counter::RcvLoopingErrors,
+];
+
+/// PortXmitDiscardDetails.CounterSelect bit i.
+const XMIT_DETAIL_SELECT: [Counter; 4] = [
+    Counter::XmitInactiveDiscards,
+    Counter::XmitNeighborMtuDiscards,
+    Counter::XmitSwLifetimeLimitDiscards,
+    Counter::XmitSwHoqLifetimeLimitDiscards,
+];
+
+/// One port's counts: 64-bit, saturating, plus the octets short of a whole data word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct PortCounts {
+    c: [u64; N],
+    /// Octets of PortXmitData / PortRcvData not yet a whole word (0..=3).
+    rem: [u8; 2],
+}
+
+impl PortCounts {
+    fn get(&self, c: Counter) -> u64 {
+        self.c[c as usize]
+    }
+
+    /// Clamped to the narrow attribute's width.
+    fn narrow(&self, c: Counter) -> u64 {
+        self.get(c).min(c.max())
+    }
+
+    fn add(&mut self, c: Counter, n: u64) {
+        let v = &mut self.c[c as usize];
+        *v = v.saturating_add(n);
+    }
+
+    fn add_octets(&mut self, c: Counter, octets: u64) {
+        let i = usize::from(c == Counter::RcvData);
+        let total = u128::from(self.rem[i]) + u128::from(octets);
+        self.rem[i] = (total % 4) as u8;
+        self.add(c, u64::try_from(total / 4).unwrap_or(u64::MAX));
+    }
+
+    fn reset(&mut self, c: Counter) {
+        self.c[c as usize] = 0;
+        match c {
+            Counter::XmitData => self.rem[0] = 0,
+            Counter::RcvData => self.rem[1] = 0,
+            _ => {}
+        }
+    }
+
+    fn sum(&mut self, other: &Self) {
+        for (a, b) in self.c.iter_mut().zip(other.c.iter()) {
+            *a = a.saturating_add(*b);
+        }
+    }
+}
+
+/// What a performance agent is: its node's shape and capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PmaConfig {
+    /// A switch (ports `0..=num_ports`) or a CA/router (ports `1..=num_ports`).
+    pub is_switch: bool,
+    /// NumPorts of the node.
+    pub num_ports: u8,
+    /// ClassPortInfo.CapabilityMask.
+    pub capability_mask: PmCapabilityMask,
+    /// ClassPortInfo.CapabilityMask2.
+    pub capability_mask2: PmCapabilityMask2,
+    /// ClassPortInfo.RespTimeValue.
+    pub resp_time_value: u8,
+}
+
+impl PmaConfig {
+    /// A CA's agent: PortXmitWait, PortCountersExtended with the IETF counters and the
+    /// additional (error) extended counters.
+    #[must_use]
+    pub fn ca(num_ports: u8) -> Self {
+        Self {
+            is_switch: false,
+            num_ports,
+            capability_mask: PmCapabilityMask::XMIT_WAIT
+                | PmCapabilityMask::EXT_WIDTH
+                | PmCapabilityMask::CAP_MASK2,
+            capability_mask2: PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS,
+            resp_time_value: 18,
+        }
+    }
+
+    /// A switch's agent: as a CA's, plus AllPortSelect.
+    #[must_use]
+    pub fn switch(num_ports: u8) -> Self {
+        let mut c = Self::ca(num_ports);
+        c.is_switch = true;
+        c.capability_mask |= PmCapabilityMask::ALL_PORT_SELECT;
+        c
+    }
+}
+
+/// Which port(s) a request names.
+#[derive(Debug, Clone, Copy)]
+enum Sel {
+    One(usize),
+    All,
+}
+
+/// Counts of what the agent saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PmaStats {
+    /// MADs given to `handle`.
+    pub received: u64,
+    /// Answers produced (with any status).
+    pub responded: u64,
+    /// MADs dropped without an answer.
+    pub dropped: u64,
+}
+
+/// A node's performance agent; see the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Pma {
+    cfg: PmaConfig,
+    /// Index = port number (a CA's index 0 is unused).
+    ports: Vec<PortCounts>,
+    now: Instant,
+    stats: PmaStats,
+}
+
+impl Pma {
+    /// An agent with every counter zero.
+    #[must_use]
+    pub fn new(cfg: PmaConfig) -> Self {
+        Self {
+            ports: vec![PortCounts::default(); usize::from(cfg.num_ports) + 1],
+            cfg,
+            now: Instant::ZERO,
+            stats: PmaStats::default(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &PmaConfig {
+        &self.cfg
+    }
+
+    /// What the agent saw.
+    #[must_use]
+    pub fn stats(&self) -> PmaStats {
+        self.stats
+    }
+
+    fn valid_port(&self, port: u8) -> bool {
+        port <= self.cfg.num_ports && (self.cfg.is_switch || port >= 1)
+    }
+
+    /// Adds `n` to a counter of `port` (saturating); ignored for a port the node lacks.
+    pub fn add(&mut self, port: u8, counter: Counter, n: u64) {
+        if !self.valid_port(port) {
+            return;
+        }
+        if let Some(p) = self.ports.get_mut(usize::from(port)) {
+            match counter {
+                Counter::XmitData | Counter::RcvData => p.add_octets(counter, n.saturating_mul(4)),
+                _ => p.add(counter, n),
+            }
+        }
+    }
+
+    /// `packets` packets of `octets` octets in all left `port`.
+    pub fn count_xmit(&mut self, port: u8, octets: u64, packets: u64, multicast: bool) {
+        self.count(port, octets, packets, multicast, true);
+    }
+
+    /// `packets` packets of `octets` octets in all arrived on `port`.
+    pub fn count_rcv(&mut self, port: u8, octets: u64, packets: u64, multicast: bool) {
+        self.count(port, octets, packets, multicast, false);
+    }
+
+    fn count(&mut self, port: u8, octets: u64, packets: u64, multicast: bool, xmit: bool) {
+        if !self.valid_port(port) {
+            return;
+        }
+        let Some(p) = self.ports.get_mut(usize::from(port)) else {
+            return;
+        };
+        let (data, pkts, uni, multi) = if xmit {
+            (
+                Counter::XmitData,
+                Counter::XmitPkts,
+                Counter::UnicastXmitPkts,
+                Counter::MulticastXmitPkts,
+            )
+        } else {
+            (
+                Counter::RcvData,
+                Counter::RcvPkts,
+                Counter::UnicastRcvPkts,
+                Counter::MulticastRcvPkts,
+            )
+        };
+        p.add_octets(data, octets);
+        p.add(pkts, packets);
+        p.add(if multicast { multi } else { uni }, packets);
+    }
+
+    /// The 64-bit count of a counter of `port` (0 for a port the node lacks); data
+    /// counters in whole 4-byte words.
+    #[must_use]
+    pub fn get(&self, port: u8, counter: Counter) -> u64 {
+        if !self.valid_port(port) {
+            return 0;
+        }
+        self.ports
+            .get(usize::from(port))
+            .map_or(0, |p| p.get(counter))
+    }
+
+    /// Zeroes every counter of every port (a node reset).
+    pub fn reset(&mut self) {
+        self.ports.fill(PortCounts::default());
+    }
+
+    /// The ClassPortInfo the agent answers.
+    #[must_use]
+    pub fn class_port_info(&self) -> ClassPortInfo {
+        ClassPortInfo {
+            base_version: 1,
+            class_version: PERF_CLASS_VERSION,
+            capability_mask: self.cfg.capability_mask.bits(),
+            capability_mask2: self.cfg.capability_mask2.bits(),
+            resp_time_value: self.cfg.resp_time_value,
+            ..ClassPortInfo::default()
+        }
+    }
+
+    /// PortCounters of `port` (or the sum of all ports with [`ALL_PORTS`]) as a Get
+    /// answers it; `None` for a PortSelect the agent refuses.
+    #[must_use]
+    pub fn port_counters(&self, port_select: u8) -> Option<PortCounters> {
+        let p = self.counts(self.select(port_select)?);
+        Some(PortCounters {
+            port_select,
+            counter_select: CounterSelect::EMPTY,
+            symbol_error_counter: p.narrow(Counter::SymbolErrors) as u16,
+            link_error_recovery_counter: p.narrow(Counter::LinkErrorRecovery) as u8,
+            link_downed_counter: p.narrow(Counter::LinkDowned) as u8,
+            port_rcv_errors: p.narrow(Counter::RcvErrors) as u16,
+            port_rcv_remote_physical_errors: p.narrow(Counter::RcvRemotePhysicalErrors) as u16,
+            port_rcv_switch_relay_errors: p.narrow(Counter::RcvSwitchRelayErrors) as u16,
+            port_xmit_discards: p.narrow(Counter::XmitDiscards) as u16,
+            port_xmit_constraint_errors: p.narrow(Counter::XmitConstraintErrors) as u8,
+            port_rcv_constraint_errors: p.narrow(Counter::RcvConstraintErrors) as u8,
+            counter_select2: CounterSelect2::EMPTY,
+            local_link_integrity_errors: p.narrow(Counter::LocalLinkIntegrityErrors) as u8,
+            excessive_buffer_overrun_errors: p.narrow(Counter::ExcessiveBufferOverrunErrors) as u8,
+            vl15_dropped: p.narrow(Counter::Vl15Dropped) as u16,
+            port_xmit_data: p.narrow(Counter::XmitData) as u32,
+            port_rcv_data: p.narrow(Counter::RcvData) as u32,
+            port_xmit_pkts: p.narrow(Counter::XmitPkts) as u32,
+            port_rcv_pkts: p.narrow(Counter::RcvPkts) as u32,
+            port_xmit_wait: p.narrow(Counter::XmitWait) as u32,
+        })
+    }
+
+    /// PortCountersExtended of `port` (or all ports) as a Get answers it.
+    #[must_use]
+    pub fn port_counters_extended(&self, port_select: u8) -> Option<PortCountersExtended> {
+        let p = self.counts(self.select(port_select)?);
+        let additional = self
+            .cfg
+            .capability_mask2
+            .contains(PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS);
+        // Without the capability the error words are reserved: zero.
+        let e = |c| if additional { p.get(c) } else { 0 };
+        Some(PortCountersExtended {
+            port_select,
+            counter_select: ExtCounterSelect::EMPTY,
+            counter_select2: ExtCounterSelect2::EMPTY,
+            port_xmit_data: p.get(Counter::XmitData),
+            port_rcv_data: p.get(Counter::RcvData),
+            port_xmit_pkts: p.get(Counter::XmitPkts),
+            port_rcv_pkts: p.get(Counter::RcvPkts),
+            port_unicast_xmit_pkts: p.get(Counter::UnicastXmitPkts),
+            port_unicast_rcv_pkts: p.get(Counter::UnicastRcvPkts),
+            port_multicast_xmit_pkts: p.get(Counter::MulticastXmitPkts),
+            port_multicast_rcv_pkts: p.get(Counter::MulticastRcvPkts),
+            symbol_error_counter: e(Counter::SymbolErrors),
+            link_error_recovery_counter: e(Counter::LinkErrorRecovery),
+            link_downed_counter: e(Counter::LinkDowned),
+            port_rcv_errors: e(Counter::RcvErrors),
+            port_rcv_remote_physical_errors: e(Counter::RcvRemotePhysicalErrors),
+            port_rcv_switch_relay_errors: e(Counter::RcvSwitchRelayErrors),
+            port_xmit_discards: e(Counter::XmitDiscards),
+            port_xmit_constraint_errors: e(Counter::XmitConstraintErrors),
+            port_rcv_constraint_errors: e(Counter::RcvConstraintErrors),
+            local_link_integrity_errors: e(Counter::LocalLinkIntegrityErrors),
+            excessive_buffer_overrun_errors: e(Counter::ExcessiveBufferOverrunErrors),
+            vl15_dropped: e(Counter::Vl15Dropped),
+            port_xmit_wait: e(Counter::XmitWait),
+            qp1_dropped: e(Counter::Qp1Dropped),
+        })
+    }
+
+    /// PortRcvErrorDetails of `port` (or all ports) as a Get answers it.
+    #[must_use]
+    pub fn port_rcv_error_details(&self, port_select: u8) -> Option<PortRcvErrorDetails> {
+        let p = self.counts(self.select(port_select)?);
+        Some(PortRcvErrorDetails {
+            port_select,
+            counter_select: 0,
+            port_local_physical_errors: p.narrow(Counter::RcvLocalPhysicalErrors) as u16,
+            port_malformed_packet_errors: p.narrow(Counter::RcvMalformedPacketErrors) as u16,
+            port_buffer_overrun_errors: p.narrow(Counter::RcvBufferOverrunErrors) as u16,
+            port_dlid_mapping_errors: p.narrow(Counter::RcvDlidMappingErrors) as u16,
+            port_vl_mapping_errors: p.narrow(Counter::RcvVlMappingErrors) as u16,
+            port_looping_errors: p.narrow(Counter::RcvLoopingErrors) as u16,
+        })
+    }
+
+    /// PortXmitDiscardDetails of `port` (or all ports) as a Get answers it.
+    #[must_use]
+    pub fn port_xmit_discard_details(&self, port_select: u8) -> Option<PortXmitDiscardDetails> {
+        let p = self.counts(self.select(port_select)?);
+        Some(PortXmitDiscardDetails {
+            port_select,
+            counter_select: 0,
+            port_inactive_discards: p.narrow(Counter::XmitInactiveDiscards) as u16,
+            port_neighbor_mtu_discards: p.narrow(Counter::XmitNeighborMtuDiscards) as u16,
+            port_sw_lifetime_limit_discards: p.narrow(Counter::XmitSwLifetimeLimitDiscards) as u16,
+            port_sw_hoq_lifetime_limit_discards: p.narrow(Counter::XmitSwHoqLifetimeLimitDiscards)
+                as u16,
+        })
+    }
+
+    fn select(&self, port_select: u8) -> Option<Sel> {
+        if port_select == ALL_PORTS {
+            let all = self.cfg.is_switch
+                && self
+                    .cfg
+                    .capability_mask
+                    .contains(PmCapabilityMask::ALL_PORT_SELECT);
+            return all.then_some(Sel::All);
+        }
+        self.valid_port(port_select)
+            .then_some(Sel::One(usize::from(port_select)))
+    }
+
+    fn counts(&self, sel: Sel) -> PortCounts {
+        match sel {
+            Sel::One(i) => self.ports.get(i).copied().unwrap_or_default(),
+            Sel::All => {
+                let mut sum = PortCounts::default();
+                for p in self.ports.iter().skip(1) {
+                    sum.sum(p);
+                }
+                sum
+            }
+        }
+    }
+
+    fn reset_selected(&mut self, sel: Sel, table: &[Counter], bits: u64) {
+        let range = match sel {
+            Sel::One(i) => i..i + 1,
+            Sel::All => 0..self.ports.len(),
+        };
+        for p in self.ports.get_mut(range).into_iter().flatten() {
+            for (i, &c) in table.iter().enumerate() {
+                if bits & (1 << i) != 0 {
+                    p.reset(c);
+                }
+            }
+        }
+    }
+
+    /// Processes one received PerfMgt MAD and returns the answer to send, if any.
+    pub fn handle(&mut self, now: Instant, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
+        let mut out: Option<[u8; MAD_SIZE]> = request
+            .get(..MAD_SIZE)
+            .and_then(|r| <[u8; MAD_SIZE]>::try_from(r).ok());
+        let Some(buf) = out.as_mut() else {
+            self.stats.received += 1;
+            self.stats.dropped += 1;
+            return None;
+        };
+        if self.handle_in_place(now, buf) {
+            out
+        } else {
+            None
+        }
+    }
+
+    /// As [`Self::handle`], turning the request buffer into the answer in place;
+    /// `false` when nothing is sent.
+    pub fn handle_in_place(&mut self, now: Instant, buf: &mut [u8; MAD_SIZE]) -> bool {
+        self.now = self.now.max(now);
+        self.stats.received += 1;
+        let answered = self.process(buf);
+        if answered {
+            self.stats.responded += 1;
+        } else {
+            self.stats.dropped += 1;
+        }
+        answered
+    }
+
+    fn process(&mut self, buf: &mut [u8; MAD_SIZE]) -> bool {
+        let (class, base, version, response, method, attr) = {
+            let v = GsMadView::new_unchecked(&buf[..]);
+            (
+                v.mgmt_class(),
+                v.base_version(),
+                v.class_version(),
+                v.response(),
+                v.method(),
+                v.attribute_id(),
+            )
+        };
+        if class != MgmtClass::PerfMgt || base != 1 || response {
+            return false;
+        }
+        let status = if version != PERF_CLASS_VERSION {
+            Err(Status::BAD_VERSION)
+        } else {
+            match method {
+                Method::Get | Method::Set => self.attribute(buf, method == Method::Set, attr),
+                _ => Err(Status::METHOD_UNSUPPORTED),
+            }
+        };
+        let mut v = GsMadView::new_unchecked(&mut buf[..]);
+        match status {
+            Ok(()) => v.set_status(Status::OK),
+            Err(s) => v.set_status(s),
+        }
+        if matches!(method, Method::Get | Method::Set) {
+            v.as_bytes_mut()[3] = METHOD_GET_RESP;
+        } else {
+            v.set_response(true);
+        }
+        true
+    }
+
+    /// Answers one attribute into the data area; the error status otherwise (the
+    /// request's data is then returned unchanged).
+    fn attribute(&mut self, buf: &mut [u8; MAD_SIZE], set: bool, attr: u16) -> Result<(), Status> {
+        let data = &mut buf[GS_DATA_OFFSET..];
+        let bad = Status::INVALID_VALUE;
+        let enc = |r: ibsm_wire::Result<()>| r.map_err(|_| bad);
+        match PerfAttributeId::from(attr) {
+            PerfAttributeId::ClassPortInfo if !set => enc(self.class_port_info().emit_into(data)),
+            PerfAttributeId::PortCounters => {
+                let req = PortCounters::parse(data).map_err(|_| bad)?;
+                let sel = self.select(req.port_select).ok_or(bad)?;
+                if set {
+                    self.reset_selected(sel, &PC_SELECT, u64::from(req.counter_select.bits()));
+                    self.reset_selected(
+                        sel,
+                        &[Counter::XmitWait],
+                        u64::from(req.counter_select2.bits()),
+                    );
+                }
+                let mut a = self.port_counters(req.port_select).ok_or(bad)?;
+                a.counter_select = req.counter_select;
+                a.counter_select2 = req.counter_select2;
+                enc(a.emit_into(data))
+            }
+            PerfAttributeId::PortCountersExtended => {
+                let req = PortCountersExtended::parse(data).map_err(|_| bad)?;
+                let sel = self.select(req.port_select).ok_or(bad)?;
+                if set {
+                    self.reset_selected(sel, &EXT_SELECT, u64::from(req.counter_select.bits()));
+                    self.reset_selected(sel, &EXT_SELECT2, u64::from(req.counter_select2.bits()));
+                }
+                let mut a = self.port_counters_extended(req.port_select).ok_or(bad)?;
+                a.counter_select = req.counter_select;
+                a.counter_select2 = req.counter_select2;
+                enc(a.emit_into(data))
+            }
+            PerfAttributeId::PortRcvErrorDetails => {
+                let req = PortRcvErrorDetails::parse(data).map_err(|_| bad)?;
+                let sel = self.select(req.port_select).ok_or(bad)?;
+                if set {
+                    self.reset_selected(sel, &RCV_DETAIL_SELECT, u64::from(req.counter_select));
+                }
+                let mut a = self.port_rcv_error_details(req.port_select).ok_or(bad)?;
+                a.counter_select = req.counter_select;
+                enc(a.emit_into(data))
+            }
+            PerfAttributeId::PortXmitDiscardDetails => {
+                let req = PortXmitDiscardDetails::parse(data).map_err(|_| bad)?;
+                let sel = self.select(req.port_select).ok_or(bad)?;
+                if set {
+                    self.reset_selected(sel, &XMIT_DETAIL_SELECT, u64::from(req.counter_select));
+                }
+                let mut a = self.port_xmit_discard_details(req.port_select).ok_or(bad)?;
+                a.counter_select = req.counter_select;
+                enc(a.emit_into(data))
+            }
+            PerfAttributeId::PortExtendedSpeedsCounters => {
+                let req = PortExtendedSpeedsCounters::parse(data).map_err(|_| bad)?;
+                self.select(req.port_select).ok_or(bad)?;
+                let a = PortExtendedSpeedsCounters {
+                    port_select: req.port_select,
+                    counter_select: req.counter_select,
+                    ..PortExtendedSpeedsCounters::default()
+                };
+                enc(a.emit_into(data))
+            }
+            _ => Err(Status::METHOD_ATTR_UNSUPPORTED),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "pma_tests.rs"]
+mod tests;
