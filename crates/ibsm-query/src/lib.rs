@@ -5,6 +5,9 @@
 //! and driven over any [`ibsm_transport::Transport`] (`ibsm-umad` on a real port,
 //! `ibsm-sim` in tests):
 //!
+//! * [`discover`]: read-only discovery over directed routes (`ibnetdiscover`): every
+//!   node, port (down ports kept) and cable, as an `ibsm_topology::Fabric`; its `Walk`
+//!   holds the rules apart from the I/O.
 //! * [`sa`]: Subnet Administration queries (Get, GetTable, Set, Delete of any SA
 //!   record: NodeRecord, PortInfoRecord, PathRecord, MCMemberRecord, ServiceRecord,
 //!   ...) with RMPP reassembly, many queries in flight, retries, per-query errors.
@@ -45,6 +48,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod discover;
 pub mod nodemap;
 pub mod perf;
 pub mod sa;
