@@ -1,0 +1,149 @@
+//! Peer test: `ibsm-netdiscover` (ibsm-query's discovery over umad, under the umad2sim
+//! preload) finds on ibsim exactly what `ibnetdiscover` finds from the same node, both
+//! read back with our ibnetdiscover reader: the same nodes (GUID, type, port count,
+//! description) and the same cables, on a fat tree, a torus and a degraded tree, with
+//! no SM running (directed routes only). A node-name map renames nodes in our output.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ibsm_tests::peer::{Fabric as Peer, client, net_file, run_bounded};
+use ibsm_tests::{IBSIM, PRELOAD, peers_present};
+use ibsm_topology::generate::{self, Grid};
+use ibsm_topology::{Fabric, ibnet};
+
+const IBNETDISCOVER: &str = "/usr/sbin/ibnetdiscover";
+
+fn shape(f: &Fabric) -> BTreeSet<(u64, u8, u64, u8)> {
+    f.links()
+        .map(|(_, l)| {
+            let a = (f.guid_of(l.a.node).0, l.a.port);
+            let b = (f.guid_of(l.b.node).0, l.b.port);
+            let (x, y) = if a < b { (a, b) } else { (b, a) };
+            (x.0, x.1, y.0, y.1)
+        })
+        .collect()
+}
+
+fn nodes(f: &Fabric) -> BTreeSet<(u64, bool, u8, String)> {
+    f.nodes()
+        .map(|(_, n)| {
+            (
+                n.guid().0,
+                n.is_switch(),
+                n.num_ports(),
+                n.description.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Runs `program args` on the first CA of the net file; its stdout.
+fn run(p: &Peer, program: &str, args: &[&str]) -> String {
+    let mut c = client(p, program, None, "diag");
+    c.args(args);
+    let (ok, out, err) = run_bounded(c, Duration::from_secs(120));
+    assert!(ok, "{program} {args:?} failed:\n{err}\n{out}");
+    out
+}
+
+fn compare(tag: &str, topo: &Fabric) {
+    let p = Peer::start(tag, &net_file(topo, tag));
+    let theirs = ibnet::parse(&run(&p, IBNETDISCOVER, &[]))
+        .expect("ibnetdiscover output")
+        .fabric;
+    let ours_text = run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &[]);
+    let ours = ibnet::parse(&ours_text).expect("our output").fabric;
+    assert_eq!(
+        ours.node_count(),
+        topo.node_count(),
+        "{tag}: every node of the net file"
+    );
+    assert_eq!(nodes(&ours), nodes(&theirs), "{tag}: nodes differ");
+    assert_eq!(shape(&ours), shape(&theirs), "{tag}: cables differ");
+    assert_eq!(
+        ours.link_count(),
+        topo.link_count(),
+        "{tag}: every cable of the net file"
+    );
+}
+
+fn ready() -> bool {
+    peers_present("netdiscover_ibsim", &[IBSIM, PRELOAD, IBNETDISCOVER])
+}
+
+#[test]
+fn a_fat_tree_equals_ibnetdiscover() {
+    if ready() {
+        compare("nd_tree", &generate::k_ary_n_tree(4, 3).unwrap());
+    }
+}
+
+#[test]
+fn a_torus_equals_ibnetdiscover() {
+    if ready() {
+        let t = generate::grid(&Grid {
+            dims: vec![4, 3],
+            torus: true,
+            cas_per_switch: 2,
+        })
+        .unwrap();
+        compare("nd_torus", &t);
+    }
+}
+
+#[test]
+fn a_degraded_tree_equals_ibnetdiscover() {
+    if ready() {
+        let mut t = generate::k_ary_n_tree(4, 3).unwrap();
+        let cut = t.degrade(0.1, 7).unwrap();
+        assert!(cut > 0);
+        // Cut cables may strand nodes; both tools only see what is reachable.
+        let p = Peer::start("nd_degraded", &net_file(&t, "nd_degraded"));
+        let theirs = ibnet::parse(&run(&p, IBNETDISCOVER, &[])).unwrap().fabric;
+        let ours = ibnet::parse(&run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &[]))
+            .unwrap()
+            .fabric;
+        assert_eq!(nodes(&ours), nodes(&theirs));
+        assert_eq!(shape(&ours), shape(&theirs));
+    }
+}
+
+#[test]
+fn a_node_name_map_renames_nodes() {
+    if !ready() {
+        return;
+    }
+    let topo = generate::k_ary_n_tree(2, 2).unwrap();
+    let p = Peer::start("nd_names", &net_file(&topo, "nd_names"));
+    let plain = ibnet::parse(&run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &[]))
+        .unwrap()
+        .fabric;
+    let (_, sw) = plain.switches().next().unwrap();
+    let map = p.path("names.map");
+    std::fs::write(
+        &map,
+        format!("# test\n{:#018x} \"renamed switch\"\n", sw.guid().0),
+    )
+    .unwrap();
+    let named = ibnet::parse(&run(
+        &p,
+        env!("CARGO_BIN_EXE_ibsm-netdiscover"),
+        &["--node-name-map", map.to_str().unwrap()],
+    ))
+    .unwrap()
+    .fabric;
+    let id = named.node_by_guid(sw.guid()).unwrap();
+    assert_eq!(named.node(id).unwrap().description, "renamed switch");
+    // A broken map is refused with its line, exit code 2.
+    std::fs::write(&map, "0x1 \"a\"\nnot-a-guid x\n").unwrap();
+    let mut c = client(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), None, "diag");
+    c.args(["--node-name-map", map.to_str().unwrap()]);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("not-a-guid"),
+        "{err}"
+    );
+}
