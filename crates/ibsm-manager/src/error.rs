@@ -31,13 +31,17 @@ pub enum SmError {
     /// Routing failed and no fallback was allowed to take over.
     #[error("routing: {0}")]
     Routing(#[from] ibsm_routing::RoutingError),
-    /// The LID space is exhausted.
-    #[error("LID space exhausted: {needed} LIDs needed, at most {available} available")]
+    /// The LID space is exhausted: the ports need more LIDs (2^LMC per end port, one
+    /// per switch) than the subnet can address. Found before anything is written, so a
+    /// configuration that cannot work fails on its first heavy sweep.
+    #[error("LID space exhausted: {needed} LIDs needed, {bound} holds {available}")]
     LidsExhausted {
         /// LIDs the fabric needs.
         needed: usize,
-        /// LIDs available (LinearFDBCap and the unicast range).
+        /// LIDs available below the bound.
         available: usize,
+        /// What bounds them.
+        bound: crate::lids::LidBound,
     },
     /// The fabric model could not be built from what discovery found (a broken SMA
     /// reporting a port above its NumPorts, a GUID twice, ...).

@@ -9,6 +9,35 @@ use crate::error::SmError;
 /// Highest unicast LID.
 pub const MAX_UNICAST_LID: u16 = 0xBFFF;
 
+/// What bounds the unicast LIDs a subnet can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LidBound {
+    /// The unicast LID space itself, 0x0001..=0xBFFF.
+    UnicastSpace,
+    /// The smallest LinearFDBCap among the switches (entries 0..cap, LID 0 unused).
+    LinearFdbCap(u16),
+}
+
+impl LidBound {
+    /// The bound `assign` was given as a highest LID.
+    fn of_limit(limit: u16) -> Self {
+        if limit >= MAX_UNICAST_LID {
+            Self::UnicastSpace
+        } else {
+            Self::LinearFdbCap(limit.saturating_add(1))
+        }
+    }
+}
+
+impl std::fmt::Display for LidBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnicastSpace => f.write_str("the unicast LID space 0x0001..=0xBFFF"),
+            Self::LinearFdbCap(cap) => write!(f, "the smallest LinearFDBCap ({cap})"),
+        }
+    }
+}
+
 /// One port that needs LIDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LidRequest {
@@ -67,7 +96,9 @@ impl Space {
 /// LID) always resolve the same way: the lower GUID keeps it.
 ///
 /// # Errors
-/// [`SmError::LidsExhausted`] when the ports do not fit below `limit`.
+/// [`SmError::LidsExhausted`] when the ports do not fit below `limit`: at once when
+/// they need more LIDs than there are, after packing when alignment or reserved LIDs
+/// leave no room.
 pub fn assign(
     requests: &[LidRequest],
     stored: &BTreeMap<u64, (u16, u8)>,
@@ -77,6 +108,15 @@ pub fn assign(
     let mut reqs: Vec<LidRequest> = requests.to_vec();
     reqs.sort_by_key(|r| r.guid);
     reqs.dedup_by_key(|r| r.guid);
+    let needed: usize = reqs.iter().map(|r| 1usize << r.lmc).sum();
+    let exhausted = || SmError::LidsExhausted {
+        needed,
+        available: usize::from(limit),
+        bound: LidBound::of_limit(limit),
+    };
+    if needed > usize::from(limit) {
+        return Err(exhausted());
+    }
     let mut space = Space::new(limit);
     let mut out = BTreeMap::new();
     let mut pending = Vec::new();
@@ -117,11 +157,7 @@ pub fn assign(
     let mut cursor = [1u16; 8];
     for r in rest {
         let Some(base) = space.lowest_free(r.lmc, cursor[usize::from(r.lmc)]) else {
-            let needed: usize = requests.iter().map(|q| 1usize << q.lmc).sum();
-            return Err(SmError::LidsExhausted {
-                needed,
-                available: usize::from(limit),
-            });
+            return Err(exhausted());
         };
         space.take(base, r.lmc);
         cursor[usize::from(r.lmc)] = base;
@@ -174,6 +210,43 @@ mod tests {
             assign(&many, &BTreeMap::new(), 5),
             Err(SmError::LidsExhausted { .. })
         ));
+    }
+
+    #[test]
+    fn more_lids_than_the_space_holds_is_refused_with_the_need_and_the_bound() {
+        // The quickstart tree at LMC 7: 648 CA ports x 128 + 54 switches.
+        let mut reqs: Vec<_> = (0..648).map(|g| req(1000 + g, 7, 0)).collect();
+        reqs.extend((0..54).map(|g| req(g, 0, 0)));
+        let e = assign(&reqs, &BTreeMap::new(), MAX_UNICAST_LID).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SmError::LidsExhausted {
+                    needed: 82_998,
+                    available: 49_151,
+                    bound: LidBound::UnicastSpace
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "LID space exhausted: 82998 LIDs needed, the unicast LID space 0x0001..=0xBFFF holds 49151"
+        );
+        // A switch with a small LFT bounds it lower; a port asked twice counts once.
+        let twice = [req(1, 0, 0), req(1, 0, 0), req(2, 0, 0)];
+        let e = assign(&twice, &BTreeMap::new(), 1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SmError::LidsExhausted {
+                    needed: 2,
+                    available: 1,
+                    bound: LidBound::LinearFdbCap(2)
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     proptest! {

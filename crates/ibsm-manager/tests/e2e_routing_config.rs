@@ -115,3 +115,52 @@ fn no_fallback_reports_every_failure_instead_of_routing() {
         .unwrap();
     assert!(text.contains("ftree: not a fat tree"), "{text}");
 }
+
+/// LMC 7 on ports that need more LIDs than the switches' LinearFDBCap holds: the first
+/// heavy sweep stops with the need and the bound, before writing anything, and no
+/// SUBNET UP follows.
+#[test]
+fn a_lid_space_too_small_fails_the_first_sweep_with_the_need_and_the_limit() {
+    let f = generate::k_ary_n_tree(4, 2).unwrap(); // 8 switches, 16 CAs
+    let sc = SimConfig {
+        lft_cap: 1024,
+        ..SimConfig::default()
+    };
+    let mut sim = sim_of(&f, sc);
+    let ca = ca_nodes(&sim, &f)[0];
+    let mut c = SmConfig::default();
+    c.lmc = 7;
+    let mut nodes = vec![attach(&mut sim, ca, c, None)];
+    let failed = drive(
+        &mut sim,
+        &mut nodes,
+        ibsm_transport::Instant::from_secs(30),
+        |_, n| {
+            n[0].events
+                .iter()
+                .any(|e| matches!(e, SmEvent::RoutingFailed { .. }))
+        },
+    );
+    assert!(failed, "no RoutingFailed event");
+    let error = nodes[0]
+        .events
+        .iter()
+        .find_map(|e| match e {
+            SmEvent::RoutingFailed { error } => Some(error.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(
+            error.get(),
+            ibsm_manager::SmError::LidsExhausted {
+                needed: 2056,
+                available: 1023,
+                bound: ibsm_manager::lids::LidBound::LinearFdbCap(1024)
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("2056 LIDs needed"), "{error}");
+    assert_eq!(nodes[0].ups(), 0);
+}
