@@ -212,4 +212,16 @@ pub trait Agent {
 
     /// Sets or clears PortInfo.CapabilityMask.IsSM on `port` (an SM attached or gone).
     fn set_is_sm(&mut self, port: u8, on: bool);
+
+    /// The node's performance agent, if it has one: it answers PerfMgt (class 0x04)
+    /// requests and holds the port counters the simulator drives. Without one, class
+    /// 0x04 MADs go to an attached SM like any other GMP and nothing is counted.
+    fn pma(&self) -> Option<&ibsm_sma::Pma> {
+        None
+    }
+
+    /// The performance agent, writable.
+    fn pma_mut(&mut self) -> Option<&mut ibsm_sma::Pma> {
+        None
+    }
 }

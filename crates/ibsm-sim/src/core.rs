@@ -14,10 +14,16 @@ use crate::agent::{Agent, LinkRequest, NodeKind, NodeSetup};
 use crate::counters::{Counters, DropReason};
 use crate::fault::Fault;
 use crate::rng::SplitMix64;
+use ibsm_sma::Counter;
 
 const NONE: u32 = u32::MAX;
 const ATTR_SM_INFO: u16 = 0x0020;
 const METHOD_TRAP: u8 = 0x05;
+const CLASS_PERF: u8 = 0x04;
+/// Octets a MAD occupies on the wire between the packet delimiters: LRH 8, BTH 12,
+/// DETH 8, the 256-byte MAD, ICRC 4, VCRC 2 (no GRH inside a subnet). What the port
+/// counters count per forwarded MAD.
+pub const MAD_PACKET_OCTETS: u64 = 290;
 /// LID-routed hops after which a packet is declared looping (IB has no TTL; real
 /// fabrics drop it on the head-of-queue lifetime).
 pub(crate) const LID_HOP_LIMIT: u8 = 64;
@@ -349,6 +355,67 @@ impl<A: Agent> Core<A> {
         }
     }
 
+    // ----- port counters (the nodes' performance agents) -----
+
+    /// Adds to a counter of (node, port) if the node has a performance agent.
+    pub(crate) fn count(&mut self, node: u32, port: u8, c: Counter, n: u64) {
+        if let Some(pma) = self
+            .nodes
+            .get_mut(node as usize)
+            .and_then(|n| n.agent.pma_mut())
+        {
+            pma.add(port, c, n);
+        }
+    }
+
+    /// Counts traffic on (node, port): sent when `xmit`, else received.
+    pub(crate) fn count_traffic(
+        &mut self,
+        node: u32,
+        port: u8,
+        xmit: bool,
+        octets: u64,
+        packets: u64,
+        multicast: bool,
+    ) {
+        if let Some(pma) = self
+            .nodes
+            .get_mut(node as usize)
+            .and_then(|n| n.agent.pma_mut())
+        {
+            if xmit {
+                pma.count_xmit(port, octets, packets, multicast);
+            } else {
+                pma.count_rcv(port, octets, packets, multicast);
+            }
+        }
+    }
+
+    /// Synthetic traffic out of (node, port): counted as sent there and, when the link
+    /// is up, as received at the other end.
+    pub(crate) fn add_traffic(&mut self, node: u32, port: u8, octets: u64, packets: u64) {
+        let Some(s) = self.slot_of(node, port) else {
+            return;
+        };
+        self.count_traffic(node, port, true, octets, packets, false);
+        let slot = self.slots[s as usize];
+        if slot.up && slot.peer != NONE {
+            let peer = self.slots[slot.peer as usize];
+            self.count_traffic(peer.node, peer.num, false, octets, packets, false);
+        }
+    }
+
+    /// A packet (node, port) could not send: the port was down or not in a state that
+    /// passes it.
+    fn count_discard(&mut self, node: u32, port: u8) {
+        self.count(node, port, Counter::XmitDiscards, 1);
+        self.count(node, port, Counter::XmitInactiveDiscards, 1);
+    }
+
+    fn is_multicast(dlid: u16) -> bool {
+        (0xC000..PERMISSIVE_LID).contains(&dlid)
+    }
+
     // ----- packets -----
 
     fn alloc(&mut self, p: Packet) -> u32 {
@@ -447,6 +514,7 @@ impl<A: Agent> Core<A> {
         let si = (n.base + u32::from(port)) as usize;
         let slot = self.slots[si];
         if !slot.up {
+            self.count_discard(node, port);
             return self.drop_pkt(node, port, pkt, DropReason::PortDown);
         }
         let p = &self.packets[pkt as usize];
@@ -458,11 +526,17 @@ impl<A: Agent> Core<A> {
             state == crate::agent::PortState::Active
         };
         if !passes {
+            self.count_discard(node, port);
             return self.drop_pkt(node, port, pkt, DropReason::PortState);
         }
         let lid_routed = p.dlid != PERMISSIVE_LID;
+        let multicast = Self::is_multicast(p.dlid);
         let peer = self.slots[slot.peer as usize];
+        self.count_traffic(node, port, true, MAD_PACKET_OCTETS, 1, multicast);
         if self.rng.chance_ppm(self.cfg.drop_ppm) || self.rng.chance_ppm(slot.drop_ppm) {
+            // Sent, but it reaches the other end corrupted: a local physical error there.
+            self.count(peer.node, peer.num, Counter::RcvErrors, 1);
+            self.count(peer.node, peer.num, Counter::RcvLocalPhysicalErrors, 1);
             return self.drop_pkt(node, port, pkt, DropReason::Loss);
         }
         self.counters.nodes[node as usize].forwarded += 1;
@@ -495,6 +569,14 @@ impl<A: Agent> Core<A> {
             return self.drop_pkt(node, port, pkt, DropReason::NodeGone);
         }
         let dlid = self.packets[pkt as usize].dlid;
+        self.count_traffic(
+            node,
+            port,
+            false,
+            MAD_PACKET_OCTETS,
+            1,
+            Self::is_multicast(dlid),
+        );
         if dlid != PERMISSIVE_LID {
             if !self.owns(node, port, dlid) {
                 if self.nodes[node as usize].is_switch() {
@@ -518,6 +600,9 @@ impl<A: Agent> Core<A> {
         let smp = Self::is_smp(&p.mad);
         let n = &self.nodes[node as usize];
         let Some(out) = n.agent.lft_port(dlid) else {
+            self.count(node, in_port, Counter::RcvSwitchRelayErrors, 1);
+            self.count(node, in_port, Counter::RcvErrors, 1);
+            self.count(node, in_port, Counter::RcvDlidMappingErrors, 1);
             return self.drop_pkt(node, in_port, pkt, DropReason::NoRoute);
         };
         if out == 0 {
@@ -661,7 +746,11 @@ impl<A: Agent> Core<A> {
         let method = mad[3] & 0x7F;
         let attr = u16::from_be_bytes([mad[16], mad[17]]);
         if !Self::is_smp(mad) {
+            let to_pma = mad[1] == CLASS_PERF && !response;
             self.nodes[node as usize].agent.data_packet(self.now, port);
+            if to_pma && self.nodes[node as usize].agent.pma().is_some() {
+                return self.schedule_process(node, port, pkt);
+            }
             return self.deliver_to_sm(node, port, pkt);
         }
         if mad[0] != 1 {
@@ -673,6 +762,11 @@ impl<A: Agent> Core<A> {
         if for_sm {
             return self.deliver_to_sm(node, port, pkt);
         }
+        self.schedule_process(node, port, pkt);
+    }
+
+    /// The node's agent answers the packet after its processing time.
+    fn schedule_process(&mut self, node: u32, port: u8, pkt: u32) {
         let epoch = self.nodes[node as usize].epoch;
         let at = self.now + self.cfg.sma_time;
         self.push(
@@ -695,12 +789,15 @@ impl<A: Agent> Core<A> {
         self.note_delivered(node, port, pkt);
         let now = self.now;
         let slid = self.packets[pkt as usize].slid;
-        let answered = self.nodes[node as usize].agent.handle_smp(
-            now,
-            port,
-            slid,
-            &mut self.packets[pkt as usize].mad,
-        );
+        let mad = &mut self.packets[pkt as usize].mad;
+        let agent = &mut self.nodes[node as usize].agent;
+        let answered = if mad[1] == CLASS_PERF {
+            agent
+                .pma_mut()
+                .is_some_and(|pma| pma.handle_in_place(now, mad))
+        } else {
+            agent.handle_smp(now, port, slid, mad)
+        };
         if !answered {
             // Counted apart from losses: the SMA chose silence.
             *self
@@ -826,6 +923,11 @@ impl<A: Agent> Core<A> {
                 n.agent.link_up(now, num);
             } else {
                 n.agent.link_down(now, num);
+                // A link that goes down was seen failing by both ends' PHYs.
+                if let Some(pma) = n.agent.pma_mut() {
+                    pma.add(num, Counter::LinkDowned, 1);
+                    pma.add(num, Counter::SymbolErrors, 1);
+                }
             }
             self.after_agent(node);
         }

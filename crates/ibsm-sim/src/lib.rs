@@ -18,6 +18,10 @@
 //!   small text script ([`Sim::load_script`]).
 //! * **Counters** per node, per attribute and per drop reason, an optional trace, a
 //!   digest of the whole run, and [`Sim::verify`], the checks the diagnostics make.
+//! * **Port counters**: every node's performance agent (`ibsm_sma::Pma` in
+//!   [`SmaAgent`]) answers PerfMgt (class 0x04) MADs; its counters count what the
+//!   simulator forwards, drops and the link faults ([`Sim::port_counter`]), plus
+//!   synthetic traffic ([`Sim::add_traffic`]).
 //! * **Building** from an `ibsm-topology` fabric ([`Sim::from_fabric`]), an ibsim or
 //!   ibnetdiscover file ([`Sim::from_net`]) or node by node ([`Sim::add_node`]).
 //! * **An ibsim-compatible server** (`server`, Linux): OpenSM and infiniband-diags
@@ -26,7 +30,8 @@
 //! Memory: the simulator itself needs about 700 bytes per node, ports included (9 MiB for
 //! the 13,284-node 3-level radix-36 fat tree); with [`SmaAgent`] each switch also holds
 //! its LFT ([`SimConfig::lft_cap`] bytes, 48 KiB by default), SL-to-VL tables
-//! (8 x (ports + 1)^2 bytes) and MFT, so that fat tree takes about 170 MiB, 76 MiB of
+//! (8 x (ports + 1)^2 bytes) and MFT, and every node its PMA's counters (about 270 bytes
+//! per port), so that fat tree takes about 170 MiB, 76 MiB of
 //! it LFTs.
 //!
 //! # Example
@@ -77,7 +82,7 @@ use std::time::Duration;
 use ibsm_transport::Instant;
 
 pub use agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
-pub use core::{TraceKind, TraceRecord};
+pub use core::{MAD_PACKET_OCTETS, TraceKind, TraceRecord};
 pub use counters::{AttrCounters, Counters, DropReason, NodeCounters};
 pub use error::SimError;
 pub use fault::{Fault, parse_duration};
@@ -522,6 +527,46 @@ impl<A: Agent> Sim<A> {
     /// If `node` is out of range.
     pub fn with_agent_mut<R>(&mut self, node: NodeIdx, f: impl FnOnce(&mut A) -> R) -> R {
         f(&mut self.core.borrow_mut().nodes[node.0 as usize].agent)
+    }
+
+    /// Synthetic traffic: `octets` octets in `packets` packets sent out of (node, port),
+    /// counted in its port counters and, when the link is up, as received by the other
+    /// end (deterministic, no packets are simulated). Ignored for a port the node lacks.
+    pub fn add_traffic(&mut self, node: NodeIdx, port: u8, octets: u64, packets: u64) {
+        self.core
+            .borrow_mut()
+            .add_traffic(node.0, port, octets, packets);
+    }
+
+    /// Adds `n` to one port counter of (node, port) (data counters: 4-byte words), as a
+    /// fault the simulator does not model would.
+    pub fn add_port_counter(
+        &mut self,
+        node: NodeIdx,
+        port: u8,
+        counter: ibsm_sma::Counter,
+        n: u64,
+    ) {
+        self.core.borrow_mut().count(node.0, port, counter, n);
+    }
+
+    /// The 64-bit value of one port counter of (node, port), as the node's performance
+    /// agent holds it (0 without an agent or for a port the node lacks). What the
+    /// simulator counts: every MAD put on a link counts [`MAD_PACKET_OCTETS`] octets
+    /// and one packet at the sending port, and at the receiving port when it arrives;
+    /// a packet lost on a link counts PortRcvErrors (PortLocalPhysicalErrors) at the
+    /// receiver, one a port cannot send (down, or not Active for data) PortXmitDiscards
+    /// (PortInactiveDiscards), a switch without a route for the DLID
+    /// PortRcvSwitchRelayErrors (PortRcvErrors, PortDLIDMappingErrors) at the input
+    /// port; a link going down counts LinkDowned and SymbolErrorCounter at both ends.
+    #[must_use]
+    pub fn port_counter(&self, node: NodeIdx, port: u8, counter: ibsm_sma::Counter) -> u64 {
+        self.core
+            .borrow()
+            .nodes
+            .get(node.0 as usize)
+            .and_then(|n| n.agent.pma())
+            .map_or(0, |p| p.get(port, counter))
     }
 
     /// A copy of the counters.

@@ -1,6 +1,6 @@
 //! [`SmaAgent`]: `ibsm-sma` as the agent of every simulated node.
 
-use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Rx, Sma};
+use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma};
 use ibsm_transport::Instant;
 use ibsm_wire::{NodeDescription, NodeType};
 
@@ -14,6 +14,8 @@ use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortS
 #[derive(Debug, Clone)]
 pub struct SmaAgent {
     sma: Sma<MemNvStore>,
+    /// The node's performance agent (PerfMgt counters), reset with the node.
+    pma: Pma,
     is_switch: bool,
     /// Per port number: (base LID, LMC). A switch uses entry 0.
     lids: Vec<(u16, u8)>,
@@ -90,8 +92,14 @@ impl Agent for SmaAgent {
         let cfg = Self::node_config(setup);
         let mut sma = Sma::with_nv_store(cfg, MemNvStore::default()).map_err(|e| e.to_string())?;
         sma.handle_timeout(now);
+        let pma = Pma::new(if setup.kind == NodeKind::Switch {
+            PmaConfig::switch(setup.num_ports)
+        } else {
+            PmaConfig::ca(setup.num_ports)
+        });
         let mut a = Self {
             sma,
+            pma,
             is_switch: setup.kind == NodeKind::Switch,
             lids: vec![(0, 0); usize::from(setup.num_ports) + 1],
             lft_top: 0,
@@ -102,6 +110,7 @@ impl Agent for SmaAgent {
 
     fn reset(&mut self, now: Instant) {
         self.sma.reset(now);
+        self.pma.reset();
         self.refresh();
     }
 
@@ -191,5 +200,13 @@ impl Agent for SmaAgent {
 
     fn set_is_sm(&mut self, port: u8, on: bool) {
         self.sma.set_is_sm(port, on);
+    }
+
+    fn pma(&self) -> Option<&Pma> {
+        Some(&self.pma)
+    }
+
+    fn pma_mut(&mut self) -> Option<&mut Pma> {
+        Some(&mut self.pma)
     }
 }

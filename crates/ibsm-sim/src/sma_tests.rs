@@ -488,3 +488,232 @@ fn lft_cap_sizes_the_switch_tables() {
         assert_eq!(a.sma().lft().len(), 64);
     });
 }
+
+// ----- the performance agents (class 0x04) -----
+
+mod perf {
+    use super::*;
+    use ibsm_sma::Counter;
+    use ibsm_wire::perf::{
+        ALL_PORTS, CounterSelect, PerfAttributeId, PortCounters, PortCountersExtended, perf_request,
+    };
+    use ibsm_wire::{GsMad, Status};
+
+    impl Sm {
+        fn perf(
+            &mut self,
+            method: Method,
+            dlid: u16,
+            attr: PerfAttributeId,
+            data: &[u8],
+        ) -> Option<GsMad> {
+            self.tid += 1;
+            let req = perf_request(method, attr, self.tid, data);
+            self.port
+                .send(&Address::Lid(LidAddress::gsi(dlid, 0)), &req.to_bytes())
+                .unwrap();
+            self.wait().map(|b| GsMad::parse(&b).unwrap())
+        }
+
+        fn port_counters(&mut self, dlid: u16, port: u8) -> PortCounters {
+            let req = PortCounters {
+                port_select: port,
+                ..PortCounters::default()
+            };
+            let r = self
+                .perf(
+                    Method::Get,
+                    dlid,
+                    PerfAttributeId::PortCounters,
+                    &req.to_bytes(),
+                )
+                .expect("PortCounters answered");
+            assert_eq!(r.status, Status::OK);
+            PortCounters::parse(&r.data).unwrap()
+        }
+    }
+
+    fn c(sim: &Sim, node: NodeIdx, port: u8, counter: Counter) -> u64 {
+        sim.port_counter(node, port, counter)
+    }
+
+    #[test]
+    fn every_forwarded_mad_counts_where_it_crosses() {
+        let (sim, mut sm, [ca1, swa, swb, ca2, _]) = line();
+        configure(&mut sm);
+        let before = |n, p, k| c(&sim, n, p, k);
+        let (b_swa5, b_swb4, b_ca2) = (
+            before(swa, 5, Counter::RcvPkts),
+            before(swb, 4, Counter::XmitPkts),
+            before(ca2, 1, Counter::RcvPkts),
+        );
+        // ca1 -> swA 5..9 -> swB 3..4 -> ca2 and back.
+        let pc = sm.port_counters(4, 1);
+        assert_eq!(c(&sim, swa, 5, Counter::RcvPkts), b_swa5 + 1);
+        assert_eq!(
+            c(&sim, swa, 5, Counter::XmitPkts),
+            c(&sim, ca1, 1, Counter::RcvPkts)
+        );
+        assert_eq!(c(&sim, swb, 4, Counter::XmitPkts), b_swb4 + 1);
+        assert_eq!(c(&sim, ca2, 1, Counter::RcvPkts), b_ca2 + 1);
+        // The answer was read after its request arrived and before it left.
+        assert_eq!(
+            u64::from(pc.port_rcv_pkts),
+            c(&sim, ca2, 1, Counter::RcvPkts)
+        );
+        assert_eq!(
+            u64::from(pc.port_xmit_pkts) + 1,
+            c(&sim, ca2, 1, Counter::XmitPkts)
+        );
+        // Every MAD is 290 octets on the wire; data is in 4-byte words.
+        assert_eq!(
+            u64::from(pc.port_rcv_data),
+            u64::from(pc.port_rcv_pkts) * MAD_PACKET_OCTETS / 4
+        );
+        assert_eq!(
+            c(&sim, ca2, 1, Counter::RcvData),
+            c(&sim, ca2, 1, Counter::RcvPkts) * MAD_PACKET_OCTETS / 4
+        );
+        // Both ends of a link agree.
+        assert_eq!(
+            c(&sim, swb, 4, Counter::XmitPkts),
+            c(&sim, ca2, 1, Counter::RcvPkts)
+        );
+        assert_eq!(
+            c(&sim, swb, 4, Counter::RcvPkts),
+            c(&sim, ca2, 1, Counter::XmitPkts)
+        );
+    }
+
+    #[test]
+    fn all_port_select_and_reset_over_the_fabric() {
+        let (mut sim, mut sm, [_, swa, swb, _, _]) = line();
+        configure(&mut sm);
+        sim.add_traffic(swb, 4, 4000, 10);
+        let all = sm.port_counters(2, ALL_PORTS);
+        let sum = |k| (1..=12).map(|p| c(&sim, swa, p, k)).sum::<u64>();
+        assert_eq!(u64::from(all.port_rcv_pkts), sum(Counter::RcvPkts));
+        assert_eq!(u64::from(all.port_xmit_pkts) + 1, sum(Counter::XmitPkts));
+
+        let pc = sm.port_counters(3, 4);
+        assert_eq!(
+            u64::from(pc.port_xmit_pkts),
+            c(&sim, swb, 4, Counter::XmitPkts)
+        );
+        assert!(pc.port_xmit_pkts >= 10);
+        assert!(u64::from(pc.port_xmit_data) >= 1000);
+        let req = PortCounters {
+            port_select: 4,
+            counter_select: CounterSelect::ALL,
+            ..PortCounters::default()
+        };
+        let r = sm
+            .perf(
+                Method::Set,
+                3,
+                PerfAttributeId::PortCounters,
+                &req.to_bytes(),
+            )
+            .unwrap();
+        assert_eq!(r.status, Status::OK);
+        for k in Counter::ALL {
+            let v = c(&sim, swb, 4, k);
+            let kept = matches!(
+                k,
+                Counter::XmitWait
+                    | Counter::UnicastXmitPkts
+                    | Counter::UnicastRcvPkts
+                    | Counter::MulticastXmitPkts
+                    | Counter::MulticastRcvPkts
+            );
+            assert!(kept || v == 0, "{k:?} = {v} after the reset");
+        }
+        assert!(c(&sim, swb, 3, Counter::XmitPkts) > 0, "other ports kept");
+        // A bad PortSelect is refused with 0x001C, an unknown attribute with 0x000C.
+        let r = sm
+            .perf(Method::Get, 4, PerfAttributeId::PortCounters, &[0, 7])
+            .unwrap();
+        assert_eq!(r.status, Status::INVALID_VALUE);
+        let r = sm
+            .perf(Method::Get, 4, PerfAttributeId::PortSamplesControl, &[0, 1])
+            .unwrap();
+        assert_eq!(r.status, Status::METHOD_ATTR_UNSUPPORTED);
+    }
+
+    #[test]
+    fn synthetic_traffic_is_counted_at_both_ends_exactly() {
+        let (mut sim, _sm, [_, _, swb, ca2, _]) = line();
+        // Links are up from the start; no MAD has moved.
+        sim.add_traffic(ca2, 1, 4002, 10);
+        sim.add_traffic(ca2, 1, 2, 1);
+        assert_eq!(c(&sim, ca2, 1, Counter::XmitData), 1001);
+        assert_eq!(c(&sim, ca2, 1, Counter::XmitPkts), 11);
+        assert_eq!(c(&sim, swb, 4, Counter::RcvData), 1001);
+        assert_eq!(c(&sim, swb, 4, Counter::RcvPkts), 11);
+        assert_eq!(c(&sim, swb, 4, Counter::UnicastRcvPkts), 11);
+        sim.add_port_counter(swb, 4, Counter::SymbolErrors, 70_000);
+        let pma = sim.with_agent(swb, |a| a.pma().unwrap().port_counters(4).unwrap());
+        assert_eq!(pma.symbol_error_counter, 0xFFFF, "saturates, no wrap");
+        assert_eq!(c(&sim, swb, 4, Counter::SymbolErrors), 70_000);
+    }
+
+    #[test]
+    fn faults_count_link_downs_discards_and_receive_errors() {
+        let (mut sim, mut sm, [_, swa, swb, _, ca3]) = line();
+        configure(&mut sm);
+        sim.apply(Fault::LinkDown { node: swa, port: 2 });
+        for (n, p) in [(swa, 2), (ca3, 1)] {
+            assert_eq!(c(&sim, n, p, Counter::LinkDowned), 1);
+            assert_eq!(c(&sim, n, p, Counter::SymbolErrors), 1);
+        }
+        // To ca3 (LID 5): swA cannot send out of its down port 2.
+        let req = PortCounters {
+            port_select: 1,
+            ..PortCounters::default()
+        };
+        assert!(
+            sm.perf(
+                Method::Get,
+                5,
+                PerfAttributeId::PortCounters,
+                &req.to_bytes()
+            )
+            .is_none()
+        );
+        assert_eq!(c(&sim, swa, 2, Counter::XmitDiscards), 1);
+        assert_eq!(c(&sim, swa, 2, Counter::XmitInactiveDiscards), 1);
+        let pc = sm.port_counters(2, 2);
+        assert_eq!((pc.link_downed_counter, pc.port_xmit_discards), (1, 1));
+        sim.apply(Fault::LinkUp { node: swa, port: 2 });
+
+        // Everything into swB port 3 is lost on the link: receive errors there.
+        sim.apply(Fault::LinkDropRate {
+            node: swa,
+            port: 9,
+            ppm: 1_000_000,
+        });
+        assert!(
+            sm.perf(Method::Get, 3, PerfAttributeId::ClassPortInfo, &[])
+                .is_none()
+        );
+        assert_eq!(c(&sim, swb, 3, Counter::RcvErrors), 1);
+        assert_eq!(c(&sim, swb, 3, Counter::RcvLocalPhysicalErrors), 1);
+        assert_eq!(
+            c(&sim, swa, 9, Counter::XmitPkts),
+            c(&sim, swb, 3, Counter::RcvPkts) + 1
+        );
+
+        // A node reset clears its counters; its links then retrain, one link down each.
+        sim.apply(Fault::NodeReset { node: swb });
+        let ext = sim.with_agent(swb, |a| a.pma().unwrap().port_counters_extended(3).unwrap());
+        assert_eq!(
+            ext,
+            PortCountersExtended {
+                port_select: 3,
+                link_downed_counter: 1,
+                symbol_error_counter: 1,
+                ..PortCountersExtended::default()
+            }
+        );
+    }
+}
