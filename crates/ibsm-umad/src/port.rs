@@ -31,6 +31,8 @@ pub struct OpenOptions {
     pub sa_agent: bool,
     /// Open `issmN` (sets IsSM on the port) and keep it open while the port is open.
     pub issm: bool,
+    /// Register a class 0x04 (PerfMgt) client agent, to query performance agents.
+    pub perf_agent: bool,
 }
 
 /// Where a MAD goes, as the umad header expresses it.
@@ -141,6 +143,7 @@ pub struct UmadPort {
     agent_dr: u32,
     agent_lid: u32,
     agent_sa: Option<u32>,
+    agent_perf: Option<u32>,
 }
 
 impl UmadPort {
@@ -205,6 +208,12 @@ impl UmadPort {
         } else {
             None
         };
+        // A client: answers to its requests reach it whatever methods it registers.
+        let agent_perf = if opts.perf_agent {
+            Some(register(0x04, 1, 1, &[], 0)?)
+        } else {
+            None
+        };
         let issm = if opts.issm {
             let p = desc.issm_path();
             Some(
@@ -224,6 +233,7 @@ impl UmadPort {
             agent_dr,
             agent_lid,
             agent_sa,
+            agent_perf,
         })
     }
 
@@ -285,6 +295,9 @@ impl UmadPort {
             0x01 => self.agent_lid,
             0x03 => self.agent_sa.ok_or_else(|| {
                 Error::BadMad("class 0x03 without an SA agent (OpenOptions::sa_agent)".into())
+            })?,
+            0x04 => self.agent_perf.ok_or_else(|| {
+                Error::BadMad("class 0x04 without a PerfMgt agent (OpenOptions::perf_agent)".into())
             })?,
             c => return Err(Error::BadMad(format!("no agent for class {c:#04x}"))),
         };
