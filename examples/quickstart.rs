@@ -19,7 +19,8 @@
 //!                          OpenSM does; the sweep then also reads the P_Key tables of
 //!                          CA ports and switch port 0 for it); --sa is still accepted
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
-//!                          and switch enforcement programmed from it
+//!                          and switch enforcement programmed from it (without one,
+//!                          OpenSM's default `Default=0x7fff, ipoib : ALL=full ;`)
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!
@@ -196,7 +197,10 @@ fn run(a: &Args) -> Result<bool, String> {
     cfg.routing = a.routing.clone();
     cfg.lmc = a.lmc;
     cfg.sa = a.sa;
-    cfg.partitions = a.partitions.clone();
+    // Without a file, OpenSM's default policy (SmConfig's default) stays in force.
+    if let Some(p) = &a.partitions {
+        cfg.partitions = Some(p.clone());
+    }
     // Single-threaded: ibsm-routing balances each thread's LID range on its own, which
     // doubles the max link load of minhop/updn on fat trees (see the routing notes).
     cfg.routing_threads = 1;

@@ -152,14 +152,17 @@ pub struct SmConfig {
     /// How SA tables leave: RMPP segments under the RMPP sender protocol (simulator) or
     /// one message for a umad agent with kernel RMPP.
     pub sa_rmpp: ibsm_sa::RmppMode,
-    /// Partition policy (OpenSM's partition manager, `partitions.conf`): when set, every
-    /// heavy sweep reads the P_Key tables of CA and router ports, switch port 0 and
-    /// enforcing switch ports, writes the 32-entry blocks that differ from the policy's
-    /// tables, and turns partition enforcement on in switch ports cabled to end ports
-    /// where the switch can (see [`crate::partition`]). `None` (default): P_Key tables
-    /// and enforcement bits are left as they are.
-    /// [`PartitionConfig::opensm_default`](crate::partition::PartitionConfig::opensm_default)
-    /// is what OpenSM does without a partition file.
+    /// Partition policy (OpenSM's partition manager, `partitions.conf`): every heavy
+    /// sweep reads the P_Key tables of CA and router ports, switch port 0 and enforcing
+    /// switch ports, writes the 32-entry blocks that differ from the policy's tables,
+    /// and turns partition enforcement on in switch ports cabled to end ports where the
+    /// switch can (see [`crate::partition`]); the SA keeps the policy's IPoIB broadcast
+    /// groups and `mgid=` groups. Default:
+    /// [`PartitionConfig::opensm_default`](crate::partition::PartitionConfig::opensm_default),
+    /// what OpenSM does without a partition file (`Default=0x7fff, ipoib : ALL=full ;`:
+    /// every end port holds 0xFFFF, and the IPoIB broadcast group of the default
+    /// partition exists before any host asks). `None`: P_Key tables and enforcement bits
+    /// are left as they are, and no group is predefined.
     pub partitions: Option<crate::partition::PartitionConfig>,
 }
 
@@ -278,7 +281,7 @@ impl Default for SmConfig {
             client_reregister: true,
             sa: true,
             sa_rmpp: ibsm_sa::RmppMode::Segments,
-            partitions: None,
+            partitions: Some(crate::partition::PartitionConfig::opensm_default()),
         }
     }
 }

@@ -51,6 +51,9 @@ fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent
     let tool = sim.attach_tool(tool_node, 1).unwrap();
     let mut cfg = SmConfig::default();
     cfg.sa = true;
+    // The SA over the tables the ports hold, no partition policy writing them and no
+    // predefined group taking an MLID (`default_policy.rs` tests the default policy).
+    cfg.partitions = None;
     cfg.sm_key = KEY;
     cfg.m_key = MKeyMode::Single(MKEY);
     let mut sm = SubnetManager::new(cfg, port.local_port()).unwrap();
