@@ -194,18 +194,29 @@ impl Groups {
         if !mask.contains(McMemberRecord::CM_QKEY | McMemberRecord::CM_PKEY) {
             return Err(SaStatus::ReqInsufficientComponents);
         }
-        if t.join_state & join_state::FULL_MEMBER == 0 {
+        // A full member creates the group, and so does a send-only full member (IBA
+        // 1.3, ClassPortInfo.CapabilityMask2 bit 12): Linux IPoIB joins a group it
+        // only sends to that way, and expects it created if nobody joined it yet.
+        if t.join_state & (join_state::FULL_MEMBER | join_state::SEND_ONLY_FULL_MEMBER) == 0 {
             return Err(SaStatus::ReqInvalid);
         }
         if !db.has_pkey(&e, t.pkey) {
             return Err(SaStatus::ReqInvalid);
         }
-        let mlid = self.free_mlid().ok_or(SaStatus::NoResources)?;
-        let scope = if mask.contains(McMemberRecord::CM_SCOPE) && t.scope != 0 {
-            t.scope
+        let asked_scope =
+            (mask.contains(McMemberRecord::CM_SCOPE) && t.scope != 0).then_some(t.scope);
+        // A given MGID carries its scope (low nibble of byte 1): the record must agree
+        // with it, whether or not the request names a Scope.
+        let scope = if want_mgid {
+            let s = t.mgid.0[1] & 0xF;
+            if asked_scope.is_some_and(|a| a != s) {
+                return Err(SaStatus::ReqInvalid);
+            }
+            s
         } else {
-            ibsm_wire::sa::mgid_scope::LINK_LOCAL
+            asked_scope.unwrap_or(ibsm_wire::sa::mgid_scope::LINK_LOCAL)
         };
+        let mlid = self.free_mlid().ok_or(SaStatus::NoResources)?;
         let mgid = if want_mgid {
             t.mgid
         } else {

@@ -753,7 +753,9 @@ impl SaServer {
                 | sa_cap::OPTIONAL_RECORDS
                 | sa_cap::UD_MULTICAST
                 | sa_cap::PORT_INFO_CAP_MASK_MATCH,
-            capability_mask2: ibsm_wire::sa::sa_cap2::PORT_INFO_CAP_MASK2_MATCH,
+            // Send-only full members create groups (what Linux IPoIB checks for).
+            capability_mask2: ibsm_wire::sa::sa_cap2::PORT_INFO_CAP_MASK2_MATCH
+                | ibsm_wire::sa::sa_cap2::SENDONLY_FULL_MEMBER,
             resp_time_value: self.cfg.resp_time_value,
             ..ClassPortInfo::default()
         }

@@ -17,6 +17,8 @@ use proptest::prelude::*;
 
 use crate::{Requester, RmppMode, SaConfig, SaServer, SaSnapshot};
 
+mod linux;
+
 const KEY: u64 = 0xfeed_beef;
 const PREFIX: u64 = ibsm_wire::DEFAULT_SUBNET_PREFIX;
 const T0: Instant = Instant::ZERO;

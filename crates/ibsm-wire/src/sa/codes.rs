@@ -247,6 +247,9 @@ pub mod sa_cap2 {
     pub const PORT_INFO_CAP_MASK2_MATCH: u32 = 1 << 10;
     /// PortInfoExtended records.
     pub const PORT_INFO_EXTENDED: u32 = 1 << 11;
+    /// MCMemberRecord joins with JoinState SendOnlyFullMember (0x8) create a group
+    /// (IBA 1.3; Linux checks this bit before joining send-only).
+    pub const SENDONLY_FULL_MEMBER: u32 = 1 << 12;
 }
 
 #[cfg(test)]
