@@ -55,6 +55,7 @@
 
 mod config;
 pub mod driver;
+pub mod dump;
 mod engine;
 mod error;
 mod event;

@@ -403,6 +403,18 @@ impl Groups {
         want
     }
 
+    /// `(switch GUID, MLID, ports)` as last handed out, sorted.
+    pub(crate) fn programmed(&self) -> Vec<(u64, u16, Vec<u8>)> {
+        let mut out: Vec<(u64, u16, Vec<u8>)> = self
+            .programmed
+            .iter()
+            .filter(|(_, ports)| !ports.is_empty())
+            .map(|(&(sw, mlid), ports)| (sw, mlid, ports.iter().copied().collect()))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     pub(crate) fn take_updates(&mut self, db: &Db) -> Vec<MftUpdate> {
         let want: HashMap<(u64, u16), BTreeSet<u8>> = self
             .desired(db)

@@ -333,6 +333,14 @@ impl SaServer {
         self.groups.take_updates(&self.db)
     }
 
+    /// The multicast forwarding the SM has been handed so far ([`Self::take_mft_updates`]):
+    /// `(switch GUID, MLID, output ports)`, sorted by switch GUID then MLID. What the
+    /// switches hold once those blocks are written (OpenSM's `opensm.mcfdbs` dump).
+    #[must_use]
+    pub fn mft_ports(&self) -> Vec<(u64, u16, Vec<u8>)> {
+        self.groups.programmed()
+    }
+
     /// Handles one received MAD of class 0x03 and returns what to send back to the
     /// requester now: the answer (for a table in segments mode, the segments the RMPP
     /// window allows), the segments an RMPP ACK lets out, nothing for a

@@ -192,6 +192,30 @@ impl SubnetManager {
         self.routing.routes.as_ref()
     }
 
+    /// The LFT this SM last wrote to the switch with node GUID `guid`, indexed by LID
+    /// (whole 64-entry blocks up to the highest LID in use; 0xFF: no route); `None` for
+    /// a switch it has not programmed (locked, or not seen by a configuring sweep).
+    /// What OpenSM's `opensm-lfts.dump` shows ([`crate::dump`]).
+    #[must_use]
+    pub fn programmed_lft(&self, guid: u64) -> Option<&[u8]> {
+        self.mirror.lft.get(&guid).map(Vec::as_slice)
+    }
+
+    /// The SL -> VL maps this SM wrote to the output ports of the switch with node GUID
+    /// `guid`, sorted by port (empty when the routing engine uses one VL).
+    #[must_use]
+    pub fn programmed_sl2vl(&self, guid: u64) -> Vec<(u8, [u8; 16])> {
+        let mut maps: Vec<(u8, [u8; 16])> = self
+            .mirror
+            .sl2vl
+            .iter()
+            .filter(|((g, _), _)| *g == guid)
+            .map(|(&(_, port), &vls)| (port, vls))
+            .collect();
+        maps.sort_unstable();
+        maps
+    }
+
     /// Port GUID -> (base LID, LMC) in force.
     #[must_use]
     pub fn lids(&self) -> &BTreeMap<u64, (u16, u8)> {
@@ -243,6 +267,20 @@ impl SubnetManager {
     pub fn request_heavy_sweep(&mut self, now: Instant) {
         self.heavy_sweep_wanted(now);
         self.refresh_timers();
+    }
+
+    /// Starts a light sweep now, as the periodic timer would (heavy if one was asked for
+    /// meanwhile), unless a sweep is running or this SM does not sweep (Standby, Not
+    /// Active). Returns whether a sweep started.
+    pub fn request_light_sweep(&mut self, now: Instant) -> bool {
+        let sweeps = matches!(self.smi.role, Role::Master | Role::Discovering);
+        if !sweeps || !self.sweep.is_idle() {
+            return false;
+        }
+        self.periodic_sweep(now);
+        self.process(now);
+        self.refresh_timers();
+        true
     }
 
     /// Asks for a heavy sweep that recomputes every route from scratch even if the fabric

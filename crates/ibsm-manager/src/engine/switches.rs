@@ -19,7 +19,7 @@ pub(super) struct Mirror {
     /// Switch GUID -> LFT as last written (whole blocks).
     pub(super) lft: HashMap<u64, Vec<u8>>,
     /// (switch GUID, output port) -> SL -> VL map as last written.
-    sl2vl: HashMap<(u64, u8), [u8; 16]>,
+    pub(super) sl2vl: HashMap<(u64, u8), [u8; 16]>,
 }
 
 impl SubnetManager {
