@@ -1,0 +1,471 @@
+//! `ibsm-exporter`: a Prometheus exporter for a whole InfiniBand fabric, from one host.
+//!
+//! Each scrape discovers the fabric over directed routes and reads every port's
+//! counters in one run (ibsm-query's discovery and `Scrape`: PortCountersExtended where
+//! the agent has it, so data counters do not saturate at 32 bits), instead of forking
+//! `ibnetdiscover` and one `perfquery` per port. Metric names and labels are those of
+//! treydock/infiniband_exporter, so its dashboards and rules work unchanged:
+//! `infiniband_switch_port_*_total{guid,port}`, `infiniband_hca_port_*_total{guid,port}`,
+//! `infiniband_switch_info`, `infiniband_hca_info`, `infiniband_switch_uplink_info`,
+//! `infiniband_hca_uplink_info`, and about the scrape itself
+//! `infiniband_exporter_collect_errors{collector}`,
+//! `infiniband_exporter_collect_timeouts{collector}` and
+//! `infiniband_exporter_collector_duration_seconds{collector}`.
+//!
+//! ```text
+//! ibsm-exporter [--web.listen-address ADDR] [--node-name-map FILE] [--no-switch] [--hca]
+//! ibsm-exporter --textfile PATH ...        run once, write the metrics, exit
+//! ```
+//!
+//! Endpoints: `/metrics` (scrapes the fabric, one scrape at a time), `/healthz` (`ok`).
+//! Exit codes: 0, 1 when the port or the listen address cannot be opened or a run-once
+//! scrape fails outright, 2 for bad arguments or node-name map.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant as WallInstant};
+
+use clap::Parser;
+use ibsm_query::discover::{Discovered, discover};
+use ibsm_query::nodemap::NodeNameMap;
+use ibsm_query::perf::{PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx};
+use ibsm_query::smp::SmpConfig;
+use ibsm_transport::{Transport, TxConfig};
+use ibsm_umad::{OpenOptions, Selector, UmadTransport};
+use ibsm_wire::perf::{PortCounters, PortCountersExtended};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// Prometheus exporter for an InfiniBand fabric.
+#[derive(Debug, Parser)]
+#[command(name = "ibsm-exporter", version)]
+struct Args {
+    /// Address to serve /metrics and /healthz on.
+    #[arg(long = "web.listen-address", default_value = "0.0.0.0:9315")]
+    listen: String,
+    /// Run once: write the metrics to this file (atomically, for node_exporter's
+    /// textfile collector) and exit.
+    #[arg(long)]
+    textfile: Option<PathBuf>,
+    /// Node-name map (infiniband-diags format) for the switch/hca/uplink labels.
+    #[arg(long = "node-name-map")]
+    node_name_map: Option<PathBuf>,
+    /// Do not export switch ports.
+    #[arg(long = "no-switch")]
+    no_switch: bool,
+    /// Export HCA ports too.
+    #[arg(long)]
+    hca: bool,
+    /// RDMA device to use.
+    #[arg(short = 'C', long = "Ca")]
+    ca: Option<String>,
+    /// Port of that device.
+    #[arg(short = 'P', long = "Port")]
+    port: Option<u8>,
+    /// Time to wait for each answer, in milliseconds.
+    #[arg(long = "timeout", default_value_t = 200)]
+    timeout_ms: u64,
+    /// Queries in flight at once.
+    #[arg(long, default_value_t = 64)]
+    window: usize,
+}
+
+type Labels = Vec<(String, String)>;
+
+/// The counters exported per port: metric stem and the perfquery name it reads.
+const STEMS: &[(&str, &str)] = &[
+    ("transmit_data_bytes", "PortXmitData"),
+    ("receive_data_bytes", "PortRcvData"),
+    ("transmit_packets", "PortXmitPkts"),
+    ("receive_packets", "PortRcvPkts"),
+    ("unicast_transmit_packets", "PortUnicastXmitPkts"),
+    ("unicast_receive_packets", "PortUnicastRcvPkts"),
+    ("multicast_transmit_packets", "PortMulticastXmitPkts"),
+    ("multicast_receive_packets", "PortMulticastRcvPkts"),
+    ("symbol_error", "SymbolErrorCounter"),
+    ("link_error_recovery", "LinkErrorRecoveryCounter"),
+    ("link_downed", "LinkDownedCounter"),
+    ("receive_errors", "PortRcvErrors"),
+    (
+        "receive_remote_physical_errors",
+        "PortRcvRemotePhysicalErrors",
+    ),
+    ("receive_switch_relay_errors", "PortRcvSwitchRelayErrors"),
+    ("transmit_discards", "PortXmitDiscards"),
+    ("transmit_constraint_errors", "PortXmitConstraintErrors"),
+    ("receive_constraint_errors", "PortRcvConstraintErrors"),
+    ("local_link_integrity_errors", "LocalLinkIntegrityErrors"),
+    (
+        "excessive_buffer_overrun_errors",
+        "ExcessiveBufferOverrunErrors",
+    ),
+    ("vl15_dropped", "VL15Dropped"),
+    ("qp1_dropped", "QP1Dropped"),
+    ("transmit_wait", "PortXmitWait"),
+];
+
+/// The value of counter `name` of a port: the 64-bit extended counter for data and
+/// packets where read, else PortCounters'. Data counts 4-byte words on the wire;
+/// exported in bytes.
+fn value(name: &str, r: &PortReading) -> Option<u64> {
+    let ext = r.extended.as_ref().and_then(|e| e.as_ref().ok());
+    let pc = r.counters.as_ref().ok();
+    // The 64-bit extended counter where the agent has it, else PortCounters' 32 bits.
+    let wide = |e: fn(&PortCountersExtended) -> u64, b: fn(&PortCounters) -> u32| {
+        ext.map(e).or_else(|| pc.map(|p| u64::from(b(p))))
+    };
+    Some(match name {
+        "PortXmitData" => wide(|e| e.port_xmit_data, |p| p.port_xmit_data)? * 4,
+        "PortRcvData" => wide(|e| e.port_rcv_data, |p| p.port_rcv_data)? * 4,
+        "PortXmitPkts" => wide(|e| e.port_xmit_pkts, |p| p.port_xmit_pkts)?,
+        "PortRcvPkts" => wide(|e| e.port_rcv_pkts, |p| p.port_rcv_pkts)?,
+        "PortUnicastXmitPkts" => ext?.port_unicast_xmit_pkts,
+        "PortUnicastRcvPkts" => ext?.port_unicast_rcv_pkts,
+        "PortMulticastXmitPkts" => ext?.port_multicast_xmit_pkts,
+        "PortMulticastRcvPkts" => ext?.port_multicast_rcv_pkts,
+        "SymbolErrorCounter" => u64::from(pc?.symbol_error_counter),
+        "LinkErrorRecoveryCounter" => u64::from(pc?.link_error_recovery_counter),
+        "LinkDownedCounter" => u64::from(pc?.link_downed_counter),
+        "PortRcvErrors" => u64::from(pc?.port_rcv_errors),
+        "PortRcvRemotePhysicalErrors" => u64::from(pc?.port_rcv_remote_physical_errors),
+        "PortRcvSwitchRelayErrors" => u64::from(pc?.port_rcv_switch_relay_errors),
+        "PortXmitDiscards" => u64::from(pc?.port_xmit_discards),
+        "PortXmitConstraintErrors" => u64::from(pc?.port_xmit_constraint_errors),
+        "PortRcvConstraintErrors" => u64::from(pc?.port_rcv_constraint_errors),
+        "LocalLinkIntegrityErrors" => u64::from(pc?.local_link_integrity_errors),
+        "ExcessiveBufferOverrunErrors" => u64::from(pc?.excessive_buffer_overrun_errors),
+        "VL15Dropped" => u64::from(pc?.vl15_dropped),
+        "QP1Dropped" => u64::from(pc?.qp1_dropped()),
+        "PortXmitWait" => u64::from(pc?.port_xmit_wait),
+        _ => return None,
+    })
+}
+
+/// One counter family per [`STEMS`] entry for `kind` ("switch" or "hca").
+fn port_families(
+    reg: &mut Registry,
+    kind: &str,
+) -> Vec<(&'static str, Family<Labels, Counter<u64>>)> {
+    STEMS
+        .iter()
+        .map(|(stem, name)| {
+            let f = Family::<Labels, Counter<u64>>::default();
+            reg.register(
+                format!("infiniband_{kind}_port_{stem}"),
+                format!("Infiniband {kind} port {name}"),
+                f.clone(),
+            );
+            (*name, f)
+        })
+        .collect()
+}
+
+fn label(pairs: &[(&str, String)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect()
+}
+
+/// Everything one scrape found, as exposition text.
+fn collect<T: Transport>(
+    port: &mut T,
+    args: &Args,
+    names: Option<&NodeNameMap>,
+) -> Result<String, String> {
+    let mut reg = Registry::default();
+    let errors = Family::<Labels, Gauge>::default();
+    let timeouts = Family::<Labels, Gauge>::default();
+    let durations = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    reg.register(
+        "infiniband_exporter_collect_errors",
+        "Number of errors that occurred during collection",
+        errors.clone(),
+    );
+    reg.register(
+        "infiniband_exporter_collect_timeouts",
+        "Number of timeouts that occurred during collection",
+        timeouts.clone(),
+    );
+    reg.register(
+        "infiniband_exporter_collector_duration_seconds",
+        "Collector time to run",
+        durations.clone(),
+    );
+    let t0 = WallInstant::now();
+    let until = port.now() + Duration::from_secs(120);
+    let found = discover(port, SmpConfig::default(), until).map_err(|e| e.to_string())?;
+    durations
+        .get_or_create(&label(&[("collector", "ibnetdiscover".into())]))
+        .set(t0.elapsed().as_secs_f64());
+    let discover_errors = found.unreachable.len()
+        + found
+            .nodes
+            .iter()
+            .flat_map(|n| n.ports.iter())
+            .filter(|p| p.error.is_some())
+            .count();
+    errors
+        .get_or_create(&label(&[("collector", "ibnetdiscover".into())]))
+        .set(i64::try_from(discover_errors).unwrap_or(i64::MAX));
+
+    let name_of = |i: usize| -> String {
+        let n = &found.nodes[i];
+        names
+            .and_then(|m| m.get(n.info.node_guid))
+            .map_or_else(|| n.description.clone(), str::to_owned)
+    };
+    for (kind, on) in [("switch", !args.no_switch), ("hca", args.hca)] {
+        if !on {
+            continue;
+        }
+        let families = port_families(&mut reg, kind);
+        let info = Family::<Labels, Gauge>::default();
+        reg.register(
+            format!("infiniband_{kind}_info"),
+            format!("Infiniband {kind} information"),
+            info.clone(),
+        );
+        let uplinks = Family::<Labels, Gauge>::default();
+        reg.register(
+            format!("infiniband_{kind}_uplink_info"),
+            format!("Infiniband {kind} uplink information"),
+            uplinks.clone(),
+        );
+        let t = WallInstant::now();
+        let (targets, owners) = targets(&found, kind == "switch");
+        let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, tx(args));
+        let until = port.now() + Duration::from_secs(120);
+        scrape.drive(port, until).map_err(|e| e.to_string())?;
+        let report = scrape.into_report();
+        for &i in owners.values() {
+            let n = &found.nodes[i];
+            let guid = format!("{:#018x}", n.info.node_guid);
+            let lid = n
+                .ports
+                .iter()
+                .find_map(|p| p.info.map(|i| i.lid))
+                .unwrap_or(0);
+            let key = if kind == "switch" { "switch" } else { "hca" };
+            info.get_or_create(&label(&[
+                ("guid", guid.clone()),
+                (key, name_of(i)),
+                ("lid", lid.to_string()),
+            ]))
+            .set(1);
+            for (p, fp) in n.ports.iter().enumerate().skip(1) {
+                let Some((peer, peer_port)) = fp.peer else {
+                    continue;
+                };
+                let pn = &found.nodes[peer];
+                // A switch answers at its port 0 LID, a CA port at its own.
+                let lid_port = if pn.is_switch() {
+                    0
+                } else {
+                    usize::from(peer_port)
+                };
+                let peer_lid = pn
+                    .ports
+                    .get(lid_port)
+                    .and_then(|q| q.info)
+                    .map_or(0, |q| q.lid);
+                uplinks
+                    .get_or_create(&label(&[
+                        ("guid", guid.clone()),
+                        ("port", p.to_string()),
+                        (key, name_of(i)),
+                        ("uplink", name_of(peer)),
+                        (
+                            "uplink_guid",
+                            format!(
+                                "{:#018x}",
+                                if pn.is_switch() {
+                                    pn.info.node_guid
+                                } else {
+                                    pn.ports[usize::from(peer_port)].guid
+                                }
+                            ),
+                        ),
+                        ("uplink_lid", peer_lid.to_string()),
+                        ("uplink_port", peer_port.to_string()),
+                        (
+                            "uplink_type",
+                            if pn.is_switch() { "SW" } else { "CA" }.into(),
+                        ),
+                    ]))
+                    .set(1);
+            }
+        }
+        for (&(lid, p), reading) in &report.ports {
+            let Some(&owner) = owners.get(&lid) else {
+                continue;
+            };
+            let guid = if kind == "switch" {
+                found.nodes[owner].info.node_guid
+            } else {
+                found.nodes[owner]
+                    .ports
+                    .get(usize::from(p))
+                    .map_or(0, |q| q.guid)
+            };
+            let labels = label(&[("guid", format!("{guid:#018x}")), ("port", p.to_string())]);
+            for (name, family) in &families {
+                if let Some(v) = value(name, reading) {
+                    family.get_or_create(&labels).inc_by(v);
+                }
+            }
+        }
+        let collector = label(&[("collector", kind.into())]);
+        errors
+            .get_or_create(&collector)
+            .set(i64::try_from(report.failures).unwrap_or(i64::MAX));
+        timeouts
+            .get_or_create(&collector)
+            .set(i64::try_from(report.timeouts).unwrap_or(i64::MAX));
+        durations
+            .get_or_create(&collector)
+            .set(t.elapsed().as_secs_f64());
+    }
+    let mut out = String::new();
+    encode(&mut out, &reg).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The scrape targets of one kind, and which node owns each LID.
+fn targets(
+    found: &Discovered,
+    switches: bool,
+) -> (Vec<ScrapeTarget>, std::collections::BTreeMap<u16, usize>) {
+    let mut t = Vec::new();
+    let mut owners = std::collections::BTreeMap::new();
+    for (i, n) in found.nodes.iter().enumerate() {
+        if n.is_switch() != switches {
+            continue;
+        }
+        if n.is_switch() {
+            let lid = n.ports.first().and_then(|p| p.info).map_or(0, |i| i.lid);
+            if lid != 0 {
+                owners.insert(lid, i);
+                t.push(ScrapeTarget {
+                    lid,
+                    ports: (1..=n.info.num_ports).collect(),
+                    switch: true,
+                });
+            }
+        } else {
+            for (p, fp) in n.ports.iter().enumerate().skip(1) {
+                if let (Some(pi), Ok(p)) = (fp.info, u8::try_from(p)) {
+                    if pi.lid != 0 {
+                        owners.insert(pi.lid, i);
+                        t.push(ScrapeTarget {
+                            lid: pi.lid,
+                            ports: vec![p],
+                            switch: false,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (t, owners)
+}
+
+fn tx(args: &Args) -> TxConfig {
+    TxConfig {
+        timeout: Duration::from_millis(args.timeout_ms),
+        window: args.window.max(1),
+        ..default_tx()
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let names = match &args.node_name_map {
+        Some(p) => match NodeNameMap::from_file(p) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("ibsm-exporter: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let opts = OpenOptions {
+        selector: Selector {
+            ca: args.ca.clone(),
+            port: args.port,
+            guid: None,
+        },
+        perf_agent: true,
+        ..OpenOptions::default()
+    };
+    let port = match UmadTransport::open(&opts) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("ibsm-exporter: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let port = Mutex::new(port);
+    let run = || -> Result<String, String> {
+        let mut p = port.lock().map_err(|_| "port lock poisoned".to_string())?;
+        collect(&mut *p, &args, names.as_ref())
+    };
+    if let Some(path) = &args.textfile {
+        return match run() {
+            Ok(text) => {
+                let tmp = path.with_extension("tmp");
+                let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+                if let Err(e) = written {
+                    eprintln!("ibsm-exporter: {}: {e}", path.display());
+                    return ExitCode::from(1);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("ibsm-exporter: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let server = match tiny_http::Server::http(&args.listen) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ibsm-exporter: {}: {e}", args.listen);
+            return ExitCode::from(1);
+        }
+    };
+    eprintln!("ibsm-exporter: serving on {}", args.listen);
+    for req in server.incoming_requests() {
+        let (code, body, ctype) = match req.url() {
+            "/metrics" => match run() {
+                Ok(text) => (
+                    200,
+                    text,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+                Err(e) => {
+                    let mut b = String::new();
+                    let _ = writeln!(b, "scrape failed: {e}");
+                    (500, b, "text/plain")
+                }
+            },
+            "/healthz" => (200, "ok\n".to_string(), "text/plain"),
+            _ => (404, "not found\n".to_string(), "text/plain"),
+        };
+        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes());
+        let mut resp = tiny_http::Response::from_string(body).with_status_code(code);
+        if let Ok(h) = header {
+            resp = resp.with_header(h);
+        }
+        if let Err(e) = req.respond(resp) {
+            eprintln!("ibsm-exporter: {e}");
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,202 @@
+//! Peer test: `ibsm-exporter` on ibsim (OpenSM gives the LIDs). The run-once textfile
+//! and the HTTP endpoint (scraped with a real HTTP client) parse as Prometheus text
+//! exposition, carry infiniband_exporter's metric names and labels, one uplink per
+//! cable end, and counters that lie between two `perfquery -x` readings (in bytes).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
+use ibsm_tests::{IBSIM, PRELOAD, peers_present};
+
+const OPENSM: &str = "/usr/sbin/opensm";
+const PERFQUERY: &str = "/usr/sbin/perfquery";
+const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\"Sw2\"[3]\n\n\
+Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
+Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
+Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
+
+/// One sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// A small parser of the text exposition format: `# TYPE` lines and samples with
+/// quoted label values. Panics on anything else, so malformed output fails the test.
+fn parse(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
+    let mut types = BTreeMap::new();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            types.insert(name.to_string(), kind.to_string());
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let (head, value) = line.rsplit_once(' ').expect("sample value");
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("value in {line:?}"));
+        let (name, labels) = match head.split_once('{') {
+            Some((n, l)) => {
+                let l = l.strip_suffix('}').expect("closing brace");
+                let mut map = BTreeMap::new();
+                let mut rest = l;
+                while !rest.is_empty() {
+                    let (k, v) = rest.split_once("=\"").expect("label=\"value\"");
+                    let end = v.find('"').expect("closing quote");
+                    map.insert(k.to_string(), v[..end].to_string());
+                    rest = v[end + 1..].trim_start_matches(',');
+                }
+                (n.to_string(), map)
+            }
+            None => (head.to_string(), BTreeMap::new()),
+        };
+        samples.push((name, labels, value));
+    }
+    (types, samples)
+}
+
+fn perfquery_x(p: &Peer, lid: &str, port: &str) -> BTreeMap<String, u64> {
+    let mut c = client(p, PERFQUERY, Some("Hca4"), "diag");
+    c.args(["-x", lid, port]);
+    let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
+    assert!(ok, "{err}");
+    out.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.to_string(), v.trim_start_matches('.').parse().ok()?))
+        })
+        .collect()
+}
+
+fn check(text: &str) {
+    let (types, samples) = parse(text);
+    for fam in [
+        "infiniband_switch_port_transmit_data_bytes",
+        "infiniband_switch_port_receive_packets",
+        "infiniband_switch_port_symbol_error",
+        "infiniband_hca_port_transmit_data_bytes",
+    ] {
+        assert_eq!(types.get(fam).map(String::as_str), Some("counter"), "{fam}");
+    }
+    for fam in [
+        "infiniband_switch_info",
+        "infiniband_switch_uplink_info",
+        "infiniband_exporter_collect_errors",
+    ] {
+        assert_eq!(types.get(fam).map(String::as_str), Some("gauge"), "{fam}");
+    }
+    let count = |name: &str| samples.iter().filter(|s| s.0 == name).count();
+    assert_eq!(count("infiniband_switch_info"), 2);
+    assert_eq!(count("infiniband_hca_info"), 4);
+    // Each switch has 3 cabled ports, each CA one.
+    assert_eq!(count("infiniband_switch_uplink_info"), 6);
+    assert_eq!(count("infiniband_hca_uplink_info"), 4);
+    assert_eq!(
+        count("infiniband_switch_port_transmit_data_bytes_total"),
+        16
+    );
+    for s in samples
+        .iter()
+        .filter(|s| s.0 == "infiniband_exporter_collect_errors")
+    {
+        assert_eq!(s.2, 0.0, "{s:?}");
+    }
+    let up = samples
+        .iter()
+        .find(|s| s.0 == "infiniband_switch_uplink_info" && s.1["uplink_type"] == "CA")
+        .unwrap();
+    for k in [
+        "guid",
+        "port",
+        "switch",
+        "uplink",
+        "uplink_guid",
+        "uplink_lid",
+        "uplink_port",
+    ] {
+        assert!(up.1.contains_key(k), "{k} in {up:?}");
+    }
+}
+
+#[test]
+fn the_textfile_and_the_http_endpoint_hold_the_fabrics_counters() {
+    if !peers_present("exporter_ibsim", &[IBSIM, PRELOAD, OPENSM, PERFQUERY]) {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_ibsm-exporter");
+    let mut p = Peer::start("exporter", NET);
+    start_opensm(&mut p, "Hca1", 0, &[]);
+
+    // Run once, sandwiched by perfquery on one switch port, checked in bytes.
+    let file = p.path("ib.prom");
+    let first = {
+        let mut c = client(&p, bin, Some("Hca4"), "diag");
+        c.args(["--hca", "--textfile", file.to_str().unwrap()]);
+        let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
+        assert!(ok, "{err}\n{out}");
+        std::fs::read_to_string(&file).unwrap()
+    };
+    let (_, samples) = parse(&first);
+    let info = samples
+        .iter()
+        .find(|s| s.0 == "infiniband_switch_info")
+        .unwrap();
+    let (guid, lid) = (info.1["guid"].clone(), info.1["lid"].clone());
+    let before = perfquery_x(&p, &lid, "3");
+    let mut c = client(&p, bin, Some("Hca4"), "diag");
+    c.args(["--hca", "--textfile", file.to_str().unwrap()]);
+    let (ok, _, err) = run_bounded(c, Duration::from_secs(60));
+    assert!(ok, "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let after = perfquery_x(&p, &lid, "3");
+    let (_, samples) = parse(&text);
+    let v = samples
+        .iter()
+        .find(|s| {
+            s.0 == "infiniband_switch_port_transmit_data_bytes_total"
+                && s.1["guid"] == guid
+                && s.1["port"] == "3"
+        })
+        .unwrap()
+        .2;
+    let (lo, hi) = (before["PortXmitData"] * 4, after["PortXmitData"] * 4);
+    #[allow(clippy::cast_precision_loss)]
+    let (lo, hi) = (lo as f64, hi as f64);
+    assert!(lo <= v && v <= hi, "{lo} <= {v} <= {hi}");
+    check(&text);
+
+    // HTTP: a free port, the exporter serving, /healthz then /metrics.
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let mut c = client(&p, bin, Some("Hca4"), "http");
+    c.args(["--hca", "--web.listen-address", &addr.to_string()]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Stopped by PID below; the Fabric kills ibsim after it.
+    let mut server = c.spawn().expect("start ibsm-exporter");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let health = loop {
+        match ureq::get(&format!("http://{addr}/healthz")).call() {
+            Ok(r) => break r.into_string().unwrap(),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("exporter not serving: {e}"),
+        }
+    };
+    assert_eq!(health, "ok\n");
+    let metrics = ureq::get(&format!("http://{addr}/metrics"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    check(&metrics);
+    assert!(matches!(
+        ureq::get(&format!("http://{addr}/nothing")).call(),
+        Err(ureq::Error::Status(404, _))
+    ));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
