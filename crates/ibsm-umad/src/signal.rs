@@ -6,7 +6,8 @@
 //! handler is installed without `SA_RESTART`, so a wait in `poll` ends early with `EINTR`
 //! (which [`UmadPort::recv`](crate::UmadPort::recv) treats as "nothing yet").
 //! [`HangupSignal`] does the same for SIGHUP, which by daemon convention (OpenSM among
-//! them) asks for a reload or a resweep rather than a stop.
+//! them) asks for a reload or a resweep rather than a stop, and [`User1Signal`] for
+//! SIGUSR1 (reopen the log file).
 
 use std::sync::atomic::Ordering;
 
@@ -70,6 +71,31 @@ impl HangupSignal {
     #[must_use]
     pub fn take(&self) -> bool {
         sys::HANGUP.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// Handle to the process-wide flag set by SIGUSR1, which by daemon convention asks to
+/// reopen the log file (logrotate renames it, then signals).
+///
+/// Several SIGUSR1s before [`User1Signal::take`] count as one request.
+#[derive(Debug, Clone, Copy)]
+pub struct User1Signal(());
+
+impl User1Signal {
+    /// Installs the handler for SIGUSR1 (idempotent). Until then SIGUSR1 keeps its
+    /// default action, which ends the process.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `sigaction` refuses.
+    pub fn install() -> Result<Self> {
+        sys::catch_user1().map_err(|e| Error::io("sigaction", "SIGUSR1", &e))?;
+        Ok(Self(()))
+    }
+
+    /// Whether SIGUSR1 arrived since the last call (or since installation); clears it.
+    #[must_use]
+    pub fn take(&self) -> bool {
+        sys::USER1.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -141,5 +167,22 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(h.take());
         assert!(!h.take(), "taken once");
+    }
+
+    #[test]
+    fn user1_is_taken_once_and_does_not_stop() {
+        let u = User1Signal::install().unwrap();
+        assert!(!u.take());
+        let st = std::process::Command::new("kill")
+            .args(["-USR1", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !sys::USER1.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(u.take());
+        assert!(!u.take(), "taken once");
     }
 }

@@ -192,6 +192,19 @@ extern "C" fn on_hangup(_sig: libc::c_int) {
     HANGUP.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Set by [`on_user1`] when SIGUSR1 arrives, cleared by whoever takes the request.
+pub(crate) static USER1: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The SIGUSR1 handler: one atomic store, which is async-signal-safe.
+extern "C" fn on_user1(_sig: libc::c_int) {
+    USER1.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Installs [`on_user1`] for SIGUSR1, the same way as [`catch_stop_signal`].
+pub(crate) fn catch_user1() -> io::Result<()> {
+    install_handler(libc::SIGUSR1, on_user1)
+}
+
 /// Installs [`on_stop_signal`] for `sig` with `sigaction` (no `SA_RESTART`, so a blocking
 /// `poll` returns `EINTR` and the caller notices the signal at once).
 pub(crate) fn catch_stop_signal(sig: libc::c_int) -> io::Result<()> {

@@ -329,6 +329,20 @@ impl SubnetManager {
         }
     }
 
+    /// Changes the time between periodic sweeps (`SmConfig::sweep_interval`; ibsmd
+    /// re-reads it on SIGHUP as OpenSM does). A Master between sweeps waits the new
+    /// period from `now`; a running sweep uses it when it ends; zero stops periodic
+    /// sweeps. Other roles do not sweep and keep the value for when they become Master.
+    pub fn set_sweep_interval(&mut self, now: Instant, interval: std::time::Duration) {
+        self.cfg.sweep_interval = interval;
+        if self.sweep.is_idle() && self.smi.role == Role::Master {
+            let period = self.sweep_period();
+            self.timers
+                .set(Timer::Sweep, (!period.is_zero()).then(|| now + period));
+        }
+        self.refresh_timers();
+    }
+
     /// Time to the next light sweep: the configured interval, shortened to half the
     /// M_Key lease so that no lease can run out between two refreshes.
     fn sweep_period(&self) -> std::time::Duration {

@@ -285,6 +285,27 @@ fn a_heavy_sweep_walks_its_stages_in_order() {
 }
 
 #[test]
+fn a_new_sweep_interval_paces_the_next_light_sweeps() {
+    let mut b = Bench::new(quiet());
+    b.run(Instant::from_secs(5));
+    let light = |b: &Bench| b.count(|e| matches!(e, SmEvent::LightSweepDone { .. }));
+    assert_eq!(light(&b), 0, "no periodic sweep at interval 0");
+    let start = b.now;
+    b.sm.set_sweep_interval(start, Duration::from_secs(1));
+    b.run(start + Duration::from_millis(3_500));
+    assert_eq!(
+        light(&b),
+        3,
+        "1, 2 and 3 s after the change: {:?}",
+        b.events
+    );
+    let now = b.now;
+    b.sm.set_sweep_interval(now, Duration::ZERO);
+    b.run(now + Duration::from_secs(20));
+    assert_eq!(light(&b), 3, "stopped");
+}
+
+#[test]
 fn a_heavy_request_during_a_sweep_waits_for_its_end() {
     let mut b = Bench::new(quiet());
     // Mid-discovery: kept in the running sweep, not started over it.
