@@ -56,7 +56,7 @@ run_ibsmd() { # $1 = tag
     start_sim "$1"; mkdir -p "$DIR/$1"
     t0=$(now_ms)
     (cd "$DIR/$1" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD exec "$ROOT/target/release/ibsmd" --once --json \
-        --timeout 300 >out 2>err) &
+        --time-limit 300 >out 2>err) &
     SM=$!
     wait_up "$DIR/$1/err" "$SM" || true
     t1=$(now_ms)

@@ -201,7 +201,9 @@ pub fn diag(f: &Fabric, program: &str, args: &[&str]) -> String {
     out
 }
 
-/// The raw value of `key` in a one-line JSON object (strings keep their quotes).
+/// The raw value of `key` in a one-line JSON object (strings keep their quotes), for
+/// the small hand-written JSON of the test peers; ibsmd's summary goes through
+/// [`summary`].
 ///
 /// # Panics
 /// When the key is missing.
@@ -213,6 +215,19 @@ pub fn json_field<'a>(json: &'a str, key: &str) -> &'a str {
     let rest = &json[at + key.len() + 3..];
     let end = rest.find([',', '}']).unwrap_or(rest.len());
     &rest[..end]
+}
+
+/// ibsmd's `--json` summary: the last line of its stdout, parsed.
+///
+/// # Panics
+/// When that line is not a JSON object.
+#[must_use]
+pub fn summary(stdout: &str) -> serde_json::Value {
+    let line = stdout.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("ibsmd's summary is not JSON ({e}):\n{stdout}"));
+    assert!(v.is_object(), "ibsmd's summary is not an object: {line}");
+    v
 }
 
 /// The lines of a log after the first occurrence of `mark`.
@@ -474,22 +489,23 @@ pub fn ca_ports(topo: &Topology) -> usize {
 }
 
 /// `ibsmd --once --json` on `host` with `extra` flags; asserts SUBNET UP, MASTER and no
-/// timeouts, and returns the JSON summary.
+/// timeouts, and returns the JSON summary (parsed).
 ///
 /// # Panics
 /// When ibsmd fails.
 #[must_use]
-pub fn bring_up(f: &Fabric, ibsmd: &str, host: Option<&str>, extra: &[&str]) -> String {
+pub fn bring_up(f: &Fabric, ibsmd: &str, host: Option<&str>, extra: &[&str]) -> serde_json::Value {
     let mut c = client(f, ibsmd, host, "sm");
-    c.args(["--once", "--json", "--timeout", "30"]).args(extra);
+    c.args(["--once", "--json", "--time-limit", "30"])
+        .args(extra);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
     assert!(ok, "ibsmd --once failed:\n{err}\n{out}");
     assert!(err.contains("SUBNET UP"), "{err}");
     assert!(err.contains("MASTER"), "{err}");
-    let json = out.lines().last().unwrap_or_default().to_string();
-    assert_eq!(json_field(&json, "subnet_up"), "true", "{json}");
-    assert_eq!(json_field(&json, "timeouts"), "0", "{json}");
-    assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
+    let json = summary(&out);
+    assert_eq!(json["subnet_up"], true, "{json}");
+    assert_eq!(json["timeouts"], 0, "{json}");
+    assert_eq!(json["routing_failures"], 0, "{json}");
     json
 }
 
@@ -587,7 +603,7 @@ pub fn start_ibsmd(f: &Fabric, ibsmd: &str, host: &str, priority: u8, extra: &[&
         "2",
         "--sweep-interval",
         "2",
-        "--timeout",
+        "--time-limit",
         "60",
         "--json",
         "-v",
@@ -604,7 +620,7 @@ pub fn start_ibsmd(f: &Fabric, ibsmd: &str, host: &str, priority: u8, extra: &[&
 /// # Panics
 /// When it does not stop within 10 s or stops uncleanly.
 #[must_use]
-pub fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> String {
+pub fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> serde_json::Value {
     let mut child = daemon.0.take().expect("running");
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -615,8 +631,7 @@ pub fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> String {
     let err = f.read("ibsmd.err");
     assert!(status.success(), "ibsmd exit {status}:\n{err}");
     assert!(err.contains("SIGTERM: stopping"), "{err}");
-    let out = f.read("ibsmd.out");
-    let json = out.lines().last().unwrap_or_default().to_string();
-    assert_eq!(json_field(&json, "signal"), "\"SIGTERM\"", "{json}");
+    let json = summary(&f.read("ibsmd.out"));
+    assert_eq!(json["signal"], "SIGTERM", "{json}");
     json
 }

@@ -14,8 +14,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
-    Fabric, Verified, ca_ports, json_field, needed, net_file, start_ibsmd, stop_ibsmd,
-    verify_topology, verify_with_diags,
+    Fabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, verify_topology,
+    verify_with_diags,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{generate, ibnet};
@@ -174,8 +174,8 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     assert_eq!(back.lids, before.lids, "LIDs moved on re-route");
 
     let json = stop_ibsmd(&f, sm);
-    assert_eq!(json_field(&json, "role"), "\"MASTER\"", "{json}");
-    assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
+    assert_eq!(json["role"], "MASTER", "{json}");
+    assert_eq!(json["routing_failures"], 0, "{json}");
 }
 
 /// `--rebalance-after`: after the Unlink's re-route, ibsmd recomputes the repaired tables
@@ -211,5 +211,5 @@ fn ibsmd_rebalances_on_its_own_after_a_quiet_period() {
     let after = verify_cut(&f, &topo);
     assert_eq!(after.peer(na.guid().0, link.a.port), None);
     let json = stop_ibsmd(&f, sm);
-    assert_eq!(json_field(&json, "routing_failures"), "0", "{json}");
+    assert_eq!(json["routing_failures"], 0, "{json}");
 }

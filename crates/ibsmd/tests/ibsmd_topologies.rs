@@ -15,9 +15,7 @@
 //! * a random irregular fabric (a Jellyfish with some cables removed), routed by
 //!   `dfsssp`.
 
-use ibsm_tests::peer::{
-    Fabric, Verified, bring_up, diag, json_field, needed, net_file, verify_topology,
-};
+use ibsm_tests::peer::{Fabric, Verified, bring_up, diag, needed, net_file, verify_topology};
 use ibsm_tests::peers_present;
 use ibsm_topology::{Fabric as Topology, generate};
 
@@ -95,21 +93,9 @@ fn bring_up_verified(tag: &str, topo: &Topology, title: &str, routing: &str) -> 
     let f = Fabric::start(tag, &net_file(topo, title));
     let (_, sm_ca) = topo.cas().next().unwrap();
     let json = bring_up(&f, IBSMD, Some(&sm_ca.description), &["--routing", routing]);
-    assert_eq!(
-        json_field(&json, "routing"),
-        format!("\"{routing}\""),
-        "{json}"
-    );
-    assert_eq!(
-        json_field(&json, "nodes"),
-        topo.node_count().to_string(),
-        "{json}"
-    );
-    assert_eq!(
-        json_field(&json, "links"),
-        topo.link_count().to_string(),
-        "{json}"
-    );
+    assert_eq!(json["routing"], routing, "{json}");
+    assert_eq!(json["nodes"], topo.node_count(), "{json}");
+    assert_eq!(json["links"], topo.link_count(), "{json}");
     let v = verify_topology(&f, topo, 0);
     (f, v)
 }

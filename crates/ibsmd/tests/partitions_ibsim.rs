@@ -14,9 +14,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ibsm_tests::peer::{
-    Fabric, after, bring_up, client, json_field, run_bounded, start_ibsmd, stop_ibsmd,
-};
+use ibsm_tests::peer::{Fabric, after, bring_up, client, run_bounded, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -135,11 +133,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
     let path = path.to_str().unwrap().to_owned();
 
     let json = bring_up(&f, IBSMD, Some("Hca1"), &["--partitions", &path]);
-    assert_eq!(
-        json_field(&json, "pkey_blocks"),
-        "4",
-        "one block per CA: {json}"
-    );
+    assert_eq!(json["pkey_blocks"], 4, "one block per CA: {json}");
 
     let lid: Vec<u64> = hosts
         .iter()
@@ -202,7 +196,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
 
     // A second SM run finds every table as the policy wants it.
     let json = bring_up(&f, IBSMD, Some("Hca1"), &["--partitions", &path]);
-    assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
+    assert_eq!(json["pkey_blocks"], 0, "{json}");
 
     // The SA: PathRecords only within a partition.
     let sm = start_ibsmd(&f, IBSMD, "Hca1", 0, &["--sa", "--partitions", &path]);
@@ -294,5 +288,5 @@ fn ibsmd_programs_partitions_on_ibsim() {
     assert!(!groups.to_lowercase().contains("401b:"), "{groups}");
     assert!(!groups.to_lowercase().contains("a01b:"), "{groups}");
     let json = stop_ibsmd(&f, sm);
-    assert_eq!(json_field(&json, "pkey_blocks"), "0", "{json}");
+    assert_eq!(json["pkey_blocks"], 0, "{json}");
 }

@@ -1,4 +1,4 @@
-//! Peer test: `ibsmd --sa` (ibsm-manager + ibsm-sa over ibsm-umad under the umad2sim
+//! Peer test: `ibsmd` serving SA by default (ibsm-manager + ibsm-sa over ibsm-umad under the umad2sim
 //! preload) brings an ibsim fabric up, then infiniband-diags'
 //! `saquery` asks it NodeRecord, PortInfoRecord, PathRecord between two LIDs,
 //! SMInfoRecord, LinkRecord and P_KeyTableRecord, and the answers are checked against what `smpquery`
@@ -45,13 +45,7 @@ fn start() -> Rig {
     let mut rig = Rig { sm: None, sim };
     let err = std::fs::File::create(rig.sim.dir.join("sm.log")).unwrap();
     let sm = Command::new(IBSMD)
-        .args([
-            "--sa",
-            "--timeout",
-            "60",
-            "--sm-key",
-            &format!("{SM_KEY:#x}"),
-        ])
+        .args(["--time-limit", "60", "--sm-key", &format!("{SM_KEY:#x}")])
         .args(["--m-key", &format!("{M_KEY:#x}")])
         .current_dir(rig.sim.dir.join("sm"))
         .env("IBSIM_SOCKNAME", &rig.sim.sock)

@@ -1,0 +1,379 @@
+//! The run loop: the engine on a umad port, driven in short slices so signals (and
+//! whatever else the daemon serves between slices) are noticed within
+//! [`SLICE`]. [`Daemon::housekeeping`] is the one place that runs between slices.
+
+use std::time::{Duration, Instant as WallInstant};
+
+use ibsm::manager::{FileLidStore, Role, SmEvent, SubnetManager, driver};
+use ibsm::transport::Transport;
+use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
+use tracing::{debug, error, info, warn};
+
+use crate::cli::Cli;
+use crate::conf::{self, Loaded, Settings};
+use crate::logging::Log;
+use crate::no_sa::RefuseSa;
+use crate::summary::Outcome;
+
+/// How long the engine runs between two calls of [`Daemon::housekeeping`].
+pub(crate) const SLICE: Duration = Duration::from_millis(200);
+
+/// Why the daemon could not run on.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The configuration is unusable (exit 2).
+    Config(String),
+    /// The port or its transport failed (exit 3).
+    Port(String),
+}
+
+/// Why the loop ended without a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// SIGINT or SIGTERM (its number).
+    Signal(i32),
+    /// `--time-limit` passed (or `--once`'s default one).
+    TimeLimit,
+    /// `--once` saw SUBNET UP.
+    SubnetUp,
+}
+
+/// The name the log and the summary use for a role.
+pub(crate) fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Discovering => "DISCOVERING",
+        Role::Standby => "STANDBY",
+        Role::Master => "MASTER",
+        Role::NotActive => "NOT ACTIVE",
+    }
+}
+
+/// A running SM on a port.
+pub(crate) struct Daemon {
+    /// The engine.
+    pub(crate) sm: SubnetManager,
+    /// Its port.
+    pub(crate) port: UmadTransport,
+    /// The settings in force (replaced by a successful SIGHUP re-read).
+    pub(crate) settings: Settings,
+    /// SA requests refused (`--no-sa`).
+    pub(crate) sa_refused: u64,
+    /// The command line, re-applied over the file at every re-read.
+    pub(crate) cli: Cli,
+    /// What the run saw, for the summary.
+    pub(crate) out: Outcome,
+    /// When the daemon started (wall clock, for log times and the time limit).
+    pub(crate) wall: WallInstant,
+    log: Log,
+    stop: StopSignals,
+    hangup: HangupSignal,
+    user1: User1Signal,
+    end: Option<WallInstant>,
+    limit: Option<u64>,
+}
+
+impl Daemon {
+    /// Opens the port, builds the engine from `settings` and starts it.
+    ///
+    /// # Errors
+    /// [`Failure::Port`] when no port opens or the engine cannot start on it,
+    /// [`Failure::Config`] when the settings are refused.
+    pub(crate) fn start(settings: Settings, cli: Cli, log: Log) -> Result<Self, Failure> {
+        let wall = WallInstant::now();
+        let port_err = |e: &dyn std::fmt::Display| Failure::Port(e.to_string());
+        let stop = StopSignals::install().map_err(|e| port_err(&e))?;
+        let hangup = HangupSignal::install().map_err(|e| port_err(&e))?;
+        let user1 = User1Signal::install().map_err(|e| port_err(&e))?;
+        let opts = OpenOptions {
+            selector: Selector {
+                ca: cli.ca.clone(),
+                port: cli.port,
+                guid: (settings.guid != 0).then_some(settings.guid),
+            },
+            // Always: without a class 0x03 agent an SA request reaching the port finds no
+            // receiver (under ibsim the preload then crashes the process).
+            sa_agent: true,
+            ..OpenOptions::default()
+        };
+        let mut port = UmadTransport::open(&opts).map_err(|e| port_err(&e))?;
+        port.set_is_sm(true).map_err(|e| port_err(&e))?;
+        let local = port.local_port();
+        let desc = port.port().desc().clone();
+        let under_ibsim = port.port().under_ibsim();
+        let cfg = settings
+            .engine_config(under_ibsim)
+            .map_err(|e| Failure::Config(e.to_string()))?;
+        info!(
+            "ibsmd on {} port {} (umad{}, port GUID {:#018x}, priority {}, routing {}{}{})",
+            desc.ca,
+            desc.port,
+            desc.umad_index,
+            local.port_guid,
+            cfg.priority,
+            cfg.routing,
+            if cfg.sa { ", SA" } else { ", no SA" },
+            if under_ibsim { ", under ibsim" } else { "" }
+        );
+        let mut sm = match &settings.guid2lid {
+            Some(path) => SubnetManager::with_store(cfg, local, Box::new(FileLidStore::new(path))),
+            None => SubnetManager::new(cfg, local),
+        }
+        .map_err(|e| Failure::Config(e.to_string()))?;
+        sm.start(port.now()).map_err(|e| port_err(&e))?;
+        let limit = cli.time_limit.or(cli.once.then_some(60)).filter(|s| *s > 0);
+        Ok(Self {
+            sm,
+            port,
+            out: Outcome::new(desc.ca.clone(), desc.port, local.port_guid),
+            settings,
+            sa_refused: 0,
+            cli,
+            wall,
+            log,
+            stop,
+            hangup,
+            user1,
+            end: limit.map(|s| wall + Duration::from_secs(s)),
+            limit,
+        })
+    }
+
+    /// Milliseconds since the start, for log lines.
+    fn ms(&self) -> f64 {
+        self.wall.elapsed().as_secs_f64() * 1e3
+    }
+
+    /// Runs until a stop signal, the time limit, or (`--once`) SUBNET UP.
+    ///
+    /// # Errors
+    /// [`Failure::Port`] when the transport fails.
+    pub(crate) fn run(&mut self) -> Result<Stop, Failure> {
+        loop {
+            if let Some(stop) = self.housekeeping() {
+                return Ok(stop);
+            }
+            if self.slice()? {
+                return Ok(Stop::SubnetUp);
+            }
+        }
+    }
+
+    /// Runs between two slices of the engine: signals, the time limit. Add what else the
+    /// daemon serves between sweeps here (it runs at least every [`SLICE`]).
+    pub(crate) fn housekeeping(&mut self) -> Option<Stop> {
+        if let Some(sig) = self.stop.caught() {
+            info!("{}: stopping", StopSignals::name(sig));
+            self.out.signal = Some(StopSignals::name(sig));
+            return Some(Stop::Signal(sig));
+        }
+        if self.hangup.take() {
+            self.on_hangup();
+        }
+        if self.user1.take() {
+            match self.log.reopen() {
+                Ok(Some(path)) => info!("SIGUSR1: log file {} reopened", path.display()),
+                Ok(None) => info!("SIGUSR1: no log file to reopen"),
+                Err(e) => error!("SIGUSR1: {e}; logging on to the file in use"),
+            }
+        }
+        if self.end.is_some_and(|e| WallInstant::now() >= e) {
+            if self.cli.once {
+                error!(
+                    "subnet not up within {} s (role {})",
+                    self.limit.unwrap_or(0),
+                    role_name(self.sm.role())
+                );
+            }
+            return Some(Stop::TimeLimit);
+        }
+        None
+    }
+
+    /// One [`SLICE`] of the engine; whether `--once` is done.
+    fn slice(&mut self) -> Result<bool, Failure> {
+        let until = self.port.now() + SLICE;
+        let once = self.cli.once;
+        let wall = self.wall;
+        let out = &mut self.out;
+        let mut done = false;
+        let on = |ev: &SmEvent| {
+            let ms = wall.elapsed().as_secs_f64() * 1e3;
+            on_event(ev, ms, out);
+            done = once && matches!(ev, SmEvent::SubnetUp { .. });
+            done
+        };
+        let ran = if self.sm.config().sa {
+            driver::run(&mut self.sm, &mut self.port, until, on)
+        } else {
+            let mut port = RefuseSa {
+                inner: &mut self.port,
+                refused: &mut self.sa_refused,
+            };
+            driver::run(&mut self.sm, &mut port, until, on)
+        };
+        ran.map_err(|e| Failure::Port(e.to_string()))?;
+        Ok(done)
+    }
+
+    /// SIGHUP, as OpenSM: re-read the configuration file (with the flags over it) and
+    /// the partitions file, apply what can change at run time, and rebalance.
+    fn on_hangup(&mut self) {
+        match conf::load(&self.cli) {
+            Ok(loaded) => self.reconfigure(loaded),
+            Err(e) => error!("SIGHUP: {e}; the configuration in force stays"),
+        }
+        if self.sm.role() == Role::Master {
+            info!("SIGHUP: rebalancing (every route recomputed at a heavy sweep)");
+            self.sm.request_rebalance(self.port.now());
+        } else {
+            info!(
+                "SIGHUP: not Master ({}), nothing to rebalance",
+                role_name(self.sm.role())
+            );
+        }
+    }
+
+    /// Applies the run-time options of a re-read configuration
+    /// (those marked `runtime` in the file table); says which others changed and wait
+    /// for a restart.
+    fn reconfigure(&mut self, Loaded { settings, report }: Loaded) {
+        for w in &report.warnings {
+            warn!("SIGHUP: {w}");
+        }
+        let now = self.port.now();
+        for o in conf::options() {
+            let (old, new) = ((o.get)(&self.settings), (o.get)(&settings));
+            if old == new {
+                continue;
+            }
+            if o.runtime {
+                info!("SIGHUP: {} {old} -> {new}", o.key);
+            } else {
+                warn!(
+                    "SIGHUP: {} {old} -> {new} takes effect at the next start",
+                    o.key
+                );
+            }
+        }
+        if settings.log_flags != self.settings.log_flags {
+            if let Err(e) = self.log.set_flags(settings.log_flags) {
+                warn!("SIGHUP: log_flags: {e}");
+            }
+        }
+        if settings.sm.sweep_interval != self.settings.sm.sweep_interval {
+            self.sm.set_sweep_interval(now, settings.sm.sweep_interval);
+        }
+        // The partitions file is re-read even when its name stayed: its text may not.
+        // `conf::load` checked it already; a file changed since is caught here.
+        if settings.partition_file.is_some() || self.settings.partition_file.is_some() {
+            match settings.load_partitions() {
+                Ok(p) => {
+                    info!("SIGHUP: partitions re-read");
+                    self.sm.set_partitions(now, p);
+                }
+                Err(e) => error!("SIGHUP: {e}; the policy in force stays"),
+            }
+        }
+        // Only the run-time options change; the rest stays as started.
+        let mut next = self.settings.clone();
+        next.log_flags = settings.log_flags;
+        next.sm.sweep_interval = settings.sm.sweep_interval;
+        next.partition_file = settings.partition_file;
+        next.part_enforce = settings.part_enforce;
+        next.allow_both_pkeys = settings.allow_both_pkeys;
+        self.settings = next;
+    }
+
+    /// After `--once` came up: absorb what is still on its way (traps of ports going
+    /// Active, late answers) before closing, for the umad2sim preload crashes now and
+    /// then when a MAD arrives while it tears down.
+    ///
+    /// # Errors
+    /// [`Failure::Port`] when the transport fails.
+    pub(crate) fn drain(&mut self) -> Result<(), Failure> {
+        let until = self.port.now() + Duration::from_millis(100);
+        driver::run(&mut self.sm, &mut self.port, until, |_| false)
+            .map_err(|e| Failure::Port(e.to_string()))
+    }
+
+    /// The run's end in the log (and the summary's last fields).
+    pub(crate) fn finish(&mut self) {
+        self.out.wall_ms = self.ms();
+        self.out.role = role_name(self.sm.role());
+        self.out.sm_lid = self.sm.sm_lid();
+        if let Some(sa) = self.sm.sa() {
+            info!("SA: {:?}", sa.counters());
+        } else {
+            info!("SA off: {} requests refused", self.sa_refused);
+        }
+        if let Some((ms, s)) = &self.out.first_up {
+            let by_attr: Vec<String> = s
+                .by_attribute
+                .iter()
+                .map(|(a, n)| format!("{a} {n}"))
+                .collect();
+            info!(
+                "first sweep: {ms:.0} ms to SUBNET UP, {} nodes ({} switches), {} links, {} LIDs",
+                s.nodes, s.switches, s.links, s.lids
+            );
+            info!(
+                "  SMPs {} (retries {}, timeouts {}), window up to {}, LFT blocks {}, PortInfo sets {}, P_Key blocks {}, routing {} {:.1} ms",
+                s.smps,
+                s.retries,
+                s.timeouts,
+                s.max_window,
+                s.lft_blocks,
+                s.port_sets,
+                s.pkey_blocks,
+                s.routing_engine,
+                s.routing_wall.as_secs_f64() * 1e3
+            );
+            info!("  by attribute: {}", by_attr.join(", "));
+        }
+    }
+}
+
+/// Logs one event and counts it in the summary. SUBNET UP, role changes and problems
+/// at info and above; the routine ones at debug (`-v`).
+fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
+    match ev {
+        SmEvent::SubnetUp { stats } => {
+            info!(
+                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), LFT blocks {} ({} entries changed)",
+                stats.nodes,
+                stats.switches,
+                stats.lids,
+                stats.smps,
+                stats.routing_engine,
+                if stats.rerouted {
+                    "re-routed after a loss"
+                } else {
+                    "computed"
+                },
+                stats.lft_blocks,
+                stats.lft_entries
+            );
+        }
+        SmEvent::RoleChanged { role } => info!("{} ({ms:.0} ms)", role_name(*role)),
+        SmEvent::LightSweepDone { stats } => {
+            debug!(
+                "{ms:>9.0} ms light sweep: nothing to do ({} SMPs)",
+                stats.smps
+            );
+        }
+        SmEvent::Trap { number, issuer_lid } => {
+            debug!("{ms:>9.0} ms trap {number} from LID {issuer_lid:#x}");
+        }
+        SmEvent::PortLocked { guid } => {
+            warn!("port {guid:#018x} ignores our M_Key; not configuring it");
+        }
+        SmEvent::UnauthenticatedSm { guid } => {
+            warn!("SM {guid:#018x} has a different SM_Key; never handing over");
+        }
+        SmEvent::PartitionWarning { warning } => warn!("partitions: {warning}"),
+        SmEvent::RoutingFailed { error } => error!("routing failed: {error}"),
+        SmEvent::SweepFailed { reason } => warn!("sweep failed: {reason}"),
+        other => debug!("{ms:>9.0} ms {other:?}"),
+    }
+    out.count(ev, ms);
+}
