@@ -207,20 +207,24 @@ impl Settings {
         Ok(())
     }
 
-    /// The partition policy of `partition_file` with `part_enforce` and
-    /// `allow_both_pkeys` applied (`None` without a file).
+    /// The partition policy: `partition_file`'s, or without one the engine's default
+    /// (OpenSM's: `Default=0x7fff, ipoib : ALL=full ;`), with `part_enforce` and
+    /// `allow_both_pkeys` applied.
     ///
     /// # Errors
     /// A file that cannot be read or parsed: its path, line and column.
     pub(crate) fn load_partitions(&self) -> Result<Option<PartitionConfig>, Error> {
-        let Some(path) = &self.partition_file else {
-            return Ok(None);
+        let policy = match &self.partition_file {
+            Some(path) => Some(
+                PartitionConfig::load(path).map_err(|e| Error::new(format!("partitions: {e}")))?,
+            ),
+            None => self.sm.partitions.clone(),
         };
-        let mut p =
-            PartitionConfig::load(path).map_err(|e| Error::new(format!("partitions: {e}")))?;
-        p.enforcement = self.part_enforce;
-        p.allow_both_pkeys = self.allow_both_pkeys;
-        Ok(Some(p))
+        Ok(policy.map(|mut p| {
+            p.enforcement = self.part_enforce;
+            p.allow_both_pkeys = self.allow_both_pkeys;
+            p
+        }))
     }
 
     /// The engine's configuration on a port (`under_ibsim` lowers the automatic SMP
@@ -307,13 +311,13 @@ pub(crate) fn load(cli: &Cli) -> Result<Loaded, Error> {
     let by_flag =
         |key: &str| option(key).is_some_and(|o| (o.get)(&flags_only) != (o.get)(&defaults));
     s.apply_cli(cli)?;
-    // OpenSM runs without a partition file that is not there (its default names one);
-    // so does ibsmd when the file names it, but not when the flag does.
+    // OpenSM runs its default policy when the partition file is not there (its default
+    // configuration names one); so does ibsmd when the file names it, not the flag.
     if let Some(p) = &s.partition_file {
         if !by_flag("partition_config_file") && !p.exists() {
             let (n, _) = report.line_of("partition_config_file").unwrap_or((0, ""));
             report.warnings.push(format!(
-                "{name}:{n}: partition_config_file {}: no such file; P_Key tables are left as they are",
+                "{name}:{n}: partition_config_file {}: no such file; OpenSM's default policy is in force",
                 p.display()
             ));
             s.partition_file = None;

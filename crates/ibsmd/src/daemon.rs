@@ -265,7 +265,7 @@ impl Daemon {
         }
         // The partitions file is re-read even when its name stayed: its text may not.
         // `conf::load` checked it already; a file changed since is caught here.
-        if settings.partition_file.is_some() || self.settings.partition_file.is_some() {
+        {
             match settings.load_partitions() {
                 Ok(p) => {
                     info!("SIGHUP: partitions re-read");
