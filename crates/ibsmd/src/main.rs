@@ -15,6 +15,7 @@ mod daemon;
 mod logging;
 mod no_sa;
 mod opensm_keys;
+mod service;
 mod summary;
 
 use std::time::Duration;
@@ -82,13 +83,30 @@ fn run(cli: Cli) -> u8 {
     for n in &report.ignored {
         tracing::debug!("{n}");
     }
+    let pid_file = match cli.pid_file.as_deref().map(service::PidFile::create) {
+        None => None,
+        Some(Ok(p)) => Some(p),
+        Some(Err(e)) => {
+            tracing::error!("{e}");
+            eprintln!("ibsmd: {e}");
+            return exit::CONFIG;
+        }
+    };
     let json = cli.json;
     let once = cli.once;
     let mut d = match Daemon::start(settings, cli, log) {
         Ok(d) => d,
         Err(f) => return failed(&f),
     };
+    // Ready once the port is open and the engine started: systemd orders the units
+    // that need the SM after this.
+    if let Err(e) = service::notify("READY=1") {
+        tracing::warn!("{e}");
+    }
     let stop = d.run();
+    if let Err(e) = service::notify("STOPPING=1") {
+        tracing::warn!("{e}");
+    }
     if let Ok(Stop::SubnetUp) = stop {
         if let Err(f) = d.drain() {
             return failed(&f);
@@ -105,6 +123,7 @@ fn run(cli: Cli) -> u8 {
     // leaves the umad fd open there, for the preload crashes when it is closed while
     // MADs are still arriving (see `UmadPort`'s Drop).
     drop(d);
+    drop(pid_file);
     match stop {
         Err(f) => failed(&f),
         Ok(Stop::TimeLimit) if once => exit::NOT_UP,
