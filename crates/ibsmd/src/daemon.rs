@@ -264,8 +264,14 @@ impl Daemon {
             self.sm.set_sweep_interval(now, settings.sm.sweep_interval);
         }
         // The partitions file is re-read even when its name stayed: its text may not.
-        // `conf::load` checked it already; a file changed since is caught here.
-        {
+        // `conf::load` checked it already; a file changed since is caught here. Without
+        // a file the policy changes only with part_enforce or allow_both_pkeys (a
+        // needless set_partitions would add a heavy sweep to the rebalance).
+        let policy_changed = settings.partition_file.is_some()
+            || self.settings.partition_file.is_some()
+            || settings.part_enforce != self.settings.part_enforce
+            || settings.allow_both_pkeys != self.settings.allow_both_pkeys;
+        if policy_changed {
             match settings.load_partitions() {
                 Ok(p) => {
                     info!("SIGHUP: partitions re-read");

@@ -1,0 +1,161 @@
+//! Peer test: ibsmd run from an OpenSM configuration file on ibsim. It brings the fabric
+//! up, warns by line about the options it does not implement, applies a SIGHUP's
+//! changed `log_flags` and `sweep_interval` (light sweeps, logged at debug, appear and
+//! come every second where the file first said every 100 s), and reopens its log file
+//! on SIGUSR1 after a rename. And without a fabric: a bad value is refused with file,
+//! line and token.
+
+use std::process::Command;
+use std::time::Duration;
+
+use ibsm_tests::peer::{Daemon, Fabric, after, client, needed, wait_within};
+use ibsm_tests::{peers_present, wait_for, wait_until};
+
+const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
+const PATIENCE: Duration = Duration::from_secs(60);
+
+const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n\n\
+Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n";
+
+fn signal(d: &Daemon, sig: &str) {
+    let pid = d.0.as_ref().expect("running").id().to_string();
+    assert!(
+        Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+fn conf(log: &str, flags: &str, sweep: u32) -> String {
+    format!(
+        "# from opensm -c, edited\nsm_priority 1\nsweep_interval {sweep}\n\
+         log_flags {flags}\nreassign_lids TRUE\nno_such_option 3\nqos FALSE\n\
+         log_file {log}\nsminfo_polling_timeout 500\n"
+    )
+}
+
+#[test]
+fn ibsmd_runs_from_opensm_conf_rereads_it_on_sighup_and_reopens_its_log() {
+    if !peers_present("ibsmd_conf", &needed()) {
+        return;
+    }
+    let f = Fabric::start("conf", NET);
+    let log = f.path("ibsmd.log");
+    let conf_path = f.path("opensm.conf");
+    let log_s = log.display().to_string();
+    std::fs::write(&conf_path, conf(&log_s, "0x03", 100)).unwrap();
+    let mut c = client(&f, IBSMD, Some("Hca1"), "sm");
+    c.arg("-F")
+        .arg(&conf_path)
+        .args(["--time-limit", "120"])
+        .stdout(std::fs::File::create(f.path("ibsmd.out")).unwrap())
+        .stderr(std::fs::File::create(f.path("ibsmd.err")).unwrap());
+    let mut d = Daemon(Some(c.spawn().expect("start ibsmd")));
+    let text = wait_for(&log, "SUBNET UP", PATIENCE);
+    let name = conf_path.display().to_string();
+    assert!(
+        text.contains(&format!(
+            "{name}:5: reassign_lids TRUE: an OpenSM option ibsmd does not implement"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{name}:6: no_such_option: unknown option")),
+        "{text}"
+    );
+    // qos FALSE is OpenSM's default: nothing is lost, no warning.
+    assert!(!text.contains("qos FALSE"), "{text}");
+    assert!(text.contains("priority 1"), "{text}");
+    assert!(
+        !text.contains("light sweep:"),
+        "info level logs no light sweep:\n{text}"
+    );
+
+    // More log and a sweep every second from now on.
+    std::fs::write(&conf_path, conf(&log_s, "0x07", 1)).unwrap();
+    signal(&d, "-HUP");
+    wait_until("three light sweeps after SIGHUP", PATIENCE, || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let since = after(&text, "SIGHUP: log_flags 0x03 -> 0x07");
+        if since.matches("light sweep:").count() >= 3 {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    });
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("SIGHUP: sweep_interval 100 -> 1")
+    );
+
+    // logrotate: rename, then SIGUSR1; new lines go to a new file of the old name.
+    let rotated = f.path("ibsmd.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    signal(&d, "-USR1");
+    wait_until("light sweeps in the reopened log", PATIENCE, || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("SIGUSR1: log file") && text.matches("light sweep:").count() >= 2 {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    });
+    assert!(
+        !std::fs::read_to_string(&rotated)
+            .unwrap()
+            .contains("SIGUSR1")
+    );
+
+    signal(&d, "-TERM");
+    let mut child = d.0.take().unwrap();
+    let st = wait_within(&mut child, Duration::from_secs(10)).expect("ibsmd ignored SIGTERM");
+    assert!(st.success(), "exit {st}:\n{}", f.read("ibsmd.err"));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("SIGTERM: stopping")
+    );
+}
+
+#[test]
+fn a_bad_value_in_the_file_stops_ibsmd_with_file_line_and_token() {
+    let dir = std::env::temp_dir().join(format!("ibsmd_conf_bad_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.conf");
+    for (text, want) in [
+        (
+            "lmc 1\nsweep_interval 1O\n",
+            "bad.conf:2: sweep_interval 1O: ",
+        ),
+        (
+            "# x\n\nsm_priority 16\n",
+            "bad.conf:3: sm_priority 16: priority 16 is outside 0..=15",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        for extra in [&["--validate"][..], &[]] {
+            let out = Command::new(IBSMD)
+                .arg("-F")
+                .arg(&path)
+                .args(extra)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains(want), "{want:?} in {err}");
+        }
+    }
+    std::fs::write(&path, "lmc 1\nreassign_lids TRUE\n").unwrap();
+    let out = Command::new(IBSMD)
+        .arg("-F")
+        .arg(&path)
+        .arg("--validate")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.conf:2: reassign_lids TRUE"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
