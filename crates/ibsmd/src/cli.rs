@@ -57,7 +57,7 @@ pub(crate) struct Cli {
     pub(crate) validate: bool,
 
     // ---- port ----
-    /// Local port GUID to bind to (0: the first port whose link is up) [guid].
+    /// Local port GUID to bind to (0: the first port whose link is up) (opensm.conf: guid).
     #[arg(short = 'g', long, value_name = "GUID", value_parser = parse_u64)]
     pub(crate) guid: Option<u64>,
     /// RDMA device to run on (default: any).
@@ -68,18 +68,18 @@ pub(crate) struct Cli {
     pub(crate) port: Option<u8>,
 
     // ---- SM ----
-    /// SM priority, 0 (lowest) to 15 [sm_priority].
+    /// SM priority, 0 (lowest) to 15 (opensm.conf: sm_priority).
     #[arg(short = 'p', long, value_name = "PRIORITY", value_parser = parse_num::<u8>)]
     pub(crate) priority: Option<u8>,
-    /// SM_Key guarding SMInfo exchanges [sm_key].
+    /// SM_Key guarding SMInfo exchanges (opensm.conf: sm_key).
     #[arg(short = 'k', long = "smkey", visible_alias = "sm-key", value_name = "KEY",
           value_parser = parse_u64)]
     pub(crate) sm_key: Option<u64>,
-    /// Subnet prefix written to every port [subnet_prefix].
+    /// Subnet prefix written to every port (opensm.conf: subnet_prefix).
     #[arg(long = "subnet_prefix", value_name = "PREFIX", value_parser = parse_u64)]
     pub(crate) subnet_prefix: Option<u64>,
     /// Routing engine(s), comma-separated: the first that succeeds is used
-    /// (minhop, updn, dnup, ftree, dor, lash, dfsssp) [routing_engine].
+    /// (minhop, updn, dnup, ftree, dor, lash, dfsssp) (opensm.conf: routing_engine).
     #[arg(
         short = 'R',
         long = "routing_engine",
@@ -87,68 +87,68 @@ pub(crate) struct Cli {
         value_name = "ENGINES"
     )]
     pub(crate) routing_engine: Option<String>,
-    /// LID mask control, 0..7: 2^LMC LIDs per CA port [lmc].
+    /// LID mask control, 0..7: 2^LMC LIDs per CA port (opensm.conf: lmc).
     #[arg(short = 'l', long, value_name = "LMC", value_parser = parse_num::<u8>)]
     pub(crate) lmc: Option<u8>,
-    /// SL of SM/SA traffic [sm_sl].
+    /// SL of SM/SA traffic (opensm.conf: sm_sl).
     #[arg(long = "sm_sl", value_name = "SL", value_parser = parse_num::<u8>)]
     pub(crate) sm_sl: Option<u8>,
-    /// One M_Key for every port (0: leave M_Keys alone) [m_key].
+    /// One M_Key for every port (0: leave M_Keys alone) (opensm.conf: m_key).
     #[arg(long = "m-key", value_name = "KEY", value_parser = parse_u64)]
     pub(crate) m_key: Option<u64>,
-    /// M_KeyProtectBits written with the key, 0..3 [m_key_protection_level].
+    /// M_KeyProtectBits written with the key, 0..3 (opensm.conf: m_key_protection_level).
     #[arg(long = "m-key-protect", value_name = "BITS", value_parser = parse_num::<u8>)]
     pub(crate) m_key_protect: Option<u8>,
-    /// M_KeyLeasePeriod in seconds, 0 = never expires [m_key_lease_period].
+    /// M_KeyLeasePeriod in seconds, 0 = never expires (opensm.conf: m_key_lease_period).
     #[arg(long = "m-key-lease", value_name = "SECS", value_parser = parse_num::<u16>)]
     pub(crate) m_key_lease: Option<u16>,
 
     // ---- sweeping ----
-    /// Seconds between light sweeps, 0 = none [sweep_interval].
+    /// Seconds between light sweeps, 0 = none (opensm.conf: sweep_interval).
     #[arg(short = 's', long = "sweep", visible_alias = "sweep-interval", value_name = "SECS",
           value_parser = parse_u64)]
     pub(crate) sweep: Option<u64>,
     /// Configure the subnet once, print the summary, exit 0 when it came up.
     #[arg(short = 'o', long)]
     pub(crate) once: bool,
-    /// SMP transaction timeout in milliseconds [transaction_timeout].
+    /// SMP transaction timeout in milliseconds (opensm.conf: transaction_timeout).
     #[arg(short = 't', long = "timeout", value_name = "MS", value_parser = parse_u64)]
     pub(crate) transaction_timeout: Option<u64>,
-    /// SMP re-sends before giving up [transaction_retries].
+    /// SMP re-sends before giving up (opensm.conf: transaction_retries).
     #[arg(long = "retries", value_name = "N", value_parser = parse_num::<u32>)]
     pub(crate) retries: Option<u32>,
     /// SMPs in flight at the start of a sweep; ibsmd widens the window from there
-    /// [max_wire_smps].
+    /// (opensm.conf: max_wire_smps).
     #[arg(short = 'n', long = "maxsmps", value_name = "N", value_parser = parse_num::<usize>)]
     pub(crate) maxsmps: Option<usize>,
     /// Most SMPs in flight (0: 256, or 128 under ibsim whose preload can deadlock on long
-    /// send bursts) [max_wire_smps_limit].
+    /// send bursts) (opensm.conf: max_wire_smps_limit).
     #[arg(long = "max-wire-smps-limit", visible_alias = "max-wire-smps", value_name = "N",
           value_parser = parse_num::<usize>)]
     pub(crate) max_wire_smps_limit: Option<usize>,
-    /// Standby: milliseconds between polls of the master [sminfo_polling_timeout].
+    /// Standby: milliseconds between polls of the master (opensm.conf: sminfo_polling_timeout).
     #[arg(long = "polling-timeout", value_name = "MS", value_parser = parse_u64)]
     pub(crate) polling_timeout: Option<u64>,
-    /// Standby: failed polls before the master is dead [polling_retry_number].
+    /// Standby: failed polls before the master is dead (opensm.conf: polling_retry_number).
     #[arg(long = "polling-retries", value_name = "N", value_parser = parse_num::<u32>)]
     pub(crate) polling_retries: Option<u32>,
     /// After a lost cable or node, recompute every route (OpenSM's behaviour) instead of
-    /// repairing only the broken ones [reroute_on_loss FALSE].
+    /// repairing only the broken ones (opensm.conf: reroute_on_loss FALSE).
     #[arg(long = "no-reroute-on-loss")]
     pub(crate) no_reroute_on_loss: bool,
     /// Recompute repaired routes once no topology change has been seen for SECS
-    /// (0: never on its own) [rebalance_after].
+    /// (0: never on its own) (opensm.conf: rebalance_after).
     #[arg(long = "rebalance-after", value_name = "SECS", value_parser = parse_u64)]
     pub(crate) rebalance_after: Option<u64>,
-    /// Worker threads for routing (0: one per CPU) [routing_threads].
+    /// Worker threads for routing (0: one per CPU) (opensm.conf: routing_threads).
     #[arg(long = "routing-threads", value_name = "N", value_parser = parse_num::<usize>)]
     pub(crate) routing_threads: Option<usize>,
-    /// Keep LIDs across restarts in FILE (OpenSM's guid2lid format) [guid2lid_file].
+    /// Keep LIDs across restarts in FILE (OpenSM's guid2lid format) (opensm.conf: guid2lid_file).
     #[arg(long, value_name = "FILE")]
     pub(crate) guid2lid: Option<PathBuf>,
 
     // ---- partitions and SA ----
-    /// Partition policy in OpenSM's partitions.conf syntax [partition_config_file].
+    /// Partition policy in OpenSM's partitions.conf syntax (opensm.conf: partition_config_file).
     #[arg(
         short = 'P',
         long = "Pconfig",
@@ -156,7 +156,7 @@ pub(crate) struct Cli {
         value_name = "FILE"
     )]
     pub(crate) partitions: Option<PathBuf>,
-    /// Directions switch ports cabled to end ports filter P_Keys in [part_enforce].
+    /// Directions switch ports cabled to end ports filter P_Keys in (opensm.conf: part_enforce).
     #[arg(
         short = 'Z',
         long = "part_enforce",
@@ -164,14 +164,14 @@ pub(crate) struct Cli {
         value_name = "MODE"
     )]
     pub(crate) part_enforce: Option<PartEnforce>,
-    /// A `both` member holds the full and the limited P_Key [allow_both_pkeys].
+    /// A `both` member holds the full and the limited P_Key (opensm.conf: allow_both_pkeys).
     #[arg(
         short = 'W',
         long = "allow_both_pkeys",
         visible_alias = "allow-both-pkeys"
     )]
     pub(crate) allow_both_pkeys: bool,
-    /// Do not serve Subnet Administration: SA requests get "unsupported class" [sa].
+    /// Do not serve Subnet Administration: SA requests get "unsupported class" (opensm.conf: sa).
     #[arg(long = "no-sa")]
     pub(crate) no_sa: bool,
     /// Serve Subnet Administration (the default; kept for old command lines).
@@ -185,7 +185,7 @@ pub(crate) struct Cli {
     /// Stop after SECS (--once: give up, exit 1); default 60 with --once, none otherwise.
     #[arg(long = "time-limit", value_name = "SECS", value_parser = parse_u64)]
     pub(crate) time_limit: Option<u64>,
-    /// Log to FILE instead of stderr (`stdout`, `stderr`: those streams) [log_file].
+    /// Log to FILE instead of stderr (`stdout`, `stderr`: those streams) (opensm.conf: log_file).
     #[arg(
         short = 'f',
         long = "log_file",
@@ -193,7 +193,7 @@ pub(crate) struct Cli {
         value_name = "FILE"
     )]
     pub(crate) log_file: Option<PathBuf>,
-    /// Empty the log file when opening it instead of appending [accum_log_file FALSE].
+    /// Empty the log file when opening it instead of appending (opensm.conf: accum_log_file FALSE).
     #[arg(short = 'e', long = "erase_log_file")]
     pub(crate) erase_log_file: bool,
     /// Log line format.
@@ -202,14 +202,14 @@ pub(crate) struct Cli {
     /// Write the daemon's PID to FILE (removed when it stops).
     #[arg(long = "pid-file", value_name = "FILE")]
     pub(crate) pid_file: Option<PathBuf>,
-    /// More log: -v debug (events, light sweeps), -vv trace [log_flags].
+    /// More log: -v debug (events, light sweeps), -vv trace (opensm.conf: log_flags).
     #[arg(short = 'v', long, action = ArgAction::Count)]
     pub(crate) verbose: u8,
     /// Most log (OpenSM's -V: log_flags 0xFF).
     #[arg(short = 'V')]
     pub(crate) max_verbose: bool,
     /// OpenSM log flags: 0x01 errors, 0x02 info, 0x04 verbose (debug), 0x08 and up
-    /// trace; 0 none [log_flags].
+    /// trace; 0 none (opensm.conf: log_flags).
     #[arg(short = 'D', long = "D", value_name = "FLAGS", value_parser = parse_num::<u8>)]
     pub(crate) log_flags: Option<u8>,
 }
