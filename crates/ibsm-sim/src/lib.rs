@@ -61,6 +61,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+mod client;
 mod core;
 mod counters;
 mod error;
@@ -82,6 +83,7 @@ use std::time::Duration;
 use ibsm_transport::Instant;
 
 pub use agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
+pub use client::{SaAnswer, SaClient};
 pub use core::{MAD_PACKET_OCTETS, TraceKind, TraceRecord};
 pub use counters::{AttrCounters, Counters, DropReason, NodeCounters};
 pub use error::SimError;

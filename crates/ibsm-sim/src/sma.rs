@@ -20,6 +20,9 @@ pub struct SmaAgent {
     /// Per port number: (base LID, LMC). A switch uses entry 0.
     lids: Vec<(u16, u8)>,
     lft_top: u16,
+    /// Ports the SM wrote ClientReregister = 1 to, oldest first, until a client
+    /// ([`crate::SaClient`]) takes them.
+    reregisters: Vec<u8>,
 }
 
 impl SmaAgent {
@@ -32,6 +35,12 @@ impl SmaAgent {
     /// The agent, writable (test setups: preset keys, LIDs, tables).
     pub fn sma_mut(&mut self) -> &mut Sma<MemNvStore> {
         &mut self.sma
+    }
+
+    /// The ports the SM asked to re-register with the SA (PortInfo.ClientReregister)
+    /// since the last call, oldest first.
+    pub fn take_client_reregisters(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.reregisters)
     }
 
     /// The `ibsm-sma` configuration a simulated node gets: a typical CA or switch
@@ -69,6 +78,10 @@ impl SmaAgent {
         } else {
             for (i, p) in cfg.ports.iter_mut().enumerate() {
                 p.guid = setup.port_guid(i as u8 + 1);
+                // The SMA honours ClientReregister (it raises the event a host's SA
+                // clients act on), so its CA ports say so, as a real HCA's do.
+                p.port_info.capability_mask |=
+                    ibsm_wire::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED;
             }
         }
         cfg
@@ -103,6 +116,7 @@ impl Agent for SmaAgent {
             is_switch: setup.kind == NodeKind::Switch,
             lids: vec![(0, 0); usize::from(setup.num_ports) + 1],
             lft_top: 0,
+            reregisters: Vec::new(),
         };
         a.refresh();
         Ok(a)
@@ -142,13 +156,20 @@ impl Agent for SmaAgent {
 
     fn poll_link_request(&mut self) -> Option<(u8, LinkRequest)> {
         while let Some(ev) = self.sma.poll_event() {
-            if let Event::Link { port, request } = ev {
-                let r = match request {
-                    ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
-                    ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
-                    ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
-                };
-                return Some((port, r));
+            match ev {
+                Event::Link { port, request } => {
+                    let r = match request {
+                        ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
+                        ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
+                        ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
+                    };
+                    return Some((port, r));
+                }
+                // Bounded: nobody may be taking them.
+                Event::ClientReregister { port } if self.reregisters.len() < 1024 => {
+                    self.reregisters.push(port);
+                }
+                _ => {}
             }
         }
         None

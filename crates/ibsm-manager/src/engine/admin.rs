@@ -25,6 +25,11 @@ pub(super) struct Admin {
     /// Reply addresses (SL, P_Key index) of recent SA requesters, by (LID, QP), for
     /// what the SA sends them later (RMPP segments, Reports).
     reply: HashMap<(u16, u32), Address>,
+    /// No SUBNET UP since this SM became master: its SA knows none of the clients'
+    /// groups and registrations (they went with the old master), so this sweep asks
+    /// every end port to re-register (PortInfo.ClientReregister), as OpenSM does on
+    /// its first master sweep.
+    clients_lost: bool,
 }
 
 impl Admin {
@@ -43,6 +48,8 @@ impl Admin {
         Self {
             server,
             reply: HashMap::new(),
+            // A new SM's SA starts empty too.
+            clients_lost: true,
         }
     }
 }
@@ -201,7 +208,21 @@ impl SubnetManager {
         })
     }
 
+    /// The role became master: whatever the clients registered lives in another SM's
+    /// SA, so the next sweep tells them to re-register.
+    pub(super) fn sa_lost_clients(&mut self) {
+        self.admin.clients_lost = true;
+    }
+
+    /// Whether the sweep in progress is the first as master (no SUBNET UP since the
+    /// role became master): the one that sets ClientReregister on every end port.
+    pub(super) fn first_master_sweep(&self) -> bool {
+        self.admin.clients_lost
+    }
+
     pub(super) fn refresh_admin(&mut self) {
+        // This sweep told the clients to re-register; the next ones do not.
+        self.admin.clients_lost = false;
         if self.admin.server.is_none() {
             return;
         }

@@ -48,7 +48,9 @@ impl SubnetManager {
                 if arm {
                     want.port_state = PortState::Armed;
                 }
-                (arm || needs_set(cur, &want)).then_some(((n, p), want))
+                // A port told to re-register gets its Set even where nothing else
+                // changed (an SM restarted on its old LID).
+                (arm || want.client_reregister || needs_set(cur, &want)).then_some(((n, p), want))
             })
             .collect();
         for ((n, p), want) in sets {
@@ -90,7 +92,16 @@ impl SubnetManager {
                 want.m_key_protect_bits = self.cfg.m_key_protect;
                 want.m_key_lease_period = self.cfg.m_key_lease;
             }
-            want.client_reregister = self.cfg.client_reregister && cur.lid != lid;
+            // Re-register where the port's clients registered with another SA, or under
+            // another LID: a port new to this SM or moved, and every port on the first
+            // sweep as master (OpenSM's first_time_master_sweep). Only where the port
+            // says it honours the bit; elsewhere it is reserved.
+            let supported = cur
+                .capability_mask
+                .contains(ibsm_wire::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED);
+            want.client_reregister = self.cfg.client_reregister
+                && supported
+                && (cur.lid != lid || self.first_master_sweep());
         }
         if p != 0 {
             if let Some((pn, pp)) = rec.peer {

@@ -174,6 +174,9 @@ impl SubnetManager {
                     self.event(SmEvent::RoleChanged {
                         role: self.smi.role,
                     });
+                    if to == SmState::Master {
+                        self.sa_lost_clients();
+                    }
                     if to == SmState::Master && self.sweep.is_idle() {
                         // Taking over (handover or a lost master): configure now, keeping
                         // the LIDs the ports carry.
