@@ -13,6 +13,8 @@
 //!                          updn | dnup | ftree | dor | lash | dfsssp, comma-separated
 //!                          (e.g. ftree,updn); minhop last unless no_fallback is listed
 //! --lmc N                LID mask control 0..7
+//! --link-speed SPEED     lane speed of every simulated port: QDR (default), FDR, EDR,
+//!                          HDR, NDR, XDR (extended speeds, read with PortInfo bit 31)
 //! --drop RATE            SMP loss per hop, 0.0..1.0
 //! --seed N               simulator seed
 //! --no-sa                do not serve Subnet Administration (served by default, as
@@ -42,6 +44,7 @@ struct Args {
     torus: Option<(Vec<u32>, u32)>,
     routing: EngineList,
     lmc: u8,
+    link_speed: ibsm::topology::LinkSpeed,
     drop: f64,
     seed: u64,
     json: bool,
@@ -52,7 +55,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--drop RATE] [--seed N] [--no-sa] [--partitions FILE] [--json]"
+         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--no-sa] [--partitions FILE] [--json]"
     )
 }
 
@@ -63,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         torus: None,
         routing: EngineList::default(),
         lmc: 0,
+        link_speed: ibsm::topology::LinkSpeed::Qdr,
         drop: 0.0,
         seed: 1,
         json: false,
@@ -112,6 +116,12 @@ fn parse_args() -> Result<Args, String> {
                     .ok()
                     .filter(|l| *l <= 7)
                     .ok_or_else(|| usage("--lmc wants 0..7"))?;
+            }
+            "--link-speed" => {
+                let v = value("--link-speed")?;
+                a.link_speed = ibsm::topology::LinkSpeed::from_name(&v.to_uppercase())
+                    .filter(|s| s.lane_mbps() >= 10_000)
+                    .ok_or_else(|| usage("--link-speed wants QDR, FDR, EDR, HDR, NDR or XDR"))?;
             }
             "--drop" => {
                 a.drop = value("--drop")?
@@ -179,6 +189,7 @@ fn run(a: &Args) -> Result<bool, String> {
     let sim_cfg = SimConfig {
         seed: a.seed,
         drop_ppm,
+        link_speed: a.link_speed,
         ..SimConfig::default()
     };
     let t = WallInstant::now();
@@ -278,6 +289,24 @@ fn run(a: &Args) -> Result<bool, String> {
         a.routing,
         stats.routing_wall.as_secs_f64() * 1e3
     );
+    if let Some(f) = sm.fabric() {
+        // Link speeds as the SM read them (extended speeds included), per cable end.
+        let mut speeds = std::collections::BTreeMap::new();
+        for (id, n) in f.nodes() {
+            for (p, port) in n.ports() {
+                if p != 0 && f.port_peer(id, p).is_some() {
+                    *speeds
+                        .entry((port.width.lanes(), port.speed.name()))
+                        .or_insert(0usize) += 1;
+                }
+            }
+        }
+        let text: Vec<String> = speeds
+            .iter()
+            .map(|((w, s), n)| format!("{w}x {s} {n}"))
+            .collect();
+        eprintln!("  link speeds (ports): {}", text.join(", "));
+    }
     for why in &fell_back {
         eprintln!("  routing fell back: {why}");
     }

@@ -26,6 +26,41 @@ pub struct PortRec {
     /// the SA is enabled or a partition policy is set; P_KeyTable Sets of the policy
     /// update it with what the port answered.
     pub pkeys: Vec<u16>,
+    /// The last PortInfo Get of this port set attribute-modifier bit 31
+    /// (SMSupportExtendedSpeeds), so `info` holds the LinkSpeedExt* fields.
+    pub ext_speeds: bool,
+}
+
+/// Whether a port advertises IsExtendedSpeedsSupported (its LinkSpeedExt* fields mean
+/// something when asked for with modifier bit 31).
+#[must_use]
+pub fn ext_speeds_supported(pi: &PortInfo) -> bool {
+    pi.capability_mask
+        .contains(ibsm_wire::CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED)
+}
+
+/// The model's speed of a port from its PortInfo (extended speeds included).
+fn topo_speed(pi: &PortInfo) -> ibsm_topology::LinkSpeed {
+    use ibsm_topology::LinkSpeed as S;
+    match pi.active_lane_mbps() {
+        Some(2_500) => S::Sdr,
+        Some(5_000) => S::Ddr,
+        Some(10_000) => S::Qdr,
+        Some(14_062) => S::Fdr,
+        Some(25_781) => S::Edr,
+        Some(53_125) => S::Hdr,
+        Some(106_250) => S::Ndr,
+        Some(212_500) => S::Xdr,
+        _ => S::Unknown,
+    }
+}
+
+/// The model's width of a port from its PortInfo.
+fn topo_width(pi: &PortInfo) -> ibsm_topology::LinkWidth {
+    pi.link_width_active
+        .lanes()
+        .and_then(|l| ibsm_topology::LinkWidth::from_lanes(u32::from(l)))
+        .unwrap_or_default()
 }
 
 /// A node as discovered.
@@ -175,6 +210,15 @@ impl Subnet {
             } else {
                 (1..=n.info.num_ports).collect()
             };
+            for (p, rec) in n.ports.iter().enumerate() {
+                let (Some(info), Ok(p)) = (rec.info.as_ref(), u8::try_from(p)) else {
+                    continue;
+                };
+                if let Some(port) = node.port_mut(p) {
+                    port.speed = topo_speed(info);
+                    port.width = topo_width(info);
+                }
+            }
             for p in lid_ports {
                 let guid = n.ports.get(usize::from(p)).map_or(0, |r| r.guid);
                 if let (Some((lid, lmc)), Some(port)) = (lid_of(guid), node.port_mut(p)) {

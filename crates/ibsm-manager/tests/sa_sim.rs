@@ -39,7 +39,16 @@ fn rig() -> Rig {
 /// The SM on the first CA of `fabric`, the tool on the seventh; `prepare` may change
 /// the simulated nodes before the SM's first sweep.
 fn rig_on(fabric: &ibsm_topology::Fabric, prepare: impl FnOnce(&mut Sim<SmaAgent>)) -> Rig {
-    let mut sim: Sim<SmaAgent> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
+    rig_sim(fabric, SimConfig::default(), prepare)
+}
+
+/// As [`rig_on`], on a simulator configured by `sc`.
+fn rig_sim(
+    fabric: &ibsm_topology::Fabric,
+    sc: SimConfig,
+    prepare: impl FnOnce(&mut Sim<SmaAgent>),
+) -> Rig {
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(fabric, sc).unwrap();
     prepare(&mut sim);
     let mut cas = fabric.cas();
     let (_, a) = cas.next().unwrap();
@@ -296,6 +305,49 @@ fn path_record_between_two_lids() {
     };
     let (st, prs) = r.table(mask.0, &t, 0);
     assert!(st.is_ok() && prs.is_empty());
+}
+
+/// Ports of HDR, NDR and XDR fabrics report their extended speeds only to an SM that
+/// sets PortInfo modifier bit 31: the SM's model holds them and PathRecords carry
+/// their rates (4x: 200, 400, 800 Gb/s), as 4x QDR gives 40 Gb/s.
+#[test]
+fn path_records_carry_hdr_ndr_and_xdr_rates() {
+    use ibsm_topology::{LinkSpeed, LinkWidth};
+    use ibsm_wire::sa::Rate;
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    for (speed, rate) in [
+        (LinkSpeed::Qdr, Rate::G40),
+        (LinkSpeed::Hdr, Rate::G200),
+        (LinkSpeed::Ndr, Rate::G400),
+        (LinkSpeed::Xdr, Rate::G800),
+    ] {
+        let sc = SimConfig {
+            link_speed: speed,
+            ..SimConfig::default()
+        };
+        let mut r = rig_sim(&fabric, sc, |_| {});
+        let t = PathRecord {
+            slid: r.sm.sm_lid(),
+            dlid: r.tool_lid,
+            ..PathRecord::default()
+        };
+        let mask = PathRecord::CM_SLID | PathRecord::CM_DLID;
+        let (st, prs) = r.table(mask.0, &t, 0);
+        assert!(st.is_ok());
+        assert_eq!(prs.first().map(|p| p.rate), Some(rate), "{speed:?}");
+        let f = r.sm.fabric().expect("model");
+        for (id, n) in f.nodes() {
+            for (p, port) in n.ports().filter(|(p, _)| *p != 0) {
+                if f.port_peer(id, p).is_some() {
+                    assert_eq!(
+                        (port.speed, port.width),
+                        (speed, LinkWidth::X4),
+                        "{speed:?}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

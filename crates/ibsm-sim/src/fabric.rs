@@ -39,6 +39,7 @@ impl<A: Agent> Sim<A> {
             setup.system_image_guid = node.system_image_guid.0;
             setup.vendor_id = node.vendor_id;
             setup.device_id = node.device_id;
+            setup.link_speed = cfg.link_speed;
             if kind == NodeKind::Switch {
                 setup.lft_cap = cfg.lft_cap;
                 let g = node.port(0).map_or(guid, |p| p.guid.0);

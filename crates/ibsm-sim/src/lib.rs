@@ -118,6 +118,11 @@ pub struct SimConfig {
     /// (1,620 switches: 76 MiB). A cap just above the highest LID the SM will assign
     /// cuts it to switches x LIDs bytes.
     pub lft_cap: u16,
+    /// Lane speed of every port [`Sim::from_fabric`] creates (all 4x): `Qdr` (default)
+    /// as before; `Fdr`, `Edr`, `Hdr`, `Ndr` and `Xdr` give ports that advertise
+    /// IsExtendedSpeedsSupported (and the HDR/NDR CapabilityMask2 bits) and answer
+    /// LinkSpeedExt* (XDR: LinkSpeedExt*2) to an SM that sets attribute-modifier bit 31.
+    pub link_speed: ibsm_topology::LinkSpeed,
 }
 
 impl Default for SimConfig {
@@ -129,6 +134,7 @@ impl Default for SimConfig {
             retrain_time: Duration::from_millis(10),
             drop_ppm: 0,
             lft_cap: 0xC000,
+            link_speed: ibsm_topology::LinkSpeed::Qdr,
         }
     }
 }

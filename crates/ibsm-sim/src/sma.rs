@@ -55,6 +55,9 @@ impl SmaAgent {
             cfg.node_info.node_type = NodeType::Router;
         }
         cfg.description = NodeDescription::from_text(&setup.description);
+        for p in &mut cfg.ports {
+            set_speed(&mut p.port_info, setup.link_speed);
+        }
         cfg.node_info.system_image_guid = if setup.system_image_guid == 0 {
             setup.guid
         } else {
@@ -97,6 +100,55 @@ impl SmaAgent {
             self.lids[p] = self.sma.port_info(p8).map_or((0, 0), |pi| (pi.lid, pi.lmc));
         }
         self.lft_top = self.sma.switch_info().map_or(0, |si| si.linear_fdb_top);
+    }
+}
+
+/// Makes a port's power-on PortInfo that of a port running at `speed` (4x), with the
+/// capability bits and LinkSpeedExt* fields such a port reports. QDR and slower keep
+/// the typical port as it is.
+fn set_speed(pi: &mut ibsm_wire::PortInfo, speed: ibsm_topology::LinkSpeed) {
+    use ibsm_topology::LinkSpeed as S;
+    use ibsm_wire::{CapabilityMask, CapabilityMask2, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask};
+    let (ext, supported) = match speed {
+        S::Fdr => (LinkSpeedExt::Fdr, LinkSpeedExtMask::FDR),
+        S::Edr => (
+            LinkSpeedExt::Edr,
+            LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR,
+        ),
+        S::Hdr => (
+            LinkSpeedExt::Hdr,
+            LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR | LinkSpeedExtMask::HDR,
+        ),
+        // XDR ports still support NDR and below in LinkSpeedExtSupported.
+        S::Ndr | S::Xdr => (
+            if speed == S::Xdr {
+                LinkSpeedExt::None
+            } else {
+                LinkSpeedExt::Ndr
+            },
+            LinkSpeedExtMask::FDR
+                | LinkSpeedExtMask::EDR
+                | LinkSpeedExtMask::HDR
+                | LinkSpeedExtMask::NDR,
+        ),
+        _ => return,
+    };
+    pi.capability_mask |= CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED
+        | CapabilityMask::IS_CAPABILITY_MASK2_SUPPORTED;
+    if supported.contains(LinkSpeedExtMask::HDR) {
+        pi.capability_mask2 |= CapabilityMask2::IS_LINK_SPEED_HDR_SUPPORTED;
+    }
+    if supported.contains(LinkSpeedExtMask::NDR) {
+        pi.capability_mask2 |= CapabilityMask2::IS_LINK_SPEED_NDR_SUPPORTED;
+    }
+    pi.link_speed_active = LinkSpeed::Extended;
+    pi.link_speed_ext_active = ext;
+    pi.link_speed_ext_supported = supported;
+    pi.link_speed_ext_enabled = supported;
+    if speed == S::Xdr {
+        pi.link_speed_ext_active2 = 1;
+        pi.link_speed_ext_supported2 = 1;
+        pi.link_speed_ext_enabled2 = 1;
     }
 }
 

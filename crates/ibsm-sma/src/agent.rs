@@ -9,9 +9,9 @@ use ibsm_wire::modifier::{
     decode_sm_info_control,
 };
 use ibsm_wire::{
-    CapabilityMask, CapabilityMask2, DrSmpView, LinkDownDefaultState, LinkSpeedExtMask,
-    LinkSpeedMask, LinkWidthMask, MAD_SIZE, Method, MgmtClass, MlnxExtPortInfo, Mtu,
-    NodeDescription, NodeType, PERMISSIVE_LID, PhysPortState, PortInfo, PortInfoExtended,
+    CapabilityMask, CapabilityMask2, DrSmpView, LinkDownDefaultState, LinkSpeedExt,
+    LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask, MAD_SIZE, Method, MgmtClass, MlnxExtPortInfo,
+    Mtu, NodeDescription, NodeType, PERMISSIVE_LID, PhysPortState, PortInfo, PortInfoExtended,
     PortInfoView, PortState, SmAttributeId, SmInfo, SmInfoView, Status, SwitchInfo, VendorDiag,
     VlCap, dr_turn_around,
 };
@@ -1001,9 +1001,10 @@ impl<S: NvStore> Sma<S> {
     fn port_info_attr(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let port = self.select_port(ctx, m.port)?;
+        let ext = m.sm_supports_extended_speeds;
         let mut status = Ok(());
         if ctx.set {
-            status = self.set_port_info(port, data);
+            status = self.set_port_info(port, data, ext);
         }
         Self::render_port_info(
             &self.ports[usize::from(port)],
@@ -1011,11 +1012,24 @@ impl<S: NvStore> Sma<S> {
             ctx.hide_key,
             data,
         );
+        if !ext {
+            // An SM that did not say it supports extended speeds (attribute modifier
+            // bit 31) gets the LinkSpeedExt* and LinkSpeedExt*2 fields as reserved
+            // zeros, as the spec has ports answer it (OpenSM issue 38).
+            let mut v = pi_view_mut(data);
+            v.set_link_speed_ext_active(LinkSpeedExt::None);
+            v.set_link_speed_ext_supported(LinkSpeedExtMask::EMPTY);
+            v.set_link_speed_ext_enabled(LinkSpeedExtMask::EMPTY);
+            v.set_link_speed_ext_active2(0);
+            v.set_link_speed_ext_supported2(0);
+            v.set_link_speed_ext_enabled2(0);
+        }
         status
     }
 
     /// Validates the whole request first; applies nothing if any field is invalid.
-    fn set_port_info(&mut self, port: u8, data: &[u8; 64]) -> AttrResult {
+    /// The LinkSpeedExtEnabled fields count only with `ext` (modifier bit 31).
+    fn set_port_info(&mut self, port: u8, data: &[u8; 64], ext: bool) -> AttrResult {
         let req = pi_view(data);
         let p = &mut self.ports[usize::from(port)];
         let cur = pi_view(&p.info);
@@ -1039,13 +1053,17 @@ impl<S: NvStore> Sma<S> {
             None,
         )
         .ok_or(Status::INVALID_VALUE)?;
-        let speed_ext = resolve_mask(
-            req.link_speed_ext_enabled().bits(),
-            cur.link_speed_ext_supported().bits(),
-            LinkSpeedExtMask::SET_TO_SUPPORTED.bits(),
-            Some(LinkSpeedExtMask::DISABLE_ALL.bits()),
-        )
-        .ok_or(Status::INVALID_VALUE)?;
+        let speed_ext = if ext {
+            resolve_mask(
+                req.link_speed_ext_enabled().bits(),
+                cur.link_speed_ext_supported().bits(),
+                LinkSpeedExtMask::SET_TO_SUPPORTED.bits(),
+                Some(LinkSpeedExtMask::DISABLE_ALL.bits()),
+            )
+            .ok_or(Status::INVALID_VALUE)?
+        } else {
+            None
+        };
         let mtu = u8::from(req.neighbor_mtu());
         if mtu == 0 || mtu > u8::from(cur.mtu_cap()) {
             return Err(Status::INVALID_VALUE);

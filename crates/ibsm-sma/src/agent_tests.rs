@@ -1138,3 +1138,68 @@ fn trap_144_on_local_changes() {
             .contains(CapabilityMask::IS_SM)
     );
 }
+
+/// PortInfo modifier bit 31 (SMSupportExtendedSpeeds): an NDR port fills the
+/// LinkSpeedExt* fields (and takes LinkSpeedExtEnabled in a Set) only for an SM that
+/// sets it, as the spec and OpenSM (issue 38) expect.
+#[test]
+fn extended_speed_fields_only_with_modifier_bit_31() {
+    let mut cfg = NodeConfig::ca(0x100, 1);
+    {
+        let pi = &mut cfg.ports[0].port_info;
+        pi.capability_mask |= CapabilityMask::IS_EXTENDED_SPEEDS_SUPPORTED;
+        pi.link_speed_ext_active = ibsm_wire::LinkSpeedExt::Ndr;
+        pi.link_speed_ext_supported = LinkSpeedExtMask::EDR | LinkSpeedExtMask::NDR;
+        pi.link_speed_ext_enabled = LinkSpeedExtMask::EDR | LinkSpeedExtMask::NDR;
+        pi.link_speed_ext_active2 = 1;
+        pi.link_speed_ext_supported2 = 1;
+    }
+    let mut s = Sma::new(cfg).unwrap();
+    s.link_up(T0, 1);
+    let rx = Rx {
+        port: 1,
+        slid: SM_LID,
+    };
+    let get = |s: &mut Sma, am: u32| {
+        let req = lid_req(Method::Get, SmAttributeId::PortInfo, am, 0, &[]);
+        PortInfo::parse(&s.handle(T0, rx, &req).unwrap()[64..128]).unwrap()
+    };
+    let plain = get(&mut s, 1);
+    assert_eq!(plain.link_speed_ext_active, ibsm_wire::LinkSpeedExt::None);
+    assert_eq!(plain.link_speed_ext_supported, LinkSpeedExtMask::EMPTY);
+    assert_eq!(plain.link_speed_ext_enabled, LinkSpeedExtMask::EMPTY);
+    assert_eq!(
+        (
+            plain.link_speed_ext_active2,
+            plain.link_speed_ext_supported2
+        ),
+        (0, 0)
+    );
+    let ext = get(&mut s, 1 | 1 << 31);
+    assert_eq!(ext.link_speed_ext_active, ibsm_wire::LinkSpeedExt::Ndr);
+    assert_eq!(
+        ext.link_speed_ext_supported,
+        LinkSpeedExtMask::EDR | LinkSpeedExtMask::NDR
+    );
+    assert_eq!(
+        (ext.link_speed_ext_active2, ext.link_speed_ext_supported2),
+        (1, 1)
+    );
+    // A Set without bit 31 leaves LinkSpeedExtEnabled alone; with it, it is written.
+    let mut pi = ext;
+    pi.port_state = PortState::NoChange;
+    pi.port_phys_state = PhysPortState::NoChange;
+    pi.link_speed_ext_enabled = LinkSpeedExtMask::EDR;
+    for (am, want) in [
+        (1, LinkSpeedExtMask::EDR | LinkSpeedExtMask::NDR),
+        (1 | 1 << 31, LinkSpeedExtMask::EDR),
+    ] {
+        let req = lid_req(Method::Set, SmAttributeId::PortInfo, am, 0, &pi.to_bytes());
+        assert_eq!(status(&s.handle(T0, rx, &req).unwrap()), 0);
+        assert_eq!(
+            s.port_info(1).unwrap().link_speed_ext_enabled,
+            want,
+            "am {am:#x}"
+        );
+    }
+}

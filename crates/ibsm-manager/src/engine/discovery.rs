@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use ibsm_election::SmAddr;
-use ibsm_wire::attr::modifier::PKeyMod;
+use ibsm_wire::attr::modifier::{PKeyMod, PortMod};
 use ibsm_wire::{
     CapabilityMask, DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, PortState, SwitchInfo,
 };
@@ -68,9 +68,36 @@ impl Latches {
 }
 
 impl SubnetManager {
-    /// Queues a Get of one port's PortInfo (the attribute modifier is the port number).
+    /// Queues a Get of one port's PortInfo (the attribute modifier is the port number,
+    /// with bit 31, SMSupportExtendedSpeeds, where the port or its switch's port 0 is
+    /// known to support extended speeds).
     pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8) {
-        self.submit(Op::PortInfo { node, port }, u32::from(port), None);
+        let rec = &self.subnet.nodes[node];
+        let has = |p: &crate::model::PortRec| {
+            p.ext_speeds
+                || p.info
+                    .as_ref()
+                    .is_some_and(crate::model::ext_speeds_supported)
+        };
+        let ext = rec.ports.get(usize::from(port)).is_some_and(has)
+            || rec.is_switch()
+                && rec.ports.first().is_some_and(|p| {
+                    p.info
+                        .as_ref()
+                        .is_some_and(crate::model::ext_speeds_supported)
+                });
+        self.get_port_info_ext(node, port, ext);
+    }
+
+    fn get_port_info_ext(&mut self, node: NodeIx, port: u8, ext: bool) {
+        if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
+            p.ext_speeds = ext;
+        }
+        let m = PortMod {
+            port,
+            sm_supports_extended_speeds: ext,
+        };
+        self.submit(Op::PortInfo { node, port }, m.encode(), None);
     }
 
     pub(super) fn on_node_desc(&mut self, node: NodeIx, data: &[u8]) {
@@ -181,6 +208,17 @@ impl SubnetManager {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
+        let asked = self.subnet.nodes[node]
+            .ports
+            .get(usize::from(port))
+            .is_some_and(|p| p.ext_speeds);
+        if !asked && crate::model::ext_speeds_supported(&pi) {
+            // The port supports extended speeds but was asked without bit 31, so its
+            // LinkSpeedExt* fields are blank: ask again with it (OpenSM PR 39, issue
+            // 38), and take that answer for this one.
+            self.get_port_info_ext(node, port, true);
+            return;
+        }
         // Another SM's port: ask it for its SMInfo (the election decides).
         let rec = &self.subnet.nodes[node];
         let sm_port = if rec.is_switch() {

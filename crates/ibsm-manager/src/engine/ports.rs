@@ -126,11 +126,17 @@ impl SubnetManager {
         let mut data = [0u8; 64];
         want.emit_into(&mut data).ok();
         self.sweep.count(|s| s.port_sets += 1);
-        self.submit(
-            Op::SetPortInfo { node: n, port: p },
-            u32::from(p),
-            Some(data),
-        );
+        // Bit 31 where the Get had it: the port then takes the LinkSpeedExtEnabled it
+        // is sent and answers with its extended speeds, which the model keeps.
+        let ext = self.subnet.nodes[n]
+            .ports
+            .get(usize::from(p))
+            .is_some_and(|r| r.ext_speeds);
+        let m = ibsm_wire::attr::modifier::PortMod {
+            port: p,
+            sm_supports_extended_speeds: ext,
+        };
+        self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
     }
 
     /// Activates every linked port that is Armed (the LFTs are all written by now).

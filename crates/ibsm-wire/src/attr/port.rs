@@ -539,9 +539,14 @@ impl PortInfo {
     }
 
     /// Lane signalling rate in use in Mb/s, taking extended speeds into account
-    /// (only when the port advertises IsExtendedSpeedsSupported).
+    /// (only when the port advertises IsExtendedSpeedsSupported, and the fields are
+    /// filled only for an SM that set attribute-modifier bit 31): XDR (212.5 Gb/s,
+    /// LinkSpeedExtActive2 = 1) first, then LinkSpeedExtActive, then LinkSpeedActive.
     #[must_use]
     pub fn active_lane_mbps(&self) -> Option<u32> {
+        if self.link_speed_ext_active == LinkSpeedExt::None && self.link_speed_ext_active2 == 1 {
+            return Some(212_500);
+        }
         if self.link_speed_active == LinkSpeed::Extended
             || self
                 .capability_mask

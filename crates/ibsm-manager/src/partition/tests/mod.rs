@@ -320,6 +320,7 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
         path: path.then(DrPath::local),
         peer: None,
         pkeys: vec![0xffff, 0, 0, 0],
+        ext_speeds: false,
     };
     let si = SwitchInfo {
         partition_enforcement_cap: enforce_cap,
