@@ -11,11 +11,15 @@
 
 mod cli;
 mod conf;
+mod control;
 mod daemon;
 mod logging;
+mod metrics;
 mod no_sa;
 mod opensm_keys;
+mod ops;
 mod service;
+mod status;
 mod summary;
 
 use std::time::Duration;

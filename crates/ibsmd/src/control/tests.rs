@@ -1,0 +1,206 @@
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+
+use super::*;
+
+#[test]
+fn requests_parse_and_print_back() {
+    let all = [
+        Request::Status,
+        Request::Sweep { heavy: false },
+        Request::Sweep { heavy: true },
+        Request::Rebalance,
+        Request::Dump,
+        Request::LogLevel(Level::Error),
+        Request::LogLevel(Level::Warn),
+        Request::LogLevel(Level::Info),
+        Request::LogLevel(Level::Debug),
+        Request::LogLevel(Level::Trace),
+    ];
+    for r in all {
+        assert_eq!(proto::parse(r.to_string().as_bytes()), Ok(r), "{r}");
+    }
+    assert_eq!(
+        proto::parse(b"  sweep\theavy \r"),
+        Ok(Request::Sweep { heavy: true })
+    );
+}
+
+#[test]
+fn garbage_gets_a_typed_error() {
+    use ParseError as E;
+    let long = vec![b'a'; proto::MAX_LINE + 1];
+    let cases: Vec<(&[u8], E)> = vec![
+        (b"", E::Empty),
+        (b" \t\r", E::Empty),
+        (b"stat", E::UnknownCommand("stat".into())),
+        (b"STATUS", E::UnknownCommand("STATUS".into())),
+        (
+            b"status now",
+            E::UnexpectedArgument {
+                command: "status",
+                argument: "now".into(),
+            },
+        ),
+        (
+            b"sweep light",
+            E::UnexpectedArgument {
+                command: "sweep",
+                argument: "light".into(),
+            },
+        ),
+        (
+            b"sweep heavy twice",
+            E::UnexpectedArgument {
+                command: "sweep heavy",
+                argument: "twice".into(),
+            },
+        ),
+        (b"log-level", E::MissingLevel),
+        (b"log-level loud", E::UnknownLevel("loud".into())),
+        (
+            b"log-level info x",
+            E::UnexpectedArgument {
+                command: "log-level",
+                argument: "x".into(),
+            },
+        ),
+        (b"\xff\xfe", E::NotText),
+        (&long, E::TooLong { len: long.len() }),
+    ];
+    for (line, want) in cases {
+        let got = proto::parse(line);
+        assert_eq!(got, Err(want), "{:?}", String::from_utf8_lossy(line));
+        let _ = got.unwrap_err().to_string();
+    }
+}
+
+#[derive(Default)]
+struct Mock {
+    sweeps: Vec<bool>,
+    levels: Vec<Level>,
+}
+
+impl Host for Mock {
+    fn status(&mut self) -> Status {
+        Status {
+            role: "MASTER".into(),
+            sm_lid: 7,
+            ..Status::default()
+        }
+    }
+    fn sweep(&mut self, heavy: bool) -> Result<String, String> {
+        self.sweeps.push(heavy);
+        Ok(format!("heavy {heavy}"))
+    }
+    fn rebalance(&mut self) -> Result<String, String> {
+        Err("not master".into())
+    }
+    fn dump(&mut self) -> Result<String, String> {
+        Ok("dumped".into())
+    }
+    fn set_log_level(&mut self, level: Level) -> Result<String, String> {
+        self.levels.push(level);
+        Ok(level.as_str().into())
+    }
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ibsmd-ctl-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Serves `server` with `host` until `client` (run on its own thread) returns.
+fn serve_until<T: Send + 'static>(
+    server: &mut ControlServer,
+    host: &mut Mock,
+    client: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let t = std::thread::spawn(client);
+    while !t.is_finished() {
+        server.poll(|req| answer(host, req));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.join().unwrap()
+}
+
+#[test]
+fn server_answers_every_line_and_survives_garbage() {
+    let dir = tmp("serve");
+    let path = dir.join("ibsmd.sock");
+    let mut server = ControlServer::bind(&path).unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    // Only the socket is left beside it (the private directory is gone).
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    let mut host = Mock::default();
+    let p = path.clone();
+    let lines = serve_until(&mut server, &mut host, move || {
+        let mut s = UnixStream::connect(&p).unwrap();
+        // One request split over two writes, garbage, an over-long line, then more.
+        s.write_all(b"swe").unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        s.write_all(b"ep heavy\nbogus\n\xff\n").unwrap();
+        s.write_all(&vec![b'x'; 3 * proto::MAX_LINE]).unwrap();
+        s.write_all(b"\nstatus\nlog-level debug\nrebalance\n")
+            .unwrap();
+        let mut r = BufReader::new(s);
+        (0..7)
+            .map(|_| {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                serde_json::from_str::<Response>(&l).unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(lines[0], Response::done("heavy true"));
+    assert!(!lines[1].ok && lines[1].error.as_ref().unwrap().contains("unknown command"));
+    assert_eq!(lines[2].error.as_deref(), Some("request is not UTF-8 text"));
+    assert!(
+        lines[3].error.as_ref().unwrap().contains("longest is"),
+        "{:?}",
+        lines[3]
+    );
+    assert_eq!(lines[4].status.as_ref().unwrap().sm_lid, 7);
+    assert_eq!(lines[5], Response::done("debug"));
+    assert_eq!(lines[6], Response::failed("not master"));
+    assert_eq!(host.sweeps, [true]);
+    assert_eq!(host.levels, [Level::Debug]);
+    // The client library against the same server, after that client left.
+    let p = path.clone();
+    let r = serve_until(&mut server, &mut host, move || {
+        request(&p, Request::Dump, Duration::from_secs(5))
+    })
+    .unwrap();
+    assert_eq!(r, Response::done("dumped"));
+    drop(server);
+    assert!(!path.exists(), "the socket is removed on drop");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bind_replaces_a_stale_socket_only() {
+    let dir = tmp("bind");
+    let path = dir.join("s.sock");
+    // A socket nobody listens on any more.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let live = ControlServer::bind(&path).unwrap();
+    let e = ControlServer::bind(&path).unwrap_err();
+    assert_eq!(e.source.kind(), ErrorKind::AddrInUse, "{e}");
+    assert!(e.to_string().contains("s.sock"));
+    drop(live);
+    std::fs::write(&path, "not a socket").unwrap();
+    let e = ControlServer::bind(&path).unwrap_err();
+    assert_eq!(e.source.kind(), ErrorKind::AlreadyExists, "{e}");
+    let e = request(
+        &dir.join("none.sock"),
+        Request::Status,
+        Duration::from_secs(1),
+    )
+    .unwrap_err();
+    assert!(matches!(e, ClientError::Connect(..)), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

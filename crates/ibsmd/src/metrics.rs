@@ -1,0 +1,278 @@
+//! `--metrics ADDR`: Prometheus metrics at `/metrics` (OpenMetrics text from
+//! `prometheus-client`) and the JSON [`Status`] at `/status`, over HTTP (`tiny_http`) on
+//! a thread of its own.
+//!
+//! The run loop publishes a [`Status`] after every slice ([`MetricsServer::publish`]);
+//! the HTTP thread only reads the last one, so a scrape never waits for the engine and
+//! the engine never waits for a scrape. Every sample is rendered from that snapshot:
+//!
+//! | metric | labels | what |
+//! |---|---|---|
+//! | `ibsm_role` | `role` | 1 for the SM's role, 0 for the others |
+//! | `ibsm_sm_lid`, `ibsm_master_lid` | | this SM's LID; the master's (0: unknown) |
+//! | `ibsm_subnet_up` | | 1 once the subnet was brought up |
+//! | `ibsm_sweeps_total` | `kind` = heavy, light | sweeps completed |
+//! | `ibsm_sweep_last_duration_seconds` | `kind` | the last one's duration |
+//! | `ibsm_smps_total` | `attribute` | sweep SMPs by attribute |
+//! | `ibsm_smps_sent_total` | | every SMP sent |
+//! | `ibsm_smp_retries_total`, `ibsm_smp_timeouts_total` | | over all sweeps |
+//! | `ibsm_traps_total` | `number` | traps received |
+//! | `ibsm_fabric_nodes` | `type` = switch, ca, router | nodes found |
+//! | `ibsm_fabric_links`, `ibsm_fabric_lids` | | cables, LIDs assigned |
+//! | `ibsm_unhealthy_ports` | | always 0: port health is not monitored yet |
+//! | `ibsm_partition_warnings` | | partition warnings kept |
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::status::Status;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The metrics endpoint's thread and the snapshot it serves.
+pub(crate) struct MetricsServer {
+    snapshot: Arc<Mutex<Status>>,
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The endpoint could not be opened.
+#[derive(Debug)]
+pub(crate) struct MetricsError {
+    /// The address asked for.
+    pub(crate) addr: String,
+    /// What failed.
+    pub(crate) reason: String,
+}
+
+impl std::fmt::Display for MetricsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--metrics {}: {}", self.addr, self.reason)
+    }
+}
+
+impl std::error::Error for MetricsError {}
+
+impl std::fmt::Debug for MetricsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsServer {
+    /// Listens on `addr` (`HOST:PORT`; port 0 picks a free one, see [`Self::addr`]) and
+    /// serves `initial` until the first [`Self::publish`].
+    ///
+    /// # Errors
+    /// [`MetricsError`] when the address cannot be bound.
+    pub(crate) fn start(addr: &str, initial: Status) -> Result<Self, MetricsError> {
+        let fail = |reason: String| MetricsError {
+            addr: addr.to_owned(),
+            reason,
+        };
+        let server = tiny_http::Server::http(addr).map_err(|e| fail(e.to_string()))?;
+        let bound = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| fail("not an IP address".into()))?;
+        let server = Arc::new(server);
+        let snapshot = Arc::new(Mutex::new(initial));
+        let (srv, snap) = (Arc::clone(&server), Arc::clone(&snapshot));
+        let thread = std::thread::Builder::new()
+            .name("ibsmd-metrics".into())
+            .spawn(move || serve(&srv, &snap))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Self {
+            snapshot,
+            server,
+            addr: bound,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    #[must_use]
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Makes `status` what the endpoint serves.
+    pub(crate) fn publish(&self, status: Status) {
+        *self.snapshot.lock().unwrap_or_else(PoisonError::into_inner) = status;
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(server: &tiny_http::Server, snapshot: &Mutex<Status>) {
+    for req in server.incoming_requests() {
+        let status = snapshot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let path = req.url().split('?').next().unwrap_or("");
+        let (code, body, kind) = match (req.method(), path) {
+            (tiny_http::Method::Get, "/metrics") => (
+                200,
+                exposition(&status),
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            ),
+            (tiny_http::Method::Get, "/status") => (
+                200,
+                serde_json::to_string(&status).unwrap_or_default() + "\n",
+                "application/json",
+            ),
+            (tiny_http::Method::Get, _) => (
+                404,
+                "not found: try /metrics or /status\n".into(),
+                "text/plain",
+            ),
+            _ => (405, "only GET\n".into(), "text/plain"),
+        };
+        let mut resp = tiny_http::Response::from_string(body).with_status_code(code);
+        if let Ok(h) = tiny_http::Header::from_bytes(&b"Content-Type"[..], kind.as_bytes()) {
+            resp = resp.with_header(h);
+        }
+        // A client that hung up is its own problem.
+        let _ = req.respond(resp);
+    }
+}
+
+fn gauge(reg: &mut Registry, name: &str, help: &str, v: i64) {
+    let g: Gauge = Gauge::default();
+    g.set(v);
+    reg.register(name, help, g);
+}
+
+fn counter(reg: &mut Registry, name: &str, help: &str, v: u64) {
+    let c: Counter = Counter::default();
+    c.inc_by(v);
+    reg.register(name, help, c);
+}
+
+fn as_i64(v: usize) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The OpenMetrics text of `s`.
+#[must_use]
+pub(crate) fn exposition(s: &Status) -> String {
+    let mut reg = Registry::with_prefix("ibsm");
+    let roles: Family<Labels, Gauge> = Family::default();
+    for role in ["MASTER", "STANDBY", "DISCOVERING", "NOT ACTIVE"] {
+        roles
+            .get_or_create(&vec![("role", role.to_owned())])
+            .set(i64::from(s.role == role));
+    }
+    reg.register("role", "1 for the SM's role", roles);
+    gauge(&mut reg, "sm_lid", "This SM's LID", i64::from(s.sm_lid));
+    let master = s.master.as_ref().map_or(0, |m| m.lid);
+    gauge(
+        &mut reg,
+        "master_lid",
+        "The master SM's LID (0: unknown)",
+        i64::from(master),
+    );
+    gauge(
+        &mut reg,
+        "subnet_up",
+        "1 once the subnet was brought up",
+        i64::from(s.subnet_up),
+    );
+    let sweeps: Family<Labels, Counter> = Family::default();
+    let last: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>> = Family::default();
+    for (kind, n, ms) in [
+        ("heavy", s.sweeps.heavy, s.sweeps.last_heavy_ms),
+        ("light", s.sweeps.light, s.sweeps.last_light_ms),
+    ] {
+        let l = vec![("kind", kind.to_owned())];
+        sweeps.get_or_create(&l).inc_by(n);
+        if let Some(ms) = ms {
+            last.get_or_create(&l).set(ms / 1e3);
+        }
+    }
+    reg.register("sweeps", "Sweeps completed", sweeps);
+    reg.register(
+        "sweep_last_duration_seconds",
+        "The last sweep's duration on the transport's clock",
+        last,
+    );
+    let by_attr: Family<Labels, Counter> = Family::default();
+    for (a, n) in &s.smps.by_attribute {
+        by_attr
+            .get_or_create(&vec![("attribute", a.clone())])
+            .inc_by(*n);
+    }
+    reg.register("smps", "Sweep SMPs by attribute", by_attr);
+    counter(&mut reg, "smps_sent", "Every SMP sent", s.smps.total);
+    counter(
+        &mut reg,
+        "smp_retries",
+        "SMP retries over all sweeps",
+        s.smps.retries,
+    );
+    counter(
+        &mut reg,
+        "smp_timeouts",
+        "SMPs unanswered after all retries",
+        s.smps.timeouts,
+    );
+    let traps: Family<Labels, Counter> = Family::default();
+    for (num, n) in &s.traps {
+        traps
+            .get_or_create(&vec![("number", num.to_string())])
+            .inc_by(*n);
+    }
+    reg.register("traps", "Traps received, by number", traps);
+    let nodes: Family<Labels, Gauge> = Family::default();
+    let f = &s.fabric;
+    for (t, n) in [("switch", f.switches), ("ca", f.cas), ("router", f.routers)] {
+        nodes
+            .get_or_create(&vec![("type", t.to_owned())])
+            .set(as_i64(n));
+    }
+    reg.register("fabric_nodes", "Nodes the last heavy sweep found", nodes);
+    gauge(
+        &mut reg,
+        "fabric_links",
+        "Cables the last heavy sweep found",
+        as_i64(f.links),
+    );
+    gauge(&mut reg, "fabric_lids", "LIDs assigned", as_i64(f.lids));
+    gauge(
+        &mut reg,
+        "unhealthy_ports",
+        "Ports judged unhealthy (not monitored yet: always 0)",
+        as_i64(s.unhealthy_ports.len()),
+    );
+    gauge(
+        &mut reg,
+        "partition_warnings",
+        "Partition warnings kept",
+        as_i64(s.partition_warnings.len()),
+    );
+    let mut out = String::new();
+    // Writing into a String does not fail.
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::status::{FabricCounts, Master, Smps, Sweeps};
+
+/// One sample of the exposition: name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// A small reader of the text exposition format: `# TYPE name type` lines and samples
+/// `name{k="v",...} value`; other `#` lines are skipped. Fails on anything else.
+fn parse_exposition(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
+    let mut types = BTreeMap::new();
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, ty) = rest.split_once(' ').expect("# TYPE name type");
+            types.insert(name.to_owned(), ty.to_owned());
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let (head, value) = line.rsplit_once(' ').expect("sample value");
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("value of {line:?}"));
+        let (name, labels) = match head.split_once('{') {
+            None => (head.to_owned(), BTreeMap::new()),
+            Some((name, rest)) => {
+                let body = rest.strip_suffix('}').expect("closing brace");
+                let labels = body
+                    .split(',')
+                    .filter(|kv| !kv.is_empty())
+                    .map(|kv| {
+                        let (k, v) = kv.split_once('=').expect("label k=v");
+                        let v = v.strip_prefix('"').and_then(|v| v.strip_suffix('"'));
+                        (k.to_owned(), v.expect("quoted label value").to_owned())
+                    })
+                    .collect();
+                (name.to_owned(), labels)
+            }
+        };
+        samples.push((name, labels, value));
+    }
+    (types, samples)
+}
+
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+    let want: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    samples
+        .iter()
+        .find(|(n, l, _)| n == name && *l == want)
+        .unwrap_or_else(|| panic!("no sample {name}{labels:?} in {samples:?}"))
+        .2
+}
+
+fn status() -> Status {
+    Status {
+        role: "MASTER".into(),
+        port_guid: "0x0000000000000021".into(),
+        sm_lid: 3,
+        master: Some(Master {
+            guid: "0x0000000000000021".into(),
+            lid: 3,
+            local: true,
+        }),
+        subnet_up: true,
+        sweeps: Sweeps {
+            heavy: 2,
+            light: 5,
+            last_heavy_ms: Some(1500.0),
+            last_light_ms: None,
+        },
+        smps: Smps {
+            sweeps: 400,
+            total: 420,
+            retries: 4,
+            timeouts: 1,
+            by_attribute: BTreeMap::from([("NodeInfo".into(), 30), ("PortInfo".into(), 200)]),
+        },
+        traps: BTreeMap::from([(128, 3), (144, 1)]),
+        fabric: FabricCounts {
+            nodes: 12,
+            switches: 4,
+            cas: 8,
+            routers: 0,
+            links: 16,
+            lids: 12,
+        },
+        partition_warnings: vec!["w".into()],
+        ..Status::default()
+    }
+}
+
+#[test]
+fn a_real_http_client_scrapes_metrics_and_status() {
+    let server = MetricsServer::start("127.0.0.1:0", Status::default()).unwrap();
+    let base = format!("http://{}", server.addr());
+    // Before the first publish: the initial snapshot.
+    let text = ureq::get(&format!("{base}/metrics"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let (_, s) = parse_exposition(&text);
+    assert_eq!(value(&s, "ibsm_subnet_up", &[]), 0.0);
+    server.publish(status());
+    let resp = ureq::get(&format!("{base}/metrics")).call().unwrap();
+    assert!(
+        resp.content_type().contains("openmetrics"),
+        "{}",
+        resp.content_type()
+    );
+    let text = resp.into_string().unwrap();
+    let (types, s) = parse_exposition(&text);
+    assert_eq!(types["ibsm_sweeps"], "counter", "{text}");
+    assert_eq!(types["ibsm_role"], "gauge");
+    assert_eq!(value(&s, "ibsm_role", &[("role", "MASTER")]), 1.0);
+    assert_eq!(value(&s, "ibsm_role", &[("role", "STANDBY")]), 0.0);
+    assert_eq!(value(&s, "ibsm_master_lid", &[]), 3.0);
+    assert_eq!(value(&s, "ibsm_sweeps_total", &[("kind", "heavy")]), 2.0);
+    assert_eq!(value(&s, "ibsm_sweeps_total", &[("kind", "light")]), 5.0);
+    assert_eq!(
+        value(&s, "ibsm_sweep_last_duration_seconds", &[("kind", "heavy")]),
+        1.5
+    );
+    assert_eq!(
+        value(&s, "ibsm_smps_total", &[("attribute", "PortInfo")]),
+        200.0
+    );
+    assert_eq!(value(&s, "ibsm_smps_sent_total", &[]), 420.0);
+    assert_eq!(value(&s, "ibsm_smp_retries_total", &[]), 4.0);
+    assert_eq!(value(&s, "ibsm_smp_timeouts_total", &[]), 1.0);
+    assert_eq!(value(&s, "ibsm_traps_total", &[("number", "128")]), 3.0);
+    assert_eq!(value(&s, "ibsm_fabric_nodes", &[("type", "switch")]), 4.0);
+    assert_eq!(value(&s, "ibsm_fabric_nodes", &[("type", "ca")]), 8.0);
+    assert_eq!(value(&s, "ibsm_fabric_links", &[]), 16.0);
+    assert_eq!(value(&s, "ibsm_fabric_lids", &[]), 12.0);
+    assert_eq!(value(&s, "ibsm_unhealthy_ports", &[]), 0.0);
+    assert_eq!(value(&s, "ibsm_partition_warnings", &[]), 1.0);
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+    // The JSON status is the snapshot.
+    let json = ureq::get(&format!("{base}/status"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let back: Status = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, status());
+    match ureq::get(&format!("{base}/nothing")).call() {
+        Err(ureq::Error::Status(404, _)) => {}
+        other => panic!("{other:?}"),
+    }
+    drop(server);
+    assert!(
+        ureq::get(&format!("{base}/metrics")).call().is_err(),
+        "stopped"
+    );
+}
+
+#[test]
+fn a_bad_address_is_an_error() {
+    let e = MetricsServer::start("nowhere:xx", Status::default()).unwrap_err();
+    assert!(e.to_string().starts_with("--metrics nowhere:xx: "), "{e}");
+}

@@ -1,0 +1,290 @@
+//! What a running ibsmd reports about itself: one [`Status`] built by the run loop from
+//! the engine and the events it saw ([`Tracker`]), served by the control socket
+//! (`ibsmd status`) and the metrics endpoint (`/status`, `/metrics`).
+
+use std::collections::BTreeMap;
+
+use ibsm::manager::{Role, SmEvent, SubnetManager, SweepStats};
+use ibsm::wire::{NodeType, SmState};
+use serde::{Deserialize, Serialize};
+
+/// The SM's state at one moment (serialised as the JSON status).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Status {
+    /// `MASTER`, `STANDBY`, `DISCOVERING` or `NOT ACTIVE`.
+    pub(crate) role: String,
+    /// This SM's port GUID (hex).
+    pub(crate) port_guid: String,
+    /// This SM's LID (0 until assigned).
+    pub(crate) sm_lid: u16,
+    /// The master SM, when known: this one, or the one this SM polls.
+    pub(crate) master: Option<Master>,
+    /// Whether the subnet was brought up at least once.
+    pub(crate) subnet_up: bool,
+    /// Whether a sweep runs now.
+    pub(crate) sweeping: bool,
+    /// Sweep counts and the last sweeps' durations.
+    pub(crate) sweeps: Sweeps,
+    /// SMPs over all sweeps.
+    pub(crate) smps: Smps,
+    /// Traps received, by trap number.
+    pub(crate) traps: BTreeMap<u16, u64>,
+    /// What the last heavy sweep found.
+    pub(crate) fabric: FabricCounts,
+    /// Ports judged unhealthy. Always empty: ibsmd does not yet read error counters
+    /// (no such feature exists yet).
+    pub(crate) unhealthy_ports: Vec<String>,
+    /// Partition warnings of the heavy sweeps, as logged.
+    pub(crate) partition_warnings: Vec<String>,
+    /// The routing engine of the routes in force (empty before any).
+    pub(crate) routing_engine: String,
+    /// Milliseconds since the daemon started.
+    pub(crate) uptime_ms: f64,
+}
+
+/// The master SM.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Master {
+    /// Its port GUID (hex).
+    pub(crate) guid: String,
+    /// Its LID (0 when not known).
+    pub(crate) lid: u16,
+    /// Whether it is this SM.
+    pub(crate) local: bool,
+}
+
+/// Sweep counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Sweeps {
+    /// Heavy sweeps that brought the subnet up (SUBNET UP).
+    pub(crate) heavy: u64,
+    /// Light sweeps that found nothing to do.
+    pub(crate) light: u64,
+    /// The last heavy sweep's duration on the transport's clock, in ms.
+    pub(crate) last_heavy_ms: Option<f64>,
+    /// The last light sweep's duration, in ms.
+    pub(crate) last_light_ms: Option<f64>,
+}
+
+/// SMP counters over every sweep (heavy and light).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Smps {
+    /// SMPs sent by sweeps, retries included.
+    pub(crate) sweeps: u64,
+    /// SMPs sent since start by anything (sweeps, election, trap checks, answers).
+    pub(crate) total: u64,
+    /// Retries.
+    pub(crate) retries: u64,
+    /// Requests that got no answer after all retries.
+    pub(crate) timeouts: u64,
+    /// SMPs by attribute name.
+    pub(crate) by_attribute: BTreeMap<String, u64>,
+}
+
+/// Counts of the subnet found by the last heavy sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FabricCounts {
+    /// Nodes.
+    pub(crate) nodes: usize,
+    /// Switches.
+    pub(crate) switches: usize,
+    /// Channel adapters.
+    pub(crate) cas: usize,
+    /// Routers.
+    pub(crate) routers: usize,
+    /// Cables.
+    pub(crate) links: usize,
+    /// LIDs assigned (2^LMC per port).
+    pub(crate) lids: usize,
+}
+
+/// What the run loop counts from the engine's events between snapshots.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tracker {
+    sweeps: Sweeps,
+    smps: Smps,
+    traps: BTreeMap<u16, u64>,
+    partition_warnings: Vec<String>,
+}
+
+/// Most partition warnings kept (the newest replace the oldest).
+const MAX_WARNINGS: usize = 64;
+
+impl Tracker {
+    /// Counts one event.
+    pub(crate) fn observe(&mut self, ev: &SmEvent) {
+        match ev {
+            SmEvent::SubnetUp { stats } => {
+                self.sweeps.heavy += 1;
+                self.sweeps.last_heavy_ms = Some(ms(stats));
+                self.add(stats);
+            }
+            SmEvent::LightSweepDone { stats } => {
+                self.sweeps.light += 1;
+                self.sweeps.last_light_ms = Some(ms(stats));
+                self.add(stats);
+            }
+            SmEvent::Trap { number, .. } => *self.traps.entry(*number).or_default() += 1,
+            SmEvent::PartitionWarning { warning } => {
+                if self.partition_warnings.len() == MAX_WARNINGS {
+                    self.partition_warnings.remove(0);
+                }
+                self.partition_warnings.push(warning.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    fn add(&mut self, s: &SweepStats) {
+        self.smps.sweeps += s.smps;
+        self.smps.retries += s.retries;
+        self.smps.timeouts += s.timeouts;
+        for (attr, n) in &s.by_attribute {
+            *self
+                .smps
+                .by_attribute
+                .entry((*attr).to_owned())
+                .or_default() += n;
+        }
+    }
+
+    /// The status of `sm` with what was counted so far.
+    #[must_use]
+    pub(crate) fn status(&self, sm: &SubnetManager, uptime_ms: f64) -> Status {
+        let subnet = sm.subnet();
+        let count = |t: NodeType| {
+            subnet
+                .nodes
+                .iter()
+                .filter(|n| n.info.node_type == t)
+                .count()
+        };
+        let me = sm.sm_info().guid;
+        let master = if sm.role() == Role::Master {
+            Some(Master {
+                guid: hex(me),
+                lid: sm.sm_lid(),
+                local: true,
+            })
+        } else {
+            sm.known_sms()
+                .find(|k| k.info.sm_state == SmState::Master)
+                .map(|k| Master {
+                    guid: hex(k.info.guid),
+                    lid: match k.addr {
+                        Some(ibsm::election::SmAddr::Lid(l)) => l,
+                        _ => sm.lids().get(&k.info.guid).map_or(0, |l| l.0),
+                    },
+                    local: false,
+                })
+        };
+        let mut smps = self.smps.clone();
+        smps.total = sm.smps_sent();
+        Status {
+            role: role_name(sm.role()).to_owned(),
+            port_guid: hex(me),
+            sm_lid: sm.sm_lid(),
+            master,
+            subnet_up: sm.is_up(),
+            sweeping: sm.is_sweeping(),
+            sweeps: self.sweeps.clone(),
+            smps,
+            traps: self.traps.clone(),
+            fabric: FabricCounts {
+                nodes: subnet.nodes.len(),
+                switches: count(NodeType::Switch),
+                cas: count(NodeType::Ca),
+                routers: count(NodeType::Router),
+                links: subnet.link_count(),
+                lids: sm.lids().values().map(|&(_, lmc)| 1usize << lmc).sum(),
+            },
+            unhealthy_ports: Vec::new(),
+            partition_warnings: self.partition_warnings.clone(),
+            routing_engine: sm
+                .routes()
+                .map(|r| r.engine().to_owned())
+                .unwrap_or_default(),
+            uptime_ms,
+        }
+    }
+}
+
+fn ms(s: &SweepStats) -> f64 {
+    s.total.as_secs_f64() * 1e3
+}
+
+fn hex(guid: u64) -> String {
+    format!("{guid:#018x}")
+}
+
+/// The role as ibsmd logs it.
+#[must_use]
+pub(crate) fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Discovering => "DISCOVERING",
+        Role::Standby => "STANDBY",
+        Role::Master => "MASTER",
+        Role::NotActive => "NOT ACTIVE",
+    }
+}
+
+impl Status {
+    /// A few lines for a person (`ibsmd status` without `--json`).
+    #[must_use]
+    pub(crate) fn human(&self) -> String {
+        let master = self.master.as_ref().map_or("unknown".to_owned(), |m| {
+            if m.local {
+                format!("this SM (LID {})", m.lid)
+            } else {
+                format!("{} (LID {})", m.guid, m.lid)
+            }
+        });
+        let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0} ms"));
+        let f = &self.fabric;
+        let traps: Vec<String> = self
+            .traps
+            .iter()
+            .map(|(n, c)| format!("{n}: {c}"))
+            .collect();
+        let mut s = format!(
+            "role: {} (port GUID {}, LID {})\nmaster: {master}\nsubnet up: {}{}\n\
+             sweeps: {} heavy (last {}), {} light (last {})\n\
+             SMPs: {} in sweeps ({} retries, {} timeouts), {} in all\n\
+             fabric: {} nodes ({} switches, {} CAs, {} routers), {} links, {} LIDs, routing {}\n\
+             traps: {}\n",
+            self.role,
+            self.port_guid,
+            self.sm_lid,
+            if self.subnet_up { "yes" } else { "no" },
+            if self.sweeping { " (sweeping)" } else { "" },
+            self.sweeps.heavy,
+            ms(self.sweeps.last_heavy_ms),
+            self.sweeps.light,
+            ms(self.sweeps.last_light_ms),
+            self.smps.sweeps,
+            self.smps.retries,
+            self.smps.timeouts,
+            self.smps.total,
+            f.nodes,
+            f.switches,
+            f.cas,
+            f.routers,
+            f.links,
+            f.lids,
+            if self.routing_engine.is_empty() {
+                "-"
+            } else {
+                &self.routing_engine
+            },
+            if traps.is_empty() {
+                "none".to_owned()
+            } else {
+                traps.join(", ")
+            },
+        );
+        for w in &self.partition_warnings {
+            s.push_str(&format!("partition warning: {w}\n"));
+        }
+        s
+    }
+}

@@ -1,0 +1,279 @@
+//! Peer tests of what an operator uses around a running ibsmd, on ibsim:
+//!
+//! - the dumps: `ibsmd --once --dump-dir` writes OpenSM's files; on a fresh ibsim of the
+//!   same fabric, OpenSM's own `file` routing engine (`opensm -R file -U
+//!   opensm-lfts.dump`, LIDs from our `guid2lid`) loads our `opensm-lfts.dump`, and
+//!   `ibroute` on every switch shows exactly the tables of the dump, which are also what
+//!   ibsmd programmed (read back with `LftDump::parse`, compared with `ibroute` on the
+//!   fabric ibsmd configured);
+//! - the control socket and the metrics endpoint of a running ibsmd: `ibsmd status`
+//!   and `/metrics` + `/status` report its sweeps and the fabric, `ibsmd sweep --heavy`
+//!   makes it sweep, `ibsmd dump` writes the dumps, garbage on the socket gets an error
+//!   line and the daemon carries on.
+//!
+//! Every wait is for a line in a log or an answer, with a generous deadline.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::Duration;
+
+use ibsm::manager::dump::LftDump;
+use ibsm_tests::peer::{
+    Fabric, OPENSM, bring_up, client, needed, net_file, run_bounded, start_ibsmd, stop_ibsmd,
+    verify_topology,
+};
+use ibsm_tests::{peers_present, tail, wait_until};
+use ibsm_topology::generate;
+
+const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The switches' tables of a dump: switch GUID -> (LID -> port).
+fn tables(dump: &LftDump) -> BTreeMap<u64, BTreeMap<u16, u8>> {
+    dump.switches.iter().map(|s| (s.guid, s.ports())).collect()
+}
+
+#[test]
+fn our_lft_dump_loads_into_opensms_file_engine() {
+    if !peers_present("ibsmd_ops", &needed()) {
+        return;
+    }
+    let fab = generate::fat_tree(8, 2).unwrap();
+    let net = net_file(&fab, "2-level radix-8 fat tree");
+    let (_, sm_ca) = fab.cas().next().unwrap();
+    let host = sm_ca.description.clone();
+
+    // ibsmd configures the fabric once and dumps what it programmed.
+    let ours = {
+        let f = Fabric::start("dump_ibsmd", &net);
+        let dir = f.path("dumps");
+        let _ = bring_up(
+            &f,
+            IBSMD,
+            Some(&host),
+            &["--dump-dir", dir.to_str().unwrap()],
+        );
+        let text = std::fs::read_to_string(dir.join("opensm-lfts.dump")).unwrap();
+        let dump = LftDump::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(dump.switches.len(), fab.switch_count(), "{text}");
+        for name in ["opensm-subnet.lst", "opensm-mfts.dump", "opensm-sl2vl.dump"] {
+            assert!(dir.join(name).exists(), "{name} missing");
+        }
+        // The subnet list has every cable from both ends, all Active.
+        let lst = std::fs::read_to_string(dir.join("opensm-subnet.lst")).unwrap();
+        assert_eq!(lst.lines().count(), 2 * fab.link_count(), "{lst}");
+        assert!(lst.lines().all(|l| l.contains(" LOG=ACT ")), "{lst}");
+        // What the diagnostics read from the switches is the dump.
+        let seen = verify_topology(&f, &fab, 0);
+        assert_eq!(tables(&dump), seen.lfts, "ibsmd's dump vs ibroute");
+        let guid2lid = std::fs::read_to_string(dir.join("guid2lid")).unwrap();
+        (dump, guid2lid, seen.lids)
+    };
+    let (dump, guid2lid, lids) = ours;
+
+    // A fresh fabric: OpenSM loads our tables with its file engine, our LIDs from the
+    // guid2lid in its cache directory.
+    let f = Fabric::start("dump_opensm", &net);
+    let lfts = f.path("opensm-lfts.dump");
+    std::fs::write(&lfts, dump.to_string()).unwrap();
+    std::fs::create_dir_all(f.path("osm")).unwrap();
+    std::fs::write(f.path("osm/guid2lid"), &guid2lid).unwrap();
+    let mut c = client(&f, OPENSM, Some(&host), "osm");
+    c.args(["-R", "file", "-U"])
+        .arg(&lfts)
+        .args(["--once", "-f", "osm.log", "-d2"])
+        .env("OSM_TMP_DIR", ".")
+        .env("OSM_CACHE_DIR", ".");
+    let (_, out, err) = run_bounded(c, PATIENCE);
+    let log = f.read("osm/osm.log");
+    assert!(
+        log.contains("file tables configured on all switches"),
+        "OpenSM did not use the file engine:\n{}\n{out}\n{err}",
+        tail(&log, 40)
+    );
+    let seen = verify_topology(&f, &fab, 0);
+    assert_eq!(seen.lids, lids, "OpenSM kept our LIDs");
+    assert_eq!(
+        tables(&dump),
+        seen.lfts,
+        "ibroute after OpenSM's file engine vs our dump"
+    );
+}
+
+/// One request line on the control socket, one response line back.
+fn raw_request(path: &std::path::Path, line: &[u8]) -> serde_json::Value {
+    let mut s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(line).unwrap();
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+/// `ibsmd ARGS --control-socket PATH --json`: exit code and the JSON response.
+fn ibsmd_client(path: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut c = Command::new(IBSMD);
+    c.args(args).arg("--control-socket").arg(path).arg("--json");
+    let (_, out, err) = run_bounded(c, PATIENCE);
+    let line = out.lines().last().unwrap_or_default();
+    let v = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+    let code = Command::new(IBSMD)
+        .args(args)
+        .arg("--control-socket")
+        .arg(path)
+        .output()
+        .unwrap()
+        .status
+        .code()
+        .unwrap_or(-1);
+    (code, v)
+}
+
+/// A sample's value in the exposition text: `name{labels} value` (labels as printed).
+fn sample(text: &str, name_and_labels: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            let (head, v) = l.rsplit_once(' ')?;
+            (head == name_and_labels).then(|| v.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no {name_and_labels} in\n{text}"))
+}
+
+#[test]
+fn status_metrics_and_control_of_a_running_ibsmd() {
+    if !peers_present("ibsmd_ops", &needed()) {
+        return;
+    }
+    let fab = generate::fat_tree(8, 2).unwrap();
+    let f = Fabric::start("ops", &net_file(&fab, "2-level radix-8 fat tree"));
+    let (_, sm_ca) = fab.cas().next().unwrap();
+    let sock = f.path("ibsmd.sock");
+    let dumps = f.path("dumps");
+    let daemon = start_ibsmd(
+        &f,
+        IBSMD,
+        &sm_ca.description,
+        0,
+        &[
+            "--control-socket",
+            sock.to_str().unwrap(),
+            "--metrics",
+            "127.0.0.1:0",
+            "--dump-dir",
+            dumps.to_str().unwrap(),
+        ],
+    );
+    let nodes = fab.switch_count() + fab.cas().count();
+    // The status reports the first heavy sweep once it is done.
+    let status = wait_until("ibsmd status after SUBNET UP", PATIENCE, || {
+        if !sock.exists() {
+            return Err(tail(&f.read("ibsmd.err"), 20));
+        }
+        let (code, v) = ibsmd_client(&sock, &["status"]);
+        let s = &v["status"];
+        if code == 0 && s["sweeps"]["heavy"].as_u64() >= Some(1) {
+            Ok(v)
+        } else {
+            Err(format!("{v}"))
+        }
+    });
+    let s = &status["status"];
+    assert_eq!(s["role"], "MASTER", "{status}");
+    assert_eq!(s["subnet_up"], true);
+    assert_eq!(s["master"]["local"], true);
+    assert_eq!(s["fabric"]["nodes"].as_u64(), Some(nodes as u64));
+    assert_eq!(
+        s["fabric"]["switches"].as_u64(),
+        Some(fab.switch_count() as u64)
+    );
+    assert_eq!(s["fabric"]["links"].as_u64(), Some(fab.link_count() as u64));
+    assert!(s["smps"]["by_attribute"]["NodeInfo"].as_u64() >= Some(nodes as u64));
+    assert!(s["sweeps"]["last_heavy_ms"].as_f64().is_some());
+    // The heavy sweep wrote the dumps.
+    let text = std::fs::read_to_string(dumps.join("opensm-lfts.dump")).unwrap();
+    assert_eq!(
+        LftDump::parse(&text).unwrap().switches.len(),
+        fab.switch_count()
+    );
+
+    // The metrics endpoint: its address is in the log.
+    let err = f.read("ibsmd.err");
+    let url = err
+        .lines()
+        .find_map(|l| l.split("metrics on ").nth(1))
+        .unwrap_or_else(|| panic!("no metrics address in the log:\n{err}"))
+        .trim()
+        .to_owned();
+    let text = ureq::get(&url).call().unwrap().into_string().unwrap();
+    assert!(
+        sample(&text, "ibsm_sweeps_total{kind=\"heavy\"}") >= 1.0,
+        "{text}"
+    );
+    assert_eq!(sample(&text, "ibsm_role{role=\"MASTER\"}"), 1.0);
+    assert_eq!(
+        sample(&text, "ibsm_fabric_nodes{type=\"switch\"}"),
+        fab.switch_count() as f64
+    );
+    assert_eq!(sample(&text, "ibsm_fabric_links"), fab.link_count() as f64);
+    let status_url = url.replace("/metrics", "/status");
+    let json: serde_json::Value = serde_json::from_str(
+        &ureq::get(&status_url)
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["role"], "MASTER");
+    assert!(json["sweeps"]["heavy"].as_u64() >= Some(1));
+
+    // Garbage gets an error line, and the daemon answers the next request.
+    let bad = raw_request(&sock, b"\x00\x01 not a request\n");
+    assert_eq!(bad["ok"], false, "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("unknown command"),
+        "{bad}"
+    );
+    let bad = raw_request(&sock, b"log-level shouting\n");
+    assert_eq!(bad["ok"], false, "{bad}");
+    let (code, v) = ibsmd_client(&sock, &["log-level", "bogus"]);
+    assert_ne!(code, 0, "{v}");
+
+    // A heavy sweep on request: the count goes up.
+    let before = s["sweeps"]["heavy"].as_u64().unwrap();
+    let (code, v) = ibsmd_client(&sock, &["sweep", "--heavy"]);
+    assert_eq!(code, 0, "{v}");
+    wait_until("the requested heavy sweep", PATIENCE, || {
+        let (_, v) = ibsmd_client(&sock, &["status"]);
+        let n = v["status"]["sweeps"]["heavy"].as_u64().unwrap_or(0);
+        if n > before {
+            Ok(())
+        } else {
+            Err(format!("{v}"))
+        }
+    });
+    let (code, v) = ibsmd_client(&sock, &["sweep"]);
+    assert!(
+        code == 0 || v["error"].as_str().is_some_and(|e| e.contains("sweep")),
+        "{v}"
+    );
+    let (code, v) = ibsmd_client(&sock, &["rebalance"]);
+    assert_eq!(code, 0, "{v}");
+
+    // `ibsmd dump` writes the files now.
+    std::fs::remove_dir_all(&dumps).unwrap();
+    let (code, v) = ibsmd_client(&sock, &["dump"]);
+    assert_eq!(code, 0, "{v}");
+    let text = std::fs::read_to_string(dumps.join("opensm-lfts.dump")).unwrap();
+    assert_eq!(
+        LftDump::parse(&text).unwrap().switches.len(),
+        fab.switch_count()
+    );
+    assert!(dumps.join("guid2lid").exists());
+
+    let _ = stop_ibsmd(&f, daemon);
+    assert!(!sock.exists(), "the socket is removed at exit");
+}
