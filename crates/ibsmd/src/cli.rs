@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 
 /// What `--help` ends with.
 const AFTER_HELP: &str = "\
@@ -30,7 +30,6 @@ configuration error (a flag, the configuration, partitions, log or pid file);
 /// Runs on a local HCA port (or one simulated by ibsim under its umad2sim preload),
 /// takes part in the SM election, and as Master discovers, configures and keeps
 /// sweeping the subnet, serving Subnet Administration.
-// A later `#[command(subcommand)]` field (client commands) goes here beside the flags.
 #[derive(Debug, Clone, Default, Parser)]
 #[command(
     name = "ibsmd",
@@ -178,6 +177,23 @@ pub(crate) struct Cli {
     #[arg(long = "sa", conflicts_with = "no_sa")]
     pub(crate) sa: bool,
 
+    // ---- operations ----
+    /// Client command for a running ibsmd (none: run the SM).
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+    /// Control socket: the daemon listens on it, client commands connect to it
+    /// (default: $XDG_RUNTIME_DIR/ibsmd.sock, else /run/ibsmd.sock; owner-only).
+    #[arg(long = "control-socket", value_name = "PATH", global = true)]
+    pub(crate) control_socket: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics and the JSON status at /status
+    /// (ADDR as HOST:PORT; port 0 picks one, logged).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
+    /// Write OpenSM's dumps (opensm-lfts.dump, opensm-subnet.lst, opensm-mfts.dump,
+    /// opensm-sl2vl.dump, guid2lid) into DIR after every heavy sweep [dump_files_dir].
+    #[arg(long = "dump-dir", value_name = "DIR")]
+    pub(crate) dump_dir: Option<PathBuf>,
+
     // ---- output ----
     /// One JSON object, the run's summary, as the last line on stdout.
     #[arg(long)]
@@ -212,6 +228,47 @@ pub(crate) struct Cli {
     /// trace; 0 none (opensm.conf: log_flags).
     #[arg(short = 'D', long = "D", value_name = "FLAGS", value_parser = parse_num::<u8>)]
     pub(crate) log_flags: Option<u8>,
+}
+
+/// Client commands: each sends one request to a running ibsmd's control socket and
+/// prints its answer (exit 0 done, 1 refused or failed, 2 no daemon answered).
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub(crate) enum Command {
+    /// The running SM's role, master, sweeps, SMPs, traps and fabric counts.
+    Status {
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a light sweep now (a heavy one with --heavy).
+    Sweep {
+        /// Full discovery and configuration.
+        #[arg(long)]
+        heavy: bool,
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recompute every route at a heavy sweep.
+    Rebalance {
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the dumps into the daemon's dump directory now.
+    Dump {
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change the log level: error, warn, info, debug or trace.
+    LogLevel {
+        /// The level.
+        level: String,
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How log lines are written.

@@ -13,6 +13,7 @@ use crate::cli::Cli;
 use crate::conf::{self, Loaded, Settings};
 use crate::logging::Log;
 use crate::no_sa::RefuseSa;
+use crate::ops::Ops;
 use crate::summary::Outcome;
 
 /// How long the engine runs between two calls of [`Daemon::housekeeping`].
@@ -65,6 +66,8 @@ pub(crate) struct Daemon {
     /// When the daemon started (wall clock, for log times and the time limit).
     pub(crate) wall: WallInstant,
     log: Log,
+    /// Dumps, control socket, metrics.
+    ops: Ops,
     stop: StopSignals,
     hangup: HangupSignal,
     user1: User1Signal,
@@ -121,6 +124,25 @@ impl Daemon {
         .map_err(|e| Failure::Config(e.to_string()))?;
         sm.start(port.now()).map_err(|e| port_err(&e))?;
         let limit = cli.time_limit.or(cli.once.then_some(60)).filter(|s| *s > 0);
+        // A --once run has no socket unless asked for one; a daemon has the default one.
+        let socket = cli
+            .control_socket
+            .clone()
+            .or_else(|| (!cli.once).then(crate::control::default_path));
+        let ops = match Ops::start(
+            socket.as_deref(),
+            cli.metrics.as_deref(),
+            cli.dump_dir.clone(),
+        ) {
+            Ok(o) => o,
+            // The default socket may not be creatable (no /run access): run without it.
+            Err(e) if cli.control_socket.is_none() && socket.is_some() => {
+                warn!("{e}; no control socket (give --control-socket)");
+                Ops::start(None, cli.metrics.as_deref(), cli.dump_dir.clone())
+                    .map_err(Failure::Config)?
+            }
+            Err(e) => return Err(Failure::Config(e)),
+        };
         Ok(Self {
             sm,
             port,
@@ -130,6 +152,7 @@ impl Daemon {
             cli,
             wall,
             log,
+            ops,
             stop,
             hangup,
             user1,
@@ -176,6 +199,12 @@ impl Daemon {
                 Err(e) => error!("SIGUSR1: {e}; logging on to the file in use"),
             }
         }
+        let log = &self.log;
+        let mut set_level = |l: crate::control::Level| {
+            log.set_level(l.as_str())
+                .map(|()| format!("log level {}", l.as_str()))
+        };
+        self.ops.tick(&mut self.sm, self.port.now(), &mut set_level);
         if self.end.is_some_and(|e| WallInstant::now() >= e) {
             if self.cli.once {
                 error!(
@@ -195,10 +224,12 @@ impl Daemon {
         let once = self.cli.once;
         let wall = self.wall;
         let out = &mut self.out;
+        let ops = &mut self.ops;
         let mut done = false;
         let on = |ev: &SmEvent| {
             let ms = wall.elapsed().as_secs_f64() * 1e3;
             on_event(ev, ms, out);
+            ops.observe(ev);
             done = once && matches!(ev, SmEvent::SubnetUp { .. });
             done
         };
@@ -304,6 +335,8 @@ impl Daemon {
 
     /// The run's end in the log (and the summary's last fields).
     pub(crate) fn finish(&mut self) {
+        // --once ends at SUBNET UP, before a housekeeping pass could write the dumps.
+        self.ops.dump_if_due(&self.sm);
         self.out.wall_ms = self.ms();
         self.out.role = role_name(self.sm.role());
         self.out.sm_lid = self.sm.sm_lid();

@@ -155,6 +155,20 @@ impl Log {
             .map_err(|e| e.to_string())
     }
 
+    /// Logs at `level` (`error` .. `trace`) from now on, the library included, until the
+    /// next SIGHUP re-read of `log_flags` changes it (`ibsmd log-level`).
+    ///
+    /// # Errors
+    /// When `RUST_LOG` decides the level, or the subscriber is gone.
+    pub(crate) fn set_level(&self, level: &str) -> Result<(), String> {
+        if self.from_env {
+            return Err("RUST_LOG is set and decides the log level".into());
+        }
+        self.filter
+            .reload(EnvFilter::new(level))
+            .map_err(|e| e.to_string())
+    }
+
     /// Reopens the log file under its name (a no-op for stderr and stdout): lines from
     /// now on go to the file now at that path, created if it was renamed away.
     ///

@@ -42,7 +42,37 @@ mod exit {
     pub(crate) const PORT: u8 = 3;
 }
 
+/// A client command: one request to the daemon's control socket.
+fn client(cli: &Cli, cmd: &cli::Command) -> u8 {
+    use crate::control::{Level, Request};
+    let (req, json) = match cmd {
+        cli::Command::Status { json } => (Request::Status, *json),
+        cli::Command::Sweep { heavy, json } => (Request::Sweep { heavy: *heavy }, *json),
+        cli::Command::Rebalance { json } => (Request::Rebalance, *json),
+        cli::Command::Dump { json } => (Request::Dump, *json),
+        cli::Command::LogLevel { level, json } => match Level::from_name(level) {
+            Some(l) => (Request::LogLevel(l), *json),
+            None => {
+                eprintln!("ibsmd: log-level: {level:?} is not error, warn, info, debug or trace");
+                return exit::CONFIG;
+            }
+        },
+    };
+    let path = cli
+        .control_socket
+        .clone()
+        .unwrap_or_else(control::default_path);
+    match control::run_client(&path, req, json) {
+        0 => exit::OK,
+        1 => exit::NOT_UP,
+        _ => exit::CONFIG,
+    }
+}
+
 fn run(cli: Cli) -> u8 {
+    if let Some(cmd) = &cli.command {
+        return client(&cli, cmd);
+    }
     let Loaded { settings, report } = match conf::load(&cli) {
         Ok(l) => l,
         Err(e) => {

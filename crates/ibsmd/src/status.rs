@@ -8,6 +8,8 @@ use ibsm::manager::{Role, SmEvent, SubnetManager, SweepStats};
 use ibsm::wire::{NodeType, SmState};
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::daemon::role_name;
+
 /// The SM's state at one moment (serialised as the JSON status).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Status {
@@ -215,17 +217,6 @@ fn ms(s: &SweepStats) -> f64 {
 
 fn hex(guid: u64) -> String {
     format!("{guid:#018x}")
-}
-
-/// The role as ibsmd logs it.
-#[must_use]
-pub(crate) fn role_name(r: Role) -> &'static str {
-    match r {
-        Role::Discovering => "DISCOVERING",
-        Role::Standby => "STANDBY",
-        Role::Master => "MASTER",
-        Role::NotActive => "NOT ACTIVE",
-    }
 }
 
 impl Status {
