@@ -12,7 +12,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(map) => {
             let back = NodeNameMap::parse(&map.to_text()).expect("our own output parses");
             for (guid, name) in map.entries() {
-                if !name.contains(['"', '#']) {
+                // The format has no escapes: to_text skips names it cannot write.
+                if !name.contains(['"', '#', '\n', '\r']) {
                     assert_eq!(back.get(guid), Some(name));
                 }
             }

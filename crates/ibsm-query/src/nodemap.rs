@@ -277,8 +277,8 @@ impl NodeNameMap {
     }
 
     /// The map in its file format, one quoted entry per line in GUID order; it parses
-    /// back to the same names (names holding `"` or `#` cannot be written and are
-    /// skipped, as the format has no escape).
+    /// back to the same names (names holding `"`, `#` or a line break cannot be
+    /// written and are skipped, as the format has no escape).
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut out = String::new();
