@@ -20,6 +20,8 @@
 //! --no-sa                do not serve Subnet Administration (served by default, as
 //!                          OpenSM does; the sweep then also reads the P_Key tables of
 //!                          CA ports and switch port 0 for it); --sa is still accepted
+//! --until SECS           give up after SECS of virtual time (default 600); a very lossy
+//!                          large fabric needs more (every lost SMP waits its timeout)
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
 //!                          and switch enforcement programmed from it (without one,
 //!                          OpenSM's default `Default=0x7fff, ipoib : ALL=full ;`)
@@ -47,6 +49,7 @@ struct Args {
     link_speed: ibsm::topology::LinkSpeed,
     drop: f64,
     seed: u64,
+    until: u64,
     json: bool,
     sa: bool,
     partitions: Option<ibsm::manager::partition::PartitionConfig>,
@@ -55,7 +58,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--no-sa] [--partitions FILE] [--json]"
+         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] [--json]"
     )
 }
 
@@ -69,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         link_speed: ibsm::topology::LinkSpeed::Qdr,
         drop: 0.0,
         seed: 1,
+        until: 600,
         json: false,
         sa: true,
         partitions: None,
@@ -134,6 +138,11 @@ fn parse_args() -> Result<Args, String> {
                 a.seed = value("--seed")?
                     .parse()
                     .map_err(|_| usage("--seed wants a number"))?;
+            }
+            "--until" => {
+                a.until = value("--until")?
+                    .parse()
+                    .map_err(|_| usage("--until wants seconds"))?;
             }
             "--json" => a.json = true,
             "--sa" => a.sa = true,
@@ -223,8 +232,37 @@ fn run(a: &Args) -> Result<bool, String> {
     // The SM could not program the subnet (no engine of the list routes it, the LIDs do
     // not fit): nothing the simulated fabric does later changes that, so stop at once.
     let mut failed: Option<String> = None;
-    driver::run(&mut sm, &mut port, Instant::from_secs(600), |ev| {
+    // Heavy sweeps that lost SMPs before the one that brought the subnet up.
+    let mut incomplete: Vec<String> = Vec::new();
+    driver::run(&mut sm, &mut port, Instant::from_secs(a.until), |ev| {
         match ev {
+            SmEvent::SweepIncomplete {
+                sweep,
+                lost,
+                by_attribute,
+                missing,
+            } => {
+                let attrs: Vec<String> = by_attribute
+                    .iter()
+                    .map(|(a, n)| format!("{a} {n}"))
+                    .collect();
+                let first = missing.first().map_or(String::new(), |m| {
+                    format!(
+                        "; e.g. {} {} for node {:#018x} port {} via {:?}",
+                        m.attribute,
+                        if m.set { "Set" } else { "Get" },
+                        m.node,
+                        m.port,
+                        m.path
+                    )
+                });
+                let line = format!(
+                    "heavy sweep {sweep} incomplete: {lost} SMPs lost ({}){first}",
+                    attrs.join(", ")
+                );
+                eprintln!("  {line}: sweeping again");
+                incomplete.push(line);
+            }
             SmEvent::SubnetUp { stats: s } => {
                 stats = Some(s.clone());
                 return true;
@@ -257,7 +295,12 @@ fn run(a: &Args) -> Result<bool, String> {
     if let Some(why) = failed {
         return Err(format!("the subnet cannot come up: {why}"));
     }
-    let stats = stats.ok_or("the subnet did not come up within 600 s of virtual time")?;
+    let stats = stats.ok_or_else(|| {
+        format!(
+            "the subnet did not come up within {} s of virtual time",
+            a.until
+        )
+    })?;
     let virtual_ms = port.now().as_nanos() as f64 / 1e6;
 
     let t = WallInstant::now();
@@ -278,7 +321,14 @@ fn run(a: &Args) -> Result<bool, String> {
     };
     let total_wall_ms = wall.elapsed().as_secs_f64() * 1e3;
 
-    eprintln!("SUBNET UP: {name}");
+    let sweeps = incomplete.len() + 1;
+    eprintln!(
+        "SUBNET UP: {name} (after {sweeps} heavy sweep{})",
+        if sweeps == 1 { "" } else { "s" }
+    );
+    for l in &incomplete {
+        eprintln!("  {l}");
+    }
     eprintln!(
         "  nodes {} (switches {}), links {}, LIDs {}, routing {} of {} ({:.1} ms)",
         stats.nodes,
@@ -326,6 +376,12 @@ fn run(a: &Args) -> Result<bool, String> {
         .map(|(a, n)| format!("{a} {n}"))
         .collect();
     eprintln!("  by attribute: {}", by_attr.join(", "));
+    if sweeps > 1 {
+        eprintln!(
+            "  SMPs of all {sweeps} sweeps: {} (the SM's total)",
+            sm.smps_sent()
+        );
+    }
     let phases: Vec<String> = stats
         .phases
         .iter()
@@ -355,7 +411,7 @@ fn run(a: &Args) -> Result<bool, String> {
             .map(|(a, n)| format!("\"{a}\":{n}"))
             .collect();
         println!(
-            "{{\"topology\":\"{}\",\"switches\":{},\"cas\":{},\"links\":{},\"lids\":{},\"smps\":{},\"retries\":{},\"smps_by_attribute\":{{{}}},\"wall_ms\":{:.1},\"sm_wall_ms\":{:.1},\"virtual_ms\":{:.3},\"routing_ms\":{:.1},\"routing\":\"{}\",\"verified\":{},\"max_link_load\":{}}}",
+            "{{\"topology\":\"{}\",\"switches\":{},\"cas\":{},\"links\":{},\"lids\":{},\"smps\":{},\"retries\":{},\"smps_by_attribute\":{{{}}},\"wall_ms\":{:.1},\"sm_wall_ms\":{:.1},\"virtual_ms\":{:.3},\"routing_ms\":{:.1},\"routing\":\"{}\",\"verified\":{},\"max_link_load\":{},\"sweeps\":{},\"smps_total\":{}}}",
             name.replace('"', "'"),
             stats.switches,
             cas,
@@ -371,6 +427,8 @@ fn run(a: &Args) -> Result<bool, String> {
             stats.routing_engine,
             verified,
             max_link_load.map_or("null".to_owned(), |(m, _)| m.to_string()),
+            sweeps,
+            sm.smps_sent(),
         );
     }
     Ok(verified)

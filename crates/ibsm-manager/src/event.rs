@@ -87,6 +87,23 @@ pub struct SweepStats {
     pub max_window: usize,
 }
 
+/// One SMP a heavy sweep lost (no answer after all retries), and what it was for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The attribute (as in [`SweepStats::by_attribute`]).
+    pub attribute: &'static str,
+    /// A Set (configuration) rather than a Get (discovery).
+    pub set: bool,
+    /// The node GUID it was for; for a lost NodeInfo, the node whose port leads to the
+    /// node never found (0: the SM's own node).
+    pub node: u64,
+    /// The port it was for (0: the node itself, or a switch's port 0); for a lost
+    /// NodeInfo, the port of `node` that leads to the node never found.
+    pub port: u8,
+    /// The directed route the SMP took.
+    pub path: ibsm_wire::DrPath,
+}
+
 /// The SM's role in the subnet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -136,6 +153,22 @@ pub enum SmEvent {
     SubnetUp {
         /// What it took.
         stats: SweepStats,
+    },
+    /// A heavy sweep ended without configuring the whole subnet: SMPs of it got no
+    /// answer after all retries, so nodes may be undiscovered or ports unconfigured
+    /// (OpenSM's "errors during initialization"). It is not SUBNET UP: the next heavy
+    /// sweep starts at once, each one in a row with twice the attempts per SMP, until
+    /// one is complete ([`SmEvent::SubnetUp`]); after 8 in a row the next periodic
+    /// sweep is heavy instead.
+    SweepIncomplete {
+        /// Incomplete heavy sweeps in a row, this one included (1: the first).
+        sweep: u32,
+        /// SMPs lost.
+        lost: u64,
+        /// The same per attribute name, sorted by name.
+        by_attribute: Vec<(&'static str, u64)>,
+        /// The first 64 of them.
+        missing: Vec<Missing>,
     },
     /// A light sweep found nothing to do.
     LightSweepDone {

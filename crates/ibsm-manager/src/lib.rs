@@ -69,7 +69,7 @@ pub mod store;
 pub use config::{ConfigError, MKeyMode, SmConfig};
 pub use engine::{Outgoing, SubnetManager};
 pub use error::{SharedError, SmError};
-pub use event::{Phase, Role, SmEvent, SweepStats};
+pub use event::{Missing, Phase, Role, SmEvent, SweepStats};
 /// The Subnet Administrator the engine can run (`SmConfig::sa`).
 pub use ibsm_sa as sa;
 pub use store::{FileLidStore, LidStore, MemoryLidStore, StoreError};

@@ -13,6 +13,7 @@
 //! | [`discovery`] | the [`Subnet`] model, [`discovery::Latches`] | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
 //! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
 //! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
+//! | [`resweep`] | [`resweep::Resweeps`] | what a heavy sweep lost; an incomplete sweep re-sweeps at once instead of SUBNET UP |
 //! | [`routing`] | [`routing::RouteState`] | routes computed or repaired, the rebalance policy |
 //! | [`switches`] | [`switches::Mirror`] | SwitchInfo, LFT blocks, SL2VL and VLArb Sets |
 //! | [`ports`] | the stage's port plan | the PortInfo every port should hold, arming, activation |
@@ -41,6 +42,7 @@ mod keys;
 mod ops;
 mod partitions;
 mod ports;
+mod resweep;
 mod routing;
 mod smi;
 mod sweep;
@@ -87,6 +89,8 @@ pub struct SubnetManager {
     latches: discovery::Latches,
     keys: keys::Keys,
     lids: assign::Lids,
+    /// Incomplete heavy sweeps in a row (re-sweeps, `resweep.rs`).
+    resweeps: resweep::Resweeps,
     routing: routing::RouteState,
     mirror: switches::Mirror,
     partitions: partitions::Partitions,
@@ -137,6 +141,7 @@ impl SubnetManager {
             latches: discovery::Latches::default(),
             keys: keys::Keys::default(),
             lids: assign::Lids::new(store, local.lid),
+            resweeps: resweep::Resweeps::default(),
             routing: routing::RouteState::default(),
             mirror: switches::Mirror::default(),
             partitions: partitions::Partitions::default(),

@@ -265,6 +265,15 @@ impl Op {
     }
 }
 
+impl Op {
+    /// The attribute's name (as in [`crate::SweepStats::by_attribute`]) and whether the
+    /// request is a Set.
+    pub(super) fn describe(self) -> (&'static str, bool) {
+        let spec = self.spec();
+        (spec.name, spec.method == Method::Set)
+    }
+}
+
 impl SubnetManager {
     /// What an answer with good status carries, handed to the module that owns it.
     fn on_answer(&mut self, now: Instant, op: Op, data: &[u8], attempts: u32) {
@@ -293,6 +302,7 @@ impl SubnetManager {
     /// What a request without an answer (after all retries, or refused with a bad
     /// status) does, from its row of the table.
     pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
+        self.forget_unwritten(op);
         let spec = op.spec();
         let latch_node = match spec.target {
             Target::Node(n) => Some(n),
@@ -359,6 +369,12 @@ pub(super) struct SmpQueue {
     work: VecDeque<Work>,
     /// SMPs handed out since creation.
     sent: u64,
+    /// Re-sends per SMP of the running heavy sweep when it re-sweeps after an
+    /// incomplete one (`resweep.rs`); `None`: `SmConfig::transaction_retries`.
+    pub(super) retries: Option<u32>,
+    /// When the window last halved: at most once per transaction timeout, since the
+    /// losses of one timeout period are one event, not one per SMP.
+    last_shrink: Option<Instant>,
 }
 
 impl SmpQueue {
@@ -379,6 +395,8 @@ impl SmpQueue {
             window,
             work: VecDeque::new(),
             sent: 0,
+            retries: None,
+            last_shrink: None,
         }
     }
 
@@ -478,6 +496,7 @@ impl SubnetManager {
             op,
         );
         req.timeout = Some(self.cfg.transaction_timeout);
+        req.retries = self.smps.retries;
         // Only the queueing window limits submissions; a duplicate TID cannot happen
         // with assigned TIDs.
         let _ = self.smps.tx.submit(req);
@@ -501,8 +520,9 @@ impl SubnetManager {
                         self.on_response(now, cookie, &response, attempts);
                     }
                     TxEvent::Failed { cookie, .. } => {
-                        self.shrink_window();
+                        self.shrink_window(now);
                         self.sweep.count(|s| s.timeouts += 1);
+                        self.note_lost(cookie);
                         self.on_failure(now, cookie);
                     }
                     TxEvent::Unsolicited(rx) => self.on_unsolicited(now, &rx),
@@ -539,7 +559,20 @@ impl SubnetManager {
         }
     }
 
-    fn shrink_window(&mut self) {
+    /// Halves the window on a loss, once per transaction timeout: every SMP in flight
+    /// when the fabric started dropping times out within one timeout period, and
+    /// halving once per lost SMP would take the window to its floor on a fabric that
+    /// merely loses a few per cent at random (4 SMPs in flight, each loss waiting out
+    /// its timeout, would take hours of virtual time on the 11,664-CA tree).
+    fn shrink_window(&mut self, now: Instant) {
+        if self
+            .smps
+            .last_shrink
+            .is_some_and(|t| now < t + self.cfg.transaction_timeout)
+        {
+            return;
+        }
+        self.smps.last_shrink = Some(now);
         self.smps.window = (self.smps.window / 2).max(self.cfg.max_wire_smps);
         self.smps.tx.set_window(self.smps.window);
     }

@@ -20,6 +20,7 @@ use ibsm_wire::{DrPath, SmState, SwitchInfo};
 
 use super::ops::Op;
 use super::ports::Plan;
+use super::resweep::Losses;
 use super::timers::Timer;
 use super::{SubnetManager, keys};
 use crate::error::SmError;
@@ -126,6 +127,8 @@ pub(super) struct HeavySweep {
     locked: HashSet<u64>,
     /// Another heavy sweep was asked for while this one ran.
     again: bool,
+    /// SMPs of this sweep lost after all retries: an incomplete sweep (`resweep.rs`).
+    lost: Losses,
 }
 
 /// A light sweep.
@@ -219,6 +222,21 @@ impl Sweep {
         self.heavy().is_some_and(|h| h.locked.contains(&guid))
     }
 
+    /// Updates what the running heavy sweep lost (nothing outside one).
+    pub(super) fn lost(&mut self, f: impl FnOnce(&mut Losses)) {
+        if let Sweep::Heavy(h) = self {
+            f(&mut h.lost);
+        }
+    }
+
+    /// What the running heavy sweep lost, taken out of it (`None` outside one).
+    pub(super) fn take_losses(&mut self) -> Option<Losses> {
+        match self {
+            Sweep::Heavy(h) => Some(std::mem::take(&mut h.lost)),
+            _ => None,
+        }
+    }
+
     /// Notes that a heavy sweep is needed, without starting one now.
     pub(super) fn note_change(&mut self) {
         match self {
@@ -271,7 +289,10 @@ impl SubnetManager {
             previous,
             locked: HashSet::new(),
             again: false,
+            lost: Losses::default(),
         }));
+        // A re-sweep after an incomplete one gives every SMP more attempts.
+        self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
         self.smi.election.begin_sweep(now);
         let root = Op::NodeInfo {
@@ -282,6 +303,7 @@ impl SubnetManager {
     }
 
     fn begin_light(&mut self, now: Instant) {
+        self.smps.retries = None;
         self.sweep = Sweep::Light(Box::new(LightSweep {
             progress: Progress::new(now, false, Phase::Light),
             heavy_next: false,
@@ -516,10 +538,13 @@ impl SubnetManager {
     }
 
     /// Ends the sweep: its stats go out with [`SmEvent::SubnetUp`] (a heavy sweep that
-    /// configured the subnet) or [`SmEvent::LightSweepDone`], and the next sweep is
-    /// scheduled.
+    /// configured the subnet and lost no SMP) or [`SmEvent::LightSweepDone`], and the
+    /// next sweep is scheduled: at once after an incomplete heavy sweep
+    /// ([`SmEvent::SweepIncomplete`], `resweep.rs`).
     fn finish(&mut self, now: Instant, up: bool) {
         self.end_stage(now);
+        let incomplete = up && !self.sweep_complete();
+        let up = up && !incomplete;
         let idle = Sweep::Idle(Idle {
             since: now,
             heavy_next: false,
@@ -529,6 +554,7 @@ impl SubnetManager {
             Sweep::Light(l) => (l.progress, l.heavy_next, false),
             Sweep::Idle(_) => return,
         };
+        self.smps.retries = None;
         let mut stats = progress.stats;
         stats.by_attribute = progress.by_attribute.into_iter().collect();
         stats.total = now.saturating_duration_since(progress.started);
@@ -552,16 +578,16 @@ impl SubnetManager {
         } else if !heavy {
             self.event(SmEvent::LightSweepDone { stats });
         }
-        if again {
+        if again || (incomplete && self.resweep_now()) {
             self.begin_heavy(now);
         } else if !self.sweep_period().is_zero() {
             self.timers
                 .set(Timer::Sweep, Some(now + self.sweep_period()));
             // A heavy sweep that lost SMPs (after all retries) may have left nodes
             // undiscovered or ports half-configured, and nothing in the fabric will
-            // trap about it: make the next periodic sweep heavy (as OpenSM does after
-            // a subnet initialization error). Not at once, so persistent loss cannot
-            // keep the SM sweeping back to back.
+            // trap about it: one that could not program (or that re-swept too often
+            // in a row) makes the next periodic sweep heavy, so persistent loss
+            // cannot keep the SM sweeping back to back for ever.
             if heavy && timeouts > 0 {
                 self.sweep.note_change();
             }

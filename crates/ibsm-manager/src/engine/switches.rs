@@ -2,7 +2,7 @@
 //! changed, and for engines that use VLs the SL -> VL maps and VL arbitration. A mirror
 //! of what was written lets later sweeps send only what differs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ibsm_routing::Routes;
 use ibsm_topology::Csr;
@@ -20,6 +20,32 @@ pub(super) struct Mirror {
     pub(super) lft: HashMap<u64, Vec<u8>>,
     /// (switch GUID, output port) -> SL -> VL map as last written.
     pub(super) sl2vl: HashMap<(u64, u8), [u8; 16]>,
+    /// (switch GUID, block) LFT blocks whose Set got no answer or was refused: the
+    /// mirror holds what was sent, not what the switch has, so the next sweep sends
+    /// them again whatever the mirror says.
+    unsure: HashSet<(u64, u16)>,
+}
+
+impl SubnetManager {
+    /// A switch table Set was lost or refused: what the mirror holds for it is not on
+    /// the switch, so the next heavy sweep writes it again.
+    pub(super) fn forget_unwritten(&mut self, op: Op) {
+        let guid = |n: NodeIx| self.subnet.nodes.get(n).map(|r| r.info.node_guid);
+        match op {
+            Op::SetLft { node, block } => {
+                if let Some(g) = guid(node) {
+                    self.mirror.unsure.insert((g, block));
+                }
+            }
+            // The VL arbitration table goes out with the SL2VL map it serves.
+            Op::SetSl2Vl { node, port } | Op::SetVlArb { node, port } => {
+                if let Some(g) = guid(node) {
+                    self.mirror.sl2vl.remove(&(g, port));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl SubnetManager {
@@ -91,7 +117,8 @@ impl SubnetManager {
             let before = old
                 .as_ref()
                 .and_then(|o| o.get(block * 64..block * 64 + 64));
-            let changed = before.map_or(ports.len(), |b| {
+            let unsure = self.mirror.unsure.remove(&(guid, block as u16));
+            let changed = before.filter(|_| !unsure).map_or(ports.len(), |b| {
                 b.iter().zip(&ports).filter(|(x, y)| x != y).count()
             });
             if changed == 0 {

@@ -319,15 +319,41 @@ fn a_heavy_request_during_a_sweep_waits_for_its_end() {
 }
 
 #[test]
-fn a_lost_answer_locks_the_port_and_makes_the_next_periodic_sweep_heavy() {
-    let mut b = Bench::new(every(Duration::from_secs(1)));
+fn a_lost_answer_resweeps_at_once_and_only_a_complete_sweep_is_subnet_up() {
+    let mut b = Bench::new(every(Duration::from_secs(10)));
     b.fabric.drop.push((SmAttributeId::PortInfo, vec![1, 2]));
     b.run(Instant::from_millis(900));
     assert_eq!(
         b.count(|e| matches!(e, SmEvent::PortLocked { guid } if *guid == B + 1)),
         1
     );
-    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
+    // The lost Get's retries took the sweep to 0.8 s: it says what it lost, not SUBNET
+    // UP, and the next heavy sweep starts at once (not at the periodic 10 s).
+    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 0);
+    let lost: Vec<_> = b
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::SweepIncomplete {
+                sweep,
+                lost,
+                missing,
+                ..
+            } => Some((*sweep, *lost, missing.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", b.events);
+    assert_eq!((lost[0].0, lost[0].1), (1, 1));
+    let m = &lost[0].2[0];
+    assert_eq!(
+        (m.attribute, m.set, m.node, m.port),
+        ("PortInfo", false, B, 1)
+    );
+    assert_eq!(
+        b.count(|e| matches!(e, SmEvent::SweepStarted { heavy: true })),
+        2
+    );
     // The locked CA got no PortInfo Set.
     assert!(
         !b.fabric
@@ -335,13 +361,11 @@ fn a_lost_answer_locks_the_port_and_makes_the_next_periodic_sweep_heavy() {
             .iter()
             .any(|(m, a, r, _)| *m == Method::Set && *a == SmAttributeId::PortInfo && r == &[1, 2])
     );
+    // The fabric answers again while the re-sweep (twice the attempts) still retries.
     b.fabric.drop.clear();
-    // The lost Get's retries took the sweep to 0.8 s; the next one is due at 1.8 s.
     b.run(Instant::from_millis(2500));
-    let heavy = b.count(|e| matches!(e, SmEvent::SweepStarted { heavy: true }));
-    let light = b.count(|e| matches!(e, SmEvent::SweepStarted { heavy: false }));
-    assert_eq!((heavy, light), (2, 0), "{:?}", b.events);
-    // Reachable again, the CA is configured by that sweep.
+    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
+    assert_eq!(b.count(|e| matches!(e, SmEvent::SweepIncomplete { .. })), 1);
     assert_eq!(
         b.fabric.ports[&(vec![1, 2], 1)].port_state,
         PortState::Active
@@ -408,7 +432,7 @@ fn a_ca_ignoring_its_key_for_node_description_locks_that_port() {
     b.fabric
         .drop
         .push((SmAttributeId::NodeDescription, vec![1, 2]));
-    b.run(Instant::from_secs(5));
+    b.run(Instant::from_secs(120));
     // Reported by the port GUID (the key's owner), not the node GUID.
     assert_eq!(
         b.count(|e| matches!(e, SmEvent::PortLocked { guid } if *guid == B + 1)),
@@ -423,7 +447,15 @@ fn a_ca_ignoring_its_key_for_node_description_locks_that_port() {
         .iter()
         .any(|(m, a, r, _)| *m == Method::Set && *a == SmAttributeId::PortInfo && r == &[1, 2]);
     assert!(!set_to_b, "a locked port is not configured");
-    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 1);
+    // Never complete: no SUBNET UP, and the re-sweeps in a row stop at their limit
+    // (no periodic sweep is configured here).
+    assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 0);
+    let limit = super::resweep::MAX_RESWEEPS as usize;
+    assert_eq!(
+        b.count(|e| matches!(e, SmEvent::SweepIncomplete { .. })),
+        limit
+    );
+    assert!(!b.sm.is_sweeping());
 }
 
 #[test]
