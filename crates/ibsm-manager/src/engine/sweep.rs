@@ -446,7 +446,7 @@ impl SubnetManager {
                 self.drain_election(now);
             }
             Stage::Discover => {
-                let gone: Vec<u64> = self
+                let mut gone: Vec<u64> = self
                     .sweep
                     .previous()
                     .into_iter()
@@ -454,6 +454,8 @@ impl SubnetManager {
                     .filter(|g| !self.subnet.by_guid.contains_key(g))
                     .copied()
                     .collect();
+                // The previous GUIDs are a hash set: its order differs from run to run.
+                gone.sort_unstable();
                 for guid in gone {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
