@@ -190,7 +190,7 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<String>,
     /// Write OpenSM's dumps (opensm-lfts.dump, opensm-subnet.lst, opensm-mfts.dump,
-    /// opensm-sl2vl.dump, guid2lid) into DIR after every heavy sweep [dump_files_dir].
+    /// opensm-sl2vl.dump, guid2lid) into DIR after every heavy sweep (OpenSM: dump_files_dir; not yet read from opensm.conf).
     #[arg(long = "dump-dir", value_name = "DIR")]
     pub(crate) dump_dir: Option<PathBuf>,
 
