@@ -516,8 +516,9 @@ impl<C> SaClient<C> {
         }
         let view = SaMadView::new_unchecked(&mad[..]);
         let attribute = self.active[&tid].request.attribute_id;
-        // A kernel-joined answer: header and all the data in one buffer.
-        if mad.len() > MAD_SIZE {
+        // A kernel-joined answer: header and all the data in one buffer. Its status is
+        // read as a single MAD's is (below).
+        if mad.len() > MAD_SIZE && view.status() == Status::OK {
             let header = parse_header(&mad[..MAD_SIZE.min(mad.len())]);
             return match header {
                 Ok(h) => {
@@ -531,7 +532,7 @@ impl<C> SaClient<C> {
                 }
             };
         }
-        if mad.len() < MAD_SIZE {
+        if mad.len() < MAD_SIZE && view.status() == Status::OK {
             self.fail(
                 tid,
                 QueryError::Malformed {

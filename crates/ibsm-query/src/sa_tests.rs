@@ -470,6 +470,29 @@ fn kernel_joined_answers_are_taken_whole() {
 }
 
 #[test]
+fn a_kernel_joined_answer_with_an_error_status_is_an_error() {
+    let mut c = client();
+    c.get(&NodeRecord::default(), ComponentMask::NONE, 0);
+    let (_, req) = c.poll_transmit(Instant::ZERO).unwrap();
+    let req = SaMad::parse(&req).unwrap();
+    let mut h = req.response_header::<NodeRecord>();
+    h.status = Status(u16::from(u8::from(SaStatus::ReqInvalid)) << 8);
+    let mut joined = h.to_bytes()[..SA_HEADER_SIZE].to_vec();
+    joined.extend_from_slice(&[0u8; 400]);
+    assert!(c.handle_incoming(received(joined, Instant::ZERO), Instant::ZERO));
+    assert!(matches!(
+        c.poll_event(),
+        Some(SaEvent::Failed {
+            error: QueryError::Status {
+                sa: SaStatus::ReqInvalid,
+                ..
+            },
+            ..
+        })
+    ));
+}
+
+#[test]
 fn strangers_and_short_answers_do_not_break_the_client() {
     let mut c = client();
     c.get(&NodeRecord::default(), ComponentMask::NONE, 0);
