@@ -4,8 +4,9 @@
 //!   back (`LftDump::parse`) equals what `ibroute` reads from every switch; on a fresh
 //!   ibsim of the same fabric OpenSM's own `file` routing engine (`opensm -R file -U
 //!   opensm-lfts.dump`) loads it ("file tables configured on all switches") and the
-//!   diagnostics verify the fabric it configures (entry-by-entry equality there is not
-//!   checked yet: OpenSM picks its own LIDs and remaps our routes by port GUID);
+//!   diagnostics verify the fabric it configures, and its tables equal ours entry by
+//!   entry once each of our LIDs is mapped to the LID OpenSM gave the same port (its file
+//!   engine remaps a dumped route by the port GUID the dump names);
 //! - the control socket and the metrics endpoint of a running ibsmd: `ibsmd status`
 //!   and `/metrics` + `/status` report its sweeps and the fabric, `ibsmd sweep --heavy`
 //!   makes it sweep, `ibsmd dump` writes the dumps, garbage on the socket gets an error
@@ -94,12 +95,55 @@ fn our_lft_dump_loads_into_opensms_file_engine() {
         "OpenSM did not use the file engine:\n{}\n{out}\n{err}",
         tail(&log, 40)
     );
-    // OpenSM's tables are a working routing of the fabric (the diagnostics walk them).
-    // Not yet checked: that they equal ours entry by entry. OpenSM under ibsim assigns
-    // its own LIDs here despite our guid2lid and --honor_guid2lid, and its file engine
-    // then remaps our routes by port GUID, so the comparison needs that remapping.
-    let _ = verify_topology(&f, &fab, 0);
-    let _ = lids;
+    // OpenSM's tables are a working routing of the fabric (the diagnostics walk them),
+    // and they are ours: OpenSM under ibsim picks its own LIDs despite our guid2lid, and
+    // its file engine re-targets each dumped route at the LID its port has now, so every
+    // (our LID -> port) must appear as (OpenSM's LID of that port -> the same port).
+    let theirs = verify_topology(&f, &fab, 0);
+    let expected = remap_tables(&tables(&dump), &lids, &theirs.lids);
+    assert_eq!(
+        expected.len(),
+        fab.switch_count(),
+        "our dump names switches OpenSM's fabric lacks"
+    );
+    for (sw, want) in &expected {
+        let got = theirs
+            .lfts
+            .get(sw)
+            .unwrap_or_else(|| panic!("ibroute found no switch {sw:#x}"));
+        assert_eq!(
+            got, want,
+            "switch {sw:#x}: OpenSM's file-engine LFT vs our dump"
+        );
+    }
+}
+
+/// Our switch tables with each destination LID replaced by the LID the same port has
+/// under the other SM (`ours` and `theirs` key ports the same way: node GUID, port).
+fn remap_tables(
+    tables: &BTreeMap<u64, BTreeMap<u16, u8>>,
+    ours: &BTreeMap<(u64, u8), u16>,
+    theirs: &BTreeMap<(u64, u8), u16>,
+) -> BTreeMap<u64, BTreeMap<u16, u8>> {
+    let port_of: BTreeMap<u16, (u64, u8)> = ours.iter().map(|(k, lid)| (*lid, *k)).collect();
+    tables
+        .iter()
+        .map(|(sw, lft)| {
+            let remapped = lft
+                .iter()
+                .map(|(lid, out)| {
+                    let port = port_of
+                        .get(lid)
+                        .unwrap_or_else(|| panic!("our LID {lid} is no port's"));
+                    let lid = theirs
+                        .get(port)
+                        .unwrap_or_else(|| panic!("OpenSM gave {port:x?} no LID"));
+                    (*lid, *out)
+                })
+                .collect();
+            (*sw, remapped)
+        })
+        .collect()
 }
 
 /// One request line on the control socket, one response line back.
@@ -217,6 +261,22 @@ fn status_metrics_and_control_of_a_running_ibsmd() {
         fab.switch_count() as f64
     );
     assert_eq!(sample(&text, "ibsm_fabric_links"), fab.link_count() as f64);
+    assert!(
+        sample(&text, "ibsm_smps_total{attribute=\"NodeInfo\"}") >= nodes as f64,
+        "{text}"
+    );
+    assert!(sample(&text, "ibsm_smps_sent_total") >= nodes as f64);
+    // A clean fabric: nothing retried to death, nothing unhealthy, no partition warning,
+    // and each family is there for a dashboard to find.
+    assert_eq!(sample(&text, "ibsm_smp_timeouts_total"), 0.0, "{text}");
+    assert!(sample(&text, "ibsm_smp_retries_total") >= 0.0);
+    assert_eq!(sample(&text, "ibsm_unhealthy_ports"), 0.0);
+    assert_eq!(sample(&text, "ibsm_partition_warnings"), 0.0);
+    assert_eq!(
+        text.lines().last(),
+        Some("# EOF"),
+        "OpenMetrics ends with # EOF"
+    );
     let status_url = url.replace("/metrics", "/status");
     let json: serde_json::Value = serde_json::from_str(
         &ureq::get(&status_url)
@@ -245,8 +305,41 @@ fn status_metrics_and_control_of_a_running_ibsmd() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // The level set over the socket is in force at once: at `warn` a heavy sweep writes
+    // no INFO or DEBUG line (at -v it writes both), at `debug` it writes DEBUG lines.
+    let heavy_sweep = || {
+        let (_, v) = ibsmd_client(&sock, &["status"]);
+        let before = v["status"]["sweeps"]["heavy"].as_u64().unwrap();
+        let (code, v) = ibsmd_client(&sock, &["sweep", "--heavy"]);
+        assert_eq!(code, 0, "{v}");
+        wait_until("a requested heavy sweep", PATIENCE, || {
+            let (_, v) = ibsmd_client(&sock, &["status"]);
+            let n = v["status"]["sweeps"]["heavy"].as_u64().unwrap_or(0);
+            if n > before {
+                Ok(())
+            } else {
+                Err(format!("{v}"))
+            }
+        });
+    };
+    let (code, v) = ibsmd_client(&sock, &["log-level", "warn"]);
+    assert_eq!((code, &v["ok"]), (0, &serde_json::Value::Bool(true)), "{v}");
+    let mark = f.read("ibsmd.err").len();
+    heavy_sweep();
+    let quiet = f.read("ibsmd.err")[mark..].to_owned();
+    assert!(
+        !quiet.contains(" INFO ") && !quiet.contains(" DEBUG "),
+        "log-level warn not in force:\n{quiet}"
+    );
     let (code, v) = ibsmd_client(&sock, &["log-level", "debug"]);
     assert_eq!((code, &v["ok"]), (0, &serde_json::Value::Bool(true)), "{v}");
+    let mark = f.read("ibsmd.err").len();
+    heavy_sweep();
+    let loud = f.read("ibsmd.err")[mark..].to_owned();
+    assert!(
+        loud.contains(" DEBUG "),
+        "log-level debug not in force:\n{loud}"
+    );
 
     // A heavy sweep on request: the count goes up.
     let before = s["sweeps"]["heavy"].as_u64().unwrap();
