@@ -16,7 +16,7 @@ Options on the command line override the configuration file (-F).
 
 Signals: SIGINT/SIGTERM stop (exit 0). SIGHUP re-reads the configuration file's
 run-time options (log_flags, partition_config_file, part_enforce, allow_both_pkeys,
-sweep_interval) and the partitions file, keeps the configuration in force if either is
+sweep_interval, sm_priority, max_wire_smps) and the partitions file, keeps the configuration in force if either is
 wrong, and makes a Master recompute every route (rebalance). SIGUSR1 reopens the log
 file (logrotate).
 

@@ -294,6 +294,21 @@ impl Daemon {
         if settings.sm.sweep_interval != self.settings.sm.sweep_interval {
             self.sm.set_sweep_interval(now, settings.sm.sweep_interval);
         }
+        // `conf::load` validated both; an engine refusal keeps the old value in force.
+        let mut priority = self.settings.sm.priority;
+        if settings.sm.priority != priority {
+            match self.sm.set_priority(settings.sm.priority) {
+                Ok(()) => priority = settings.sm.priority,
+                Err(e) => error!("SIGHUP: sm_priority: {e}; {priority} stays"),
+            }
+        }
+        let mut window = self.settings.sm.max_wire_smps;
+        if settings.sm.max_wire_smps != window {
+            match self.sm.set_max_wire_smps(settings.sm.max_wire_smps) {
+                Ok(()) => window = settings.sm.max_wire_smps,
+                Err(e) => error!("SIGHUP: max_wire_smps: {e}; {window} stays"),
+            }
+        }
         // The partitions file is re-read even when its name stayed: its text may not.
         // `conf::load` checked it already; a file changed since is caught here. Without
         // a file the policy changes only with part_enforce or allow_both_pkeys (a
@@ -315,6 +330,8 @@ impl Daemon {
         let mut next = self.settings.clone();
         next.log_flags = settings.log_flags;
         next.sm.sweep_interval = settings.sm.sweep_interval;
+        next.sm.priority = priority;
+        next.sm.max_wire_smps = window;
         next.partition_file = settings.partition_file;
         next.part_enforce = settings.part_enforce;
         next.allow_both_pkeys = settings.allow_both_pkeys;

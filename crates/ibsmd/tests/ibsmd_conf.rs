@@ -1,14 +1,15 @@
 //! Peer test: ibsmd run from an OpenSM configuration file on ibsim. It brings the fabric
 //! up, warns by line about the options it does not implement, applies a SIGHUP's
 //! changed `log_flags` and `sweep_interval` (light sweeps, logged at debug, appear and
-//! come every second where the file first said every 100 s), and reopens its log file
+//! come every second where the file first said every 100 s) and `sm_priority` (what
+//! `sminfo` reads from another node), and reopens its log file
 //! on SIGUSR1 after a rename. And without a fabric: a bad value is refused with file,
 //! line and token.
 
 use std::process::Command;
 use std::time::Duration;
 
-use ibsm_tests::peer::{Daemon, Fabric, after, client, needed, wait_within};
+use ibsm_tests::peer::{Daemon, Fabric, after, client, needed, run_bounded, wait_within};
 use ibsm_tests::{peers_present, wait_for, wait_until};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -28,9 +29,9 @@ fn signal(d: &Daemon, sig: &str) {
     );
 }
 
-fn conf(log: &str, flags: &str, sweep: u32) -> String {
+fn conf(log: &str, flags: &str, sweep: u32, priority: u8) -> String {
     format!(
-        "# from opensm -c, edited\nsm_priority 1\nsweep_interval {sweep}\n\
+        "# from opensm -c, edited\nsm_priority {priority}\nsweep_interval {sweep}\n\
          log_flags {flags}\nreassign_lids TRUE\nno_such_option 3\nqos FALSE\n\
          log_file {log}\nsminfo_polling_timeout 500\n"
     )
@@ -45,7 +46,7 @@ fn ibsmd_runs_from_opensm_conf_rereads_it_on_sighup_and_reopens_its_log() {
     let log = f.path("ibsmd.log");
     let conf_path = f.path("opensm.conf");
     let log_s = log.display().to_string();
-    std::fs::write(&conf_path, conf(&log_s, "0x03", 100)).unwrap();
+    std::fs::write(&conf_path, conf(&log_s, "0x03", 100, 1)).unwrap();
     let mut c = client(&f, IBSMD, Some("Hca1"), "sm");
     c.arg("-F")
         .arg(&conf_path)
@@ -74,7 +75,7 @@ fn ibsmd_runs_from_opensm_conf_rereads_it_on_sighup_and_reopens_its_log() {
     );
 
     // More log and a sweep every second from now on.
-    std::fs::write(&conf_path, conf(&log_s, "0x07", 1)).unwrap();
+    std::fs::write(&conf_path, conf(&log_s, "0x07", 1, 5)).unwrap();
     signal(&d, "-HUP");
     wait_until("three light sweeps after SIGHUP", PATIENCE, || {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -85,11 +86,13 @@ fn ibsmd_runs_from_opensm_conf_rereads_it_on_sighup_and_reopens_its_log() {
             Err(text)
         }
     });
-    assert!(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .contains("SIGHUP: sweep_interval 100 -> 1")
-    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("SIGHUP: sweep_interval 100 -> 1"), "{text}");
+    assert!(text.contains("SIGHUP: sm_priority 1 -> 5"), "{text}");
+    // The new priority is what the SM answers: sminfo from the other CA reads it.
+    let (ok, out, err) = run_bounded(client(&f, "sminfo", Some("Hca2"), "sminfo"), PATIENCE);
+    assert!(ok, "sminfo failed: {out}\n{err}");
+    assert!(out.contains("priority 5 "), "sminfo after SIGHUP: {out}");
 
     // logrotate: rename, then SIGUSR1; new lines go to a new file of the old name.
     let rotated = f.path("ibsmd.log.1");

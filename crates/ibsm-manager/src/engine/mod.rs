@@ -21,6 +21,7 @@
 //! | [`traps`] | | traps: TrapRepress, the latch check, which traps sweep |
 //! | [`smi`] | [`smi::Smi`] | the election: SMInfo requests and answers, role changes |
 //! | [`admin`] | [`admin::Admin`] | the Subnet Administrator: snapshot, requests, Reports, MFTs |
+//! | [`runtime`] | | settings changed while running (priority, SMP window floor) |
 //! | [`timers`] | [`timers::Timers`] | every deadline, so [`SubnetManager::poll_timeout`] reads them |
 
 use std::collections::{BTreeMap, VecDeque};
@@ -44,6 +45,7 @@ mod partitions;
 mod ports;
 mod resweep;
 mod routing;
+mod runtime;
 mod smi;
 mod sweep;
 mod switches;

@@ -378,6 +378,20 @@ pub(super) struct SmpQueue {
 }
 
 impl SmpQueue {
+    /// Opens the window to at least `floor` (a raised `max_wire_smps`).
+    pub(super) fn raise_window_to(&mut self, floor: usize) {
+        if self.window < floor {
+            self.window = floor;
+            self.tx.set_window(floor);
+        }
+    }
+
+    /// The window now.
+    #[cfg(test)]
+    pub(super) fn window(&self) -> usize {
+        self.window
+    }
+
     /// `cfg` has passed [`SmConfig::validate`] (`max_wire_smps` at least 1).
     pub(super) fn new(cfg: &SmConfig) -> Self {
         let window = cfg.max_wire_smps;

@@ -12,7 +12,7 @@ use ibsm_wire::{
 };
 
 use super::SubnetManager;
-use crate::config::SmConfig;
+use crate::config::{ConfigError, SmConfig};
 use crate::event::{Phase, SmEvent, SweepStats};
 
 const A: u64 = 0xA0;
@@ -479,4 +479,46 @@ fn work_for_a_node_the_model_no_longer_has_is_dropped() {
     );
     b.sm.on_failure(b.now, gone);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 2);
+}
+
+#[test]
+fn a_new_priority_is_in_force_and_a_bad_one_changes_nothing() {
+    let mut b = Bench::new(quiet());
+    b.run(Instant::from_secs(1));
+    b.sm.set_priority(7).expect("7 is a priority");
+    assert_eq!(b.sm.config().priority, 7);
+    assert_eq!(
+        b.sm.smi.election.sm_info().priority,
+        7,
+        "SMInfo answers carry it"
+    );
+    let e = b.sm.set_priority(16).expect_err("4-bit field");
+    assert!(
+        matches!(
+            e,
+            ConfigError::OutOfRange {
+                field: "priority",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(b.sm.config().priority, 7);
+    assert_eq!(b.sm.smi.election.sm_info().priority, 7);
+}
+
+#[test]
+fn a_raised_smp_window_floor_opens_the_window_and_a_bad_one_changes_nothing() {
+    let mut b = Bench::new(quiet());
+    let start = b.sm.smps.window();
+    b.sm.set_max_wire_smps(start + 10).expect("below the limit");
+    assert_eq!(b.sm.smps.window(), start + 10);
+    assert_eq!(b.sm.config().max_wire_smps, start + 10);
+    // A lower floor leaves the window where it is; shrinking stops at the new floor.
+    b.sm.set_max_wire_smps(2).expect("2 is a window");
+    assert_eq!(b.sm.smps.window(), start + 10);
+    for bad in [0, b.sm.config().max_wire_smps_limit + 1] {
+        assert!(b.sm.set_max_wire_smps(bad).is_err(), "{bad}");
+        assert_eq!(b.sm.config().max_wire_smps, 2);
+    }
 }

@@ -223,7 +223,7 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
     (
         "HANDOVER - MULTIPLE SMs OPTIONS",
         &[
-            opt!("sm_priority", "priority", false,
+            opt!("sm_priority", "priority", true,
              "SM priority used for deciding who is the master\nRange goes from 0 (lowest priority) to 15 (highest).",
              s => s.sm.priority, dec, num),
             opt!("sminfo_polling_timeout", "polling_timeout", false,
@@ -237,7 +237,7 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
     (
         "TIMING AND THREADING OPTIONS",
         &[
-            opt!("max_wire_smps", "max_wire_smps", false,
+            opt!("max_wire_smps", "max_wire_smps", true,
              "Maximum number of SMPs sent in parallel at the start of a sweep\n(ibsmd widens the window from there up to max_wire_smps_limit)",
              s => s.sm.max_wire_smps, dec, num),
             opt!("transaction_timeout", "transaction_timeout", false,
