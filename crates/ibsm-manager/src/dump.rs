@@ -271,7 +271,7 @@ impl LftDump {
             let dest = LftDest {
                 node_type: node_type_str(node).to_owned(),
                 port_guid: guid,
-                desc: print_desc(&node.desc),
+                desc: print_desc(&node.description),
             };
             for lid in base..=base.saturating_add((1 << lmc) - 1) {
                 owner.insert(lid, dest.clone());
@@ -298,7 +298,7 @@ impl LftDump {
             out.push(SwitchLft {
                 guid,
                 lid: sm.lids().get(&guid).map_or(0, |l| l.0),
-                desc: print_desc(&node.desc),
+                desc: print_desc(&node.description),
                 top,
                 routes,
             });
@@ -588,7 +588,7 @@ fn end(s: &mut String, node: &NodeRec, port: u8, ven_width: usize) {
         i.vendor_id,
         i.device_id,
         i.revision,
-        print_desc(&node.desc),
+        print_desc(&node.description),
         info.lid,
     );
 }
@@ -630,7 +630,7 @@ fn sl2vl_dump(sm: &SubnetManager) -> String {
         let _ = writeln!(
             s,
             "Switch 0x{guid:016x}, base LID {lid}, \"{}\"",
-            print_desc(&node.desc)
+            print_desc(&node.description)
         );
         s.push_str("#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15\n");
         s.push_str("#--------------------------------------------------------\n");

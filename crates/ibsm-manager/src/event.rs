@@ -195,6 +195,21 @@ pub enum SmEvent {
         /// Port GUID (switches: node GUID).
         guid: u64,
     },
+    /// Two nodes (or two ports) answered discovery with one GUID (a cloned board, a
+    /// broken SMA). The one reached first is kept; the other is left out of the model:
+    /// not linked, not explored past, given no LID and not configured, so the rest of
+    /// the subnet comes up (OpenSM stops unless told to allow duplicates). Reported in
+    /// every heavy sweep that meets it.
+    DuplicateGuid {
+        /// The GUID both answered with.
+        guid: u64,
+        /// A port GUID (else a node GUID).
+        port: bool,
+        /// The directed route to the one kept.
+        first: ibsm_wire::DrPath,
+        /// The directed route that reached the one left out.
+        second: ibsm_wire::DrPath,
+    },
     /// A heavy sweep could not configure anything (e.g. the local port did not answer);
     /// the next periodic sweep is heavy again.
     SweepFailed {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use ibsm_sim::{Fault, Sim, SimConfig, SimPort, SmaAgent};
-use ibsm_topology::generate;
+use ibsm_topology::{Fabric, Guid, generate};
 use ibsm_transport::TxConfig;
 
 fn shape(f: &Fabric) -> BTreeSet<(u64, u8, u64, u8)> {

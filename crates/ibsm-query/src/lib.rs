@@ -7,7 +7,7 @@
 //!
 //! * [`discover`]: read-only discovery over directed routes (`ibnetdiscover`): every
 //!   node, port (down ports kept) and cable, as an `ibsm_topology::Fabric`; its `Walk`
-//!   holds the rules apart from the I/O.
+//!   holds the rules apart from the I/O, and is the SM engine's discovery too.
 //! * [`sa`]: Subnet Administration queries (Get, GetTable, Set, Delete of any SA
 //!   record: NodeRecord, PortInfoRecord, PathRecord, MCMemberRecord, ServiceRecord,
 //!   ...) with RMPP reassembly, many queries in flight, retries, per-query errors.

@@ -423,6 +423,17 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
         SmEvent::PortLocked { guid } => {
             warn!("port {guid:#018x} ignores our M_Key; not configuring it");
         }
+        SmEvent::DuplicateGuid {
+            guid,
+            port,
+            first,
+            second,
+        } => {
+            let what = if *port { "port" } else { "node" };
+            warn!(
+                "{what} GUID {guid:#018x} answered at route {first} and at {second}; leaving the second out"
+            );
+        }
         SmEvent::UnauthenticatedSm { guid } => {
             warn!("SM {guid:#018x} has a different SM_Key; never handing over");
         }

@@ -119,7 +119,7 @@ impl SubnetManager {
                 });
                 SaNode {
                     info: n.info,
-                    desc: n.desc.clone(),
+                    desc: n.description.clone(),
                     switch_info,
                     ports,
                     route_index: if sw {

@@ -1,6 +1,10 @@
-//! Discovery: the heavy sweep's Gets over directed routes and what their answers add to
-//! the [`Subnet`](crate::model::Subnet) model. Many requests are in flight at once, so
-//! every answer stands on its own: a node found twice is linked, not added again.
+//! Discovery: the heavy sweep's Gets over directed routes. Which NodeInfo,
+//! NodeDescription, SwitchInfo and PortInfo to ask next, and what their answers add to
+//! the [`Subnet`](crate::model::Subnet) model, is ibsm-query's
+//! [`Walk`](ibsm_query::discover::Walk) (the one discovery of the workspace); this
+//! module maps its probes to [`Op`]s and keeps the SM's own work on top: the M_Keys of
+//! the routes (`keys.rs`), the PortStateChange latch protocol, SMInfo probes of other
+//! SMs' ports, P_KeyTable reads, NodeAdded and DuplicateGuid events.
 //!
 //! Each switch's PortStateChange latch is read (and cleared when set) before its ports,
 //! so that a change the sweep missed leaves the latch set ([`Latches`]).
@@ -8,16 +12,16 @@
 use std::collections::HashMap;
 
 use ibsm_election::SmAddr;
-use ibsm_wire::attr::modifier::{PKeyMod, PortMod};
+use ibsm_query::discover::{PortSeen, Probe, Seen};
+use ibsm_wire::attr::modifier::PKeyMod;
 use ibsm_wire::{
-    CapabilityMask, DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, PortState, SwitchInfo,
+    CapabilityMask, DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo,
 };
 
 use super::SubnetManager;
 use super::ops::Op;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, NodeRec, PortRec};
-
+use crate::model::NodeIx;
 /// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
 /// 65535 entries, and one SMP per 32 of them must stay affordable.
 const MAX_PKEY_BLOCKS: u16 = 64;
@@ -68,41 +72,36 @@ impl Latches {
 }
 
 impl SubnetManager {
-    /// Queues a Get of one port's PortInfo (the attribute modifier is the port number,
-    /// with bit 31, SMSupportExtendedSpeeds, where the port or its switch's port 0 is
-    /// known to support extended speeds).
-    pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8) {
-        let rec = &self.subnet.nodes[node];
-        let has = |p: &crate::model::PortRec| {
-            p.ext_speeds
-                || p.info
-                    .as_ref()
-                    .is_some_and(crate::model::ext_speeds_supported)
-        };
-        let ext = rec.ports.get(usize::from(port)).is_some_and(has)
-            || rec.is_switch()
-                && rec.ports.first().is_some_and(|p| {
-                    p.info
-                        .as_ref()
-                        .is_some_and(crate::model::ext_speeds_supported)
-                });
-        self.get_port_info_ext(node, port, ext);
+    /// Queues the SMPs the walk wants sent, in its order.
+    pub(super) fn drain_walk(&mut self) {
+        while let Some((probe, _path, modifier)) = self.walk.poll_probe(&mut self.subnet) {
+            let op = match probe {
+                Probe::NodeInfo { path, from } => Op::NodeInfo { path, from },
+                Probe::NodeDescription { node } => Op::NodeDesc { node },
+                Probe::SwitchInfo { node } => {
+                    // The ports are read once the PortStateChange latch is known clear
+                    // (see `switch_latch_done`).
+                    if let Some(n) = self.subnet.nodes.get(node) {
+                        self.latches.set(n.info.node_guid, Latch::Pending);
+                    }
+                    Op::SwitchInfo { node }
+                }
+                Probe::PortInfo { node, port } => Op::PortInfo { node, port },
+            };
+            self.submit(op, modifier, None);
+        }
     }
 
-    fn get_port_info_ext(&mut self, node: NodeIx, port: u8, ext: bool) {
-        if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
-            p.ext_speeds = ext;
-        }
-        let m = PortMod {
-            port,
-            sm_supports_extended_speeds: ext,
-        };
-        self.submit(Op::PortInfo { node, port }, m.encode(), None);
+    /// Queues a Get of one port's PortInfo outside the walk (the light sweep's M_Key
+    /// lease refresh), with bit 31 where the model says so.
+    pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8) {
+        let m = self.subnet.port_info_get(node, port);
+        self.submit(Op::PortInfo { node, port }, m, None);
     }
 
     pub(super) fn on_node_desc(&mut self, node: NodeIx, data: &[u8]) {
         if let Ok(d) = NodeDescription::parse(data) {
-            self.subnet.nodes[node].desc = String::from_utf8_lossy(d.text_bytes()).into_owned();
+            self.walk.node_description(&mut self.subnet, node, &d);
         }
     }
 
@@ -110,7 +109,6 @@ impl SubnetManager {
         let Ok(ni) = NodeInfo::parse(data) else {
             return;
         };
-        let in_port = ni.local_port_num;
         let key_guid = if ni.node_type == NodeType::Switch {
             ni.node_guid
         } else {
@@ -118,66 +116,45 @@ impl SubnetManager {
         };
         let key = self.smp_key(key_guid);
         self.keys.remember_route(path, key);
-        if let Some(&n) = self.subnet.by_guid.get(&ni.node_guid) {
-            // Found again by another route: one more cable, and for a CA maybe one
-            // more port.
-            if let Some(f) = from {
-                self.subnet.link(f, (n, in_port));
-            }
-            let node = &mut self.subnet.nodes[n];
-            if !node.is_switch() {
-                if let Some(p) = node.ports.get_mut(usize::from(in_port)) {
-                    if p.path.is_none() {
-                        p.path = Some(path);
-                        p.guid = ni.port_guid;
-                        self.get_port_info(n, in_port);
-                    }
+        match self.walk.node_info(&mut self.subnet, path, from, &ni) {
+            Seen::New(_) => {
+                if !self.sweep.seen_before(ni.node_guid) && self.routing.up_once {
+                    self.event(SmEvent::NodeAdded {
+                        guid: ni.node_guid,
+                        switch: ni.node_type == NodeType::Switch,
+                    });
                 }
             }
-            return;
-        }
-        let n = self.subnet.nodes.len();
-        let is_switch = ni.node_type == NodeType::Switch;
-        let mut ports = vec![PortRec::default(); usize::from(ni.num_ports) + 1];
-        if is_switch {
-            for p in &mut ports {
-                p.guid = ni.node_guid;
+            Seen::Again(_) => {}
+            Seen::Duplicate(d) => {
+                tracing::warn!(
+                    guid = format_args!("{:#018x}", d.guid),
+                    kind = ?d.kind,
+                    first = %d.first,
+                    second = %d.second,
+                    "two nodes or ports answer with one GUID: the second is left out"
+                );
+                self.event(SmEvent::DuplicateGuid {
+                    guid: d.guid,
+                    port: d.kind == ibsm_query::discover::DuplicateKind::Port,
+                    first: d.first,
+                    second: d.second,
+                });
             }
-        } else if let Some(p) = ports.get_mut(usize::from(in_port)) {
-            p.guid = ni.port_guid;
-            p.path = Some(path);
         }
-        self.subnet.nodes.push(NodeRec {
-            info: ni,
-            desc: String::new(),
-            path,
-            switch_info: None,
-            ports,
-        });
-        self.subnet.by_guid.insert(ni.node_guid, n);
-        if !self.sweep.seen_before(ni.node_guid) && self.routing.up_once {
-            self.event(SmEvent::NodeAdded {
-                guid: ni.node_guid,
-                switch: is_switch,
-            });
-        }
-        if let Some(f) = from {
-            self.subnet.link(f, (n, in_port));
-        }
-        self.submit(Op::NodeDesc { node: n }, 0, None);
-        if is_switch {
-            // The ports are read once the PortStateChange latch is known clear (see
-            // `switch_latch_done`).
-            self.latches.set(ni.node_guid, Latch::Pending);
-            self.submit(Op::SwitchInfo { node: n }, 0, None);
-        } else if usize::from(in_port) < self.subnet.nodes[n].ports.len() {
-            self.get_port_info(n, in_port);
-        }
+        self.drain_walk();
     }
 
     pub(super) fn on_switch_info(&mut self, node: NodeIx, data: &[u8]) {
         let si = SwitchInfo::parse(data).ok();
-        self.subnet.nodes[node].switch_info = si;
+        match si {
+            Some(si) => self.walk.switch_info(&mut self.subnet, node, &si),
+            None => {
+                if let Some(n) = self.subnet.nodes.get_mut(node) {
+                    n.switch_info = None;
+                }
+            }
+        }
         match si {
             // A change before this read is seen by the port reads that follow the
             // clear; one after it sets the latch again.
@@ -199,24 +176,16 @@ impl SubnetManager {
         if self.latches.set(guid, latch) != Some(Latch::Pending) {
             return; // ports already read
         }
-        for p in 0..=self.subnet.nodes[node].info.num_ports {
-            self.get_port_info(node, p);
-        }
+        self.walk.read_ports(&self.subnet, node);
+        self.drain_walk();
     }
 
     pub(super) fn on_port_info(&mut self, node: NodeIx, port: u8, data: &[u8]) {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
-        let asked = self.subnet.nodes[node]
-            .ports
-            .get(usize::from(port))
-            .is_some_and(|p| p.ext_speeds);
-        if !asked && crate::model::ext_speeds_supported(&pi) {
-            // The port supports extended speeds but was asked without bit 31, so its
-            // LinkSpeedExt* fields are blank: ask again with it (OpenSM PR 39, issue
-            // 38), and take that answer for this one.
-            self.get_port_info_ext(node, port, true);
+        if self.walk.port_info(&mut self.subnet, node, port, &pi) == PortSeen::AskedAgain {
+            self.drain_walk();
             return;
         }
         // Another SM's port: ask it for its SMInfo (the election decides).
@@ -236,12 +205,10 @@ impl SubnetManager {
             self.smi.election.probe(at, SmAddr::Directed(path));
         }
         self.note_port_key(node, port, &pi);
-        let rec = &mut self.subnet.nodes[node];
-        let Some(p) = rec.ports.get_mut(usize::from(port)) else {
+        let rec = &self.subnet.nodes[node];
+        if rec.ports.get(usize::from(port)).is_none() {
             return;
-        };
-        p.info = Some(pi);
-        let linked = p.peer.is_some();
+        }
         if rec.is_switch() {
             let enforced = port != 0
                 && (pi.partition_enforcement_inbound || pi.partition_enforcement_outbound);
@@ -256,32 +223,12 @@ impl SubnetManager {
                     .map_or(32, |si| si.partition_enforcement_cap.max(1));
                 self.read_pkeys(node, port, cap);
             }
-        } else if port != 0
-            && self.subnet.nodes[node].ports[usize::from(port)]
-                .pkeys
-                .is_empty()
-        {
-            let cap = self.subnet.nodes[node].info.partition_cap;
+        } else if port != 0 && rec.ports[usize::from(port)].pkeys.is_empty() {
+            let cap = rec.info.partition_cap;
             self.read_pkeys(node, port, cap);
         }
-        let rec = &self.subnet.nodes[node];
-        // Explore out of switch ports, and out of the SM's own port when the SM sits on
-        // a CA (the root, reached by the empty route).
-        let explore = if rec.is_switch() {
-            port != 0
-        } else {
-            rec.path.is_local() && port == rec.info.local_port_num
-        };
-        let up = matches!(
-            pi.port_state,
-            PortState::Init | PortState::Armed | PortState::Active
-        );
-        if explore && up && !linked && rec.path.hops() < ibsm_wire::smp::MAX_HOPS {
-            if let Ok(child) = rec.path.child(port) {
-                let from = Some((node, port));
-                self.submit(Op::NodeInfo { path: child, from }, 0, None);
-            }
-        }
+        // What lies behind the port, after its P_Keys.
+        self.drain_walk();
     }
 
     /// Queues the P_KeyTable reads of a port (for the SA and the partition policy):

@@ -87,6 +87,8 @@ pub struct SubnetManager {
     sweep: sweep::Sweep,
     /// What the running or last heavy sweep found.
     subnet: Subnet,
+    /// The discovery rules (ibsm-query's) walking `subnet` in a heavy sweep.
+    walk: ibsm_query::discover::Walk,
     /// The running or last heavy sweep's PortStateChange latches.
     latches: discovery::Latches,
     keys: keys::Keys,
@@ -140,6 +142,7 @@ impl SubnetManager {
             smps,
             sweep: sweep::Sweep::default(),
             subnet: Subnet::default(),
+            walk: ibsm_query::discover::Walk::default(),
             latches: discovery::Latches::default(),
             keys: keys::Keys::default(),
             lids: assign::Lids::new(store, local.lid),

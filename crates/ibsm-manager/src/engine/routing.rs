@@ -46,7 +46,9 @@ impl SubnetManager {
     /// Computes the routes of the discovered subnet on the LIDs just assigned.
     pub(super) fn compute_routes(&self) -> Result<Computed, SmError> {
         let assigned = &self.lids.assigned;
-        let (fabric, _ids) = self.subnet.to_fabric(|g| assigned.get(&g).copied())?;
+        let (fabric, _ids) = self
+            .subnet
+            .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
         let opts = RouteOptions::default()

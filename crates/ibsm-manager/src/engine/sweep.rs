@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ibsm_transport::Instant;
-use ibsm_wire::{DrPath, SmState, SwitchInfo};
+use ibsm_wire::{SmState, SwitchInfo};
 
 use super::ops::Op;
 use super::ports::Plan;
@@ -295,11 +295,9 @@ impl SubnetManager {
         self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
         self.smi.election.begin_sweep(now);
-        let root = Op::NodeInfo {
-            path: DrPath::local(),
-            from: None,
-        };
-        self.submit(root, 0, None);
+        // The walk starts at the local node.
+        self.walk = ibsm_query::discover::Walk::new();
+        self.drain_walk();
     }
 
     fn begin_light(&mut self, now: Instant) {

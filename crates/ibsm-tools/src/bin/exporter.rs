@@ -29,7 +29,7 @@ use std::time::{Duration, Instant as WallInstant};
 
 use clap::Parser;
 use ibsm_query::discover::{Discovered, discover};
-use ibsm_query::nodemap::NodeNameMap;
+use ibsm_query::nodemap::{NodeNameMap, clean_description};
 use ibsm_query::perf::{PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx};
 use ibsm_query::smp::SmpConfig;
 use ibsm_transport::{Transport, TxConfig};
@@ -216,9 +216,10 @@ fn collect<T: Transport>(
 
     let name_of = |i: usize| -> String {
         let n = &found.nodes[i];
-        names
-            .and_then(|m| m.get(n.info.node_guid))
-            .map_or_else(|| n.description.clone(), str::to_owned)
+        names.and_then(|m| m.get(n.info.node_guid)).map_or_else(
+            || clean_description(n.description.as_bytes()),
+            str::to_owned,
+        )
     };
     for (kind, on) in [("switch", !args.no_switch), ("hca", args.hca)] {
         if !on {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use ibsm_query::discover::Discovery;
-use ibsm_query::nodemap::NodeNameMap;
+use ibsm_query::nodemap::{NodeNameMap, clean_description};
 use ibsm_query::smp::SmpConfig;
 use ibsm_topology::ibnet::{self, WriteOptions};
 use ibsm_transport::Transport;
@@ -125,14 +125,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if let Some(names) = &names {
-        let ids: Vec<_> = fabric.node_ids().collect();
-        for id in ids {
-            if let Some(node) = fabric.node_mut(id) {
-                if let Some(name) = names.get(node.guid().0) {
-                    node.description = name.to_owned();
-                }
-            }
+    let ids: Vec<_> = fabric.node_ids().collect();
+    for id in ids {
+        if let Some(node) = fabric.node_mut(id) {
+            // Printed as ibnetdiscover prints it (the model holds the node's own bytes).
+            node.description = match names.as_ref().and_then(|m| m.get(node.guid().0)) {
+                Some(name) => name.to_owned(),
+                None => clean_description(node.description.as_bytes()),
+            };
         }
     }
     match ibnet::write(&fabric, &WriteOptions::default()) {

@@ -321,6 +321,7 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
         peer: None,
         pkeys: vec![0xffff, 0, 0, 0],
         ext_speeds: false,
+        error: None,
     };
     let si = SwitchInfo {
         partition_enforcement_cap: enforce_cap,
@@ -331,26 +332,29 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
     let mut s = Subnet::default();
     s.nodes.push(NodeRec {
         info: sw_info(0x100, 3),
-        desc: String::new(),
+        description: String::new(),
         path: DrPath::local(),
         switch_info: Some(si),
         ports: (0..=3).map(|_| port(0x100, false)).collect(),
+        error: None,
     });
     for ca in [0x200u64, 0x300] {
         s.nodes.push(NodeRec {
             info: ca_info(ca),
-            desc: String::new(),
+            description: String::new(),
             path: DrPath::local(),
             switch_info: None,
             ports: vec![PortRec::default(), port(ca + 1, true)],
+            error: None,
         });
     }
     s.nodes.push(NodeRec {
         info: sw_info(0x400, 1),
-        desc: String::new(),
+        description: String::new(),
         path: DrPath::local(),
         switch_info: Some(si),
         ports: (0..=1).map(|_| port(0x400, false)).collect(),
+        error: None,
     });
     s.link((0, 1), (1, 1));
     s.link((0, 2), (2, 1));
