@@ -24,6 +24,13 @@ pub const IBNETDISCOVER: &str = "/usr/sbin/ibnetdiscover";
 /// that never comes reaches it.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// A port: (node GUID for a switch, port GUID for a CA; port number, 0 for a switch).
+pub type PortKey = (u64, u8);
+/// Every port's LID.
+pub type Lids = BTreeMap<PortKey, u16>;
+/// A port whose LID changed: the port, its LID before and after (`None`: not seen).
+pub type Moved = (PortKey, Option<u16>, Option<u16>);
+
 /// Which SM implementation a run uses for both SMs of the pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
@@ -97,9 +104,9 @@ pub struct Outcome {
     /// The standby's port GUID.
     pub standby_guid: u64,
     /// LIDs of every port before the kill.
-    pub lids_before: BTreeMap<(u64, u8), u16>,
+    pub lids_before: Lids,
     /// LIDs of every port after the new master's SUBNET UP.
-    pub lids_after: BTreeMap<(u64, u8), u16>,
+    pub lids_after: Lids,
     /// The 1-minute load average at the kill.
     pub load: f64,
     /// The run's [`Setup::kill_delay`].
@@ -109,7 +116,7 @@ pub struct Outcome {
 impl Outcome {
     /// Ports whose LID differs (or that are missing on one side): (port, before, after).
     #[must_use]
-    pub fn moved_lids(&self) -> Vec<((u64, u8), Option<u16>, Option<u16>)> {
+    pub fn moved_lids(&self) -> Vec<Moved> {
         let keys: std::collections::BTreeSet<_> = self
             .lids_before
             .keys()
@@ -130,7 +137,10 @@ impl Outcome {
     /// A mark's time after the kill, seconds.
     #[must_use]
     pub fn mark(&self, label: &str) -> Option<f64> {
-        self.marks.iter().find(|(l, _)| *l == label).and_then(|m| m.1)
+        self.marks
+            .iter()
+            .find(|(l, _)| *l == label)
+            .and_then(|m| m.1)
     }
 }
 
@@ -253,10 +263,7 @@ pub fn load_average() -> f64 {
 ///
 /// # Errors
 /// When ibnetdiscover fails or prints nothing parseable.
-pub fn port_lids(
-    f: &Fabric,
-    host: &str,
-) -> Result<(BTreeMap<(u64, u8), u16>, BTreeMap<String, u64>), String> {
+pub fn port_lids(f: &Fabric, host: &str) -> Result<(Lids, BTreeMap<String, u64>), String> {
     let mut c = client(f, IBNETDISCOVER, Some(host), "disc");
     c.arg("-p");
     let (ok, out, err) = crate::peer::run_bounded(c, Duration::from_secs(60));
@@ -475,10 +482,15 @@ pub fn run_once(f: &Fabric, s: &Setup) -> Result<Outcome, String> {
         Kind::Ibsmd(_) => "MASTER (",
         Kind::OpenSm => "Entering MASTER state",
     };
-    let text = wait_text(&standby.log, "standby's SUBNET UP as master", PATIENCE, |t| {
-        let since = after_last(t, standing);
-        crate::peer::after(since, took_over).contains("SUBNET UP")
-    })?;
+    let text = wait_text(
+        &standby.log,
+        "standby's SUBNET UP as master",
+        PATIENCE,
+        |t| {
+            let since = after_last(t, standing);
+            crate::peer::after(since, took_over).contains("SUBNET UP")
+        },
+    )?;
     let marks = find_marks(&text, tod0, s.kind.marks());
     let (lids_after, _) = port_lids(f, client_host)?;
     drop(standby);
@@ -515,7 +527,11 @@ mod tests {
         let log = "2026-12-01T10:00:00.000000Z INFO DISCOVERING (1 ms)\n\
                    2026-12-01T10:00:05.500000Z INFO DISCOVERING (5500 ms)\n\
                    2026-12-01T10:00:05.600000Z INFO MASTER (5600 ms)\n";
-        let m = find_marks(log, 36_003.0, &[("detect", "DISCOVERING ("), ("up", "SUBNET UP")]);
+        let m = find_marks(
+            log,
+            36_003.0,
+            &[("detect", "DISCOVERING ("), ("up", "SUBNET UP")],
+        );
         assert!((m[0].1.unwrap() - 2.5).abs() < 1e-6, "{m:?}");
         assert_eq!(m[1].1, None);
     }

@@ -102,8 +102,8 @@ pub const IBSIM: &str = "/usr/bin/ibsim";
 /// The umad2sim preload that connects umad clients to ibsim.
 pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
-pub mod peer;
 pub mod failover;
+pub mod peer;
 
 /// One ibsim of one test: its own socket name and working directory, killed by PID
 /// and cleaned up when dropped. Its console (stdin) is a pipe: [`Ibsim::console`].

@@ -77,7 +77,12 @@ fn main() {
     }
     let pairs = usize::try_from(num(&args, "--pairs", 5)).unwrap_or(5);
     let ibsmd = opt(&args, "--ibsmd").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/ibsmd")),
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../target/release/ibsmd"
+            ))
+        },
         PathBuf::from,
     );
     assert!(
@@ -198,7 +203,10 @@ fn summarize(results: &[(String, Outcome)]) {
     let ours = col("ibsmd", &|o| Some(o.seen.as_secs_f64()));
     let theirs = col("opensm", &|o| Some(o.seen.as_secs_f64()));
     if let (Some(a), Some(b)) = (ours, theirs) {
-        println!("# ratio of medians (ibsmd / OpenSM), kill to sminfo MASTER: {:.2}", a / b);
+        println!(
+            "# ratio of medians (ibsmd / OpenSM), kill to sminfo MASTER: {:.2}",
+            a / b
+        );
     }
     let moved: usize = results.iter().map(|(_, o)| o.moved_lids().len()).sum();
     println!("# LIDs moved over all runs: {moved}");
