@@ -199,3 +199,102 @@ fn a_route_nobody_answers_is_reported_and_the_rest_found() {
     );
     assert_eq!(found.nodes.len(), fabric.node_count() - 1);
 }
+
+#[test]
+fn extended_speeds_are_asked_for_and_kept() {
+    use ibsm_topology::LinkSpeed;
+    for speed in [LinkSpeed::Ndr, LinkSpeed::Xdr] {
+        let fabric = generate::k_ary_n_tree(2, 2).unwrap();
+        let cfg = SimConfig {
+            link_speed: speed,
+            ..SimConfig::default()
+        };
+        let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, cfg).unwrap();
+        let first = fabric.cas().next().unwrap().1.guid().0;
+        let mut port = sim.attach_sm(sim.node_by_guid(first).unwrap(), 1).unwrap();
+        let (found, _) = run(&mut port, SmpConfig::default());
+        // Every port read was read with bit 31, so its LinkSpeedExt* fields are there.
+        let mut read = 0;
+        for n in &found.nodes {
+            for port in n.ports.iter().filter(|p| p.info.is_some()) {
+                let pi = port.info.unwrap();
+                assert!(port.ext_speeds, "{:#x}", n.info.node_guid);
+                assert!(!pi.link_speed_ext_supported.is_empty(), "{pi:?}");
+                read += 1;
+            }
+        }
+        assert!(read > 0);
+        // The fabric keeps the extended speed of every cable.
+        let got = found.to_fabric().unwrap();
+        assert_eq!(shape(&got), shape(&fabric));
+        for (_, l) in got.links() {
+            for end in [l.a, l.b] {
+                let p = got.node(end.node).unwrap().port(end.port).unwrap();
+                assert_eq!(p.speed, speed, "{speed:?}");
+            }
+        }
+    }
+}
+
+/// Two CAs with one node GUID (the second a clone of the first) and a CA whose two
+/// ports answer with one port GUID: both are reported with their routes, the second of
+/// each is left out, and the rest is found as it is.
+#[test]
+fn duplicate_guids_are_reported_and_left_out() {
+    use ibsm_sim::{NodeKind, NodeSetup};
+    let mut sim: Sim<SmaAgent> = Sim::new(SimConfig::default());
+    let sw = sim
+        .add_node(NodeSetup::new(0x100, NodeKind::Switch, 8, "switch"))
+        .unwrap();
+    let mut ca = |g, name: &str| {
+        sim.add_node(NodeSetup::new(g, NodeKind::Ca, 1, name))
+            .unwrap()
+    };
+    let (me, b, c) = (ca(0x200, "me"), ca(0x300, "b"), ca(0x400, "c"));
+    let clone = sim
+        .add_clone(NodeSetup::new(0x300, NodeKind::Ca, 1, "clone of b"))
+        .unwrap();
+    let mut d = NodeSetup::new(0x500, NodeKind::Ca, 2, "d");
+    d.port_guids = vec![0, 0x5555, 0x5555];
+    let d = sim.add_node(d).unwrap();
+    for (n, p) in [(me, 1), (b, 2), (c, 3), (clone, 4), (d, 5)] {
+        sim.connect(n, 1, sw, p).unwrap();
+    }
+    sim.connect(d, 2, sw, 6).unwrap();
+    let mut port = sim.attach_sm(me, 1).unwrap();
+    let (found, _) = run(&mut port, SmpConfig::default());
+    let r = |s| DrPath::parse_str(s).unwrap();
+    assert_eq!(
+        found.duplicates,
+        [
+            Duplicate {
+                guid: 0x300,
+                kind: DuplicateKind::Node,
+                first: r("0,1,2"),
+                second: r("0,1,4"),
+            },
+            Duplicate {
+                guid: 0x5555,
+                kind: DuplicateKind::Port,
+                first: r("0,1,5"),
+                second: r("0,1,6"),
+            },
+        ]
+    );
+    let got = found.to_fabric().unwrap();
+    assert_eq!(got.node_count(), 5);
+    let links: BTreeSet<_> = shape(&got).into_iter().collect();
+    let want: BTreeSet<_> = [
+        (0x100, 1, 0x200, 1),
+        (0x100, 2, 0x300, 1),
+        (0x100, 3, 0x400, 1),
+        (0x100, 5, 0x500, 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(links, want);
+    let dn = &found.nodes[found.by_guid[&0x500]];
+    assert_eq!((dn.ports[2].guid, dn.ports[2].path), (0, None));
+    // The node left out has the description of the one kept, not its own.
+    assert_eq!(found.nodes[found.by_guid[&0x300]].description, "b");
+}

@@ -238,7 +238,8 @@ impl<A: Agent> Core<A> {
                 latency_ns: NONE,
             });
         }
-        self.by_guid.insert(setup.guid, idx);
+        // A clone (`Sim::add_clone`) leaves the GUID naming the first node.
+        self.by_guid.entry(setup.guid).or_insert(idx);
         self.nodes.push(Node {
             setup,
             agent,

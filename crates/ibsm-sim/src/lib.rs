@@ -178,6 +178,20 @@ impl<A: Agent> Sim<A> {
             .map_err(|msg| SimError::Fabric(format!("node {guid:#018x}: {msg}")))
     }
 
+    /// Adds a powered node with no links even when another node already has its GUID
+    /// (a cloned board, a broken SMA: what an SM's duplicate-GUID handling is tested
+    /// against). [`Self::node_by_guid`] keeps naming the node added first.
+    ///
+    /// # Errors
+    /// [`SimError::Fabric`] when the agent refuses the setup.
+    pub fn add_clone(&mut self, setup: NodeSetup) -> Result<NodeIdx, SimError> {
+        let mut c = self.core.borrow_mut();
+        let guid = setup.guid;
+        c.add_node(setup)
+            .map(NodeIdx)
+            .map_err(|msg| SimError::Fabric(format!("node {guid:#018x}: {msg}")))
+    }
+
     /// Cables (a, pa) to (b, pb); the link trains at once (both SMAs see it come up).
     ///
     /// # Errors
