@@ -1404,7 +1404,8 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
     let mut own = Planner::new(net, job.rule);
     let mut own_plan = Plan::default();
     if threads == 1 {
-        for t in 0..net.n_sw {
+        for i in 0..net.n_sw {
+            let t = net.dest(i);
             lids_of(t, &mut lids);
             if lids.is_empty() {
                 continue;
@@ -1427,7 +1428,8 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                 sc.spawn(move || {
                     let mut p = Planner::new(net, rule);
                     let mut lids = Vec::new();
-                    for t in (w..net.n_sw).step_by(threads) {
+                    for i in (w..net.n_sw).step_by(threads) {
+                        let t = net.dest(i);
                         lids_of(t, &mut lids);
                         if lids.is_empty() || (counted && quick(&lids)) {
                             continue;
@@ -1441,7 +1443,8 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                 });
                 pipes.push((rx, back_tx));
             }
-            for t in 0..net.n_sw {
+            for i in 0..net.n_sw {
+                let t = net.dest(i);
                 lids_of(t, &mut lids);
                 if lids.is_empty() {
                     continue;
@@ -1451,7 +1454,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                     consume(&own_plan, &lids, &mut loads);
                     continue;
                 }
-                let (rx, back) = &pipes[t % threads];
+                let (rx, back) = &pipes[i % threads];
                 // A planner only stops early by panicking, which the scope re-raises.
                 let Ok(plan) = rx.recv() else { break };
                 consume(&plan, &lids, &mut loads);

@@ -62,8 +62,22 @@ pub struct Options {
     pub threads: usize,
     /// Data VLs available for deadlock avoidance (OpenSM's effective `max_op_vls`), 1..=15.
     pub max_vls: u8,
-    /// Up/down roots given by the user (OpenSM `root_guid_file`); empty = detect.
+    /// Up/down roots given by the user (OpenSM `root_guid_file`; updn, dnup, ftree and
+    /// dfsssp's up-first pass); empty = detect. A switch GUID names that switch, a CA
+    /// port GUID the switch the CA is cabled to (as OpenSM); GUIDs not in the fabric
+    /// are skipped, and a list none of whose GUIDs is there is an error.
     pub roots: Vec<Guid>,
+    /// Compute-node port GUIDs (OpenSM `cn_guid_file`, ftree): the leaves are the
+    /// switches with compute nodes, and only compute nodes take part in d-mod-k; other
+    /// CAs may hang anywhere in the tree. Empty = every CA not in `io_nodes`.
+    pub compute_nodes: Vec<Guid>,
+    /// I/O-node port GUIDs (OpenSM `io_guid_file`, ftree): never compute nodes. OpenSM's
+    /// `max_reverse_hops` for them is not implemented (as its default 0).
+    pub io_nodes: Vec<Guid>,
+    /// Port GUIDs in the order their LIDs are routed (OpenSM `guid_routing_order_file`;
+    /// minhop, updn, dnup, dfsssp): listed ports are routed first, in this order, so
+    /// they get the least-loaded ports; the rest follow in the usual order.
+    pub routing_order: Vec<Guid>,
     /// Engines to try, in order, when the requested one fails (OpenSM's comma-separated
     /// `routing_engine` list). Empty = no fallback: the error is returned.
     pub fallback: Vec<EngineKind>,
@@ -80,6 +94,9 @@ impl Default for Options {
             threads: 1,
             max_vls: 8,
             roots: Vec::new(),
+            compute_nodes: Vec::new(),
+            io_nodes: Vec::new(),
+            routing_order: Vec::new(),
             fallback: Vec::new(),
             coordinates: None,
             allow_unreachable: false,
@@ -106,6 +123,27 @@ impl Options {
     #[must_use]
     pub fn with_roots(mut self, roots: Vec<Guid>) -> Self {
         self.roots = roots;
+        self
+    }
+
+    /// Sets [`Options::compute_nodes`].
+    #[must_use]
+    pub fn with_compute_nodes(mut self, guids: Vec<Guid>) -> Self {
+        self.compute_nodes = guids;
+        self
+    }
+
+    /// Sets [`Options::io_nodes`].
+    #[must_use]
+    pub fn with_io_nodes(mut self, guids: Vec<Guid>) -> Self {
+        self.io_nodes = guids;
+        self
+    }
+
+    /// Sets [`Options::routing_order`].
+    #[must_use]
+    pub fn with_routing_order(mut self, guids: Vec<Guid>) -> Self {
+        self.routing_order = guids;
         self
     }
 

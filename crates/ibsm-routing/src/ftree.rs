@@ -5,16 +5,23 @@ use ibsm_topology::Csr;
 use crate::balance::{Loads, Prefer, Rule, route_all};
 use crate::engine::{Options, RoutingEngine, check_reach};
 use crate::error::{Result, RoutingError};
+use crate::inputs::Uses;
 use crate::lids::LidAssignment;
 use crate::net::{Dest, INF, NONE, Net};
 use crate::routes::Routes;
-use crate::updn::{leaf_ranks, order_by_rank};
+use crate::updn::order_by_rank;
 
 /// Fat-tree routing.
 ///
-/// Detection: leaves are the switches with CAs, ranks count hops up from the leaves, and
-/// every cable must join adjacent ranks (else [`RoutingError::NotAFatTree`]). Missing
-/// cables (a degraded tree) are fine.
+/// Detection: leaves are the switches with compute nodes (every CA, or those of
+/// [`Options::compute_nodes`](crate::Options::compute_nodes) without
+/// [`Options::io_nodes`](crate::Options::io_nodes), as OpenSM's `cn_guid_file` and
+/// `io_guid_file`), ranks count hops up from the leaves, and every cable must join
+/// adjacent ranks (else [`RoutingError::NotAFatTree`]). With
+/// [`Options::roots`](crate::Options::roots) (OpenSM `root_guid_file`) ranks count down
+/// from the roots instead, every leaf must be equally far from them, and cables inside a
+/// rank are allowed. Other CAs may hang on any switch; they are routed but take no part
+/// in d-mod-k. Missing cables (a degraded tree) are fine.
 ///
 /// Routing: CA destinations get a global index `D` (leaves ordered so that leaves under
 /// the same parents are consecutive, CAs by port), and a rank-`r` switch climbs through up
@@ -45,24 +52,92 @@ pub(crate) struct FtInfo {
     lid_up: Vec<u16>,
 }
 
+/// Switch ranks counted up from the leaves (the switches with compute nodes): by hops
+/// from the leaves, or with user roots ([`Net::roots`]) as the roots' rank minus the hops
+/// from them, in which case every leaf must be equally far from the roots.
+fn ranks(net: &Net) -> Result<Vec<u16>> {
+    let leaf = |s: usize| net.terms_of(s).iter().any(|&t| net.is_cn(t as usize));
+    let mut q: Vec<u32> = if net.roots.is_empty() {
+        (0..net.n_sw)
+            .filter(|&s| leaf(s))
+            .map(|s| s as u32)
+            .collect()
+    } else {
+        net.roots.clone()
+    };
+    if q.is_empty() {
+        return Err(RoutingError::NotAFatTree(
+            "no switch has compute nodes (no leaves)".into(),
+        ));
+    }
+    let mut dist = vec![INF; net.n_sw];
+    for &s in &q {
+        dist[s as usize] = 0;
+    }
+    let mut head = 0;
+    while head < q.len() {
+        let c = q[head] as usize;
+        head += 1;
+        for a in net.arcs(c) {
+            let x = net.adst[a] as usize;
+            if dist[x] == INF {
+                dist[x] = dist[c] + 1;
+                q.push(x as u32);
+            }
+        }
+    }
+    if let Some(s) = dist.iter().position(|&r| r == INF) {
+        let what = if net.roots.is_empty() {
+            "any leaf"
+        } else {
+            "the roots"
+        };
+        return Err(RoutingError::NotAFatTree(format!(
+            "switch #{s} is not connected to {what}"
+        )));
+    }
+    if net.roots.is_empty() {
+        return Ok(dist);
+    }
+    let mut depth = None;
+    for s in (0..net.n_sw).filter(|&s| leaf(s)) {
+        match depth {
+            None => depth = Some(dist[s]),
+            Some(d) if d != dist[s] => {
+                return Err(RoutingError::NotAFatTree(format!(
+                    "leaf switch #{s} is {} hops from the roots, another leaf {d}: compute nodes must all be on one rank",
+                    dist[s]
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(depth) = depth else {
+        return Err(RoutingError::NotAFatTree(
+            "no switch has compute nodes (no leaves)".into(),
+        ));
+    };
+    if let Some(s) = (0..net.n_sw).find(|&s| dist[s] > depth) {
+        return Err(RoutingError::NotAFatTree(format!(
+            "switch #{s} is below the leaves ({} hops from the roots, the leaves {depth})",
+            dist[s]
+        )));
+    }
+    Ok(dist.iter().map(|&d| depth - d).collect())
+}
+
 pub(crate) fn detect(net: &Net) -> Result<FtInfo> {
     if net.n_sw == 0 {
         return Err(RoutingError::NotAFatTree("no switches".into()));
     }
-    let (rank, _) = leaf_ranks(net);
-    if !rank.contains(&0) {
-        return Err(RoutingError::NotAFatTree(
-            "no switch has CAs (no leaves)".into(),
-        ));
-    }
-    if let Some(s) = rank.iter().position(|&r| r == INF) {
-        return Err(RoutingError::NotAFatTree(format!(
-            "switch #{s} is not connected to any leaf"
-        )));
-    }
+    let rank = ranks(net)?;
+    // With user roots a cable inside a rank is allowed (OpenSM ignores such links);
+    // the up/down order still keeps routes over it deadlock-free.
+    let same_rank_ok = !net.roots.is_empty();
     for a in 0..net.n_arcs() {
         let (s, x) = (net.asrc[a] as usize, net.adst[a] as usize);
-        if rank[s].abs_diff(rank[x]) != 1 {
+        let d = rank[s].abs_diff(rank[x]);
+        if d > 1 || (d == 0 && !same_rank_ok) {
             return Err(RoutingError::NotAFatTree(format!(
                 "switch #{s} (rank {}) port {} is cabled to switch #{x} (rank {}): links must join adjacent ranks",
                 rank[s], net.aport[a], rank[x]
@@ -118,7 +193,7 @@ pub(crate) fn detect(net: &Net) -> Result<FtInfo> {
     let mut d = 0u32;
     for &l in &order {
         for &t in net.terms_of(l) {
-            if net.terms[t as usize].base != 0 {
+            if net.terms[t as usize].base != 0 && net.is_cn(t as usize) {
                 dindex[t as usize] = d;
                 d += 1;
             }
@@ -161,7 +236,11 @@ impl FtInfo {
         let Dest::Term(t, k) = net.lid_dest[usize::from(lid)] else {
             return None;
         };
+        // CAs that are not compute nodes have no place in d-mod-k.
         let d = u64::from(self.dindex[t as usize]);
+        if d == u64::from(u32::MAX) {
+            return None;
+        }
         Some(((d / self.p[r] + u64::from(k)) % nup as u64) as usize)
     }
 }
@@ -240,13 +319,25 @@ pub(crate) fn ftree_net(net: &Net, opts: &Options) -> Result<Routes> {
     Ok(r)
 }
 
+/// The compact picture with the roots and the compute nodes.
+fn ftree_input(csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Net> {
+    let mut net = lids.net(csr)?;
+    let uses = Uses {
+        roots: true,
+        nodes: true,
+        ..Uses::default()
+    };
+    crate::inputs::apply(&mut net, csr, opts, uses)?;
+    Ok(net)
+}
+
 impl RoutingEngine for FatTree {
     fn name(&self) -> &str {
         "ftree"
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        ftree_net(&lids.net(csr)?, opts)
+        ftree_net(&ftree_input(csr, lids, opts)?, opts)
     }
 
     /// Keeps every column whose routes avoid dead ports and, inside recomputed columns,
@@ -259,7 +350,7 @@ impl RoutingEngine for FatTree {
         opts: &Options,
         previous: &Routes,
     ) -> Result<Routes> {
-        let net = lids.net(csr)?;
+        let net = ftree_input(csr, lids, opts)?;
         let info = detect(&net)?;
         let maxr = info.rank.iter().copied().max().unwrap_or(0);
         let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();

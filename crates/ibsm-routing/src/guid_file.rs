@@ -70,6 +70,37 @@ pub fn parse_guid_file(file: &str, text: &str) -> Result<Vec<Guid>, GuidFileErro
     Ok(out)
 }
 
+/// A GUID file that could not be used: not readable, or a line that is not a GUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadGuidFileError {
+    /// The file could not be read.
+    #[error("{file}: {error}")]
+    Io {
+        /// The path as given.
+        file: String,
+        /// What the system said.
+        error: String,
+    },
+    /// A line of it is not a GUID.
+    #[error(transparent)]
+    Parse(#[from] GuidFileError),
+}
+
+/// Reads and parses the GUID file at `path` ([`parse_guid_file`]).
+///
+/// # Errors
+/// [`ReadGuidFileError::Io`] when it cannot be read, [`ReadGuidFileError::Parse`] with
+/// the line and token of the first line that is not a GUID.
+pub fn read_guid_file(path: &std::path::Path) -> Result<Vec<Guid>, ReadGuidFileError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ReadGuidFileError::Io {
+        file: file.clone(),
+        error: e.to_string(),
+    })?;
+    Ok(parse_guid_file(&file, &text)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +137,28 @@ mod tests {
         assert_eq!(e.why, "more than 64 bits");
         assert_eq!(parse_guid_file("f", "0x\n").unwrap_err().why, "no digits");
         assert!(parse_guid_file("f", "09\n").is_err(), "octal has no 9");
+    }
+
+    #[test]
+    fn a_file_is_read_or_its_error_names_it() {
+        let dir = std::env::temp_dir().join(format!("ibsm-guid-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("roots");
+        std::fs::write(&good, "0x10\n0x20 # spine\n").unwrap();
+        assert_eq!(read_guid_file(&good).unwrap(), [Guid(0x10), Guid(0x20)]);
+        let bad = dir.join("bad");
+        std::fs::write(&bad, "0x10\nspine1\n").unwrap();
+        match read_guid_file(&bad).unwrap_err() {
+            ReadGuidFileError::Parse(e) => {
+                assert_eq!((e.line, e.token.as_str()), (2, "spine1"));
+                assert_eq!(e.file, bad.display().to_string());
+            }
+            e => panic!("{e:?}"),
+        }
+        let missing = dir.join("missing");
+        let e = read_guid_file(&missing).unwrap_err();
+        assert!(matches!(e, ReadGuidFileError::Io { .. }), "{e:?}");
+        assert!(e.to_string().starts_with(&missing.display().to_string()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1143,7 +1143,14 @@ impl RoutingEngine for Dfsssp {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        layered(&lids.net(csr)?, opts, "dfsssp", true)
+        let mut net = lids.net(csr)?;
+        let uses = crate::inputs::Uses {
+            roots: true,
+            order: true,
+            ..crate::inputs::Uses::default()
+        };
+        crate::inputs::apply(&mut net, csr, opts, uses)?;
+        layered(&net, opts, "dfsssp", true)
     }
 }
 
@@ -1161,7 +1168,7 @@ impl RoutingEngine for Dfsssp {
 /// the pass again (it is deterministic: the same balanced routes) with the placement.
 fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     let n = net.n_sw;
-    let roots = crate::updn::find_roots(net, None, opts, false)?;
+    let roots = crate::updn::find_roots(net, false)?;
     let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
     if !opts.allow_unreachable {
         unreachable(net)?;
@@ -1176,8 +1183,9 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
     let mut early: Vec<Routed> = Vec::new();
     let mut first_look = true;
     let (mut routed, mut cyclic) = (0, false);
-    for t in 0..n {
-        routed = t + 1;
+    for i in 0..n {
+        let t = net.dest(i);
+        routed = i + 1;
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
             continue;
@@ -1229,7 +1237,8 @@ fn dfsssp_routes(net: &Net, opts: &Options) -> Result<Routes> {
         };
         place.dest(net, &mut r.lfts, &mut lay, max, &col)?;
     }
-    for t in from..n {
+    for i in from..n {
+        let t = net.dest(i);
         net.lids_on(t, &mut lids);
         if lids.is_empty() {
             continue;
@@ -1691,7 +1700,7 @@ mod tests {
             ring(7, 2),
         ];
         for (i, net) in nets.iter().enumerate() {
-            let roots = crate::updn::find_roots(net, None, &Options::default(), false).unwrap();
+            let roots = crate::updn::find_roots(net, false).unwrap();
             let (pos, _) = crate::updn::order_from_roots(net, &roots, false);
             let reference = Reference {
                 up: (0..net.n_arcs())

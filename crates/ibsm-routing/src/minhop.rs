@@ -28,7 +28,13 @@ impl RoutingEngine for MinHop {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        minhop_net(&lids.net(csr)?, opts)
+        let mut net = lids.net(csr)?;
+        let uses = crate::inputs::Uses {
+            order: true,
+            ..crate::inputs::Uses::default()
+        };
+        crate::inputs::apply(&mut net, csr, opts, uses)?;
+        minhop_net(&net, opts)
     }
 
     fn reroute(

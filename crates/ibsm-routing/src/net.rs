@@ -84,6 +84,17 @@ pub(crate) struct Net {
     /// Length of every LFT: highest assigned LID + 1.
     pub lft_len: usize,
     pub lid_dest: Vec<Dest>,
+    /// Root switches the user named (OpenSM `root_guid_file`); empty = detect.
+    pub roots: Vec<u32>,
+    /// Per terminal, whether it is a compute node (OpenSM `cn_guid_file` /
+    /// `io_guid_file`, for ftree); empty = every terminal is one.
+    pub cn: Vec<bool>,
+    /// Destination switches in the order they are routed (OpenSM
+    /// `guid_routing_order_file`); empty = switch order.
+    pub dest_order: Vec<u32>,
+    /// Per terminal, its place in the routing order (`u32::MAX`: not listed); empty =
+    /// no order given.
+    pub term_pos: Vec<u32>,
 }
 
 impl Net {
@@ -251,7 +262,23 @@ impl Net {
             nsrc,
             lft_len,
             lid_dest,
+            roots: Vec::new(),
+            cn: Vec::new(),
+            dest_order: Vec::new(),
+            term_pos: Vec::new(),
         })
+    }
+
+    /// The `i`-th destination switch to route (the routing order, else switch order).
+    #[inline]
+    pub(crate) fn dest(&self, i: usize) -> usize {
+        self.dest_order.get(i).map_or(i, |&t| t as usize)
+    }
+
+    /// Whether terminal `t` is a compute node.
+    #[inline]
+    pub(crate) fn is_cn(&self, t: usize) -> bool {
+        self.cn.get(t).copied().unwrap_or(true)
     }
 
     /// Arc indices leaving switch `s`.
@@ -318,6 +345,15 @@ impl Net {
                     out.push((t.base + k, 1, t.base));
                 }
             }
+        }
+        if !self.term_pos.is_empty() {
+            // Listed terminals first, in the file's order, at each LMC offset; the sort
+            // is stable, so the rest keep port order.
+            let pos = |base: u16| match self.lid_dest[usize::from(base)] {
+                Dest::Term(t, _) => self.term_pos[t as usize],
+                _ => u32::MAX,
+            };
+            out.sort_by_key(|&(lid, _, base)| (lid - base, pos(base)));
         }
         if self.sw_lid[s] != 0 {
             out.push((self.sw_lid[s], 0, self.sw_lid[s]));

@@ -32,7 +32,7 @@ fn minhop_on_ring_reaches_but_deadlocks() {
 fn updn_and_dnup_on_ring_are_deadlock_free() {
     let net = ring(7, 1);
     for rev in [false, true] {
-        let r = crate::updn::updn_net(&net, None, &opts(), rev).unwrap();
+        let r = crate::updn::updn_net(&net, &opts(), rev).unwrap();
         check_ok(&net, &r);
         cdg_net(&net, &r).unwrap();
     }
@@ -117,7 +117,7 @@ fn lmc_gives_different_up_ports() {
     for engine in ["minhop", "updn", "ftree"] {
         let r = match engine {
             "minhop" => crate::minhop::minhop_net(&net, &opts()).unwrap(),
-            "updn" => crate::updn::updn_net(&net, None, &opts(), false).unwrap(),
+            "updn" => crate::updn::updn_net(&net, &opts(), false).unwrap(),
             _ => crate::ftree::ftree_net(&net, &opts()).unwrap(),
         };
         check_ok(&net, &r);
@@ -187,7 +187,7 @@ fn reroute_changes_only_affected_lids() {
     let cut = Net::build(&inp).unwrap();
     for updown in [false, true] {
         let before = if updown {
-            crate::updn::updn_net(&full, None, &opts(), false).unwrap()
+            crate::updn::updn_net(&full, &opts(), false).unwrap()
         } else {
             crate::minhop::minhop_net(&full, &opts()).unwrap()
         };
@@ -245,7 +245,7 @@ fn placement_shortcuts_give_the_scans_tables() {
         for updn in [false, true] {
             let route = || {
                 if updn {
-                    crate::updn::updn_net(net, None, &opts(), false).unwrap()
+                    crate::updn::updn_net(net, &opts(), false).unwrap()
                 } else {
                     crate::minhop::minhop_net(net, &opts()).unwrap()
                 }

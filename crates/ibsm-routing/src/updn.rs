@@ -2,9 +2,11 @@
 
 use ibsm_topology::Csr;
 
+use crate::inputs::Uses;
+
 use crate::balance::{NoPref, Rule, route_all};
 use crate::engine::{Options, RoutingEngine, check_reach};
-use crate::error::{Result, RoutingError};
+use crate::error::Result;
 use crate::lids::LidAssignment;
 use crate::net::{INF, Net};
 use crate::routes::Routes;
@@ -54,24 +56,10 @@ pub(crate) fn leaf_ranks(net: &Net) -> (Vec<u16>, bool) {
     (rank, layered)
 }
 
-/// Root switch indices.
-pub(crate) fn find_roots(
-    net: &Net,
-    csr: Option<&Csr>,
-    opts: &Options,
-    reverse: bool,
-) -> Result<Vec<u32>> {
-    if !opts.roots.is_empty() {
-        let csr = csr.ok_or_else(|| RoutingError::InvalidInput("roots need a snapshot".into()))?;
-        let mut out = Vec::new();
-        for g in &opts.roots {
-            let s =
-                csr.switch_guid.iter().position(|x| x == g).ok_or_else(|| {
-                    RoutingError::InvalidInput(format!("root {g} is not a switch"))
-                })?;
-            out.push(s as u32);
-        }
-        return Ok(out);
+/// Root switch indices: the user's ([`Net::roots`]) or detected.
+pub(crate) fn find_roots(net: &Net, reverse: bool) -> Result<Vec<u32>> {
+    if !net.roots.is_empty() {
+        return Ok(net.roots.clone());
     }
     if net.n_sw == 0 {
         return Ok(Vec::new());
@@ -158,13 +146,8 @@ pub(crate) fn order_by_rank(rank: &[u16], reverse: bool) -> (Vec<u32>, Vec<u32>)
     (pos, by_pos)
 }
 
-pub(crate) fn updn_net(
-    net: &Net,
-    csr: Option<&Csr>,
-    opts: &Options,
-    reverse: bool,
-) -> Result<Routes> {
-    let roots = find_roots(net, csr, opts, reverse)?;
+pub(crate) fn updn_net(net: &Net, opts: &Options, reverse: bool) -> Result<Routes> {
+    let roots = find_roots(net, reverse)?;
     let name = if reverse { "dnup" } else { "updn" };
     let run = |roots: &[u32]| {
         let (pos, by_pos) = order_from_roots(net, roots, reverse);
@@ -177,7 +160,7 @@ pub(crate) fn updn_net(
         (r, st, pos)
     };
     let (mut r, mut st, mut pos) = run(&roots);
-    if st.escape_traffic.is_some() && opts.roots.is_empty() && roots.len() > 1 {
+    if st.escape_traffic.is_some() && net.roots.is_empty() && roots.len() > 1 {
         // The detected top layer of a degraded tree leaves some CA pair without an
         // up/down path; one root makes every pair reachable (climb to it, descend its
         // BFS tree), at some cost in path length.
@@ -188,13 +171,27 @@ pub(crate) fn updn_net(
     Ok(r)
 }
 
+impl UpDn {
+    /// The compact picture with the roots and the routing order.
+    fn net(self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Net> {
+        let mut net = lids.net(csr)?;
+        let uses = Uses {
+            roots: true,
+            order: true,
+            ..Uses::default()
+        };
+        crate::inputs::apply(&mut net, csr, opts, uses)?;
+        Ok(net)
+    }
+}
+
 impl RoutingEngine for UpDn {
     fn name(&self) -> &str {
         if self.reverse { "dnup" } else { "updn" }
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        updn_net(&lids.net(csr)?, Some(csr), opts, self.reverse)
+        updn_net(&self.net(csr, lids, opts)?, opts, self.reverse)
     }
 
     fn reroute(
@@ -204,8 +201,8 @@ impl RoutingEngine for UpDn {
         opts: &Options,
         previous: &Routes,
     ) -> Result<Routes> {
-        let net = lids.net(csr)?;
-        let roots = find_roots(&net, Some(csr), opts, self.reverse)?;
+        let net = self.net(csr, lids, opts)?;
+        let roots = find_roots(&net, self.reverse)?;
         let (pos, by_pos) = order_from_roots(&net, &roots, self.reverse);
         let rule = Rule::UpDown {
             pos: &pos,

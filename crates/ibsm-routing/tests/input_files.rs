@@ -1,0 +1,302 @@
+//! OpenSM's routing input files as engine options: roots (`root_guid_file`), compute and
+//! I/O nodes (`cn_guid_file`, `io_guid_file`) and the routing order
+//! (`guid_routing_order_file`), each on a fabric whose tables show that it was used.
+
+use ibsm_routing::*;
+use ibsm_topology::{Csr, Fabric, Guid, NodeId, NodeSpec};
+
+/// Switch GUIDs are `0x100 + i`, CA node GUIDs `0x200 + i`.
+fn sw(f: &mut Fabric, i: u64, ports: u8) -> NodeId {
+    f.add_node(NodeSpec::switch(0x100 + i, ports, format!("sw{i}")))
+        .unwrap()
+}
+
+fn ca(f: &mut Fabric, i: u64) -> NodeId {
+    f.add_node(NodeSpec::ca(0x200 + i, 1, format!("ca{i}")))
+        .unwrap()
+}
+
+/// The port GUID, switch index and base LID of the CA with node GUID `0x200 + i`.
+fn ca_of(f: &Fabric, csr: &Csr, lids: &LidAssignment, i: u64) -> (Guid, usize, u16) {
+    let t = (0..csr.terminal_count())
+        .find(|&t| f.node(csr.term_node[t]).unwrap().guid() == Guid(0x200 + i))
+        .unwrap();
+    (
+        csr.term_guid[t],
+        csr.term_switch[t] as usize,
+        lids.terminal_lid(t).0,
+    )
+}
+
+fn switch_index(csr: &Csr, i: u64) -> usize {
+    csr.switch_guid
+        .iter()
+        .position(|g| *g == Guid(0x100 + i))
+        .unwrap()
+}
+
+/// A ring of six switches (port 1 to the next, port 2 to the previous), CA `i` on port 3
+/// of switch `i`.
+fn ring6() -> Fabric {
+    let mut f = Fabric::new();
+    let s: Vec<NodeId> = (0..6).map(|i| sw(&mut f, i, 3)).collect();
+    for i in 0..6 {
+        f.connect(s[i], 1, s[(i + 1) % 6], 2).unwrap();
+        let c = ca(&mut f, i as u64);
+        f.connect(s[i], 3, c, 1).unwrap();
+    }
+    f
+}
+
+fn route(kind: EngineKind, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Routes {
+    let r = kind.engine().route(csr, lids, opts).unwrap();
+    assert!(check_reachability(csr, lids, &r).unwrap().is_ok());
+    r
+}
+
+#[test]
+fn a_root_file_moves_the_forbidden_turn_of_updn() {
+    // Up/down on a ring forbids the down-then-up turn at the switch farthest from the
+    // root: rooted at switch 0, switch 2 reaches CA 4 the long way (2-1-0-5-4, through
+    // port 2) because 2-3-4 would climb after descending at 3; rooted at 3 the short way
+    // (port 1) is legal. Detection picks one root for both runs, so the two cannot both
+    // hold unless the file is read.
+    let f = ring6();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let (_, _, lid4) = ca_of(&f, &csr, &lids, 4);
+    let s2 = switch_index(&csr, 2);
+    let port = |root: u64| {
+        let opts = Options::default().with_roots(vec![Guid(0x100 + root)]);
+        route(EngineKind::UpDn, &csr, &lids, &opts).lft(s2)[usize::from(lid4)]
+    };
+    assert_eq!(port(0), 2, "rooted at switch 0: the long way round");
+    assert_eq!(port(3), 1, "rooted at switch 3: straight through it");
+    // A CA's port GUID names the switch it is cabled to, as in OpenSM.
+    let (ca3, _, _) = ca_of(&f, &csr, &lids, 3);
+    let opts = Options::default().with_roots(vec![Guid(0xdead), ca3]);
+    let r = route(EngineKind::UpDn, &csr, &lids, &opts);
+    assert_eq!(r.lft(s2)[usize::from(lid4)], 1, "root by CA port GUID");
+    // dfsssp's up-first pass climbs towards the given root too.
+    let r0 = route(
+        EngineKind::Dfsssp,
+        &csr,
+        &lids,
+        &Options::default().with_roots(vec![Guid(0x100)]),
+    );
+    let r3 = route(
+        EngineKind::Dfsssp,
+        &csr,
+        &lids,
+        &Options::default().with_roots(vec![Guid(0x103)]),
+    );
+    let lfts = |r: &Routes| {
+        (0..csr.switch_count())
+            .map(|s| r.lft(s).to_vec())
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(lfts(&r0), lfts(&r3), "dfsssp ignored the roots");
+}
+
+#[test]
+fn a_root_file_none_of_whose_guids_is_in_the_fabric_is_an_error() {
+    let f = ring6();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let opts = Options::default().with_roots(vec![Guid(0xdead), Guid(0xbeef)]);
+    let e = EngineKind::UpDn
+        .engine()
+        .route(&csr, &lids, &opts)
+        .unwrap_err();
+    assert!(
+        matches!(&e, RoutingError::InvalidInput(m) if m.contains("root GUIDs")),
+        "{e}"
+    );
+}
+
+/// Two leaves (switches 0, 1) with CAs 0-1 and 2-3, two spines (2, 3) cabled to both
+/// leaves, and a storage CA (4) on spine 2: the storage CA puts a CA on a spine.
+fn tree_with_storage_on_a_spine() -> Fabric {
+    let mut f = Fabric::new();
+    let leaves = [sw(&mut f, 0, 4), sw(&mut f, 1, 4)];
+    let spines = [sw(&mut f, 2, 3), sw(&mut f, 3, 3)];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for (s, &spine) in spines.iter().enumerate() {
+            f.connect(leaf, 3 + s as u8, spine, 1 + l as u8).unwrap();
+        }
+        for k in 0..2 {
+            let c = ca(&mut f, (2 * l + k) as u64);
+            f.connect(leaf, 1 + k as u8, c, 1).unwrap();
+        }
+    }
+    let storage = ca(&mut f, 4);
+    f.connect(spines[0], 3, storage, 1).unwrap();
+    f
+}
+
+#[test]
+fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
+    let f = tree_with_storage_on_a_spine();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    // Every CA a compute node: the spine with the storage CA is a leaf too, cabled to
+    // the other leaves.
+    let e = EngineKind::FatTree
+        .engine()
+        .route(&csr, &lids, &Options::default())
+        .unwrap_err();
+    assert!(matches!(e, RoutingError::NotAFatTree(_)), "{e}");
+    let cns: Vec<Guid> = (0..4).map(|i| ca_of(&f, &csr, &lids, i).0).collect();
+    let (storage, _, storage_lid) = ca_of(&f, &csr, &lids, 4);
+    for opts in [
+        Options::default().with_compute_nodes(cns.clone()),
+        Options::default().with_io_nodes(vec![storage]),
+    ] {
+        let r = route(EngineKind::FatTree, &csr, &lids, &opts);
+        assert_eq!(r.engine(), "ftree");
+        assert!(check_deadlock_free(&csr, &lids, &r).unwrap().is_ok());
+        // The leaves reach the storage CA through its spine.
+        for leaf in [0, 1] {
+            let s = switch_index(&csr, leaf);
+            assert_eq!(r.lft(s)[usize::from(storage_lid)], 3, "leaf {leaf}");
+        }
+    }
+    // A compute node that is listed as I/O node too is not one: CA 0 alone leaves
+    // switch 0 the only leaf, and switch 1's CAs hang one rank up.
+    let opts = Options::default()
+        .with_compute_nodes(cns[..2].to_vec())
+        .with_io_nodes(vec![cns[1]]);
+    let r = route(EngineKind::FatTree, &csr, &lids, &opts);
+    assert!(check_deadlock_free(&csr, &lids, &r).unwrap().is_ok());
+}
+
+#[test]
+fn ftree_roots_rank_the_tree_from_the_top() {
+    let f = tree_with_storage_on_a_spine();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let (storage, ..) = ca_of(&f, &csr, &lids, 4);
+    let opts = Options::default()
+        .with_io_nodes(vec![storage])
+        .with_roots(vec![Guid(0x102), Guid(0x103)]);
+    route(EngineKind::FatTree, &csr, &lids, &opts);
+    // A leaf as root puts the other leaf two hops down and the spines between.
+    let opts = Options::default()
+        .with_io_nodes(vec![storage])
+        .with_roots(vec![Guid(0x100)]);
+    let e = EngineKind::FatTree
+        .engine()
+        .route(&csr, &lids, &opts)
+        .unwrap_err();
+    assert!(matches!(e, RoutingError::NotAFatTree(_)), "{e}");
+}
+
+/// Two leaves with two CAs each and two spines: which CA of leaf 0 gets which spine at
+/// leaf 1 is decided by which is routed first.
+fn two_level() -> Fabric {
+    let mut f = Fabric::new();
+    let leaves = [sw(&mut f, 0, 4), sw(&mut f, 1, 4)];
+    let spines = [sw(&mut f, 2, 2), sw(&mut f, 3, 2)];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for (s, &spine) in spines.iter().enumerate() {
+            f.connect(leaf, 3 + s as u8, spine, 1 + l as u8).unwrap();
+        }
+        for k in 0..2 {
+            let c = ca(&mut f, (2 * l + k) as u64);
+            f.connect(leaf, 1 + k as u8, c, 1).unwrap();
+        }
+    }
+    f
+}
+
+#[test]
+fn a_routing_order_file_routes_the_listed_ports_first() {
+    let f = two_level();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let (a, _, lid_a) = ca_of(&f, &csr, &lids, 0);
+    let (b, _, lid_b) = ca_of(&f, &csr, &lids, 1);
+    let leaf1 = switch_index(&csr, 1);
+    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::Dfsssp] {
+        let plain = route(kind, &csr, &lids, &Options::default());
+        let up = |r: &Routes| {
+            (
+                r.lft(leaf1)[usize::from(lid_a)],
+                r.lft(leaf1)[usize::from(lid_b)],
+            )
+        };
+        let (pa, pb) = up(&plain);
+        assert_ne!(pa, pb, "{kind:?}: A and B share an up port");
+        // B before A: B takes the port A had.
+        let ordered = route(
+            kind,
+            &csr,
+            &lids,
+            &Options::default().with_routing_order(vec![b, a]),
+        );
+        assert_eq!(up(&ordered), (pb, pa), "{kind:?}: the order was ignored");
+    }
+}
+
+/// Three leaves with one CA each (CA `i` on leaf `i`) and two spines.
+fn three_leaves() -> Fabric {
+    let mut f = Fabric::new();
+    let leaves: Vec<NodeId> = (0..3).map(|i| sw(&mut f, i, 3)).collect();
+    let spines = [sw(&mut f, 3, 3), sw(&mut f, 4, 3)];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for (s, &spine) in spines.iter().enumerate() {
+            f.connect(leaf, 2 + s as u8, spine, 1 + l as u8).unwrap();
+        }
+        let c = ca(&mut f, l as u64);
+        f.connect(leaf, 1, c, 1).unwrap();
+    }
+    f
+}
+
+#[test]
+fn the_routing_order_reaches_across_destination_switches() {
+    // Leaf 2 climbs to CA 0 and CA 1 through its two spine ports: the CA routed first
+    // takes the first one. Listing CA 1 routes leaf 1 before leaf 0.
+    let f = three_leaves();
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let (_, _, lid0) = ca_of(&f, &csr, &lids, 0);
+    let (g1, _, lid1) = ca_of(&f, &csr, &lids, 1);
+    let (g2, _, _) = ca_of(&f, &csr, &lids, 2);
+    let leaf2 = switch_index(&csr, 2);
+    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::Dfsssp] {
+        let at_leaf2 = |r: &Routes| {
+            (
+                r.lft(leaf2)[usize::from(lid0)],
+                r.lft(leaf2)[usize::from(lid1)],
+            )
+        };
+        let (p0, p1) = at_leaf2(&route(kind, &csr, &lids, &Options::default()));
+        assert_ne!(p0, p1, "{kind:?}");
+        let ordered = route(
+            kind,
+            &csr,
+            &lids,
+            &Options::default().with_routing_order(vec![g1]),
+        );
+        assert_eq!(
+            at_leaf2(&ordered),
+            (p1, p0),
+            "{kind:?}: the order was ignored"
+        );
+        // Planning threads see the order too: the tables do not depend on their count
+        // (leaf 2 first puts it before leaf 0, which the same planner of two plans).
+        let order = Options::default().with_routing_order(vec![g2, g1]);
+        let one = route(kind, &csr, &lids, &order);
+        for threads in [2, 3] {
+            let many = route(kind, &csr, &lids, &order.clone().with_threads(threads));
+            for s in 0..csr.switch_count() {
+                assert_eq!(
+                    many.lft(s),
+                    one.lft(s),
+                    "{kind:?} {threads} threads switch {s}"
+                );
+            }
+        }
+    }
+}
