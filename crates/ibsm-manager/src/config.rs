@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use ibsm_routing::{EngineKind, EngineList};
+use ibsm_topology::Guid;
 
 /// How M_Keys are chosen for the ports the SM configures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,35 @@ pub enum ConfigError {
         /// The P_Key given.
         pkey: u16,
     },
+}
+
+/// The contents of OpenSM's routing input files, handed to the engines at every routing
+/// (read them with [`ibsm_routing::read_guid_file`]; errors name file, line and token).
+/// Each list empty = the file not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RoutingInputs {
+    /// `root_guid_file`: the roots of updn, dnup, ftree and dfsssp's up-first pass
+    /// (switch GUIDs, or CA port GUIDs naming their switch).
+    pub roots: Vec<Guid>,
+    /// `cn_guid_file`: ftree's compute nodes (port GUIDs).
+    pub compute_nodes: Vec<Guid>,
+    /// `io_guid_file`: ftree's I/O nodes (port GUIDs; never compute nodes).
+    pub io_nodes: Vec<Guid>,
+    /// `guid_routing_order_file`: port GUIDs minhop, updn, dnup and dfsssp route first,
+    /// in this order.
+    pub order: Vec<Guid>,
+}
+
+impl RoutingInputs {
+    /// The route options carrying these lists.
+    #[must_use]
+    pub fn apply(&self, opts: ibsm_routing::Options) -> ibsm_routing::Options {
+        opts.with_roots(self.roots.clone())
+            .with_compute_nodes(self.compute_nodes.clone())
+            .with_io_nodes(self.io_nodes.clone())
+            .with_routing_order(self.order.clone())
+    }
 }
 
 /// Everything the engine can be told; [`SmConfig::validate`] says whether it can.
@@ -164,6 +194,26 @@ pub struct SmConfig {
     /// partition exists before any host asks). `None`: P_Key tables and enforcement bits
     /// are left as they are, and no group is predefined.
     pub partitions: Option<crate::partition::PartitionConfig>,
+    /// OpenSM's routing input files, read (`root_guid_file`, `cn_guid_file`,
+    /// `io_guid_file`, `guid_routing_order_file`). Default: none.
+    pub routing_inputs: RoutingInputs,
+    /// PortInfo.LinkSpeedEnabled written to every port with a link (OpenSM
+    /// `force_link_speed`): 0 leaves it alone, 1..=14 are those speed bits (1 SDR, 2 DDR,
+    /// 4 QDR), 15 (the default) is "the port's LinkSpeedSupported", sent only where
+    /// the port has fewer enabled. At most 15.
+    pub force_link_speed: u8,
+    /// PortInfo.LinkSpeedExtEnabled written where both ends of the link support
+    /// extended speeds (OpenSM `force_link_speed_ext`): 0 leaves it alone, 1..=29 are
+    /// those speed bits (1 FDR, 2 EDR, 4 HDR, 8 NDR, 16 XDR), 30 turns extended speeds
+    /// off, 31 (the default) is "the port's LinkSpeedExtSupported", sent only where
+    /// the port has fewer enabled. At most 31.
+    pub force_link_speed_ext: u8,
+    /// PortInfo.LinkWidthEnabled written to every port with a link (OpenSM
+    /// `force_link_width`): 0 leaves it alone, 1..=31 are those width bits (1 1x,
+    /// 2 4x, 4 8x, 8 12x, 16 2x), 255 (the default) is "the port's
+    /// LinkWidthSupported", sent only where the port has fewer enabled. 32..=254 are
+    /// reserved and refused.
+    pub force_link_width: u8,
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
@@ -212,6 +262,26 @@ impl SmConfig {
             "5-bit SwitchInfo.LifeTimeValue",
         )?;
         at_most("sm_sl", self.sm_sl, 15, "4-bit PortInfo.MasterSMSL")?;
+        at_most(
+            "force_link_speed",
+            self.force_link_speed,
+            15,
+            "4-bit PortInfo.LinkSpeedEnabled",
+        )?;
+        at_most(
+            "force_link_speed_ext",
+            self.force_link_speed_ext,
+            31,
+            "5-bit PortInfo.LinkSpeedExtEnabled",
+        )?;
+        if self.force_link_width != 0xFF {
+            at_most(
+                "force_link_width",
+                self.force_link_width,
+                31,
+                "PortInfo.LinkWidthEnabled: 32..=254 are reserved, 255 is \"supported\"",
+            )?;
+        }
         if self.polling_timeout.is_zero() {
             return Err(ConfigError::Zero {
                 field: "polling_timeout",
@@ -282,6 +352,10 @@ impl Default for SmConfig {
             sa: true,
             sa_rmpp: ibsm_sa::RmppMode::Segments,
             partitions: Some(crate::partition::PartitionConfig::opensm_default()),
+            routing_inputs: RoutingInputs::default(),
+            force_link_speed: 15,
+            force_link_speed_ext: 31,
+            force_link_width: 0xFF,
         }
     }
 }
@@ -317,6 +391,9 @@ mod tests {
             subnet_timeout: 31,
             packet_life_time: 31,
             sm_sl: 15,
+            force_link_speed: 15,
+            force_link_speed_ext: 31,
+            force_link_width: 255,
             max_wire_smps: 1,
             max_wire_smps_limit: 1,
             routing_threads: 1,
@@ -330,13 +407,22 @@ mod tests {
 
     #[test]
     fn bit_fields_one_above_their_width_are_refused() {
-        let cases: [(&str, Edit, u64, u64); 6] = [
+        let cases: [(&str, Edit, u64, u64); 10] = [
             ("priority", |c| c.priority = 16, 16, 15),
             ("lmc", |c| c.lmc = 8, 8, 7),
             ("m_key_protect", |c| c.m_key_protect = 4, 4, 3),
             ("subnet_timeout", |c| c.subnet_timeout = 32, 32, 31),
             ("packet_life_time", |c| c.packet_life_time = 32, 32, 31),
             ("sm_sl", |c| c.sm_sl = 16, 16, 15),
+            ("force_link_speed", |c| c.force_link_speed = 16, 16, 15),
+            (
+                "force_link_speed_ext",
+                |c| c.force_link_speed_ext = 32,
+                32,
+                31,
+            ),
+            ("force_link_width", |c| c.force_link_width = 32, 32, 31),
+            ("force_link_width", |c| c.force_link_width = 254, 254, 31),
         ];
         for (field, edit, value, max) in cases {
             let e = refused(edit);

@@ -66,7 +66,7 @@ pub mod partition;
 mod reroute;
 pub mod store;
 
-pub use config::{ConfigError, MKeyMode, SmConfig};
+pub use config::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
 pub use engine::{Outgoing, SubnetManager};
 pub use error::{SharedError, SmError};
 pub use event::{Missing, Phase, Role, SmEvent, SweepStats};

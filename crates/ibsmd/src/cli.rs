@@ -86,6 +86,56 @@ pub(crate) struct Cli {
         value_name = "ENGINES"
     )]
     pub(crate) routing_engine: Option<String>,
+    /// Root switches of updn, dnup, ftree and dfsssp's up-first pass: switch GUIDs, or CA
+    /// port GUIDs naming their switch, one a line (opensm.conf: root_guid_file).
+    #[arg(
+        short = 'a',
+        long = "root_guid_file",
+        visible_alias = "root-guid-file",
+        value_name = "FILE"
+    )]
+    pub(crate) root_guid_file: Option<PathBuf>,
+    /// Compute-node port GUIDs for ftree, one a line (opensm.conf: cn_guid_file).
+    #[arg(
+        short = 'u',
+        long = "cn_guid_file",
+        visible_alias = "cn-guid-file",
+        value_name = "FILE"
+    )]
+    pub(crate) cn_guid_file: Option<PathBuf>,
+    /// I/O-node port GUIDs for ftree (not compute nodes), one a line (opensm.conf: io_guid_file).
+    #[arg(
+        short = 'G',
+        long = "io_guid_file",
+        visible_alias = "io-guid-file",
+        value_name = "FILE"
+    )]
+    pub(crate) io_guid_file: Option<PathBuf>,
+    /// Port GUIDs routed first, in this order, by minhop, updn, dnup and dfsssp, one a
+    /// line (opensm.conf: guid_routing_order_file).
+    #[arg(
+        short = 'X',
+        long = "guid_routing_order_file",
+        visible_alias = "guid-routing-order-file",
+        value_name = "FILE"
+    )]
+    pub(crate) guid_routing_order_file: Option<PathBuf>,
+    /// PortInfo.LinkSpeedEnabled written to every port: 0 leave it, 1..=14 those speed
+    /// bits, 15 the port's LinkSpeedSupported (opensm.conf: force_link_speed).
+    #[arg(long = "force_link_speed", visible_alias = "force-link-speed", value_name = "N",
+          value_parser = parse_num::<u8>)]
+    pub(crate) force_link_speed: Option<u8>,
+    /// PortInfo.LinkSpeedExtEnabled written where both ends support extended speeds: 0
+    /// leave it, 1..=29 those speed bits, 30 extended speeds off, 31 the port's
+    /// LinkSpeedExtSupported (opensm.conf: force_link_speed_ext).
+    #[arg(long = "force_link_speed_ext", visible_alias = "force-link-speed-ext", value_name = "N",
+          value_parser = parse_num::<u8>)]
+    pub(crate) force_link_speed_ext: Option<u8>,
+    /// PortInfo.LinkWidthEnabled written to every port: 0 leave it, 1..=31 those width
+    /// bits (1x 4x 8x 12x 2x), 255 the port's LinkWidthSupported (opensm.conf: force_link_width).
+    #[arg(long = "force_link_width", visible_alias = "force-link-width", value_name = "N",
+          value_parser = parse_num::<u8>)]
+    pub(crate) force_link_width: Option<u8>,
     /// LID mask control, 0..7: 2^LMC LIDs per CA port (opensm.conf: lmc).
     #[arg(short = 'l', long, value_name = "LMC", value_parser = parse_num::<u8>)]
     pub(crate) lmc: Option<u8>,
@@ -190,7 +240,7 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<String>,
     /// Write OpenSM's dumps (opensm-lfts.dump, opensm-subnet.lst, opensm-mfts.dump,
-    /// opensm-sl2vl.dump, guid2lid) into DIR after every heavy sweep (OpenSM: dump_files_dir; not yet read from opensm.conf).
+    /// opensm-sl2vl.dump, guid2lid) into DIR after every heavy sweep (opensm.conf: dump_files_dir).
     #[arg(long = "dump-dir", value_name = "DIR")]
     pub(crate) dump_dir: Option<PathBuf>,
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ibsm::manager::partition::{Enforcement, PartitionConfig};
-use ibsm::manager::{MKeyMode, SmConfig};
+use ibsm::manager::{MKeyMode, RoutingInputs, SmConfig};
 use ibsm::routing::EngineList;
 
 use crate::cli::{Cli, PartEnforce};
@@ -56,6 +56,45 @@ pub(crate) struct Settings {
     pub(crate) log_file: LogTarget,
     /// OpenSM's `accum_log_file`: append to the log file (else empty it first).
     pub(crate) accum_log_file: bool,
+    /// OpenSM's `dump_files_dir` (`--dump-dir`): where the dumps go; none = no dumps.
+    pub(crate) dump_dir: Option<PathBuf>,
+    /// OpenSM's `root_guid_file`, `cn_guid_file`, `io_guid_file` and
+    /// `guid_routing_order_file`, read into `sm.routing_inputs` by
+    /// [`Settings::engine_config`].
+    pub(crate) routing_files: RoutingFiles,
+}
+
+/// The paths of OpenSM's routing input files (each a list of GUIDs, one a line).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RoutingFiles {
+    /// `root_guid_file` (`-a`).
+    pub(crate) roots: Option<PathBuf>,
+    /// `cn_guid_file` (`-u`).
+    pub(crate) compute_nodes: Option<PathBuf>,
+    /// `io_guid_file` (`-G`).
+    pub(crate) io_nodes: Option<PathBuf>,
+    /// `guid_routing_order_file` (`-X`).
+    pub(crate) order: Option<PathBuf>,
+}
+
+impl RoutingFiles {
+    /// The GUID lists of the files given (an absent file is an empty list).
+    ///
+    /// # Errors
+    /// A file that cannot be read, or its first line that is not a GUID: file, line
+    /// and token.
+    pub(crate) fn read(&self) -> Result<RoutingInputs, Error> {
+        let read = |p: &Option<PathBuf>| match p {
+            Some(p) => ibsm::routing::read_guid_file(p).map_err(|e| Error::new(e.to_string())),
+            None => Ok(Vec::new()),
+        };
+        let mut r = RoutingInputs::default();
+        r.roots = read(&self.roots)?;
+        r.compute_nodes = read(&self.compute_nodes)?;
+        r.io_nodes = read(&self.io_nodes)?;
+        r.order = read(&self.order)?;
+        Ok(r)
+    }
 }
 
 impl Default for Settings {
@@ -77,6 +116,8 @@ impl Default for Settings {
             log_flags: 0x03,
             log_file: LogTarget::Stderr,
             accum_log_file: true,
+            dump_dir: None,
+            routing_files: RoutingFiles::default(),
         }
     }
 }
@@ -129,6 +170,12 @@ impl Settings {
         }
         set(&mut sm.lmc, c.lmc.as_ref());
         set(&mut sm.sm_sl, c.sm_sl.as_ref());
+        set(&mut sm.force_link_speed, c.force_link_speed.as_ref());
+        set(
+            &mut sm.force_link_speed_ext,
+            c.force_link_speed_ext.as_ref(),
+        );
+        set(&mut sm.force_link_width, c.force_link_width.as_ref());
         if let Some(k) = c.m_key {
             sm.m_key = if k == 0 {
                 MKeyMode::Off
@@ -167,6 +214,26 @@ impl Settings {
         if c.guid2lid.is_some() {
             self.guid2lid.clone_from(&c.guid2lid);
         }
+        if c.dump_dir.is_some() {
+            self.dump_dir.clone_from(&c.dump_dir);
+        }
+        let files = &mut self.routing_files;
+        set(
+            &mut files.roots,
+            Some(&c.root_guid_file).filter(|p| p.is_some()),
+        );
+        set(
+            &mut files.compute_nodes,
+            Some(&c.cn_guid_file).filter(|p| p.is_some()),
+        );
+        set(
+            &mut files.io_nodes,
+            Some(&c.io_guid_file).filter(|p| p.is_some()),
+        );
+        set(
+            &mut files.order,
+            Some(&c.guid_routing_order_file).filter(|p| p.is_some()),
+        );
         if c.partitions.is_some() {
             self.partition_file.clone_from(&c.partitions);
         }
@@ -250,6 +317,7 @@ impl Settings {
             n => n,
         };
         cfg.partitions = self.load_partitions()?;
+        cfg.routing_inputs = self.routing_files.read()?;
         self.check(&cfg)?;
         Ok(cfg)
     }

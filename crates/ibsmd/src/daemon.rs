@@ -132,13 +132,13 @@ impl Daemon {
         let ops = match Ops::start(
             socket.as_deref(),
             cli.metrics.as_deref(),
-            cli.dump_dir.clone(),
+            settings.dump_dir.clone(),
         ) {
             Ok(o) => o,
             // The default socket may not be creatable (no /run access): run without it.
             Err(e) if cli.control_socket.is_none() && socket.is_some() => {
                 warn!("{e}; no control socket (give --control-socket)");
-                Ops::start(None, cli.metrics.as_deref(), cli.dump_dir.clone())
+                Ops::start(None, cli.metrics.as_deref(), settings.dump_dir.clone())
                     .map_err(Failure::Config)?
             }
             Err(e) => return Err(Failure::Config(e)),

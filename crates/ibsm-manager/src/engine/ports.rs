@@ -105,14 +105,13 @@ impl SubnetManager {
         }
         if p != 0 {
             if let Some((pn, pp)) = rec.peer {
-                if let Some(peer) = self.subnet.nodes[pn]
-                    .ports
-                    .get(usize::from(pp))
-                    .and_then(|r| r.info)
-                {
+                let peer_rec = self.subnet.nodes[pn].ports.get(usize::from(pp));
+                if let Some(peer) = peer_rec.and_then(|r| r.info) {
                     want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
                     want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
                 }
+                let ext = rec.ext_speeds && peer_rec.is_some_and(|r| r.ext_speeds);
+                force_link(&self.cfg, &cur, &mut want, ext);
             }
         }
         if let Some(e) = self.planned_enforcement(n, p) {
@@ -171,10 +170,67 @@ impl SubnetManager {
     }
 }
 
+/// OpenSM's `force_link_speed`, `force_link_speed_ext` and `force_link_width` on a
+/// linked port (`ext`: both ends support extended speeds): the enabled masks its Set
+/// writes. 0 leaves a mask alone (the Set says "no change"); the "supported" values
+/// (15, 31, 255) are written only where the port enables less than it supports; bits
+/// the port does not support are dropped, since an SMA refuses the whole Set for them.
+fn force_link(cfg: &crate::SmConfig, cur: &PortInfo, want: &mut PortInfo, ext: bool) {
+    use ibsm_wire::{LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
+    /// The mask to write for option value `v`, if any.
+    fn forced(v: u8, all: u8, enabled: u8, supported: u8) -> Option<u8> {
+        match v {
+            0 => None,
+            _ if v == all => (enabled != supported).then_some(all),
+            _ => Some(v & supported).filter(|&m| m != 0),
+        }
+    }
+    if let Some(m) = forced(
+        cfg.force_link_speed,
+        LinkSpeedMask::SET_TO_SUPPORTED.bits(),
+        cur.link_speed_enabled.bits(),
+        cur.link_speed_supported.bits(),
+    ) {
+        want.link_speed_enabled = LinkSpeedMask(m);
+    }
+    if let Some(m) = forced(
+        cfg.force_link_width,
+        LinkWidthMask::SET_TO_SUPPORTED.bits(),
+        cur.link_width_enabled.bits(),
+        cur.link_width_supported.bits(),
+    ) {
+        want.link_width_enabled = LinkWidthMask(m);
+    }
+    if ext {
+        let v = cfg.force_link_speed_ext;
+        let (enabled, supported) = (
+            cur.link_speed_ext_enabled.bits(),
+            cur.link_speed_ext_supported.bits(),
+        );
+        let m = if v == LinkSpeedExtMask::DISABLE_ALL.bits() {
+            (enabled != 0).then_some(v)
+        } else {
+            forced(
+                v,
+                LinkSpeedExtMask::SET_TO_SUPPORTED.bits(),
+                enabled,
+                supported,
+            )
+        };
+        if let Some(m) = m {
+            want.link_speed_ext_enabled = LinkSpeedExtMask(m);
+        }
+    }
+}
+
 /// Whether a port's current PortInfo differs from what the SM wants in a field the
-/// SM owns.
+/// SM owns (an enabled mask only where the SM writes one, 0 being "no change").
 fn needs_set(cur: &PortInfo, want: &PortInfo) -> bool {
-    cur.lid != want.lid
+    let forced = |w: u8, c: u8| w != 0 && w != c;
+    forced(want.link_speed_enabled.bits(), cur.link_speed_enabled.bits())
+        || forced(want.link_width_enabled.bits(), cur.link_width_enabled.bits())
+        || cur.link_speed_ext_enabled != want.link_speed_ext_enabled
+        || cur.lid != want.lid
         || cur.lmc != want.lmc
         || cur.master_sm_lid != want.master_sm_lid
         || cur.master_sm_sl != want.master_sm_sl
@@ -221,12 +277,59 @@ mod tests {
     }
 
     #[test]
+    fn forced_masks_follow_opensm_values() {
+        use ibsm_wire::{LinkSpeedExtMask as E, LinkSpeedMask as S, LinkWidthMask as W};
+        let cur = PortInfo {
+            link_speed_supported: S::SDR | S::DDR | S::QDR,
+            link_speed_enabled: S::SDR,
+            link_width_supported: W::X1 | W::X4,
+            link_width_enabled: W::X1 | W::X4,
+            link_speed_ext_supported: E::FDR | E::EDR,
+            link_speed_ext_enabled: E::FDR | E::EDR,
+            ..PortInfo::default()
+        };
+        let run = |speed, ext_v, width, ext| {
+            let mut cfg = crate::SmConfig::default();
+            (
+                cfg.force_link_speed,
+                cfg.force_link_speed_ext,
+                cfg.force_link_width,
+            ) = (speed, ext_v, width);
+            let mut want = cur;
+            want.link_speed_enabled = S(0);
+            want.link_width_enabled = W(0);
+            force_link(&cfg, &cur, &mut want, ext);
+            (
+                want.link_speed_enabled.bits(),
+                want.link_speed_ext_enabled.bits(),
+                want.link_width_enabled.bits(),
+            )
+        };
+        // Defaults: "supported" only where less is enabled (speed here, not width).
+        assert_eq!(run(15, 31, 255, true), (15, 3, 0));
+        // 0: no change; explicit values, less what the port cannot do.
+        assert_eq!(run(0, 0, 0, true), (0, 3, 0));
+        assert_eq!(run(9, 2, 9, true), (1, 2, 1));
+        // Nothing the port supports: left alone rather than refused by the SMA.
+        assert_eq!(run(8, 4, 4, true), (0, 3, 0));
+        // 30 turns extended speeds off; without both ends supporting them, untouched.
+        assert_eq!(run(15, 30, 255, true).1, 30);
+        assert_eq!(run(15, 30, 255, false).1, 3);
+    }
+
+    #[test]
     fn a_set_is_needed_only_for_fields_the_sm_owns() {
         let cur = PortInfo::default();
         let mut want = cur;
         want.port_state = PortState::NoChange;
-        want.link_width_enabled = ibsm_wire::LinkWidthMask(0x3);
+        want.vl_high_limit = 3;
         assert!(!needs_set(&cur, &want), "fields the SM does not own");
+        // An enabled mask counts where the SM writes one (0: no change).
+        want.link_width_enabled = ibsm_wire::LinkWidthMask(0x3);
+        assert!(needs_set(&cur, &want));
+        let mut same = cur;
+        same.link_width_enabled = ibsm_wire::LinkWidthMask(0x3);
+        assert!(!needs_set(&same, &want));
         want.lid = 7;
         assert!(needs_set(&cur, &want));
         // A key hidden by protection level 1 reads as 0: no Set for it alone.

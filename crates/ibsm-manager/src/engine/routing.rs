@@ -1,5 +1,6 @@
 //! Routing: the routes of the discovered subnet, recomputed by the configured engines
-//! (the first of `SmConfig::routing` that fits, minhop last unless `no_fallback`) or
+//! (the first of `SmConfig::routing` that fits, minhop last unless `no_fallback`, each
+//! given the lists of `SmConfig::routing_inputs`) or
 //! repaired when the fabric only lost things (`SmConfig::reroute_on_loss`), and the
 //! rebalance policy that eventually recomputes repaired routes.
 
@@ -51,9 +52,11 @@ impl SubnetManager {
             .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
-        let opts = RouteOptions::default()
-            .with_threads(self.cfg.routing_threads)
-            .with_allow_unreachable(true);
+        let opts = self.cfg.routing_inputs.apply(
+            RouteOptions::default()
+                .with_threads(self.cfg.routing_threads)
+                .with_allow_unreachable(true),
+        );
         let t0 = std::time::Instant::now();
         let rerouted = self.try_reroute(&csr, &assignment, &opts);
         let is_rerouted = rerouted.is_some();

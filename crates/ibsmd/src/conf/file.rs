@@ -152,6 +152,15 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
             opt!("subnet_timeout", "subnet_timeout", false,
              "The subnet_timeout code that will be set for all the ports\nThe actual timeout is 4.096usec * 2^<subnet_timeout>",
              s => s.sm.subnet_timeout, dec, num),
+            opt!("force_link_speed", "force_link_speed", false,
+             "Force PortInfo:LinkSpeedEnabled on every linked port\nIf 0, don't modify PortInfo:LinkSpeedEnabled\nOtherwise, use value for PortInfo:LinkSpeedEnabled (bits the port does not support are dropped)\n   1: 2.5 Gbps, 3: 2.5 or 5.0 Gbps, 5: 2.5 or 10.0 Gbps, 7: 2.5 or 5.0 or 10.0 Gbps\n   Default 15: set to PortInfo:LinkSpeedSupported",
+             s => s.sm.force_link_speed, dec, num),
+            opt!("force_link_speed_ext", "force_link_speed_ext", false,
+             "Force PortInfo:LinkSpeedExtEnabled on ports where both ends support extended speeds\nIf 0, don't modify PortInfo:LinkSpeedExtEnabled\nOtherwise, use value for PortInfo:LinkSpeedExtEnabled\n   1: 14.0625 Gbps, 2: 25.78125 Gbps, 4: 53.125 Gbps, 8: 106.25 Gbps (sums: either)\n   30: Disable extended link speeds\n   Default 31: set to PortInfo:LinkSpeedExtSupported",
+             s => s.sm.force_link_speed_ext, dec, num),
+            opt!("force_link_width", "force_link_width", false,
+             "Force PortInfo:LinkWidthEnabled on every linked port\nIf 0, don't modify PortInfo:LinkWidthEnabled\nOtherwise, use value for PortInfo:LinkWidthEnabled\n   1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x (sums: either), 32-254 reserved\n   Default 255: set to PortInfo:LinkWidthSupported",
+             s => s.sm.force_link_width, dec, num),
         ],
     ),
     (
@@ -197,28 +206,42 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
     ),
     (
         "ROUTING OPTIONS",
-        &[Opt {
-            key: "routing_engine",
-            field: "",
-            runtime: false,
-            help: "Routing engine\nMultiple routing engines can be specified separated by\ncommas so that specific ordering of routing algorithms will\nbe tried if earlier routing engines fail.\nSupported engines: minhop, updn, dnup, ftree, dor, lash, dfsssp;\nno_fallback: do not try minhop when the listed engines fail",
-            get: |s| {
-                // OpenSM spells its default list (minhop) `(null)`.
-                if s.sm.routing == SmConfig::default().routing {
-                    "(null)".to_owned()
-                } else {
-                    s.sm.routing.to_string()
-                }
+        &[
+            Opt {
+                key: "routing_engine",
+                field: "",
+                runtime: false,
+                help: "Routing engine\nMultiple routing engines can be specified separated by\ncommas so that specific ordering of routing algorithms will\nbe tried if earlier routing engines fail.\nSupported engines: minhop, updn, dnup, ftree, dor, lash, dfsssp;\nno_fallback: do not try minhop when the listed engines fail",
+                get: |s| {
+                    // OpenSM spells its default list (minhop) `(null)`.
+                    if s.sm.routing == SmConfig::default().routing {
+                        "(null)".to_owned()
+                    } else {
+                        s.sm.routing.to_string()
+                    }
+                },
+                set: |s, v| {
+                    s.sm.routing = if v == "(null)" {
+                        SmConfig::default().routing
+                    } else {
+                        parse_engines(v)?
+                    };
+                    Ok(())
+                },
             },
-            set: |s, v| {
-                s.sm.routing = if v == "(null)" {
-                    SmConfig::default().routing
-                } else {
-                    parse_engines(v)?
-                };
-                Ok(())
-            },
-        }],
+            opt!("root_guid_file", "", false,
+         "The file holding the root node guids (for fat-tree, Up/Down, Down/Up and dfsssp)\nOne guid in each line",
+         s => s.routing_files.roots, path, parse_path),
+            opt!("cn_guid_file", "", false,
+         "The file holding the fat-tree compute node guids\nOne guid in each line",
+         s => s.routing_files.compute_nodes, path, parse_path),
+            opt!("io_guid_file", "", false,
+         "The file holding the fat-tree I/O node guids\nOne guid in each line.\nIf only io_guid file is provided, the rest of nodes\nare considered as compute nodes.",
+         s => s.routing_files.io_nodes, path, parse_path),
+            opt!("guid_routing_order_file", "", false,
+         "The file holding guid routing order guids (for MinHop, Up/Down, Down/Up and dfsssp)",
+         s => s.routing_files.order, path, parse_path),
+        ],
     ),
     (
         "HANDOVER - MULTIPLE SMs OPTIONS",
@@ -290,6 +313,9 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
             opt!("accum_log_file", "", false,
              "If TRUE will accumulate the log over multiple OpenSM sessions",
              s => s.accum_log_file, boolean, parse_bool),
+            opt!("dump_files_dir", "", false,
+             "The directory to hold the file ibsmd dumps ((null): no dumps)",
+             s => s.dump_dir, path, parse_path),
         ],
     ),
     (

@@ -110,6 +110,125 @@ fn a_value_validate_refuses_names_the_line_that_set_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A fresh directory under the temp dir for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ibsmd_{name}_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn routing_files_are_read_at_start_and_a_bad_line_stops_it() {
+    let dir = scratch("routing_files");
+    let (roots, cns, order) = (dir.join("roots"), dir.join("cns"), dir.join("order"));
+    std::fs::write(&roots, "0x100 # spine\n0x101\n").unwrap();
+    std::fs::write(&cns, "# compute\n0x2001\n").unwrap();
+    std::fs::write(&order, "0x2002\n0x2001\n").unwrap();
+    let conf = dir.join("o.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "root_guid_file {}\ncn_guid_file {}\nguid_routing_order_file {}\ndump_files_dir {}\n",
+            roots.display(),
+            cns.display(),
+            order.display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let cli = crate::cli::Cli {
+        config: Some(conf.clone()),
+        ..crate::cli::Cli::default()
+    };
+    let s = load(&cli).unwrap().settings;
+    assert_eq!(s.routing_files.roots.as_ref(), Some(&roots));
+    assert_eq!(s.dump_dir.as_ref(), Some(&dir));
+    let cfg = s.engine_config(false).unwrap();
+    let g = |v: &[u64]| {
+        v.iter()
+            .map(|&x| ibsm::topology::Guid(x))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cfg.routing_inputs.roots, g(&[0x100, 0x101]));
+    assert_eq!(cfg.routing_inputs.compute_nodes, g(&[0x2001]));
+    assert!(cfg.routing_inputs.io_nodes.is_empty());
+    assert_eq!(cfg.routing_inputs.order, g(&[0x2002, 0x2001]));
+    // The flags name files too (OpenSM's -a, -u, -G, -X) and win over the file.
+    let ios = dir.join("ios");
+    std::fs::write(&ios, "0x2003\n").unwrap();
+    let cli = crate::cli::Cli {
+        io_guid_file: Some(ios),
+        root_guid_file: Some(cns.clone()),
+        dump_dir: Some(dir.join("elsewhere")),
+        ..cli
+    };
+    let s = load(&cli).unwrap().settings;
+    let cfg = s.engine_config(false).unwrap();
+    assert_eq!(cfg.routing_inputs.roots, g(&[0x2001]));
+    assert_eq!(cfg.routing_inputs.io_nodes, g(&[0x2003]));
+    assert_eq!(s.dump_dir, Some(dir.join("elsewhere")));
+    // A line that is not a GUID: file, line and token, and no start.
+    std::fs::write(&roots, "0x100\n\nspine-1\n").unwrap();
+    let cli = crate::cli::Cli {
+        config: Some(conf),
+        ..crate::cli::Cli::default()
+    };
+    let e = load(&cli).unwrap_err();
+    assert_eq!(
+        e.msg,
+        format!(
+            "{}:3: \"spine-1\" is not a GUID (bad digit)",
+            roots.display()
+        )
+    );
+    std::fs::remove_file(&roots).unwrap();
+    let e = load(&cli).unwrap_err();
+    assert!(
+        e.msg.starts_with(&format!("{}: ", roots.display())),
+        "{}",
+        e.msg
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn force_link_options_are_read_and_checked_with_their_line() {
+    let (s, _) = read("force_link_speed 1\nforce_link_speed_ext 30\nforce_link_width 2\n").unwrap();
+    assert_eq!(
+        (
+            s.sm.force_link_speed,
+            s.sm.force_link_speed_ext,
+            s.sm.force_link_width
+        ),
+        (1, 30, 2)
+    );
+    let dir = scratch("force_link");
+    let conf = dir.join("o.conf");
+    std::fs::write(&conf, "force_link_speed 15\n\nforce_link_width 100\n").unwrap();
+    let cli = crate::cli::Cli {
+        config: Some(conf.clone()),
+        ..crate::cli::Cli::default()
+    };
+    let e = load(&cli).unwrap_err();
+    let want = format!(
+        "{}:3: force_link_width 100: force_link_width 100 is outside 0..=31",
+        conf.display()
+    );
+    assert!(e.msg.starts_with(&want), "{}", e.msg);
+    let cli = crate::cli::Cli {
+        force_link_width: Some(255),
+        force_link_speed: Some(16),
+        ..cli
+    };
+    let e = load(&cli).unwrap_err();
+    assert!(
+        e.msg.starts_with("command line: force_link_speed 16"),
+        "{}",
+        e.msg
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn every_default_is_written_and_reads_back_as_it_was() {
     let d = Settings::default();
@@ -173,6 +292,14 @@ prop_compose! {
         s.guid2lid = file.map(|f| PathBuf::from(format!("{f}.lids")));
         s.log_file = log.map_or(LogTarget::Stdout, |l| LogTarget::File(PathBuf::from(l)));
         s.log_flags = small[0];
+        s.sm.force_link_speed = small[1] % 16;
+        s.sm.force_link_speed_ext = small[2] % 32;
+        s.sm.force_link_width = if flags[0] { 255 } else { small[3] % 32 };
+        s.dump_dir = s.partition_file.as_ref().map(|f| f.join("dumps"));
+        s.routing_files.roots = s.partition_file.as_ref().map(|f| f.join("roots"));
+        s.routing_files.compute_nodes = s.partition_file.as_ref().map(|f| f.join("cns"));
+        s.routing_files.io_nodes = s.partition_file.as_ref().map(|f| f.join("ios"));
+        s.routing_files.order = s.partition_file.as_ref().map(|f| f.join("order"));
         s
     }
 }

@@ -1,0 +1,195 @@
+//! End-to-end: OpenSM's routing input files (`SmConfig::routing_inputs`) reach the
+//! engines, and `force_link_speed`, `force_link_speed_ext`, `force_link_width` reach the
+//! ports (issue 16, sections 3 and 4), on the simulator.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_configured, attach, until_up};
+use ibsm_manager::{RoutingInputs, SmConfig};
+use ibsm_sim::{NodeIdx, SimConfig};
+use ibsm_topology::{Fabric, Guid, LinkSpeed, NodeId, NodeSpec, generate};
+use ibsm_wire::{LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
+
+fn sw(f: &mut Fabric, i: u64, ports: u8) -> NodeId {
+    f.add_node(NodeSpec::switch(0x100 + i, ports, format!("sw{i}")))
+        .unwrap()
+}
+
+fn ca(f: &mut Fabric, i: u64) -> NodeId {
+    f.add_node(NodeSpec::ca(0x200 + i, 1, format!("ca{i}")))
+        .unwrap()
+}
+
+/// Six switches in a ring (port 1 to the next, 2 to the previous), CA `i` on port 3 of
+/// switch `i`.
+fn ring6() -> Fabric {
+    let mut f = Fabric::new();
+    let s: Vec<NodeId> = (0..6).map(|i| sw(&mut f, i, 3)).collect();
+    for i in 0..6 {
+        f.connect(s[i], 1, s[(i + 1) % 6], 2).unwrap();
+        let c = ca(&mut f, i as u64);
+        f.connect(s[i], 3, c, 1).unwrap();
+    }
+    f
+}
+
+fn node(sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>, guid: u64) -> NodeIdx {
+    sim.node_by_guid(guid).unwrap()
+}
+
+/// Brings `f` up with `cfg` from CA 0; returns the SM and the simulator.
+fn up(
+    f: &Fabric,
+    sim_cfg: SimConfig,
+    cfg: SmConfig,
+) -> (ibsm_sim::Sim<ibsm_sim::SmaAgent>, Vec<common::Node>) {
+    let mut sim = common::sim_of(f, sim_cfg);
+    let ca0 = common::ca_nodes(&sim, f)[0];
+    let mut nodes = vec![attach(&mut sim, ca0, cfg, None)];
+    until_up(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    (sim, nodes)
+}
+
+fn with_routing(routing: &str, inputs: RoutingInputs) -> SmConfig {
+    let mut c = SmConfig::default();
+    c.routing = routing.parse().unwrap();
+    c.routing_inputs = inputs;
+    c
+}
+
+fn roots(guids: &[u64]) -> RoutingInputs {
+    let mut r = RoutingInputs::default();
+    r.roots = guids.iter().map(|&g| Guid(g)).collect();
+    r
+}
+
+/// Up/down on a ring forbids the turn at the switch farthest from the root: rooted at
+/// switch 0, switch 2 reaches CA 4 the long way (port 2), rooted at 3 straight through
+/// switch 3 (port 1). The switch's LFT in the simulator shows which root the SM used.
+#[test]
+fn the_root_file_reaches_updn_and_the_switches_tables() {
+    let f = ring6();
+    for (root, port) in [(0x100, 2), (0x103, 1)] {
+        let (sim, nodes) = up(
+            &f,
+            SimConfig::default(),
+            with_routing("updn,no_fallback", roots(&[root])),
+        );
+        let sm = &nodes[0].sm;
+        assert_eq!(nodes[0].last_up().unwrap().routing_engine, "updn");
+        assert_configured(&sim, sm, 12);
+        let ca4 = sim.node_setup(node(&sim, 0x204)).unwrap();
+        let lid4 = sm.lids()[&ca4.port_guid(1)].0;
+        let lft = sim.with_agent(node(&sim, 0x102), |a| a.sma().lft().to_vec());
+        assert_eq!(lft[usize::from(lid4)], port, "root {root:#x}");
+    }
+}
+
+/// Two leaves with two CAs each, two spines, and a storage CA on spine 0: ftree takes it
+/// only when told which CAs are compute nodes.
+fn tree_with_storage_on_a_spine() -> Fabric {
+    let mut f = Fabric::new();
+    let leaves = [sw(&mut f, 0, 4), sw(&mut f, 1, 4)];
+    let spines = [sw(&mut f, 2, 3), sw(&mut f, 3, 3)];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for (s, &spine) in spines.iter().enumerate() {
+            f.connect(leaf, 3 + s as u8, spine, 1 + l as u8).unwrap();
+        }
+        for k in 0..2 {
+            let c = ca(&mut f, (2 * l + k) as u64);
+            f.connect(leaf, 1 + k as u8, c, 1).unwrap();
+        }
+    }
+    let storage = ca(&mut f, 4);
+    f.connect(spines[0], 3, storage, 1).unwrap();
+    f
+}
+
+#[test]
+fn the_compute_node_file_lets_ftree_route_a_tree_with_storage_on_a_spine() {
+    let f = tree_with_storage_on_a_spine();
+    let (_, nodes) = up(
+        &f,
+        SimConfig::default(),
+        with_routing("ftree", RoutingInputs::default()),
+    );
+    assert_eq!(nodes[0].last_up().unwrap().routing_engine, "minhop");
+    let sim = common::sim_of(&f, SimConfig::default());
+    let mut inputs = RoutingInputs::default();
+    inputs.compute_nodes = (0..4)
+        .map(|i| {
+            let n = sim.node_setup(node(&sim, 0x200 + i)).unwrap();
+            Guid(n.port_guid(1))
+        })
+        .collect();
+    let (sim, nodes) = up(&f, SimConfig::default(), with_routing("ftree", inputs));
+    assert_eq!(nodes[0].last_up().unwrap().routing_engine, "ftree");
+    assert_configured(&sim, &nodes[0].sm, 9);
+}
+
+/// The enabled masks of every linked port, as its SMA holds them.
+fn enabled(
+    sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>,
+) -> Vec<(String, LinkSpeedMask, LinkSpeedExtMask, LinkWidthMask)> {
+    let mut out = Vec::new();
+    for i in 0..sim.node_count() {
+        let n = NodeIdx(i as u32);
+        let setup = sim.node_setup(n).unwrap();
+        for p in 1..=setup.num_ports {
+            if sim.peer(n, p).is_none() {
+                continue;
+            }
+            let pi = sim.with_agent(n, |a| a.sma().port_info(p)).unwrap();
+            out.push((
+                format!("{} port {p}", setup.description),
+                pi.link_speed_enabled,
+                pi.link_speed_ext_enabled,
+                pi.link_width_enabled,
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn forced_link_speeds_and_widths_are_what_every_port_enables() {
+    let f = generate::k_ary_n_tree(2, 2).unwrap();
+    let ndr = SimConfig {
+        link_speed: LinkSpeed::Ndr,
+        ..SimConfig::default()
+    };
+    // Defaults: every port keeps what it enables (all it supports).
+    let (sim, _) = up(&f, ndr, SmConfig::default());
+    let before = enabled(&sim);
+    for (port, speed, ext, width) in &before {
+        assert_eq!(
+            (*speed, *ext, *width),
+            (
+                LinkSpeedMask::SDR | LinkSpeedMask::DDR | LinkSpeedMask::QDR,
+                LinkSpeedExtMask::FDR
+                    | LinkSpeedExtMask::EDR
+                    | LinkSpeedExtMask::HDR
+                    | LinkSpeedExtMask::NDR,
+                LinkWidthMask::X1 | LinkWidthMask::X4
+            ),
+            "{port}"
+        );
+    }
+    let mut cfg = SmConfig::default();
+    cfg.force_link_speed = 1;
+    cfg.force_link_speed_ext = 2;
+    cfg.force_link_width = 1;
+    let (sim, nodes) = up(&f, ndr, cfg);
+    assert_configured(&sim, &nodes[0].sm, f.switch_count() + f.cas().count());
+    let after = enabled(&sim);
+    assert_eq!(after.len(), before.len());
+    for (port, speed, ext, width) in after {
+        assert_eq!(
+            (speed, ext, width),
+            (LinkSpeedMask::SDR, LinkSpeedExtMask::EDR, LinkWidthMask::X1),
+            "{port}"
+        );
+    }
+}
