@@ -25,6 +25,14 @@
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
 //!                          and switch enforcement programmed from it (without one,
 //!                          OpenSM's default `Default=0x7fff, ipoib : ALL=full ;`)
+//! --root-guid-file FILE  roots of updn, dnup, ftree, dfsssp (OpenSM root_guid_file)
+//! --cn-guid-file FILE    ftree compute nodes (OpenSM cn_guid_file)
+//! --io-guid-file FILE    ftree I/O nodes (OpenSM io_guid_file)
+//! --guid-routing-order-file FILE  ports routed first (OpenSM guid_routing_order_file)
+//!                          (each: one GUID a line; a bad line names file, line, token)
+//! --force-link-speed N   PortInfo.LinkSpeedEnabled: 0 leave, 15 supported (default)
+//! --force-link-speed-ext N  LinkSpeedExtEnabled: 0 leave, 30 off, 31 supported (default)
+//! --force-link-width N   LinkWidthEnabled: 0 leave, 255 supported (default)
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!
@@ -33,7 +41,7 @@
 use std::process::ExitCode;
 use std::time::Instant as WallInstant;
 
-use ibsm::manager::{SmConfig, SmEvent, SubnetManager, SweepStats, driver};
+use ibsm::manager::{RoutingInputs, SmConfig, SmEvent, SubnetManager, SweepStats, driver};
 use ibsm::routing::{EngineList, LidAssignment, metrics};
 use ibsm::sim::{Sim, SimConfig, SmaAgent};
 use ibsm::topology::{Csr, Fabric, generate, ibnet};
@@ -53,12 +61,18 @@ struct Args {
     json: bool,
     sa: bool,
     partitions: Option<ibsm::manager::partition::PartitionConfig>,
+    /// OpenSM's routing input files, read.
+    inputs: RoutingInputs,
+    /// OpenSM's force_link_speed, force_link_speed_ext, force_link_width.
+    force_link: (u8, u8, u8),
 }
 
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] [--json]"
+         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] \
+         [--root-guid-file FILE] [--cn-guid-file FILE] [--io-guid-file FILE] [--guid-routing-order-file FILE] \
+         [--force-link-speed N] [--force-link-speed-ext N] [--force-link-width N] [--json]"
     )
 }
 
@@ -76,6 +90,22 @@ fn parse_args() -> Result<Args, String> {
         json: false,
         sa: true,
         partitions: None,
+        inputs: RoutingInputs::default(),
+        force_link: {
+            let d = SmConfig::default();
+            (
+                d.force_link_speed,
+                d.force_link_speed_ext,
+                d.force_link_width,
+            )
+        },
+    };
+    let guids = |path: String| {
+        ibsm::routing::read_guid_file(std::path::Path::new(&path)).map_err(|e| e.to_string())
+    };
+    let byte = |name: &str, v: String| {
+        v.parse::<u8>()
+            .map_err(|_| usage(&format!("{name} wants 0..255")))
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -156,6 +186,21 @@ fn parse_args() -> Result<Args, String> {
                         .map_err(|e| format!("--partitions {path}: {e}"))?,
                 );
             }
+            "--root-guid-file" => a.inputs.roots = guids(value("--root-guid-file")?)?,
+            "--cn-guid-file" => a.inputs.compute_nodes = guids(value("--cn-guid-file")?)?,
+            "--io-guid-file" => a.inputs.io_nodes = guids(value("--io-guid-file")?)?,
+            "--guid-routing-order-file" => {
+                a.inputs.order = guids(value("--guid-routing-order-file")?)?;
+            }
+            "--force-link-speed" => {
+                a.force_link.0 = byte("--force-link-speed", value("--force-link-speed")?)?;
+            }
+            "--force-link-speed-ext" => {
+                a.force_link.1 = byte("--force-link-speed-ext", value("--force-link-speed-ext")?)?;
+            }
+            "--force-link-width" => {
+                a.force_link.2 = byte("--force-link-width", value("--force-link-width")?)?;
+            }
             "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
             other => return Err(usage(&format!("unknown option {other:?}"))),
         }
@@ -217,6 +262,12 @@ fn run(a: &Args) -> Result<bool, String> {
     cfg.routing = a.routing.clone();
     cfg.lmc = a.lmc;
     cfg.sa = a.sa;
+    cfg.routing_inputs = a.inputs.clone();
+    (
+        cfg.force_link_speed,
+        cfg.force_link_speed_ext,
+        cfg.force_link_width,
+    ) = a.force_link;
     // Without a file, OpenSM's default policy (SmConfig's default) stays in force.
     if let Some(p) = &a.partitions {
         cfg.partitions = Some(p.clone());
@@ -405,33 +456,58 @@ fn run(a: &Args) -> Result<bool, String> {
         eprintln!("  {report:?}");
     }
     if a.json {
-        let attrs: Vec<String> = stats
-            .by_attribute
-            .iter()
-            .map(|(a, n)| format!("\"{a}\":{n}"))
-            .collect();
-        println!(
-            "{{\"topology\":\"{}\",\"switches\":{},\"cas\":{},\"links\":{},\"lids\":{},\"smps\":{},\"retries\":{},\"smps_by_attribute\":{{{}}},\"wall_ms\":{:.1},\"sm_wall_ms\":{:.1},\"virtual_ms\":{:.3},\"routing_ms\":{:.1},\"routing\":\"{}\",\"verified\":{},\"max_link_load\":{},\"sweeps\":{},\"smps_total\":{}}}",
-            name.replace('"', "'"),
-            stats.switches,
+        let summary = Summary {
+            topology: &name,
+            switches: stats.switches,
             cas,
-            stats.links,
-            stats.lids,
-            stats.smps,
-            stats.retries,
-            attrs.join(","),
-            total_wall_ms,
-            sm_wall_ms,
-            virtual_ms,
-            stats.routing_wall.as_secs_f64() * 1e3,
-            stats.routing_engine,
+            links: stats.links,
+            lids: stats.lids,
+            smps: stats.smps,
+            retries: stats.retries,
+            smps_by_attribute: stats.by_attribute.iter().copied().collect(),
+            wall_ms: round(total_wall_ms, 10.0),
+            sm_wall_ms: round(sm_wall_ms, 10.0),
+            virtual_ms: round(virtual_ms, 1000.0),
+            routing_ms: round(stats.routing_wall.as_secs_f64() * 1e3, 10.0),
+            routing: &stats.routing_engine,
             verified,
-            max_link_load.map_or("null".to_owned(), |(m, _)| m.to_string()),
+            max_link_load: max_link_load.map(|(m, _)| m),
             sweeps,
-            sm.smps_sent(),
+            smps_total: sm.smps_sent(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&summary).map_err(|e| e.to_string())?
         );
     }
     Ok(verified)
+}
+
+/// The `--json` line.
+#[derive(serde::Serialize)]
+struct Summary<'a> {
+    topology: &'a str,
+    switches: usize,
+    cas: usize,
+    links: usize,
+    lids: usize,
+    smps: u64,
+    retries: u64,
+    smps_by_attribute: std::collections::BTreeMap<&'static str, u64>,
+    wall_ms: f64,
+    sm_wall_ms: f64,
+    virtual_ms: f64,
+    routing_ms: f64,
+    routing: &'a str,
+    verified: bool,
+    max_link_load: Option<u64>,
+    sweeps: usize,
+    smps_total: u64,
+}
+
+/// `v` rounded to `1 / per` (the precision the summary shows).
+fn round(v: f64, per: f64) -> f64 {
+    (v * per).round() / per
 }
 
 fn main() -> ExitCode {

@@ -624,22 +624,93 @@ impl Decoded {
     /// precision is lost; code points are `{"value":2,"name":"Switch"}`.
     #[must_use]
     pub fn to_json(&self) -> String {
-        let mut out = String::from("{\"sections\":[");
-        for (i, s) in self.sections.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        let doc = JsonDecoded {
+            sections: self.sections.iter().map(JsonSection).collect(),
+            notes: &self.notes,
+        };
+        // Serialising borrowed strings and numbers cannot fail.
+        serde_json::to_string(&doc).unwrap_or_default()
+    }
+}
+
+/// The JSON shape of a [`Decoded`].
+#[derive(serde::Serialize)]
+struct JsonDecoded<'a> {
+    sections: Vec<JsonSection<'a>>,
+    notes: &'a [String],
+}
+
+/// A [`Section`] as `{"title":..,"fields":{..}}`, fields in wire order.
+struct JsonSection<'a>(&'a Section);
+
+impl serde::Serialize for JsonSection<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        /// The fields as one object, in wire order.
+        struct Fields<'a>(&'a [Item]);
+        impl serde::Serialize for Fields<'_> {
+            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut m = ser.serialize_map(Some(self.0.len()))?;
+                for it in self.0 {
+                    m.serialize_entry(&it.name, &JsonValue::of(&it.value))?;
+                }
+                m.end()
             }
-            json_section(&mut out, s);
         }
-        out.push_str("],\"notes\":[");
-        for (i, n) in self.notes.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        use serde::ser::SerializeStruct;
+        let mut st = ser.serialize_struct("Section", 2)?;
+        st.serialize_field("title", &self.0.title)?;
+        st.serialize_field("fields", &Fields(&self.0.items))?;
+        st.end()
+    }
+}
+
+/// A field's JSON value.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum JsonValue<'a> {
+    /// Up to 32 bits: a number.
+    Number(u64),
+    /// Wider numbers and bytes: a hex string; text and routes: the text.
+    Text(String),
+    /// A code point with its name.
+    Named {
+        value: Box<JsonValue<'a>>,
+        name: &'a str,
+    },
+    /// A nested structure.
+    Section(JsonSection<'a>),
+}
+
+impl<'a> JsonValue<'a> {
+    fn of(v: &'a Value) -> Self {
+        match v {
+            Value::Uint { value, bits, name } => {
+                let n = json_number(*value, *bits);
+                match name {
+                    Some(name) => JsonValue::Named {
+                        value: Box::new(n),
+                        name,
+                    },
+                    None => n,
+                }
             }
-            json_string(&mut out, n);
+            Value::Bytes { text: Some(t), .. } | Value::Route(t) => JsonValue::Text(t.clone()),
+            Value::Bytes { bytes, text: None } => {
+                JsonValue::Text(format!("0x{}", bytes_hex(bytes)))
+            }
+            Value::Struct(s) => JsonValue::Section(JsonSection(s)),
         }
-        out.push_str("]}");
-        out
+    }
+}
+
+/// Fields up to 32 bits are JSON numbers; wider ones (GUIDs, keys, TIDs) are hex
+/// strings, exact in every JSON reader and the same type whatever the value.
+fn json_number(v: u64, bits: u16) -> JsonValue<'static> {
+    if bits <= 32 {
+        JsonValue::Number(v)
+    } else {
+        JsonValue::Text(uint_text(v, bits))
     }
 }
 
@@ -690,68 +761,6 @@ fn text_items(out: &mut String, items: &[Item], depth: usize) {
             }
         }
     }
-}
-
-fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn json_section(out: &mut String, s: &Section) {
-    out.push_str("{\"title\":");
-    json_string(out, &s.title);
-    out.push_str(",\"fields\":");
-    json_items(out, &s.items);
-    out.push('}');
-}
-
-fn json_items(out: &mut String, items: &[Item]) {
-    out.push('{');
-    for (i, it) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        json_string(out, &it.name);
-        out.push(':');
-        match &it.value {
-            Value::Uint { value, bits, name } => match name {
-                Some(n) => {
-                    let _ = write!(out, "{{\"value\":{},\"name\":", json_number(*value, *bits));
-                    json_string(out, n);
-                    out.push('}');
-                }
-                None => out.push_str(&json_number(*value, *bits)),
-            },
-            Value::Bytes { text: Some(t), .. } | Value::Route(t) => json_string(out, t),
-            Value::Bytes { bytes, text: None } => {
-                let _ = write!(out, "\"0x{}\"", bytes_hex(bytes));
-            }
-            Value::Struct(s) => json_section(out, s),
-        }
-    }
-    out.push('}');
-}
-
-/// Fields up to 32 bits are JSON numbers; wider ones (GUIDs, keys, TIDs) are hex
-/// strings, exact in every JSON reader and the same type whatever the value.
-fn json_number(v: u64, bits: u16) -> String {
-    if bits <= 32 {
-        v.to_string()
-    } else {
-        uint_text(v, bits)
-    }
-    .replace("0x", "\"0x")
-        + if bits > 32 { "\"" } else { "" }
 }
 
 /// Removes `#` comments (to the end of the line), so annotated hex files decode as is.
@@ -830,37 +839,35 @@ mod tests {
     #[test]
     fn json_is_one_object_with_exact_numbers() {
         let d = decode_mad(&nodeinfo_resp()).unwrap();
-        let j = d.to_json();
-        assert!(
-            j.starts_with("{\"sections\":[{\"title\":\"MAD header\""),
-            "{j}"
+        let text = d.to_json();
+        assert!(!text.contains('\n'));
+        let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let sections = j["sections"].as_array().unwrap();
+        assert_eq!(j["notes"], serde_json::json!([]));
+        let titles: Vec<&str> = sections
+            .iter()
+            .map(|s| s["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(titles, ["MAD header", "Directed-route SMP", "NodeInfo"]);
+        // Fields keep wire order in the text (the parsed map sorts its keys).
+        let at: Vec<usize> = d.sections[0]
+            .items
+            .iter()
+            .map(|i| text.find(&format!("\"{}\":", i.name)).unwrap())
+            .collect();
+        assert!(at.is_sorted(), "{text}");
+        let ni = &sections[2]["fields"];
+        assert_eq!(ni["node_guid"], "0x0002c90300001234");
+        assert_eq!(ni["num_ports"], 8);
+        assert_eq!(
+            ni["node_type"],
+            serde_json::json!({"value": 2, "name": "Switch"})
         );
-        assert!(j.ends_with("\"notes\":[]}"), "{j}");
-        assert!(!j.contains('\n'));
-        assert!(j.contains("\"node_guid\":\"0x0002c90300001234\""), "{j}");
-        assert!(
-            j.contains("\"transaction_id\":\"0x0000000000001234\""),
-            "{j}"
+        assert_eq!(
+            sections[0]["fields"]["transaction_id"],
+            "0x0000000000001234"
         );
-        assert!(
-            j.contains("\"node_type\":{\"value\":2,\"name\":\"Switch\"}"),
-            "{j}"
-        );
-        assert!(j.contains("\"num_ports\":8"), "{j}");
-        assert!(j.contains("\"return_path\":\"0,1,3\""), "{j}");
-        let mut s = String::new();
-        json_string(&mut s, "a\"b\\c\n");
-        assert_eq!(s, r#""a\"b\\c\u000a""#);
-        // Balanced braces and brackets (a cheap well-formedness check without a parser).
-        let depth = j.chars().try_fold(0i32, |d, c| {
-            let d = match c {
-                '{' | '[' => d + 1,
-                '}' | ']' => d - 1,
-                _ => d,
-            };
-            (d >= 0).then_some(d)
-        });
-        assert_eq!(depth, Some(0));
+        assert_eq!(sections[1]["fields"]["return_path"], "0,1,3");
     }
 
     #[test]
@@ -872,7 +879,8 @@ mod tests {
             .unwrap();
         let d = decode_mad(&smp.to_bytes()).unwrap();
         assert!(d.to_text().contains("\"sw-a \"core\"\""), "{}", d.to_text());
-        assert!(d.to_json().contains(r#""node_string":"sw-a \"core\"""#));
+        let j: serde_json::Value = serde_json::from_str(&d.to_json()).unwrap();
+        assert_eq!(j["sections"][2]["fields"]["node_string"], "sw-a \"core\"");
     }
 
     #[test]
@@ -975,10 +983,10 @@ mod tests {
             t.contains("  node_type:"),
             "nested fields are indented: {t}"
         );
-        assert!(
-            d.to_json()
-                .contains("\"node_info\":{\"title\":\"NodeInfo\"")
-        );
+        let j: serde_json::Value = serde_json::from_str(&d.to_json()).unwrap();
+        let nested = &j["sections"][2]["fields"]["node_info"];
+        assert_eq!(nested["title"], "NodeInfo");
+        assert!(nested["fields"]["node_type"].is_object(), "{nested}");
     }
 
     /// Every MAD captured from ibsim decodes, with the attribute or records it carries.
@@ -1008,7 +1016,8 @@ mod tests {
                 other => panic!("fixture {other} not known to this test"),
             };
             assert!(last.starts_with(want), "{name}: last section {last}");
-            assert!(d.to_json().starts_with('{'));
+            let j: serde_json::Value = serde_json::from_str(&d.to_json()).unwrap();
+            assert_eq!(j["sections"].as_array().unwrap().len(), d.sections.len());
             seen += 1;
         }
         assert_eq!(seen, 22, "11 exchanges, request and response each");

@@ -79,11 +79,28 @@ fn hex_arguments_and_json() {
         1,
         "one JSON object on one line: {json}"
     );
-    assert!(json.starts_with("{\"sections\":["), "{json}");
-    assert!(
-        json.contains("\"sm_state\":{\"value\":3,\"name\":\"Master\"}"),
+    let j = parse(&json);
+    let sminfo = section(&j, "SMInfo");
+    assert_eq!(
+        sminfo["sm_state"],
+        serde_json::json!({"value": 3, "name": "Master"}),
         "{json}"
     );
+}
+
+fn parse(json: &str) -> serde_json::Value {
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
+/// The fields of the section titled `title`.
+fn section<'a>(j: &'a serde_json::Value, title: &str) -> &'a serde_json::Value {
+    let s = j["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == title)
+        .unwrap_or_else(|| panic!("no section {title}: {j}"));
+    &s["fields"]
 }
 
 #[test]
@@ -148,21 +165,22 @@ fn perf_mgt_port_counters_text_and_json() {
     let out = run(&["--json"], &hex);
     assert!(out.status.success(), "{out:?}");
     let json = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        json.contains("\"attribute_id\":{\"value\":18,\"name\":\"PortCounters\"}"),
+    let j = parse(&json);
+    let gs = section(&j, "MAD header");
+    assert_eq!(
+        gs["attribute_id"],
+        serde_json::json!({"value": 18, "name": "PortCounters"}),
         "{json}"
     );
-    assert!(json.contains("\"port_select\":3,"), "{json}");
-    assert!(json.contains("\"symbol_error_counter\":12,"), "{json}");
-    assert!(json.contains("\"link_downed_counter\":2,"), "{json}");
-    assert!(
-        json.contains("\"excessive_buffer_overrun_errors\":15,"),
-        "{json}"
-    );
-    assert!(json.contains("\"port_xmit_data\":19088743,"), "{json}");
-    assert!(json.contains("\"port_rcv_pkts\":99,"), "{json}");
-    assert!(
-        json.contains("\"name\":\"PORT_XMIT_DATA|PORT_RCV_DATA|PORT_XMIT_PKTS|PORT_RCV_PKTS\""),
+    let pc = section(&j, "PortCounters");
+    assert_eq!(pc["port_select"], 3);
+    assert_eq!(pc["symbol_error_counter"], 12);
+    assert_eq!(pc["link_downed_counter"], 2);
+    assert_eq!(pc["excessive_buffer_overrun_errors"], 15);
+    assert_eq!(pc["port_xmit_data"], 19_088_743);
+    assert_eq!(pc["port_rcv_pkts"], 99);
+    assert_eq!(
+        pc["counter_select"]["name"], "PORT_XMIT_DATA|PORT_RCV_DATA|PORT_XMIT_PKTS|PORT_RCV_PKTS",
         "CounterSelect named: {json}"
     );
 }
@@ -188,8 +206,10 @@ fn perf_mgt_class_port_info_names_pm_capabilities() {
     let out = run(&["--json", &hex], "");
     assert!(out.status.success(), "{out:?}");
     let json = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        json.contains("\"name\":\"ALL_PORT_SELECT|EXT_WIDTH|XMIT_WAIT\""),
+    let j = parse(&json);
+    let cpi = section(&j, "ClassPortInfo");
+    assert_eq!(
+        cpi["capability_mask"]["name"], "ALL_PORT_SELECT|EXT_WIDTH|XMIT_WAIT",
         "{json}"
     );
 }
