@@ -343,7 +343,7 @@ impl Walk {
             Probe::NodeInfo { path, .. } => found.unreachable.push((path, error)),
             Probe::NodeDescription { node } | Probe::SwitchInfo { node } => {
                 if let Some(n) = found.nodes.get_mut(node) {
-                    n.error = Some(error);
+                    n.error = Some(Box::new(error));
                 }
             }
             Probe::PortInfo { node, port } => {
@@ -352,7 +352,7 @@ impl Walk {
                     .get_mut(node)
                     .and_then(|n| n.ports.get_mut(usize::from(port)))
                 {
-                    p.error = Some(error);
+                    p.error = Some(Box::new(error));
                 }
             }
         }

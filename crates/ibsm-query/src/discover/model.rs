@@ -30,8 +30,9 @@ pub struct FoundPort {
     /// The last PortInfo Get of this port set attribute-modifier bit 31
     /// (SMSupportExtendedSpeeds), so `info` holds the LinkSpeedExt* fields.
     pub ext_speeds: bool,
-    /// Why its PortInfo could not be read.
-    pub error: Option<SmpError>,
+    /// Why its PortInfo could not be read (boxed: rare, and the SM keeps a model of
+    /// every port of its subnet).
+    pub error: Option<Box<SmpError>>,
 }
 
 /// A node as discovered.
@@ -49,7 +50,7 @@ pub struct FoundNode {
     /// Ports 0..=NumPorts.
     pub ports: Vec<FoundPort>,
     /// Why its NodeDescription or SwitchInfo could not be read.
-    pub error: Option<SmpError>,
+    pub error: Option<Box<SmpError>>,
 }
 
 impl FoundNode {
