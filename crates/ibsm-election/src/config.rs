@@ -25,11 +25,13 @@ pub struct Config {
     /// Period of the Standby's SubnGet(SMInfo) polls of the Master
     /// (OpenSM `sminfo_polling_timeout`, default 10 s). Sub-second values are allowed.
     pub polling_timeout: Duration,
-    /// Failed polls tolerated before the Master is declared lost: the Master is lost
-    /// after `polling_retries + 1` consecutive failed polls (OpenSM
-    /// `polling_retry_number`, default 4). A poll fails when it is unanswered at the next
-    /// tick, or answered by something that is no longer a live Master (wrong GUID, wrong
-    /// key, state not Master, or an ActCount that did not advance).
+    /// Consecutive failed polls that declare the Master lost (OpenSM
+    /// `polling_retry_number`, default 4; 0 counts as 1), as opensm.conf documents the
+    /// option ("number of failing polls of remote SM that declares it dead"). OpenSM
+    /// 3.3's code waits for one failed poll more; set this one higher for its timing.
+    /// A poll fails when it is unanswered at the next tick, or answered by something
+    /// that is no longer a live Master (wrong GUID, wrong key, state not Master, or an
+    /// ActCount that did not advance).
     pub polling_retries: u32,
     /// Time to wait for the response to a probe, HANDOVER, ACKNOWLEDGE or control Set
     /// before resending it (OpenSM `transaction_timeout`, default 200 ms).
@@ -49,14 +51,14 @@ pub struct Config {
 impl Config {
     /// OpenSM 3.3's defaults: priority 0, SM_Key 1 (OpenSM's default `sm_key`), polls
     /// every 10 s, 4 retries, 200 ms × 3 transactions. A dead Master is noticed after
-    /// 50 to 60 s, as with OpenSM.
+    /// 40 to 50 s (4 failed polls; OpenSM 3.3 itself: 50 to 60 s).
     #[must_use]
     pub fn opensm_defaults(guid: u64) -> Self {
         Self::with_polling(guid, Duration::from_secs(10), 4)
     }
 
     /// A fast-failover profile: polls every 200 ms, 2 retries, 50 ms transactions. A
-    /// dead Master is noticed after 600 to 800 ms.
+    /// dead Master is noticed after 400 to 600 ms.
     #[must_use]
     pub fn fast(guid: u64) -> Self {
         let mut c = Self::with_polling(guid, Duration::from_millis(200), 2);
@@ -83,10 +85,11 @@ impl Config {
     }
 
     /// The time a Standby needs, at most, to declare a silent Master lost:
-    /// `(polling_retries + 2) × polling_timeout` after the Master's last answer.
+    /// `(polling_retries + 1) × polling_timeout` after the Master's last answer (at
+    /// least two periods: 0 retries counts as 1).
     #[must_use]
     pub fn worst_case_detection(&self) -> Duration {
-        self.polling_timeout * (self.polling_retries + 2)
+        self.polling_timeout * (self.polling_retries.max(1) + 1)
     }
 
     /// Checks the ranges.

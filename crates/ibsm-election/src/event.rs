@@ -26,7 +26,7 @@ pub enum Event {
     /// [`sweep_complete`]: crate::Election::sweep_complete
     SweepNeeded,
     /// The Master this Standby followed stopped answering, or stopped advancing its
-    /// ActCount, for `polling_retries + 1` polls. The SM is now Discovering.
+    /// ActCount, for `polling_retries` polls in a row (at least 1). The SM is now Discovering.
     MasterLost {
         /// Port GUID of the lost Master.
         guid: u64,

@@ -16,8 +16,10 @@
 //!   Standby, the only sender state OpenSM accepts in one. Two Masters resolve the same
 //!   way: the lower one hands over.
 //! * **Polling**: a Standby polls the SM it follows with SubnGet(SMInfo) every
-//!   `polling_timeout`; after `polling_retries + 1` failed polls (no answer, or a Master
-//!   whose ActCount stood still) it declares the Master lost and rediscovers.
+//!   `polling_timeout`; after `polling_retries` failed polls in a row (no answer, or a
+//!   Master whose ActCount stood still; opensm.conf's meaning of `polling_retry_number`,
+//!   where OpenSM 3.3's code waits one poll more) it declares the Master lost and
+//!   rediscovers.
 //! * **Refresh**: between sweeps a Master may ask the SMs it knows for their SMInfo
 //!   again ([`Election::refresh_known_sms`], at each light sweep, as OpenSM does), so
 //!   [`Election::known_sms`] shows their current ActCount and state; the answers decide
@@ -45,9 +47,10 @@
 //!
 //! # Failover times (virtual time, `tests/failover.rs`)
 //!
-//! From the Master's death to a Standby's [`Event::MasterLost`]: 50 to 60 s with OpenSM's
-//! defaults ([`Config::opensm_defaults`], 10 s × 4 retries, as OpenSM itself), 600 to
-//! 800 ms with [`Config::fast`] (200 ms × 2), 300 to 400 ms with 100 ms × 2. The new
+//! From the Master's death to a Standby's [`Event::MasterLost`]: 40 to 50 s with OpenSM's
+//! defaults ([`Config::opensm_defaults`], 10 s × 4 retries; OpenSM 3.3 itself takes 50
+//! to 60 s), 400 to 600 ms with [`Config::fast`] (200 ms × 2), 200 to 300 ms with
+//! 100 ms × 2. The new
 //! Master is elected one discovery sweep later; configuring the fabric comes on top.
 //!
 //! ```

@@ -572,7 +572,7 @@ impl Election {
             State::Standby(s) if s.next_poll <= now => {
                 if s.outstanding.take().is_some() {
                     s.failures += 1;
-                    if s.failures > self.cfg.polling_retries {
+                    if s.failures >= self.cfg.polling_retries.max(1) {
                         let (g, addr) = (s.master, s.addr);
                         self.lost_addr = Some(addr);
                         self.lose_master(now, g, None);
@@ -976,7 +976,7 @@ impl Election {
             s.failures = 0;
         } else {
             s.failures += 1;
-            if s.failures > retries {
+            if s.failures >= retries.max(1) {
                 self.lose_master(now, master, stalled.then_some(info.act_count));
             }
         }

@@ -381,16 +381,20 @@ fn detection_time(c: Config) -> Duration {
 }
 
 #[test]
-fn silent_master_is_lost_after_retries_plus_one_polls() {
-    // OpenSM's defaults: 10 s, 4 retries -> declared at the 6th tick, 60 s.
+fn silent_master_is_lost_after_retries_failed_polls() {
+    // OpenSM's defaults: 10 s, 4 retries -> the 4th failed poll, seen at the 5th tick.
     let c = Config::opensm_defaults(ME);
-    assert_eq!(detection_time(c.clone()), Duration::from_secs(60));
-    assert_eq!(c.worst_case_detection(), Duration::from_secs(60));
-    // Fast profile: 200 ms, 2 retries -> 800 ms.
-    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(800));
-    // Sub-second and single-retry values work too.
+    assert_eq!(detection_time(c.clone()), Duration::from_secs(50));
+    assert_eq!(c.worst_case_detection(), Duration::from_secs(50));
+    // Fast profile: 200 ms, 2 retries -> 600 ms.
+    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(600));
+    // Sub-second and single-retry values work too; 0 retries is 1.
     let c = Config::with_polling(ME, Duration::from_millis(50), 1);
-    assert_eq!(detection_time(c), Duration::from_millis(150));
+    assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
+    assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
+    let c = Config::with_polling(ME, Duration::from_millis(50), 0);
+    assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
+    assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
 }
 
 #[test]
@@ -450,7 +454,7 @@ fn error_status_poll_is_a_failure() {
         }
     }
     assert_eq!(e.state(), SmState::Discovering);
-    assert_eq!(answered, e.config().polling_retries + 1);
+    assert_eq!(answered, e.config().polling_retries);
 }
 
 #[test]

@@ -150,8 +150,9 @@ pub struct SmConfig {
     /// Standby: time between polls of the master (OpenSM `sminfo_polling_timeout`, 10 s;
     /// not zero).
     pub polling_timeout: Duration,
-    /// Standby: failed polls before the master is declared dead (OpenSM
-    /// `polling_retry_number`, 4).
+    /// Standby: failed polls in a row that declare the master dead (OpenSM
+    /// `polling_retry_number`, 4, as opensm.conf documents it; OpenSM 3.3's code waits
+    /// one failed poll more).
     pub polling_retries: u32,
     /// Most SMPs in flight at once at the start of a sweep (OpenSM `max_wire_smps`, 4;
     /// ours adapts upwards from here up to `max_wire_smps_limit`; at least 1).
