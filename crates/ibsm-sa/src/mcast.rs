@@ -1,15 +1,17 @@
-//! Multicast groups: MCMemberRecord join / leave, MLID allocation, and the
-//! MulticastForwardingTable blocks that carry each group over a spanning tree of the
-//! switches its members hang off.
+//! Multicast groups: MCMemberRecord join / leave, MLID allocation (only MLIDs every
+//! switch's MulticastFDBCap holds), and the MulticastForwardingTable blocks that carry
+//! each group over a tree of the switches its members hang off (`tree`: central roots,
+//! send-only members as senders only, loop-free order of the updates).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+mod tree;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ibsm_wire::sa::{ComponentMask, McMemberRecord, SaStatus, Selector, join_state};
 use ibsm_wire::{Gid, Mtu, MulticastForwardingTable};
 
 use crate::db::{Db, rate_code};
 use crate::server::{Requester, select_life, select_rate, select_up};
-use crate::snapshot::NodeIx;
 
 /// First multicast LID.
 pub const MLID_BASE: u16 = 0xC000;
@@ -47,6 +49,25 @@ struct Group {
     /// Defined by the SM (`SaServer::set_predefined_groups`): stays when the last
     /// member leaves.
     predefined: bool,
+    /// GUID of the switch the tree is rooted at.
+    root: Option<u64>,
+    /// The tree's MFT entries: switch GUID -> output ports.
+    tree: HashMap<u64, BTreeSet<u8>>,
+    /// Members or topology changed since `tree` was built.
+    dirty: bool,
+}
+
+impl Group {
+    fn new(rec: McMemberRecord, members: BTreeMap<u64, (Gid, u8)>, predefined: bool) -> Self {
+        Self {
+            rec,
+            members,
+            predefined,
+            root: None,
+            tree: HashMap::new(),
+            dirty: true,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -54,8 +75,18 @@ pub(crate) struct Groups {
     groups: BTreeMap<[u8; 16], Group>,
     next_mgid: u64,
     /// (switch GUID, MLID) -> ports as last handed out.
-    programmed: HashMap<(u64, u16), BTreeSet<u8>>,
+    programmed: tree::Entries,
+    /// What the groups' trees want, as of the last [`Self::take_updates`].
+    want: tree::Entries,
+    /// Hop distances of the snapshot, computed when a tree first needs them.
+    hops: Option<tree::Hops>,
+    /// Every block is written again at the next step (a new topology: a switch may
+    /// have been reset and lost its MFT).
+    rewrite: bool,
 }
+
+/// JoinState bits of a member that receives the group's traffic.
+const RECEIVES: u8 = join_state::FULL_MEMBER | join_state::NON_MEMBER;
 
 type Res<T> = Result<T, SaStatus>;
 
@@ -65,7 +96,7 @@ impl Groups {
     /// members, and takes the new parameters (P_Key, Q_Key, MTU, ...) only while it has
     /// no member (members joined under the old ones); groups no longer predefined go
     /// when they have no member. Returns the MGIDs left out for want of an MLID.
-    pub(crate) fn predefine(&mut self, recs: &[McMemberRecord]) -> Vec<Gid> {
+    pub(crate) fn predefine(&mut self, db: &Db, recs: &[McMemberRecord]) -> Vec<Gid> {
         let wanted: BTreeSet<[u8; 16]> = recs.iter().map(|r| r.mgid.0).collect();
         self.groups.retain(|k, g| {
             if !wanted.contains(k) {
@@ -84,17 +115,13 @@ impl Groups {
                 }
                 continue;
             }
-            let Some(mlid) = self.free_mlid() else {
+            let Some(mlid) = self.free_mlid(db) else {
                 left_out.push(r.mgid);
                 continue;
             };
             self.groups.insert(
                 r.mgid.0,
-                Group {
-                    rec: Self::predefined_rec(r, mlid),
-                    members: BTreeMap::new(),
-                    predefined: true,
-                },
+                Group::new(Self::predefined_rec(r, mlid), BTreeMap::new(), true),
             );
         }
         left_out
@@ -110,14 +137,23 @@ impl Groups {
         rec
     }
 
-    fn free_mlid(&self) -> Option<u16> {
+    /// The lowest MLID no group has that every switch's MFT holds (MulticastFDBCap
+    /// entries from 0xC000; the smallest cap of the subnet bounds them all).
+    fn free_mlid(&self, db: &Db) -> Option<u16> {
+        let last = mlid_last(db)?;
         let used: BTreeSet<u16> = self.groups.values().map(|g| g.rec.mlid).collect();
-        (MLID_BASE..=MLID_LAST).find(|m| !used.contains(m))
+        (MLID_BASE..=last).find(|m| !used.contains(m))
     }
 
     pub(crate) fn retopo(&mut self, _db: &Db) {
-        // A new topology may have new or reset switches: write every group again.
-        self.programmed.clear();
+        // A new topology may have new or reset switches and other links: every tree is
+        // built again and every block written again. `programmed` stays what the
+        // switches were last given, so the change is ordered like any other.
+        self.hops = None;
+        self.rewrite = true;
+        for g in self.groups.values_mut() {
+            g.dirty = true;
+        }
     }
 
     fn member_end(
@@ -183,6 +219,7 @@ impl Groups {
                 }
                 let ent = g.members.entry(e.guid).or_insert((t.port_gid, 0));
                 ent.1 |= t.join_state & 0xF;
+                g.dirty = true;
                 let mut out = g.rec;
                 out.port_gid = t.port_gid;
                 out.join_state = ent.1;
@@ -216,7 +253,9 @@ impl Groups {
         } else {
             asked_scope.unwrap_or(ibsm_wire::sa::mgid_scope::LINK_LOCAL)
         };
-        let mlid = self.free_mlid().ok_or(SaStatus::NoResources)?;
+        // As OpenSM: no MLID left (within the smallest MulticastFDBCap) is
+        // ERR_NO_RESOURCES, never an MLID some switch cannot forward.
+        let mlid = self.free_mlid(db).ok_or(SaStatus::NoResources)?;
         let mgid = if want_mgid {
             t.mgid
         } else {
@@ -284,14 +323,7 @@ impl Groups {
         };
         let mut members = BTreeMap::new();
         members.insert(e.guid, (t.port_gid, t.join_state & 0xF));
-        self.groups.insert(
-            mgid.0,
-            Group {
-                rec,
-                members,
-                predefined: false,
-            },
-        );
+        self.groups.insert(mgid.0, Group::new(rec, members, false));
         let mut out = rec;
         out.port_gid = t.port_gid;
         out.join_state = t.join_state & 0xF;
@@ -316,6 +348,7 @@ impl Groups {
         let m = g.members.get_mut(&e.guid).ok_or(SaStatus::ReqInvalid)?;
         m.1 &= !(t.join_state & 0xF);
         let left = m.1;
+        g.dirty = true;
         let mut out = g.rec;
         out.port_gid = t.port_gid;
         out.join_state = t.join_state & 0xF;
@@ -351,56 +384,65 @@ impl Groups {
         out
     }
 
-    /// Ports of every switch for every group: a BFS tree over the switches from the
-    /// first member's switch, pruned to the member switches, plus the member ports.
-    fn desired(&self, db: &Db) -> HashMap<(NodeIx, u16), BTreeSet<u8>> {
-        let mut want: HashMap<(NodeIx, u16), BTreeSet<u8>> = HashMap::new();
-        for g in self.groups.values() {
-            let mut at: Vec<(NodeIx, u8)> = Vec::new();
-            for guid in g.members.keys() {
-                if let Some(e) = db.end_by_guid(*guid) {
-                    if let Some(a) = db.attach_switch(e) {
-                        at.push(a);
-                    }
+    /// Builds the trees of the groups whose members or topology changed, and returns
+    /// every group's MFT entries.
+    fn desired(&mut self, db: &Db) -> tree::Entries {
+        if self.groups.values().any(|g| g.dirty) {
+            let hops = self.hops.get_or_insert_with(|| tree::Hops::new(db));
+            // Groups rooted at each switch, for spreading the roots.
+            let mut uses: HashMap<u64, u32> = HashMap::new();
+            for g in self.groups.values().filter(|g| !g.dirty) {
+                if let Some(r) = g.root {
+                    *uses.entry(r).or_default() += 1;
                 }
             }
-            let Some(&(root, _)) = at.first() else {
-                continue;
-            };
-            // BFS parents: node -> (parent, port on parent, port on node).
-            let mut parent: HashMap<NodeIx, (NodeIx, u8, u8)> = HashMap::new();
-            let mut seen = BTreeSet::from([root]);
-            let mut q = VecDeque::from([root]);
-            while let Some(n) = q.pop_front() {
-                for (p, m) in db.switch_neighbours(n) {
-                    if seen.insert(m) {
-                        let back = db.snap.nodes[n as usize].ports[usize::from(p)]
-                            .peer
-                            .map_or(0, |x| x.1);
-                        parent.insert(m, (n, p, back));
-                        q.push_back(m);
-                    }
+            for g in self.groups.values_mut().filter(|g| g.dirty) {
+                g.dirty = false;
+                let members = Self::tree_members(db, hops, g);
+                let root = hops.root(&members, g.root, &uses);
+                g.root = root.map(|r| hops.guid(r));
+                g.tree = root.map_or_else(HashMap::new, |r| {
+                    hops.tree(r, &members)
+                        .into_iter()
+                        .map(|(s, p)| (hops.guid(s), p))
+                        .collect()
+                });
+                if g.tree.is_empty() {
+                    g.root = None;
                 }
-            }
-            let mlid = g.rec.mlid;
-            for &(sw, port) in &at {
-                if db.route_of(sw).is_none() {
-                    continue;
-                }
-                want.entry((sw, mlid)).or_default().insert(port);
-                let mut n = sw;
-                while let Some(&(p, op, ip)) = parent.get(&n) {
-                    let child = want.entry((n, mlid)).or_default();
-                    let fresh = child.insert(ip);
-                    want.entry((p, mlid)).or_default().insert(op);
-                    if !fresh {
-                        break;
-                    }
-                    n = p;
+                if let Some(r) = g.root {
+                    *uses.entry(r).or_default() += 1;
                 }
             }
         }
+        let mut want = tree::Entries::new();
+        for g in self.groups.values() {
+            for (&sw, ports) in &g.tree {
+                want.insert((sw, g.rec.mlid), ports.clone());
+            }
+        }
         want
+    }
+
+    /// The group's members on routed switches.
+    fn tree_members(db: &Db, hops: &tree::Hops, g: &Group) -> Vec<tree::Member> {
+        g.members
+            .iter()
+            .filter_map(|(guid, &(_, js))| {
+                let e = db.end_by_guid(*guid)?;
+                let (sw, port) = db.attach_switch(e)?;
+                Some(tree::Member {
+                    sw: hops.index(sw)?,
+                    port,
+                    receives: js & RECEIVES != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// The root switch (GUID) of a group's tree, if it has one.
+    pub(crate) fn root_of(&self, mgid: &Gid) -> Option<u64> {
+        self.groups.get(&mgid.0)?.root
     }
 
     /// `(switch GUID, MLID, ports)` as last handed out, sorted.
@@ -415,21 +457,42 @@ impl Groups {
         out
     }
 
+    /// Whether the last [`Self::take_updates`] left changes for a later step (its
+    /// Sets must all be answered first).
+    pub(crate) fn pending(&self) -> bool {
+        self.programmed != self.want
+    }
+
+    /// Per switch GUID, the MulticastFDBTop its MFT needs: the last MLID of the
+    /// highest block in use, by what is handed out or about to be (0xBFFF: none).
+    pub(crate) fn mft_tops(&self) -> HashMap<u64, u16> {
+        let mut top: HashMap<u64, u16> = HashMap::new();
+        for ((sw, mlid), ports) in self.programmed.iter().chain(&self.want) {
+            if ports.is_empty() {
+                continue;
+            }
+            let last = MLID_BASE + ((mlid - MLID_BASE) / 32) * 32 + 31;
+            let t = top.entry(*sw).or_insert(MLID_BASE - 1);
+            *t = (*t).max(last);
+        }
+        top
+    }
+
+    /// The next step's MFT blocks (see `tree::next_step`): the caller writes them all
+    /// and waits for every answer before it asks again.
     pub(crate) fn take_updates(&mut self, db: &Db) -> Vec<MftUpdate> {
-        let want: HashMap<(u64, u16), BTreeSet<u8>> = self
-            .desired(db)
-            .into_iter()
-            .map(|((n, m), ports)| ((db.snap.nodes[n as usize].info.node_guid, m), ports))
-            .collect();
+        self.want = self.desired(db);
+        let want = tree::next_step(&self.programmed, &self.want);
+        let rewrite = std::mem::take(&mut self.rewrite);
         // (switch, block) pairs touched.
         let mut touched: BTreeSet<(u64, u16)> = BTreeSet::new();
         for (k, v) in &want {
-            if self.programmed.get(k) != Some(v) {
+            if rewrite || self.programmed.get(k) != Some(v) {
                 touched.insert((k.0, (k.1 - MLID_BASE) / 32));
             }
         }
         for k in self.programmed.keys() {
-            if !want.contains_key(k) {
+            if rewrite || !want.contains_key(k) {
                 touched.insert((k.0, (k.1 - MLID_BASE) / 32));
             }
         }
@@ -473,3 +536,22 @@ impl Groups {
         out
     }
 }
+
+/// The highest MLID every switch of the snapshot forwards (`None`: some switch has no
+/// MFT at all).
+fn mlid_last(db: &Db) -> Option<u16> {
+    let cap = db
+        .snap
+        .nodes
+        .iter()
+        .filter_map(|n| n.switch_info.map(|si| si.multicast_fdb_cap))
+        .min();
+    match cap {
+        None => Some(MLID_LAST),
+        Some(0) => None,
+        Some(c) => Some((u32::from(MLID_BASE) + u32::from(c) - 1).min(u32::from(MLID_LAST)) as u16),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -294,7 +294,7 @@ impl SaServer {
     /// longer is goes once its last member leaves. Returns the MGIDs that got no group
     /// because every MLID is taken.
     pub fn set_predefined_groups(&mut self, groups: &[McMemberRecord]) -> Vec<ibsm_wire::Gid> {
-        self.groups.predefine(groups)
+        self.groups.predefine(&self.db, groups)
     }
 
     /// Replaces the SMs SMInfoRecord lists ([`SaSnapshot::sms`]) without reloading the
@@ -328,9 +328,35 @@ impl SaServer {
     }
 
     /// MFT blocks that changed since the last call, for the SM to write with
-    /// SubnSet(MulticastForwardingTable).
+    /// SubnSet(MulticastForwardingTable). A tree that changes comes in two steps, so
+    /// that no forwarding loop exists while the Sets are in flight: first the ports
+    /// the new trees drop, then the ones they add. The SM writes every block of a
+    /// step and waits until all are answered (or given up) before it calls again;
+    /// [`Self::mft_pending`] says whether a further step is waiting.
     pub fn take_mft_updates(&mut self) -> Vec<MftUpdate> {
         self.groups.take_updates(&self.db)
+    }
+
+    /// Whether the last [`Self::take_mft_updates`] held back a step (the ports new
+    /// trees add) until its blocks are written.
+    #[must_use]
+    pub fn mft_pending(&self) -> bool {
+        self.groups.pending()
+    }
+
+    /// The SwitchInfo.MulticastFDBTop each switch with multicast entries needs (switch
+    /// GUID -> the last MLID of its highest MFT block in use), for what is handed out
+    /// and what the held-back step adds; a switch not listed needs none (0xBFFF).
+    #[must_use]
+    pub fn mft_tops(&self) -> std::collections::HashMap<u64, u16> {
+        self.groups.mft_tops()
+    }
+
+    /// The switch (node GUID) a group's tree is rooted at, once
+    /// [`Self::take_mft_updates`] has built it; `None` without a tree (no receiver).
+    #[must_use]
+    pub fn mcast_root(&self, mgid: &ibsm_wire::Gid) -> Option<u64> {
+        self.groups.root_of(mgid)
     }
 
     /// The multicast forwarding the SM has been handed so far ([`Self::take_mft_updates`]):

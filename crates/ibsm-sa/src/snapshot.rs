@@ -69,7 +69,8 @@ pub struct SaSnapshot {
 
 impl SaSnapshot {
     /// A snapshot of a fabric model routed offline (no SM, no SMAs): every connected
-    /// port Active at 4x QDR with a 4096-byte MTU, LIDs from `lids`, the LFTs of
+    /// port Active at 4x QDR with a 4096-byte MTU, switches whose MFTs hold every
+    /// MLID, LIDs from `lids`, the LFTs of
     /// `routes` (computed on `Csr::new(fabric)` with `lids`). For tools, benches and
     /// tests that want an SA without bringing a subnet up.
     #[must_use]
@@ -174,6 +175,8 @@ impl SaSnapshot {
                 switch_info: sw.then(|| SwitchInfo {
                     linear_fdb_cap: 49_152,
                     linear_fdb_top: lids.max_lid(),
+                    // The fabric model knows no MFT sizes: every MLID the SA hands out.
+                    multicast_fdb_cap: crate::MLID_LAST - crate::MLID_BASE + 1,
                     ..SwitchInfo::default()
                 }),
                 ports,

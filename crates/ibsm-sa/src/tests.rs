@@ -946,6 +946,69 @@ fn multicast_groups_and_mfts() {
     assert_eq!(st.sa_status(), SaStatus::ReqInsufficientComponents);
 }
 
+/// MLIDs only within the smallest MulticastFDBCap of the switches: a group that
+/// cannot get one is refused ERR_NO_RESOURCES (as OpenSM), and so is a predefined one
+/// left out; MulticastFDBTop covers the blocks in use.
+#[test]
+fn mlids_within_the_smallest_mft_cap() {
+    let f = tree();
+    let mut first = true;
+    let mut sa = server_with(&f, |snap| {
+        for n in &mut snap.nodes {
+            if let Some(si) = n.switch_info.as_mut() {
+                // One small switch bounds the subnet.
+                si.multicast_fdb_cap = if first { 2 } else { 1024 };
+                first = false;
+            }
+        }
+    });
+    let port = |t: usize| {
+        let (lid, _) = f.lids.terminal_lid(t);
+        let g = f
+            .fabric
+            .port(f.csr.term_node[t], f.csr.term_port[t])
+            .unwrap()
+            .guid
+            .0;
+        (lid, Gid::new(PREFIX, g))
+    };
+    let (la, ga) = port(0);
+    let mask = McMemberRecord::CM_PORT_GID
+        | McMemberRecord::CM_QKEY
+        | McMemberRecord::CM_PKEY
+        | McMemberRecord::CM_JOIN_STATE;
+    let t = |qkey: u32| McMemberRecord {
+        port_gid: ga,
+        qkey,
+        pkey: 0xFFFF,
+        join_state: join_state::FULL_MEMBER,
+        ..Default::default()
+    };
+    let (st, g1) = get(&mut sa, Method::Set, mask.0, &t(1), la);
+    assert!(st.is_ok());
+    let (st, g2) = get(&mut sa, Method::Set, mask.0, &t(2), la);
+    assert!(st.is_ok());
+    assert_eq!((g1.mlid, g2.mlid), (0xC000, 0xC001));
+    let (st, _) = get(&mut sa, Method::Set, mask.0, &t(3), la);
+    assert_eq!(st.sa_status(), SaStatus::NoResources);
+    let mut mgid = [0u8; 16];
+    mgid[0] = 0xFF;
+    mgid[1] = 0x12;
+    mgid[15] = 9;
+    let pre = McMemberRecord {
+        mgid: Gid(mgid),
+        qkey: 4,
+        pkey: 0xFFFF,
+        ..Default::default()
+    };
+    assert_eq!(sa.set_predefined_groups(&[pre]), vec![Gid(mgid)]);
+    // Both groups have entries in block 0: its last MLID is the top.
+    assert!(!sa.take_mft_updates().is_empty());
+    let tops = sa.mft_tops();
+    assert!(!tops.is_empty());
+    assert!(tops.values().all(|&t| t == 0xC01F), "{tops:?}");
+}
+
 #[test]
 fn services_register_expire_and_delete() {
     let f = tree();

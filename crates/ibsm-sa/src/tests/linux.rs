@@ -366,6 +366,12 @@ fn leaves_as_the_kernel_sends_them() {
     );
     assert!(st.is_ok());
     assert_eq!(both.join_state, join_state::FULL_MEMBER | SENDONLY_FULL);
+    let slot = usize::from(joined.mlid - crate::MLID_BASE) % 32;
+    let ups = sa.take_mft_updates();
+    assert!(
+        ups.iter().any(|u| u.mft.port_masks.get(slot) != Some(0)),
+        "a full member receives: the group has a tree"
+    );
     // Leaving the full membership keeps the send-only one: the group stays.
     let leave = |rec: &McMemberRecord, js: u8| McMemberRecord {
         join_state: js,
@@ -389,18 +395,8 @@ fn leaves_as_the_kernel_sends_them() {
             .collect::<Vec<_>>()
     };
     assert_eq!(listed(&mut sa), [SENDONLY_FULL]);
-    // The last state leaves: the group (not predefined) goes, and its MFT entries.
-    sa.take_mft_updates();
-    let (st, _, _) = ask(
-        &mut sa,
-        Method::Delete,
-        leave_mask(),
-        &leave(&joined, SENDONLY_FULL),
-        la,
-    );
-    assert!(st.is_ok());
-    assert!(listed(&mut sa).is_empty());
-    let slot = usize::from(joined.mlid - crate::MLID_BASE) % 32;
+    // A send-only member receives nothing: with nobody else in the group its tree
+    // goes (the blocks holding it are rewritten with its entries cleared).
     let ups = sa.take_mft_updates();
     assert!(
         !ups.is_empty(),
@@ -410,6 +406,18 @@ fn leaves_as_the_kernel_sends_them() {
         ups.iter().all(|u| u.mft.port_masks.get(slot) == Some(0)),
         "the group's MFT entries are cleared"
     );
+    // The last state leaves: the group (not predefined) goes; nothing is left to
+    // write for it.
+    let (st, _, _) = ask(
+        &mut sa,
+        Method::Delete,
+        leave_mask(),
+        &leave(&joined, SENDONLY_FULL),
+        la,
+    );
+    assert!(st.is_ok());
+    assert!(listed(&mut sa).is_empty());
+    assert!(sa.take_mft_updates().is_empty());
     // Someone else's membership cannot be left for it.
     let (_, _, bj) = ask(
         &mut sa,
