@@ -183,6 +183,10 @@ pub struct SmConfig {
     /// How SA tables leave: RMPP segments under the RMPP sender protocol (simulator) or
     /// one message for a umad agent with kernel RMPP.
     pub sa_rmpp: ibsm_sa::RmppMode,
+    /// Write SwitchInfo.MulticastFDBTop (the last MLID of the highest MFT block in
+    /// use, 0xBFFF for none) on switches whose port 0 says IsMulticastFDBTopSupported
+    /// (OpenSM `use_mfttop`, on by default): such a switch forwards no MLID above it.
+    pub use_mfttop: bool,
     /// Partition policy (OpenSM's partition manager, `partitions.conf`): every heavy
     /// sweep reads the P_Key tables of CA and router ports, switch port 0 and enforcing
     /// switch ports, writes the 32-entry blocks that differ from the policy's tables,
@@ -352,6 +356,7 @@ impl Default for SmConfig {
             client_reregister: true,
             sa: true,
             sa_rmpp: ibsm_sa::RmppMode::Segments,
+            use_mfttop: true,
             partitions: Some(crate::partition::PartitionConfig::opensm_default()),
             routing_inputs: RoutingInputs::default(),
             force_link_speed: 15,

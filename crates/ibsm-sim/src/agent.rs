@@ -213,6 +213,13 @@ pub trait Agent {
     /// LinearFDBTop.
     fn lft_port(&self, dlid: u16) -> Option<u8>;
 
+    /// A switch's MFT entry for multicast LID `mlid`: the output ports, appended to
+    /// `out` (nothing when unprogrammed, beyond MulticastFDBTop where the switch
+    /// honours it, or for a node without an MFT).
+    fn mft_ports(&self, mlid: u16, out: &mut Vec<u8>) {
+        let _ = (mlid, out);
+    }
+
     /// Sets or clears PortInfo.CapabilityMask.IsSM on `port` (an SM attached or gone).
     fn set_is_sm(&mut self, port: u8, on: bool);
 

@@ -3,12 +3,17 @@
 //! services, retries a request that failed or went unanswered with a doubling back-off
 //! (1 s up to 16 s, as IPoIB's join task), and when the SM sets
 //! PortInfo.ClientReregister on its port (a new master, whose SA knows none of it) it
-//! sends every join and registration again.
+//! sends every join and registration again. A join the SA accepts attaches the port
+//! to the group's MLID in the simulator ([`Sim::join_multicast`]: it receives the
+//! group's packets unless it joined send-only), a leave detaches it first, as a host
+//! detaches its QPs before it leaves.
 
 use std::time::Duration;
 
 use ibsm_transport::{Address, Incoming, Instant, LidAddress, Transport};
-use ibsm_wire::sa::{ComponentMask, McMemberRecord, SaAttributeId, SaMad, SaRecord, ServiceRecord};
+use ibsm_wire::sa::{
+    ComponentMask, McMemberRecord, SaAttributeId, SaMad, SaRecord, ServiceRecord, join_state,
+};
 use ibsm_wire::{Method, Status};
 
 use crate::{NodeIdx, Sim, SimError, SimPort, SmaAgent};
@@ -52,6 +57,8 @@ struct Kept {
     backoff: Duration,
     /// The SA accepted it (since the last ClientReregister).
     done: bool,
+    /// A join the SA accepted: the group's MGID and MLID as it answered.
+    joined: Option<(ibsm_wire::Gid, u16)>,
 }
 
 /// A host's SA client at one CA port: the memberships and registrations it keeps, and
@@ -127,9 +134,37 @@ impl SaClient {
             retry_at: None,
             backoff: FIRST_BACKOFF,
             done: false,
+            joined: None,
         });
         let i = self.kept.len() - 1;
         self.resend(sim, i);
+    }
+
+    /// Leaves the group `mgid` this client joined (SubnAdmDelete(MCMemberRecord) with
+    /// MGID, PortGID and the JoinState it joined with, as the kernel's `send_leave`):
+    /// the port stops receiving at once and the join is no longer kept. Returns the
+    /// TID of the Delete, or `None` when no accepted join names `mgid` or the port
+    /// knows no SM.
+    pub fn leave(&mut self, sim: &mut Sim<SmaAgent>, mgid: ibsm_wire::Gid) -> Option<u64> {
+        let i = self
+            .kept
+            .iter()
+            .position(|k| k.joined.is_some_and(|(g, _)| g == mgid))?;
+        let k = self.kept.remove(i);
+        let (Request::Join(mut rec), Some((_, mlid))) = (k.req, k.joined) else {
+            return None;
+        };
+        sim.leave_multicast(self.node, self.port_num, mlid);
+        rec.mgid = mgid;
+        let mask =
+            McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
+        self.send(sim, Method::Delete, &rec, mask)
+    }
+
+    /// The groups this client's accepted joins are in: (MGID, MLID).
+    #[must_use]
+    pub fn joined(&self) -> Vec<(ibsm_wire::Gid, u16)> {
+        self.kept.iter().filter_map(|k| k.joined).collect()
     }
 
     /// Whether every join and registration is accepted by the SA.
@@ -195,6 +230,23 @@ impl SaClient {
                 if m.status.is_ok() {
                     k.done = true;
                     k.backoff = FIRST_BACKOFF;
+                    if let (Request::Join(_), Ok(rec)) = (k.req, m.record::<McMemberRecord>(0)) {
+                        let receives = rec.join_state
+                            & (join_state::FULL_MEMBER | join_state::NON_MEMBER)
+                            != 0;
+                        let mut core = self.port.core.borrow_mut();
+                        // A new master may hand out another MLID for the group.
+                        if let Some((_, old)) = k.joined.filter(|&(_, m)| m != rec.mlid) {
+                            if let Some(g) = core.mcast.get_mut(&old) {
+                                g.remove(&(self.node.0, self.port_num));
+                            }
+                        }
+                        core.mcast
+                            .entry(rec.mlid)
+                            .or_default()
+                            .insert((self.node.0, self.port_num), receives);
+                        k.joined = Some((rec.mgid, rec.mlid));
+                    }
                 } else {
                     k.retry_at = Some(now + k.backoff);
                     k.backoff = (k.backoff * 2).min(MAX_BACKOFF);
@@ -207,6 +259,12 @@ impl SaClient {
                 record: m.data.to_vec(),
             });
         }
+    }
+
+    /// The CA the client runs on.
+    #[must_use]
+    pub fn node(&self) -> NodeIdx {
+        self.node
     }
 
     /// How many times the SM asked this port to re-register.

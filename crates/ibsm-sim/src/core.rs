@@ -1,7 +1,7 @@
 //! The simulation proper: nodes, the port/link table, the event queue and forwarding.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::time::Duration;
 
 use ibsm_transport::{Incoming, Instant, Received};
@@ -186,6 +186,13 @@ pub(crate) struct Core<A> {
     pub(crate) counters: Counters,
     pub(crate) trace: Option<Vec<TraceRecord>>,
     digest: u64,
+    /// The hosts' multicast memberships (what a host attaches its QPs to after an SA
+    /// join): MLID -> (node, port) -> whether it receives (send-only members do not).
+    pub(crate) mcast: BTreeMap<u16, BTreeMap<(u32, u8), bool>>,
+    /// Multicast copies delivered: (node, port, MLID) -> how many.
+    pub(crate) mcast_rx: HashMap<(u32, u8, u16), u64>,
+    /// Multicast packets sent by [`Core::send_multicast`] (their TIDs).
+    mcast_sent: u64,
 }
 
 fn fnv(h: u64, v: u64) -> u64 {
@@ -214,6 +221,9 @@ impl<A: Agent> Core<A> {
             counters: Counters::default(),
             trace: None,
             digest: 0xCBF2_9CE4_8422_2325,
+            mcast: BTreeMap::new(),
+            mcast_rx: HashMap::new(),
+            mcast_sent: 0,
         }
     }
 
@@ -578,6 +588,12 @@ impl<A: Agent> Core<A> {
             1,
             Self::is_multicast(dlid),
         );
+        if Self::is_multicast(dlid) {
+            if self.nodes[node as usize].is_switch() {
+                return self.mcast_forward(node, port, pkt);
+            }
+            return self.mcast_deliver(node, port, pkt);
+        }
         if dlid != PERMISSIVE_LID {
             if !self.owns(node, port, dlid) {
                 if self.nodes[node as usize].is_switch() {
@@ -588,6 +604,86 @@ impl<A: Agent> Core<A> {
             return self.at_destination(node, Some(port), true, pkt);
         }
         self.at_destination(node, Some(port), false, pkt);
+    }
+
+    /// Forwards a multicast packet out of every port of the switch's MFT entry for its
+    /// DLID but the one it came in by (port 0: the switch itself receives it).
+    fn mcast_forward(&mut self, node: u32, in_port: u8, pkt: u32) {
+        let p = &mut self.packets[pkt as usize];
+        p.lid_hops = p.lid_hops.saturating_add(1);
+        if p.lid_hops > LID_HOP_LIMIT {
+            return self.drop_pkt(node, in_port, pkt, DropReason::Loop);
+        }
+        let mlid = p.dlid;
+        let n = &self.nodes[node as usize];
+        if in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+            return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
+        }
+        let mut out = Vec::new();
+        n.agent.mft_ports(mlid, &mut out);
+        out.retain(|&p| p != in_port);
+        if out.is_empty() {
+            return self.drop_pkt(node, in_port, pkt, DropReason::NoRoute);
+        }
+        let copy = self.packets[pkt as usize].clone();
+        for p in out {
+            if p == 0 {
+                let c = self.alloc(copy.clone());
+                self.mcast_deliver(node, 0, c);
+            } else {
+                let c = self.alloc(copy.clone());
+                self.transmit(node, p, c);
+            }
+        }
+        self.release(pkt);
+    }
+
+    /// A multicast packet at an end port (or a switch's port 0): delivered to a member
+    /// that receives, dropped elsewhere.
+    fn mcast_deliver(&mut self, node: u32, port: u8, pkt: u32) {
+        let mlid = self.packets[pkt as usize].dlid;
+        if port != 0 {
+            self.nodes[node as usize].agent.data_packet(self.now, port);
+        }
+        let member = self
+            .mcast
+            .get(&mlid)
+            .and_then(|m| m.get(&(node, port)))
+            .copied()
+            .unwrap_or(false);
+        if !member {
+            return self.drop_pkt(node, port, pkt, DropReason::WrongEndpoint);
+        }
+        *self.mcast_rx.entry((node, port, mlid)).or_default() += 1;
+        self.note_delivered(node, port, pkt);
+        self.release(pkt);
+    }
+
+    /// Sends a data packet to multicast LID `mlid` from (node, port) (port 0: a
+    /// switch's own), as a host's UD QP would.
+    pub(crate) fn send_multicast(&mut self, node: u32, port: u8, mlid: u16) {
+        self.mcast_sent += 1;
+        let mut mad = [0u8; 256];
+        // Not a MAD of any class the nodes answer: plain data.
+        mad[0] = 1;
+        mad[1] = 0xFF;
+        mad[8..16].copy_from_slice(&self.mcast_sent.to_be_bytes());
+        let slid = self.nodes[node as usize].agent.lid(port).0;
+        let pkt = self.alloc(Packet {
+            mad,
+            slid,
+            dlid: mlid,
+            sl: 0,
+            lid_hops: 0,
+            src_port: port,
+            arrived_by_lid: false,
+        });
+        self.note_sent(pkt);
+        if self.nodes[node as usize].is_switch() {
+            self.mcast_forward(node, 0, pkt);
+        } else {
+            self.transmit(node, port, pkt);
+        }
     }
 
     /// LID-routes `pkt` onwards from switch `node` (which does not own the DLID).

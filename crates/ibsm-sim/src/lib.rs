@@ -91,7 +91,7 @@ pub use fault::{Fault, parse_duration};
 pub use handle::SimPort;
 pub use rng::{SplitMix64, ppm};
 pub use sma::SmaAgent;
-pub use verify::{PathFault, PathProblem, VerifyReport};
+pub use verify::{McastFault, McastProblem, PathFault, PathProblem, VerifyReport};
 
 use crate::core::{Attach, Core};
 
@@ -622,8 +622,60 @@ impl<A: Agent> Sim<A> {
             .unwrap_or_default()
     }
 
+    /// Makes (node, port) a member of multicast LID `mlid`, as a host attaches a QP
+    /// to a group it joined (`receives: false` for a send-only member, which sends to
+    /// the group but does not take its traffic). [`crate::SaClient`] does this for
+    /// every join the SA accepts; [`Self::verify`] checks every group so made.
+    pub fn join_multicast(&mut self, node: NodeIdx, port: u8, mlid: u16, receives: bool) {
+        self.core
+            .borrow_mut()
+            .mcast
+            .entry(mlid)
+            .or_default()
+            .insert((node.0, port), receives);
+    }
+
+    /// Ends (node, port)'s membership of `mlid`.
+    pub fn leave_multicast(&mut self, node: NodeIdx, port: u8, mlid: u16) {
+        let mut c = self.core.borrow_mut();
+        if let Some(m) = c.mcast.get_mut(&mlid) {
+            m.remove(&(node.0, port));
+            if m.is_empty() {
+                c.mcast.remove(&mlid);
+            }
+        }
+    }
+
+    /// The multicast memberships: `(MLID, node, port, receives)`, by MLID.
+    #[must_use]
+    pub fn multicast_members(&self) -> Vec<(u16, NodeIdx, u8, bool)> {
+        let c = self.core.borrow();
+        c.mcast
+            .iter()
+            .flat_map(|(&mlid, m)| m.iter().map(move |(&(n, p), &r)| (mlid, NodeIdx(n), p, r)))
+            .collect()
+    }
+
+    /// Sends one data packet to multicast LID `mlid` from (node, port) (0 on a switch);
+    /// the switches replicate it by their MFTs as the simulation runs.
+    pub fn send_multicast(&mut self, node: NodeIdx, port: u8, mlid: u16) {
+        self.core.borrow_mut().send_multicast(node.0, port, mlid);
+    }
+
+    /// How many packets to `mlid` (node, port) has received as a member.
+    #[must_use]
+    pub fn multicast_received(&self, node: NodeIdx, port: u8, mlid: u16) -> u64 {
+        self.core
+            .borrow()
+            .mcast_rx
+            .get(&(node.0, port, mlid))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Walks the programmed LFTs from every CA port to every LID and checks LID
-    /// uniqueness and port states; see [`VerifyReport`].
+    /// uniqueness and port states, and walks every multicast group's MFTs from each of
+    /// its members ([`Self::join_multicast`]); see [`VerifyReport`].
     #[must_use]
     pub fn verify(&self) -> VerifyReport {
         verify::verify(&self.core.borrow())

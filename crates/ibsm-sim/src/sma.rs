@@ -20,6 +20,9 @@ pub struct SmaAgent {
     /// Per port number: (base LID, LMC). A switch uses entry 0.
     lids: Vec<(u16, u8)>,
     lft_top: u16,
+    /// The highest MLID the MFT forwards: MulticastFDBTop where port 0 says
+    /// IsMulticastFDBTopSupported, else the end of the MFT.
+    mft_top: u16,
     /// Ports the SM wrote ClientReregister = 1 to, oldest first, until a client
     /// ([`crate::SaClient`]) takes them.
     reregisters: Vec<u8>,
@@ -78,6 +81,12 @@ impl SmaAgent {
                     si.linear_fdb_cap = setup.lft_cap;
                 }
             }
+            // As current switches: MLIDs above SwitchInfo.MulticastFDBTop are not
+            // forwarded, so an SM must write it (OpenSM `use_mfttop`).
+            if let Some(p0) = cfg.ports.first_mut() {
+                p0.port_info.capability_mask |=
+                    ibsm_wire::CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED;
+            }
         } else {
             for (i, p) in cfg.ports.iter_mut().enumerate() {
                 p.guid = setup.port_guid(i as u8 + 1);
@@ -100,6 +109,17 @@ impl SmaAgent {
             self.lids[p] = self.sma.port_info(p8).map_or((0, 0), |pi| (pi.lid, pi.lmc));
         }
         self.lft_top = self.sma.switch_info().map_or(0, |si| si.linear_fdb_top);
+        let honours_top = self.sma.port_info(0).is_some_and(|pi| {
+            pi.capability_mask
+                .contains(ibsm_wire::CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
+        });
+        self.mft_top = self.sma.switch_info().map_or(0, |si| {
+            if honours_top {
+                si.multicast_fdb_top
+            } else {
+                u16::MAX
+            }
+        });
     }
 }
 
@@ -168,6 +188,7 @@ impl Agent for SmaAgent {
             is_switch: setup.kind == NodeKind::Switch,
             lids: vec![(0, 0); usize::from(setup.num_ports) + 1],
             lft_top: 0,
+            mft_top: 0,
             reregisters: Vec::new(),
         };
         a.refresh();
@@ -268,6 +289,22 @@ impl Agent for SmaAgent {
         match self.sma.lft().get(usize::from(dlid)) {
             Some(&p) if p != 0xFF => Some(p),
             _ => None,
+        }
+    }
+
+    fn mft_ports(&self, mlid: u16, out: &mut Vec<u8>) {
+        if mlid > self.mft_top {
+            return;
+        }
+        let Some(masks) = self.sma.mft(mlid) else {
+            return;
+        };
+        for (pos, &m) in masks.iter().enumerate() {
+            for bit in 0..16 {
+                if m & (1 << bit) != 0 {
+                    out.push((pos * 16 + bit) as u8);
+                }
+            }
         }
     }
 

@@ -1,6 +1,11 @@
 //! Checks of a programmed fabric, as the diagnostics make them on ibsim: every CA port
 //! reaches every LID through the switches' LFTs over Active ports (no holes, loops or
-//! wrong endpoints), LIDs are unique, and linked ports are Active.
+//! wrong endpoints), LIDs are unique, and linked ports are Active; and every multicast
+//! group the hosts joined carries a packet from any member to every other receiving
+//! member exactly once through the switches' MFTs, without loops and without reaching
+//! a port that does not receive (a non-member, or a send-only member).
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use crate::NodeIdx;
 use crate::agent::{Agent, PortState};
@@ -46,6 +51,59 @@ pub struct PathProblem {
     pub fault: PathFault,
 }
 
+/// What went wrong with a multicast packet from one member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum McastFault {
+    /// A receiving member got no copy.
+    Missed {
+        /// The member.
+        node: NodeIdx,
+        /// Its port.
+        port: u8,
+    },
+    /// A port got more than one copy (the sender: any copy).
+    Duplicate {
+        /// The node.
+        node: NodeIdx,
+        /// Its port.
+        port: u8,
+    },
+    /// A copy came back into a switch by a port it had already come in by: the MFTs
+    /// forward it for ever.
+    Loop {
+        /// A switch on the loop.
+        switch: NodeIdx,
+    },
+    /// A copy reached a port that does not receive the group (a non-member, or a
+    /// send-only member).
+    NotReceiver {
+        /// The node.
+        node: NodeIdx,
+        /// Its port.
+        port: u8,
+    },
+    /// A copy had to cross a port that is not Active.
+    NotActive {
+        /// The node.
+        node: NodeIdx,
+        /// The port.
+        port: u8,
+    },
+}
+
+/// One failed multicast walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct McastProblem {
+    /// The group's MLID.
+    pub mlid: u16,
+    /// The sending member.
+    pub src: NodeIdx,
+    /// Its port.
+    pub src_port: u8,
+    /// What is wrong.
+    pub fault: McastFault,
+}
+
 /// Result of [`Sim::verify`](crate::Sim::verify).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -71,13 +129,24 @@ pub struct VerifyReport {
     pub not_active_hops: u64,
     /// The first problems found (at most [`VerifyReport::SAMPLES`]).
     pub samples: Vec<PathProblem>,
+    /// Multicast groups with members ([`Sim::join_multicast`](crate::Sim::join_multicast)).
+    pub mcast_groups: usize,
+    /// (group, sending member) pairs walked through the MFTs.
+    pub mcast_walks: u64,
+    /// Of those, reaching every other receiving member exactly once and nothing else.
+    pub mcast_ok: u64,
+    /// Multicast faults found, every kind.
+    pub mcast_faults: u64,
+    /// The first multicast problems found (at most [`VerifyReport::SAMPLES`]).
+    pub mcast_samples: Vec<McastProblem>,
 }
 
 impl VerifyReport {
     /// How many problems [`Self::samples`] keeps.
     pub const SAMPLES: usize = 32;
 
-    /// Whether at least one path was walked and nothing is wrong.
+    /// Whether at least one path was walked and nothing is wrong (multicast groups
+    /// included).
     ///
     /// A report with no walk (no CA or router port with a trained link, or no LID
     /// to walk to) is not clean: it checked no route, so it vouches for none.
@@ -88,6 +157,7 @@ impl VerifyReport {
             && self.no_lid.is_empty()
             && self.not_active.is_empty()
             && self.ok == self.paths
+            && self.mcast_ok == self.mcast_walks
     }
 }
 
@@ -227,7 +297,131 @@ pub(crate) fn verify<A: Agent>(c: &Core<A>) -> VerifyReport {
             }
         }
     }
+    verify_mcast(c, &mut r);
     r
+}
+
+/// Walks every multicast group from each member: a copy leaves the sender, and each
+/// switch it enters by port `q` sends it out of every port of its MFT entry but `q`.
+fn verify_mcast<A: Agent>(c: &Core<A>, r: &mut VerifyReport) {
+    let active = |node: u32, port: u8| -> bool {
+        let n = &c.nodes[node as usize];
+        port == 0
+            || (c.slots[(n.base + u32::from(port)) as usize].up
+                && n.agent.port_state(port) == PortState::Active)
+    };
+    let peer = |node: u32, port: u8| -> (u32, u8) {
+        let s = &c.slots[(c.nodes[node as usize].base + u32::from(port)) as usize];
+        let p = &c.slots[s.peer as usize];
+        (p.node, p.num)
+    };
+    let mut mft = Vec::new();
+    for (&mlid, members) in &c.mcast {
+        let members: BTreeMap<(u32, u8), bool> = members
+            .iter()
+            .filter(|((n, _), _)| !c.nodes[*n as usize].removed)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        r.mcast_groups += 1;
+        for &(src, sp) in members.keys() {
+            r.mcast_walks += 1;
+            let mut faults: Vec<McastFault> = Vec::new();
+            let mut got: BTreeMap<(u32, u8), u32> = BTreeMap::new();
+            let mut seen: HashSet<(u32, u8)> = HashSet::new();
+            let mut q: VecDeque<(u32, u8)> = VecDeque::new();
+            // Where a copy out of (node, port) goes: into a switch, or delivered.
+            let hop = |node: u32,
+                       port: u8,
+                       q: &mut VecDeque<(u32, u8)>,
+                       got: &mut BTreeMap<(u32, u8), u32>,
+                       faults: &mut Vec<McastFault>| {
+                if !active(node, port) {
+                    faults.push(McastFault::NotActive {
+                        node: NodeIdx(node),
+                        port,
+                    });
+                    return;
+                }
+                let (n, p) = peer(node, port);
+                if !active(n, p) {
+                    faults.push(McastFault::NotActive {
+                        node: NodeIdx(n),
+                        port: p,
+                    });
+                } else if c.nodes[n as usize].is_switch() {
+                    q.push_back((n, p));
+                } else {
+                    *got.entry((n, p)).or_default() += 1;
+                }
+            };
+            if c.nodes[src as usize].is_switch() {
+                q.push_back((src, 0));
+            } else {
+                hop(src, sp, &mut q, &mut got, &mut faults);
+            }
+            while let Some((sw, inp)) = q.pop_front() {
+                if !seen.insert((sw, inp)) {
+                    faults.push(McastFault::Loop {
+                        switch: NodeIdx(sw),
+                    });
+                    continue;
+                }
+                // A bound on copies, whatever the tables hold.
+                if seen.len() > c.slots.len() {
+                    break;
+                }
+                mft.clear();
+                c.nodes[sw as usize].agent.mft_ports(mlid, &mut mft);
+                for &p in mft.iter().filter(|&&p| p != inp) {
+                    if p == 0 {
+                        *got.entry((sw, 0)).or_default() += 1;
+                    } else if p <= c.nodes[sw as usize].setup.num_ports {
+                        hop(sw, p, &mut q, &mut got, &mut faults);
+                    }
+                }
+            }
+            for (&(n, p), &k) in &got {
+                let receives = members.get(&(n, p)).copied().unwrap_or(false);
+                let at = (NodeIdx(n), p);
+                if (n, p) == (src, sp) || (receives && k > 1) {
+                    faults.push(McastFault::Duplicate {
+                        node: at.0,
+                        port: at.1,
+                    });
+                } else if !receives {
+                    faults.push(McastFault::NotReceiver {
+                        node: at.0,
+                        port: at.1,
+                    });
+                }
+            }
+            for (&(n, p), &receives) in &members {
+                if receives && (n, p) != (src, sp) && !got.contains_key(&(n, p)) {
+                    faults.push(McastFault::Missed {
+                        node: NodeIdx(n),
+                        port: p,
+                    });
+                }
+            }
+            if faults.is_empty() {
+                r.mcast_ok += 1;
+            }
+            r.mcast_faults += faults.len() as u64;
+            for f in faults {
+                if r.mcast_samples.len() < VerifyReport::SAMPLES {
+                    r.mcast_samples.push(McastProblem {
+                        mlid,
+                        src: NodeIdx(src),
+                        src_port: sp,
+                        fault: f,
+                    });
+                }
+            }
+        }
+    }
 }
 
 const DONE: u8 = 2;

@@ -12,6 +12,7 @@ use ibsm_wire::sa::SaAttributeId;
 use ibsm_wire::{MadHeaderView, Notice};
 
 use super::ops::Op;
+use super::switches::NO_MFT_TOP;
 use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::Role;
@@ -30,6 +31,10 @@ pub(super) struct Admin {
     /// every end port to re-register (PortInfo.ClientReregister), as OpenSM does on
     /// its first master sweep.
     clients_lost: bool,
+    /// MFT Sets of the SA's current step not answered (or given up) yet: the next
+    /// step waits for them all, or old and new trees could mix into a loop
+    /// (`ibsm_sa::SaServer::take_mft_updates`).
+    mft_in_flight: usize,
 }
 
 impl Admin {
@@ -50,6 +55,7 @@ impl Admin {
             reply: HashMap::new(),
             // A new SM's SA starts empty too.
             clients_lost: true,
+            mft_in_flight: 0,
         }
     }
 }
@@ -326,25 +332,68 @@ impl SubnetManager {
         }
     }
 
-    /// Writes the MFT blocks the SA's groups changed.
+    /// Writes the MFT blocks of the SA's next step of multicast changes, and the
+    /// MulticastFDBTop of the switches whose top moves. One step at a time: while any
+    /// MFT Set of the step before is unanswered, nothing (its last answer calls this
+    /// again, [`Self::mft_written`]), so every switch holds one of two subsets of the
+    /// same tree at any moment and no transient loop exists (`ibsm_sa` `mcast::tree`).
     fn program_mfts(&mut self) {
-        let Some(sa) = self.admin.server.as_mut() else {
+        if self.admin.mft_in_flight > 0 {
             return;
-        };
-        for u in sa.take_mft_updates() {
-            let Some(&node) = self.subnet.by_guid.get(&u.switch_guid) else {
-                continue;
-            };
-            let mut data = [0u8; 64];
-            if u.mft.emit_into(&mut data).is_err() {
-                continue;
-            }
-            let op = Op::SetMft {
-                path: self.subnet.nodes[node].path,
-                guid: u.switch_guid,
-            };
-            self.submit(op, u.attribute_modifier(), Some(data));
         }
+        loop {
+            let Some(sa) = self.admin.server.as_mut() else {
+                return;
+            };
+            let ups = sa.take_mft_updates();
+            let more = sa.mft_pending();
+            let tops = sa.mft_tops();
+            let mut sent = 0;
+            for u in ups {
+                let Some(&node) = self.subnet.by_guid.get(&u.switch_guid) else {
+                    continue;
+                };
+                let mut data = [0u8; 64];
+                if u.mft.emit_into(&mut data).is_err() {
+                    continue;
+                }
+                let op = Op::SetMft {
+                    path: self.subnet.nodes[node].path,
+                    guid: u.switch_guid,
+                };
+                self.submit(op, u.attribute_modifier(), Some(data));
+                sent += 1;
+            }
+            self.admin.mft_in_flight += sent;
+            for n in 0..self.subnet.nodes.len() {
+                if self.subnet.nodes[n].is_switch() {
+                    let guid = self.subnet.nodes[n].info.node_guid;
+                    let top = tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
+                    self.set_mft_top(n, top);
+                }
+            }
+            // A step with nothing to send (its switches gone) needs no barrier.
+            if sent > 0 || !more {
+                return;
+            }
+        }
+    }
+
+    /// An MFT Set was answered or given up: the last of its step lets the next go.
+    pub(super) fn mft_written(&mut self) {
+        self.admin.mft_in_flight = self.admin.mft_in_flight.saturating_sub(1);
+        if self.admin.mft_in_flight == 0 {
+            self.program_mfts();
+        }
+    }
+
+    /// The MulticastFDBTop each switch needs (switch GUID -> top; not listed: none).
+    pub(super) fn mft_tops(&self) -> HashMap<u64, u16> {
+        self.admin
+            .server
+            .as_ref()
+            .map(SaServer::mft_tops)
+            .unwrap_or_default()
     }
 }
 

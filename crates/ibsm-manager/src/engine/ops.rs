@@ -291,11 +291,11 @@ impl SubnetManager {
             Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
                 self.on_pkey_block(node, port, block, data);
             }
+            Op::SetMft { .. } => self.mft_written(),
             Op::SetSwitchInfo { .. }
             | Op::SetLft { .. }
             | Op::SetSl2Vl { .. }
-            | Op::SetVlArb { .. }
-            | Op::SetMft { .. } => {}
+            | Op::SetVlArb { .. } => {}
         }
     }
 
@@ -303,6 +303,9 @@ impl SubnetManager {
     /// status) does, from its row of the table.
     pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
         self.forget_unwritten(op);
+        if let Op::SetMft { .. } = op {
+            self.mft_written();
+        }
         let spec = op.spec();
         let latch_node = match spec.target {
             Target::Node(n) => Some(n),

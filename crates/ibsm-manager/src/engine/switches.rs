@@ -1,17 +1,23 @@
-//! Switch programming: SwitchInfo (LinearFDBTop, LifeTimeValue), the LFT blocks that
-//! changed, and for engines that use VLs the SL -> VL maps and VL arbitration. A mirror
-//! of what was written lets later sweeps send only what differs.
+//! Switch programming: SwitchInfo (LinearFDBTop, LifeTimeValue, MulticastFDBTop), the
+//! LFT blocks that changed, and for engines that use VLs the SL -> VL maps and VL
+//! arbitration. A mirror of what was written lets later sweeps send only what differs.
 
 use std::collections::{HashMap, HashSet};
 
 use ibsm_routing::Routes;
 use ibsm_topology::Csr;
 use ibsm_wire::attr::modifier::{SlToVlMod, VlArbMod, VlArbPart};
-use ibsm_wire::{SlToVlMap, SlToVlMappingTable, VlArbBlock, VlArbEntry, VlArbitrationTable};
+use ibsm_wire::{
+    CapabilityMask, SlToVlMap, SlToVlMappingTable, SwitchInfo, VlArbBlock, VlArbEntry,
+    VlArbitrationTable,
+};
 
 use super::SubnetManager;
 use super::ops::Op;
 use crate::model::NodeIx;
+
+/// MulticastFDBTop of a switch with no MFT entry in use (below the first MLID).
+pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
 
 /// What the SM wrote to the switches, for as long as they keep it.
 #[derive(Debug, Default)]
@@ -20,6 +26,9 @@ pub(super) struct Mirror {
     pub(super) lft: HashMap<u64, Vec<u8>>,
     /// (switch GUID, output port) -> SL -> VL map as last written.
     pub(super) sl2vl: HashMap<(u64, u8), [u8; 16]>,
+    /// Switch GUID -> SwitchInfo as last written (or found right), the base of the
+    /// MulticastFDBTop Sets multicast changes make between sweeps.
+    pub(super) switch_info: HashMap<u64, SwitchInfo>,
     /// (switch GUID, block) LFT blocks whose Set got no answer or was refused: the
     /// mirror holds what was sent, not what the switch has, so the next sweep sends
     /// them again whatever the mirror says.
@@ -37,6 +46,11 @@ impl SubnetManager {
                     self.mirror.unsure.insert((g, block));
                 }
             }
+            Op::SetSwitchInfo { node } => {
+                if let Some(g) = guid(node) {
+                    self.mirror.switch_info.remove(&g);
+                }
+            }
             // The VL arbitration table goes out with the SL2VL map it serves.
             Op::SetSl2Vl { node, port } | Op::SetVlArb { node, port } => {
                 if let Some(g) = guid(node) {
@@ -52,6 +66,7 @@ impl SubnetManager {
     /// Queues every switch's SwitchInfo, LFT, SL2VL and VLArb Sets for `routes`
     /// (computed on `csr`), up to LID `max_lid`.
     pub(super) fn program_switches(&mut self, csr: &Csr, routes: &Routes, max_lid: u16) {
+        let tops = self.mft_tops();
         for s in 0..csr.switch_count() {
             let guid = csr.switch_guid[s].0;
             let Some(&n) = self.subnet.by_guid.get(&guid) else {
@@ -60,7 +75,8 @@ impl SubnetManager {
             if self.sweep.is_locked(guid) {
                 continue;
             }
-            self.program_switch_info(n, max_lid);
+            let top = tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
+            self.program_switch_info(n, max_lid, top);
             // The mirror of what was written is only good while the switch keeps it: one
             // that missed the previous sweep or whose port-0 LID is not the one we gave
             // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
@@ -81,23 +97,68 @@ impl SubnetManager {
         }
     }
 
-    fn program_switch_info(&mut self, n: NodeIx, max_lid: u16) {
+    /// SwitchInfo: LinearFDBTop `max_lid`, LifeTimeValue, and where the switch honours
+    /// it MulticastFDBTop `mft_top`.
+    fn program_switch_info(&mut self, n: NodeIx, max_lid: u16, mft_top: u16) {
         let read = self.subnet.nodes[n].switch_info;
         let mut si = read.unwrap_or_default();
         si.linear_fdb_top = max_lid;
         si.life_time_value = self.cfg.packet_life_time;
+        if self.uses_mft_top(n) {
+            si.multicast_fdb_top = mft_top;
+        }
         // Discovery cleared the latch before reading the ports; clearing it again
         // here would swallow a change made since, which that discovery missed.
         si.port_state_change = false;
+        self.mirror
+            .switch_info
+            .insert(self.subnet.nodes[n].info.node_guid, si);
         // Nothing to write when the switch already holds these values.
         let same = read.is_some_and(|r| {
-            r.linear_fdb_top == si.linear_fdb_top && r.life_time_value == si.life_time_value
+            r.linear_fdb_top == si.linear_fdb_top
+                && r.life_time_value == si.life_time_value
+                && r.multicast_fdb_top == si.multicast_fdb_top
         });
         if !same {
             let mut data = [0u8; 64];
             si.emit_into(&mut data).ok();
             self.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
         }
+    }
+
+    /// Whether MulticastFDBTop is written to switch `n`: `SmConfig::use_mfttop` and
+    /// its port 0 says IsMulticastFDBTopSupported (as OpenSM); a switch that does not
+    /// say so may take the field for something else, or ignore it.
+    pub(super) fn uses_mft_top(&self, n: NodeIx) -> bool {
+        self.cfg.use_mfttop
+            && self.subnet.nodes[n]
+                .ports
+                .first()
+                .and_then(|p| p.info.as_ref())
+                .is_some_and(|pi| {
+                    pi.capability_mask
+                        .contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
+                })
+    }
+
+    /// A switch's MulticastFDBTop moved (groups changed between sweeps): SwitchInfo
+    /// as last written with the new top, where the switch honours it.
+    pub(super) fn set_mft_top(&mut self, n: NodeIx, top: u16) {
+        let guid = self.subnet.nodes[n].info.node_guid;
+        if !self.uses_mft_top(n) || self.sweep.is_locked(guid) {
+            return;
+        }
+        // Not written yet: the next sweep's SwitchInfo Set carries it.
+        let Some(si) = self.mirror.switch_info.get_mut(&guid) else {
+            return;
+        };
+        if si.multicast_fdb_top == top {
+            return;
+        }
+        si.multicast_fdb_top = top;
+        let mut data = [0u8; 64];
+        si.emit_into(&mut data).ok();
+        self.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
     }
 
     /// The LFT blocks up to `max_lid` that differ from the mirror (all of them where

@@ -1,0 +1,287 @@
+//! Multicast that the switches forward: hosts (`ibsm_sim::SaClient`) join the IPoIB
+//! broadcast group and an IPv4 group, some send-only; the SM writes the MFTs and
+//! MulticastFDBTop; the simulator's `verify()` walks every group from every member
+//! (each receiver gets a copy exactly once, no loops, nothing for send-only members or
+//! non-members) and packets sent through the simulated switches arrive as counted.
+//! On fat trees, a torus and a tree with cut cables, with joins and leaves.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Node, attach, ca_nodes, drive, isl_ends, sim_of, until_clean, until_up};
+use ibsm_manager::SmConfig;
+use ibsm_sim::{Fault, NodeIdx, SaClient, Sim, SimConfig, SmaAgent, VerifyReport};
+use ibsm_topology::{Fabric, generate};
+use ibsm_wire::Gid;
+use ibsm_wire::sa::{ComponentMask, McMemberRecord, join_state};
+
+/// OpenSM's default partition's IPoIB broadcast group (predefined by the SM).
+const BROADCAST: [u8; 16] = [
+    0xFF, 0x12, 0x40, 0x1B, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF,
+];
+
+fn cfg() -> SmConfig {
+    let mut c = SmConfig::default();
+    // Only the sweeps the test causes.
+    c.sweep_interval = Duration::ZERO;
+    c
+}
+
+/// A join of `mgid`: the broadcast group (exists), or an IPv4 group that the first
+/// joiner creates with the broadcast group's parameters.
+fn join(mgid: [u8; 16], port_gid: Gid, js: u8) -> (McMemberRecord, ComponentMask) {
+    let rec = McMemberRecord {
+        mgid: Gid(mgid),
+        port_gid,
+        qkey: 0x0B1B,
+        pkey: 0xFFFF,
+        join_state: js,
+        ..Default::default()
+    };
+    let mask = McMemberRecord::CM_MGID
+        | McMemberRecord::CM_PORT_GID
+        | McMemberRecord::CM_JOIN_STATE
+        | McMemberRecord::CM_QKEY
+        | McMemberRecord::CM_PKEY;
+    (rec, mask)
+}
+
+fn v4() -> [u8; 16] {
+    let mut m = BROADCAST;
+    m[6..].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0xE0, 0, 0, 0x16]);
+    m
+}
+
+struct Rig {
+    sim: Sim<SmaAgent>,
+    nodes: Vec<Node>,
+    clients: Vec<SaClient>,
+    cas: Vec<NodeIdx>,
+}
+
+impl Rig {
+    fn new(f: &Fabric) -> Self {
+        let mut sim = sim_of(f, SimConfig::default());
+        let cas = ca_nodes(&sim, f);
+        let mut nodes = vec![attach(&mut sim, cas[0], cfg(), None)];
+        until_up(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+        Self {
+            sim,
+            nodes,
+            clients: Vec::new(),
+            cas,
+        }
+    }
+
+    fn gid(&self, ca: NodeIdx) -> Gid {
+        let g = self.sim.node_setup(ca).unwrap().port_guid(1);
+        Gid::new(ibsm_wire::DEFAULT_SUBNET_PREFIX, g)
+    }
+
+    /// A client at CA `i` (one per CA) joining `mgid` with `js`.
+    fn join(&mut self, i: usize, mgid: [u8; 16], js: u8) {
+        let ca = self.cas[i];
+        let gid = self.gid(ca);
+        let k = match self.clients.iter().position(|c| c.node() == ca) {
+            Some(k) => k,
+            None => {
+                self.clients
+                    .push(SaClient::attach(&mut self.sim, ca, 1).unwrap());
+                self.clients.len() - 1
+            }
+        };
+        let (rec, mask) = join(mgid, gid, js);
+        self.clients[k].join(&self.sim, rec, mask);
+    }
+
+    fn leave(&mut self, i: usize, mgid: [u8; 16]) {
+        let ca = self.cas[i];
+        let c = self
+            .clients
+            .iter_mut()
+            .find(|c| c.node() == ca)
+            .expect("a client");
+        assert!(c.leave(&mut self.sim, Gid(mgid)).is_some(), "joined");
+    }
+
+    /// Drives the SM and the clients for `d` of virtual time.
+    fn run(&mut self, d: Duration) {
+        let end = self.sim.now() + d;
+        while self.sim.now() < end {
+            let step = (self.sim.now() + Duration::from_millis(20)).min(end);
+            let clients = &mut self.clients;
+            drive(&mut self.sim, &mut self.nodes, step, |_, _| {
+                for c in clients.iter_mut() {
+                    c.receive();
+                }
+                false
+            });
+            for c in &mut self.clients {
+                c.poll(&mut self.sim);
+            }
+        }
+    }
+
+    /// Until every join is accepted and the SM has written what they need.
+    fn settle(&mut self) {
+        for _ in 0..50 {
+            self.run(Duration::from_millis(100));
+            if self.clients.iter().all(SaClient::all_done) && !self.nodes[0].sm.is_sweeping() {
+                break;
+            }
+        }
+        assert!(self.clients.iter().all(SaClient::all_done));
+        self.run(Duration::from_millis(200));
+    }
+
+    /// `verify()` is clean and walked the groups; then one packet from every member
+    /// of every group, forwarded by the simulated switches, reaches each other
+    /// receiving member exactly once and nobody else.
+    fn check(&mut self, groups: usize) -> VerifyReport {
+        let r = self.sim.verify();
+        assert!(
+            r.is_clean(),
+            "multicast {:?}, unicast ok {}/{}",
+            &r.mcast_samples[..r.mcast_samples.len().min(4)],
+            r.ok,
+            r.paths
+        );
+        assert_eq!(r.mcast_groups, groups);
+        assert!(r.mcast_walks > 0);
+        let members = self.sim.multicast_members();
+        let before: Vec<u64> = members
+            .iter()
+            .map(|&(m, n, p, _)| self.sim.multicast_received(n, p, m))
+            .collect();
+        let dropped_before = self.sim.counters().drops;
+        for &(m, n, p, _) in &members {
+            self.sim.send_multicast(n, p, m);
+        }
+        self.sim.run_for(Duration::from_millis(1));
+        for (k, &(m, n, p, receives)) in members.iter().enumerate() {
+            let senders = members.iter().filter(|x| x.0 == m).count() as u64;
+            let want = if receives { senders - 1 } else { 0 };
+            let got = self.sim.multicast_received(n, p, m) - before[k];
+            assert_eq!(got, want, "MLID {m:#x} at {n:?}/{p}");
+        }
+        let drops = self.sim.counters().drops;
+        for why in [
+            ibsm_sim::DropReason::Loop,
+            ibsm_sim::DropReason::WrongEndpoint,
+        ] {
+            assert_eq!(
+                drops.get(&why).copied().unwrap_or(0),
+                dropped_before.get(&why).copied().unwrap_or(0),
+                "{why:?}"
+            );
+        }
+        r
+    }
+
+    /// The switch the SA rooted `mgid`'s tree at.
+    fn root(&self, mgid: [u8; 16]) -> u64 {
+        self.nodes[0]
+            .sm
+            .sa()
+            .unwrap()
+            .mcast_root(&Gid(mgid))
+            .expect("a tree")
+    }
+}
+
+/// Receivers and send-only members on several leaves, joins and leaves.
+fn scenario(f: &Fabric) -> Rig {
+    let mut rig = Rig::new(f);
+    let n = rig.cas.len();
+    let picks: Vec<usize> = (1..n).step_by((n / 6).max(1)).collect();
+    for (k, &i) in picks.iter().enumerate() {
+        rig.join(i, BROADCAST, join_state::FULL_MEMBER);
+        let js = if k % 2 == 0 {
+            join_state::FULL_MEMBER
+        } else {
+            join_state::SEND_ONLY_FULL_MEMBER
+        };
+        rig.join(i, v4(), js);
+    }
+    rig.settle();
+    rig.check(2);
+    // Some leave, others join.
+    rig.leave(picks[0], v4());
+    rig.leave(picks[1], BROADCAST);
+    rig.join(n - 1, v4(), join_state::SEND_ONLY_FULL_MEMBER);
+    rig.join(n - 2, BROADCAST, join_state::FULL_MEMBER);
+    rig.settle();
+    rig.check(2);
+    rig
+}
+
+fn leaf_guids(f: &Fabric) -> Vec<u64> {
+    f.cas()
+        .filter_map(|(id, _)| f.port_peer(id, 1))
+        .map(|p| f.node(p.node).unwrap().guid().0)
+        .collect()
+}
+
+#[test]
+fn fat_trees_forward_every_group() {
+    for f in [
+        generate::k_ary_n_tree(4, 2).unwrap(),
+        generate::fat_tree(8, 2).unwrap(),
+        generate::k_ary_n_tree(2, 3).unwrap(),
+    ] {
+        let rig = scenario(&f);
+        // Members under several leaves: rooted above them, not at a leaf.
+        let leaves = leaf_guids(&f);
+        assert!(!leaves.contains(&rig.root(BROADCAST)), "rooted at a leaf");
+    }
+}
+
+#[test]
+fn a_torus_forwards_every_group() {
+    let f = generate::grid(&generate::Grid {
+        dims: vec![4, 4],
+        torus: true,
+        cas_per_switch: 2,
+    })
+    .unwrap();
+    scenario(&f);
+}
+
+/// Cables cut while groups are in use: the SM builds the trees again on what is left
+/// and the groups still reach every member.
+#[test]
+fn a_degraded_tree_still_forwards() {
+    let f = generate::fat_tree(8, 2).unwrap();
+    let mut rig = scenario(&f);
+    let isls = isl_ends(&rig.sim, &f);
+    for &(n, p) in isls.iter().step_by(3).take(5) {
+        rig.sim.apply(Fault::LinkDown { node: n, port: p });
+    }
+    until_clean(&mut rig.sim, &mut rig.nodes, 0, Duration::from_secs(30));
+    rig.settle();
+    rig.check(2);
+    // And joins after the cut.
+    rig.join(2, v4(), join_state::FULL_MEMBER);
+    rig.settle();
+    rig.check(2);
+}
+
+/// MulticastFDBTop: the switches of a tree were told the top of their MFT (they do
+/// not forward above it), the others keep "none".
+#[test]
+fn multicast_fdb_top_is_written() {
+    let f = generate::k_ary_n_tree(4, 2).unwrap();
+    let rig = scenario(&f);
+    let tops = rig.nodes[0].sm.sa().unwrap().mft_tops();
+    assert!(!tops.is_empty());
+    for (_, n) in f.nodes().filter(|(_, n)| n.is_switch()) {
+        let idx = rig.sim.node_by_guid(n.guid().0).unwrap();
+        let top = rig
+            .sim
+            .with_agent(idx, |a| a.sma().switch_info().unwrap().multicast_fdb_top);
+        let want = tops.get(&n.guid().0).copied().unwrap_or(0xBFFF);
+        assert_eq!(top, want, "switch {:#x}", n.guid().0);
+    }
+    assert!(tops.values().all(|&t| t == 0xC01F));
+}
