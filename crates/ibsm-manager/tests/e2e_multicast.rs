@@ -62,7 +62,11 @@ struct Rig {
 
 impl Rig {
     fn new(f: &Fabric) -> Self {
-        let mut sim = sim_of(f, SimConfig::default());
+        Self::with(f, SimConfig::default())
+    }
+
+    fn with(f: &Fabric, sim_cfg: SimConfig) -> Self {
+        let mut sim = sim_of(f, sim_cfg);
         let cas = ca_nodes(&sim, f);
         let mut nodes = vec![attach(&mut sim, cas[0], cfg(), None)];
         until_up(&mut sim, &mut nodes, 0, Duration::from_secs(30));
@@ -284,4 +288,66 @@ fn multicast_fdb_top_is_written() {
         assert_eq!(top, want, "switch {:#x}", n.guid().0);
     }
     assert!(tops.values().all(|&t| t == 0xC01F));
+}
+
+/// While trees change (members come and go on a torus, so roots move), the MFTs
+/// never form a loop at any point the SM gets an answer: the SM writes the ports the
+/// new trees drop, waits for every answer, then the ones they add.
+#[test]
+fn tree_changes_never_loop_on_the_wire() {
+    let f = generate::grid(&generate::Grid {
+        dims: vec![5, 5],
+        torus: true,
+        cas_per_switch: 1,
+    })
+    .unwrap();
+    // Slow links spread the arrival of one step's Sets over microseconds.
+    let sim_cfg = SimConfig {
+        hop_latency: Duration::from_micros(1),
+        ..SimConfig::default()
+    };
+    let mut rig = Rig::with(&f, sim_cfg);
+    let n = rig.cas.len();
+    let mut loops = 0u64;
+    let mut checks = 0u64;
+    let mut joined: Vec<usize> = Vec::new();
+    let mut rng = 0x5eedu64;
+    for round in 0..80 {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let i = 1 + (rng >> 33) as usize % (n - 1);
+        if joined.len() > 2 && round % 2 == 0 {
+            let j = joined.remove((rng >> 20) as usize % joined.len());
+            rig.leave(j, v4());
+        } else if !joined.contains(&i) {
+            rig.join(i, v4(), join_state::FULL_MEMBER);
+            joined.push(i);
+        }
+        // The join or leave goes out, the SA answers and the SM writes the MFTs within
+        // a few hundred microseconds: look at the MFTs every hop time meanwhile.
+        for _ in 0..2000 {
+            let step = rig.sim.now() + Duration::from_nanos(250);
+            let clients = &mut rig.clients;
+            drive(&mut rig.sim, &mut rig.nodes, step, |_, _| {
+                for c in clients.iter_mut() {
+                    c.receive();
+                }
+                false
+            });
+            for c in &mut rig.clients {
+                c.poll(&mut rig.sim);
+            }
+            let r = rig.sim.verify_multicast();
+            checks += 1;
+            loops += r
+                .mcast_samples
+                .iter()
+                .filter(|p| matches!(p.fault, ibsm_sim::McastFault::Loop { .. }))
+                .count() as u64;
+        }
+        rig.run(Duration::from_millis(50));
+    }
+    assert!(checks > 1000, "{checks} checks");
+    assert_eq!(loops, 0, "transient loops seen in {checks} checks");
+    rig.settle();
+    rig.check(1);
 }

@@ -680,6 +680,13 @@ impl<A: Agent> Sim<A> {
     pub fn verify(&self) -> VerifyReport {
         verify::verify(&self.core.borrow())
     }
+
+    /// Only the multicast part of [`Self::verify`] (the `mcast_*` fields), cheap
+    /// enough to check the MFTs while an SM is changing them.
+    #[must_use]
+    pub fn verify_multicast(&self) -> VerifyReport {
+        verify::verify_multicast(&self.core.borrow())
+    }
 }
 
 #[cfg(test)]

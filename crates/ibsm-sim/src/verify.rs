@@ -301,6 +301,13 @@ pub(crate) fn verify<A: Agent>(c: &Core<A>) -> VerifyReport {
     r
 }
 
+/// Only the multicast walks of [`verify`] (cheap enough to run after every event).
+pub(crate) fn verify_multicast<A: Agent>(c: &Core<A>) -> VerifyReport {
+    let mut r = VerifyReport::default();
+    verify_mcast(c, &mut r);
+    r
+}
+
 /// Walks every multicast group from each member: a copy leaves the sender, and each
 /// switch it enters by port `q` sends it out of every port of its MFT entry but `q`.
 fn verify_mcast<A: Agent>(c: &Core<A>, r: &mut VerifyReport) {
