@@ -15,7 +15,6 @@ pub(crate) const UNIMPLEMENTED: &[(&str, &str)] = &[
     ("fdr10", "1"),
     ("local_phy_errors_threshold", "0x08"),
     ("overrun_errors_threshold", "0x08"),
-    ("use_mfttop", "TRUE"),
     ("no_partition_enforcement", "FALSE"),
     ("keep_pkey_indexes", "TRUE"),
     ("sm_assigned_guid", "0x00"),

@@ -161,6 +161,9 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
             opt!("force_link_width", "force_link_width", false,
              "Force PortInfo:LinkWidthEnabled on every linked port\nIf 0, don't modify PortInfo:LinkWidthEnabled\nOtherwise, use value for PortInfo:LinkWidthEnabled\n   1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x (sums: either), 32-254 reserved\n   Default 255: set to PortInfo:LinkWidthSupported",
              s => s.sm.force_link_width, dec, num),
+            opt!("use_mfttop", "", false,
+             "Use SwitchInfo:MulticastFDBTop if advertised in PortInfo:CapabilityMask",
+             s => s.sm.use_mfttop, boolean, parse_bool),
         ],
     ),
     (
