@@ -241,6 +241,14 @@ impl<C> PerfClient<C> {
         self.txns.pending() == 0
     }
 
+    /// Restarts TID allocation at low value `start`. A host that runs one client after
+    /// another on the same port (an SM's periodic counter sweeps) moves each one past
+    /// the TIDs of the last, so a late answer to the old sweep never completes a query
+    /// of the new one.
+    pub fn set_tid_start(&mut self, start: u32) {
+        self.txns.set_tid_start(start);
+    }
+
     /// Reads `A` of `port` (or [`ALL_PORTS`]) at `lid`.
     ///
     /// # Errors
@@ -716,6 +724,21 @@ impl Scrape {
             };
             self.record(i, step, Ok(ev));
         }
+    }
+
+    /// Reports that the transport refused `id`'s MAD (the id of a [`Transmit`] from
+    /// [`Self::poll_transmit`]): that read fails at once instead of waiting out its
+    /// retries.
+    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
+        self.client.handle_send_error(id, error);
+        self.collect();
+    }
+
+    /// Restarts TID allocation at low value `start` (see
+    /// [`PerfClient::set_tid_start`]); call it before the first
+    /// [`Self::poll_transmit`].
+    pub fn set_tid_start(&mut self, start: u32) {
+        self.client.set_tid_start(start);
     }
 
     /// Whether every read is finished.

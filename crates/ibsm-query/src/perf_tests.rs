@@ -353,3 +353,26 @@ fn garbage_answers_are_typed() {
     m[5] = 0x1c;
     assert_eq!(answer(&m).err(), Some(Err(0x1c)));
 }
+
+/// The seams a host with its own run loop (the SM's PerfMgr) drives a scrape through.
+#[test]
+fn a_scrape_driven_by_hand_takes_its_tid_start_and_send_errors() {
+    let mut s = Scrape::new(targets(), ScrapeMode::PerPort, default_tx());
+    s.set_tid_start(0x1234_0000);
+    let first = s.poll_transmit(Instant::ZERO).expect("a ClassPortInfo Get");
+    let tid = u64::from_be_bytes(first.mad[8..16].try_into().unwrap());
+    assert_eq!(tid as u32, 0x1234_0000);
+    // The transport refuses it: that agent's ClassPortInfo fails at once (no retries
+    // waited out) and its ports are still read, as a basic agent's.
+    s.handle_send_error(first.id, TransportError::Timeout);
+    let lid = match first.addr {
+        Address::Lid(l) => l.dlid,
+        other => panic!("{other:?}"),
+    };
+    assert!(s.report().agents[&lid].is_err());
+    assert_eq!(s.report().failures, 1);
+    let mut f = fabric();
+    s.drive(&mut f, Instant::from_secs(10)).unwrap();
+    assert!(s.is_done());
+    assert_eq!(s.report().ports.len(), 8);
+}
