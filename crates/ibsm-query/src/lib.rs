@@ -17,6 +17,8 @@
 //!   Get/Set and resets, and `Scrape`, a whole-fabric read that follows each agent's
 //!   ClassPortInfo (PortCountersExtended where supported, AllPortSelect sums first
 //!   where allowed).
+//! * [`counters`]: one port's counters as 64-bit values by name (`perfquery`'s and
+//!   infiniband_exporter's), whichever attribute they came from, and their deltas.
 //! * [`nodemap`]: node-name maps in the infiniband-diags format.
 //!
 //! # Example
@@ -48,6 +50,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod counters;
 pub mod discover;
 pub mod nodemap;
 pub mod perf;
