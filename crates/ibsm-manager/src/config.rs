@@ -219,6 +219,9 @@ pub struct SmConfig {
     /// LinkWidthSupported", sent only where the port has fewer enabled. 32..=254 are
     /// reserved and refused.
     pub force_link_width: u8,
+    /// The performance manager ([`crate::perfmgr`]): periodic counter sweeps as
+    /// Master after SUBNET UP. Default `None` (off), as OpenSM's `perfmgr FALSE`.
+    pub perfmgr: Option<crate::perfmgr::PerfMgrConfig>,
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
@@ -317,6 +320,26 @@ impl SmConfig {
                 why: "routing needs at least one thread",
             });
         }
+        if let Some(p) = &self.perfmgr {
+            if p.max_outstanding_queries == 0 {
+                return Err(ConfigError::Zero {
+                    field: "perfmgr.max_outstanding_queries",
+                    why: "no counter query could ever be in flight",
+                });
+            }
+            if p.timeout.is_zero() {
+                return Err(ConfigError::Zero {
+                    field: "perfmgr.timeout",
+                    why: "every counter query would time out as it is sent",
+                });
+            }
+            if p.sweep_time.is_zero() {
+                return Err(ConfigError::Zero {
+                    field: "perfmgr.sweep_time",
+                    why: "counter sweeps would follow each other without a pause",
+                });
+            }
+        }
         for st in self.partitions.iter().flat_map(|p| &p.statements) {
             if let Some(pkey) = st.pkey.filter(|k| !(1..=0x7FFF).contains(k)) {
                 return Err(ConfigError::PartitionPKey {
@@ -362,6 +385,7 @@ impl Default for SmConfig {
             force_link_speed: 15,
             force_link_speed_ext: 31,
             force_link_width: 0xFF,
+            perfmgr: None,
         }
     }
 }

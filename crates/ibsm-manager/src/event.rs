@@ -251,4 +251,17 @@ pub enum SmEvent {
         /// Its port GUID.
         guid: u64,
     },
+    /// A counter sweep read a port (`SmConfig::perfmgr`): its counters, their growth
+    /// since the port's previous reading and its error rates. One per port per sweep,
+    /// before the sweep's [`SmEvent::PerfSweepDone`].
+    PortCounters(Box<crate::perfmgr::PortPerf>),
+    /// A counter of a port grew by more than its threshold
+    /// (`PerfMgrConfig::thresholds`) in one counter sweep: what an unhealthy-port
+    /// policy acts on. Emitted just before that port's [`SmEvent::PortCounters`].
+    PortErrorThreshold(crate::perfmgr::ThresholdExceeded),
+    /// A counter sweep ended.
+    PerfSweepDone {
+        /// What it did.
+        stats: crate::perfmgr::PerfSweepStats,
+    },
 }

@@ -63,6 +63,7 @@ pub mod lids;
 pub mod mkey;
 pub mod model;
 pub mod partition;
+pub mod perfmgr;
 mod reroute;
 pub mod store;
 

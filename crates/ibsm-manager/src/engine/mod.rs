@@ -23,6 +23,7 @@
 //! | [`admin`] | [`admin::Admin`] | the Subnet Administrator: snapshot, requests, Reports, MFTs |
 //! | [`runtime`] | | settings changed while running (priority, SMP window floor) |
 //! | [`timers`] | [`timers::Timers`] | every deadline, so [`SubnetManager::poll_timeout`] reads them |
+//! | [`perfmgr`] | [`perfmgr::PerfMgr`] | the PerfMgr's counter sweeps (PerfMgt MADs after SUBNET UP), their events |
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -42,6 +43,7 @@ mod discovery;
 mod keys;
 mod ops;
 mod partitions;
+mod perfmgr;
 mod ports;
 mod resweep;
 mod routing;
@@ -101,6 +103,8 @@ pub struct SubnetManager {
     smi: smi::Smi,
     admin: admin::Admin,
     timers: timers::Timers,
+    /// The PerfMgr's counter sweeps (`SmConfig::perfmgr`).
+    perf: perfmgr::PerfMgr,
     out: Outbox,
 }
 
@@ -153,6 +157,7 @@ impl SubnetManager {
             smi,
             admin,
             timers: timers::Timers::default(),
+            perf: perfmgr::PerfMgr::default(),
             out: Outbox::default(),
             cfg,
             local,
@@ -305,15 +310,21 @@ impl SubnetManager {
     pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
         let span = self.sweep.span();
         let _in_phase = span.enter();
-        self.smps.tx.handle_incoming(incoming);
-        self.process(now);
+        if let Some(incoming) = self.perf_incoming(incoming) {
+            self.smps.tx.handle_incoming(incoming);
+            self.process(now);
+        }
+        self.perf_tick(now);
         self.refresh_timers();
     }
 
     /// Reports that sending an [`Outgoing`] failed.
     pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        self.smps.tx.handle_send_error(id, error);
-        self.process(now);
+        if !self.perf_send_error(id, error.clone()) {
+            self.smps.tx.handle_send_error(id, error);
+            self.process(now);
+        }
+        self.perf_tick(now);
         self.refresh_timers();
     }
 
@@ -333,12 +344,16 @@ impl SubnetManager {
             self.periodic_sweep(now);
         }
         self.process(now);
+        self.perf_tick(now);
         self.refresh_timers();
     }
 
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        let out = self.next_transmit(now);
+        // PerfMgt MADs only when no SMP is waiting for the window.
+        let out = self
+            .next_transmit(now)
+            .or_else(|| self.perf_transmit(now));
         self.refresh_timers();
         out
     }
@@ -367,6 +382,8 @@ impl SubnetManager {
         self.timers.set(Timer::Election, election);
         let admin = self.admin_deadline();
         self.timers.set(Timer::Admin, admin);
+        let perf = self.perf_deadline();
+        self.timers.set(Timer::PerfMgr, perf);
     }
 
     fn event(&mut self, ev: SmEvent) {

@@ -20,14 +20,17 @@ pub(super) enum Timer {
     Election,
     /// The SA's next RMPP or Report resend.
     Admin,
+    /// The PerfMgr's next query timeout, or its next counter sweep.
+    PerfMgr,
 }
 
-const ALL: [Timer; 5] = [
+const ALL: [Timer; 6] = [
     Timer::Sweep,
     Timer::Rebalance,
     Timer::Transactions,
     Timer::Election,
     Timer::Admin,
+    Timer::PerfMgr,
 ];
 
 /// Every deadline, `None` when unset.
