@@ -45,6 +45,13 @@ macro_rules! counters {
                 match self { $(Counter::$v => $stem,)* }
             }
 
+            /// Whether it counts data in 4-byte words (PortXmitData, PortRcvData), as
+            /// the agent and `perfquery` do; multiply by 4 for bytes.
+            #[must_use]
+            pub fn is_data_words(self) -> bool {
+                matches!(self, Counter::XmitData | Counter::RcvData)
+            }
+
             /// Whether it counts errors (rather than traffic or congestion).
             #[must_use]
             pub fn is_error(self) -> bool {

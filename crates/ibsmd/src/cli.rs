@@ -226,6 +226,13 @@ pub(crate) struct Cli {
     /// Serve Subnet Administration (the default; kept for old command lines).
     #[arg(long = "sa", conflicts_with = "no_sa")]
     pub(crate) sa: bool,
+    /// Run the performance manager: as Master, read every port's counters each
+    /// perfmgr_sweep_time_s, shown by the metrics endpoint (opensm.conf: perfmgr).
+    #[arg(long)]
+    pub(crate) perfmgr: bool,
+    /// Seconds between counter sweeps (opensm.conf: perfmgr_sweep_time_s; default 180).
+    #[arg(long = "perfmgr_sweep_time_s", value_name = "SECS")]
+    pub(crate) perfmgr_sweep_time_s: Option<u64>,
 
     // ---- operations ----
     /// Client command for a running ibsmd (none: run the SM).

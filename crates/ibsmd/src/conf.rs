@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ibsm::manager::partition::{Enforcement, PartitionConfig};
+use ibsm::manager::perfmgr::{Counter, PerfMgrConfig};
 use ibsm::manager::{MKeyMode, RoutingInputs, SmConfig};
 use ibsm::routing::EngineList;
 
@@ -62,6 +63,16 @@ pub(crate) struct Settings {
     /// `guid_routing_order_file`, read into `sm.routing_inputs` by
     /// [`Settings::engine_config`].
     pub(crate) routing_files: RoutingFiles,
+    /// OpenSM's `perfmgr`: run the performance manager (`perf` its settings).
+    pub(crate) perfmgr: bool,
+    /// The PerfMgr's settings, in force with `perfmgr` (the engine takes the SM's
+    /// transaction timeout and retries).
+    pub(crate) perf: PerfMgrConfig,
+    /// OpenSM's `perfmgr_xmit_wait_log`: report ports whose PortXmitWait grows by more
+    /// than `perfmgr_xmit_wait_threshold` in one counter sweep.
+    pub(crate) perfmgr_xmit_wait_log: bool,
+    /// OpenSM's `perfmgr_xmit_wait_threshold`.
+    pub(crate) perfmgr_xmit_wait_threshold: u64,
 }
 
 /// The paths of OpenSM's routing input files (each a list of GUIDs, one a line).
@@ -118,6 +129,10 @@ impl Default for Settings {
             accum_log_file: true,
             dump_dir: None,
             routing_files: RoutingFiles::default(),
+            perfmgr: false,
+            perf: PerfMgrConfig::default(),
+            perfmgr_xmit_wait_log: false,
+            perfmgr_xmit_wait_threshold: 65535,
         }
     }
 }
@@ -264,6 +279,13 @@ impl Settings {
             self.accum_log_file = false;
         }
         set(&mut self.log_flags, c.log_flags.as_ref());
+        if c.perfmgr {
+            self.perfmgr = true;
+        }
+        set(
+            &mut self.perf.sweep_time,
+            c.perfmgr_sweep_time_s.map(Duration::from_secs).as_ref(),
+        );
         if c.max_verbose {
             self.log_flags = 0xFF;
         }
@@ -318,8 +340,24 @@ impl Settings {
         };
         cfg.partitions = self.load_partitions()?;
         cfg.routing_inputs = self.routing_files.read()?;
+        cfg.perfmgr = self.perfmgr_config(&cfg);
         self.check(&cfg)?;
         Ok(cfg)
+    }
+
+    /// The PerfMgr's configuration when `perfmgr` is on: `perf` with the SM's
+    /// transaction timeout and retries, and the PortXmitWait threshold when
+    /// `perfmgr_xmit_wait_log` asks for it.
+    fn perfmgr_config(&self, cfg: &SmConfig) -> Option<PerfMgrConfig> {
+        self.perfmgr.then(|| {
+            let mut p = self.perf.clone();
+            p.timeout = cfg.transaction_timeout;
+            p.retries = cfg.transaction_retries;
+            if self.perfmgr_xmit_wait_log {
+                p.set_threshold(Counter::XmitWait, Some(self.perfmgr_xmit_wait_threshold));
+            }
+            p
+        })
     }
 
     /// `SmConfig::validate`, and the one combination it cannot see: protect bits or a

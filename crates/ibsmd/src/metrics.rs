@@ -21,6 +21,12 @@
 //! | `ibsm_fabric_links`, `ibsm_fabric_lids` | | cables, LIDs assigned |
 //! | `ibsm_unhealthy_ports` | | always 0: port health is not monitored yet |
 //! | `ibsm_partition_warnings` | | partition warnings kept |
+//! | `ibsm_perfmgr_sweeps_total` | | counter sweeps finished (`--perfmgr`) |
+//! | `ibsm_perfmgr_last_sweep_ports` | `result` = read, failed | the last counter sweep's ports |
+//! | `ibsm_perfmgr_last_sweep_duration_seconds` | | its duration |
+//! | `ibsm_perfmgr_query_failures_total`, `ibsm_perfmgr_query_timeouts_total` | | the last sweep's failed queries |
+//! | `ibsm_perfmgr_over_threshold_total` | | threshold reports |
+//! | `infiniband_{switch,hca}_port_<counter>_total` | `guid`, `port` | each port's counters as last read, with treydock/infiniband_exporter's names (as `ibsm-exporter`; data in bytes) |
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +38,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::status::Status;
+use ibsm::query::counters::Counter as PortCounter;
+
+use crate::status::{Perf, Status};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -174,7 +182,14 @@ fn as_i64(v: usize) -> i64 {
 /// The OpenMetrics text of `s`.
 #[must_use]
 pub(crate) fn exposition(s: &Status) -> String {
-    let mut reg = Registry::with_prefix("ibsm");
+    let mut root = Registry::default();
+    if let Some(p) = &s.perfmgr {
+        port_counters(&mut root, p);
+    }
+    let reg = root.sub_registry_with_prefix("ibsm");
+    if let Some(p) = &s.perfmgr {
+        perf_sweeps(reg, p);
+    }
     let roles: Family<Labels, Gauge> = Family::default();
     for role in ["MASTER", "STANDBY", "DISCOVERING", "NOT ACTIVE"] {
         roles
@@ -182,16 +197,16 @@ pub(crate) fn exposition(s: &Status) -> String {
             .set(i64::from(s.role == role));
     }
     reg.register("role", "1 for the SM's role", roles);
-    gauge(&mut reg, "sm_lid", "This SM's LID", i64::from(s.sm_lid));
+    gauge(reg, "sm_lid", "This SM's LID", i64::from(s.sm_lid));
     let master = s.master.as_ref().map_or(0, |m| m.lid);
     gauge(
-        &mut reg,
+        reg,
         "master_lid",
         "The master SM's LID (0: unknown)",
         i64::from(master),
     );
     gauge(
-        &mut reg,
+        reg,
         "subnet_up",
         "1 once the subnet was brought up",
         i64::from(s.subnet_up),
@@ -221,15 +236,15 @@ pub(crate) fn exposition(s: &Status) -> String {
             .inc_by(*n);
     }
     reg.register("smps", "Sweep SMPs by attribute", by_attr);
-    counter(&mut reg, "smps_sent", "Every SMP sent", s.smps.total);
+    counter(reg, "smps_sent", "Every SMP sent", s.smps.total);
     counter(
-        &mut reg,
+        reg,
         "smp_retries",
         "SMP retries over all sweeps",
         s.smps.retries,
     );
     counter(
-        &mut reg,
+        reg,
         "smp_timeouts",
         "SMPs unanswered after all retries",
         s.smps.timeouts,
@@ -250,28 +265,95 @@ pub(crate) fn exposition(s: &Status) -> String {
     }
     reg.register("fabric_nodes", "Nodes the last heavy sweep found", nodes);
     gauge(
-        &mut reg,
+        reg,
         "fabric_links",
         "Cables the last heavy sweep found",
         as_i64(f.links),
     );
-    gauge(&mut reg, "fabric_lids", "LIDs assigned", as_i64(f.lids));
+    gauge(reg, "fabric_lids", "LIDs assigned", as_i64(f.lids));
     gauge(
-        &mut reg,
+        reg,
         "unhealthy_ports",
         "Ports judged unhealthy (not monitored yet: always 0)",
         as_i64(s.unhealthy_ports.len()),
     );
     gauge(
-        &mut reg,
+        reg,
         "partition_warnings",
         "Partition warnings kept",
         as_i64(s.partition_warnings.len()),
     );
     let mut out = String::new();
     // Writing into a String does not fail.
-    let _ = encode(&mut out, &reg);
+    let _ = encode(&mut out, &root);
     out
+}
+
+/// The PerfMgr's own figures.
+fn perf_sweeps(reg: &mut Registry, p: &Perf) {
+    counter(reg, "perfmgr_sweeps", "Counter sweeps finished", p.sweeps);
+    counter(
+        reg,
+        "perfmgr_over_threshold",
+        "Port counters that grew past their threshold in one sweep",
+        p.over_threshold,
+    );
+    let Some(last) = p.last else {
+        return;
+    };
+    let ports: Family<Labels, Gauge> = Family::default();
+    for (result, n) in [("read", last.ports_read), ("failed", last.ports_failed)] {
+        ports
+            .get_or_create(&vec![("result", result.to_owned())])
+            .set(as_i64(n));
+    }
+    reg.register("perfmgr_last_sweep_ports", "Ports of the last counter sweep", ports);
+    let d: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+    d.set(last.duration_ms / 1e3);
+    reg.register(
+        "perfmgr_last_sweep_duration_seconds",
+        "The last counter sweep's duration on the transport's clock",
+        d,
+    );
+    counter(
+        reg,
+        "perfmgr_query_failures",
+        "Queries of the last counter sweep that failed",
+        last.failures,
+    );
+    counter(
+        reg,
+        "perfmgr_query_timeouts",
+        "Queries of the last counter sweep that got no answer",
+        last.timeouts,
+    );
+}
+
+/// Each port's counters, named as treydock/infiniband_exporter names them.
+fn port_counters(root: &mut Registry, p: &Perf) {
+    for (kind, switch) in [("switch", true), ("hca", false)] {
+        for &c in PortCounter::ALL {
+            let family: Family<Labels, Counter<u64>> = Family::default();
+            let mut any = false;
+            for port in p.ports.iter().filter(|q| q.switch == switch) {
+                let Some(&v) = port.counters.get(c.perfquery_name()) else {
+                    continue;
+                };
+                let v = if c.is_data_words() { v.saturating_mul(4) } else { v };
+                family
+                    .get_or_create(&vec![("guid", port.guid.clone()), ("port", port.port.to_string())])
+                    .inc_by(v);
+                any = true;
+            }
+            if any {
+                root.register(
+                    format!("infiniband_{kind}_port_{}", c.exporter_stem()),
+                    format!("Infiniband {kind} port {}", c.perfquery_name()),
+                    family,
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,58 @@ pub(crate) struct Status {
     pub(crate) routing_engine: String,
     /// Milliseconds since the daemon started.
     pub(crate) uptime_ms: f64,
+    /// The performance manager's counter sweeps and the counters they read (`None`
+    /// without `--perfmgr`).
+    pub(crate) perfmgr: Option<Perf>,
+}
+
+/// What the performance manager found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Perf {
+    /// Counter sweeps finished.
+    pub(crate) sweeps: u64,
+    /// Whether one runs now.
+    pub(crate) sweeping: bool,
+    /// The last one's figures.
+    pub(crate) last: Option<PerfSweep>,
+    /// Threshold reports over all sweeps.
+    pub(crate) over_threshold: u64,
+    /// Every port's counters as last read, sorted by node GUID and port.
+    pub(crate) ports: Vec<PortCounters>,
+}
+
+/// One counter sweep's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PerfSweep {
+    /// Agents asked.
+    pub(crate) agents: usize,
+    /// Ports read.
+    pub(crate) ports_read: usize,
+    /// Ports whose counters could not be read.
+    pub(crate) ports_failed: usize,
+    /// Queries sent.
+    pub(crate) queries: u64,
+    /// Queries failed.
+    pub(crate) failures: u64,
+    /// Of those, timeouts.
+    pub(crate) timeouts: u64,
+    /// Its duration, in ms.
+    pub(crate) duration_ms: f64,
+}
+
+/// One port's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PortCounters {
+    /// Node GUID (hex).
+    pub(crate) node_guid: String,
+    /// Port GUID (hex; a switch port's is its node's).
+    pub(crate) guid: String,
+    /// Port number.
+    pub(crate) port: u8,
+    /// Whether the node is a switch.
+    pub(crate) switch: bool,
+    /// Counters by perfquery's names, as perfquery prints them (data in 4-byte words).
+    pub(crate) counters: BTreeMap<String, u64>,
 }
 
 /// The master SM.
@@ -107,6 +159,8 @@ pub(crate) struct Tracker {
     smps: Smps,
     traps: BTreeMap<u16, u64>,
     partition_warnings: Vec<String>,
+    perf_sweeps: u64,
+    over_threshold: u64,
 }
 
 /// Most partition warnings kept (the newest replace the oldest).
@@ -127,6 +181,8 @@ impl Tracker {
                 self.add(stats);
             }
             SmEvent::Trap { number, .. } => *self.traps.entry(*number).or_default() += 1,
+            SmEvent::PerfSweepDone { .. } => self.perf_sweeps += 1,
+            SmEvent::PortErrorThreshold(_) => self.over_threshold += 1,
             SmEvent::PartitionWarning { warning } => {
                 if self.partition_warnings.len() == MAX_WARNINGS {
                     self.partition_warnings.remove(0);
@@ -207,6 +263,48 @@ impl Tracker {
                 .map(|r| r.engine().to_owned())
                 .unwrap_or_default(),
             uptime_ms,
+            perfmgr: sm.config().perfmgr.is_some().then(|| self.perf(sm)),
+        }
+    }
+
+    fn perf(&self, sm: &SubnetManager) -> Perf {
+        let fabric = sm.fabric();
+        let ports = sm
+            .port_counters()
+            .map(|((node, port), _, sample)| {
+                let switch = fabric
+                    .and_then(|f| f.node_by_guid(ibsm::topology::Guid(node)))
+                    .and_then(|id| fabric?.node(id));
+                let port_guid = switch
+                    .filter(|n| !n.is_switch())
+                    .and_then(|n| n.port(port))
+                    .map_or(node, |p| p.guid.0);
+                PortCounters {
+                    node_guid: hex(node),
+                    guid: hex(port_guid),
+                    port,
+                    switch: switch.is_some_and(ibsm::topology::Node::is_switch),
+                    counters: sample
+                        .iter()
+                        .map(|(c, v)| (c.perfquery_name().to_owned(), v))
+                        .collect(),
+                }
+            })
+            .collect();
+        Perf {
+            sweeps: self.perf_sweeps,
+            sweeping: sm.is_perf_sweeping(),
+            last: sm.perf_sweep_stats().map(|s| PerfSweep {
+                agents: s.agents,
+                ports_read: s.ports_read,
+                ports_failed: s.ports_failed,
+                queries: s.queries,
+                failures: s.failures,
+                timeouts: s.timeouts,
+                duration_ms: s.duration.as_secs_f64() * 1e3,
+            }),
+            over_threshold: self.over_threshold,
+            ports,
         }
     }
 }

@@ -32,6 +32,8 @@ mod spell {
     use std::path::PathBuf;
     use std::time::Duration;
 
+    use ibsm::manager::perfmgr::{Counter, Threshold};
+
     pub(super) fn dec<T: std::fmt::Display>(v: &T) -> String {
         v.to_string()
     }
@@ -74,6 +76,36 @@ mod spell {
     pub(super) fn parse_path(s: &str) -> Result<Option<PathBuf>, String> {
         Ok((s != "(null)").then(|| PathBuf::from(s)))
     }
+    /// `Name=max,...` in perfquery's counter names; `(null)` for none.
+    pub(super) fn thresholds(v: &Vec<Threshold>) -> String {
+        if v.is_empty() {
+            return "(null)".to_owned();
+        }
+        v.iter()
+            .map(|t| format!("{}={}", t.counter.perfquery_name(), t.max_per_sweep))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+    pub(super) fn parse_thresholds(s: &str) -> Result<Vec<Threshold>, String> {
+        if s == "(null)" {
+            return Ok(Vec::new());
+        }
+        let mut cfg = ibsm::manager::perfmgr::PerfMgrConfig::default();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, max) = item
+                .split_once('=')
+                .ok_or_else(|| format!("{item}: not Counter=max"))?;
+            let counter = Counter::ALL
+                .iter()
+                .copied()
+                .find(|c| c.perfquery_name() == name.trim())
+                .ok_or_else(|| format!("{name}: not a counter perfquery names"))?;
+            let max: u64 = num(max.trim()).map_err(|e| format!("{item}: {e}"))?;
+            cfg.set_threshold(counter, Some(max));
+        }
+        Ok(cfg.thresholds)
+    }
+
     /// Seconds, 0 for "never".
     pub(super) fn opt_secs(v: &Option<Duration>) -> String {
         v.map_or(0, |d| d.as_secs()).to_string()
@@ -289,6 +321,28 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
         }],
     ),
     (
+        "PERFORMANCE MANAGER OPTIONS",
+        &[
+            opt!("perfmgr", "", false, "Run the performance manager (as Master, after SUBNET UP)",
+             s => s.perfmgr, boolean, parse_bool),
+            opt!("perfmgr_sweep_time_s", "perfmgr.sweep_time", false,
+             "Time in seconds between the starts of two counter sweeps",
+             s => s.perf.sweep_time, secs, parse_secs),
+            opt!("perfmgr_max_outstanding_queries", "perfmgr.max_outstanding_queries", false,
+             "Most PerfMgt queries in flight at once",
+             s => s.perf.max_outstanding_queries, dec, num),
+            opt!("perfmgr_ignore_cas", "", false,
+             "Read switch ports only, not channel adapters",
+             s => s.perf.ignore_cas, boolean, parse_bool),
+            opt!("perfmgr_xmit_wait_log", "", false,
+             "Report ports whose PortXmitWait grows by more than perfmgr_xmit_wait_threshold in one sweep",
+             s => s.perfmgr_xmit_wait_log, boolean, parse_bool),
+            opt!("perfmgr_xmit_wait_threshold", "", false,
+             "PortXmitWait growth per sweep above which a port is reported",
+             s => s.perfmgr_xmit_wait_threshold, dec, num),
+        ],
+    ),
+    (
         "DEBUG FEATURES",
         &[
             opt!("log_flags", "", true,
@@ -342,6 +396,9 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
             opt!("sa", "", false,
              "Serve Subnet Administration (FALSE: SA requests get \"unsupported class\")",
              s => s.sm.sa, boolean, parse_bool),
+            opt!("perfmgr_error_thresholds", "", false,
+             "Counter growth per counter sweep above which PerfMgr reports a port, as\nperfquery's names: SymbolErrorCounter=10,LinkDownedCounter=0 ((null): none)",
+             s => s.perf.thresholds, spell::thresholds, spell::parse_thresholds),
         ],
     ),
 ];

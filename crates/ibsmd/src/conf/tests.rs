@@ -312,3 +312,41 @@ proptest! {
         prop_assert!(r.warnings.is_empty());
     }
 }
+
+#[test]
+fn perfmgr_keys_make_the_engines_perfmgr_config() {
+    let (s, r) = read(
+        "perfmgr TRUE\nperfmgr_sweep_time_s 30\nperfmgr_max_outstanding_queries 7\n\
+         perfmgr_ignore_cas TRUE\nperfmgr_xmit_wait_log TRUE\nperfmgr_xmit_wait_threshold 99\n\
+         perfmgr_error_thresholds SymbolErrorCounter=10, LinkDownedCounter=0\n\
+         transaction_timeout 300\n",
+    )
+    .unwrap();
+    assert!(r.warnings.is_empty() && r.ignored.is_empty(), "{r:?}");
+    let p = s.engine_config(false).unwrap().perfmgr.unwrap();
+    assert_eq!(p.sweep_time, Duration::from_secs(30));
+    assert_eq!((p.max_outstanding_queries, p.ignore_cas), (7, true));
+    assert_eq!(p.timeout, Duration::from_millis(300));
+    use ibsm::manager::perfmgr::Counter;
+    assert_eq!(p.threshold(Counter::SymbolErrors), Some(10));
+    assert_eq!(p.threshold(Counter::LinkDowned), Some(0));
+    assert_eq!(p.threshold(Counter::XmitWait), Some(99));
+    // -c writes what it read, and reading that back gives the same settings.
+    let (again, _) = read(&write(&s)).unwrap();
+    assert_eq!(again, s);
+    // Off by default, as OpenSM; the options alone do not turn it on.
+    let (off, _) = read("perfmgr_sweep_time_s 30\n").unwrap();
+    assert!(off.engine_config(false).unwrap().perfmgr.is_none());
+    assert!(Settings::default().engine_config(false).unwrap().perfmgr.is_none());
+}
+
+#[test]
+fn bad_perfmgr_values_name_their_line() {
+    let e = read("perfmgr_error_thresholds NoSuchCounter=3\n").unwrap_err();
+    assert!(e.msg.starts_with("t.conf:1: perfmgr_error_thresholds"), "{e}");
+    let e = read("perfmgr_error_thresholds SymbolErrorCounter\n").unwrap_err();
+    assert!(e.msg.contains("not Counter=max"), "{e}");
+    let (s, _) = read("perfmgr TRUE\nperfmgr_max_outstanding_queries 0\n").unwrap();
+    let e = s.engine_config(false).unwrap_err();
+    assert!(e.msg.contains("perfmgr.max_outstanding_queries"), "{e}");
+}
