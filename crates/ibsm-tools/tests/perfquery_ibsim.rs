@@ -5,7 +5,10 @@
 //! the MADs in between. The judge is a sandwich: `perfquery` reads every port before
 //! and after our whole-fabric scrape, and each of our counters must lie between its two
 //! readings (error counters equal). Single-port output has perfquery's exact layout,
-//! and a reset through us reads (near) zero in `perfquery`.
+//! and a reset through us reads (near) zero in `perfquery`. After counters set from
+//! ibsim's console (`PerformanceSet`), the same sandwich holds with the set values in
+//! place, and `--all -R` (AllPortSelect where the agents have it) leaves every error
+//! counter of every port at zero in `perfquery`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -57,11 +60,16 @@ fn blocks(text: &str) -> BTreeMap<(u16, u8), (Vec<String>, Block)> {
 }
 
 fn run(p: &Peer, program: &str, args: &[&str]) -> String {
+    run_both(p, program, args).0
+}
+
+/// stdout and stderr of a run that must succeed.
+fn run_both(p: &Peer, program: &str, args: &[&str]) -> (String, String) {
     let mut c = client(p, program, Some("Hca4"), "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(120));
     assert!(ok, "{program} {args:?} failed:\n{err}\n{out}");
-    out
+    (out, err)
 }
 
 fn perfquery_all(p: &Peer, ports: &[(u16, u8)], extended: bool) -> BTreeMap<(u16, u8), Block> {
@@ -83,24 +91,30 @@ fn sandwich(extended: bool) {
     if !peers_present("perfquery_ibsim", &[IBSIM, PRELOAD, OPENSM, PERFQUERY]) {
         return;
     }
-    let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
     let mut p = Peer::start(if extended { "pq_ext" } else { "pq_basic" }, NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
+    sandwich_on(&p, extended);
+}
+
+/// Our whole-fabric read between two perfquery reads of every port; returns ours.
+fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), (Vec<String>, Block)> {
+    let p = p;
+    let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
     let flag: &[&str] = if extended {
         &["-x", "--all"]
     } else {
         &["--all"]
     };
     // Which ports exist: one scrape, then the sandwich around a second.
-    let ports: Vec<(u16, u8)> = blocks(&run(&p, ours_bin, flag)).into_keys().collect();
+    let ports: Vec<(u16, u8)> = blocks(&run(p, ours_bin, flag)).into_keys().collect();
     assert_eq!(
         ports.len(),
         20,
         "8 + 8 switch ports and 4 CA ports: {ports:?}"
     );
-    let before = perfquery_all(&p, &ports, extended);
-    let ours = blocks(&run(&p, ours_bin, flag));
-    let after = perfquery_all(&p, &ports, extended);
+    let before = perfquery_all(p, &ports, extended);
+    let ours = blocks(&run(p, ours_bin, flag));
+    let after = perfquery_all(p, &ports, extended);
     for (k, (names, mine)) in &ours {
         let (b, a) = (&before[k], &after[k]);
         assert_eq!(names.len(), b.len(), "{k:?}: perfquery's fields");
@@ -112,6 +126,7 @@ fn sandwich(extended: bool) {
             );
         }
     }
+    ours
 }
 
 #[test]
@@ -162,4 +177,90 @@ fn one_port_looks_like_perfquery_and_a_reset_reads_zero() {
         "{v} after reset, {} before",
         busy["PortXmitData"]
     );
+}
+
+/// Where (if anywhere) `field` reads `value` in our output.
+fn ports_with(ours: &BTreeMap<(u16, u8), (Vec<String>, Block)>, field: &str, value: u64) -> usize {
+    ours.values()
+        .filter(|(_, b)| b.get(field) == Some(&value))
+        .count()
+}
+
+#[test]
+fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears_them() {
+    if !peers_present("perfquery_ibsim", &[IBSIM, PRELOAD, OPENSM, PERFQUERY]) {
+        return;
+    }
+    let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
+    let mut p = Peer::start("pq_console", NET);
+    start_opensm(&mut p, "Hca1", 0, &[]);
+    let set = [
+        ("Sw1", 2, "PortCounters.SymbolErrorCounter", 17),
+        ("Sw2", 3, "PortCounters.LinkDownedCounter", 3),
+        ("Hca3", 1, "PortCounters.PortRcvErrors", 40),
+        ("Sw1", 3, "PortCounters.PortXmitDiscards", 9),
+        ("Sw2", 1, "PortCounters.LinkErrorRecoveryCounter", 5),
+        ("Hca2", 1, "PortCountersExtended.PortUnicastXmitPkts", 777_777),
+    ];
+    for (node, port, field, v) in set {
+        p.sim.console(&format!("PerformanceSet \"{node}\"[{port}] {field}={v}"));
+    }
+    // The console answers asynchronously: wait until the last value shows.
+    ibsm_tests::wait_until("the console's counters", Duration::from_secs(30), || {
+        let ours = blocks(&run(&p, ours_bin, &["-x", "--all"]));
+        if ports_with(&ours, "PortUnicastXmitPkts", 777_777) == 1 {
+            Ok(())
+        } else {
+            Err("not yet".to_owned())
+        }
+    });
+    let basic = sandwich_on(&p, false);
+    for (_, _, field, v) in &set[..5] {
+        let name = field.trim_start_matches("PortCounters.");
+        assert_eq!(ports_with(&basic, name, *v), 1, "{name}={v} on one port");
+    }
+    let ext = sandwich_on(&p, true);
+    assert_eq!(ports_with(&ext, "PortUnicastXmitPkts", 777_777), 1);
+
+    // A reset of the whole fabric through us: AllPortSelect on the switches whose
+    // agent has it, and perfquery reads every error counter of every port as zero.
+    let (_, err) = run_both(&p, ours_bin, &["--all", "-R"]);
+    let summary = err
+        .lines()
+        .find_map(|l| l.strip_prefix("reset: "))
+        .unwrap_or_else(|| panic!("no reset summary in {err}"));
+    // Which agents have AllPortSelect: a switch is a LID with more than one port.
+    let switch_lid = basic.keys().find(|k| k.1 == 3).unwrap().0;
+    let header = run(&p, PERFQUERY, &[&switch_lid.to_string(), "3"]);
+    let cap = header
+        .split("CapMask: ")
+        .nth(1)
+        .and_then(|c| u16::from_str_radix(c.trim_start_matches("0x").get(..4)?, 16).ok())
+        .unwrap_or_else(|| panic!("no CapMask in {header}"));
+    let want = if cap & 0x0100 != 0 {
+        "2 switches with AllPortSelect, 4 ports one by one"
+    } else {
+        "0 switches with AllPortSelect, 20 ports one by one"
+    };
+    assert_eq!(summary, want, "CapMask {cap:#06x}");
+    let ports: Vec<(u16, u8)> = basic.keys().copied().collect();
+    let after = perfquery_all(&p, &ports, false);
+    let mut busy = 0;
+    for (k, b) in &after {
+        for (name, v) in b {
+            let error = !name.contains("Data") && !name.contains("Pkts") && name != "PortSelect"
+                && name != "CounterSelect" && name != "PortXmitWait";
+            if error {
+                assert_eq!(*v, 0, "{k:?} {name} after the reset");
+            }
+        }
+        // Traffic restarted from zero: only perfquery's own MADs since, far fewer
+        // than before on every port that had carried much.
+        let before = basic[k].1["PortXmitData"];
+        if before > 10_000 {
+            busy += 1;
+            assert!(b["PortXmitData"] < before / 2, "{k:?}: {before} -> {b:?}");
+        }
+    }
+    assert!(busy > 0, "no busy port to show the data reset");
 }

@@ -96,6 +96,8 @@ impl Daemon {
             // Always: without a class 0x03 agent an SA request reaching the port finds no
             // receiver (under ibsim the preload then crashes the process).
             sa_agent: true,
+            // The PerfMgr's counter queries go out through a class 0x04 client agent.
+            perf_agent: settings.perfmgr,
             ..OpenOptions::default()
         };
         let mut port = UmadTransport::open(&opts).map_err(|e| port_err(&e))?;

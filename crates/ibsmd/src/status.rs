@@ -90,6 +90,8 @@ pub(crate) struct PortCounters {
     pub(crate) guid: String,
     /// Port number.
     pub(crate) port: u8,
+    /// The LID its agent answers at (a switch's port 0 LID; 0: not known).
+    pub(crate) lid: u16,
     /// Whether the node is a switch.
     pub(crate) switch: bool,
     /// Counters by perfquery's names, as perfquery prints them (data in 4-byte words).
@@ -272,18 +274,17 @@ impl Tracker {
         let ports = sm
             .port_counters()
             .map(|((node, port), _, sample)| {
-                let switch = fabric
+                let found = fabric
                     .and_then(|f| f.node_by_guid(ibsm::topology::Guid(node)))
                     .and_then(|id| fabric?.node(id));
-                let port_guid = switch
-                    .filter(|n| !n.is_switch())
-                    .and_then(|n| n.port(port))
-                    .map_or(node, |p| p.guid.0);
+                let switch = found.is_some_and(ibsm::topology::Node::is_switch);
+                let ca_port = found.filter(|n| !n.is_switch()).and_then(|n| n.port(port));
                 PortCounters {
                     node_guid: hex(node),
-                    guid: hex(port_guid),
+                    guid: hex(ca_port.map_or(node, |p| p.guid.0)),
                     port,
-                    switch: switch.is_some_and(ibsm::topology::Node::is_switch),
+                    lid: ca_port.map_or_else(|| found.map_or(0, ibsm::topology::Node::lid), |p| p.lid),
+                    switch,
                     counters: sample
                         .iter()
                         .map(|(c, v)| (c.perfquery_name().to_owned(), v))

@@ -11,7 +11,9 @@
 //! only resets. `--all` discovers the fabric over directed routes (an SM must have
 //! given LIDs) and reads every switch port and CA port with the agents' capabilities
 //! (PortCountersExtended only where the agent has it); ports that fail are listed on
-//! stderr and the exit code is 1. Exit code 2: bad arguments.
+//! stderr and the exit code is 1. `--all` with `-r` or `-R` resets every port read:
+//! one AllPortSelect Set per switch whose agent has the capability, per-port Sets for
+//! the others and for CAs (stderr says how many of each). Exit code 2: bad arguments.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -26,7 +28,10 @@ use ibsm_query::smp::SmpConfig;
 use ibsm_transport::{Transport, TxConfig};
 use ibsm_umad::{OpenOptions, Selector, UmadTransport};
 use ibsm_wire::mad::ClassPortInfo;
-use ibsm_wire::perf::{CounterSelect, ExtCounterSelect, PortCounters, PortCountersExtended};
+use ibsm_wire::perf::{
+    ALL_PORTS, CounterSelect, ExtCounterSelect, PmCapabilityMask, PortCounters,
+    PortCountersExtended,
+};
 
 /// Read (or reset) performance counters, printed as perfquery prints them.
 #[derive(Debug, Parser)]
@@ -300,12 +305,18 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
         }
     }
     targets.retain(|t| t.lid != 0);
-    let mut s = Scrape::new(targets, ScrapeMode::PerPort, tx(args));
+    let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, tx(args));
     let until = port.now() + Duration::from_secs(120);
     s.drive(port, until).map_err(|e| e.to_string())?;
     let report = s.into_report();
     let mut out = String::new();
     let mut failed = 0;
+    if args.reset_only || args.reset_after_read {
+        failed += reset_all(args, port, &targets, &report.agents)?;
+    }
+    if args.reset_only {
+        return Ok((out, failed));
+    }
     for (&(lid, p), PortReading { counters, extended }) in &report.ports {
         let cpi = report
             .agents
@@ -339,6 +350,46 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
         }
     }
     Ok((out, failed))
+}
+
+/// Resets every port of `targets`: a switch whose agent has AllPortSelect with one Set
+/// (PortSelect 255), every other port with its own. Returns the Sets that failed.
+fn reset_all<T: Transport>(
+    args: &Args,
+    port: &mut T,
+    targets: &[ScrapeTarget],
+    agents: &std::collections::BTreeMap<u16, Result<ClassPortInfo, ibsm_query::perf::PerfError>>,
+) -> Result<usize, String> {
+    let mut c: PerfClient<u8> = PerfClient::new(tx(args));
+    let (mut summed, mut single) = (0usize, 0usize);
+    for t in targets {
+        let all = t.switch
+            && matches!(agents.get(&t.lid), Some(Ok(cpi))
+                if cpi.pm_capabilities().contains(PmCapabilityMask::ALL_PORT_SELECT));
+        let ports = if all { vec![ALL_PORTS] } else { t.ports.clone() };
+        if all {
+            summed += 1;
+        } else {
+            single += ports.len();
+        }
+        for p in ports {
+            let r = if args.extended {
+                c.reset_extended(t.lid, p, ExtCounterSelect(0xffff), p)
+            } else {
+                c.reset(t.lid, p, CounterSelect(0xffff), p)
+            };
+            r.map_err(|e| e.to_string())?;
+        }
+    }
+    let mut failed = 0;
+    for ev in finish(&mut c, port)? {
+        if let PerfEvent::Failed { error, .. } = ev {
+            eprintln!("reset: {error}");
+            failed += 1;
+        }
+    }
+    eprintln!("reset: {summed} switches with AllPortSelect, {single} ports one by one");
+    Ok(failed)
 }
 
 fn main() -> ExitCode {

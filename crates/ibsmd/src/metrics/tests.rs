@@ -174,6 +174,7 @@ fn perfmgr_counters_have_the_exporters_names_and_data_in_bytes() {
         node_guid: guid.into(),
         guid: guid.into(),
         port,
+        lid: 1,
         switch,
         counters: BTreeMap::from([
             ("PortXmitData".into(), xmit_words),
