@@ -147,12 +147,20 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
     run(&mut sm, &mut port, &mut seen, 1);
 
     assert_eq!(seen.perf_before_up, 0, "PerfMgt MADs before SUBNET UP");
-    assert!(seen.max_outstanding <= 3, "{} in flight", seen.max_outstanding);
+    assert!(
+        seen.max_outstanding <= 3,
+        "{} in flight",
+        seen.max_outstanding
+    );
     assert!(seen.perf_sent > 0);
     let want = expected_ports(&fabric);
     let first = last_sweep(&seen.events);
     assert_eq!(first.keys().copied().collect::<Vec<_>>(), want);
-    assert!(first.values().all(|p| p.delta.is_none() && p.interval.is_none()));
+    assert!(
+        first
+            .values()
+            .all(|p| p.delta.is_none() && p.interval.is_none())
+    );
     let stats = sm.perf_sweep_stats().unwrap();
     assert_eq!((stats.ports_read, stats.ports_failed), (want.len(), 0));
     assert_eq!((stats.failures, stats.over_threshold), (0, 0));
@@ -190,7 +198,10 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
     }
     assert_eq!(
         s.error_rates,
-        vec![(Counter::SymbolErrors, 0.3), (Counter::RcvErrors, 4.0 / 30.0)]
+        vec![
+            (Counter::SymbolErrors, 0.3),
+            (Counter::RcvErrors, 4.0 / 30.0)
+        ]
     );
     let c = &second[&(ca.guid().0, 1)];
     let cd = c.delta.unwrap();

@@ -255,6 +255,32 @@ mod tests {
         assert_eq!(d.get(Counter::XmitData), None);
     }
 
+    #[cfg(feature = "serde")]
+    #[test]
+    fn samples_and_the_wire_counters_round_trip_through_json() {
+        let pc = PortCounters {
+            symbol_error_counter: 5,
+            port_xmit_data: 99,
+            counter_select: ibsm_wire::perf::CounterSelect::ERRORS,
+            ..PortCounters::default()
+        };
+        let ext = PortCountersExtended {
+            port_rcv_data: u64::MAX,
+            ..PortCountersExtended::default()
+        };
+        let s = PortSample::from_parts(Some(&pc), Some(&ext));
+        let back: PortSample = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let back: PortCounters =
+            serde_json::from_str(&serde_json::to_string(&pc).unwrap()).unwrap();
+        assert_eq!(back, pc);
+        let back: PortCountersExtended =
+            serde_json::from_str(&serde_json::to_string(&ext).unwrap()).unwrap();
+        assert_eq!(back, ext);
+        let c: Counter = serde_json::from_str("\"LinkDowned\"").unwrap();
+        assert_eq!(c, Counter::LinkDowned);
+    }
+
     #[test]
     fn names_are_perfquerys_and_the_exporters() {
         assert_eq!(Counter::ALL.len(), 22);

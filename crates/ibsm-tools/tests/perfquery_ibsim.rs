@@ -200,10 +200,16 @@ fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears
         ("Hca3", 1, "PortCounters.PortRcvErrors", 40),
         ("Sw1", 3, "PortCounters.PortXmitDiscards", 9),
         ("Sw2", 1, "PortCounters.LinkErrorRecoveryCounter", 5),
-        ("Hca2", 1, "PortCountersExtended.PortUnicastXmitPkts", 777_777),
+        (
+            "Hca2",
+            1,
+            "PortCountersExtended.PortUnicastXmitPkts",
+            777_777,
+        ),
     ];
     for (node, port, field, v) in set {
-        p.sim.console(&format!("PerformanceSet \"{node}\"[{port}] {field}={v}"));
+        p.sim
+            .console(&format!("PerformanceSet \"{node}\"[{port}] {field}={v}"));
     }
     // The console answers asynchronously: wait until the last value shows.
     ibsm_tests::wait_until("the console's counters", Duration::from_secs(30), || {
@@ -248,8 +254,11 @@ fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears
     let mut busy = 0;
     for (k, b) in &after {
         for (name, v) in b {
-            let error = !name.contains("Data") && !name.contains("Pkts") && name != "PortSelect"
-                && name != "CounterSelect" && name != "PortXmitWait";
+            let error = !name.contains("Data")
+                && !name.contains("Pkts")
+                && name != "PortSelect"
+                && name != "CounterSelect"
+                && name != "PortXmitWait";
             if error {
                 assert_eq!(*v, 0, "{k:?} {name} after the reset");
             }

@@ -41,7 +41,7 @@ pub struct Port {
 }
 
 impl Port {
-    fn new(guid: Guid) -> Self {
+    pub(crate) fn new(guid: Guid) -> Self {
         Port {
             guid,
             peer_node: NO_PEER,

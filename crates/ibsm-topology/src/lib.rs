@@ -49,6 +49,8 @@ mod error;
 mod fabric;
 pub mod generate;
 pub mod ibnet;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod types;
 
 pub use algo::{DegreeStats, Summary};

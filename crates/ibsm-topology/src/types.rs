@@ -5,6 +5,7 @@ use core::fmt;
 /// A 64-bit EUI-64 globally unique identifier (node, port or system image GUID).
 ///
 /// Displayed as `0x` followed by 16 hex digits, the form `ibnetdiscover` and OpenSM print.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Guid(pub u64);
 
@@ -59,6 +60,7 @@ impl LinkId {
 pub type PortNum = u8;
 
 /// The kind of a node, as in NodeInfo:NodeType.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 #[non_exhaustive]
 pub enum NodeType {
@@ -100,6 +102,7 @@ impl NodeType {
 }
 
 /// PortInfo:PortState as far as the model tracks it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
 pub enum PortState {
@@ -131,6 +134,7 @@ impl PortState {
 }
 
 /// Active link width.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
 pub enum LinkWidth {
@@ -178,6 +182,7 @@ impl LinkWidth {
 }
 
 /// Active link speed (per lane), with the names `ibnetdiscover` prints.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
 pub enum LinkSpeed {

@@ -113,6 +113,7 @@ impl ClassPortInfo {
 
 bit_flags! {
     /// PortCounters.CounterSelect: which counters a Set resets.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct CounterSelect: u16 {
         /// SymbolErrorCounter.
         const SYMBOL_ERROR = 1 << 0;
@@ -157,6 +158,7 @@ bit_flags! {
 
 bit_flags! {
     /// PortCounters.CounterSelect2.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct CounterSelect2: u8 {
         /// PortXmitWait.
         const PORT_XMIT_WAIT = 1 << 0;
@@ -165,6 +167,7 @@ bit_flags! {
 
 bit_flags! {
     /// PortCountersExtended.CounterSelect: which traffic counters a Set resets.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct ExtCounterSelect: u16 {
         /// PortXmitData.
         const PORT_XMIT_DATA = 1 << 0;
@@ -191,6 +194,7 @@ bit_flags! {
     /// PortCountersExtended.CounterSelect2: which of the additional (error) counters a
     /// Set resets, one bit per counter in the order of the attribute (bit 0 =
     /// SymbolErrorCounter .. bit 13 = QP1Dropped).
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct ExtCounterSelect2: u32 {
         /// SymbolErrorCounter.
         const SYMBOL_ERROR = 1 << 0;
@@ -229,6 +233,7 @@ wire_struct! {
     /// PortCounters (0x0012): error counters of 4..16 bits and 32-bit traffic counters
     /// of one port (or of every port with PortSelect [`ALL_PORTS`]). Get ignores
     /// CounterSelect; Set resets the selected counters.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct PortCounters, view PortCountersView, size 44, label "PortCounters";
     fields {
         /// Port the counters are of (0xFF: all ports).
@@ -287,6 +292,7 @@ impl PortCounters {
 wire_struct! {
     /// PortCountersExtended (0x001D): 64-bit traffic counters and, with
     /// [`PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS`], 64-bit error counters.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct PortCountersExtended, view PortCountersExtendedView, size 184, label "PortCountersExtended";
     fields {
         /// Port the counters are of (0xFF: all ports).
@@ -344,6 +350,7 @@ wire_struct! {
 
 wire_struct! {
     /// PortRcvErrorDetails (0x0015): why received packets were counted in PortRcvErrors.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct PortRcvErrorDetails, view PortRcvErrorDetailsView, size 16, label "PortRcvErrorDetails";
     fields {
         /// Port the counters are of.
@@ -368,6 +375,7 @@ wire_struct! {
 wire_struct! {
     /// PortXmitDiscardDetails (0x0016): why outbound packets were counted in
     /// PortXmitDiscards.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct PortXmitDiscardDetails, view PortXmitDiscardDetailsView, size 12, label "PortXmitDiscardDetails";
     fields {
         /// Port the counters are of.
@@ -390,6 +398,7 @@ wire_struct! {
     /// FDR or faster. Under RS-FEC, bytes 44..92 count correctable symbols per lane
     /// (libibmad's `IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE*_F`, same bits) and the
     /// per-lane error-detection counters are not used.
+    #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
     pub struct PortExtendedSpeedsCounters, view PortExtendedSpeedsCountersView, size 152, label "PortExtendedSpeedsCounters";
     fields {
         /// Port the counters are of.

@@ -307,7 +307,11 @@ fn perf_sweeps(reg: &mut Registry, p: &Perf) {
             .get_or_create(&vec![("result", result.to_owned())])
             .set(as_i64(n));
     }
-    reg.register("perfmgr_last_sweep_ports", "Ports of the last counter sweep", ports);
+    reg.register(
+        "perfmgr_last_sweep_ports",
+        "Ports of the last counter sweep",
+        ports,
+    );
     let d: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
     d.set(last.duration_ms / 1e3);
     reg.register(
@@ -339,9 +343,16 @@ fn port_counters(root: &mut Registry, p: &Perf) {
                 let Some(&v) = port.counters.get(c.perfquery_name()) else {
                     continue;
                 };
-                let v = if c.is_data_words() { v.saturating_mul(4) } else { v };
+                let v = if c.is_data_words() {
+                    v.saturating_mul(4)
+                } else {
+                    v
+                };
                 family
-                    .get_or_create(&vec![("guid", port.guid.clone()), ("port", port.port.to_string())])
+                    .get_or_create(&vec![
+                        ("guid", port.guid.clone()),
+                        ("port", port.port.to_string()),
+                    ])
                     .inc_by(v);
                 any = true;
             }

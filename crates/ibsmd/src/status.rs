@@ -283,7 +283,8 @@ impl Tracker {
                     node_guid: hex(node),
                     guid: hex(ca_port.map_or(node, |p| p.guid.0)),
                     port,
-                    lid: ca_port.map_or_else(|| found.map_or(0, ibsm::topology::Node::lid), |p| p.lid),
+                    lid: ca_port
+                        .map_or_else(|| found.map_or(0, ibsm::topology::Node::lid), |p| p.lid),
                     switch,
                     counters: sample
                         .iter()

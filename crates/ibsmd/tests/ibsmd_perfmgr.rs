@@ -65,15 +65,22 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
         ("Sw1", 3, "PortXmitDiscards", 9),
     ];
     for (node, port, field, v) in set {
-        f.sim
-            .console(&format!("PerformanceSet \"{node}\"[{port}] PortCounters.{field}={v}"));
+        f.sim.console(&format!(
+            "PerformanceSet \"{node}\"[{port}] PortCounters.{field}={v}"
+        ));
     }
     let _daemon = start_ibsmd(
         &f,
         IBSMD,
         "Hca1",
         0,
-        &["--perfmgr", "--perfmgr_sweep_time_s", "2", "--metrics", "127.0.0.1:0"],
+        &[
+            "--perfmgr",
+            "--perfmgr_sweep_time_s",
+            "2",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
     );
     let url = wait_until("the metrics address", PATIENCE, || {
         let err = f.read("ibsmd.err");
@@ -96,7 +103,9 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
         .unwrap();
         let p = &json["perfmgr"];
         let seen17 = p["ports"].as_array().is_some_and(|ports| {
-            ports.iter().any(|q| q["counters"]["SymbolErrorCounter"] == 17)
+            ports
+                .iter()
+                .any(|q| q["counters"]["SymbolErrorCounter"] == 17)
         });
         if p["last"]["ports_read"] == 10 && seen17 {
             Ok(json)
@@ -114,10 +123,16 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
     for q in ports {
         let (lid, port) = (q["lid"].as_u64().unwrap(), q["port"].as_u64().unwrap());
         let kind = if q["switch"] == true { "switch" } else { "hca" };
-        let labels = format!("{{guid=\"{}\",port=\"{port}\"}}", q["guid"].as_str().unwrap());
+        let labels = format!(
+            "{{guid=\"{}\",port=\"{port}\"}}",
+            q["guid"].as_str().unwrap()
+        );
         let metric = |stem: &str| {
-            sample(&text, &format!("infiniband_{kind}_port_{stem}_total{labels}"))
-                .unwrap_or_else(|| panic!("no {kind} {stem} for {labels} in\n{text}"))
+            sample(
+                &text,
+                &format!("infiniband_{kind}_port_{stem}_total{labels}"),
+            )
+            .unwrap_or_else(|| panic!("no {kind} {stem} for {labels} in\n{text}"))
         };
         // Read after the metrics: traffic only grew since.
         let theirs = perfquery(&f, &[&lid.to_string(), &port.to_string()]);
@@ -128,7 +143,10 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
             ("link_downed", "LinkDownedCounter"),
             ("receive_errors", "PortRcvErrors"),
             ("transmit_discards", "PortXmitDiscards"),
-            ("receive_remote_physical_errors", "PortRcvRemotePhysicalErrors"),
+            (
+                "receive_remote_physical_errors",
+                "PortRcvRemotePhysicalErrors",
+            ),
             ("receive_switch_relay_errors", "PortRcvSwitchRelayErrors"),
             ("vl15_dropped", "VL15Dropped"),
         ] {
@@ -152,7 +170,11 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
             );
         }
     }
-    assert_eq!(errors_seen, 17 + 3 + 40 + 9, "the console's errors, and no others");
+    assert_eq!(
+        errors_seen,
+        17 + 3 + 40 + 9,
+        "the console's errors, and no others"
+    );
     assert!(sample(&text, "ibsm_perfmgr_sweeps_total").unwrap() >= 1);
     assert_eq!(
         sample(&text, "ibsm_perfmgr_last_sweep_ports{result=\"read\"}"),

@@ -351,9 +351,7 @@ impl SubnetManager {
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
         // PerfMgt MADs only when no SMP is waiting for the window.
-        let out = self
-            .next_transmit(now)
-            .or_else(|| self.perf_transmit(now));
+        let out = self.next_transmit(now).or_else(|| self.perf_transmit(now));
         self.refresh_timers();
         out
     }

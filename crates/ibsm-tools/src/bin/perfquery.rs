@@ -366,7 +366,11 @@ fn reset_all<T: Transport>(
         let all = t.switch
             && matches!(agents.get(&t.lid), Some(Ok(cpi))
                 if cpi.pm_capabilities().contains(PmCapabilityMask::ALL_PORT_SELECT));
-        let ports = if all { vec![ALL_PORTS] } else { t.ports.clone() };
+        let ports = if all {
+            vec![ALL_PORTS]
+        } else {
+            t.ports.clone()
+        };
         if all {
             summed += 1;
         } else {

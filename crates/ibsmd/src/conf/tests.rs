@@ -337,13 +337,22 @@ fn perfmgr_keys_make_the_engines_perfmgr_config() {
     // Off by default, as OpenSM; the options alone do not turn it on.
     let (off, _) = read("perfmgr_sweep_time_s 30\n").unwrap();
     assert!(off.engine_config(false).unwrap().perfmgr.is_none());
-    assert!(Settings::default().engine_config(false).unwrap().perfmgr.is_none());
+    assert!(
+        Settings::default()
+            .engine_config(false)
+            .unwrap()
+            .perfmgr
+            .is_none()
+    );
 }
 
 #[test]
 fn bad_perfmgr_values_name_their_line() {
     let e = read("perfmgr_error_thresholds NoSuchCounter=3\n").unwrap_err();
-    assert!(e.msg.starts_with("t.conf:1: perfmgr_error_thresholds"), "{e}");
+    assert!(
+        e.msg.starts_with("t.conf:1: perfmgr_error_thresholds"),
+        "{e}"
+    );
     let e = read("perfmgr_error_thresholds SymbolErrorCounter\n").unwrap_err();
     assert!(e.msg.contains("not Counter=max"), "{e}");
     let (s, _) = read("perfmgr TRUE\nperfmgr_max_outstanding_queries 0\n").unwrap();

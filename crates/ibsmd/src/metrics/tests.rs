@@ -202,22 +202,46 @@ fn perfmgr_counters_have_the_exporters_names_and_data_in_bytes() {
     });
     let text = exposition(&st);
     let (types, s) = parse_exposition(&text);
-    assert_eq!(types["infiniband_switch_port_transmit_data_bytes"], "counter");
+    assert_eq!(
+        types["infiniband_switch_port_transmit_data_bytes"],
+        "counter"
+    );
     let sw = [("guid", "0x0000000000000010"), ("port", "3")];
     let ca = [("guid", "0x0000000000000021"), ("port", "1")];
-    assert_eq!(value(&s, "infiniband_switch_port_transmit_data_bytes_total", &sw), 400.0);
-    assert_eq!(value(&s, "infiniband_switch_port_symbol_error_total", &sw), 7.0);
-    assert_eq!(value(&s, "infiniband_hca_port_transmit_data_bytes_total", &ca), 20.0);
-    assert_eq!(value(&s, "infiniband_hca_port_symbol_error_total", &ca), 0.0);
+    assert_eq!(
+        value(&s, "infiniband_switch_port_transmit_data_bytes_total", &sw),
+        400.0
+    );
+    assert_eq!(
+        value(&s, "infiniband_switch_port_symbol_error_total", &sw),
+        7.0
+    );
+    assert_eq!(
+        value(&s, "infiniband_hca_port_transmit_data_bytes_total", &ca),
+        20.0
+    );
+    assert_eq!(
+        value(&s, "infiniband_hca_port_symbol_error_total", &ca),
+        0.0
+    );
     assert_eq!(value(&s, "ibsm_perfmgr_sweeps_total", &[]), 3.0);
     assert_eq!(value(&s, "ibsm_perfmgr_over_threshold_total", &[]), 4.0);
-    assert_eq!(value(&s, "ibsm_perfmgr_last_sweep_ports", &[("result", "failed")]), 1.0);
-    assert_eq!(value(&s, "ibsm_perfmgr_last_sweep_duration_seconds", &[]), 0.25);
+    assert_eq!(
+        value(&s, "ibsm_perfmgr_last_sweep_ports", &[("result", "failed")]),
+        1.0
+    );
+    assert_eq!(
+        value(&s, "ibsm_perfmgr_last_sweep_duration_seconds", &[]),
+        0.25
+    );
     assert_eq!(value(&s, "ibsm_perfmgr_query_timeouts_total", &[]), 1.0);
     // The SM's own metrics keep their prefix beside the unprefixed port counters.
     assert_eq!(value(&s, "ibsm_subnet_up", &[]), 1.0);
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     // Without --perfmgr: none of it.
     let plain = exposition(&status());
-    assert!(!plain.contains("infiniband_") && !plain.contains("perfmgr"), "{plain}");
+    assert!(
+        !plain.contains("infiniband_") && !plain.contains("perfmgr"),
+        "{plain}"
+    );
 }
