@@ -49,7 +49,7 @@ fn targets(f: &Fabric) -> Vec<ScrapeTarget> {
 }
 
 fn up(fabric: &Fabric) -> (Sim<SmaAgent>, SimPort<SmaAgent>, Fabric) {
-    let sim: Sim<SmaAgent> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
+    let mut sim: Sim<SmaAgent> = Sim::from_fabric(fabric, SimConfig::default()).unwrap();
     let (_, ca) = fabric.cas().next().unwrap();
     let mut port = sim
         .attach_sm(sim.node_by_guid(ca.guid().0).unwrap(), 1)

@@ -98,7 +98,6 @@ fn sandwich(extended: bool) {
 
 /// Our whole-fabric read between two perfquery reads of every port; returns ours.
 fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), (Vec<String>, Block)> {
-    let p = p;
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
     let flag: &[&str] = if extended {
         &["-x", "--all"]

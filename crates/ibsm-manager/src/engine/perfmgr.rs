@@ -220,12 +220,10 @@ impl SubnetManager {
             let Some(&(guid, switch)) = r.owners.get(&lid) else {
                 continue;
             };
-            let sample = match (&reading.counters, PortSample::from_reading(reading)) {
-                (Ok(_), Some(s)) => s,
-                _ => {
-                    stats.ports_failed += 1;
-                    continue;
-                }
+            let (Ok(_), Some(sample)) = (&reading.counters, PortSample::from_reading(reading))
+            else {
+                stats.ports_failed += 1;
+                continue;
             };
             stats.ports_read += 1;
             let previous = self.perf.last.insert((guid, port), (r.started, sample));

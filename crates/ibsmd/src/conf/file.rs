@@ -77,7 +77,7 @@ mod spell {
         Ok((s != "(null)").then(|| PathBuf::from(s)))
     }
     /// `Name=max,...` in perfquery's counter names; `(null)` for none.
-    pub(super) fn thresholds(v: &Vec<Threshold>) -> String {
+    pub(super) fn thresholds(v: &[Threshold]) -> String {
         if v.is_empty() {
             return "(null)".to_owned();
         }
