@@ -272,3 +272,40 @@ fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears
     }
     assert!(busy > 0, "no busy port to show the data reset");
 }
+
+/// `-E` / `-D` (receive error and transmit discard details, which traffic does not
+/// move): our whole-fabric read equals perfquery's read of every port, field by field
+/// and in its order, and a single port prints exactly what perfquery prints.
+#[test]
+fn error_and_discard_details_equal_perfquery_on_every_port() {
+    if !peers_present("perfquery_ibsim", &[IBSIM, PRELOAD, OPENSM, PERFQUERY]) {
+        return;
+    }
+    let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
+    let mut p = Peer::start("pq_details", NET);
+    start_opensm(&mut p, "Hca1", 0, &[]);
+    for flag in ["-E", "-D"] {
+        let ours = blocks(&run(&p, ours_bin, &[flag, "--all"]));
+        // 2 switches x 3 cabled ports (the scrape reads every port of a switch: 8 each)
+        // and 4 CAs.
+        assert_eq!(ours.len(), 2 * 8 + 4, "{flag}: {ours:?}");
+        for (&(lid, port), (names, values)) in &ours {
+            let text = run(&p, PERFQUERY, &[flag, &lid.to_string(), &port.to_string()]);
+            let theirs = blocks(&text);
+            let (their_names, their_values) = theirs
+                .values()
+                .next()
+                .unwrap_or_else(|| panic!("perfquery {flag} {lid} {port}: {text}"));
+            assert_eq!(names, their_names, "{flag} LID {lid} port {port}");
+            assert_eq!(values, their_values, "{flag} LID {lid} port {port}");
+        }
+        let (&(lid, port), _) = ours.iter().find(|(k, _)| k.1 == 3).unwrap();
+        let args = [flag, &lid.to_string(), &port.to_string()];
+        let theirs: String = run(&p, PERFQUERY, &args)
+            .lines()
+            .filter(|l| !l.starts_with("ibwarn"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(run(&p, ours_bin, &args), theirs, "{flag} one port");
+    }
+}

@@ -5,6 +5,7 @@
 //! ```text
 //! ibsm-perfquery [-x] [-r | -R] LID [PORT]     one port (PORT 1 by default), as perfquery
 //! ibsm-perfquery [-x] --all                    every port of every node discovered
+//! ibsm-perfquery -E | -D (LID [PORT] | --all)  receive error / transmit discard details
 //! ```
 //!
 //! `-x` reads PortCountersExtended, `-r` resets the counters after reading them, `-R`
@@ -30,7 +31,7 @@ use ibsm_umad::{OpenOptions, Selector, UmadTransport};
 use ibsm_wire::mad::ClassPortInfo;
 use ibsm_wire::perf::{
     ALL_PORTS, CounterSelect, ExtCounterSelect, PmCapabilityMask, PortCounters,
-    PortCountersExtended,
+    PortCountersExtended, PortRcvErrorDetails, PortXmitDiscardDetails,
 };
 
 /// Read (or reset) performance counters, printed as perfquery prints them.
@@ -46,6 +47,12 @@ struct Args {
     /// Only reset the counters.
     #[arg(short = 'R', long = "Reset_only")]
     reset_only: bool,
+    /// Read PortRcvErrorDetails (perfquery -E).
+    #[arg(short = 'E', long = "rcv_err", conflicts_with_all = ["extended", "xmt_disc", "reset_after_read", "reset_only"])]
+    rcv_err: bool,
+    /// Read PortXmitDiscardDetails (perfquery -D).
+    #[arg(short = 'D', long = "xmt_disc", conflicts_with_all = ["extended", "reset_after_read", "reset_only"])]
+    xmt_disc: bool,
     /// Every port of every node discovered.
     #[arg(long)]
     all: bool,
@@ -280,6 +287,102 @@ fn one_port<T: Transport>(args: &Args, port: &mut T, lid: u16, p: u8) -> Result<
     Ok(out)
 }
 
+/// PortRcvErrorDetails (`-E`) or PortXmitDiscardDetails (`-D`) of `ports`, as
+/// perfquery prints them; the ports that failed are on stderr and counted.
+fn details<T: Transport>(
+    args: &Args,
+    port: &mut T,
+    ports: &[(u16, u8)],
+) -> Result<(String, usize), String> {
+    let mut c: PerfClient<u8> = PerfClient::new(tx(args));
+    for &(lid, p) in ports {
+        let r = if args.rcv_err {
+            c.get::<PortRcvErrorDetails>(lid, p, 0)
+        } else {
+            c.get::<PortXmitDiscardDetails>(lid, p, 0)
+        };
+        r.map_err(|e| e.to_string())?;
+    }
+    let (mut out, mut failed) = (String::new(), 0);
+    // Answers come back in any order; print in the order asked.
+    let mut shown = std::collections::BTreeMap::new();
+    for ev in finish(&mut c, port)? {
+        let asked = match &ev {
+            PerfEvent::Done { asked, .. } | PerfEvent::Failed { asked, .. } => *asked,
+            PerfEvent::Unsolicited(_) => continue,
+        };
+        let mut b = String::new();
+        let decoded = if args.rcv_err {
+            ev.decode::<PortRcvErrorDetails>()
+                .map(|d| rcv_err_block(&mut b, &d))
+        } else {
+            ev.decode::<PortXmitDiscardDetails>()
+                .map(|d| xmt_disc_block(&mut b, &d))
+        };
+        match decoded {
+            Ok(()) => {
+                shown.insert((asked.lid, asked.port), b);
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                failed += 1;
+            }
+        }
+    }
+    let title = if args.rcv_err {
+        "PortRcvErrorDetails"
+    } else {
+        "PortXmitDiscardDetails"
+    };
+    for &(lid, p) in ports {
+        if let Some(b) = shown.get(&(lid, p)) {
+            let _ = writeln!(out, "# {title} counters: Lid {lid} port {p}");
+            out.push_str(b);
+        }
+    }
+    Ok((out, failed))
+}
+
+fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
+    line(out, "PortSelect", d.port_select);
+    line(
+        out,
+        "CounterSelect",
+        format_args!("{:#06x}", d.counter_select),
+    );
+    line(out, "PortLocalPhysicalErrors", d.port_local_physical_errors);
+    line(
+        out,
+        "PortMalformedPktErrors",
+        d.port_malformed_packet_errors,
+    );
+    line(out, "PortBufferOverrunErrors", d.port_buffer_overrun_errors);
+    line(out, "PortDLIDMappingErrors", d.port_dlid_mapping_errors);
+    line(out, "PortVLMappingErrors", d.port_vl_mapping_errors);
+    line(out, "PortLoopingErrors", d.port_looping_errors);
+}
+
+fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
+    line(out, "PortSelect", d.port_select);
+    line(
+        out,
+        "CounterSelect",
+        format_args!("{:#06x}", d.counter_select),
+    );
+    line(out, "PortInactiveDiscards", d.port_inactive_discards);
+    line(out, "PortNeighborMTUDiscards", d.port_neighbor_mtu_discards);
+    line(
+        out,
+        "PortSwLifetimeLimitDiscards",
+        d.port_sw_lifetime_limit_discards,
+    );
+    line(
+        out,
+        "PortSwHOQLifetimeLimitDiscards",
+        d.port_sw_hoq_lifetime_limit_discards,
+    );
+}
+
 fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), String> {
     let until = port.now() + Duration::from_secs(120);
     let found = discover(port, SmpConfig::default(), until).map_err(|e| e.to_string())?;
@@ -305,6 +408,13 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
         }
     }
     targets.retain(|t| t.lid != 0);
+    if args.rcv_err || args.xmt_disc {
+        let ports: Vec<(u16, u8)> = targets
+            .iter()
+            .flat_map(|t| t.ports.iter().map(move |&p| (t.lid, p)))
+            .collect();
+        return details(args, port, &ports);
+    }
     let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, tx(args));
     let until = port.now() + Duration::from_secs(120);
     s.drive(port, until).map_err(|e| e.to_string())?;
@@ -422,7 +532,12 @@ fn main() -> ExitCode {
         all_ports(&args, &mut port)
     } else {
         let lid = args.lid.unwrap_or_default();
-        one_port(&args, &mut port, lid, args.port.unwrap_or(1)).map(|o| (o, 0))
+        let p = args.port.unwrap_or(1);
+        if args.rcv_err || args.xmt_disc {
+            details(&args, &mut port, &[(lid, p)])
+        } else {
+            one_port(&args, &mut port, lid, p).map(|o| (o, 0))
+        }
     };
     match result {
         Ok((out, failed)) => {
