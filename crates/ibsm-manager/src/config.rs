@@ -222,6 +222,15 @@ pub struct SmConfig {
     /// The performance manager ([`crate::perfmgr`]): periodic counter sweeps as
     /// Master after SUBNET UP. Default `None` (off), as OpenSM's `perfmgr FALSE`.
     pub perfmgr: Option<crate::perfmgr::PerfMgrConfig>,
+    /// Port health (NVIDIA's `hm_unhealthy_ports_checks`, OpenSM's trap aging and
+    /// `babbling_port_policy`): a port whose link flaps, that floods traps or that
+    /// stops answering is marked unhealthy, routed around like a lost cable, reported
+    /// ([`SmEvent::PortUnhealthy`](crate::SmEvent::PortUnhealthy)) and taken back after
+    /// a quiet period; see [`crate::health`]. The defaults mark only ports far outside
+    /// normal behaviour (more than 5 flaps a minute, 100 traps in 10 s, 3 heavy sweeps
+    /// in a row without an answer) and never disable a link;
+    /// [`HealthConfig::off`](crate::health::HealthConfig::off) turns the checks off.
+    pub health: crate::health::HealthConfig,
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
@@ -340,6 +349,7 @@ impl SmConfig {
                 });
             }
         }
+        self.health.validate()?;
         for st in self.partitions.iter().flat_map(|p| &p.statements) {
             if let Some(pkey) = st.pkey.filter(|k| !(1..=0x7FFF).contains(k)) {
                 return Err(ConfigError::PartitionPKey {
@@ -386,6 +396,7 @@ impl Default for SmConfig {
             force_link_speed_ext: 31,
             force_link_width: 0xFF,
             perfmgr: None,
+            health: crate::health::HealthConfig::default(),
         }
     }
 }

@@ -210,6 +210,28 @@ pub enum SmEvent {
         /// The directed route that reached the one left out.
         second: ibsm_wire::DrPath,
     },
+    /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]): from the
+    /// next heavy sweep on its cable is routed around (an external port), its traps
+    /// are ignored (a trap flood), discovery does not explore across it (no answer),
+    /// and with `babbling_port_policy` its link is disabled (flapping, trap flood).
+    PortUnhealthy {
+        /// Node GUID.
+        node: u64,
+        /// Port number (0: a switch's management port, which is only silenced).
+        port: u8,
+        /// Why.
+        reason: crate::health::Reason,
+    },
+    /// An unhealthy port was quiet for the quiet period and is taken back: routed,
+    /// heard and (if this SM disabled it) enabled again from the next heavy sweep on.
+    PortHealthy {
+        /// Node GUID.
+        node: u64,
+        /// Port number.
+        port: u8,
+        /// Why it had been unhealthy.
+        reason: crate::health::Reason,
+    },
     /// A heavy sweep could not configure anything (e.g. the local port did not answer);
     /// the next periodic sweep is heavy again.
     SweepFailed {

@@ -59,6 +59,7 @@ pub mod dump;
 mod engine;
 mod error;
 mod event;
+pub mod health;
 pub mod lids;
 pub mod mkey;
 pub mod model;

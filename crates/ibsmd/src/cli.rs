@@ -189,6 +189,33 @@ pub(crate) struct Cli {
     /// (0: never on its own) (opensm.conf: rebalance_after).
     #[arg(long = "rebalance-after", value_name = "SECS", value_parser = parse_u64)]
     pub(crate) rebalance_after: Option<u64>,
+    /// Disable the link of a port marked unhealthy for flapping or a trap flood, and
+    /// enable it again after the quiet period (opensm.conf: babbling_port_policy).
+    #[arg(long = "babbling-port-policy")]
+    pub(crate) babbling_port_policy: bool,
+    /// A port whose link goes down more than N times in --flap-window is unhealthy and
+    /// routed around until quiet (0: off; default 5) (opensm.conf: health_flap_count).
+    #[arg(long = "flap-count", value_name = "N", value_parser = parse_num::<u32>)]
+    pub(crate) flap_count: Option<u32>,
+    /// The flap window (default 60) (opensm.conf: health_flap_window).
+    #[arg(long = "flap-window", value_name = "SECS", value_parser = parse_u64)]
+    pub(crate) flap_window: Option<u64>,
+    /// A port sending more than N traps in --trap-window is unhealthy: its traps are
+    /// ignored (0: off; default 100) (opensm.conf: health_trap_limit).
+    #[arg(long = "trap-limit", value_name = "N", value_parser = parse_num::<u32>)]
+    pub(crate) trap_limit: Option<u32>,
+    /// The trap window (default 10) (opensm.conf: health_trap_window).
+    #[arg(long = "trap-window", value_name = "SECS", value_parser = parse_u64)]
+    pub(crate) trap_window: Option<u64>,
+    /// A port about or across which SMPs are lost in N heavy sweeps in a row is
+    /// unhealthy and no longer explored (0: off; default 3) (opensm.conf:
+    /// health_no_answer_sweeps).
+    #[arg(long = "no-answer-sweeps", value_name = "N", value_parser = parse_num::<u32>)]
+    pub(crate) no_answer_sweeps: Option<u32>,
+    /// An unhealthy port is taken back after SECS without trouble (default 60)
+    /// (opensm.conf: health_quiet_period).
+    #[arg(long = "unhealthy-quiet-period", value_name = "SECS", value_parser = parse_u64)]
+    pub(crate) unhealthy_quiet_period: Option<u64>,
     /// Worker threads for routing (0: one per CPU) (opensm.conf: routing_threads).
     #[arg(long = "routing-threads", value_name = "N", value_parser = parse_num::<usize>)]
     pub(crate) routing_threads: Option<usize>,

@@ -225,6 +225,25 @@ impl Settings {
         if let Some(secs) = c.rebalance_after {
             sm.rebalance_after = (secs > 0).then(|| Duration::from_secs(secs));
         }
+        let health = &mut sm.health;
+        if c.babbling_port_policy {
+            health.babbling_port_policy = true;
+        }
+        set(&mut health.flap_count, c.flap_count.as_ref());
+        set(
+            &mut health.flap_window,
+            c.flap_window.map(Duration::from_secs).as_ref(),
+        );
+        set(&mut health.trap_limit, c.trap_limit.as_ref());
+        set(
+            &mut health.trap_window,
+            c.trap_window.map(Duration::from_secs).as_ref(),
+        );
+        set(&mut health.no_answer_sweeps, c.no_answer_sweeps.as_ref());
+        set(
+            &mut health.quiet_period,
+            c.unhealthy_quiet_period.map(Duration::from_secs).as_ref(),
+        );
         set(&mut self.routing_threads, c.routing_threads.as_ref());
         if c.guid2lid.is_some() {
             self.guid2lid.clone_from(&c.guid2lid);

@@ -19,7 +19,7 @@
 //! | `ibsm_traps_total` | `number` | traps received |
 //! | `ibsm_fabric_nodes` | `type` = switch, ca, router | nodes found |
 //! | `ibsm_fabric_links`, `ibsm_fabric_lids` | | cables, LIDs assigned |
-//! | `ibsm_unhealthy_ports` | | always 0: port health is not monitored yet |
+//! | `ibsm_unhealthy_ports` | | ports the health policy marks unhealthy (`SmConfig::health`) |
 //! | `ibsm_partition_warnings` | | partition warnings kept |
 //! | `ibsm_perfmgr_sweeps_total` | | counter sweeps finished (`--perfmgr`) |
 //! | `ibsm_perfmgr_last_sweep_ports` | `result` = read, failed | the last counter sweep's ports |
@@ -274,7 +274,7 @@ pub(crate) fn exposition(s: &Status) -> String {
     gauge(
         reg,
         "unhealthy_ports",
-        "Ports judged unhealthy (not monitored yet: always 0)",
+        "Ports marked unhealthy (flapping, trap flood, no answer, counters)",
         as_i64(s.unhealthy_ports.len()),
     );
     gauge(

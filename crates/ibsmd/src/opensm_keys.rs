@@ -52,7 +52,6 @@ pub(crate) const UNIMPLEMENTED: &[(&str, &str)] = &[
     ("single_thread", "FALSE"),
     ("daemon", "FALSE"),
     ("sm_inactive", "FALSE"),
-    ("babbling_port_policy", "FALSE"),
     ("drop_event_subscriptions", "FALSE"),
     ("ipoib_mcgroup_creation_validation", "TRUE"),
     ("mcgroup_join_validation", "TRUE"),

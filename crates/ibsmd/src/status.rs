@@ -33,8 +33,8 @@ pub(crate) struct Status {
     pub(crate) traps: BTreeMap<u16, u64>,
     /// What the last heavy sweep found.
     pub(crate) fabric: FabricCounts,
-    /// Ports judged unhealthy. Always empty: ibsmd does not yet read error counters
-    /// (no such feature exists yet).
+    /// Ports the health policy marks unhealthy (`SmConfig::health`), each as
+    /// `<node GUID>/<port>: <reason>`, in GUID order.
     pub(crate) unhealthy_ports: Vec<String>,
     /// Partition warnings of the heavy sweeps, as logged.
     pub(crate) partition_warnings: Vec<String>,
@@ -258,7 +258,11 @@ impl Tracker {
                 links: subnet.link_count(),
                 lids: sm.lids().values().map(|&(_, lmc)| 1usize << lmc).sum(),
             },
-            unhealthy_ports: Vec::new(),
+            unhealthy_ports: sm
+                .health()
+                .unhealthy()
+                .map(|(k, u)| format!("{k}: {} ({})", u.reason.kind(), u.reason))
+                .collect(),
             partition_warnings: self.partition_warnings.clone(),
             routing_engine: sm
                 .routes()
@@ -373,6 +377,9 @@ impl Status {
                 traps.join(", ")
             },
         );
+        for p in &self.unhealthy_ports {
+            s.push_str(&format!("unhealthy port: {p}\n"));
+        }
         for w in &self.partition_warnings {
             s.push_str(&format!("partition warning: {w}\n"));
         }

@@ -76,6 +76,10 @@ impl SubnetManager {
     pub(super) fn drain_walk(&mut self) {
         while let Some((probe, _path, modifier)) = self.walk.poll_probe(&mut self.subnet) {
             let op = match probe {
+                // Not across a port that stopped answering (`health.rs`).
+                Probe::NodeInfo {
+                    from: Some((n, p)), ..
+                } if self.health_skips(n, p) => continue,
                 Probe::NodeInfo { path, from } => Op::NodeInfo { path, from },
                 Probe::NodeDescription { node } => Op::NodeDesc { node },
                 Probe::SwitchInfo { node } => {

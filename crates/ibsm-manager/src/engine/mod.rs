@@ -13,6 +13,7 @@
 //! | [`discovery`] | the [`Subnet`] model, [`discovery::Latches`] | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
 //! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
 //! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
+//! | [`health`] | [`health::HealthState`] | port health: flaps, traps and silence fed to [`crate::health`], unhealthy links routed around, babbling links disabled |
 //! | [`resweep`] | [`resweep::Resweeps`] | what a heavy sweep lost; an incomplete sweep re-sweeps at once instead of SUBNET UP |
 //! | [`routing`] | [`routing::RouteState`] | routes computed or repaired, the rebalance policy |
 //! | [`switches`] | [`switches::Mirror`] | SwitchInfo, LFT blocks, SL2VL and VLArb Sets |
@@ -40,6 +41,7 @@ use crate::store::{LidStore, MemoryLidStore};
 mod admin;
 mod assign;
 mod discovery;
+mod health;
 mod keys;
 mod ops;
 mod partitions;
@@ -98,6 +100,8 @@ pub struct SubnetManager {
     /// Incomplete heavy sweeps in a row (re-sweeps, `resweep.rs`).
     resweeps: resweep::Resweeps,
     routing: routing::RouteState,
+    /// Port health (`health.rs`).
+    health: health::HealthState,
     mirror: switches::Mirror,
     partitions: partitions::Partitions,
     smi: smi::Smi,
@@ -152,6 +156,7 @@ impl SubnetManager {
             lids: assign::Lids::new(store, local.lid),
             resweeps: resweep::Resweeps::default(),
             routing: routing::RouteState::default(),
+            health: health::HealthState::new(cfg.health),
             mirror: switches::Mirror::default(),
             partitions: partitions::Partitions::default(),
             smi,
@@ -241,6 +246,13 @@ impl SubnetManager {
     #[must_use]
     pub fn sm_lid(&self) -> u16 {
         self.lids.sm_lid
+    }
+
+    /// The port health policy ([`crate::health`]): its thresholds and every unhealthy
+    /// port with why and since when ([`Health::unhealthy`](crate::health::Health::unhealthy)).
+    #[must_use]
+    pub fn health(&self) -> &crate::health::Health {
+        &self.health.policy
     }
 
     /// Whether the subnet has been brought up at least once.
@@ -339,6 +351,9 @@ impl SubnetManager {
             self.timers.clear(Timer::Rebalance);
             self.rebalance_due(now);
         }
+        if self.timers.due(Timer::Health, now) {
+            self.health_timeout(now);
+        }
         if self.sweep.is_idle() && self.timers.due(Timer::Sweep, now) {
             self.timers.clear(Timer::Sweep);
             self.periodic_sweep(now);
@@ -382,6 +397,8 @@ impl SubnetManager {
         self.timers.set(Timer::Admin, admin);
         let perf = self.perf_deadline();
         self.timers.set(Timer::PerfMgr, perf);
+        let health = self.health.policy.poll_timeout();
+        self.timers.set(Timer::Health, health);
     }
 
     fn event(&mut self, ev: SmEvent) {

@@ -88,6 +88,7 @@ impl SubnetManager {
         let Some(m) = self.missing(op) else {
             return;
         };
+        self.health_lost(&m);
         self.sweep.lost(|l| l.add(m));
     }
 

@@ -47,9 +47,10 @@ impl SubnetManager {
     /// Computes the routes of the discovered subnet on the LIDs just assigned.
     pub(super) fn compute_routes(&self) -> Result<Computed, SmError> {
         let assigned = &self.lids.assigned;
-        let (fabric, _ids) = self
+        let (mut fabric, ids) = self
             .subnet
             .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
+        self.health_exclude(&mut fabric, &ids);
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
         let opts = self.cfg.routing_inputs.apply(

@@ -457,6 +457,7 @@ impl SubnetManager {
                 for guid in gone {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
+                self.health_after_discovery(now);
                 self.enter_stage(now, Stage::Elect);
                 self.smi.election.sweep_complete(now);
                 self.drain_election(now);
@@ -533,6 +534,7 @@ impl SubnetManager {
         // switch enforcement on.
         self.program_pkeys();
         let plan = self.program_ports();
+        self.program_health();
         self.routes_in_force(now, computed);
         Ok(plan)
     }
@@ -543,6 +545,9 @@ impl SubnetManager {
     /// ([`SmEvent::SweepIncomplete`], `resweep.rs`).
     fn finish(&mut self, now: Instant, up: bool) {
         self.end_stage(now);
+        if up {
+            self.health_after_sweep(now);
+        }
         let incomplete = up && !self.sweep_complete();
         let up = up && !incomplete;
         let idle = Sweep::Idle(Idle {

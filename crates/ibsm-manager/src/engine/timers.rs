@@ -22,15 +22,18 @@ pub(super) enum Timer {
     Admin,
     /// The PerfMgr's next query timeout, or its next counter sweep.
     PerfMgr,
+    /// The earliest end of an unhealthy port's quiet period (`health.rs`).
+    Health,
 }
 
-const ALL: [Timer; 6] = [
+const ALL: [Timer; 7] = [
     Timer::Sweep,
     Timer::Rebalance,
     Timer::Transactions,
     Timer::Election,
     Timer::Admin,
     Timer::PerfMgr,
+    Timer::Health,
 ];
 
 /// Every deadline, `None` when unset.

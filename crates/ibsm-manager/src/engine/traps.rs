@@ -49,6 +49,10 @@ impl SubnetManager {
         let Ok(notice) = Notice::parse(&smp.data) else {
             return;
         };
+        // A babbling port's traps are answered, and nothing more (`health.rs`).
+        if self.health_trap(now, &notice) {
+            return;
+        }
         // Subscribers (InformInfo) get the trap as an SA Report.
         self.forward_to_subscribers(now, &notice);
         let number = notice.trap_number;

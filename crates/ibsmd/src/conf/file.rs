@@ -308,17 +308,22 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
     ),
     (
         "MISC OPTIONS",
-        &[Opt {
-            key: "no_clients_rereg",
-            field: "",
-            runtime: false,
-            help: "Do not ask ports to re-register with the SA (PortInfo.ClientReregister)",
-            get: |s| boolean(&!s.sm.client_reregister),
-            set: |s, v| {
-                s.sm.client_reregister = !parse_bool(v)?;
-                Ok(())
+        &[
+            Opt {
+                key: "no_clients_rereg",
+                field: "",
+                runtime: false,
+                help: "Do not ask ports to re-register with the SA (PortInfo.ClientReregister)",
+                get: |s| boolean(&!s.sm.client_reregister),
+                set: |s, v| {
+                    s.sm.client_reregister = !parse_bool(v)?;
+                    Ok(())
+                },
             },
-        }],
+            opt!("babbling_port_policy", "", false,
+             "Babbling Port Policy: disable the link of a port marked unhealthy for flapping\nor for a trap flood, and enable it again after the quiet period",
+             s => s.sm.health.babbling_port_policy, boolean, parse_bool),
+        ],
     ),
     (
         "PERFORMANCE MANAGER OPTIONS",
@@ -393,6 +398,24 @@ pub(crate) static SECTIONS: &[(&str, &[Opt])] = &[
             opt!("guid2lid_file", "", false,
              "Keep LIDs across restarts in this file (OpenSM's guid2lid format)",
              s => s.guid2lid, path, parse_path),
+            opt!("health_flap_count", "", false,
+             "A port whose link goes down more than this many times in health_flap_window\nis unhealthy: routed around until quiet (0: off)",
+             s => s.sm.health.flap_count, dec, num),
+            opt!("health_flap_window", "health.flap_window", false,
+             "The flap window in [sec]",
+             s => s.sm.health.flap_window, secs, parse_secs),
+            opt!("health_trap_limit", "", false,
+             "A port sending more than this many traps in health_trap_window is unhealthy:\nits traps are ignored, its link routed around (0: off)",
+             s => s.sm.health.trap_limit, dec, num),
+            opt!("health_trap_window", "health.trap_window", false,
+             "The trap window in [sec]",
+             s => s.sm.health.trap_window, secs, parse_secs),
+            opt!("health_no_answer_sweeps", "", false,
+             "A port about or across which SMPs are lost in this many heavy sweeps in a row\nis unhealthy: no longer explored (0: off)",
+             s => s.sm.health.no_answer_sweeps, dec, num),
+            opt!("health_quiet_period", "health.quiet_period", false,
+             "An unhealthy port is taken back after this many [sec] without trouble",
+             s => s.sm.health.quiet_period, secs, parse_secs),
             opt!("sa", "", false,
              "Serve Subnet Administration (FALSE: SA requests get \"unsupported class\")",
              s => s.sm.sa, boolean, parse_bool),
