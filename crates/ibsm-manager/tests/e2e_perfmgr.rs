@@ -231,6 +231,29 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
     );
     assert_eq!(sm.perf_sweep_stats().unwrap().over_threshold, 1);
     assert_eq!(sm.port_counters().count(), want.len());
+    // The threshold feeds the health policy: that port, and only it, is unhealthy.
+    let unhealthy: Vec<_> = seen
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::PortUnhealthy { node, port, reason } => Some((*node, *port, reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        unhealthy,
+        vec![(
+            sw.guid().0,
+            sw_port,
+            ibsm_manager::health::Reason::Counters {
+                counter: "SymbolErrorCounter",
+                value: 9,
+                threshold: over[0].threshold,
+            }
+        )],
+        "{:?}",
+        seen.events
+    );
 }
 
 #[test]

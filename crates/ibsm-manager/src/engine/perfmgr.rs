@@ -279,6 +279,20 @@ impl SubnetManager {
         self.perf.stats = Some(stats);
         tracing::debug!(?stats, "counter sweep done");
         for ev in events {
+            // A counter over its threshold is trouble the health policy judges too:
+            // the port is marked unhealthy (routed around, reported, taken back after
+            // a quiet period), as NVIDIA's SM does with its counter checks.
+            if let SmEvent::PortErrorThreshold(t) = &ev {
+                let reason = crate::health::Reason::Counters {
+                    counter: t.counter.perfquery_name(),
+                    value: t.delta,
+                    threshold: t.threshold,
+                };
+                let key = crate::health::PortKey::new(t.guid, t.port);
+                self.event(ev);
+                self.report_unhealthy(now, key, reason);
+                continue;
+            }
             self.event(ev);
         }
         self.event(SmEvent::PerfSweepDone { stats });
