@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use ibsm_query::discover::{Probe, Walk};
+use ibsm_query::discover::{Discovered, Probe, Walk};
 use ibsm_query::perf::{PerfClient, default_tx};
 use ibsm_query::smp::{SmpClient, SmpConfig, Target};
 use ibsm_transport::{Incoming, Instant, Received, TxConfig};
 use ibsm_wire::perf::PortCounters;
-use ibsm_wire::{DrPath, NodeDescription, NodeInfo, PortInfo};
+use ibsm_wire::{DrPath, NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use libfuzzer_sys::fuzz_target;
 
 fn rx(mad: Vec<u8>, at: Instant) -> Incoming {
@@ -76,29 +76,36 @@ fuzz_target!(|data: &[u8]| {
     // NodeInfos and PortInfos arrive, it never panics and its model converts to a
     // fabric or a typed error.
     let mut walk = Walk::new();
+    let mut found = Discovered::default();
     for chunk in data.split(|&b| b == 0x5A).take(256) {
-        let Some(probe) = walk.poll_probe() else { break };
-        let _ = walk.route(&probe);
+        let Some((probe, _route, _modifier)) = walk.poll_probe(&mut found) else { break };
         let mut d = [0u8; 64];
         let n = chunk.len().min(64);
         d[..n].copy_from_slice(&chunk[..n]);
         match probe {
             Probe::NodeInfo { path, from } => {
                 if let Ok(ni) = NodeInfo::parse(&d) {
-                    walk.node_info(path, from, &ni);
+                    walk.node_info(&mut found, path, from, &ni);
                 }
             }
             Probe::PortInfo { node, port } => {
                 if let Ok(pi) = PortInfo::parse(&d) {
-                    walk.port_info(node, port, &pi);
+                    walk.port_info(&mut found, node, port, &pi);
                 }
             }
             Probe::NodeDescription { node } => {
                 if let Ok(nd) = NodeDescription::parse(&d) {
-                    walk.node_description(node, &nd);
+                    walk.node_description(&mut found, node, &nd);
                 }
+            }
+            Probe::SwitchInfo { node } => {
+                if let Ok(si) = SwitchInfo::parse(&d) {
+                    walk.switch_info(&mut found, node, &si);
+                }
+                // The ports follow the SwitchInfo, as for a client without latches.
+                walk.read_ports(&found, node);
             }
         }
     }
-    let _ = walk.found().to_fabric();
+    let _ = found.to_fabric();
 });
