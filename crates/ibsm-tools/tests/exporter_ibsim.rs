@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
@@ -16,45 +17,9 @@ Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
-/// One sample: metric name, labels, value.
-type Sample = (String, BTreeMap<String, String>, f64);
-
-/// A small parser of the text exposition format: `# TYPE` lines and samples with
-/// quoted label values. Panics on anything else, so malformed output fails the test.
-fn parse(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
-    let mut types = BTreeMap::new();
-    let mut samples = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
-            types.insert(name.to_string(), kind.to_string());
-            continue;
-        }
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        let (head, value) = line.rsplit_once(' ').expect("sample value");
-        let value: f64 = value
-            .parse()
-            .unwrap_or_else(|_| panic!("value in {line:?}"));
-        let (name, labels) = match head.split_once('{') {
-            Some((n, l)) => {
-                let l = l.strip_suffix('}').expect("closing brace");
-                let mut map = BTreeMap::new();
-                let mut rest = l;
-                while !rest.is_empty() {
-                    let (k, v) = rest.split_once("=\"").expect("label=\"value\"");
-                    let end = v.find('"').expect("closing quote");
-                    map.insert(k.to_string(), v[..end].to_string());
-                    rest = v[end + 1..].trim_start_matches(',');
-                }
-                (n.to_string(), map)
-            }
-            None => (head.to_string(), BTreeMap::new()),
-        };
-        samples.push((name, labels, value));
-    }
-    (types, samples)
+/// The exposition, read; a malformed line fails the test with its number.
+fn parse(text: &str) -> Exposition {
+    Exposition::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
 fn perfquery_x(p: &Peer, lid: &str, port: &str) -> BTreeMap<String, u64> {
@@ -71,23 +36,23 @@ fn perfquery_x(p: &Peer, lid: &str, port: &str) -> BTreeMap<String, u64> {
 }
 
 fn check(text: &str) {
-    let (types, samples) = parse(text);
+    let exp = parse(text);
     for fam in [
         "infiniband_switch_port_transmit_data_bytes",
         "infiniband_switch_port_receive_packets",
         "infiniband_switch_port_symbol_error",
         "infiniband_hca_port_transmit_data_bytes",
     ] {
-        assert_eq!(types.get(fam).map(String::as_str), Some("counter"), "{fam}");
+        assert_eq!(exp.kind(fam), Some("counter"), "{fam}");
     }
     for fam in [
         "infiniband_switch_info",
         "infiniband_switch_uplink_info",
         "infiniband_exporter_collect_errors",
     ] {
-        assert_eq!(types.get(fam).map(String::as_str), Some("gauge"), "{fam}");
+        assert_eq!(exp.kind(fam), Some("gauge"), "{fam}");
     }
-    let count = |name: &str| samples.iter().filter(|s| s.0 == name).count();
+    let count = |name: &str| exp.named(name).count();
     assert_eq!(count("infiniband_switch_info"), 2);
     assert_eq!(count("infiniband_hca_info"), 4);
     // Each switch has 3 cabled ports, each CA one.
@@ -97,15 +62,12 @@ fn check(text: &str) {
         count("infiniband_switch_port_transmit_data_bytes_total"),
         16
     );
-    for s in samples
-        .iter()
-        .filter(|s| s.0 == "infiniband_exporter_collect_errors")
-    {
-        assert_eq!(s.2, 0.0, "{s:?}");
+    for s in exp.named("infiniband_exporter_collect_errors") {
+        assert_eq!(s.value, 0.0, "{s:?}");
     }
-    let up = samples
-        .iter()
-        .find(|s| s.0 == "infiniband_switch_uplink_info" && s.1["uplink_type"] == "CA")
+    let up = exp
+        .named("infiniband_switch_uplink_info")
+        .find(|s| s.labels["uplink_type"] == "CA")
         .unwrap();
     for k in [
         "guid",
@@ -116,7 +78,7 @@ fn check(text: &str) {
         "uplink_lid",
         "uplink_port",
     ] {
-        assert!(up.1.contains_key(k), "{k} in {up:?}");
+        assert!(up.labels.contains_key(k), "{k} in {up:?}");
     }
 }
 
@@ -138,12 +100,9 @@ fn the_textfile_and_the_http_endpoint_hold_the_fabrics_counters() {
         assert!(ok, "{err}\n{out}");
         std::fs::read_to_string(&file).unwrap()
     };
-    let (_, samples) = parse(&first);
-    let info = samples
-        .iter()
-        .find(|s| s.0 == "infiniband_switch_info")
-        .unwrap();
-    let (guid, lid) = (info.1["guid"].clone(), info.1["lid"].clone());
+    let first = parse(&first);
+    let info = first.named("infiniband_switch_info").next().unwrap();
+    let (guid, lid) = (info.labels["guid"].clone(), info.labels["lid"].clone());
     let before = perfquery_x(&p, &lid, "3");
     let mut c = client(&p, bin, Some("Hca4"), "diag");
     c.args(["--hca", "--textfile", file.to_str().unwrap()]);
@@ -151,16 +110,10 @@ fn the_textfile_and_the_http_endpoint_hold_the_fabrics_counters() {
     assert!(ok, "{err}");
     let text = std::fs::read_to_string(&file).unwrap();
     let after = perfquery_x(&p, &lid, "3");
-    let (_, samples) = parse(&text);
-    let v = samples
-        .iter()
-        .find(|s| {
-            s.0 == "infiniband_switch_port_transmit_data_bytes_total"
-                && s.1["guid"] == guid
-                && s.1["port"] == "3"
-        })
-        .unwrap()
-        .2;
+    let v = parse(&text).value(
+        "infiniband_switch_port_transmit_data_bytes_total",
+        &[("guid", &guid), ("port", "3")],
+    );
     let (lo, hi) = (before["PortXmitData"] * 4, after["PortXmitData"] * 4);
     #[allow(clippy::cast_precision_loss)]
     let (lo, hi) = (lo as f64, hi as f64);

@@ -21,6 +21,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use ibsm::manager::dump::LftDump;
+use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{
     Fabric, OPENSM, bring_up, client, needed, net_file, run_bounded, start_ibsmd, stop_ibsmd,
     verify_topology,
@@ -175,16 +176,6 @@ fn ibsmd_client(path: &std::path::Path, args: &[&str]) -> (i32, serde_json::Valu
     (code, v)
 }
 
-/// A sample's value in the exposition text: `name{labels} value` (labels as printed).
-fn sample(text: &str, name_and_labels: &str) -> f64 {
-    text.lines()
-        .find_map(|l| {
-            let (head, v) = l.rsplit_once(' ')?;
-            (head == name_and_labels).then(|| v.parse().ok())?
-        })
-        .unwrap_or_else(|| panic!("no {name_and_labels} in\n{text}"))
-}
-
 #[test]
 fn status_metrics_and_control_of_a_running_ibsmd() {
     if !peers_present("ibsmd_ops", &needed()) {
@@ -251,27 +242,28 @@ fn status_metrics_and_control_of_a_running_ibsmd() {
         .trim()
         .to_owned();
     let text = ureq::get(&url).call().unwrap().into_string().unwrap();
+    let exp = Exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert!(
-        sample(&text, "ibsm_sweeps_total{kind=\"heavy\"}") >= 1.0,
+        exp.value("ibsm_sweeps_total", &[("kind", "heavy")]) >= 1.0,
         "{text}"
     );
-    assert_eq!(sample(&text, "ibsm_role{role=\"MASTER\"}"), 1.0);
+    assert_eq!(exp.value("ibsm_role", &[("role", "MASTER")]), 1.0);
     assert_eq!(
-        sample(&text, "ibsm_fabric_nodes{type=\"switch\"}"),
+        exp.value("ibsm_fabric_nodes", &[("type", "switch")]),
         fab.switch_count() as f64
     );
-    assert_eq!(sample(&text, "ibsm_fabric_links"), fab.link_count() as f64);
+    assert_eq!(exp.value("ibsm_fabric_links", &[]), fab.link_count() as f64);
     assert!(
-        sample(&text, "ibsm_smps_total{attribute=\"NodeInfo\"}") >= nodes as f64,
+        exp.value("ibsm_smps_total", &[("attribute", "NodeInfo")]) >= nodes as f64,
         "{text}"
     );
-    assert!(sample(&text, "ibsm_smps_sent_total") >= nodes as f64);
+    assert!(exp.value("ibsm_smps_sent_total", &[]) >= nodes as f64);
     // A clean fabric: nothing retried to death, nothing unhealthy, no partition warning,
     // and each family is there for a dashboard to find.
-    assert_eq!(sample(&text, "ibsm_smp_timeouts_total"), 0.0, "{text}");
-    assert!(sample(&text, "ibsm_smp_retries_total") >= 0.0);
-    assert_eq!(sample(&text, "ibsm_unhealthy_ports"), 0.0);
-    assert_eq!(sample(&text, "ibsm_partition_warnings"), 0.0);
+    assert_eq!(exp.value("ibsm_smp_timeouts_total", &[]), 0.0, "{text}");
+    assert!(exp.value("ibsm_smp_retries_total", &[]) >= 0.0);
+    assert_eq!(exp.value("ibsm_unhealthy_ports", &[]), 0.0);
+    assert_eq!(exp.value("ibsm_partition_warnings", &[]), 0.0);
     assert_eq!(
         text.lines().last(),
         Some("# EOF"),

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{Fabric, client, needed, run_bounded, start_ibsmd};
 use ibsm_tests::{peers_present, tail, wait_until};
 
@@ -42,12 +43,6 @@ fn perfquery(f: &Fabric, args: &[&str]) -> BTreeMap<String, u64> {
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
     assert!(ok, "perfquery {args:?}: {err}\n{out}");
     fields(&out)
-}
-
-/// One sample of the exposition by its full name with labels.
-fn sample(text: &str, head: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(head)?.strip_prefix(' ')?.parse().ok())
 }
 
 #[test]
@@ -117,23 +112,17 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
     assert_eq!(perf["last"]["ports_failed"], 0, "{perf}");
     assert!(perf["sweeps"].as_u64() >= Some(1));
     let text = ureq::get(&url).call().unwrap().into_string().unwrap();
+    let exp = Exposition::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let ports = perf["ports"].as_array().unwrap();
     assert_eq!(ports.len(), 10, "{perf}");
     let mut errors_seen = 0;
     for q in ports {
         let (lid, port) = (q["lid"].as_u64().unwrap(), q["port"].as_u64().unwrap());
         let kind = if q["switch"] == true { "switch" } else { "hca" };
-        let labels = format!(
-            "{{guid=\"{}\",port=\"{port}\"}}",
-            q["guid"].as_str().unwrap()
-        );
-        let metric = |stem: &str| {
-            sample(
-                &text,
-                &format!("infiniband_{kind}_port_{stem}_total{labels}"),
-            )
-            .unwrap_or_else(|| panic!("no {kind} {stem} for {labels} in\n{text}"))
-        };
+        let port_s = port.to_string();
+        let labels = [("guid", q["guid"].as_str().unwrap()), ("port", &port_s)];
+        let metric =
+            |stem: &str| exp.value(&format!("infiniband_{kind}_port_{stem}_total"), &labels);
         // Read after the metrics: traffic only grew since.
         let theirs = perfquery(&f, &[&lid.to_string(), &port.to_string()]);
         let theirs_x = perfquery(&f, &["-x", &lid.to_string(), &port.to_string()]);
@@ -150,7 +139,11 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
             ("receive_switch_relay_errors", "PortRcvSwitchRelayErrors"),
             ("vl15_dropped", "VL15Dropped"),
         ] {
-            assert_eq!(metric(stem), theirs[name], "LID {lid} port {port} {name}");
+            assert_eq!(
+                metric(stem),
+                theirs[name] as f64,
+                "LID {lid} port {port} {name}"
+            );
             errors_seen += theirs[name];
             // /status has perfquery's names and values too.
             assert_eq!(q["counters"][name], theirs[name]);
@@ -162,9 +155,9 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
             ("receive_packets", "PortRcvPkts", 1),
         ] {
             let ours = metric(stem);
-            assert!(ours > 0, "LID {lid} port {port} {name}: no traffic");
+            assert!(ours > 0.0, "LID {lid} port {port} {name}: no traffic");
             assert!(
-                ours <= theirs_x[name] * scale,
+                ours <= (theirs_x[name] * scale) as f64,
                 "LID {lid} port {port} {name}: ours {ours} above perfquery's later {}",
                 theirs_x[name] * scale
             );
@@ -175,9 +168,9 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
         17 + 3 + 40 + 9,
         "the console's errors, and no others"
     );
-    assert!(sample(&text, "ibsm_perfmgr_sweeps_total").unwrap() >= 1);
+    assert!(exp.value("ibsm_perfmgr_sweeps_total", &[]) >= 1.0);
     assert_eq!(
-        sample(&text, "ibsm_perfmgr_last_sweep_ports{result=\"read\"}"),
-        Some(10)
+        exp.value("ibsm_perfmgr_last_sweep_ports", &[("result", "read")]),
+        10.0
     );
 }

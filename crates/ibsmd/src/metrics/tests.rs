@@ -1,60 +1,13 @@
 use std::collections::BTreeMap;
 
+use ibsm_tests::exposition::Exposition;
+
 use super::*;
 use crate::status::{FabricCounts, Master, Smps, Sweeps};
 
-/// One sample of the exposition: name, labels, value.
-type Sample = (String, BTreeMap<String, String>, f64);
-
-/// A small reader of the text exposition format: `# TYPE name type` lines and samples
-/// `name{k="v",...} value`; other `#` lines are skipped. Fails on anything else.
-fn parse_exposition(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
-    let mut types = BTreeMap::new();
-    let mut samples = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# TYPE ") {
-            let (name, ty) = rest.split_once(' ').expect("# TYPE name type");
-            types.insert(name.to_owned(), ty.to_owned());
-            continue;
-        }
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        let (head, value) = line.rsplit_once(' ').expect("sample value");
-        let value: f64 = value
-            .parse()
-            .unwrap_or_else(|_| panic!("value of {line:?}"));
-        let (name, labels) = match head.split_once('{') {
-            None => (head.to_owned(), BTreeMap::new()),
-            Some((name, rest)) => {
-                let body = rest.strip_suffix('}').expect("closing brace");
-                let labels = body
-                    .split(',')
-                    .filter(|kv| !kv.is_empty())
-                    .map(|kv| {
-                        let (k, v) = kv.split_once('=').expect("label k=v");
-                        let v = v.strip_prefix('"').and_then(|v| v.strip_suffix('"'));
-                        (k.to_owned(), v.expect("quoted label value").to_owned())
-                    })
-                    .collect();
-                (name.to_owned(), labels)
-            }
-        };
-        samples.push((name, labels, value));
-    }
-    (types, samples)
-}
-
-fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
-    let want: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    samples
-        .iter()
-        .find(|(n, l, _)| n == name && *l == want)
-        .unwrap_or_else(|| panic!("no sample {name}{labels:?} in {samples:?}"))
-        .2
+/// The exposition, read; a malformed line fails the test with its number.
+fn parse(text: &str) -> Exposition {
+    Exposition::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
 fn status() -> Status {
@@ -105,8 +58,8 @@ fn a_real_http_client_scrapes_metrics_and_status() {
         .unwrap()
         .into_string()
         .unwrap();
-    let (_, s) = parse_exposition(&text);
-    assert_eq!(value(&s, "ibsm_subnet_up", &[]), 0.0);
+    let s = parse(&text);
+    assert_eq!(s.value("ibsm_subnet_up", &[]), 0.0);
     server.publish(status());
     let resp = ureq::get(&format!("{base}/metrics")).call().unwrap();
     assert!(
@@ -115,32 +68,32 @@ fn a_real_http_client_scrapes_metrics_and_status() {
         resp.content_type()
     );
     let text = resp.into_string().unwrap();
-    let (types, s) = parse_exposition(&text);
-    assert_eq!(types["ibsm_sweeps"], "counter", "{text}");
-    assert_eq!(types["ibsm_role"], "gauge");
-    assert_eq!(value(&s, "ibsm_role", &[("role", "MASTER")]), 1.0);
-    assert_eq!(value(&s, "ibsm_role", &[("role", "STANDBY")]), 0.0);
-    assert_eq!(value(&s, "ibsm_master_lid", &[]), 3.0);
-    assert_eq!(value(&s, "ibsm_sweeps_total", &[("kind", "heavy")]), 2.0);
-    assert_eq!(value(&s, "ibsm_sweeps_total", &[("kind", "light")]), 5.0);
+    let s = parse(&text);
+    assert_eq!(s.kind("ibsm_sweeps"), Some("counter"), "{text}");
+    assert_eq!(s.kind("ibsm_role"), Some("gauge"));
+    assert_eq!(s.value("ibsm_role", &[("role", "MASTER")]), 1.0);
+    assert_eq!(s.value("ibsm_role", &[("role", "STANDBY")]), 0.0);
+    assert_eq!(s.value("ibsm_master_lid", &[]), 3.0);
+    assert_eq!(s.value("ibsm_sweeps_total", &[("kind", "heavy")]), 2.0);
+    assert_eq!(s.value("ibsm_sweeps_total", &[("kind", "light")]), 5.0);
     assert_eq!(
-        value(&s, "ibsm_sweep_last_duration_seconds", &[("kind", "heavy")]),
+        s.value("ibsm_sweep_last_duration_seconds", &[("kind", "heavy")]),
         1.5
     );
     assert_eq!(
-        value(&s, "ibsm_smps_total", &[("attribute", "PortInfo")]),
+        s.value("ibsm_smps_total", &[("attribute", "PortInfo")]),
         200.0
     );
-    assert_eq!(value(&s, "ibsm_smps_sent_total", &[]), 420.0);
-    assert_eq!(value(&s, "ibsm_smp_retries_total", &[]), 4.0);
-    assert_eq!(value(&s, "ibsm_smp_timeouts_total", &[]), 1.0);
-    assert_eq!(value(&s, "ibsm_traps_total", &[("number", "128")]), 3.0);
-    assert_eq!(value(&s, "ibsm_fabric_nodes", &[("type", "switch")]), 4.0);
-    assert_eq!(value(&s, "ibsm_fabric_nodes", &[("type", "ca")]), 8.0);
-    assert_eq!(value(&s, "ibsm_fabric_links", &[]), 16.0);
-    assert_eq!(value(&s, "ibsm_fabric_lids", &[]), 12.0);
-    assert_eq!(value(&s, "ibsm_unhealthy_ports", &[]), 0.0);
-    assert_eq!(value(&s, "ibsm_partition_warnings", &[]), 1.0);
+    assert_eq!(s.value("ibsm_smps_sent_total", &[]), 420.0);
+    assert_eq!(s.value("ibsm_smp_retries_total", &[]), 4.0);
+    assert_eq!(s.value("ibsm_smp_timeouts_total", &[]), 1.0);
+    assert_eq!(s.value("ibsm_traps_total", &[("number", "128")]), 3.0);
+    assert_eq!(s.value("ibsm_fabric_nodes", &[("type", "switch")]), 4.0);
+    assert_eq!(s.value("ibsm_fabric_nodes", &[("type", "ca")]), 8.0);
+    assert_eq!(s.value("ibsm_fabric_links", &[]), 16.0);
+    assert_eq!(s.value("ibsm_fabric_lids", &[]), 12.0);
+    assert_eq!(s.value("ibsm_unhealthy_ports", &[]), 0.0);
+    assert_eq!(s.value("ibsm_partition_warnings", &[]), 1.0);
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     // The JSON status is the snapshot.
     let json = ureq::get(&format!("{base}/status"))
@@ -201,42 +154,39 @@ fn perfmgr_counters_have_the_exporters_names_and_data_in_bytes() {
         ],
     });
     let text = exposition(&st);
-    let (types, s) = parse_exposition(&text);
+    let s = parse(&text);
     assert_eq!(
-        types["infiniband_switch_port_transmit_data_bytes"],
-        "counter"
+        s.kind("infiniband_switch_port_transmit_data_bytes"),
+        Some("counter")
     );
     let sw = [("guid", "0x0000000000000010"), ("port", "3")];
     let ca = [("guid", "0x0000000000000021"), ("port", "1")];
     assert_eq!(
-        value(&s, "infiniband_switch_port_transmit_data_bytes_total", &sw),
+        s.value("infiniband_switch_port_transmit_data_bytes_total", &sw),
         400.0
     );
     assert_eq!(
-        value(&s, "infiniband_switch_port_symbol_error_total", &sw),
+        s.value("infiniband_switch_port_symbol_error_total", &sw),
         7.0
     );
     assert_eq!(
-        value(&s, "infiniband_hca_port_transmit_data_bytes_total", &ca),
+        s.value("infiniband_hca_port_transmit_data_bytes_total", &ca),
         20.0
     );
+    assert_eq!(s.value("infiniband_hca_port_symbol_error_total", &ca), 0.0);
+    assert_eq!(s.value("ibsm_perfmgr_sweeps_total", &[]), 3.0);
+    assert_eq!(s.value("ibsm_perfmgr_over_threshold_total", &[]), 4.0);
     assert_eq!(
-        value(&s, "infiniband_hca_port_symbol_error_total", &ca),
-        0.0
-    );
-    assert_eq!(value(&s, "ibsm_perfmgr_sweeps_total", &[]), 3.0);
-    assert_eq!(value(&s, "ibsm_perfmgr_over_threshold_total", &[]), 4.0);
-    assert_eq!(
-        value(&s, "ibsm_perfmgr_last_sweep_ports", &[("result", "failed")]),
+        s.value("ibsm_perfmgr_last_sweep_ports", &[("result", "failed")]),
         1.0
     );
     assert_eq!(
-        value(&s, "ibsm_perfmgr_last_sweep_duration_seconds", &[]),
+        s.value("ibsm_perfmgr_last_sweep_duration_seconds", &[]),
         0.25
     );
-    assert_eq!(value(&s, "ibsm_perfmgr_query_timeouts_total", &[]), 1.0);
+    assert_eq!(s.value("ibsm_perfmgr_query_timeouts_total", &[]), 1.0);
     // The SM's own metrics keep their prefix beside the unprefixed port counters.
-    assert_eq!(value(&s, "ibsm_subnet_up", &[]), 1.0);
+    assert_eq!(s.value("ibsm_subnet_up", &[]), 1.0);
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     // Without --perfmgr: none of it.
     let plain = exposition(&status());
