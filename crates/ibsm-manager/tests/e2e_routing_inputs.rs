@@ -9,7 +9,8 @@ use std::time::Duration;
 use common::{assert_configured, attach, until_up};
 use ibsm_manager::{RoutingInputs, SmConfig};
 use ibsm_sim::{NodeIdx, SimConfig};
-use ibsm_topology::{Fabric, Guid, LinkSpeed, NodeId, NodeSpec, generate};
+use ibsm_topology::{Fabric, Guid, LinkSpeed, LinkWidth, NodeId, NodeSpec, generate};
+use ibsm_wire::sa::Rate;
 use ibsm_wire::{LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
 
 fn sw(f: &mut Fabric, i: u64, ports: u8) -> NodeId {
@@ -129,10 +130,14 @@ fn the_compute_node_file_lets_ftree_route_a_tree_with_storage_on_a_spine() {
     assert_configured(&sim, &nodes[0].sm, 9);
 }
 
-/// The enabled masks of every linked port, as its SMA holds them.
-fn enabled(
-    sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>,
-) -> Vec<(String, LinkSpeedMask, LinkSpeedExtMask, LinkWidthMask)> {
+/// What every linked port enables and what its link trained to, as its SMA holds them.
+struct Link {
+    port: String,
+    enabled: (LinkSpeedMask, LinkSpeedExtMask, LinkWidthMask),
+    active: (LinkSpeed, LinkWidth),
+}
+
+fn links(sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>) -> Vec<Link> {
     let mut out = Vec::new();
     for i in 0..sim.node_count() {
         let n = NodeIdx(i as u32);
@@ -142,30 +147,96 @@ fn enabled(
                 continue;
             }
             let pi = sim.with_agent(n, |a| a.sma().port_info(p)).unwrap();
-            out.push((
-                format!("{} port {p}", setup.description),
-                pi.link_speed_enabled,
-                pi.link_speed_ext_enabled,
-                pi.link_width_enabled,
-            ));
+            out.push(Link {
+                port: format!("{} port {p}", setup.description),
+                enabled: (
+                    pi.link_speed_enabled,
+                    pi.link_speed_ext_enabled,
+                    pi.link_width_enabled,
+                ),
+                active: (active_speed(&pi), width_of(pi.link_width_active)),
+            });
         }
     }
     out
 }
 
-#[test]
-fn forced_link_speeds_and_widths_are_what_every_port_enables() {
+/// The lane speed a port reports active, in the model's terms.
+fn active_speed(pi: &ibsm_wire::PortInfo) -> LinkSpeed {
+    use ibsm_wire::{LinkSpeed as S, LinkSpeedExt as E};
+    match (pi.link_speed_active, pi.link_speed_ext_active) {
+        (S::Sdr, _) => LinkSpeed::Sdr,
+        (S::Ddr, _) => LinkSpeed::Ddr,
+        (S::Qdr, _) => LinkSpeed::Qdr,
+        (_, E::Fdr) => LinkSpeed::Fdr,
+        (_, E::Edr) => LinkSpeed::Edr,
+        (_, E::Hdr) => LinkSpeed::Hdr,
+        (_, E::Ndr) => LinkSpeed::Ndr,
+        other => panic!("unexpected active speed {other:?}"),
+    }
+}
+
+fn width_of(w: ibsm_wire::LinkWidth) -> LinkWidth {
+    match w.lanes() {
+        Some(1) => LinkWidth::X1,
+        Some(4) => LinkWidth::X4,
+        other => panic!("unexpected active width {other:?}"),
+    }
+}
+
+/// Brings `f` up on NDR ports with `cfg` and waits until it verifies clean (links the
+/// SM's forced masks retrain go down and come back at Init, so the first SUBNET UP is
+/// not the last); checks every link and the SM's model run at `speed` x `width`, and
+/// that a PathRecord between two CAs carries `rate`.
+fn forced(cfg: SmConfig, speed: LinkSpeed, width: LinkWidth, rate: Rate) -> Vec<Link> {
     let f = generate::k_ary_n_tree(2, 2).unwrap();
     let ndr = SimConfig {
         link_speed: LinkSpeed::Ndr,
         ..SimConfig::default()
     };
-    // Defaults: every port keeps what it enables (all it supports).
-    let (sim, _) = up(&f, ndr, SmConfig::default());
-    let before = enabled(&sim);
-    for (port, speed, ext, width) in &before {
+    let (mut sim, mut nodes) = up(&f, ndr, cfg);
+    common::until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    assert_configured(&sim, &nodes[0].sm, f.switch_count() + f.cas().count());
+    let got = links(&sim);
+    for l in &got {
+        assert_eq!(l.active, (speed, width), "{} active", l.port);
+    }
+    let sm = &nodes[0].sm;
+    let model = sm.fabric().expect("model");
+    let mut linked = 0;
+    for (id, n) in model.nodes() {
+        for (p, port) in n.ports().filter(|(p, _)| *p != 0) {
+            if model.port_peer(id, p).is_some() {
+                linked += 1;
+                assert_eq!((port.speed, port.width), (speed, width), "model {id:?}/{p}");
+            }
+        }
+    }
+    assert_eq!(linked, got.len());
+    let cas = common::ca_nodes(&sim, &f);
+    let lid = |n: NodeIdx| sm.lids()[&sim.node_setup(n).unwrap().port_guid(1)].0;
+    let (a, b) = (lid(cas[0]), lid(cas[cas.len() - 1]));
+    let pr = sm.sa().expect("SA").path_record(a, b).expect("PathRecord");
+    assert_eq!(pr.rate, rate);
+    got
+}
+
+/// OpenSM's defaults keep what every port enables (all it supports), so the links stay
+/// at NDR 4x. Forced masks are what every port enables, and the links retrain to the
+/// best both ends enable: an extended speed both enable wins over the base speeds
+/// (EDR 1x); with extended speeds off (30), the base speed (DDR 1x). The SM's model
+/// and the SA's PathRecord rates follow.
+#[test]
+fn forced_link_speeds_and_widths_are_what_every_port_enables_and_trains_to() {
+    let before = forced(
+        SmConfig::default(),
+        LinkSpeed::Ndr,
+        LinkWidth::X4,
+        Rate::G400,
+    );
+    for l in &before {
         assert_eq!(
-            (*speed, *ext, *width),
+            l.enabled,
             (
                 LinkSpeedMask::SDR | LinkSpeedMask::DDR | LinkSpeedMask::QDR,
                 LinkSpeedExtMask::FDR
@@ -174,22 +245,35 @@ fn forced_link_speeds_and_widths_are_what_every_port_enables() {
                     | LinkSpeedExtMask::NDR,
                 LinkWidthMask::X1 | LinkWidthMask::X4
             ),
-            "{port}"
+            "{}",
+            l.port
         );
     }
     let mut cfg = SmConfig::default();
     cfg.force_link_speed = 1;
     cfg.force_link_speed_ext = 2;
     cfg.force_link_width = 1;
-    let (sim, nodes) = up(&f, ndr, cfg);
-    assert_configured(&sim, &nodes[0].sm, f.switch_count() + f.cas().count());
-    let after = enabled(&sim);
+    let after = forced(cfg, LinkSpeed::Edr, LinkWidth::X1, Rate::G25);
     assert_eq!(after.len(), before.len());
-    for (port, speed, ext, width) in after {
+    for l in after {
         assert_eq!(
-            (speed, ext, width),
+            l.enabled,
             (LinkSpeedMask::SDR, LinkSpeedExtMask::EDR, LinkWidthMask::X1),
-            "{port}"
+            "{}",
+            l.port
+        );
+    }
+    let mut cfg = SmConfig::default();
+    cfg.force_link_speed = 2;
+    cfg.force_link_speed_ext = LinkSpeedExtMask::DISABLE_ALL.bits();
+    cfg.force_link_width = 1;
+    let base = forced(cfg, LinkSpeed::Ddr, LinkWidth::X1, Rate::G5);
+    for l in base {
+        assert_eq!(
+            l.enabled,
+            (LinkSpeedMask::DDR, LinkSpeedExtMask(0), LinkWidthMask::X1),
+            "{}",
+            l.port
         );
     }
 }

@@ -142,6 +142,11 @@ pub enum LinkRequest {
     Disable,
     /// Re-enable a disabled port: the link may train.
     Enable,
+    /// The port's enabled widths or speeds changed: the link retrains (goes down for
+    /// `SimConfig::retrain_time` and comes back at Init, with the traps that brings)
+    /// when link training would now give other active values, as width and speed are
+    /// negotiated only while a link trains (see [`ibsm_sma::LinkRequest::Renegotiate`]).
+    Renegotiate,
 }
 
 /// A MAD the agent sends on its own (a trap), LID-routed.
@@ -222,6 +227,20 @@ pub trait Agent {
 
     /// Sets or clears PortInfo.CapabilityMask.IsSM on `port` (an SM attached or gone).
     fn set_is_sm(&mut self, port: u8, on: bool);
+
+    /// What `port` may train to, for link training ([`ibsm_sma::negotiate`] of both
+    /// ends): its PortInfo with the supported and enabled widths and speeds. `None` (the
+    /// default): the agent does not model training; its link comes up as it reports.
+    fn link_info(&self, port: u8) -> Option<ibsm_wire::PortInfo> {
+        let _ = port;
+        None
+    }
+
+    /// The link of `port` trained to `active`: the port reports it from now on. Called
+    /// before [`Self::link_up`] when both ends give [`Self::link_info`].
+    fn set_link_active(&mut self, port: u8, active: ibsm_sma::LinkActive) {
+        let _ = (port, active);
+    }
 
     /// The node's performance agent, if it has one: it answers PerfMgt (class 0x04)
     /// requests and holds the port counters the simulator drives. Without one, class

@@ -973,6 +973,7 @@ impl<A: Agent> Core<A> {
                         self.slots[s as usize].disabled = false;
                         self.refresh_link(s);
                     }
+                    LinkRequest::Renegotiate => self.renegotiate(s),
                 }
             }
         }
@@ -995,7 +996,46 @@ impl<A: Agent> Core<A> {
         let b = self.slots[a.peer as usize];
         let alive =
             |x: &Slot| !x.cut && !x.disabled && !x.training && !self.nodes[x.node as usize].removed;
-        alive(&a) && alive(&b)
+        alive(&a) && alive(&b) && !matches!(self.negotiate(s), Some(None))
+    }
+
+    /// Link training's outcome for the cable through slot `s`: `None` when an end does
+    /// not model training, `Some(None)` when the ends share no width or speed (the link
+    /// does not train).
+    fn negotiate(&self, s: u32) -> Option<Option<ibsm_sma::LinkActive>> {
+        let a = self.slots[s as usize];
+        let b = self.slots[a.peer as usize];
+        let x = self.nodes[a.node as usize].agent.link_info(a.num)?;
+        let y = self.nodes[b.node as usize].agent.link_info(b.num)?;
+        Some(ibsm_sma::negotiate(&x, &y))
+    }
+
+    /// An end's enabled widths or speeds changed: a trained link retrains when training
+    /// would now give other active values (hardware negotiates them only while a link
+    /// trains, so the active values never change in LinkUp); a link that could not
+    /// train may now.
+    fn renegotiate(&mut self, s: u32) {
+        let a = self.slots[s as usize];
+        if a.peer == NONE {
+            return;
+        }
+        if !a.up {
+            return self.refresh_link(s);
+        }
+        let Some(Some(want)) = self.negotiate(s) else {
+            // No common width or speed any more: the link cannot train again.
+            return self.retrain(s);
+        };
+        let b = self.slots[a.peer as usize];
+        let now_active = |x: &Slot| {
+            self.nodes[x.node as usize]
+                .agent
+                .link_info(x.num)
+                .map(|pi| ibsm_sma::LinkActive::of(&pi))
+        };
+        if now_active(&a) != Some(want) || now_active(&b) != Some(want) {
+            self.retrain(s);
+        }
     }
 
     /// Brings the physical state of the link through slot `s` in line with its causes,
@@ -1009,6 +1049,11 @@ impl<A: Agent> Core<A> {
         let peer = a.peer;
         self.slots[s as usize].up = up;
         self.slots[peer as usize].up = up;
+        let trained = if up {
+            self.negotiate(s).flatten()
+        } else {
+            None
+        };
         let now = self.now;
         for slot in [s, peer] {
             let Slot { node, num, .. } = self.slots[slot as usize];
@@ -1017,6 +1062,9 @@ impl<A: Agent> Core<A> {
                 continue;
             }
             if up {
+                if let Some(active) = trained {
+                    n.agent.set_link_active(num, active);
+                }
                 n.agent.link_up(now, num);
             } else {
                 n.agent.link_down(now, num);

@@ -235,6 +235,7 @@ impl Agent for SmaAgent {
                         ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
                         ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
                         ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
+                        ibsm_sma::LinkRequest::Renegotiate => LinkRequest::Renegotiate,
                     };
                     return Some((port, r));
                 }
@@ -262,6 +263,17 @@ impl Agent for SmaAgent {
 
     fn link_down(&mut self, now: Instant, port: u8) {
         self.sma.link_down(now, port);
+    }
+
+    fn link_info(&self, port: u8) -> Option<ibsm_wire::PortInfo> {
+        if port == 0 {
+            return None;
+        }
+        self.sma.port_info(port)
+    }
+
+    fn set_link_active(&mut self, port: u8, active: ibsm_sma::LinkActive) {
+        self.sma.set_link_active(port, active);
     }
 
     fn data_packet(&mut self, now: Instant, port: u8) {

@@ -366,6 +366,24 @@ impl<S: NvStore> Sma<S> {
         }
     }
 
+    /// The link of `port` trained to `active` (the host negotiated it, see
+    /// [`crate::negotiate`]): PortInfo reports it as the port's active width and speed.
+    /// Call it before [`Self::link_up`]. Ignored for port numbers the node lacks and for
+    /// a switch's port 0.
+    pub fn set_link_active(&mut self, port: u8, active: crate::LinkActive) {
+        let Some(p) = self.port_data_mut(port) else {
+            return;
+        };
+        if p.link.management {
+            return;
+        }
+        let mut v = pi_view_mut(&mut p.info);
+        v.set_link_width_active(active.width);
+        v.set_link_speed_active(active.speed);
+        v.set_link_speed_ext_active(active.speed_ext);
+        v.set_link_speed_ext_active2(active.speed_ext2);
+    }
+
     /// Replaces the hosted SM's SMInfo (`None`: no SM here, SMInfo is not answered).
     pub fn set_sm_info(&mut self, sm_info: Option<SmInfo>) {
         self.sm_info = sm_info;
@@ -1105,6 +1123,11 @@ impl<S: NvStore> Sma<S> {
         if op_vls != 0 {
             w.set_operational_vls(VlCap::from(op_vls));
         }
+        let before = (
+            w.link_width_enabled(),
+            w.link_speed_enabled(),
+            w.link_speed_ext_enabled(),
+        );
         if let Some(x) = width {
             w.set_link_width_enabled(LinkWidthMask(x));
         }
@@ -1114,13 +1137,22 @@ impl<S: NvStore> Sma<S> {
         if let Some(x) = speed_ext {
             w.set_link_speed_ext_enabled(LinkSpeedExtMask(x));
         }
+        let masks_changed = before
+            != (
+                w.link_width_enabled(),
+                w.link_speed_enabled(),
+                w.link_speed_ext_enabled(),
+            );
         w.set_client_reregister(false);
         p.mkey.violations = req.m_key_violations();
         if p.mkey.config != new_mkey {
             p.mkey.config = new_mkey;
             self.nv.save(port, new_mkey);
         }
-        let link_req = p.link.apply(state, phys, ldd);
+        let mut link_req = p.link.apply(state, phys, ldd);
+        if link_req.is_none() && masks_changed && !p.link.management {
+            link_req = Some(LinkRequest::Renegotiate);
+        }
         if let Some(request) = link_req {
             self.events.push_back(Event::Link { port, request });
         }

@@ -501,6 +501,61 @@ fn port_state_transitions_via_set() {
     assert_eq!(s.port_state(2), Some(LogicalState::Down));
 }
 
+/// A Set that changes an enabled width or speed asks the host to renegotiate the link;
+/// one that writes the masks it already holds (or "no change") does not. The active
+/// values change only when the host says the link trained to new ones.
+#[test]
+fn enabled_mask_changes_ask_for_renegotiation() {
+    use ibsm_wire::{LinkSpeedMask, LinkWidth, LinkWidthMask};
+    let mut s = ca();
+    let pi = s.port_info(1).unwrap();
+    set_pi(&mut s, T0, 1, 1, 0, |p| {
+        p.link_width_enabled = pi.link_width_enabled;
+        p.link_speed_enabled = LinkSpeedMask(0);
+    })
+    .unwrap();
+    assert_eq!(s.poll_event(), None);
+    let r = set_pi(&mut s, T0, 1, 1, 0, |p| {
+        p.link_width_enabled = LinkWidthMask::X1;
+    })
+    .unwrap();
+    assert_eq!(status(&r), 0);
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Link {
+            port: 1,
+            request: LinkRequest::Renegotiate
+        })
+    );
+    assert_eq!(
+        s.port_info(1).unwrap().link_width_active,
+        pi.link_width_active
+    );
+    let peer = s.port_info(2).unwrap();
+    let trained = crate::negotiate(&s.port_info(1).unwrap(), &peer).unwrap();
+    assert_eq!(trained.width, LinkWidth::X1);
+    s.set_link_active(1, trained);
+    let now = s.port_info(1).unwrap();
+    assert_eq!(
+        (now.link_width_active, now.link_speed_active),
+        (LinkWidth::X1, pi.link_speed_active)
+    );
+    // Down and a mask change together: the retrain covers both.
+    set_pi(&mut s, T0, 1, 1, 0, |p| {
+        p.link_speed_enabled = LinkSpeedMask::SDR;
+        p.port_state = PortState::Down;
+    })
+    .unwrap();
+    assert_eq!(
+        s.poll_event(),
+        Some(Event::Link {
+            port: 1,
+            request: LinkRequest::Retrain
+        })
+    );
+    assert_eq!(s.poll_event(), None);
+}
+
 #[test]
 fn switch_port_state_change_and_trap_128() {
     let mut s = switch();

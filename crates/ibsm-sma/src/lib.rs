@@ -109,5 +109,5 @@ pub use agent::{DropReason, Event, Outcome, Rx, Sma, Stats};
 pub use config::{ConfigError, MemNvStore, NoNvStore, NodeConfig, NvStore, PortConfig};
 pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 pub use pma::{Counter, Pma, PmaConfig, PmaStats};
-pub use port::{LinkRequest, LogicalState};
+pub use port::{LinkActive, LinkRequest, LogicalState, negotiate};
 pub use trap::Trap;

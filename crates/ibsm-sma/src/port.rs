@@ -49,6 +49,99 @@ pub enum LinkRequest {
     Disable,
     /// PortPhysicalState was set to Polling on a disabled port: the link may train again.
     Enable,
+    /// LinkWidthEnabled, LinkSpeedEnabled or LinkSpeedExtEnabled changed on a port whose
+    /// state did not change otherwise. Width and speed are negotiated only while a link
+    /// trains (Polling, then Configuration), never in LinkUp, so the host retrains the
+    /// link (as [`Self::Retrain`]) if [`negotiate`] now gives other values than the active
+    /// ones; ibsm-sim does so.
+    Renegotiate,
+}
+
+/// What a trained link runs at: the PortInfo LinkWidthActive, LinkSpeedActive,
+/// LinkSpeedExtActive and LinkSpeedExtActive2 both ends report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LinkActive {
+    /// LinkWidthActive.
+    pub width: ibsm_wire::LinkWidth,
+    /// LinkSpeedActive (`Extended` when an extended speed runs).
+    pub speed: ibsm_wire::LinkSpeed,
+    /// LinkSpeedExtActive (`None` unless an FDR..NDR speed runs).
+    pub speed_ext: ibsm_wire::LinkSpeedExt,
+    /// LinkSpeedExtActive2 (1: XDR).
+    pub speed_ext2: u8,
+}
+
+impl LinkActive {
+    /// The active values `pi` reports now.
+    #[must_use]
+    pub fn of(pi: &ibsm_wire::PortInfo) -> Self {
+        Self {
+            width: pi.link_width_active,
+            speed: pi.link_speed_active,
+            speed_ext: pi.link_speed_ext_active,
+            speed_ext2: pi.link_speed_ext_active2,
+        }
+    }
+}
+
+/// Link training's outcome for two ports cabled together: the widest width and the
+/// fastest lane speed both support and enable (extended speeds above the base ones,
+/// XDR's LinkSpeedExt*2 above those). `None` when they share no width or no speed:
+/// such a link does not train.
+#[must_use]
+pub fn negotiate(a: &ibsm_wire::PortInfo, b: &ibsm_wire::PortInfo) -> Option<LinkActive> {
+    use ibsm_wire::{LinkSpeed, LinkSpeedExt, LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
+    let width = LinkWidthMask(
+        a.link_width_enabled.bits()
+            & a.link_width_supported.bits()
+            & b.link_width_enabled.bits()
+            & b.link_width_supported.bits(),
+    )
+    .widest()?;
+    let mut out = LinkActive {
+        width,
+        speed: LinkSpeed::Extended,
+        speed_ext: LinkSpeedExt::None,
+        speed_ext2: 0,
+    };
+    let ext2 = a.link_speed_ext_enabled2
+        & a.link_speed_ext_supported2
+        & b.link_speed_ext_enabled2
+        & b.link_speed_ext_supported2;
+    if ext2 & 1 != 0 {
+        out.speed_ext2 = 1;
+        return Some(out);
+    }
+    let ext = a.link_speed_ext_enabled.bits()
+        & a.link_speed_ext_supported.bits()
+        & b.link_speed_ext_enabled.bits()
+        & b.link_speed_ext_supported.bits();
+    for (bit, s) in [
+        (LinkSpeedExtMask::NDR, LinkSpeedExt::Ndr),
+        (LinkSpeedExtMask::HDR, LinkSpeedExt::Hdr),
+        (LinkSpeedExtMask::EDR, LinkSpeedExt::Edr),
+        (LinkSpeedExtMask::FDR, LinkSpeedExt::Fdr),
+    ] {
+        if ext & bit.bits() != 0 {
+            out.speed_ext = s;
+            return Some(out);
+        }
+    }
+    let base = a.link_speed_enabled.bits()
+        & a.link_speed_supported.bits()
+        & b.link_speed_enabled.bits()
+        & b.link_speed_supported.bits();
+    for (bit, s) in [
+        (LinkSpeedMask::QDR, LinkSpeed::Qdr),
+        (LinkSpeedMask::DDR, LinkSpeed::Ddr),
+        (LinkSpeedMask::SDR, LinkSpeed::Sdr),
+    ] {
+        if base & bit.bits() != 0 {
+            out.speed = s;
+            return Some(out);
+        }
+    }
+    None
 }
 
 /// A rejected SubnSet field (the SMA answers with status 0x001C and changes nothing).
@@ -309,6 +402,60 @@ mod tests {
         p.apply(3, 0, 0);
         assert!(p.data_packet().is_some());
         assert_eq!(p.state, LogicalState::Active);
+    }
+
+    #[test]
+    fn negotiation_takes_the_best_both_enable() {
+        use ibsm_wire::{
+            LinkSpeed, LinkSpeedExt, LinkSpeedExtMask as E, LinkSpeedMask as S, LinkWidth,
+            LinkWidthMask as W, PortInfo,
+        };
+        let ndr = PortInfo {
+            link_width_supported: W::X1 | W::X4,
+            link_width_enabled: W::X1 | W::X4,
+            link_speed_supported: S::SDR | S::DDR | S::QDR,
+            link_speed_enabled: S::SDR | S::DDR | S::QDR,
+            link_speed_ext_supported: E::FDR | E::EDR | E::HDR | E::NDR,
+            link_speed_ext_enabled: E::FDR | E::EDR | E::HDR | E::NDR,
+            ..PortInfo::default()
+        };
+        let got = |a: &PortInfo, b: &PortInfo| {
+            negotiate(a, b).map(|x| (x.width, x.speed, x.speed_ext, x.speed_ext2))
+        };
+        assert_eq!(
+            got(&ndr, &ndr),
+            Some((LinkWidth::X4, LinkSpeed::Extended, LinkSpeedExt::Ndr, 0))
+        );
+        // One end enables less: the link trains to what both enable.
+        let mut less = ndr;
+        less.link_width_enabled = W::X1;
+        less.link_speed_ext_enabled = E::FDR | E::EDR;
+        assert_eq!(
+            got(&ndr, &less),
+            Some((LinkWidth::X1, LinkSpeed::Extended, LinkSpeedExt::Edr, 0))
+        );
+        // Enabled bits a port does not support do not count.
+        let mut qdr = ndr;
+        qdr.link_speed_ext_supported = E(0);
+        qdr.link_speed_enabled = S::SDR | S::DDR;
+        assert_eq!(
+            got(&qdr, &ndr),
+            Some((LinkWidth::X4, LinkSpeed::Ddr, LinkSpeedExt::None, 0))
+        );
+        // XDR (LinkSpeedExt*2) above everything, only where both enable it.
+        let mut xdr = ndr;
+        (xdr.link_speed_ext_supported2, xdr.link_speed_ext_enabled2) = (1, 1);
+        assert_eq!(got(&xdr, &xdr).map(|x| x.3), Some(1));
+        assert_eq!(got(&xdr, &ndr).map(|x| x.2), Some(LinkSpeedExt::Ndr));
+        // Nothing in common: no training.
+        let mut x4 = ndr;
+        x4.link_width_enabled = W::X4;
+        assert_eq!(got(&x4, &less), None);
+        let mut sdr = qdr;
+        sdr.link_speed_enabled = S::SDR;
+        let mut ddr = qdr;
+        ddr.link_speed_enabled = S::DDR;
+        assert_eq!(got(&sdr, &ddr), None);
     }
 
     #[test]
