@@ -57,6 +57,31 @@ macro_rules! counters {
             pub fn is_error(self) -> bool {
                 match self { $(Counter::$v => $error,)* }
             }
+
+            /// The family of infiniband_exporter's metric for a switch port
+            /// (`infiniband_switch_port_<stem>`) or a CA port
+            /// (`infiniband_hca_port_<stem>`); its samples are `<family>_total`.
+            #[must_use]
+            pub fn exporter_family(self, switch: bool) -> String {
+                format!("infiniband_{}_port_{}", exporter_kind(switch), self.exporter_stem())
+            }
+
+            /// The HELP text of that family (`Infiniband switch port PortXmitData`).
+            #[must_use]
+            pub fn exporter_help(self, switch: bool) -> String {
+                format!("Infiniband {} port {}", exporter_kind(switch), self.perfquery_name())
+            }
+
+            /// What the exporter reports for a reading `value` of this counter: data
+            /// in bytes (4 per word, saturating), every other counter as read.
+            #[must_use]
+            pub fn exporter_value(self, value: u64) -> u64 {
+                if self.is_data_words() {
+                    value.saturating_mul(4)
+                } else {
+                    value
+                }
+            }
         }
     };
 }
@@ -108,6 +133,91 @@ counters! {
     XmitWait => "PortXmitWait", "transmit_wait", false;
 }
 
+/// infiniband_exporter's word for a switch port's or a CA port's metrics.
+fn exporter_kind(switch: bool) -> &'static str {
+    if switch { "switch" } else { "hca" }
+}
+
+impl Counter {
+    /// This counter as a PortCounters holds it; `None` for the unicast and multicast
+    /// packet counters, which only PortCountersExtended has.
+    #[must_use]
+    pub fn of_counters(self, pc: &PortCounters) -> Option<u64> {
+        Some(match self {
+            Counter::XmitData => pc.port_xmit_data.into(),
+            Counter::RcvData => pc.port_rcv_data.into(),
+            Counter::XmitPkts => pc.port_xmit_pkts.into(),
+            Counter::RcvPkts => pc.port_rcv_pkts.into(),
+            Counter::UnicastXmitPkts
+            | Counter::UnicastRcvPkts
+            | Counter::MulticastXmitPkts
+            | Counter::MulticastRcvPkts => return None,
+            Counter::SymbolErrors => pc.symbol_error_counter.into(),
+            Counter::LinkErrorRecovery => pc.link_error_recovery_counter.into(),
+            Counter::LinkDowned => pc.link_downed_counter.into(),
+            Counter::RcvErrors => pc.port_rcv_errors.into(),
+            Counter::RcvRemotePhysicalErrors => pc.port_rcv_remote_physical_errors.into(),
+            Counter::RcvSwitchRelayErrors => pc.port_rcv_switch_relay_errors.into(),
+            Counter::XmitDiscards => pc.port_xmit_discards.into(),
+            Counter::XmitConstraintErrors => pc.port_xmit_constraint_errors.into(),
+            Counter::RcvConstraintErrors => pc.port_rcv_constraint_errors.into(),
+            Counter::LocalLinkIntegrityErrors => pc.local_link_integrity_errors.into(),
+            Counter::ExcessiveBufferOverrunErrors => pc.excessive_buffer_overrun_errors.into(),
+            Counter::Vl15Dropped => pc.vl15_dropped.into(),
+            Counter::Qp1Dropped => pc.qp1_dropped().into(),
+            Counter::XmitWait => pc.port_xmit_wait.into(),
+        })
+    }
+
+    /// This counter as a PortCountersExtended holds it. Its error counters (from
+    /// SymbolErrors on) mean something only where the agent has
+    /// [`PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS`](ibsm_wire::perf::PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS).
+    #[must_use]
+    pub fn of_extended(self, e: &PortCountersExtended) -> u64 {
+        match self {
+            Counter::XmitData => e.port_xmit_data,
+            Counter::RcvData => e.port_rcv_data,
+            Counter::XmitPkts => e.port_xmit_pkts,
+            Counter::RcvPkts => e.port_rcv_pkts,
+            Counter::UnicastXmitPkts => e.port_unicast_xmit_pkts,
+            Counter::UnicastRcvPkts => e.port_unicast_rcv_pkts,
+            Counter::MulticastXmitPkts => e.port_multicast_xmit_pkts,
+            Counter::MulticastRcvPkts => e.port_multicast_rcv_pkts,
+            Counter::SymbolErrors => e.symbol_error_counter,
+            Counter::LinkErrorRecovery => e.link_error_recovery_counter,
+            Counter::LinkDowned => e.link_downed_counter,
+            Counter::RcvErrors => e.port_rcv_errors,
+            Counter::RcvRemotePhysicalErrors => e.port_rcv_remote_physical_errors,
+            Counter::RcvSwitchRelayErrors => e.port_rcv_switch_relay_errors,
+            Counter::XmitDiscards => e.port_xmit_discards,
+            Counter::XmitConstraintErrors => e.port_xmit_constraint_errors,
+            Counter::RcvConstraintErrors => e.port_rcv_constraint_errors,
+            Counter::LocalLinkIntegrityErrors => e.local_link_integrity_errors,
+            Counter::ExcessiveBufferOverrunErrors => e.excessive_buffer_overrun_errors,
+            Counter::Vl15Dropped => e.vl15_dropped,
+            Counter::Qp1Dropped => e.qp1_dropped,
+            Counter::XmitWait => e.port_xmit_wait,
+        }
+    }
+
+    /// Whether a [`PortSample`] takes it from PortCountersExtended where that was read:
+    /// the traffic counters (64 bits wide there). The error counters come from
+    /// PortCounters, which every agent has.
+    fn extended_first(self) -> bool {
+        matches!(
+            self,
+            Counter::XmitData
+                | Counter::RcvData
+                | Counter::XmitPkts
+                | Counter::RcvPkts
+                | Counter::UnicastXmitPkts
+                | Counter::UnicastRcvPkts
+                | Counter::MulticastXmitPkts
+                | Counter::MulticastRcvPkts
+        )
+    }
+}
+
 const N: usize = Counter::ALL.len();
 
 /// One port's counters; a counter the agent does not have (the unicast and multicast
@@ -138,40 +248,12 @@ impl PortSample {
     #[must_use]
     pub fn from_parts(pc: Option<&PortCounters>, ext: Option<&PortCountersExtended>) -> Self {
         let mut s = Self::default();
-        let wide = |e: fn(&PortCountersExtended) -> u64, b: fn(&PortCounters) -> u32| {
-            ext.map(e).or_else(|| pc.map(|p| u64::from(b(p))))
-        };
-        let basic = |f: fn(&PortCounters) -> u64| pc.map(f);
         for &c in Counter::ALL {
-            s.values[c as usize] = match c {
-                Counter::XmitData => wide(|e| e.port_xmit_data, |p| p.port_xmit_data),
-                Counter::RcvData => wide(|e| e.port_rcv_data, |p| p.port_rcv_data),
-                Counter::XmitPkts => wide(|e| e.port_xmit_pkts, |p| p.port_xmit_pkts),
-                Counter::RcvPkts => wide(|e| e.port_rcv_pkts, |p| p.port_rcv_pkts),
-                Counter::UnicastXmitPkts => ext.map(|e| e.port_unicast_xmit_pkts),
-                Counter::UnicastRcvPkts => ext.map(|e| e.port_unicast_rcv_pkts),
-                Counter::MulticastXmitPkts => ext.map(|e| e.port_multicast_xmit_pkts),
-                Counter::MulticastRcvPkts => ext.map(|e| e.port_multicast_rcv_pkts),
-                Counter::SymbolErrors => basic(|p| p.symbol_error_counter.into()),
-                Counter::LinkErrorRecovery => basic(|p| p.link_error_recovery_counter.into()),
-                Counter::LinkDowned => basic(|p| p.link_downed_counter.into()),
-                Counter::RcvErrors => basic(|p| p.port_rcv_errors.into()),
-                Counter::RcvRemotePhysicalErrors => {
-                    basic(|p| p.port_rcv_remote_physical_errors.into())
-                }
-                Counter::RcvSwitchRelayErrors => basic(|p| p.port_rcv_switch_relay_errors.into()),
-                Counter::XmitDiscards => basic(|p| p.port_xmit_discards.into()),
-                Counter::XmitConstraintErrors => basic(|p| p.port_xmit_constraint_errors.into()),
-                Counter::RcvConstraintErrors => basic(|p| p.port_rcv_constraint_errors.into()),
-                Counter::LocalLinkIntegrityErrors => {
-                    basic(|p| p.local_link_integrity_errors.into())
-                }
-                Counter::ExcessiveBufferOverrunErrors => {
-                    basic(|p| p.excessive_buffer_overrun_errors.into())
-                }
-                Counter::Vl15Dropped => basic(|p| p.vl15_dropped.into()),
-                Counter::Qp1Dropped => basic(|p| p.qp1_dropped().into()),
-                Counter::XmitWait => basic(|p| p.port_xmit_wait.into()),
+            let basic = pc.and_then(|p| c.of_counters(p));
+            s.values[c as usize] = if c.extended_first() {
+                ext.map(|e| c.of_extended(e)).or(basic)
+            } else {
+                basic
             };
         }
         s
@@ -279,6 +361,161 @@ mod tests {
         assert_eq!(back, ext);
         let c: Counter = serde_json::from_str("\"LinkDowned\"").unwrap();
         assert_eq!(c, Counter::LinkDowned);
+    }
+
+    #[test]
+    fn each_counter_reads_its_own_field() {
+        // Every field a value of its own, so a counter reading a neighbour's shows.
+        let pc = PortCounters {
+            symbol_error_counter: 1,
+            link_error_recovery_counter: 2,
+            link_downed_counter: 3,
+            port_rcv_errors: 4,
+            port_rcv_remote_physical_errors: 5,
+            port_rcv_switch_relay_errors: 6,
+            port_xmit_discards: 7,
+            port_xmit_constraint_errors: 8,
+            port_rcv_constraint_errors: 9,
+            local_link_integrity_errors: 10,
+            excessive_buffer_overrun_errors: 11,
+            vl15_dropped: 12,
+            port_xmit_data: 13,
+            port_rcv_data: 14,
+            port_xmit_pkts: 15,
+            port_rcv_pkts: 16,
+            port_xmit_wait: 17,
+            ..PortCounters::default()
+        };
+        let ext = PortCountersExtended {
+            port_xmit_data: 101,
+            port_rcv_data: 102,
+            port_xmit_pkts: 103,
+            port_rcv_pkts: 104,
+            port_unicast_xmit_pkts: 105,
+            port_unicast_rcv_pkts: 106,
+            port_multicast_xmit_pkts: 107,
+            port_multicast_rcv_pkts: 108,
+            symbol_error_counter: 109,
+            link_error_recovery_counter: 110,
+            link_downed_counter: 111,
+            port_rcv_errors: 112,
+            port_rcv_remote_physical_errors: 113,
+            port_rcv_switch_relay_errors: 114,
+            port_xmit_discards: 115,
+            port_xmit_constraint_errors: 116,
+            port_rcv_constraint_errors: 117,
+            local_link_integrity_errors: 118,
+            excessive_buffer_overrun_errors: 119,
+            vl15_dropped: 120,
+            port_xmit_wait: 121,
+            qp1_dropped: 122,
+            ..PortCountersExtended::default()
+        };
+        let by_name = |name: &str| {
+            *Counter::ALL
+                .iter()
+                .find(|c| c.perfquery_name() == name)
+                .unwrap()
+        };
+        let basic = [
+            ("SymbolErrorCounter", 1),
+            ("LinkErrorRecoveryCounter", 2),
+            ("LinkDownedCounter", 3),
+            ("PortRcvErrors", 4),
+            ("PortRcvRemotePhysicalErrors", 5),
+            ("PortRcvSwitchRelayErrors", 6),
+            ("PortXmitDiscards", 7),
+            ("PortXmitConstraintErrors", 8),
+            ("PortRcvConstraintErrors", 9),
+            ("LocalLinkIntegrityErrors", 10),
+            ("ExcessiveBufferOverrunErrors", 11),
+            ("VL15Dropped", 12),
+            ("QP1Dropped", 12),
+            ("PortXmitData", 13),
+            ("PortRcvData", 14),
+            ("PortXmitPkts", 15),
+            ("PortRcvPkts", 16),
+            ("PortXmitWait", 17),
+        ];
+        for (name, v) in basic {
+            assert_eq!(by_name(name).of_counters(&pc), Some(v), "{name}");
+        }
+        let only_extended = [
+            "PortUnicastXmitPkts",
+            "PortUnicastRcvPkts",
+            "PortMulticastXmitPkts",
+            "PortMulticastRcvPkts",
+        ];
+        for name in only_extended {
+            assert_eq!(by_name(name).of_counters(&pc), None, "{name}");
+        }
+        assert_eq!(basic.len() + only_extended.len(), Counter::ALL.len());
+        let extended = [
+            "PortXmitData",
+            "PortRcvData",
+            "PortXmitPkts",
+            "PortRcvPkts",
+            "PortUnicastXmitPkts",
+            "PortUnicastRcvPkts",
+            "PortMulticastXmitPkts",
+            "PortMulticastRcvPkts",
+            "SymbolErrorCounter",
+            "LinkErrorRecoveryCounter",
+            "LinkDownedCounter",
+            "PortRcvErrors",
+            "PortRcvRemotePhysicalErrors",
+            "PortRcvSwitchRelayErrors",
+            "PortXmitDiscards",
+            "PortXmitConstraintErrors",
+            "PortRcvConstraintErrors",
+            "LocalLinkIntegrityErrors",
+            "ExcessiveBufferOverrunErrors",
+            "VL15Dropped",
+            "PortXmitWait",
+            "QP1Dropped",
+        ];
+        for (name, v) in extended.iter().zip(101..) {
+            assert_eq!(by_name(name).of_extended(&ext), v, "{name}");
+        }
+        // A sample: traffic from the extended attribute, errors from PortCounters.
+        let s = PortSample::from_parts(Some(&pc), Some(&ext));
+        for (name, v) in basic {
+            let c = by_name(name);
+            let want = if c.is_error() || c == Counter::XmitWait {
+                v
+            } else {
+                c.of_extended(&ext)
+            };
+            assert_eq!(s.get(c), Some(want), "{name}");
+        }
+        for name in only_extended {
+            let c = by_name(name);
+            assert_eq!(s.get(c), Some(c.of_extended(&ext)), "{name}");
+        }
+    }
+
+    #[test]
+    fn exporter_families_help_and_values() {
+        assert_eq!(
+            Counter::XmitData.exporter_family(true),
+            "infiniband_switch_port_transmit_data_bytes"
+        );
+        assert_eq!(
+            Counter::SymbolErrors.exporter_family(false),
+            "infiniband_hca_port_symbol_error"
+        );
+        assert_eq!(
+            Counter::RcvPkts.exporter_help(true),
+            "Infiniband switch port PortRcvPkts"
+        );
+        assert_eq!(
+            Counter::LinkDowned.exporter_help(false),
+            "Infiniband hca port LinkDownedCounter"
+        );
+        assert_eq!(Counter::XmitData.exporter_value(5), 20);
+        assert_eq!(Counter::RcvData.exporter_value(u64::MAX), u64::MAX);
+        assert_eq!(Counter::XmitPkts.exporter_value(5), 5);
+        assert_eq!(Counter::SymbolErrors.exporter_value(7), 7);
     }
 
     #[test]

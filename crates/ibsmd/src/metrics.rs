@@ -335,7 +335,7 @@ fn perf_sweeps(reg: &mut Registry, p: &Perf) {
 
 /// Each port's counters, named as treydock/infiniband_exporter names them.
 fn port_counters(root: &mut Registry, p: &Perf) {
-    for (kind, switch) in [("switch", true), ("hca", false)] {
+    for switch in [true, false] {
         for &c in PortCounter::ALL {
             let family: Family<Labels, Counter<u64>> = Family::default();
             let mut any = false;
@@ -343,25 +343,16 @@ fn port_counters(root: &mut Registry, p: &Perf) {
                 let Some(&v) = port.counters.get(c.perfquery_name()) else {
                     continue;
                 };
-                let v = if c.is_data_words() {
-                    v.saturating_mul(4)
-                } else {
-                    v
-                };
                 family
                     .get_or_create(&vec![
                         ("guid", port.guid.clone()),
                         ("port", port.port.to_string()),
                     ])
-                    .inc_by(v);
+                    .inc_by(c.exporter_value(v));
                 any = true;
             }
             if any {
-                root.register(
-                    format!("infiniband_{kind}_port_{}", c.exporter_stem()),
-                    format!("Infiniband {kind} port {}", c.perfquery_name()),
-                    family,
-                );
+                root.register(c.exporter_family(switch), c.exporter_help(switch), family);
             }
         }
     }

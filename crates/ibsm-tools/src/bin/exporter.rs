@@ -28,13 +28,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant as WallInstant};
 
 use clap::Parser;
+use ibsm_query::counters::{Counter as PortCounter, PortSample};
 use ibsm_query::discover::{Discovered, discover};
 use ibsm_query::nodemap::{NodeNameMap, clean_description};
-use ibsm_query::perf::{PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx};
+use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
 use ibsm_query::smp::SmpConfig;
 use ibsm_transport::{Transport, TxConfig};
 use ibsm_umad::{OpenOptions, Selector, UmadTransport};
-use ibsm_wire::perf::{PortCounters, PortCountersExtended};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -77,90 +77,22 @@ struct Args {
 
 type Labels = Vec<(String, String)>;
 
-/// The counters exported per port: metric stem and the perfquery name it reads.
-const STEMS: &[(&str, &str)] = &[
-    ("transmit_data_bytes", "PortXmitData"),
-    ("receive_data_bytes", "PortRcvData"),
-    ("transmit_packets", "PortXmitPkts"),
-    ("receive_packets", "PortRcvPkts"),
-    ("unicast_transmit_packets", "PortUnicastXmitPkts"),
-    ("unicast_receive_packets", "PortUnicastRcvPkts"),
-    ("multicast_transmit_packets", "PortMulticastXmitPkts"),
-    ("multicast_receive_packets", "PortMulticastRcvPkts"),
-    ("symbol_error", "SymbolErrorCounter"),
-    ("link_error_recovery", "LinkErrorRecoveryCounter"),
-    ("link_downed", "LinkDownedCounter"),
-    ("receive_errors", "PortRcvErrors"),
-    (
-        "receive_remote_physical_errors",
-        "PortRcvRemotePhysicalErrors",
-    ),
-    ("receive_switch_relay_errors", "PortRcvSwitchRelayErrors"),
-    ("transmit_discards", "PortXmitDiscards"),
-    ("transmit_constraint_errors", "PortXmitConstraintErrors"),
-    ("receive_constraint_errors", "PortRcvConstraintErrors"),
-    ("local_link_integrity_errors", "LocalLinkIntegrityErrors"),
-    (
-        "excessive_buffer_overrun_errors",
-        "ExcessiveBufferOverrunErrors",
-    ),
-    ("vl15_dropped", "VL15Dropped"),
-    ("qp1_dropped", "QP1Dropped"),
-    ("transmit_wait", "PortXmitWait"),
-];
-
-/// The value of counter `name` of a port: the 64-bit extended counter for data and
-/// packets where read, else PortCounters'. Data counts 4-byte words on the wire;
-/// exported in bytes.
-fn value(name: &str, r: &PortReading) -> Option<u64> {
-    let ext = r.extended.as_ref().and_then(|e| e.as_ref().ok());
-    let pc = r.counters.as_ref().ok();
-    // The 64-bit extended counter where the agent has it, else PortCounters' 32 bits.
-    let wide = |e: fn(&PortCountersExtended) -> u64, b: fn(&PortCounters) -> u32| {
-        ext.map(e).or_else(|| pc.map(|p| u64::from(b(p))))
-    };
-    Some(match name {
-        "PortXmitData" => wide(|e| e.port_xmit_data, |p| p.port_xmit_data)? * 4,
-        "PortRcvData" => wide(|e| e.port_rcv_data, |p| p.port_rcv_data)? * 4,
-        "PortXmitPkts" => wide(|e| e.port_xmit_pkts, |p| p.port_xmit_pkts)?,
-        "PortRcvPkts" => wide(|e| e.port_rcv_pkts, |p| p.port_rcv_pkts)?,
-        "PortUnicastXmitPkts" => ext?.port_unicast_xmit_pkts,
-        "PortUnicastRcvPkts" => ext?.port_unicast_rcv_pkts,
-        "PortMulticastXmitPkts" => ext?.port_multicast_xmit_pkts,
-        "PortMulticastRcvPkts" => ext?.port_multicast_rcv_pkts,
-        "SymbolErrorCounter" => u64::from(pc?.symbol_error_counter),
-        "LinkErrorRecoveryCounter" => u64::from(pc?.link_error_recovery_counter),
-        "LinkDownedCounter" => u64::from(pc?.link_downed_counter),
-        "PortRcvErrors" => u64::from(pc?.port_rcv_errors),
-        "PortRcvRemotePhysicalErrors" => u64::from(pc?.port_rcv_remote_physical_errors),
-        "PortRcvSwitchRelayErrors" => u64::from(pc?.port_rcv_switch_relay_errors),
-        "PortXmitDiscards" => u64::from(pc?.port_xmit_discards),
-        "PortXmitConstraintErrors" => u64::from(pc?.port_xmit_constraint_errors),
-        "PortRcvConstraintErrors" => u64::from(pc?.port_rcv_constraint_errors),
-        "LocalLinkIntegrityErrors" => u64::from(pc?.local_link_integrity_errors),
-        "ExcessiveBufferOverrunErrors" => u64::from(pc?.excessive_buffer_overrun_errors),
-        "VL15Dropped" => u64::from(pc?.vl15_dropped),
-        "QP1Dropped" => u64::from(pc?.qp1_dropped()),
-        "PortXmitWait" => u64::from(pc?.port_xmit_wait),
-        _ => return None,
-    })
-}
-
-/// One counter family per [`STEMS`] entry for `kind` ("switch" or "hca").
+/// One counter family per [`PortCounter`] for switch ports or CA ports, with
+/// infiniband_exporter's names.
 fn port_families(
     reg: &mut Registry,
-    kind: &str,
-) -> Vec<(&'static str, Family<Labels, Counter<u64>>)> {
-    STEMS
+    switch: bool,
+) -> Vec<(PortCounter, Family<Labels, Counter<u64>>)> {
+    PortCounter::ALL
         .iter()
-        .map(|(stem, name)| {
+        .map(|&c| {
             let f = Family::<Labels, Counter<u64>>::default();
             reg.register(
-                format!("infiniband_{kind}_port_{stem}"),
-                format!("Infiniband {kind} port {name}"),
+                c.exporter_family(switch),
+                c.exporter_help(switch),
                 f.clone(),
             );
-            (*name, f)
+            (c, f)
         })
         .collect()
 }
@@ -225,7 +157,7 @@ fn collect<T: Transport>(
         if !on {
             continue;
         }
-        let families = port_families(&mut reg, kind);
+        let families = port_families(&mut reg, kind == "switch");
         let info = Family::<Labels, Gauge>::default();
         reg.register(
             format!("infiniband_{kind}_info"),
@@ -315,9 +247,12 @@ fn collect<T: Transport>(
                     .map_or(0, |q| q.guid)
             };
             let labels = label(&[("guid", format!("{guid:#018x}")), ("port", p.to_string())]);
-            for (name, family) in &families {
-                if let Some(v) = value(name, reading) {
-                    family.get_or_create(&labels).inc_by(v);
+            let Some(sample) = PortSample::from_reading(reading) else {
+                continue;
+            };
+            for (c, family) in &families {
+                if let Some(v) = sample.get(*c) {
+                    family.get_or_create(&labels).inc_by(c.exporter_value(v));
                 }
             }
         }

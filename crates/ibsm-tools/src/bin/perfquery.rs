@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use ibsm_query::counters::Counter;
 use ibsm_query::discover::discover;
 use ibsm_query::perf::{
     PerfClient, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx,
@@ -79,6 +80,64 @@ fn line(out: &mut String, name: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{label:.<33}{value}");
 }
 
+/// PortCounters' counters before CounterSelect2, in the order perfquery prints them.
+const BASIC_HEAD: &[Counter] = &[
+    Counter::SymbolErrors,
+    Counter::LinkErrorRecovery,
+    Counter::LinkDowned,
+    Counter::RcvErrors,
+    Counter::RcvRemotePhysicalErrors,
+    Counter::RcvSwitchRelayErrors,
+    Counter::XmitDiscards,
+    Counter::XmitConstraintErrors,
+    Counter::RcvConstraintErrors,
+];
+
+/// PortCounters' counters after CounterSelect2.
+const BASIC_TAIL: &[Counter] = &[
+    Counter::LocalLinkIntegrityErrors,
+    Counter::ExcessiveBufferOverrunErrors,
+    Counter::Qp1Dropped,
+    Counter::Vl15Dropped,
+    Counter::XmitData,
+    Counter::RcvData,
+    Counter::XmitPkts,
+    Counter::RcvPkts,
+    Counter::XmitWait,
+];
+
+/// PortCountersExtended's traffic counters, in perfquery -x order.
+const EXTENDED_TRAFFIC: &[Counter] = &[
+    Counter::XmitData,
+    Counter::RcvData,
+    Counter::XmitPkts,
+    Counter::RcvPkts,
+    Counter::UnicastXmitPkts,
+    Counter::UnicastRcvPkts,
+    Counter::MulticastXmitPkts,
+    Counter::MulticastRcvPkts,
+];
+
+/// PortCountersExtended's error counters after the nine it prints first, those of
+/// [`BASIC_HEAD`] (printed where the agent has them).
+const EXTENDED_ERRORS_TAIL: &[Counter] = &[
+    Counter::LocalLinkIntegrityErrors,
+    Counter::ExcessiveBufferOverrunErrors,
+    Counter::Vl15Dropped,
+    Counter::XmitWait,
+    Counter::Qp1Dropped,
+];
+
+/// PortCounters' counters of `counters`, by the names [`Counter`] gives them.
+fn basic_lines(out: &mut String, counters: &[Counter], pc: &PortCounters) {
+    for &c in counters {
+        // Every counter of the BASIC_ lists is in PortCounters (a unit test checks).
+        if let Some(v) = c.of_counters(pc) {
+            line(out, c.perfquery_name(), v);
+        }
+    }
+}
+
 /// A PortCounters block as perfquery prints it.
 fn basic_block(out: &mut String, lid: u16, port: u8, cap: u16, pc: &PortCounters) {
     let _ = writeln!(
@@ -91,57 +150,13 @@ fn basic_block(out: &mut String, lid: u16, port: u8, cap: u16, pc: &PortCounters
         "CounterSelect",
         format_args!("{:#06x}", pc.counter_select.0),
     );
-    line(out, "SymbolErrorCounter", pc.symbol_error_counter);
-    line(
-        out,
-        "LinkErrorRecoveryCounter",
-        pc.link_error_recovery_counter,
-    );
-    line(out, "LinkDownedCounter", pc.link_downed_counter);
-    line(out, "PortRcvErrors", pc.port_rcv_errors);
-    line(
-        out,
-        "PortRcvRemotePhysicalErrors",
-        pc.port_rcv_remote_physical_errors,
-    );
-    line(
-        out,
-        "PortRcvSwitchRelayErrors",
-        pc.port_rcv_switch_relay_errors,
-    );
-    line(out, "PortXmitDiscards", pc.port_xmit_discards);
-    line(
-        out,
-        "PortXmitConstraintErrors",
-        pc.port_xmit_constraint_errors,
-    );
-    line(
-        out,
-        "PortRcvConstraintErrors",
-        pc.port_rcv_constraint_errors,
-    );
+    basic_lines(out, BASIC_HEAD, pc);
     line(
         out,
         "CounterSelect2",
         format_args!("{:#04x}", pc.counter_select2.0),
     );
-    line(
-        out,
-        "LocalLinkIntegrityErrors",
-        pc.local_link_integrity_errors,
-    );
-    line(
-        out,
-        "ExcessiveBufferOverrunErrors",
-        pc.excessive_buffer_overrun_errors,
-    );
-    line(out, "QP1Dropped", pc.qp1_dropped());
-    line(out, "VL15Dropped", pc.vl15_dropped);
-    line(out, "PortXmitData", pc.port_xmit_data);
-    line(out, "PortRcvData", pc.port_rcv_data);
-    line(out, "PortXmitPkts", pc.port_xmit_pkts);
-    line(out, "PortRcvPkts", pc.port_rcv_pkts);
-    line(out, "PortXmitWait", pc.port_xmit_wait);
+    basic_lines(out, BASIC_TAIL, pc);
 }
 
 /// A PortCountersExtended block as perfquery -x prints it.
@@ -163,57 +178,16 @@ fn extended_block(
         "CounterSelect",
         format_args!("{:#06x}", pc.counter_select.0),
     );
-    line(out, "PortXmitData", pc.port_xmit_data);
-    line(out, "PortRcvData", pc.port_rcv_data);
-    line(out, "PortXmitPkts", pc.port_xmit_pkts);
-    line(out, "PortRcvPkts", pc.port_rcv_pkts);
-    line(out, "PortUnicastXmitPkts", pc.port_unicast_xmit_pkts);
-    line(out, "PortUnicastRcvPkts", pc.port_unicast_rcv_pkts);
-    line(out, "PortMulticastXmitPkts", pc.port_multicast_xmit_pkts);
-    line(out, "PortMulticastRcvPkts", pc.port_multicast_rcv_pkts);
-    if cpi.capability_mask2 & 0x2 != 0 {
-        line(out, "SymbolErrorCounter", pc.symbol_error_counter);
-        line(
-            out,
-            "LinkErrorRecoveryCounter",
-            pc.link_error_recovery_counter,
-        );
-        line(out, "LinkDownedCounter", pc.link_downed_counter);
-        line(out, "PortRcvErrors", pc.port_rcv_errors);
-        line(
-            out,
-            "PortRcvRemotePhysicalErrors",
-            pc.port_rcv_remote_physical_errors,
-        );
-        line(
-            out,
-            "PortRcvSwitchRelayErrors",
-            pc.port_rcv_switch_relay_errors,
-        );
-        line(out, "PortXmitDiscards", pc.port_xmit_discards);
-        line(
-            out,
-            "PortXmitConstraintErrors",
-            pc.port_xmit_constraint_errors,
-        );
-        line(
-            out,
-            "PortRcvConstraintErrors",
-            pc.port_rcv_constraint_errors,
-        );
-        line(
-            out,
-            "LocalLinkIntegrityErrors",
-            pc.local_link_integrity_errors,
-        );
-        line(
-            out,
-            "ExcessiveBufferOverrunErrors",
-            pc.excessive_buffer_overrun_errors,
-        );
-        line(out, "VL15Dropped", pc.vl15_dropped);
-        line(out, "PortXmitWait", pc.port_xmit_wait);
-        line(out, "QP1Dropped", pc.qp1_dropped);
+    let errors: &[&[Counter]] = if cpi.capability_mask2 & 0x2 != 0 {
+        &[BASIC_HEAD, EXTENDED_ERRORS_TAIL]
+    } else {
+        &[]
+    };
+    for &c in EXTENDED_TRAFFIC
+        .iter()
+        .chain(errors.iter().copied().flatten())
+    {
+        line(out, c.perfquery_name(), c.of_extended(pc));
     }
 }
 
@@ -552,5 +526,44 @@ fn main() -> ExitCode {
             eprintln!("ibsm-perfquery: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_basic_counter_is_in_port_counters() {
+        let pc = PortCounters::default();
+        for &c in BASIC_HEAD.iter().chain(BASIC_TAIL) {
+            assert_eq!(c.of_counters(&pc), Some(0), "{c:?}");
+        }
+    }
+
+    /// The three block shapes with a value of its own in every field, as the
+    /// field-by-field printing wrote them before the names came from `Counter`
+    /// (perfquery's layout: `crates/ibsm-tools/tests/perfquery_ibsim.rs` compares it
+    /// with perfquery's on ibsim).
+    #[test]
+    fn blocks_print_every_field_in_perfquerys_layout() {
+        // Byte i holds i + 1, so every field reads a value of its own.
+        let bytes: Vec<u8> = (1..=192).collect();
+        let pc = PortCounters::parse(&bytes).unwrap();
+        let ext = PortCountersExtended::parse(&bytes).unwrap();
+        let mut out = String::new();
+        basic_block(&mut out, 5, 3, 0x5a00, &pc);
+        let mut cpi = ClassPortInfo {
+            capability_mask: 0x1600,
+            capability_mask2: 0x2,
+            ..ClassPortInfo::default()
+        };
+        extended_block(&mut out, 5, 3, &cpi, &ext);
+        cpi.capability_mask2 = 0;
+        extended_block(&mut out, 5, 3, &cpi, &ext);
+        assert_eq!(
+            out,
+            include_str!("../../tests/fixtures/perfquery_blocks.txt")
+        );
     }
 }
