@@ -29,12 +29,15 @@ pub struct Config {
     /// `polling_retry_number`, default 4; 0 counts as 1), as opensm.conf documents the
     /// option ("number of failing polls of remote SM that declares it dead"). OpenSM
     /// 3.3's code waits for one failed poll more; set this one higher for its timing.
-    /// A poll fails when it is unanswered at the next tick, or answered by something
+    /// A poll fails when it is unanswered after `transaction_timeout` (at most one
+    /// period; it is not resent: the next poll is the retry), or answered by something
     /// that is no longer a live Master (wrong GUID, wrong key, state not Master, or an
-    /// ActCount that did not advance).
+    /// ActCount that did not advance). An answer that comes late, but before the next
+    /// poll, from a live Master still clears the count.
     pub polling_retries: u32,
     /// Time to wait for the response to a probe, HANDOVER, ACKNOWLEDGE or control Set
-    /// before resending it (OpenSM `transaction_timeout`, default 200 ms).
+    /// before resending it, and for the answer to a poll before counting it failed
+    /// (OpenSM `transaction_timeout`, default 200 ms).
     pub transaction_timeout: Duration,
     /// Resends of a probe or Set before giving up (OpenSM `transaction_retries`, default 3).
     pub transaction_retries: u32,
@@ -50,15 +53,16 @@ pub struct Config {
 
 impl Config {
     /// OpenSM 3.3's defaults: priority 0, SM_Key 1 (OpenSM's default `sm_key`), polls
-    /// every 10 s, 4 retries, 200 ms × 3 transactions. A dead Master is noticed after
-    /// 40 to 50 s (4 failed polls; OpenSM 3.3 itself: 50 to 60 s).
+    /// every 10 s, 4 retries, 200 ms × 3 transactions. A dead Master is noticed 30.2 to
+    /// 40.2 s after it died (the 4th failed poll, 200 ms after it was sent; OpenSM 3.3
+    /// itself: 50 to 60 s, at the tick after a 5th).
     #[must_use]
     pub fn opensm_defaults(guid: u64) -> Self {
         Self::with_polling(guid, Duration::from_secs(10), 4)
     }
 
     /// A fast-failover profile: polls every 200 ms, 2 retries, 50 ms transactions. A
-    /// dead Master is noticed after 400 to 600 ms.
+    /// dead Master is noticed 250 to 450 ms after it died.
     #[must_use]
     pub fn fast(guid: u64) -> Self {
         let mut c = Self::with_polling(guid, Duration::from_millis(200), 2);
@@ -85,11 +89,12 @@ impl Config {
     }
 
     /// The time a Standby needs, at most, to declare a silent Master lost:
-    /// `(polling_retries + 1) × polling_timeout` after the Master's last answer (at
-    /// least two periods: 0 retries counts as 1).
+    /// `polling_retries × polling_timeout + min(transaction_timeout, polling_timeout)`
+    /// after the Master's last answer (0 retries counts as 1).
     #[must_use]
     pub fn worst_case_detection(&self) -> Duration {
-        self.polling_timeout * (self.polling_retries.max(1) + 1)
+        self.polling_timeout * self.polling_retries.max(1)
+            + self.transaction_timeout.min(self.polling_timeout)
     }
 
     /// Checks the ranges.

@@ -47,10 +47,10 @@
 //!
 //! # Failover times (virtual time, `tests/failover.rs`)
 //!
-//! From the Master's death to a Standby's [`Event::MasterLost`]: 40 to 50 s with OpenSM's
-//! defaults ([`Config::opensm_defaults`], 10 s × 4 retries; OpenSM 3.3 itself takes 50
-//! to 60 s), 400 to 600 ms with [`Config::fast`] (200 ms × 2), 200 to 300 ms with
-//! 100 ms × 2. The new
+//! From the Master's death to a Standby's [`Event::MasterLost`]: 30.2 to 40.2 s with
+//! OpenSM's defaults ([`Config::opensm_defaults`], 10 s × 4 retries, a poll failed
+//! 200 ms after it went out; OpenSM 3.3 itself takes 50 to 60 s), 250 to 450 ms with
+//! [`Config::fast`] (200 ms × 2, 50 ms transactions), 200 to 300 ms with 100 ms × 2. The new
 //! Master is elected one discovery sweep later; configuring the fabric comes on top.
 //!
 //! ```

@@ -64,7 +64,11 @@ struct Standby {
     master: u64,
     addr: SmAddr,
     next_poll: Instant,
+    /// TID of the latest poll while its answer may still come (until the next poll).
     outstanding: Option<u32>,
+    /// When the latest poll counts as failed if still unanswered; `None` once answered
+    /// or counted.
+    answer_by: Option<Instant>,
     failures: u32,
     last_act: Option<u32>,
 }
@@ -419,7 +423,7 @@ impl Election {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let state = match &self.state {
-            State::Standby(s) => Some(s.next_poll),
+            State::Standby(s) => Some(s.answer_by.map_or(s.next_poll, |t| t.min(s.next_poll))),
             State::Master(m) => Some(m.next_heartbeat),
             _ => None,
         };
@@ -569,8 +573,11 @@ impl Election {
                 m.next_heartbeat += self.cfg.heartbeat_interval * beats;
                 self.act_count = self.act_count.wrapping_add(beats);
             }
-            State::Standby(s) if s.next_poll <= now => {
-                if s.outstanding.take().is_some() {
+            State::Standby(s) if s.answer_by.is_some_and(|t| t <= now) || s.next_poll <= now => {
+                // A poll fails when its own answer time has passed, not at the next tick:
+                // that takes up to one polling period off the detection of a dead Master.
+                if s.answer_by.is_some_and(|t| t <= now) {
+                    s.answer_by = None;
                     s.failures += 1;
                     if s.failures >= self.cfg.polling_retries.max(1) {
                         let (g, addr) = (s.master, s.addr);
@@ -579,7 +586,9 @@ impl Election {
                         return;
                     }
                 }
-                self.send_poll(now);
+                if s.next_poll <= now {
+                    self.send_poll(now);
+                }
             }
             _ => {}
         }
@@ -656,7 +665,8 @@ impl Election {
         if let State::Standby(s) = &mut self.state {
             if s.outstanding == Some(tid) {
                 s.outstanding = None;
-                self.on_poll_reply(now, p.status, p.info);
+                let late = s.answer_by.take().is_none();
+                self.on_poll_reply(now, p.status, p.info, late);
                 return Ok(true);
             }
         }
@@ -920,6 +930,7 @@ impl Election {
             addr,
             next_poll: now,
             outstanding: None,
+            answer_by: None,
             failures: 0,
             last_act: None,
         };
@@ -934,16 +945,21 @@ impl Election {
         let full = self.full_tid(tid);
         let m_key = self.cfg.m_key;
         let period = self.cfg.polling_timeout;
+        let wait = self.cfg.transaction_timeout.min(period);
         let State::Standby(s) = &mut self.state else {
             return;
         };
         let tx = build_request(s.addr, Method::Get, 0, full, m_key, &info);
         s.outstanding = Some(tid);
+        s.answer_by = Some(now + wait);
         s.next_poll = now + period;
         self.push_tx(tx);
     }
 
-    fn on_poll_reply(&mut self, now: Instant, status: u16, info: SmInfo) {
+    /// `late`: the poll was already counted as failed (answered after its answer time,
+    /// before the next poll). A late answer from a live Master still clears the count;
+    /// a late bad one is not counted twice.
+    fn on_poll_reply(&mut self, now: Instant, status: u16, info: SmInfo, late: bool) {
         let State::Standby(s) = &self.state else {
             return;
         };
@@ -974,7 +990,7 @@ impl Election {
         }
         if alive {
             s.failures = 0;
-        } else {
+        } else if !late {
             s.failures += 1;
             if s.failures >= retries.max(1) {
                 self.lose_master(now, master, stalled.then_some(info.act_count));

@@ -382,19 +382,68 @@ fn detection_time(c: Config) -> Duration {
 
 #[test]
 fn silent_master_is_lost_after_retries_failed_polls() {
-    // OpenSM's defaults: 10 s, 4 retries -> the 4th failed poll, seen at the 5th tick.
+    // OpenSM's defaults: 10 s, 4 retries -> the 4th failed poll (sent at 40 s), failed
+    // 200 ms later, not at the next tick.
     let c = Config::opensm_defaults(ME);
-    assert_eq!(detection_time(c.clone()), Duration::from_secs(50));
-    assert_eq!(c.worst_case_detection(), Duration::from_secs(50));
-    // Fast profile: 200 ms, 2 retries -> 600 ms.
-    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(600));
-    // Sub-second and single-retry values work too; 0 retries is 1.
+    assert_eq!(detection_time(c.clone()), Duration::from_millis(40_200));
+    assert_eq!(c.worst_case_detection(), Duration::from_millis(40_200));
+    // Fast profile: 200 ms, 2 retries, 50 ms transactions -> 450 ms.
+    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(450));
+    // Sub-second and single-retry values work too; 0 retries is 1; the answer is never
+    // waited for longer than a period (200 ms transactions, 50 ms polls).
     let c = Config::with_polling(ME, Duration::from_millis(50), 1);
     assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
     assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
     let c = Config::with_polling(ME, Duration::from_millis(50), 0);
     assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
     assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
+}
+
+#[test]
+fn a_poll_fails_at_its_answer_time_and_a_late_live_answer_clears_it() {
+    // Config::fast: polls every 200 ms, answers waited for 50 ms, 2 retries.
+    for late_answer_is_live in [true, false] {
+        let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+        let mut e = standby_under(1, &m);
+        answer_polls(&mut e, T0, &mut m, true);
+        assert_eq!(e.poll_timeout(), Some(ms(200)));
+        e.handle_timeout(ms(200));
+        let p1 = txs(&mut e);
+        assert_eq!(p1.len(), 1);
+        // Its answer time, not the next tick, is the next timer.
+        assert_eq!(e.poll_timeout(), Some(ms(250)));
+        e.handle_timeout(ms(250));
+        assert_eq!(e.state(), SmState::Standby, "one failed poll of two");
+        // The answer comes late, before the next poll.
+        let who = if late_answer_is_live {
+            m.act_count += 1;
+            m
+        } else {
+            info(0x300, 9, KEY, SmState::Master, 1)
+        };
+        assert!(e.handle_response(ms(300), &reply(&p1[0], 0, &who)).unwrap());
+        assert_eq!(
+            e.state(),
+            SmState::Standby,
+            "a late answer is not counted twice"
+        );
+        e.handle_timeout(ms(400));
+        assert_eq!(txs(&mut e).len(), 1);
+        e.handle_timeout(ms(450));
+        if late_answer_is_live {
+            // The live answer cleared the count: this is the first failure again.
+            assert_eq!(e.state(), SmState::Standby);
+            e.handle_timeout(ms(600));
+            txs(&mut e);
+            assert_eq!(e.poll_timeout(), Some(ms(650)));
+            e.handle_timeout(ms(650));
+        }
+        assert_eq!(
+            e.state(),
+            SmState::Discovering,
+            "live late answer: {late_answer_is_live}"
+        );
+    }
 }
 
 #[test]

@@ -56,16 +56,17 @@ struct Joins {
 }
 
 /// What the protocol promises, derived from a [`Config`] and the host's timing. With `p`
-/// the polling period, `r` the polling retries, `l` the most a MAD takes one way (latency
-/// plus as much jitter), `s` the sweep's duration and `i` the Master's sweep interval:
+/// the polling period, `r` the polling retries, `w` the time a poll's answer is waited for
+/// (`transaction_timeout`, at most `p`), `l` the most a MAD takes one way (latency plus as
+/// much jitter), `s` the sweep's duration and `i` the Master's sweep interval:
 ///
 /// (`r` counts as 1 when the configuration says 0.)
 ///
-/// * crash: the Standby declares the Master lost on the poll tick after its `r`-th
-///   unanswered poll, `(r + 1) p` after sending the last poll that was answered. That
+/// * crash: the Standby declares the Master lost `w` after sending its `r`-th
+///   unanswered poll, `r p + w` after sending the last poll that was answered. That
 ///   one reached the Master alive (sent before the crash); the next, `p` later, did not
 ///   (sent less than `l` before the crash, or after it). Detection is within
-///   `[r p - l, (r + 1) p]`: `Config::worst_case_detection` at the most.
+///   `[(r - 1) p + w - l, r p + w]`: `Config::worst_case_detection` at the most.
 /// * hang: the hung Master's SMA answers from a frozen copy, and `r` answers in a row
 ///   whose ActCount did not move lose it, on the last one's arrival. The first frozen
 ///   answer is, at the earliest, to a poll sent less than `l` before the hang; at the
@@ -99,11 +100,12 @@ struct Bounds {
 impl Bounds {
     fn new(c: &Config, host: HostParams) -> Self {
         let (p, r) = (c.polling_timeout, c.polling_retries.max(1));
+        let w = c.transaction_timeout.min(p);
         let l = host.latency * 2;
         let (s, i) = (host.sweep_duration, host.sweep_interval);
-        assert_eq!(c.worst_case_detection(), p * (r + 1));
+        assert_eq!(c.worst_case_detection(), p * r + w);
         Self {
-            crash: (p * r - l, p * (r + 1)),
+            crash: (p * (r - 1) + w - l, p * r + w),
             hang: ((p * (r - 1)).saturating_sub(l), p * (r + 1) + l * 2),
             sweep: s,
             one_way: l,
@@ -295,10 +297,11 @@ fn opensm_default_profile() {
     report("OpenSM defaults (10 s x 4), crash", &crash, &ho);
     report("OpenSM defaults (10 s x 4), hang ", &hung, &ho);
     let b = Bounds::new(&c, host);
-    // 4 failed polls: a dead Master is replaced after 40-50 s (OpenSM 3.3: 50-60 s).
+    // 4 failed polls, the last 200 ms after it went out: a dead Master is replaced after
+    // 30.2-40.2 s (OpenSM 3.3: 50-60 s).
     assert_eq!(
         (b.crash.0 + b.one_way, b.crash.1),
-        (Duration::from_secs(40), Duration::from_secs(50))
+        (Duration::from_millis(30_200), Duration::from_millis(40_200))
     );
     b.check("defaults, crash", b.crash, &crash);
     b.check("defaults, hang", b.hang, &hung);
@@ -315,10 +318,10 @@ fn fast_profile() {
     report("fast (200 ms x 2), crash", &crash, &ho);
     report("fast (200 ms x 2), hang ", &hung, &ho);
     let b = Bounds::new(&c, host);
-    // The profile's promise: a dead Master is noticed after 400 to 600 ms.
+    // The profile's promise: a dead Master is noticed after 250 to 450 ms.
     assert_eq!(
         (b.crash.0 + b.one_way, b.crash.1),
-        (Duration::from_millis(400), Duration::from_millis(600))
+        (Duration::from_millis(250), Duration::from_millis(450))
     );
     b.check("fast, crash", b.crash, &crash);
     b.check("fast, hang", b.hang, &hung);

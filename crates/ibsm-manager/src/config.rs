@@ -152,7 +152,10 @@ pub struct SmConfig {
     pub polling_timeout: Duration,
     /// Standby: failed polls in a row that declare the master dead (OpenSM
     /// `polling_retry_number`, 4, as opensm.conf documents it; OpenSM 3.3's code waits
-    /// one failed poll more).
+    /// one failed poll more). A poll fails when it is unanswered `transaction_timeout`
+    /// after it went out (at most one period), so a dead master is declared lost
+    /// `polling_retries x polling_timeout + transaction_timeout` after its last answer
+    /// at the latest.
     pub polling_retries: u32,
     /// Most SMPs in flight at once at the start of a sweep (OpenSM `max_wire_smps`, 4;
     /// ours adapts upwards from here up to `max_wire_smps_limit`; at least 1).

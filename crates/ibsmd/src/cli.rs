@@ -178,7 +178,8 @@ pub(crate) struct Cli {
     /// Standby: milliseconds between polls of the master (opensm.conf: sminfo_polling_timeout).
     #[arg(long = "polling-timeout", value_name = "MS", value_parser = parse_u64)]
     pub(crate) polling_timeout: Option<u64>,
-    /// Standby: failed polls before the master is dead (opensm.conf: polling_retry_number).
+    /// Standby: failed polls before the master is dead (opensm.conf: polling_retry_number);
+    /// a poll fails when unanswered after the transaction timeout.
     #[arg(long = "polling-retries", value_name = "N", value_parser = parse_num::<u32>)]
     pub(crate) polling_retries: Option<u32>,
     /// After a lost cable or node, recompute every route (OpenSM's behaviour) instead of
