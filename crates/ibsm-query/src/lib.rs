@@ -53,6 +53,7 @@
 pub mod counters;
 pub mod discover;
 pub mod nodemap;
+mod outcome;
 pub mod perf;
 pub mod sa;
 pub mod smp;

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, Event, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit,
-    Transport, TransportError, TxConfig, TxId, TxStats,
+    Address, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit, Transport,
+    TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMadView};
 use ibsm_wire::perf::{
@@ -21,6 +21,8 @@ use ibsm_wire::perf::{
     perf_request,
 };
 use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
+
+use crate::outcome::{Failure, Outcome, Slot, outcome};
 
 /// A PerfMgt attribute selected by port.
 pub trait PerfAttribute: WireStruct {
@@ -196,16 +198,10 @@ impl<C> PerfEvent<C> {
     }
 }
 
-#[derive(Debug)]
-struct Slot<C> {
-    cookie: C,
-    asked: PerfAsked,
-}
-
 /// The PerfMgt client. `C` is the caller's per-query cookie.
 #[derive(Debug)]
 pub struct PerfClient<C> {
-    txns: Transactions<Slot<C>>,
+    txns: Transactions<Slot<C, PerfAsked>>,
 }
 
 /// OpenSM's transaction settings (200 ms, 3 retries), 64 queries in flight.
@@ -393,65 +389,7 @@ impl<C> PerfClient<C> {
 
     /// The next outcome.
     pub fn poll_event(&mut self) -> Option<PerfEvent<C>> {
-        Some(match self.txns.poll_event()? {
-            Event::Completed {
-                cookie: Slot { cookie, asked },
-                response,
-                attempts,
-                ..
-            } => match answer(&response.mad) {
-                Ok(data) => PerfEvent::Done {
-                    cookie,
-                    asked,
-                    data,
-                    attempts,
-                },
-                Err(Err(status)) => PerfEvent::Failed {
-                    cookie,
-                    asked,
-                    error: PerfError::Status {
-                        lid: asked.lid,
-                        port: asked.port,
-                        attribute: asked.attribute,
-                        status,
-                    },
-                },
-                Err(Ok(why)) => PerfEvent::Failed {
-                    cookie,
-                    asked,
-                    error: PerfError::Malformed {
-                        lid: asked.lid,
-                        port: asked.port,
-                        attribute: asked.attribute,
-                        why,
-                    },
-                },
-            },
-            Event::Failed {
-                cookie: Slot { cookie, asked },
-                error,
-                attempts,
-                ..
-            } => PerfEvent::Failed {
-                cookie,
-                asked,
-                error: match error {
-                    TransportError::Timeout => PerfError::Timeout {
-                        lid: asked.lid,
-                        port: asked.port,
-                        attribute: asked.attribute,
-                        attempts,
-                    },
-                    error => PerfError::Transport {
-                        lid: asked.lid,
-                        port: asked.port,
-                        attribute: asked.attribute,
-                        error,
-                    },
-                },
-            },
-            Event::Unsolicited(r) => PerfEvent::Unsolicited(r),
-        })
+        self.txns.poll_event().map(outcome)
     }
 
     /// Runs the queries over `transport` until all finished or the clock reaches
@@ -468,19 +406,88 @@ impl<C> PerfClient<C> {
     }
 }
 
-/// The data of a PerfMgt answer with status 0; `Err(Err(status))` for an error status,
-/// `Err(Ok(why))` for a MAD that is not a PerfMgt answer.
-fn answer(mad: &[u8]) -> Result<Box<[u8; 192]>, Result<String, u16>> {
+impl<C> Outcome<C> for PerfEvent<C> {
+    type Asked = PerfAsked;
+    type Data = Box<[u8; 192]>;
+    type Error = PerfError;
+
+    fn answer(mad: &[u8]) -> Result<Box<[u8; 192]>, Failure> {
+        answer(mad)
+    }
+
+    fn error(asked: &PerfAsked, failure: Failure) -> PerfError {
+        let (lid, port, attribute) = (asked.lid, asked.port, asked.attribute);
+        match failure {
+            Failure::Timeout { attempts } => PerfError::Timeout {
+                lid,
+                port,
+                attribute,
+                attempts,
+            },
+            Failure::Transport(error) => PerfError::Transport {
+                lid,
+                port,
+                attribute,
+                error,
+            },
+            Failure::Status(status) => PerfError::Status {
+                lid,
+                port,
+                attribute,
+                status,
+            },
+            Failure::Malformed(why) => PerfError::Malformed {
+                lid,
+                port,
+                attribute,
+                why,
+            },
+        }
+    }
+
+    fn done(
+        cookie: C,
+        asked: PerfAsked,
+        data: Box<[u8; 192]>,
+        attempts: u32,
+        _elapsed: Duration,
+    ) -> Self {
+        PerfEvent::Done {
+            cookie,
+            asked,
+            data,
+            attempts,
+        }
+    }
+
+    fn failed(cookie: C, asked: PerfAsked, error: PerfError) -> Self {
+        PerfEvent::Failed {
+            cookie,
+            asked,
+            error,
+        }
+    }
+
+    fn unsolicited(received: Received) -> Self {
+        PerfEvent::Unsolicited(received)
+    }
+}
+
+/// The data of a PerfMgt answer with status 0.
+fn answer(mad: &[u8]) -> Result<Box<[u8; 192]>, Failure> {
     if mad.len() < MAD_SIZE {
-        return Err(Ok(format!("{} bytes, a MAD has {MAD_SIZE}", mad.len())));
+        return Err(Failure::Malformed(format!(
+            "{} bytes, a MAD has {MAD_SIZE}",
+            mad.len()
+        )));
     }
     let v = GsMadView::new_unchecked(mad);
     if v.mgmt_class() != MgmtClass::PerfMgt {
-        return Err(Ok(format!("class {:?}", v.mgmt_class())));
+        return Err(Failure::Malformed(format!("class {:?}", v.mgmt_class())));
     }
     let status = v.status().0;
     if status != 0 {
-        return Err(Err(status));
+        return Err(Failure::Status(status));
     }
     let mut data = Box::new([0u8; 192]);
     data.copy_from_slice(&mad[GS_DATA_OFFSET..MAD_SIZE]);

@@ -345,13 +345,13 @@ fn a_reset_clears_what_it_selects() {
 
 #[test]
 fn garbage_answers_are_typed() {
-    assert!(matches!(answer(&[0; 100]), Err(Ok(_))));
+    assert!(matches!(answer(&[0; 100]), Err(Failure::Malformed(_))));
     let mut m = [0u8; 256];
     m[1] = 0x81;
-    assert!(matches!(answer(&m), Err(Ok(_))));
+    assert!(matches!(answer(&m), Err(Failure::Malformed(_))));
     m[1] = 0x04;
     m[5] = 0x1c;
-    assert_eq!(answer(&m).err(), Some(Err(0x1c)));
+    assert_eq!(answer(&m).err(), Some(Failure::Status(0x1c)));
 }
 
 /// The seams a host with its own run loop (the SM's PerfMgr) drives a scrape through.

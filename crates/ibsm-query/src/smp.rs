@@ -17,13 +17,15 @@
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Event, Incoming, Instant, LidAddress, Received, Request, Transactions,
-    Transmit, Transport, TransportError, TxConfig, TxId, TxStats,
+    Address, DrAddress, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit,
+    Transport, TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::{
     DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, MgmtClass, SmAttributeId, SmpAttribute,
 };
 use ibsm_wire::{DrSmp, LidSmp};
+
+use crate::outcome::{Failure, Outcome, Slot, outcome};
 
 /// Where an SMP goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -182,16 +184,10 @@ impl<C> SmpEvent<C> {
     }
 }
 
-#[derive(Debug)]
-struct Slot<C> {
-    cookie: C,
-    asked: Asked,
-}
-
 /// The SMP client. `C` is the caller's per-query cookie.
 #[derive(Debug)]
 pub struct SmpClient<C> {
-    txns: Transactions<Slot<C>>,
+    txns: Transactions<Slot<C, Asked>>,
     m_key: u64,
 }
 
@@ -321,63 +317,7 @@ impl<C> SmpClient<C> {
 
     /// The next outcome.
     pub fn poll_event(&mut self) -> Option<SmpEvent<C>> {
-        Some(match self.txns.poll_event()? {
-            Event::Completed {
-                cookie: Slot { cookie, asked },
-                response,
-                attempts,
-                elapsed,
-                ..
-            } => match answer(&response.mad) {
-                Ok(data) => SmpEvent::Done {
-                    cookie,
-                    asked,
-                    data,
-                    attempts,
-                    elapsed,
-                },
-                Err(Answer::Status(status)) => SmpEvent::Failed {
-                    cookie,
-                    asked,
-                    error: SmpError::Status {
-                        target: asked.target,
-                        attribute: asked.attribute,
-                        status,
-                    },
-                },
-                Err(Answer::Malformed(why)) => SmpEvent::Failed {
-                    cookie,
-                    asked,
-                    error: SmpError::Malformed {
-                        target: asked.target,
-                        attribute: asked.attribute,
-                        why,
-                    },
-                },
-            },
-            Event::Failed {
-                cookie: Slot { cookie, asked },
-                error,
-                attempts,
-                ..
-            } => SmpEvent::Failed {
-                cookie,
-                asked,
-                error: match error {
-                    TransportError::Timeout => SmpError::Timeout {
-                        target: asked.target,
-                        attribute: asked.attribute,
-                        attempts,
-                    },
-                    error => SmpError::Transport {
-                        target: asked.target,
-                        attribute: asked.attribute,
-                        error,
-                    },
-                },
-            },
-            Event::Unsolicited(r) => SmpEvent::Unsolicited(r),
-        })
+        self.txns.poll_event().map(outcome)
     }
 
     /// Runs the queries over `transport` until all are answered or failed, or the
@@ -394,15 +334,68 @@ impl<C> SmpClient<C> {
     }
 }
 
-enum Answer {
-    Status(u16),
-    Malformed(String),
+impl<C> Outcome<C> for SmpEvent<C> {
+    type Asked = Asked;
+    type Data = [u8; 64];
+    type Error = SmpError;
+
+    fn answer(mad: &[u8]) -> Result<[u8; 64], Failure> {
+        answer(mad)
+    }
+
+    fn error(asked: &Asked, failure: Failure) -> SmpError {
+        let (target, attribute) = (asked.target, asked.attribute);
+        match failure {
+            Failure::Timeout { attempts } => SmpError::Timeout {
+                target,
+                attribute,
+                attempts,
+            },
+            Failure::Transport(error) => SmpError::Transport {
+                target,
+                attribute,
+                error,
+            },
+            Failure::Status(status) => SmpError::Status {
+                target,
+                attribute,
+                status,
+            },
+            Failure::Malformed(why) => SmpError::Malformed {
+                target,
+                attribute,
+                why,
+            },
+        }
+    }
+
+    fn done(cookie: C, asked: Asked, data: [u8; 64], attempts: u32, elapsed: Duration) -> Self {
+        SmpEvent::Done {
+            cookie,
+            asked,
+            data,
+            attempts,
+            elapsed,
+        }
+    }
+
+    fn failed(cookie: C, asked: Asked, error: SmpError) -> Self {
+        SmpEvent::Failed {
+            cookie,
+            asked,
+            error,
+        }
+    }
+
+    fn unsolicited(received: Received) -> Self {
+        SmpEvent::Unsolicited(received)
+    }
 }
 
 /// The data of an SMP answer with status 0.
-fn answer(mad: &[u8]) -> Result<[u8; 64], Answer> {
+fn answer(mad: &[u8]) -> Result<[u8; 64], Failure> {
     if mad.len() < MAD_SIZE {
-        return Err(Answer::Malformed(format!(
+        return Err(Failure::Malformed(format!(
             "{} bytes, an SMP has {MAD_SIZE}",
             mad.len()
         )));
@@ -413,7 +406,7 @@ fn answer(mad: &[u8]) -> Result<[u8; 64], Answer> {
         LidSmpView::new_unchecked(mad).status().0
     };
     if status != 0 {
-        return Err(Answer::Status(status));
+        return Err(Failure::Status(status));
     }
     let mut data = [0u8; 64];
     data.copy_from_slice(&mad[64..128]);

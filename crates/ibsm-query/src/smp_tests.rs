@@ -141,10 +141,10 @@ fn a_lossy_fabric_costs_retries_not_answers() {
 
 #[test]
 fn short_or_garbage_answers_are_malformed_not_panics() {
-    assert!(matches!(answer(&[0u8; 10]), Err(Answer::Malformed(_))));
+    assert!(matches!(answer(&[0u8; 10]), Err(Failure::Malformed(_))));
     let mut m = [0u8; 256];
     m[1] = 0x81;
     m[4] = 0x00;
     m[5] = 0x0c;
-    assert!(matches!(answer(&m), Err(Answer::Status(0x0c))));
+    assert!(matches!(answer(&m), Err(Failure::Status(0x0c))));
 }
