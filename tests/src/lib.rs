@@ -102,6 +102,7 @@ pub const IBSIM: &str = "/usr/bin/ibsim";
 /// The umad2sim preload that connects umad clients to ibsim.
 pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
+pub mod diags;
 pub mod exposition;
 pub mod failover;
 pub mod peer;

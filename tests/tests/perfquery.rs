@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use ibsm_sim::server::IbsimServer;
 use ibsm_sim::{Agent, NodeIdx, Sim, SimConfig};
 use ibsm_sma::Counter;
-use ibsm_tests::{IBSIM, Ibsim, PRELOAD, peers_present};
+use ibsm_tests::{IBSIM, Ibsim, PRELOAD, diags, peers_present};
 use ibsm_wire::perf::{
     PortCounters, PortCountersExtended, PortRcvErrorDetails, PortXmitDiscardDetails,
 };
@@ -100,28 +100,12 @@ fn sw_b_lid(sock: &str) -> String {
         .output()
         .expect("run smpquery");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let lid = printed(&text)
+    let lid = diags::fields(&text)
         .get("Lid")
         .copied()
         .unwrap_or_else(|| panic!("no Lid in:\n{text}"));
     assert_ne!(lid, 0, "{text}");
     lid.to_string()
-}
-
-/// perfquery's `Name:.....value` lines (decimal or 0x hex).
-fn printed(text: &str) -> BTreeMap<String, u64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (name, rest) = l.split_once(':')?;
-            let v = rest.trim_start_matches('.');
-            let v = match v.strip_prefix("0x") {
-                Some(h) => u64::from_str_radix(h, 16).ok()?,
-                None => v.parse().ok()?,
-            };
-            Some((name.to_string(), v))
-        })
-        .collect()
 }
 
 /// A field name with case and `_` removed: perfquery's and ours then agree.
@@ -156,7 +140,7 @@ fn compare_but<T: WireStruct>(what: &str, text: &str, ours: &T, skip: &[&str]) -
             fields.insert(norm(d.name), x);
         }
     });
-    let shown = printed(text);
+    let shown = diags::fields(text);
     assert!(shown.len() >= 6, "{what}: nothing printed:\n{text}");
     let mut n = 0;
     for (name, v) in &shown {
@@ -296,7 +280,10 @@ fn perfquery_reads_and_resets_ibsm_sim_counters() {
     n += compare("perfquery -E", &rcv, &before.rcv);
     n += compare("perfquery -D", &xmit, &before.xmit);
     assert!(n >= 40, "{n} values compared");
-    assert!(printed(&ext).contains_key("SymbolErrorCounter"), "{ext}");
+    assert!(
+        diags::fields(&ext).contains_key("SymbolErrorCounter"),
+        "{ext}"
+    );
 
     // After the reset everything perfquery shows is 0, and so is what the sim holds.
     for (what, text) in [
@@ -304,7 +291,7 @@ fn perfquery_reads_and_resets_ibsm_sim_counters() {
         ("-R -x -R then perfquery", &pc_after),
         ("-R -x -R then -x", &ext_after),
     ] {
-        for (name, v) in printed(text) {
+        for (name, v) in diags::fields(text) {
             let tail = what.ends_with("-x") && BEYOND_UMAD2SIM.contains(&norm(&name).as_str());
             if name != "PortSelect" && !tail {
                 assert_eq!(v, 0, "{what}: {name}:\n{text}");

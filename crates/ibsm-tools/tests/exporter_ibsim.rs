@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ibsm_tests::diags::fields;
 use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
@@ -27,12 +28,7 @@ fn perfquery_x(p: &Peer, lid: &str, port: &str) -> BTreeMap<String, u64> {
     c.args(["-x", lid, port]);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
     assert!(ok, "{err}");
-    out.lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            Some((k.to_string(), v.trim_start_matches('.').parse().ok()?))
-        })
-        .collect()
+    fields(&out)
 }
 
 fn check(text: &str) {

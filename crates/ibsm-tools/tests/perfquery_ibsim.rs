@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ibsm_tests::diags::{Block, perfquery_blocks};
 use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
@@ -23,40 +24,9 @@ Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
-type Block = BTreeMap<String, u64>;
-
-/// perfquery's blocks: `(lid, port)` -> field -> value (hex values read as numbers).
-fn blocks(text: &str) -> BTreeMap<(u16, u8), (Vec<String>, Block)> {
-    let mut out = BTreeMap::new();
-    let mut key = None;
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# Port") {
-            let words: Vec<&str> = rest.split_whitespace().collect();
-            let lid = words
-                .iter()
-                .position(|w| *w == "Lid")
-                .map(|i| words[i + 1].parse().unwrap());
-            let port = words
-                .iter()
-                .position(|w| *w == "port")
-                .map(|i| words[i + 1].parse().unwrap());
-            key = Some((lid.unwrap(), port.unwrap()));
-            out.insert(key.unwrap(), (Vec::new(), Block::new()));
-            continue;
-        }
-        let (Some(k), Some((name, value))) = (key, line.split_once(':')) else {
-            continue;
-        };
-        let v = value.trim_start_matches('.');
-        let n = match v.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).unwrap(),
-            None => v.parse().unwrap(),
-        };
-        let e = out.get_mut(&k).unwrap();
-        e.0.push(name.to_string());
-        e.1.insert(name.to_string(), n);
-    }
-    out
+/// perfquery's blocks by `(lid, port)`; output that does not read fails the test.
+fn blocks(text: &str) -> BTreeMap<(u16, u8), Block> {
+    perfquery_blocks(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
 fn run(p: &Peer, program: &str, args: &[&str]) -> String {
@@ -72,7 +42,11 @@ fn run_both(p: &Peer, program: &str, args: &[&str]) -> (String, String) {
     (out, err)
 }
 
-fn perfquery_all(p: &Peer, ports: &[(u16, u8)], extended: bool) -> BTreeMap<(u16, u8), Block> {
+fn perfquery_all(
+    p: &Peer,
+    ports: &[(u16, u8)],
+    extended: bool,
+) -> BTreeMap<(u16, u8), BTreeMap<String, u64>> {
     ports
         .iter()
         .map(|&(lid, port)| {
@@ -82,7 +56,7 @@ fn perfquery_all(p: &Peer, ports: &[(u16, u8)], extended: bool) -> BTreeMap<(u16
             }
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let b = blocks(&run(p, PERFQUERY, &args));
-            ((lid, port), b.into_values().next().unwrap().1)
+            ((lid, port), b.into_values().next().unwrap().values)
         })
         .collect()
 }
@@ -97,7 +71,7 @@ fn sandwich(extended: bool) {
 }
 
 /// Our whole-fabric read between two perfquery reads of every port; returns ours.
-fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), (Vec<String>, Block)> {
+fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), Block> {
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
     let flag: &[&str] = if extended {
         &["-x", "--all"]
@@ -114,10 +88,10 @@ fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), (Vec<String>, Bl
     let before = perfquery_all(p, &ports, extended);
     let ours = blocks(&run(p, ours_bin, flag));
     let after = perfquery_all(p, &ports, extended);
-    for (k, (names, mine)) in &ours {
+    for (k, mine) in &ours {
         let (b, a) = (&before[k], &after[k]);
-        assert_eq!(names.len(), b.len(), "{k:?}: perfquery's fields");
-        for (name, v) in mine {
+        assert_eq!(mine.names.len(), b.len(), "{k:?}: perfquery's fields");
+        for (name, v) in &mine.values {
             let (lo, hi) = (b[name], a[name]);
             assert!(
                 lo <= *v && *v <= hi,
@@ -179,9 +153,9 @@ fn one_port_looks_like_perfquery_and_a_reset_reads_zero() {
 }
 
 /// Where (if anywhere) `field` reads `value` in our output.
-fn ports_with(ours: &BTreeMap<(u16, u8), (Vec<String>, Block)>, field: &str, value: u64) -> usize {
+fn ports_with(ours: &BTreeMap<(u16, u8), Block>, field: &str, value: u64) -> usize {
     ours.values()
-        .filter(|(_, b)| b.get(field) == Some(&value))
+        .filter(|b| b.values.get(field) == Some(&value))
         .count()
 }
 
@@ -264,7 +238,7 @@ fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears
         }
         // Traffic restarted from zero: only perfquery's own MADs since, far fewer
         // than before on every port that had carried much.
-        let before = basic[k].1["PortXmitData"];
+        let before = basic[k].values["PortXmitData"];
         if before > 10_000 {
             busy += 1;
             assert!(b["PortXmitData"] < before / 2, "{k:?}: {before} -> {b:?}");
@@ -289,15 +263,15 @@ fn error_and_discard_details_equal_perfquery_on_every_port() {
         // 2 switches x 3 cabled ports (the scrape reads every port of a switch: 8 each)
         // and 4 CAs.
         assert_eq!(ours.len(), 2 * 8 + 4, "{flag}: {ours:?}");
-        for (&(lid, port), (names, values)) in &ours {
+        for (&(lid, port), mine) in &ours {
             let text = run(&p, PERFQUERY, &[flag, &lid.to_string(), &port.to_string()]);
             let theirs = blocks(&text);
-            let (their_names, their_values) = theirs
+            let theirs = theirs
                 .values()
                 .next()
                 .unwrap_or_else(|| panic!("perfquery {flag} {lid} {port}: {text}"));
-            assert_eq!(names, their_names, "{flag} LID {lid} port {port}");
-            assert_eq!(values, their_values, "{flag} LID {lid} port {port}");
+            assert_eq!(mine.names, theirs.names, "{flag} LID {lid} port {port}");
+            assert_eq!(mine.values, theirs.values, "{flag} LID {lid} port {port}");
         }
         let (&(lid, port), _) = ours.iter().find(|(k, _)| k.1 == 3).unwrap();
         let args = [flag, &lid.to_string(), &port.to_string()];

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ibsm_tests::diags::fields;
 use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{Fabric, client, needed, run_bounded, start_ibsmd};
 use ibsm_tests::{peers_present, tail, wait_until};
@@ -20,22 +21,6 @@ const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\
 Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
-
-/// perfquery's `Name:....value` lines.
-fn fields(text: &str) -> BTreeMap<String, u64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| {
-            let v = v.trim_start_matches('.');
-            let n = match v.strip_prefix("0x") {
-                Some(h) => u64::from_str_radix(h, 16).ok()?,
-                None => v.parse().ok()?,
-            };
-            Some((k.to_owned(), n))
-        })
-        .collect()
-}
 
 fn perfquery(f: &Fabric, args: &[&str]) -> BTreeMap<String, u64> {
     let mut c = client(f, PERFQUERY, Some("Hca4"), "diag");
