@@ -22,6 +22,7 @@ use ibsm_wire::perf::{
 };
 use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
 
+use crate::discover::Discovered;
 use crate::outcome::{Failure, Outcome, Slot, outcome};
 
 /// A PerfMgt attribute selected by port.
@@ -503,6 +504,48 @@ pub struct ScrapeTarget {
     pub ports: Vec<u8>,
     /// Whether it is a switch (AllPortSelect applies only to switches).
     pub switch: bool,
+}
+
+impl ScrapeTarget {
+    /// What a read of every port of `found` asks (`ibsm-perfquery --all`,
+    /// `ibsm-exporter`): each switch at its port 0 LID with all its external ports
+    /// (1..=NumPorts, cabled or not), each port of a CA or router at its own LID. A
+    /// switch or port without a LID is left out. Each target comes with the index of
+    /// its node in `found.nodes`, in node order.
+    #[must_use]
+    pub fn every_port(found: &Discovered) -> Vec<(usize, ScrapeTarget)> {
+        let mut out = Vec::new();
+        for (i, n) in found.nodes.iter().enumerate() {
+            if n.is_switch() {
+                let lid = n.ports.first().and_then(|p| p.info).map_or(0, |p| p.lid);
+                if lid != 0 {
+                    let ports = (1..=n.info.num_ports).collect();
+                    out.push((
+                        i,
+                        ScrapeTarget {
+                            lid,
+                            ports,
+                            switch: true,
+                        },
+                    ));
+                }
+                continue;
+            }
+            for (p, fp) in n.ports.iter().enumerate().skip(1) {
+                if let (Some(pi), Ok(p)) = (fp.info, u8::try_from(p)) {
+                    if pi.lid != 0 {
+                        let target = ScrapeTarget {
+                            lid: pi.lid,
+                            ports: vec![p],
+                            switch: false,
+                        };
+                        out.push((i, target));
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// How a [`Scrape`] reads switches.

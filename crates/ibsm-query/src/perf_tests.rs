@@ -376,3 +376,66 @@ fn a_scrape_driven_by_hand_takes_its_tid_start_and_send_errors() {
     assert!(s.is_done());
     assert_eq!(s.report().ports.len(), 8);
 }
+
+#[test]
+fn every_port_reads_each_switch_at_port_0_and_each_ca_port_at_its_own_lid() {
+    use crate::discover::{Discovered, FoundNode, FoundPort};
+    use ibsm_wire::{NodeInfo, NodeType, PortInfo};
+    let port = |lid: u16| FoundPort {
+        info: Some(PortInfo {
+            lid,
+            ..PortInfo::default()
+        }),
+        ..FoundPort::default()
+    };
+    let node = |node_type, num_ports, ports| FoundNode {
+        info: NodeInfo {
+            node_type,
+            num_ports,
+            ..NodeInfo::default()
+        },
+        ports,
+        ..FoundNode::default()
+    };
+    let found = Discovered {
+        nodes: vec![
+            // A CA: port 1 at LID 7, port 2 not read, port 3 without a LID.
+            node(
+                NodeType::Ca,
+                3,
+                vec![FoundPort::default(), port(7), FoundPort::default(), port(0)],
+            ),
+            // A switch at LID 3; its external ports' own PortInfo LIDs do not matter.
+            node(NodeType::Switch, 4, vec![port(3), port(0), port(0)]),
+            // A switch without a LID yet.
+            node(NodeType::Switch, 8, vec![port(0)]),
+            node(
+                NodeType::Ca,
+                2,
+                vec![FoundPort::default(), port(9), port(10)],
+            ),
+        ],
+        ..Discovered::default()
+    };
+    let ca = |lid, p| ScrapeTarget {
+        lid,
+        ports: vec![p],
+        switch: false,
+    };
+    assert_eq!(
+        ScrapeTarget::every_port(&found),
+        vec![
+            (0, ca(7, 1)),
+            (
+                1,
+                ScrapeTarget {
+                    lid: 3,
+                    ports: vec![1, 2, 3, 4],
+                    switch: true
+                }
+            ),
+            (3, ca(9, 1)),
+            (3, ca(10, 2)),
+        ]
+    );
+}

@@ -279,33 +279,10 @@ fn targets(
 ) -> (Vec<ScrapeTarget>, std::collections::BTreeMap<u16, usize>) {
     let mut t = Vec::new();
     let mut owners = std::collections::BTreeMap::new();
-    for (i, n) in found.nodes.iter().enumerate() {
-        if n.is_switch() != switches {
-            continue;
-        }
-        if n.is_switch() {
-            let lid = n.ports.first().and_then(|p| p.info).map_or(0, |i| i.lid);
-            if lid != 0 {
-                owners.insert(lid, i);
-                t.push(ScrapeTarget {
-                    lid,
-                    ports: (1..=n.info.num_ports).collect(),
-                    switch: true,
-                });
-            }
-        } else {
-            for (p, fp) in n.ports.iter().enumerate().skip(1) {
-                if let (Some(pi), Ok(p)) = (fp.info, u8::try_from(p)) {
-                    if pi.lid != 0 {
-                        owners.insert(pi.lid, i);
-                        t.push(ScrapeTarget {
-                            lid: pi.lid,
-                            ports: vec![p],
-                            switch: false,
-                        });
-                    }
-                }
-            }
+    for (i, target) in ScrapeTarget::every_port(found) {
+        if target.switch == switches {
+            owners.insert(target.lid, i);
+            t.push(target);
         }
     }
     (t, owners)

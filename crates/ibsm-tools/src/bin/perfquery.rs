@@ -360,28 +360,10 @@ fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
 fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), String> {
     let until = port.now() + Duration::from_secs(120);
     let found = discover(port, SmpConfig::default(), until).map_err(|e| e.to_string())?;
-    let mut targets = Vec::new();
-    for n in &found.nodes {
-        if n.is_switch() {
-            let lid = n.ports.first().and_then(|p| p.info).map_or(0, |i| i.lid);
-            targets.push(ScrapeTarget {
-                lid,
-                ports: (1..=n.info.num_ports).collect(),
-                switch: true,
-            });
-        } else {
-            for (p, fp) in n.ports.iter().enumerate().skip(1) {
-                if let (Some(pi), Ok(p)) = (fp.info, u8::try_from(p)) {
-                    targets.push(ScrapeTarget {
-                        lid: pi.lid,
-                        ports: vec![p],
-                        switch: false,
-                    });
-                }
-            }
-        }
-    }
-    targets.retain(|t| t.lid != 0);
+    let targets: Vec<ScrapeTarget> = ScrapeTarget::every_port(&found)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
     if args.rcv_err || args.xmt_disc {
         let ports: Vec<(u16, u8)> = targets
             .iter()
