@@ -210,6 +210,19 @@ pub enum SmEvent {
         /// The directed route that reached the one left out.
         second: ibsm_wire::DrPath,
     },
+    /// A multicast group's MLID lies beyond the MulticastFDBCap of a switch some of
+    /// its members hang off (a switch with a smaller cap joined after the MLID was
+    /// given): no MFT entry is written there, the group's tree routes around the
+    /// switch and keeps its MLID (see `ibsm_sa::SaServer::mlids_beyond_cap`).
+    /// Reported once per group, MLID and switch.
+    MlidBeyondCap {
+        /// The group.
+        mgid: ibsm_wire::Gid,
+        /// Its MLID.
+        mlid: u16,
+        /// Node GUID of the switch.
+        switch_guid: u64,
+    },
     /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]): from the
     /// next heavy sweep on its cable is routed around (an external port), its traps
     /// are ignored (a trap flood), discovery does not explore across it (no answer),

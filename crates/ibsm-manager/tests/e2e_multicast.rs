@@ -351,3 +351,131 @@ fn tree_changes_never_loop_on_the_wire() {
     rig.settle();
     rig.check(1);
 }
+
+/// Two 6-port switches cabled by port 4, CAs on ports 1..=3 of each; ports 5 and 6
+/// free.
+fn two_switches() -> Fabric {
+    use ibsm_topology::NodeSpec;
+    let mut f = Fabric::new();
+    let s: Vec<_> = (0..2)
+        .map(|i| {
+            f.add_node(NodeSpec::switch(0x100 + i, 6, format!("sw{i}")))
+                .unwrap()
+        })
+        .collect();
+    f.connect(s[0], 4, s[1], 4).unwrap();
+    for i in 0..6u64 {
+        let c = f
+            .add_node(NodeSpec::ca(0x200 + i, 1, format!("ca{i}")))
+            .unwrap();
+        f.connect(s[(i / 3) as usize], 1 + (i % 3) as u8, c, 1)
+            .unwrap();
+    }
+    f
+}
+
+/// A switch whose MulticastFDBCap holds only MLIDs 0xC000..=0xC001 joins after groups
+/// on 0xC002 and 0xC003 exist: the SM never writes it an entry it cannot hold, reports
+/// the group with a member behind it (`MlidBeyondCap`), routes that group's tree around
+/// it (its member there misses the group, every other member gets it), and a group
+/// created afterwards gets an MLID within the new cap.
+#[test]
+fn a_switch_with_a_smaller_mft_cap_gets_no_entry_beyond_it() {
+    use ibsm_manager::SmEvent;
+    use ibsm_sim::{McastFault, NodeKind, NodeSetup};
+    let f = two_switches();
+    let mut rig = Rig::new(&f);
+    let group = |last: u8| {
+        let mut m = v4();
+        m[15] = last;
+        m
+    };
+    let (g3, g4, g5) = (group(0x17), group(0x18), group(0x19));
+    // Broadcast 0xC000 (predefined), v4 0xC001, g3 0xC002, g4 0xC003.
+    for (i, g) in [(1, v4()), (2, g3), (3, g4)] {
+        rig.join(i, BROADCAST, join_state::FULL_MEMBER);
+        rig.join(i, g, join_state::FULL_MEMBER);
+        rig.settle();
+    }
+    rig.join(4, g3, join_state::FULL_MEMBER);
+    rig.settle();
+    let mlid = |rig: &Rig, g: [u8; 16]| {
+        rig.clients
+            .iter()
+            .flat_map(SaClient::joined)
+            .find(|(m, _)| *m == Gid(g))
+            .map(|(_, l)| l)
+    };
+    assert_eq!(
+        [v4(), g3, g4].map(|g| mlid(&rig, g)),
+        [Some(0xC001), Some(0xC002), Some(0xC003)]
+    );
+    // v4's only member leaves: 0xC001 is free again.
+    rig.leave(1, v4());
+    rig.settle();
+    // The small switch on sw1's port 5, a new CA behind it.
+    let sw1 = rig.sim.node_by_guid(0x101).unwrap();
+    let mut setup = NodeSetup::new(0x7700, NodeKind::Switch, 4, "small-mft");
+    setup.mft_cap = 2;
+    let small = rig.sim.add_node(setup).unwrap();
+    let ca6 = rig
+        .sim
+        .add_node(NodeSetup::new(0x7800, NodeKind::Ca, 1, "ca6"))
+        .unwrap();
+    rig.sim.connect(sw1, 5, small, 1).unwrap();
+    rig.sim.connect(small, 2, ca6, 1).unwrap();
+    until_clean(&mut rig.sim, &mut rig.nodes, 0, Duration::from_secs(30));
+    rig.cas.push(ca6);
+    rig.join(6, BROADCAST, join_state::FULL_MEMBER);
+    rig.join(6, g3, join_state::FULL_MEMBER);
+    rig.join(6, g5, join_state::FULL_MEMBER);
+    rig.settle();
+    // The new group within the small switch's cap.
+    assert_eq!(mlid(&rig, g5), Some(0xC001));
+    let beyond: Vec<_> = rig.nodes[0]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::MlidBeyondCap {
+                mgid,
+                mlid,
+                switch_guid,
+            } => Some((*mgid, *mlid, *switch_guid)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(beyond, vec![(Gid(g3), 0xC002, 0x7700)]);
+    // Nothing beyond the cap in the small switch's MFT; its groups within it forwarded.
+    for m in 0xC002..=0xC01F {
+        let e = rig
+            .sim
+            .with_agent(small, |a| a.sma().mft(m).map(<[u16]>::to_vec));
+        assert!(
+            e.as_ref().is_none_or(|v| v.iter().all(|&x| x == 0)),
+            "MLID {m:#x}: {e:?}"
+        );
+    }
+    for m in [0xC000, 0xC001] {
+        let e = rig
+            .sim
+            .with_agent(small, |a| a.sma().mft(m).map(<[u16]>::to_vec));
+        assert!(e.is_some_and(|v| v.iter().any(|&x| x != 0)), "MLID {m:#x}");
+    }
+    // Its MulticastFDBTop within its cap too (the SMA refuses more): 0xC001, not the
+    // end of the block.
+    let top = rig
+        .sim
+        .with_agent(small, |a| a.sma().switch_info().unwrap().multicast_fdb_top);
+    assert_eq!(top, 0xC001);
+    // Every multicast problem is ca6 missing g3 (or sending it into nothing); unicast
+    // and every other group are clean.
+    let r = rig.sim.verify();
+    assert_eq!(r.ok, r.paths, "unicast");
+    assert!(r.mcast_faults > 0);
+    for p in &r.mcast_samples {
+        assert_eq!(p.mlid, 0xC002, "{p:?}");
+        let at_ca6 =
+            p.src == ca6 || matches!(p.fault, McastFault::Missed { node, .. } if node == ca6);
+        assert!(at_ca6, "{p:?}");
+    }
+}

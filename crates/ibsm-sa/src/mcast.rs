@@ -55,6 +55,9 @@ struct Group {
     tree: HashMap<u64, BTreeSet<u8>>,
     /// Members or topology changed since `tree` was built.
     dirty: bool,
+    /// Switches with members whose MFT cannot hold the group's MLID (they joined with
+    /// a smaller MulticastFDBCap after the MLID was given): left out of the tree.
+    beyond_cap: BTreeSet<u64>,
 }
 
 impl Group {
@@ -66,6 +69,7 @@ impl Group {
             root: None,
             tree: HashMap::new(),
             dirty: true,
+            beyond_cap: BTreeSet::new(),
         }
     }
 }
@@ -399,10 +403,16 @@ impl Groups {
             for g in self.groups.values_mut().filter(|g| g.dirty) {
                 g.dirty = false;
                 let members = Self::tree_members(db, hops, g);
-                let root = hops.root(&members, g.root, &uses);
+                let mlid = g.rec.mlid;
+                g.beyond_cap = members
+                    .iter()
+                    .filter(|m| !hops.holds(m.sw, mlid))
+                    .map(|m| hops.guid(m.sw))
+                    .collect();
+                let root = hops.root_for(&members, g.root, &uses, mlid);
                 g.root = root.map(|r| hops.guid(r));
                 g.tree = root.map_or_else(HashMap::new, |r| {
-                    hops.tree(r, &members)
+                    hops.tree_for(r, &members, mlid)
                         .into_iter()
                         .map(|(s, p)| (hops.guid(s), p))
                         .collect()
@@ -440,6 +450,18 @@ impl Groups {
             .collect()
     }
 
+    /// `(MGID, MLID, switch GUID)` of every group with members on a switch whose
+    /// MulticastFDBCap does not hold its MLID (as of the last tree build), sorted.
+    pub(crate) fn beyond_cap(&self) -> Vec<(Gid, u16, u64)> {
+        let mut out: Vec<(Gid, u16, u64)> = self
+            .groups
+            .values()
+            .flat_map(|g| g.beyond_cap.iter().map(|&sw| (g.rec.mgid, g.rec.mlid, sw)))
+            .collect();
+        out.sort_unstable_by_key(|&(g, m, sw)| (m, sw, g.0));
+        out
+    }
+
     /// The root switch (GUID) of a group's tree, if it has one.
     pub(crate) fn root_of(&self, mgid: &Gid) -> Option<u64> {
         self.groups.get(&mgid.0)?.root
@@ -465,13 +487,24 @@ impl Groups {
 
     /// Per switch GUID, the MulticastFDBTop its MFT needs: the last MLID of the
     /// highest block in use, by what is handed out or about to be (0xBFFF: none).
-    pub(crate) fn mft_tops(&self) -> HashMap<u64, u16> {
+    /// Never above the last MLID the switch's MulticastFDBCap holds: an SMA refuses a
+    /// higher top, and the tail of a partly held block is never used.
+    pub(crate) fn mft_tops(&self, db: &Db) -> HashMap<u64, u16> {
+        let caps: HashMap<u64, u16> = db
+            .snap
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n.info.node_guid, n.switch_info?.multicast_fdb_cap)))
+            .collect();
         let mut top: HashMap<u64, u16> = HashMap::new();
         for ((sw, mlid), ports) in self.programmed.iter().chain(&self.want) {
             if ports.is_empty() {
                 continue;
             }
-            let last = MLID_BASE + ((mlid - MLID_BASE) / 32) * 32 + 31;
+            let mut last = MLID_BASE + ((mlid - MLID_BASE) / 32) * 32 + 31;
+            if let Some(&cap) = caps.get(sw) {
+                last = last.min(cap_last(cap));
+            }
             let t = top.entry(*sw).or_insert(MLID_BASE - 1);
             *t = (*t).max(last);
         }
@@ -496,18 +529,26 @@ impl Groups {
                 touched.insert((k.0, (k.1 - MLID_BASE) / 32));
             }
         }
-        let by_guid: HashMap<u64, u8> = db
+        let by_guid: HashMap<u64, (u8, u16)> = db
             .snap
             .nodes
             .iter()
             .filter(|n| n.is_switch())
-            .map(|n| (n.info.node_guid, n.info.num_ports))
+            .map(|n| {
+                let cap = n.switch_info.map_or(0, |si| si.multicast_fdb_cap);
+                (n.info.node_guid, (n.info.num_ports, cap_last(cap)))
+            })
             .collect();
         let mut out = Vec::new();
         for (sw, block) in touched {
-            let Some(&nports) = by_guid.get(&sw) else {
+            let Some(&(nports, last)) = by_guid.get(&sw) else {
                 continue;
             };
+            // A block the switch's MFT does not hold is never written (an SMA refuses
+            // it); the trees leave such switches out, so only stale entries get here.
+            if u32::from(MLID_BASE) + u32::from(block) * 32 > u32::from(last) {
+                continue;
+            }
             let positions = (usize::from(nports) + 1).div_ceil(16);
             for pos in 0..positions {
                 let mut mft = MulticastForwardingTable::default();
@@ -535,6 +576,13 @@ impl Groups {
         self.programmed = want;
         out
     }
+}
+
+/// The highest MLID a switch with `cap` MulticastFDBCap entries holds (0xBFFF: none).
+pub(crate) fn cap_last(cap: u16) -> u16 {
+    (u32::from(MLID_BASE) + u32::from(cap))
+        .saturating_sub(1)
+        .min(u32::from(MLID_LAST)) as u16
 }
 
 /// The highest MLID every switch of the snapshot forwards (`None`: some switch has no

@@ -349,7 +349,7 @@ impl SaServer {
     /// and what the held-back step adds; a switch not listed needs none (0xBFFF).
     #[must_use]
     pub fn mft_tops(&self) -> std::collections::HashMap<u64, u16> {
-        self.groups.mft_tops()
+        self.groups.mft_tops(&self.db)
     }
 
     /// The switch (node GUID) a group's tree is rooted at, once
@@ -357,6 +357,19 @@ impl SaServer {
     #[must_use]
     pub fn mcast_root(&self, mgid: &ibsm_wire::Gid) -> Option<u64> {
         self.groups.root_of(mgid)
+    }
+
+    /// `(MGID, MLID, switch GUID)` of every multicast group with members on a switch
+    /// whose MulticastFDBCap does not hold the group's MLID, as of the last
+    /// [`Self::take_mft_updates`], sorted by MLID then switch. Such a switch joined
+    /// with a smaller cap after the MLID was given: the group keeps its MLID (its
+    /// members hold it from their joins; moving it would cut every member off until
+    /// each re-joined) and its tree routes around that switch, whose members miss the
+    /// group's traffic. No MFT block beyond a switch's cap is ever handed out, and new
+    /// groups get MLIDs within the smallest cap.
+    #[must_use]
+    pub fn mlids_beyond_cap(&self) -> Vec<(ibsm_wire::Gid, u16, u64)> {
+        self.groups.beyond_cap()
     }
 
     /// The multicast forwarding the SM has been handed so far ([`Self::take_mft_updates`]):

@@ -53,6 +53,8 @@ pub struct NodeSetup {
     pub port_guids: Vec<u64>,
     /// LFT capacity of a switch (LinearFDBCap); 0 for other nodes.
     pub lft_cap: u16,
+    /// MFT capacity of a switch (MulticastFDBCap); 0: the agent's default.
+    pub mft_cap: u16,
     /// Lane speed of every port (see [`SimConfig::link_speed`](crate::SimConfig)).
     pub link_speed: ibsm_topology::LinkSpeed,
 }
@@ -80,6 +82,7 @@ impl NodeSetup {
             device_id: 0,
             port_guids,
             lft_cap: if kind == NodeKind::Switch { 0xC000 } else { 0 },
+            mft_cap: 0,
             link_speed: ibsm_topology::LinkSpeed::Qdr,
         }
     }

@@ -80,6 +80,9 @@ impl SmaAgent {
                 if setup.lft_cap != 0 {
                     si.linear_fdb_cap = setup.lft_cap;
                 }
+                if setup.mft_cap != 0 {
+                    si.multicast_fdb_cap = setup.mft_cap;
+                }
             }
             // As current switches: MLIDs above SwitchInfo.MulticastFDBTop are not
             // forwarded, so an SM must write it (OpenSM `use_mfttop`).

@@ -3,7 +3,7 @@
 //! MulticastForwardingTable blocks its multicast groups need. The SA itself
 //! (`ibsm-sa`) is sans-IO and knows nothing of the engine.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ibsm_sa::{Requester, SaNode, SaPort, SaServer, SaSnapshot};
 use ibsm_topology::Csr;
@@ -35,6 +35,8 @@ pub(super) struct Admin {
     /// step waits for them all, or old and new trees could mix into a loop
     /// (`ibsm_sa::SaServer::take_mft_updates`).
     mft_in_flight: usize,
+    /// `(MGID, MLID, switch GUID)` already reported as `SmEvent::MlidBeyondCap`.
+    beyond_cap: HashSet<([u8; 16], u16, u64)>,
 }
 
 impl Admin {
@@ -56,6 +58,7 @@ impl Admin {
             // A new SM's SA starts empty too.
             clients_lost: true,
             mft_in_flight: 0,
+            beyond_cap: HashSet::new(),
         }
     }
 }
@@ -348,6 +351,21 @@ impl SubnetManager {
             let ups = sa.take_mft_updates();
             let more = sa.mft_pending();
             let tops = sa.mft_tops();
+            for (mgid, mlid, switch_guid) in sa.mlids_beyond_cap() {
+                if self.admin.beyond_cap.insert((mgid.0, mlid, switch_guid)) {
+                    tracing::warn!(
+                        ?mgid,
+                        mlid,
+                        switch = switch_guid,
+                        "multicast MLID beyond a switch's MulticastFDBCap: routed around it"
+                    );
+                    self.event(crate::event::SmEvent::MlidBeyondCap {
+                        mgid,
+                        mlid,
+                        switch_guid,
+                    });
+                }
+            }
             let mut sent = 0;
             for u in ups {
                 let Some(&node) = self.subnet.by_guid.get(&u.switch_guid) else {

@@ -57,6 +57,9 @@ pub(crate) struct Hops {
     adj: Vec<Vec<(u8, u32, u8)>>,
     /// `dist[a * n + b]`, [`FAR`] when unreachable.
     dist: Vec<u8>,
+    /// Per switch: the highest MLID its MFT holds (MulticastFDBCap entries from
+    /// 0xC000; 0xBFFF: no MFT).
+    last: Vec<u16>,
 }
 
 /// One member as the tree sees it.
@@ -96,7 +99,22 @@ impl Hops {
             .iter()
             .map(|&n| db.snap.nodes[n as usize].info.node_guid)
             .collect();
-        Self::from_links(guid, adj, ix)
+        let mut h = Self::from_links(guid, adj, ix);
+        h.last = nodes
+            .iter()
+            .map(|&n| {
+                let cap = db.snap.nodes[n as usize]
+                    .switch_info
+                    .map_or(0, |si| si.multicast_fdb_cap);
+                super::cap_last(cap)
+            })
+            .collect();
+        h
+    }
+
+    /// Whether switch `sw`'s MFT holds `mlid`.
+    pub(crate) fn holds(&self, sw: u32, mlid: u16) -> bool {
+        self.last[sw as usize] >= mlid
     }
 
     /// From switch GUIDs and per-switch links `(port, neighbour, port on neighbour)`.
@@ -124,6 +142,7 @@ impl Hops {
             }
         }
         Self {
+            last: vec![u16::MAX; guid.len()],
             guid,
             ix,
             adj,
@@ -148,19 +167,35 @@ impl Hops {
     /// The most central switch for `members` (fewest members out of reach, then fewest
     /// hops to the farthest one); among equals `current` (a GUID) if it is one, else
     /// the least used (`uses`: groups rooted there, by GUID), then the lowest GUID.
+    #[cfg(test)]
     pub(crate) fn root(
         &self,
         members: &[Member],
         current: Option<u64>,
         uses: &HashMap<u64, u32>,
     ) -> Option<u32> {
-        let at: BTreeSet<u32> = members.iter().map(|m| m.sw).collect();
+        self.root_for(members, current, uses, super::MLID_BASE)
+    }
+
+    /// As `Self::root`, among the switches whose MFT holds `mlid` only.
+    pub(crate) fn root_for(
+        &self,
+        members: &[Member],
+        current: Option<u64>,
+        uses: &HashMap<u64, u32>,
+        mlid: u16,
+    ) -> Option<u32> {
+        let at: BTreeSet<u32> = members
+            .iter()
+            .map(|m| m.sw)
+            .filter(|&sw| self.holds(sw, mlid))
+            .collect();
         if at.is_empty() {
             return None;
         }
         let mut best: Option<(usize, u8)> = None;
         let mut tied: Vec<u32> = Vec::new();
-        for c in 0..self.guid.len() as u32 {
+        for c in (0..self.guid.len() as u32).filter(|&c| self.holds(c, mlid)) {
             let (mut out, mut far) = (0usize, 0u8);
             for &m in &at {
                 match self.d(c, m) {
@@ -192,8 +227,24 @@ impl Hops {
 
     /// The output ports of every switch on the tree rooted at `root` for `members`
     /// (see the module docs): switch index -> ports. Empty when nobody receives.
+    #[cfg(test)]
     pub(crate) fn tree(&self, root: u32, members: &[Member]) -> HashMap<u32, BTreeSet<u8>> {
+        self.tree_for(root, members, super::MLID_BASE)
+    }
+
+    /// As `Self::tree` for a group on `mlid`: the tree routes around the switches
+    /// whose MFT does not hold it (they are never entered, their members are left out),
+    /// so no entry is ever meant for a switch beyond its MulticastFDBCap.
+    pub(crate) fn tree_for(
+        &self,
+        root: u32,
+        members: &[Member],
+        mlid: u16,
+    ) -> HashMap<u32, BTreeSet<u8>> {
         let n = self.guid.len();
+        if !self.holds(root, mlid) {
+            return HashMap::new();
+        }
         let mut out: HashMap<u32, BTreeSet<u8>> = HashMap::new();
         // BFS from the root: parent (switch, its port, port on the child).
         let mut parent: Vec<Option<(u32, u8, u8)>> = vec![None; n];
@@ -205,7 +256,7 @@ impl Hops {
             let a = order[i];
             i += 1;
             for &(p, b, back) in &self.adj[a as usize] {
-                if !seen[b as usize] {
+                if !seen[b as usize] && self.holds(b, mlid) {
                     seen[b as usize] = true;
                     parent[b as usize] = Some((a, p, back));
                     order.push(b);
