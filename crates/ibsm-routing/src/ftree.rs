@@ -57,7 +57,7 @@ pub(crate) struct FtInfo {
 /// from them, in which case every leaf must be equally far from the roots.
 fn ranks(net: &Net) -> Result<Vec<u16>> {
     let leaf = |s: usize| net.terms_of(s).iter().any(|&t| net.is_cn(t as usize));
-    let mut q: Vec<u32> = if net.roots.is_empty() {
+    let sources: Vec<u32> = if net.roots.is_empty() {
         (0..net.n_sw)
             .filter(|&s| leaf(s))
             .map(|s| s as u32)
@@ -65,27 +65,12 @@ fn ranks(net: &Net) -> Result<Vec<u16>> {
     } else {
         net.roots.clone()
     };
-    if q.is_empty() {
+    if sources.is_empty() {
         return Err(RoutingError::NotAFatTree(
             "no switch has compute nodes (no leaves)".into(),
         ));
     }
-    let mut dist = vec![INF; net.n_sw];
-    for &s in &q {
-        dist[s as usize] = 0;
-    }
-    let mut head = 0;
-    while head < q.len() {
-        let c = q[head] as usize;
-        head += 1;
-        for a in net.arcs(c) {
-            let x = net.adst[a] as usize;
-            if dist[x] == INF {
-                dist[x] = dist[c] + 1;
-                q.push(x as u32);
-            }
-        }
-    }
+    let dist = net.levels_from(&sources);
     if let Some(s) = dist.iter().position(|&r| r == INF) {
         let what = if net.roots.is_empty() {
             "any leaf"

@@ -394,6 +394,36 @@ impl Net {
         tail
     }
 
+    /// Multi-source BFS levels: per switch, the fewest switch hops from any of `sources`
+    /// (0 for the sources themselves), over every arc. Switches no source reaches (another
+    /// component, or every switch when `sources` is empty) hold [`INF`]. The ranks of
+    /// `ftree` (from the leaves or the roots) and of `updn`/`dnup` (from the roots, and
+    /// from the leaves to detect a layered fabric) are these levels.
+    pub(crate) fn levels_from(&self, sources: &[u32]) -> Vec<u16> {
+        let mut level = vec![INF; self.n_sw];
+        let mut queue: Vec<u32> = Vec::with_capacity(self.n_sw);
+        for &s in sources {
+            if level[s as usize] == INF {
+                level[s as usize] = 0;
+                queue.push(s);
+            }
+        }
+        let mut head = 0;
+        while head < queue.len() {
+            let c = queue[head] as usize;
+            head += 1;
+            let d = level[c] + 1;
+            for a in self.arcs(c) {
+                let x = self.adst[a] as usize;
+                if level[x] == INF {
+                    level[x] = d;
+                    queue.push(x as u32);
+                }
+            }
+        }
+        level
+    }
+
     /// BFS distances (in switch hops) from `t` to every switch, ignoring any restriction.
     pub(crate) fn bfs(&self, t: usize, dist: &mut [u16], queue: &mut Vec<u32>) {
         dist.fill(INF);
@@ -493,5 +523,24 @@ pub(crate) mod testnets {
         }
         let terms = (0..w * h).map(|s| (s, 5)).collect();
         finish(vec![5; (w * h) as usize], links, terms, 0)
+    }
+}
+
+#[cfg(test)]
+mod level_tests {
+    use super::testnets::{finish, ring};
+    use super::*;
+
+    #[test]
+    fn levels_count_hops_from_the_nearest_source() {
+        let r = ring(6, 1);
+        assert_eq!(r.levels_from(&[0]), [0, 1, 2, 3, 2, 1]);
+        assert_eq!(r.levels_from(&[0, 3]), [0, 1, 1, 0, 1, 1]);
+        // A source listed twice is one source.
+        assert_eq!(r.levels_from(&[2, 2]), [2, 1, 0, 1, 2, 3]);
+        assert_eq!(r.levels_from(&[]), [INF; 6]);
+        // Two components: the one without a source stays unreached.
+        let two = finish(vec![1; 4], vec![(0, 1, 1, 1), (2, 1, 3, 1)], Vec::new(), 0);
+        assert_eq!(two.levels_from(&[1]), [1, 0, INF, INF]);
     }
 }

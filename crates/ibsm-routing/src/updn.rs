@@ -28,27 +28,12 @@ pub struct UpDn {
 /// Ranks from the leaves (switches with terminals) and whether every link joins adjacent
 /// ranks.
 pub(crate) fn leaf_ranks(net: &Net) -> (Vec<u16>, bool) {
-    let mut rank = vec![INF; net.n_sw];
-    let mut q: Vec<u32> = (0..net.n_sw)
+    let leaves: Vec<u32> = (0..net.n_sw)
         .filter(|&s| net.n_sources(s) > 0 || !net.terms_of(s).is_empty())
         .map(|s| s as u32)
         .collect();
-    for &s in &q {
-        rank[s as usize] = 0;
-    }
-    let mut head = 0;
-    while head < q.len() {
-        let c = q[head] as usize;
-        head += 1;
-        for a in net.arcs(c) {
-            let x = net.adst[a] as usize;
-            if rank[x] == INF {
-                rank[x] = rank[c] + 1;
-                q.push(x as u32);
-            }
-        }
-    }
-    let layered = !q.is_empty()
+    let rank = net.levels_from(&leaves);
+    let layered = !leaves.is_empty()
         && (0..net.n_arcs()).all(|a| {
             let (s, x) = (net.asrc[a] as usize, net.adst[a] as usize);
             rank[s] != INF && rank[x] != INF && rank[s].abs_diff(rank[x]) == 1
@@ -112,23 +97,7 @@ fn center(net: &Net) -> u32 {
 
 /// Total order of switches by (distance from roots, index); `reverse` flips it.
 pub(crate) fn order_from_roots(net: &Net, roots: &[u32], reverse: bool) -> (Vec<u32>, Vec<u32>) {
-    let mut rank = vec![INF; net.n_sw];
-    let mut q: Vec<u32> = roots.to_vec();
-    for &r in roots {
-        rank[r as usize] = 0;
-    }
-    let mut head = 0;
-    while head < q.len() {
-        let c = q[head] as usize;
-        head += 1;
-        for a in net.arcs(c) {
-            let x = net.adst[a] as usize;
-            if rank[x] == INF {
-                rank[x] = rank[c] + 1;
-                q.push(x as u32);
-            }
-        }
-    }
+    let rank = net.levels_from(roots);
     order_by_rank(&rank, reverse)
 }
 
