@@ -671,6 +671,106 @@ pub fn jellyfish(p: &Jellyfish) -> Result<Fabric, FabricError> {
     Ok(f)
 }
 
+/// Parameters of a two-level fat tree with storage (I/O nodes) hung off its spines: the
+/// fabric OpenSM's `io_guid_file` and `max_reverse_hops` are for.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SpineStorage {
+    /// Leaf switches (level 1), each with `cas_per_leaf` compute CAs.
+    pub leaves: u32,
+    /// Spine switches (level 2), each cabled to every leaf.
+    pub spines: u32,
+    /// Compute CAs per leaf.
+    pub cas_per_leaf: u32,
+    /// The spine each storage CA hangs off, one entry per storage CA.
+    pub storage: Vec<u32>,
+    /// Leaf-spine cables left out, as `(leaf, spine)`: a degraded tree whose leaves are
+    /// not all below every spine.
+    pub missing: Vec<(u32, u32)>,
+}
+
+/// A two-level fat tree with storage CAs on its spines ([`SpineStorage`]).
+///
+/// Switches come first (leaves `"spine-storage L1 sw i"`, then spines `"... L2 sw j"`),
+/// then the compute CAs (`"spine-storage ca c"`, index `c`, CA `c` on leaf
+/// `c / cas_per_leaf`), then the storage CAs (`"spine-storage io k"`, index
+/// `leaves * cas_per_leaf + k`), all single-port. Leaf ports: `1..=cas_per_leaf` the
+/// CAs, `cas_per_leaf + 1 + j` spine `j`; spine ports: `1 + i` leaf `i`, then
+/// `leaves + 1 + m` its `m`-th storage CA. Every spine has as many ports as the one
+/// with the most storage CAs needs.
+///
+/// # Errors
+/// [`FabricError::BadParameters`] for no leaves or spines, a storage spine or missing
+/// cable out of range, more than 2^32 CAs, or too many ports.
+pub fn spine_storage(p: &SpineStorage) -> Result<Fabric, FabricError> {
+    if p.leaves == 0 || p.spines == 0 {
+        return Err(bad("spine storage needs at least one leaf and one spine"));
+    }
+    if let Some(s) = p.storage.iter().find(|&&s| s >= p.spines) {
+        return Err(bad(format!(
+            "storage on spine {s}, there are {} spines",
+            p.spines
+        )));
+    }
+    if let Some((l, s)) = p
+        .missing
+        .iter()
+        .find(|&&(l, s)| l >= p.leaves || s >= p.spines)
+    {
+        return Err(bad(format!(
+            "missing cable leaf {l} - spine {s} is not in a {} x {} tree",
+            p.leaves, p.spines
+        )));
+    }
+    let compute = u64::from(p.leaves) * u64::from(p.cas_per_leaf);
+    if compute + p.storage.len() as u64 > u64::from(u32::MAX) {
+        return Err(bad("spine storage too large"));
+    }
+    let mut on_spine = vec![0u64; p.spines as usize];
+    for &s in &p.storage {
+        on_spine[s as usize] += 1;
+    }
+    let most = on_spine.iter().copied().max().unwrap_or(0);
+    let leaf_ports = port_count(
+        u64::from(p.cas_per_leaf) + u64::from(p.spines),
+        "a leaf switch",
+    )?;
+    let spine_ports = port_count(u64::from(p.leaves) + most, "a spine switch")?;
+    let mut f = Fabric::new();
+    let mut leaves = Vec::with_capacity(p.leaves as usize);
+    for i in 0..p.leaves {
+        let desc = format!("spine-storage L1 sw {i}");
+        leaves.push(add_switch(&mut f, 1, i, leaf_ports, desc)?);
+    }
+    let mut spines = Vec::with_capacity(p.spines as usize);
+    for j in 0..p.spines {
+        let desc = format!("spine-storage L2 sw {j}");
+        spines.push(add_switch(&mut f, 2, j, spine_ports, desc)?);
+    }
+    for (i, &leaf) in leaves.iter().enumerate() {
+        for (j, &spine) in spines.iter().enumerate() {
+            if p.missing.contains(&(i as u32, j as u32)) {
+                continue;
+            }
+            let lp = (p.cas_per_leaf as usize + 1 + j) as PortNum;
+            f.connect(leaf, lp, spine, (1 + i) as PortNum)?;
+        }
+    }
+    for c in 0..compute as u32 {
+        let id = add_ca(&mut f, c, 1, format!("spine-storage ca {c}"))?;
+        let leaf = leaves[(c / p.cas_per_leaf) as usize];
+        f.connect(id, 1, leaf, (c % p.cas_per_leaf + 1) as PortNum)?;
+    }
+    let mut used = vec![0u64; p.spines as usize];
+    for (k, &s) in p.storage.iter().enumerate() {
+        let index = compute as u32 + k as u32;
+        let id = add_ca(&mut f, index, 1, format!("spine-storage io {k}"))?;
+        let port = u64::from(p.leaves) + 1 + used[s as usize];
+        used[s as usize] += 1;
+        f.connect(id, 1, spines[s as usize], port as PortNum)?;
+    }
+    Ok(f)
+}
+
 /// Options for [`degrade_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DegradeOptions {
@@ -760,6 +860,63 @@ mod tests {
 
     fn counts(f: &Fabric) -> (usize, usize, usize) {
         (f.switch_count(), f.cas().count(), f.link_count())
+    }
+
+    #[test]
+    fn spine_storage_hangs_storage_off_its_spines() {
+        let p = SpineStorage {
+            leaves: 3,
+            spines: 2,
+            cas_per_leaf: 2,
+            storage: vec![1, 1, 0],
+            missing: vec![(2, 0)],
+        };
+        let f = spine_storage(&p).unwrap();
+        // 5 switches, 6 compute + 3 storage CAs, 5 leaf-spine cables + 9 CA cables.
+        assert_eq!(counts(&f), (5, 9, 14));
+        assert!(f.is_connected());
+        let node = |kind, group, i| f.node_by_guid(scheme_guid(kind, group, i)).unwrap();
+        let spine1 = node(KIND_SWITCH, 2, 1);
+        assert_eq!(f.node(spine1).unwrap().num_ports(), 5);
+        // Spine 1's storage CAs on ports 4 and 5, spine 0's on 4; compute CA 5 on
+        // leaf 2 port 2; leaf 2 has no cable to spine 0 (its port 3).
+        let peer = |n, p| {
+            f.port_peer(n, p)
+                .map(|e| (f.node(e.node).unwrap().guid(), e.port))
+        };
+        assert_eq!(peer(spine1, 4), Some((scheme_guid(KIND_CA, 0, 6), 1)));
+        assert_eq!(peer(spine1, 5), Some((scheme_guid(KIND_CA, 0, 7), 1)));
+        let spine0 = node(KIND_SWITCH, 2, 0);
+        assert_eq!(peer(spine0, 4), Some((scheme_guid(KIND_CA, 0, 8), 1)));
+        let leaf2 = node(KIND_SWITCH, 1, 2);
+        assert_eq!(peer(leaf2, 2), Some((scheme_guid(KIND_CA, 0, 5), 1)));
+        assert_eq!(peer(leaf2, 3), None);
+        assert_eq!(peer(leaf2, 4), Some((scheme_guid(KIND_SWITCH, 2, 1), 3)));
+        assert_eq!(
+            f.node(node(KIND_CA, 0, 7)).unwrap().description,
+            "spine-storage io 1"
+        );
+        for bad in [
+            SpineStorage {
+                storage: vec![2],
+                ..p.clone()
+            },
+            SpineStorage {
+                missing: vec![(3, 0)],
+                ..p.clone()
+            },
+            SpineStorage {
+                spines: 0,
+                storage: Vec::new(),
+                missing: Vec::new(),
+                ..p.clone()
+            },
+        ] {
+            assert!(matches!(
+                spine_storage(&bad),
+                Err(FabricError::BadParameters(_))
+            ));
+        }
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!   [`FabricError`]s;
 //! * queries: components, switch hop distances, [`DegreeStats`], and the [`Csr`]
 //!   snapshot that routing engines iterate;
-//! * generators ([`generate`]): fat trees (k-ary n-tree, XGFT), mesh/torus, dragonfly,
+//! * generators ([`generate`]): fat trees (k-ary n-tree, XGFT, two levels with storage
+//!   on the spines), mesh/torus, dragonfly,
 //!   Jellyfish, and `degrade`;
 //! * files ([`ibnet`]): the `ibnetdiscover` format and ibsim net files, read and written;
 //! * pictures ([`dot`]): Graphviz export with per-link weights.
