@@ -706,8 +706,17 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     if loads.escape_traffic.is_none() {
         // Legal switches never forward into escaped ones, so CA traffic meets an escape
         // hop exactly when a CA's own switch has one.
-        if let Some(&(lid, ..)) = lids.iter().find(|l| l.1 > 0) {
-            if let Some(&s) = plan.escaped.iter().find(|&&s| net.nsrc[s as usize] > 0) {
+        // Traffic of and to I/O nodes that may reverse is judged after the reverse-hop
+        // pass (`crate::reverse`), which replaces its escape hops.
+        if let Some(&(lid, ..)) = lids
+            .iter()
+            .find(|l| l.1 > 0 && !net.reverse_hop_dest(usize::from(l.0)))
+        {
+            if let Some(&s) = plan
+                .escaped
+                .iter()
+                .find(|&&s| net.nsrc[s as usize] > 0 && !net.only_io_sources(s as usize))
+            {
                 loads.escape_traffic = Some((s as usize, lid));
             }
         }
@@ -1070,8 +1079,17 @@ pub(crate) fn repair(
     let t = plan.t;
     let stride = loads.stride;
     if loads.escape_traffic.is_none() {
-        if let Some(&(lid, ..)) = lids.iter().find(|l| l.1 > 0) {
-            if let Some(&s) = plan.escaped.iter().find(|&&s| net.nsrc[s as usize] > 0) {
+        // Traffic of and to I/O nodes that may reverse is judged after the reverse-hop
+        // pass (`crate::reverse`), which replaces its escape hops.
+        if let Some(&(lid, ..)) = lids
+            .iter()
+            .find(|l| l.1 > 0 && !net.reverse_hop_dest(usize::from(l.0)))
+        {
+            if let Some(&s) = plan
+                .escaped
+                .iter()
+                .find(|&&s| net.nsrc[s as usize] > 0 && !net.only_io_sources(s as usize))
+            {
                 loads.escape_traffic = Some((s as usize, lid));
             }
         }

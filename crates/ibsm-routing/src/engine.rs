@@ -71,9 +71,19 @@ pub struct Options {
     /// switches with compute nodes, and only compute nodes take part in d-mod-k; other
     /// CAs may hang anywhere in the tree. Empty = every CA not in `io_nodes`.
     pub compute_nodes: Vec<Guid>,
-    /// I/O-node port GUIDs (OpenSM `io_guid_file`, ftree): never compute nodes. OpenSM's
-    /// `max_reverse_hops` for them is not implemented (as its default 0).
+    /// I/O-node port GUIDs (OpenSM `io_guid_file`, ftree): never compute nodes; with
+    /// [`Options::max_reverse_hops`] their LIDs may be reached by paths that use switches
+    /// the wrong way round.
     pub io_nodes: Vec<Guid>,
+    /// OpenSM's `max_reverse_hops` (ftree): how many reverse hops (a down-then-up turn
+    /// at a switch, against the up/down order) I/O nodes' traffic ([`Options::io_nodes`]:
+    /// towards them, or from a switch whose CAs are all I/O nodes) may make where no
+    /// up/down path exists, so that storage hung off a spine is reachable from every
+    /// compute node and the other I/O nodes. Routes between compute nodes never turn.
+    /// 0 (the default) = none: every route is up/down. As OpenSM warns, such routes run
+    /// against the up/down order and can in theory close a credit loop: meant for
+    /// connectivity, not bandwidth.
+    pub max_reverse_hops: u16,
     /// Port GUIDs in the order their LIDs are routed (OpenSM `guid_routing_order_file`;
     /// minhop, updn, dnup, dfsssp): listed ports are routed first, in this order, so
     /// they get the least-loaded ports; the rest follow in the usual order.
@@ -96,6 +106,7 @@ impl Default for Options {
             roots: Vec::new(),
             compute_nodes: Vec::new(),
             io_nodes: Vec::new(),
+            max_reverse_hops: 0,
             routing_order: Vec::new(),
             fallback: Vec::new(),
             coordinates: None,
@@ -137,6 +148,13 @@ impl Options {
     #[must_use]
     pub fn with_io_nodes(mut self, guids: Vec<Guid>) -> Self {
         self.io_nodes = guids;
+        self
+    }
+
+    /// Sets [`Options::max_reverse_hops`].
+    #[must_use]
+    pub fn with_max_reverse_hops(mut self, hops: u16) -> Self {
+        self.max_reverse_hops = hops;
         self
     }
 
@@ -246,7 +264,8 @@ impl EngineKind {
         )
     }
 
-    /// Whether the engine's routes are deadlock-free on any topology it accepts.
+    /// Whether the engine's routes are deadlock-free on any topology it accepts (ftree's
+    /// only without [`Options::max_reverse_hops`]).
     #[must_use]
     pub fn deadlock_free(self) -> bool {
         !matches!(self, EngineKind::MinHop)

@@ -30,6 +30,16 @@ use crate::updn::order_by_rank;
 /// on a full tree. Paths are Up*/Down* with respect to the ranks, so they stay deadlock-free
 /// when cables are missing; where the preferred port cannot reach the destination the
 /// least-loaded legal one is used. LMC > 0 gives each LID of a port a different up path.
+///
+/// Reverse hops ([`Options::max_reverse_hops`](crate::Options::max_reverse_hops) with
+/// [`Options::io_nodes`](crate::Options::io_nodes), OpenSM's `max_reverse_hops`): where
+/// I/O nodes' traffic (towards them, or from a switch whose CAs are all I/O nodes) has
+/// no up/down path, as between storage on two spines or from a leaf not below the
+/// storage's spine, it takes the shortest path with the fewest reverse hops (a switch
+/// used the wrong way round), at most that many; routes between compute nodes stay
+/// up/down. Such routes are outside the up/down order and can in theory close a credit
+/// loop (they turn at the lowest-numbered switches they can, so the routes of different
+/// I/O nodes share their turns); with the default 0 there are none.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FatTree;
 
@@ -300,8 +310,24 @@ pub(crate) fn ftree_net(net: &Net, opts: &Options) -> Result<Routes> {
     };
     let st = route_all(net, rule, opts.threads, &mut r.lfts, &info);
     check_reach(st, opts, " (fat tree partitioned)")?;
+    reverse_hops(net, &pos, &mut r)?;
     r.updown_pos = Some(pos);
     Ok(r)
+}
+
+/// Paths with reverse hops towards I/O nodes where up/down ones are missing
+/// ([`Options::max_reverse_hops`]).
+fn reverse_hops(net: &Net, pos: &[u32], r: &mut Routes) -> Result<()> {
+    crate::reverse::route_io(net, pos, &mut r.lfts).map_err(|(switch, lid)| {
+        RoutingError::Disconnected {
+            switch,
+            lid,
+            why: format!(
+                " with up/down paths and at most {} reverse hops",
+                net.max_reverse_hops
+            ),
+        }
+    })
 }
 
 /// The compact picture with the roots and the compute nodes.
@@ -344,6 +370,14 @@ impl RoutingEngine for FatTree {
             pos: &pos,
             by_pos: &by_pos,
         };
-        crate::reroute::reroute_net(&net, rule, opts, previous, "ftree")
+        let mut r = crate::reroute::reroute_net(&net, rule, opts, previous, "ftree")?;
+        // The order the re-route kept (the previous one when it fits).
+        let order = previous
+            .updown_pos
+            .as_ref()
+            .filter(|p| p.len() == net.n_sw)
+            .unwrap_or(&pos);
+        reverse_hops(&net, order, &mut r)?;
+        Ok(r)
     }
 }

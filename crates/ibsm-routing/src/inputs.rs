@@ -1,5 +1,6 @@
 //! OpenSM's routing input files ([`Options::roots`], [`Options::compute_nodes`],
-//! [`Options::io_nodes`], [`Options::routing_order`]) resolved on the compact picture,
+//! [`Options::io_nodes`] with [`Options::max_reverse_hops`], [`Options::routing_order`])
+//! resolved on the compact picture,
 //! by GUID, once per routing: the engines then only read switch and terminal indices.
 
 use std::collections::{HashMap, HashSet};
@@ -16,7 +17,7 @@ use crate::net::Net;
 pub(crate) struct Uses {
     /// `root_guid_file`.
     pub roots: bool,
-    /// `cn_guid_file` and `io_guid_file`.
+    /// `cn_guid_file`, `io_guid_file` and `max_reverse_hops`.
     pub nodes: bool,
     /// `guid_routing_order_file`.
     pub order: bool,
@@ -32,6 +33,13 @@ pub(crate) fn apply(net: &mut Net, csr: &Csr, opts: &Options, uses: Uses) -> Res
     }
     if uses.nodes && (!opts.compute_nodes.is_empty() || !opts.io_nodes.is_empty()) {
         net.cn = compute_nodes(net, csr, opts);
+    }
+    if uses.nodes && opts.max_reverse_hops > 0 && !opts.io_nodes.is_empty() {
+        let io: HashSet<Guid> = opts.io_nodes.iter().copied().collect();
+        net.io = (0..net.terms.len())
+            .map(|t| io.contains(&csr.term_guid[t]))
+            .collect();
+        net.max_reverse_hops = opts.max_reverse_hops;
     }
     if uses.order && !opts.routing_order.is_empty() {
         order(net, csr, &opts.routing_order);

@@ -53,6 +53,7 @@ mod minhop;
 mod net;
 mod opensm;
 mod reroute;
+mod reverse;
 mod routes;
 mod updn;
 mod validate;

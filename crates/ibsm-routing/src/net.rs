@@ -89,6 +89,11 @@ pub(crate) struct Net {
     /// Per terminal, whether it is a compute node (OpenSM `cn_guid_file` /
     /// `io_guid_file`, for ftree); empty = every terminal is one.
     pub cn: Vec<bool>,
+    /// Per terminal, whether routes towards it may make reverse hops (an I/O node of
+    /// OpenSM's `io_guid_file` while `max_reverse_hops` > 0, for ftree); empty = none.
+    pub io: Vec<bool>,
+    /// How many reverse hops a route towards an `io` terminal may make.
+    pub max_reverse_hops: u16,
     /// Destination switches in the order they are routed (OpenSM
     /// `guid_routing_order_file`); empty = switch order.
     pub dest_order: Vec<u32>,
@@ -264,6 +269,8 @@ impl Net {
             lid_dest,
             roots: Vec::new(),
             cn: Vec::new(),
+            io: Vec::new(),
+            max_reverse_hops: 0,
             dest_order: Vec::new(),
             term_pos: Vec::new(),
         })
@@ -279,6 +286,30 @@ impl Net {
     #[inline]
     pub(crate) fn is_cn(&self, t: usize) -> bool {
         self.cn.get(t).copied().unwrap_or(true)
+    }
+
+    /// Whether routes towards `lid` may make reverse hops (see [`Net::io`]).
+    #[inline]
+    pub(crate) fn reverse_hop_dest(&self, lid: usize) -> bool {
+        match self.lid_dest.get(lid) {
+            Some(Dest::Term(t, _)) if self.max_reverse_hops > 0 => {
+                self.io.get(*t as usize).copied().unwrap_or(false)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether switch `s` has CAs and all of them that send are I/O nodes whose routes
+    /// may reverse (see [`Net::io`]): its traffic may then reverse too.
+    pub(crate) fn only_io_sources(&self, s: usize) -> bool {
+        let mut senders = self
+            .terms_of(s)
+            .iter()
+            .filter(|&&t| self.terms[t as usize].base != 0)
+            .peekable();
+        self.max_reverse_hops > 0
+            && senders.peek().is_some()
+            && senders.all(|&t| self.io.get(t as usize).copied().unwrap_or(false))
     }
 
     /// Arc indices leaving switch `s`.

@@ -1,8 +1,9 @@
 //! OpenSM's routing input files as engine options: roots (`root_guid_file`), compute and
-//! I/O nodes (`cn_guid_file`, `io_guid_file`) and the routing order
-//! (`guid_routing_order_file`), each on a fabric whose tables show that it was used.
+//! I/O nodes (`cn_guid_file`, `io_guid_file`, with `max_reverse_hops`) and the routing
+//! order (`guid_routing_order_file`), each on a fabric whose tables show that it was used.
 
 use ibsm_routing::*;
+use ibsm_topology::generate::{self, KIND_CA, KIND_SWITCH, SpineStorage, scheme_guid};
 use ibsm_topology::{Csr, Fabric, Guid, NodeId, NodeSpec};
 
 /// Switch GUIDs are `0x100 + i`, CA node GUIDs `0x200 + i`.
@@ -18,8 +19,13 @@ fn ca(f: &mut Fabric, i: u64) -> NodeId {
 
 /// The port GUID, switch index and base LID of the CA with node GUID `0x200 + i`.
 fn ca_of(f: &Fabric, csr: &Csr, lids: &LidAssignment, i: u64) -> (Guid, usize, u16) {
+    ca_by_guid(f, csr, lids, Guid(0x200 + i))
+}
+
+/// The port GUID, switch index and base LID of the CA with node GUID `node`.
+fn ca_by_guid(f: &Fabric, csr: &Csr, lids: &LidAssignment, node: Guid) -> (Guid, usize, u16) {
     let t = (0..csr.terminal_count())
-        .find(|&t| f.node(csr.term_node[t]).unwrap().guid() == Guid(0x200 + i))
+        .find(|&t| f.node(csr.term_node[t]).unwrap().guid() == node)
         .unwrap();
     (
         csr.term_guid[t],
@@ -29,10 +35,25 @@ fn ca_of(f: &Fabric, csr: &Csr, lids: &LidAssignment, i: u64) -> (Guid, usize, u
 }
 
 fn switch_index(csr: &Csr, i: u64) -> usize {
-    csr.switch_guid
-        .iter()
-        .position(|g| *g == Guid(0x100 + i))
-        .unwrap()
+    switch_by_guid(csr, Guid(0x100 + i))
+}
+
+fn switch_by_guid(csr: &Csr, g: Guid) -> usize {
+    csr.switch_guid.iter().position(|x| *x == g).unwrap()
+}
+
+/// [`generate::spine_storage`]'s GUIDs: leaf `i`, spine `j`, CA `c` (compute CAs first,
+/// then storage).
+fn leaf(i: u32) -> Guid {
+    scheme_guid(KIND_SWITCH, 1, i)
+}
+
+fn spine(j: u32) -> Guid {
+    scheme_guid(KIND_SWITCH, 2, j)
+}
+
+fn ca_guid(c: u32) -> Guid {
+    scheme_guid(KIND_CA, 0, c)
 }
 
 /// A ring of six switches (port 1 to the next, port 2 to the previous), CA `i` on port 3
@@ -114,24 +135,17 @@ fn a_root_file_none_of_whose_guids_is_in_the_fabric_is_an_error() {
     );
 }
 
-/// Two leaves (switches 0, 1) with CAs 0-1 and 2-3, two spines (2, 3) cabled to both
-/// leaves, and a storage CA (4) on spine 2: the storage CA puts a CA on a spine.
+/// Two leaves with CAs 0-1 and 2-3, two spines cabled to both leaves, and a storage CA
+/// (4) on spine 0: the storage CA puts a CA on a spine.
 fn tree_with_storage_on_a_spine() -> Fabric {
-    let mut f = Fabric::new();
-    let leaves = [sw(&mut f, 0, 4), sw(&mut f, 1, 4)];
-    let spines = [sw(&mut f, 2, 3), sw(&mut f, 3, 3)];
-    for (l, &leaf) in leaves.iter().enumerate() {
-        for (s, &spine) in spines.iter().enumerate() {
-            f.connect(leaf, 3 + s as u8, spine, 1 + l as u8).unwrap();
-        }
-        for k in 0..2 {
-            let c = ca(&mut f, (2 * l + k) as u64);
-            f.connect(leaf, 1 + k as u8, c, 1).unwrap();
-        }
-    }
-    let storage = ca(&mut f, 4);
-    f.connect(spines[0], 3, storage, 1).unwrap();
-    f
+    generate::spine_storage(&SpineStorage {
+        leaves: 2,
+        spines: 2,
+        cas_per_leaf: 2,
+        storage: vec![0],
+        missing: Vec::new(),
+    })
+    .unwrap()
 }
 
 #[test]
@@ -146,8 +160,10 @@ fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
         .route(&csr, &lids, &Options::default())
         .unwrap_err();
     assert!(matches!(e, RoutingError::NotAFatTree(_)), "{e}");
-    let cns: Vec<Guid> = (0..4).map(|i| ca_of(&f, &csr, &lids, i).0).collect();
-    let (storage, _, storage_lid) = ca_of(&f, &csr, &lids, 4);
+    let cns: Vec<Guid> = (0..4)
+        .map(|i| ca_by_guid(&f, &csr, &lids, ca_guid(i)).0)
+        .collect();
+    let (storage, _, storage_lid) = ca_by_guid(&f, &csr, &lids, ca_guid(4));
     for opts in [
         Options::default().with_compute_nodes(cns.clone()),
         Options::default().with_io_nodes(vec![storage]),
@@ -156,9 +172,9 @@ fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
         assert_eq!(r.engine(), "ftree");
         assert!(check_deadlock_free(&csr, &lids, &r).unwrap().is_ok());
         // The leaves reach the storage CA through its spine.
-        for leaf in [0, 1] {
-            let s = switch_index(&csr, leaf);
-            assert_eq!(r.lft(s)[usize::from(storage_lid)], 3, "leaf {leaf}");
+        for l in [0, 1] {
+            let s = switch_by_guid(&csr, leaf(l));
+            assert_eq!(r.lft(s)[usize::from(storage_lid)], 3, "leaf {l}");
         }
     }
     // A compute node that is listed as I/O node too is not one: CA 0 alone leaves
@@ -175,15 +191,15 @@ fn ftree_roots_rank_the_tree_from_the_top() {
     let f = tree_with_storage_on_a_spine();
     let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
-    let (storage, ..) = ca_of(&f, &csr, &lids, 4);
+    let (storage, ..) = ca_by_guid(&f, &csr, &lids, ca_guid(4));
     let opts = Options::default()
         .with_io_nodes(vec![storage])
-        .with_roots(vec![Guid(0x102), Guid(0x103)]);
+        .with_roots(vec![spine(0), spine(1)]);
     route(EngineKind::FatTree, &csr, &lids, &opts);
     // A leaf as root puts the other leaf two hops down and the spines between.
     let opts = Options::default()
         .with_io_nodes(vec![storage])
-        .with_roots(vec![Guid(0x100)]);
+        .with_roots(vec![leaf(0)]);
     let e = EngineKind::FatTree
         .engine()
         .route(&csr, &lids, &opts)
@@ -299,4 +315,209 @@ fn the_routing_order_reaches_across_destination_switches() {
             }
         }
     }
+}
+
+/// Reverse hops (a switch used the wrong way round: come down into it, leave it going
+/// up) on the path from every switch towards `lid` in a [`generate::spine_storage`]
+/// tree (leaves below spines), `None` where the tables do not deliver.
+fn turns_towards(csr: &Csr, r: &Routes, lid: u16) -> Vec<Option<usize>> {
+    let level = |s: usize| csr.switch_guid[s].0 >> 40 & 0xffff;
+    (0..csr.switch_count())
+        .map(|s0| {
+            let (mut s, mut came_down, mut turns) = (s0, false, 0);
+            for _ in 0..=csr.switch_count() {
+                let port = r.lft(s)[usize::from(lid)];
+                let Some(x) = csr.target(s as u32, port).as_switch() else {
+                    // Delivered (or not a switch port: reachability says which).
+                    return Some(turns);
+                };
+                let x = x as usize;
+                let goes_up = level(x) > level(s);
+                turns += usize::from(came_down && goes_up);
+                came_down = !goes_up;
+                s = x;
+            }
+            None
+        })
+        .collect()
+}
+
+/// Routes ftree with `io` as I/O nodes and `hops` reverse hops (re-routing from
+/// `previous` when given); what it routes is checked for reachability and deadlock
+/// freedom.
+fn ftree_io(
+    csr: &Csr,
+    lids: &LidAssignment,
+    io: &[Guid],
+    hops: u16,
+    previous: Option<&Routes>,
+) -> Result<Routes> {
+    let opts = Options::default()
+        .with_io_nodes(io.to_vec())
+        .with_max_reverse_hops(hops);
+    let r = match previous {
+        None => FatTree.route(csr, lids, &opts)?,
+        Some(p) => FatTree.reroute(csr, lids, &opts, p)?,
+    };
+    assert_eq!(r.engine(), "ftree");
+    let reach = check_reachability(csr, lids, &r).unwrap();
+    assert!(reach.is_ok(), "{reach:?}");
+    let cdg = check_deadlock_free(csr, lids, &r).unwrap();
+    assert!(cdg.is_ok(), "{hops} reverse hops: credit loop {cdg:?}");
+    Ok(r)
+}
+
+/// The LIDs of CAs `0..n` of a spine-storage tree.
+fn ca_lids(f: &Fabric, csr: &Csr, lids: &LidAssignment, n: u32) -> Vec<(Guid, usize, u16)> {
+    (0..n)
+        .map(|c| ca_by_guid(f, csr, lids, ca_guid(c)))
+        .collect()
+}
+
+fn spine_storage(
+    leaves: u32,
+    spines: u32,
+    cas_per_leaf: u32,
+    storage: &[u32],
+    missing: &[(u32, u32)],
+) -> Fabric {
+    generate::spine_storage(&SpineStorage {
+        leaves,
+        spines,
+        cas_per_leaf,
+        storage: storage.to_vec(),
+        missing: missing.to_vec(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn reverse_hops_let_storage_on_two_spines_reach_each_other() {
+    // Storage 4 on spine 0, storage 5 on spine 1: between them a path must come down
+    // to a leaf and climb again.
+    let f = spine_storage(2, 2, 2, &[0, 1], &[]);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let cas = ca_lids(&f, &csr, &lids, 6);
+    let io = [cas[4].0, cas[5].0];
+    let spines = [
+        switch_by_guid(&csr, spine(0)),
+        switch_by_guid(&csr, spine(1)),
+    ];
+    let e = ftree_io(&csr, &lids, &io, 0, None).unwrap_err();
+    assert!(
+        matches!(e, RoutingError::Disconnected { switch, lid, .. }
+            if (switch, lid) == (spines[0], cas[5].2) || (switch, lid) == (spines[1], cas[4].2)),
+        "{e}"
+    );
+    let r = ftree_io(&csr, &lids, &io, 1, None).unwrap();
+    for (c, &(_, sw, lid)) in cas.iter().enumerate() {
+        let turns = turns_towards(&csr, &r, lid);
+        if c < 4 {
+            assert!(turns.iter().all(|&t| t == Some(0)), "CA {c}: {turns:?}");
+        } else {
+            assert!(turns.iter().all(|&t| t <= Some(1)), "CA {c}: {turns:?}");
+            let other = spines[usize::from(sw == spines[0])];
+            assert_eq!(turns[other], Some(1), "storage {c} from the other spine");
+        }
+    }
+}
+
+#[test]
+fn reverse_hops_reach_storage_from_a_leaf_not_below_its_spine() {
+    // Leaf 2 has no cable to spine 0, where the storage (CA 3) hangs: it climbs to
+    // spine 1, comes down to leaf 0 or 1 and climbs to spine 0; the storage's traffic
+    // to leaf 2's CA (a compute node) turns the same way, at a spine that carries no
+    // compute traffic.
+    let f = spine_storage(3, 2, 1, &[0], &[(2, 0)]);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let cas = ca_lids(&f, &csr, &lids, 4);
+    let (storage, _, storage_lid) = cas[3];
+    let leaf2 = switch_by_guid(&csr, leaf(2));
+    // Without reverse hops neither leaf 2's CA reaches the storage nor the storage
+    // leaf 2's CA.
+    let spine0 = switch_by_guid(&csr, spine(0));
+    let e = ftree_io(&csr, &lids, &[storage], 0, None).unwrap_err();
+    assert!(
+        matches!(&e, RoutingError::Disconnected { switch, lid, .. }
+            if (*switch, *lid) == (leaf2, storage_lid) || (*switch, *lid) == (spine0, cas[2].2)),
+        "{e}"
+    );
+    let r = ftree_io(&csr, &lids, &[storage], 1, None).unwrap();
+    let turns = turns_towards(&csr, &r, storage_lid);
+    assert_eq!(turns[leaf2], Some(1), "{turns:?}");
+    assert!(turns.iter().all(|&t| t <= Some(1)), "{turns:?}");
+    for &(_, _, lid) in &cas[..3] {
+        let turns = turns_towards(&csr, &r, lid);
+        for (s, &t) in turns.iter().enumerate() {
+            let want = if (s, lid) == (spine0, cas[2].2) { 1 } else { 0 };
+            assert_eq!(t, Some(want), "switch {s} to LID {lid}: {turns:?}");
+        }
+    }
+    // More hops allowed than needed change nothing.
+    assert_eq!(ftree_io(&csr, &lids, &[storage], 4, None).unwrap(), r);
+    // Only I/O nodes may reverse: the storage as a mere non-compute node may not.
+    let cns: Vec<Guid> = cas[..3].iter().map(|c| c.0).collect();
+    let opts = Options::default()
+        .with_compute_nodes(cns)
+        .with_max_reverse_hops(1);
+    let e = FatTree.route(&csr, &lids, &opts).unwrap_err();
+    assert!(
+        matches!(e, RoutingError::Disconnected { switch, .. } if switch == leaf2 || switch == spine0),
+        "{e}"
+    );
+}
+
+/// Storage 4 on spine 0, cabled to leaf 0 only, storage 5 on spine 1, cabled to leaf
+/// 1 only, and spine 2 cabled to both leaves: from one storage to the other the path
+/// turns at both leaves.
+const APART: [(u32, u32); 2] = [(0, 1), (1, 0)];
+
+#[test]
+fn a_path_needing_more_reverse_hops_than_allowed_fails() {
+    let f = spine_storage(2, 3, 2, &[0, 1], &APART);
+    let csr = Csr::new(&f);
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let cas = ca_lids(&f, &csr, &lids, 6);
+    let io = [cas[4].0, cas[5].0];
+    let spines = [switch_by_guid(&csr, spine(0)), switch_by_guid(&csr, spine(1))];
+    let e = ftree_io(&csr, &lids, &io, 1, None).unwrap_err();
+    assert_eq!(
+        e,
+        RoutingError::Disconnected {
+            switch: spines[1],
+            lid: cas[4].2,
+            why: " with up/down paths and at most 1 reverse hops".into()
+        }
+    );
+    let r = ftree_io(&csr, &lids, &io, 2, None).unwrap();
+    assert_eq!(turns_towards(&csr, &r, cas[5].2)[spines[0]], Some(2));
+    assert_eq!(turns_towards(&csr, &r, cas[4].2)[spines[1]], Some(2));
+    // The compute nodes reach the storage with one.
+    for l in 0..2 {
+        let s = switch_by_guid(&csr, leaf(l));
+        assert_eq!(turns_towards(&csr, &r, cas[4 + 1 - l as usize].2)[s], Some(1));
+    }
+}
+
+#[test]
+fn reverse_hops_survive_a_reroute_after_cables_are_lost() {
+    // The full 2 x 3 tree needs one reverse hop between the storage spines; without
+    // the cables of APART it needs two.
+    let full = spine_storage(2, 3, 2, &[0, 1], &[]);
+    let cut = spine_storage(2, 3, 2, &[0, 1], &APART);
+    let (csr0, csr) = (Csr::new(&full), Csr::new(&cut));
+    let lids0 = LidAssignment::sequential(&csr0, 0).unwrap();
+    let lids = LidAssignment::sequential(&csr, 0).unwrap();
+    let cas = ca_lids(&cut, &csr, &lids, 6);
+    assert_eq!(ca_lids(&full, &csr0, &lids0, 6), cas);
+    let io = [cas[4].0, cas[5].0];
+    let before = ftree_io(&csr0, &lids0, &io, 2, None).unwrap();
+    let spine0 = switch_by_guid(&csr, spine(0));
+    assert_eq!(turns_towards(&csr0, &before, cas[5].2)[spine0], Some(1));
+    let e = ftree_io(&csr, &lids, &io, 1, Some(&before)).unwrap_err();
+    assert!(matches!(e, RoutingError::Disconnected { .. }), "{e}");
+    let after = ftree_io(&csr, &lids, &io, 2, Some(&before)).unwrap();
+    assert_eq!(turns_towards(&csr, &after, cas[5].2)[spine0], Some(2));
 }
