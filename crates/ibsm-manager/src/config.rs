@@ -69,8 +69,9 @@ pub enum ConfigError {
 }
 
 /// The contents of OpenSM's routing input files, handed to the engines at every routing
-/// (read them with [`ibsm_routing::read_guid_file`]; errors name file, line and token).
-/// Each list empty = the file not given.
+/// (read them with [`ibsm_routing::read_guid_file`]; errors name file, line and token),
+/// and `max_reverse_hops`, which goes with `io_guid_file`. Each list empty = the file
+/// not given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RoutingInputs {
@@ -81,6 +82,10 @@ pub struct RoutingInputs {
     pub compute_nodes: Vec<Guid>,
     /// `io_guid_file`: ftree's I/O nodes (port GUIDs; never compute nodes).
     pub io_nodes: Vec<Guid>,
+    /// `max_reverse_hops`: how many reverse hops (a switch used the wrong way round)
+    /// ftree gives the I/O nodes' traffic where no up/down path exists
+    /// ([`ibsm_routing::Options::max_reverse_hops`]). Default 0: none.
+    pub max_reverse_hops: u16,
     /// `guid_routing_order_file`: port GUIDs minhop, updn, dnup and dfsssp route first,
     /// in this order.
     pub order: Vec<Guid>,
@@ -93,6 +98,7 @@ impl RoutingInputs {
         opts.with_roots(self.roots.clone())
             .with_compute_nodes(self.compute_nodes.clone())
             .with_io_nodes(self.io_nodes.clone())
+            .with_max_reverse_hops(self.max_reverse_hops)
             .with_routing_order(self.order.clone())
     }
 }

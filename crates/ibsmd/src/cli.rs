@@ -111,6 +111,16 @@ pub(crate) struct Cli {
         value_name = "FILE"
     )]
     pub(crate) io_guid_file: Option<PathBuf>,
+    /// Reverse hops (a switch used the wrong way round) ftree allows the I/O nodes'
+    /// traffic where no up/down path exists (default 0) (opensm.conf: max_reverse_hops).
+    #[arg(
+        short = 'H',
+        long = "max_reverse_hops",
+        visible_alias = "max-reverse-hops",
+        value_name = "N",
+        value_parser = parse_num::<u16>
+    )]
+    pub(crate) max_reverse_hops: Option<u16>,
     /// Port GUIDs routed first, in this order, by minhop, updn, dnup and dfsssp, one a
     /// line (opensm.conf: guid_routing_order_file).
     #[arg(
@@ -474,6 +484,11 @@ mod tests {
     fn a_value_wider_than_its_field_is_refused() {
         assert!(Cli::try_parse_from(["ibsmd", "-p", "256"]).is_err());
         assert!(Cli::try_parse_from(["ibsmd", "-p", "x"]).is_err());
+        assert!(Cli::try_parse_from(["ibsmd", "-H", "65536"]).is_err());
+        for flag in ["-H", "--max_reverse_hops", "--max-reverse-hops"] {
+            let c = Cli::try_parse_from(["ibsmd", flag, "65535"]).unwrap();
+            assert_eq!(c.max_reverse_hops, Some(u16::MAX), "{flag}");
+        }
         // In range for the type: validate's job, not the parser's.
         assert_eq!(
             Cli::try_parse_from(["ibsmd", "-p", "16"]).unwrap().priority,

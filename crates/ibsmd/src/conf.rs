@@ -61,7 +61,7 @@ pub(crate) struct Settings {
     pub(crate) dump_dir: Option<PathBuf>,
     /// OpenSM's `root_guid_file`, `cn_guid_file`, `io_guid_file` and
     /// `guid_routing_order_file`, read into `sm.routing_inputs` by
-    /// [`Settings::engine_config`].
+    /// [`Settings::engine_config`] (`max_reverse_hops` is set there directly).
     pub(crate) routing_files: RoutingFiles,
     /// OpenSM's `perfmgr`: run the performance manager (`perf` its settings).
     pub(crate) perfmgr: bool,
@@ -89,17 +89,18 @@ pub(crate) struct RoutingFiles {
 }
 
 impl RoutingFiles {
-    /// The GUID lists of the files given (an absent file is an empty list).
+    /// `into` with the GUID lists of the files given (an absent file is an empty list);
+    /// its other settings (`max_reverse_hops`) stay.
     ///
     /// # Errors
     /// A file that cannot be read, or its first line that is not a GUID: file, line
     /// and token.
-    pub(crate) fn read(&self) -> Result<RoutingInputs, Error> {
+    pub(crate) fn read_into(&self, into: &RoutingInputs) -> Result<RoutingInputs, Error> {
         let read = |p: &Option<PathBuf>| match p {
             Some(p) => ibsm::routing::read_guid_file(p).map_err(|e| Error::new(e.to_string())),
             None => Ok(Vec::new()),
         };
-        let mut r = RoutingInputs::default();
+        let mut r = into.clone();
         r.roots = read(&self.roots)?;
         r.compute_nodes = read(&self.compute_nodes)?;
         r.io_nodes = read(&self.io_nodes)?;
@@ -268,6 +269,10 @@ impl Settings {
             &mut files.order,
             Some(&c.guid_routing_order_file).filter(|p| p.is_some()),
         );
+        set(
+            &mut self.sm.routing_inputs.max_reverse_hops,
+            c.max_reverse_hops.as_ref(),
+        );
         if c.partitions.is_some() {
             self.partition_file.clone_from(&c.partitions);
         }
@@ -358,7 +363,7 @@ impl Settings {
             n => n,
         };
         cfg.partitions = self.load_partitions()?;
-        cfg.routing_inputs = self.routing_files.read()?;
+        cfg.routing_inputs = self.routing_files.read_into(&cfg.routing_inputs)?;
         cfg.perfmgr = self.perfmgr_config(&cfg);
         self.check(&cfg)?;
         Ok(cfg)

@@ -31,7 +31,6 @@ pub(crate) const UNIMPLEMENTED: &[(&str, &str)] = &[
     ("lid_matrix_dump_file", "(null)"),
     ("lfts_file", "(null)"),
     ("quasi_ftree_indexing", "FALSE"),
-    ("max_reverse_hops", "0"),
     ("ids_guid_file", "(null)"),
     ("do_mesh_analysis", "FALSE"),
     ("lash_start_vl", "0"),

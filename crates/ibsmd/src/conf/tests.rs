@@ -76,6 +76,11 @@ fn a_bad_value_is_refused_with_file_line_and_token() {
             "t.conf:1: part_enforce sideways: ",
         ),
         ("sm_key\n", "t.conf:1: sm_key: no value"),
+        (
+            "max_reverse_hops 70000\n",
+            "t.conf:1: max_reverse_hops 70000: 70000 does not fit in 16 bits",
+        ),
+        ("max_reverse_hops one\n", "t.conf:1: max_reverse_hops one: "),
     ];
     for (text, want) in cases {
         let e = read(text).expect_err(text);
@@ -166,6 +171,7 @@ fn routing_files_are_read_at_start_and_a_bad_line_stops_it() {
     let cfg = s.engine_config(false).unwrap();
     assert_eq!(cfg.routing_inputs.roots, g(&[0x2001]));
     assert_eq!(cfg.routing_inputs.io_nodes, g(&[0x2003]));
+    assert_eq!(cfg.routing_inputs.max_reverse_hops, 0);
     assert_eq!(s.dump_dir, Some(dir.join("elsewhere")));
     // A line that is not a GUID: file, line and token, and no start.
     std::fs::write(&roots, "0x100\n\nspine-1\n").unwrap();
@@ -358,4 +364,31 @@ fn bad_perfmgr_values_name_their_line() {
     let (s, _) = read("perfmgr TRUE\nperfmgr_max_outstanding_queries 0\n").unwrap();
     let e = s.engine_config(false).unwrap_err();
     assert!(e.msg.contains("perfmgr.max_outstanding_queries"), "{e}");
+}
+
+#[test]
+fn max_reverse_hops_reaches_the_engine_from_the_file_and_the_flag() {
+    let dir = scratch("reverse_hops");
+    let conf = dir.join("o.conf");
+    std::fs::write(&conf, "max_reverse_hops 2\n").unwrap();
+    let cli = crate::cli::Cli {
+        config: Some(conf.clone()),
+        ..crate::cli::Cli::default()
+    };
+    let s = load(&cli).unwrap().settings;
+    let cfg = s.engine_config(false).unwrap();
+    assert_eq!(cfg.routing_inputs.max_reverse_hops, 2);
+    let opts = cfg.routing_inputs.apply(ibsm::routing::Options::default());
+    assert_eq!(opts.max_reverse_hops, 2);
+    // `-c` writes it back; the flag wins over the file.
+    assert!(write(&s).contains("\nmax_reverse_hops 2\n"));
+    let cli = crate::cli::Cli {
+        max_reverse_hops: Some(1),
+        ..cli
+    };
+    let cfg = load(&cli).unwrap().settings.engine_config(false).unwrap();
+    assert_eq!(cfg.routing_inputs.max_reverse_hops, 1);
+    // No longer among the keys ibsmd ignores.
+    let (_, r) = read("max_reverse_hops 3\n").unwrap();
+    assert!(r.warnings.is_empty() && r.ignored.is_empty(), "{r:?}");
 }
