@@ -88,29 +88,34 @@ fn the_root_file_reaches_updn_and_the_switches_tables() {
     }
 }
 
-/// Two leaves with two CAs each, two spines, and a storage CA on spine 0: ftree takes it
-/// only when told which CAs are compute nodes.
-fn tree_with_storage_on_a_spine() -> Fabric {
-    let mut f = Fabric::new();
-    let leaves = [sw(&mut f, 0, 4), sw(&mut f, 1, 4)];
-    let spines = [sw(&mut f, 2, 3), sw(&mut f, 3, 3)];
-    for (l, &leaf) in leaves.iter().enumerate() {
-        for (s, &spine) in spines.iter().enumerate() {
-            f.connect(leaf, 3 + s as u8, spine, 1 + l as u8).unwrap();
-        }
-        for k in 0..2 {
-            let c = ca(&mut f, (2 * l + k) as u64);
-            f.connect(leaf, 1 + k as u8, c, 1).unwrap();
-        }
-    }
-    let storage = ca(&mut f, 4);
-    f.connect(spines[0], 3, storage, 1).unwrap();
-    f
+/// `generate::spine_storage`: `leaves` x `spines`, `cas` compute CAs per leaf, one
+/// storage CA on spine 0, and the leaf-spine cables of `missing` left out.
+fn storage_on_spine_0(leaves: u32, spines: u32, cas: u32, missing: &[(u32, u32)]) -> Fabric {
+    generate::spine_storage(&generate::SpineStorage {
+        leaves,
+        spines,
+        cas_per_leaf: cas,
+        storage: vec![0],
+        missing: missing.to_vec(),
+    })
+    .unwrap()
 }
 
+/// The node GUID of the spine-storage tree's CA `c` (compute CAs first, then storage).
+fn ca_guid(c: u32) -> u64 {
+    generate::scheme_guid(generate::KIND_CA, 0, c).0
+}
+
+/// The port GUID (port 1) of the CA with node GUID `node`.
+fn port_guid(sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>, node_guid: u64) -> Guid {
+    Guid(sim.node_setup(node(sim, node_guid)).unwrap().port_guid(1))
+}
+
+/// Two leaves with two CAs each, two spines, and a storage CA on spine 0: ftree takes it
+/// only when told which CAs are compute nodes.
 #[test]
 fn the_compute_node_file_lets_ftree_route_a_tree_with_storage_on_a_spine() {
-    let f = tree_with_storage_on_a_spine();
+    let f = storage_on_spine_0(2, 2, 2, &[]);
     let (_, nodes) = up(
         &f,
         SimConfig::default(),
@@ -119,15 +124,43 @@ fn the_compute_node_file_lets_ftree_route_a_tree_with_storage_on_a_spine() {
     assert_eq!(nodes[0].last_up().unwrap().routing_engine, "minhop");
     let sim = common::sim_of(&f, SimConfig::default());
     let mut inputs = RoutingInputs::default();
-    inputs.compute_nodes = (0..4)
-        .map(|i| {
-            let n = sim.node_setup(node(&sim, 0x200 + i)).unwrap();
-            Guid(n.port_guid(1))
-        })
-        .collect();
+    inputs.compute_nodes = (0..4).map(|i| port_guid(&sim, ca_guid(i))).collect();
     let (sim, nodes) = up(&f, SimConfig::default(), with_routing("ftree", inputs));
     assert_eq!(nodes[0].last_up().unwrap().routing_engine, "ftree");
     assert_configured(&sim, &nodes[0].sm, 9);
+}
+
+/// Leaf 2 has no cable to spine 0, where the storage hangs: without reverse hops ftree
+/// finds no up/down path between them and the SM falls back to minhop; with
+/// `max_reverse_hops` 1 ftree routes it, leaf 2 climbing to spine 1 on its way to the
+/// storage and spine 0 coming down to leaf 0 on its way to leaf 2's CA.
+#[test]
+fn max_reverse_hops_lets_ftree_reach_storage_on_a_spine_from_every_leaf() {
+    let f = storage_on_spine_0(3, 2, 1, &[(2, 0)]);
+    let sim = common::sim_of(&f, SimConfig::default());
+    let mut inputs = RoutingInputs::default();
+    inputs.io_nodes = vec![port_guid(&sim, ca_guid(3))];
+    let (sim, nodes) = up(
+        &f,
+        SimConfig::default(),
+        with_routing("ftree", inputs.clone()),
+    );
+    assert_eq!(nodes[0].last_up().unwrap().routing_engine, "minhop");
+    assert_configured(&sim, &nodes[0].sm, 9);
+    inputs.max_reverse_hops = 1;
+    let (sim, nodes) = up(&f, SimConfig::default(), with_routing("ftree", inputs));
+    let sm = &nodes[0].sm;
+    assert_eq!(nodes[0].last_up().unwrap().routing_engine, "ftree");
+    assert_configured(&sim, sm, 9);
+    let lid_of = |c: u32| sm.lids()[&port_guid(&sim, ca_guid(c)).0].0;
+    // The LFT of switch `i` of level `level` (1 leaves, 2 spines).
+    let lft = |level: u16, i: u32| {
+        let g = generate::scheme_guid(generate::KIND_SWITCH, level, i);
+        sim.with_agent(node(&sim, g.0), |a| a.sma().lft().to_vec())
+    };
+    // Leaf 2's port 3 is its cable to spine 1; spine 0's port 1 its cable to leaf 0.
+    assert_eq!(lft(1, 2)[usize::from(lid_of(3))], 3);
+    assert_eq!(lft(2, 0)[usize::from(lid_of(2))], 1);
 }
 
 /// What every linked port enables and what its link trained to, as its SMA holds them.
