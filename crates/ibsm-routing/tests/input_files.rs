@@ -481,7 +481,10 @@ fn a_path_needing_more_reverse_hops_than_allowed_fails() {
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
     let cas = ca_lids(&f, &csr, &lids, 6);
     let io = [cas[4].0, cas[5].0];
-    let spines = [switch_by_guid(&csr, spine(0)), switch_by_guid(&csr, spine(1))];
+    let spines = [
+        switch_by_guid(&csr, spine(0)),
+        switch_by_guid(&csr, spine(1)),
+    ];
     let e = ftree_io(&csr, &lids, &io, 1, None).unwrap_err();
     assert_eq!(
         e,
@@ -497,7 +500,10 @@ fn a_path_needing_more_reverse_hops_than_allowed_fails() {
     // The compute nodes reach the storage with one.
     for l in 0..2 {
         let s = switch_by_guid(&csr, leaf(l));
-        assert_eq!(turns_towards(&csr, &r, cas[4 + 1 - l as usize].2)[s], Some(1));
+        assert_eq!(
+            turns_towards(&csr, &r, cas[4 + 1 - l as usize].2)[s],
+            Some(1)
+        );
     }
 }
 
@@ -520,4 +526,43 @@ fn reverse_hops_survive_a_reroute_after_cables_are_lost() {
     assert!(matches!(e, RoutingError::Disconnected { .. }), "{e}");
     let after = ftree_io(&csr, &lids, &io, 2, Some(&before)).unwrap();
     assert_eq!(turns_towards(&csr, &after, cas[5].2)[spine0], Some(2));
+}
+
+#[test]
+fn reverse_hops_change_no_table_where_up_down_reaches_everything() {
+    // An I/O node on a leaf of a full tree: every switch has an up/down path to it, so
+    // any number of reverse hops leaves every table as it is. On a degraded tree only
+    // the I/O node's own column may change (at switches without CAs that escaped).
+    let mut degraded = generate::fat_tree(8, 3).unwrap();
+    generate::degrade(&mut degraded, 0.1, 7).unwrap();
+    for (name, f) in [
+        ("4-ary 2-tree", generate::k_ary_n_tree(4, 2).unwrap()),
+        ("degraded fat_tree(8, 3)", degraded),
+    ] {
+        let csr = Csr::new(&f);
+        let lids = LidAssignment::sequential(&csr, 0).unwrap();
+        // The last CA: d-mod-k sends it up the last ports, not the first.
+        let t = csr.terminal_count() - 1;
+        let (io, io_lid) = (csr.term_guid[t], lids.terminal_lid(t).0);
+        let r0 = ftree_io(&csr, &lids, &[io], 0, None).unwrap();
+        for hops in [1, 3] {
+            let r = ftree_io(&csr, &lids, &[io], hops, None).unwrap();
+            let degraded = name.starts_with("degraded");
+            for s in 0..csr.switch_count() {
+                for lid in 1..r.lft_len() as u16 {
+                    if degraded && lid == io_lid {
+                        continue;
+                    }
+                    assert_eq!(
+                        r.port(s, lid),
+                        r0.port(s, lid),
+                        "{name}, {hops} hops: switch {s} LID {lid}"
+                    );
+                }
+            }
+            if !degraded {
+                assert_eq!(r, r0, "{name}");
+            }
+        }
+    }
 }
