@@ -141,3 +141,67 @@ fn duplicates_are_reported_left_out_and_the_rest_comes_up() {
         "{r:?}"
     );
 }
+
+/// A switch's clone met through a port of the original that has no cable: before, it
+/// was taken for the original reached again and merged unreported (a cable into the
+/// uncabled port). Now it is reported with both routes and left out; the rest comes up.
+#[test]
+fn a_switch_clone_met_on_an_uncabled_port_is_reported_not_merged() {
+    const S2: u64 = 0x600;
+    let mut sim: Sim<SmaAgent> = Sim::new(SimConfig::default());
+    let s1 = sim
+        .add_node(NodeSetup::new(SW, NodeKind::Switch, 8, "s1"))
+        .unwrap();
+    let sm_ca = sim
+        .add_node(NodeSetup::new(SM_CA, NodeKind::Ca, 1, "sm"))
+        .unwrap();
+    let s2 = sim
+        .add_node(NodeSetup::new(S2, NodeKind::Switch, 4, "s2"))
+        .unwrap();
+    let clone = sim
+        .add_clone(NodeSetup::new(S2, NodeKind::Switch, 4, "clone of s2"))
+        .unwrap();
+    let b = sim
+        .add_node(NodeSetup::new(B, NodeKind::Ca, 1, "b"))
+        .unwrap();
+    sim.connect(sm_ca, 1, s1, 1).unwrap();
+    sim.connect(s2, 1, s1, 2).unwrap();
+    sim.connect(b, 1, s2, 3).unwrap();
+    // Port 2 of the original has no cable; the clone answers on its port 2.
+    sim.connect(clone, 2, s1, 3).unwrap();
+    let mut port = sim.attach_sm(sm_ca, 1).unwrap();
+    port.set_is_sm(true).unwrap();
+    let mut sm = SubnetManager::new(SmConfig::default(), port.local_port()).unwrap();
+    sm.start(port.now()).unwrap();
+    let mut events = Vec::new();
+    driver::run(&mut sm, &mut port, Instant::from_secs(60), |ev| {
+        events.push(ev.clone());
+        matches!(ev, SmEvent::SubnetUp { .. })
+    })
+    .unwrap();
+    assert!(sm.is_up(), "{events:?}");
+    let dups: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::DuplicateGuid {
+                guid,
+                port,
+                first,
+                second,
+            } => Some((*guid, *port, *first, *second)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dups, [(S2, false, route("0,1,2"), route("0,1,3"))]);
+    let subnet = sm.subnet();
+    assert_eq!(subnet.nodes.len(), 4);
+    let n = &subnet.nodes[subnet.by_guid[&S2]];
+    assert_eq!(n.ports[2].peer, None, "merged into the uncabled port");
+    let n1 = &subnet.nodes[subnet.by_guid[&SW]];
+    assert_eq!(n1.ports[3].peer, None);
+    // The clone got no LID; B behind the original did.
+    let lid = |n: NodeIdx, p: u8| sim.with_agent(n, |a| a.sma().lid(p)).unwrap_or(0);
+    assert_eq!(lid(clone, 0), 0);
+    assert_ne!(lid(b, 1), 0);
+    let _ = s2;
+}

@@ -85,6 +85,11 @@ pub enum PortSeen {
     /// LinkSpeedExt* fields are blank: asked again with the bit (OpenSM PR 39), this
     /// answer dropped.
     AskedAgain,
+    /// The port is Down, yet a node answering with its node's GUID was reached as if
+    /// through it (it had no cable in the model then): that was a second node with the
+    /// GUID, not this one again. The link is taken out of the model and the duplicate
+    /// recorded in [`Discovered::duplicates`] (this one); the answer is kept.
+    Duplicate(Duplicate),
 }
 
 /// The discovery's rules; see the module docs. The model it fills is the caller's.
@@ -215,12 +220,15 @@ impl Walk {
         let entry = node.ports.get(usize::from(in_port));
         // One node answers alike along every route, and a port has one cable: another
         // type or size, or a cable into a port whose cable is known to end elsewhere,
-        // is another node.
+        // or into a port read Down (no cable), is another node. (A port read Down
+        // before its peer's answer and not yet cabled then is caught when its PortInfo
+        // comes: `Walk::port_info`.)
         let other_node = node.info.node_type != ni.node_type
             || node.info.num_ports != ni.num_ports
             || entry.is_none_or(|p| {
                 from.is_some() && p.peer.is_some_and(|peer| Some(peer) != from)
                     || !node.is_switch() && p.guid != 0 && p.guid != ni.port_guid
+                    || from.is_some() && p.info.is_some_and(|pi| pi.port_state == PortState::Down)
             });
         if other_node {
             let first = node.path;
@@ -313,6 +321,18 @@ impl Walk {
             return PortSeen::AskedAgain;
         }
         p.info = Some(*pi);
+        if pi.port_state == PortState::Down {
+            if let Some(d) = Self::unlink_down(found, node, port) {
+                return PortSeen::Duplicate(d);
+            }
+        }
+        let Some(p) = found
+            .nodes
+            .get(node)
+            .and_then(|n| n.ports.get(usize::from(port)))
+        else {
+            return PortSeen::Taken;
+        };
         let linked = p.peer.is_some();
         // Out of switch ports, and out of the local CA's own port (the root, reached by
         // the empty route).
@@ -334,6 +354,31 @@ impl Walk {
             }
         }
         PortSeen::Taken
+    }
+
+    /// Port `port` of `node` reads Down but has a cable in the model: the node at the
+    /// other end reached a second node with this node's GUID through it (a Down port
+    /// carries no SMP), which was taken for this one. Takes the cable out and records
+    /// the duplicate, with the route that reached the second node.
+    fn unlink_down(found: &mut Discovered, node: usize, port: u8) -> Option<Duplicate> {
+        let n = found.nodes.get(node)?;
+        if !n.is_switch() && n.path.is_local() {
+            return None;
+        }
+        let (peer, pp) = n.ports.get(usize::from(port))?.peer?;
+        let (guid, first) = (n.info.node_guid, n.path);
+        let via = found.nodes.get(peer)?;
+        let second = via.path_for(pp).child(pp).ok()?;
+        for (a, b) in [(node, port), (peer, pp)] {
+            if let Some(p) = found
+                .nodes
+                .get_mut(a)
+                .and_then(|n| n.ports.get_mut(usize::from(b)))
+            {
+                p.peer = None;
+            }
+        }
+        Some(duplicate(found, guid, DuplicateKind::Node, first, second))
     }
 
     /// A probe that got no usable answer. A switch whose SwitchInfo failed still needs

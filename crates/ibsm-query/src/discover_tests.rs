@@ -298,3 +298,61 @@ fn duplicate_guids_are_reported_and_left_out() {
     // The node left out has the description of the one kept, not its own.
     assert_eq!(found.nodes[found.by_guid[&0x300]].description, "b");
 }
+
+/// A clone of a switch reached through a port of the original that has no cable (so
+/// no peer in the model when the clone answers): reported with both routes, not merged
+/// into the original (no cable into its uncabled port), whichever of the clone's
+/// NodeInfo and the original port's PortInfo comes first.
+#[test]
+fn a_switch_clone_met_on_an_uncabled_port_is_reported_not_merged() {
+    use ibsm_sim::{NodeKind, NodeSetup};
+    let mut sim: Sim<SmaAgent> = Sim::new(SimConfig::default());
+    let s1 = sim
+        .add_node(NodeSetup::new(0x100, NodeKind::Switch, 8, "s1"))
+        .unwrap();
+    let me = sim
+        .add_node(NodeSetup::new(0x200, NodeKind::Ca, 1, "me"))
+        .unwrap();
+    let s2 = sim
+        .add_node(NodeSetup::new(0x600, NodeKind::Switch, 4, "s2"))
+        .unwrap();
+    let clone = sim
+        .add_clone(NodeSetup::new(0x600, NodeKind::Switch, 4, "clone of s2"))
+        .unwrap();
+    sim.connect(me, 1, s1, 1).unwrap();
+    sim.connect(s2, 1, s1, 2).unwrap();
+    // The clone answers on its port 2, which on s2 has no cable.
+    sim.connect(clone, 2, s1, 3).unwrap();
+    let mut port = sim.attach_sm(me, 1).unwrap();
+    let (found, _) = run(&mut port, SmpConfig::default());
+    let r = |s| DrPath::parse_str(s).unwrap();
+    assert_eq!(
+        found.duplicates,
+        [Duplicate {
+            guid: 0x600,
+            kind: DuplicateKind::Node,
+            first: r("0,1,2"),
+            second: r("0,1,3"),
+        }]
+    );
+    let got = found.to_fabric().unwrap();
+    let links: BTreeSet<_> = shape(&got).into_iter().collect();
+    let want: BTreeSet<_> = [(0x100, 1, 0x200, 1), (0x100, 2, 0x600, 1)]
+        .into_iter()
+        .collect();
+    assert_eq!(links, want);
+    let s2n = &found.nodes[found.by_guid[&0x600]];
+    assert_eq!(s2n.ports[2].peer, None);
+
+    // The original port's PortInfo first: the walk fed by hand, the port read Down
+    // before the clone answers through s1's port 3.
+    let mut walk = Walk::default();
+    let mut f = found.clone();
+    f.duplicates.clear();
+    let s1i = f.by_guid[&0x100];
+    let mut ni = f.nodes[f.by_guid[&0x600]].info;
+    ni.local_port_num = 2;
+    let seen = walk.node_info(&mut f, r("0,1,3"), Some((s1i, 3)), &ni);
+    assert!(matches!(seen, Seen::Duplicate(_)), "{seen:?}");
+    assert_eq!(f.nodes[f.by_guid[&0x600]].ports[2].peer, None);
+}

@@ -130,23 +130,25 @@ impl SubnetManager {
                 }
             }
             Seen::Again(_) => {}
-            Seen::Duplicate(d) => {
-                tracing::warn!(
-                    guid = format_args!("{:#018x}", d.guid),
-                    kind = ?d.kind,
-                    first = %d.first,
-                    second = %d.second,
-                    "two nodes or ports answer with one GUID: the second is left out"
-                );
-                self.event(SmEvent::DuplicateGuid {
-                    guid: d.guid,
-                    port: d.kind == ibsm_query::discover::DuplicateKind::Port,
-                    first: d.first,
-                    second: d.second,
-                });
-            }
+            Seen::Duplicate(d) => self.report_duplicate(d),
         }
         self.drain_walk();
+    }
+
+    fn report_duplicate(&mut self, d: ibsm_query::discover::Duplicate) {
+        tracing::warn!(
+            guid = format_args!("{:#018x}", d.guid),
+            kind = ?d.kind,
+            first = %d.first,
+            second = %d.second,
+            "two nodes or ports answer with one GUID: the second is left out"
+        );
+        self.event(SmEvent::DuplicateGuid {
+            guid: d.guid,
+            port: d.kind == ibsm_query::discover::DuplicateKind::Port,
+            first: d.first,
+            second: d.second,
+        });
     }
 
     pub(super) fn on_switch_info(&mut self, node: NodeIx, data: &[u8]) {
@@ -188,9 +190,13 @@ impl SubnetManager {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
-        if self.walk.port_info(&mut self.subnet, node, port, &pi) == PortSeen::AskedAgain {
-            self.drain_walk();
-            return;
+        match self.walk.port_info(&mut self.subnet, node, port, &pi) {
+            PortSeen::AskedAgain => {
+                self.drain_walk();
+                return;
+            }
+            PortSeen::Duplicate(d) => self.report_duplicate(d),
+            PortSeen::Taken => {}
         }
         // Another SM's port: ask it for its SMInfo (the election decides).
         let rec = &self.subnet.nodes[node];
