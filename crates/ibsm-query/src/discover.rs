@@ -100,6 +100,10 @@ pub struct Walk {
     out: VecDeque<Probe>,
     /// Switches whose ports have been queued.
     ports_read: HashSet<usize>,
+    /// Switches whose external ports wait for port 0's PortInfo (its CapabilityMask
+    /// says whether the switch supports extended speeds, so they are asked with
+    /// modifier bit 31 at once instead of twice).
+    wait_port0: HashSet<usize>,
 }
 
 impl Walk {
@@ -114,6 +118,7 @@ impl Walk {
         Self {
             out,
             ports_read: HashSet::new(),
+            wait_port0: HashSet::new(),
         }
     }
 
@@ -286,7 +291,10 @@ impl Walk {
         }
     }
 
-    /// Queues the PortInfo of every port of switch `node` (0..=NumPorts), once.
+    /// Queues the PortInfo of every port of switch `node` (0..=NumPorts), once: port 0
+    /// first, the others once it has answered (or failed), so that they are asked with
+    /// modifier bit 31 the first time where port 0's CapabilityMask says the switch
+    /// supports extended speeds (as OpenSM reads a switch's capabilities from port 0).
     pub fn read_ports(&mut self, found: &Discovered, node: usize) {
         let Some(n) = found.nodes.get(node) else {
             return;
@@ -294,8 +302,28 @@ impl Walk {
         if !self.ports_read.insert(node) {
             return;
         }
-        for port in 0..=n.info.num_ports {
+        self.out.push_back(Probe::PortInfo { node, port: 0 });
+        if n.info.num_ports > 0 {
+            self.wait_port0.insert(node);
+        }
+    }
+
+    /// Port 0 of switch `node` answered or failed: its external ports go out.
+    fn release_ports(&mut self, found: &Discovered, node: usize) {
+        if !self.wait_port0.remove(&node) {
+            return;
+        }
+        let ports = found.nodes.get(node).map_or(0, |n| n.info.num_ports);
+        for port in 1..=ports {
             self.out.push_back(Probe::PortInfo { node, port });
+        }
+    }
+
+    /// A PortInfo Get that got no answer at all (a caller that does not hand
+    /// [`Self::failed`] an error): as there, a switch's port 0 releases its other ports.
+    pub fn port_info_lost(&mut self, found: &Discovered, node: usize, port: u8) {
+        if port == 0 {
+            self.release_ports(found, node);
         }
     }
 
@@ -318,9 +346,17 @@ impl Walk {
         if !p.ext_speeds && ext_speeds_supported(pi) {
             p.ext_speeds = true;
             self.out.push_back(Probe::PortInfo { node, port });
+            if is_switch && port == 0 {
+                // The capability is known now: the other ports go with bit 31.
+                self.release_ports(found, node);
+            }
             return PortSeen::AskedAgain;
         }
+
         p.info = Some(*pi);
+        if is_switch && port == 0 {
+            self.release_ports(found, node);
+        }
         if pi.port_state == PortState::Down {
             if let Some(d) = Self::unlink_down(found, node, port) {
                 return PortSeen::Duplicate(d);
@@ -392,6 +428,7 @@ impl Walk {
                 }
             }
             Probe::PortInfo { node, port } => {
+                self.port_info_lost(found, node, port);
                 if let Some(p) = found
                     .nodes
                     .get_mut(node)

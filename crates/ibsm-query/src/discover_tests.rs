@@ -356,3 +356,37 @@ fn a_switch_clone_met_on_an_uncabled_port_is_reported_not_merged() {
     assert!(matches!(seen, Seen::Duplicate(_)), "{seen:?}");
     assert_eq!(f.nodes[f.by_guid[&0x600]].ports[2].peer, None);
 }
+
+/// On an extended-speed fabric a switch's external ports are asked once, with bit 31,
+/// since port 0's CapabilityMask told (OpenSM PR 39 asked every port twice): only each
+/// switch's port 0 and each CA port (nothing told before them) are asked again, so the
+/// walk sends that many SMPs more than on QDR, and finds the same subnet.
+#[test]
+fn extended_speed_switch_ports_are_asked_once() {
+    use ibsm_topology::LinkSpeed;
+    let fabric = generate::k_ary_n_tree(2, 2).unwrap();
+    let walk = |speed| {
+        let cfg = SimConfig {
+            link_speed: speed,
+            ..SimConfig::default()
+        };
+        let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, cfg).unwrap();
+        let first = fabric.cas().next().unwrap().1.guid().0;
+        let mut port = sim.attach_sm(sim.node_by_guid(first).unwrap(), 1).unwrap();
+        run(&mut port, SmpConfig::default())
+    };
+    let (qdr, qs) = walk(LinkSpeed::Qdr);
+    let (ndr, ns) = walk(LinkSpeed::Ndr);
+    let switches = ndr.nodes.iter().filter(|n| n.is_switch()).count() as u64;
+    let ca_ports: u64 = ndr
+        .nodes
+        .iter()
+        .filter(|n| !n.is_switch())
+        .map(|n| n.ports.iter().filter(|p| p.info.is_some()).count() as u64)
+        .sum();
+    assert!(switches > 0 && ca_ports > 0);
+    assert_eq!(ns.sent, qs.sent + switches + ca_ports);
+    let (q, n) = (qdr.to_fabric().unwrap(), ndr.to_fabric().unwrap());
+    assert_eq!(shape(&n), shape(&q));
+    assert_eq!(nodes(&n), nodes(&q));
+}

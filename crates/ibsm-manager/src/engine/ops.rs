@@ -303,6 +303,11 @@ impl SubnetManager {
     /// status) does, from its row of the table.
     pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
         self.forget_unwritten(op);
+        if let Op::PortInfo { node, port } = op {
+            // A switch's other ports wait for port 0's answer (`Walk::read_ports`).
+            self.walk.port_info_lost(&self.subnet, node, port);
+            self.drain_walk();
+        }
         if let Op::SetMft { .. } = op {
             self.mft_written();
         }

@@ -184,11 +184,7 @@ impl Discovered {
         };
         let has = |p: &FoundPort| p.ext_speeds || p.info.as_ref().is_some_and(ext_speeds_supported);
         let ext = rec.ports.get(usize::from(port)).is_some_and(has)
-            || rec.is_switch()
-                && rec
-                    .ports
-                    .first()
-                    .is_some_and(|p| p.info.as_ref().is_some_and(ext_speeds_supported));
+            || rec.is_switch() && rec.ports.first().is_some_and(has);
         if let Some(p) = rec.ports.get_mut(usize::from(port)) {
             p.ext_speeds = ext;
         }
