@@ -26,7 +26,9 @@ use std::collections::{HashSet, VecDeque};
 
 use ibsm_transport::{Instant, Transport, TransportError, TxStats};
 use ibsm_wire::smp::MAX_HOPS;
-use ibsm_wire::{DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
+use ibsm_wire::{
+    DrPath, NodeDescription, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo,
+};
 
 use crate::smp::{SmpClient, SmpConfig, SmpError, SmpEvent, Target};
 
@@ -377,9 +379,15 @@ impl Walk {
         } else {
             path.is_local() && port == local_port
         };
+        // A port Disabled, Polling or asleep has no link whatever its LinkState says
+        // (ibsim leaves that as it was when a port is disabled or enabled again); an
+        // SMP across it would be lost.
         let up = matches!(
             pi.port_state,
             PortState::Init | PortState::Armed | PortState::Active
+        ) && !matches!(
+            pi.port_phys_state,
+            PhysPortState::Disabled | PhysPortState::Polling | PhysPortState::Sleep
         );
         if explore && up && !linked && path.hops() < MAX_HOPS {
             if let Ok(child) = path.child(port) {

@@ -390,3 +390,36 @@ fn extended_speed_switch_ports_are_asked_once() {
     assert_eq!(shape(&n), shape(&q));
     assert_eq!(nodes(&n), nodes(&q));
 }
+
+#[test]
+fn ports_disabled_polling_or_asleep_are_not_crossed_whatever_their_link_state() {
+    // ibsim leaves a port's LinkState as it was when the port is disabled, or enabled
+    // again (then Polling for good): only PortPhysicalState says there is no link.
+    for (phys, crossed) in [
+        (PhysPortState::LinkUp, true),
+        (PhysPortState::Disabled, false),
+        (PhysPortState::Polling, false),
+        (PhysPortState::Sleep, false),
+    ] {
+        let mut found = Discovered::default();
+        let mut walk = Walk::new();
+        assert!(walk.poll_probe(&mut found).is_some(), "the local NodeInfo");
+        let mut ni = NodeInfo::parse(&[0u8; NodeInfo::SIZE]).unwrap();
+        ni.node_type = NodeType::Switch;
+        ni.num_ports = 4;
+        ni.node_guid = 0x10;
+        ni.port_guid = 0x10;
+        walk.node_info(&mut found, DrPath::local(), None, &ni);
+        while walk.poll_probe(&mut found).is_some() {}
+        let mut pi = PortInfo::parse(&[0u8; PortInfo::SIZE]).unwrap();
+        pi.port_state = PortState::Init;
+        pi.port_phys_state = phys;
+        assert_eq!(walk.port_info(&mut found, 0, 1, &pi), PortSeen::Taken);
+        let next = walk.poll_probe(&mut found);
+        assert_eq!(
+            matches!(next, Some((Probe::NodeInfo { .. }, _, _))),
+            crossed,
+            "{phys:?}: {next:?}"
+        );
+    }
+}
