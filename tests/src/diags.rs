@@ -44,6 +44,17 @@ pub fn fields(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The text of field `name` in a dump (`smpquery portinfo`'s `PhysLinkState:...LinkUp`
+/// gives `LinkUp`), the first line that holds it; `None` if no line does.
+#[must_use]
+pub fn text_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(field)
+        .find(|&(n, _)| n == name)
+        .map(|(_, v)| v.trim())
+}
+
 /// One perfquery block: the fields after a `# Port ...: Lid L port P ...` header.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Block {
@@ -145,6 +156,21 @@ PortLocalPhysicalErrors:.........0
         assert_eq!(f.len(), 2, "{f:?}");
         assert_eq!((f["Lid"], f["CapMask"]), (7, 0x2251_086a));
         assert_eq!(fields(TWO)["PortLocalPhysicalErrors"], 0);
+    }
+
+    #[test]
+    fn text_fields_are_read_by_name() {
+        let smpquery = "# Port info: Lid 3 port 5\n\
+                        LinkState:.......................Initialize\n\
+                        PhysLinkState:...................Disabled\n";
+        assert_eq!(text_field(smpquery, "PhysLinkState"), Some("Disabled"));
+        assert_eq!(text_field(smpquery, "LinkState"), Some("Initialize"));
+        assert_eq!(
+            text_field(smpquery, "Port info"),
+            None,
+            "header lines are not fields"
+        );
+        assert_eq!(text_field(smpquery, "Lid"), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+use ibsm_tests::diags::text_field;
 use ibsm_tests::peer::{
     Daemon, Fabric, Verified, ca_ports, diag, needed, net_file, start_ibsmd, stop_ibsmd,
     verify_topology, verify_with_diags,
@@ -72,10 +73,7 @@ fn wait_for(f: &Fabric, text: &str, n: usize, limit: Duration) -> String {
 
 /// `PhysLinkState` as `smpquery portinfo` prints it (`PhysLinkState:....LinkUp`).
 fn phys_state(portinfo: &str) -> &str {
-    portinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("PhysLinkState:"))
-        .map_or("", |v| v.trim_start_matches('.').trim())
+    text_field(portinfo, "PhysLinkState").unwrap_or_default()
 }
 
 /// `smpquery portinfo` of port `port` of the switch with GUID `guid`.
