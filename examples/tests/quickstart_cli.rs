@@ -162,6 +162,8 @@ fn forced_link_options_are_used_and_checked() {
     ]);
     assert!(out.status.success(), "{err}");
     assert_eq!(summary(&out)["verified"], true);
+    // The links retrained to what both ends enable, and the SM's model says so.
+    assert!(err.contains("link speeds (ports): 1x SDR 128"), "{err}");
     let (out, err) = run(&["--fat-tree", "2,8", "--force-link-width", "100"]);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
