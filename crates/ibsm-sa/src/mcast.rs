@@ -391,6 +391,19 @@ impl Groups {
     /// Builds the trees of the groups whose members or topology changed, and returns
     /// every group's MFT entries.
     fn desired(&mut self, db: &Db) -> tree::Entries {
+        // A group without members has no tree, whatever the fabric: the all-pairs switch
+        // hops are built only once a group needs a tree (on an 11,664-CA fat tree they
+        // cost ~0.1 s, and a fresh subnet has only the empty IPoIB broadcast group).
+        for g in self
+            .groups
+            .values_mut()
+            .filter(|g| g.dirty && g.members.is_empty())
+        {
+            g.dirty = false;
+            g.beyond_cap.clear();
+            g.root = None;
+            g.tree.clear();
+        }
         if self.groups.values().any(|g| g.dirty) {
             let hops = self.hops.get_or_insert_with(|| tree::Hops::new(db));
             // Groups rooted at each switch, for spreading the roots.
