@@ -169,11 +169,7 @@ fn hung_master_behind_a_live_sma_is_detected_by_its_frozen_act_count() {
     // out).
     let c = Config::fast(1);
     let hang_bound = c.polling_timeout * (c.polling_retries + 1);
-    assert!(
-        lost.0 <= Instant::from_secs(1) + hang_bound,
-        "{:?}",
-        lost.0
-    );
+    assert!(lost.0 <= Instant::from_secs(1) + hang_bound, "{:?}", lost.0);
     assert_eq!(b.state(), SmState::Discovering);
 }
 
