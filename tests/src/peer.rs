@@ -258,6 +258,14 @@ pub struct Verified {
 }
 
 impl Verified {
+    /// The entries of switch `guid`'s LFT that leave through `port`.
+    #[must_use]
+    pub fn lft_uses(&self, guid: u64, port: u8) -> usize {
+        self.lfts
+            .get(&guid)
+            .map_or(0, |lft| lft.values().filter(|&&p| p == port).count())
+    }
+
     /// The switch port on the far side of a cable from `(guid, port)`, if any.
     #[must_use]
     pub fn peer(&self, guid: u64, port: u8) -> Option<(u64, u8)> {
@@ -582,6 +590,31 @@ impl Drop for Daemon {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+}
+
+/// Waits until ibsmd (started by [`start_ibsmd`]) has reported more than `ups` SUBNET
+/// UPs in `ibsmd.err` and then a light sweep that found nothing to do (the fabric is
+/// settled); returns the new SUBNET UP count.
+///
+/// # Panics
+/// When that does not happen within `limit`, with the log.
+pub fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let err = f.read("ibsmd.err");
+        let now = err.matches("SUBNET UP").count();
+        let settled = err
+            .rfind("SUBNET UP")
+            .is_some_and(|last| err[last..].contains("light sweep: nothing to do"));
+        if now > ups && settled {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ibsmd did not settle after {ups} SUBNET UPs within {limit:?}:\n{err}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use ibsm_tests::diags::text_field;
 use ibsm_tests::peer::{
     Daemon, Fabric, Verified, ca_ports, diag, needed, net_file, start_ibsmd, stop_ibsmd,
-    verify_topology, verify_with_diags,
+    verify_topology, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{Link, generate, ibnet};
@@ -33,27 +33,6 @@ const QUIET: u64 = 6;
 
 /// Flaps the tests cause: one more than `--flap-count` allows.
 const FLAPS: usize = 3;
-
-/// Waits until ibsmd has reported more than `ups` SUBNET UPs and then a light sweep
-/// that found nothing to do; returns the new SUBNET UP count.
-fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
-    let deadline = Instant::now() + limit;
-    loop {
-        let err = f.read("ibsmd.err");
-        let now = err.matches("SUBNET UP").count();
-        if now > ups {
-            let last = err.rfind("SUBNET UP").unwrap();
-            if err[last..].contains("light sweep: nothing to do") {
-                return now;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "ibsmd did not settle after {ups} SUBNET UPs within {limit:?}:\n{err}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// Waits until ibsmd's log holds `text` at least `n` times.
 fn wait_for(f: &Fabric, text: &str, n: usize, limit: Duration) -> String {
@@ -80,11 +59,6 @@ fn phys_state(portinfo: &str) -> &str {
 fn portinfo(f: &Fabric, v: &Verified, guid: u64, port: u8) -> String {
     let lid = v.lids[&(guid, 0)].to_string();
     diag(f, "smpquery", &["portinfo", &lid, &port.to_string()])
-}
-
-/// The entries of switch `guid`'s LFT that leave through `port`.
-fn using(v: &Verified, guid: u64, port: u8) -> usize {
-    v.lfts[&guid].values().filter(|&&p| p == port).count()
 }
 
 struct Setup {
@@ -136,7 +110,7 @@ fn setup(name: &str, extra: &[&str]) -> Setup {
     let before = verify_topology(&f, &topo, 0);
     let (ga, gb) = guids(&topo, link);
     assert!(
-        using(&before, ga, link.a.port) > 0 && using(&before, gb, link.b.port) > 0,
+        before.lft_uses(ga, link.a.port) > 0 && before.lft_uses(gb, link.b.port) > 0,
         "the cable carried no route before it flapped"
     );
     Setup {
@@ -225,7 +199,7 @@ fn check_used_again(s: &Setup, from: usize) {
     wait_settled_after(&s.f, from, Duration::from_secs(20));
     let back = verify_topology(&s.f, &s.topo, 0);
     assert!(
-        using(&back, ga, s.link.a.port) > 0 && using(&back, gb, s.link.b.port) > 0,
+        back.lft_uses(ga, s.link.a.port) > 0 && back.lft_uses(gb, s.link.b.port) > 0,
         "the cable carries no route after its ports were taken back"
     );
     assert_eq!(back.lids, s.before.lids, "LIDs moved");
@@ -244,12 +218,12 @@ fn a_flapping_cable_is_routed_around_until_quiet_then_used_again() {
     let now = verify_topology(&s.f, &s.topo, 0);
     assert_eq!(now.peer(ga, s.link.a.port), Some((gb, s.link.b.port)));
     assert_eq!(
-        using(&now, ga, s.link.a.port),
+        now.lft_uses(ga, s.link.a.port),
         0,
         "LFT uses an unhealthy port"
     );
     assert_eq!(
-        using(&now, gb, s.link.b.port),
+        now.lft_uses(gb, s.link.b.port),
         0,
         "LFT uses an unhealthy port"
     );
@@ -294,8 +268,8 @@ fn babbling_port_policy_disables_a_flapping_link_until_quiet() {
         0,
     );
     assert_eq!(cut.peer(ga, s.link.a.port), None);
-    assert_eq!(using(&cut, ga, s.link.a.port), 0);
-    assert_eq!(using(&cut, gb, s.link.b.port), 0);
+    assert_eq!(cut.lft_uses(ga, s.link.a.port), 0);
+    assert_eq!(cut.lft_uses(gb, s.link.b.port), 0);
     assert_eq!(cut.lids, s.before.lids, "LIDs moved");
     // Taken back: ibsmd enables what it disabled (PhysLinkState leaves Disabled).
     let from = wait_taken_back(&s);

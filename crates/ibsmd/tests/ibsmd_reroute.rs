@@ -11,47 +11,21 @@
 //! once the fabric has been quiet that long.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ibsm_tests::peer::{
     Fabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, verify_topology,
-    verify_with_diags,
+    verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{generate, ibnet};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 
-/// Waits until ibsmd has reported more than `ups` SUBNET UPs and then a light sweep
-/// that found nothing to do (the fabric is settled); returns the new SUBNET UP count.
-fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
-    let deadline = Instant::now() + limit;
-    loop {
-        let err = f.read("ibsmd.err");
-        let now = err.matches("SUBNET UP").count();
-        if now > ups {
-            let last = err.rfind("SUBNET UP").unwrap();
-            if err[last..].contains("light sweep: nothing to do") {
-                return now;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "ibsmd did not settle after {ups} SUBNET UPs within {limit:?}:\n{err}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The last SUBNET UP line of ibsmd's log.
 fn last_up(err: &str) -> &str {
     let from = err.rfind("SUBNET UP").expect("a SUBNET UP");
     err[from..].lines().next().unwrap_or_default()
-}
-
-/// The entries of switch `guid`'s LFT that leave through `port`.
-fn using(v: &Verified, guid: u64, port: u8) -> usize {
-    v.lfts[&guid].values().filter(|&&p| p == port).count()
 }
 
 /// An ibsim radix-8 2-level fat tree named `name` with ibsmd (`updn`, 1 s light sweeps,
@@ -116,7 +90,7 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     let (ga, gb) = (na.guid().0, nb.guid().0);
     assert_eq!(before.peer(ga, a.port), Some((gb, b.port)));
     assert!(
-        using(&before, ga, a.port) > 0 && using(&before, gb, b.port) > 0,
+        before.lft_uses(ga, a.port) > 0 && before.lft_uses(gb, b.port) > 0,
         "the cable carried no route before it was pulled"
     );
 
@@ -133,8 +107,8 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     assert_eq!(heavy, 1, "heavy sweeps after the Unlink:\n{}", &err[mark..]);
     let cut = verify_cut(&f, &topo);
     assert_eq!(cut.peer(ga, a.port), None);
-    assert_eq!(using(&cut, ga, a.port), 0, "LFT still uses the dead port");
-    assert_eq!(using(&cut, gb, b.port), 0, "LFT still uses the dead port");
+    assert_eq!(cut.lft_uses(ga, a.port), 0, "LFT still uses the dead port");
+    assert_eq!(cut.lft_uses(gb, b.port), 0, "LFT still uses the dead port");
     assert_eq!(cut.lids, before.lids, "LIDs moved on re-route");
     assert!(
         last_up(&err).contains("re-routed after a loss"),
@@ -159,8 +133,8 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
         "SIGHUP did not recompute the routes:\n{err}"
     );
     let rebalanced = verify_cut(&f, &topo);
-    assert_eq!(using(&rebalanced, ga, a.port), 0, "LFT uses the dead port");
-    assert_eq!(using(&rebalanced, gb, b.port), 0, "LFT uses the dead port");
+    assert_eq!(rebalanced.lft_uses(ga, a.port), 0, "LFT uses the dead port");
+    assert_eq!(rebalanced.lft_uses(gb, b.port), 0, "LFT uses the dead port");
     assert_eq!(rebalanced.lids, before.lids, "LIDs moved on rebalance");
 
     f.sim
@@ -168,7 +142,7 @@ fn ibsmd_reroutes_around_an_unlinked_cable_and_back_when_it_returns() {
     wait_settled(&f, ups, Duration::from_secs(20));
     let back = verify_topology(&f, &topo, 0);
     assert!(
-        using(&back, ga, a.port) > 0 && using(&back, gb, b.port) > 0,
+        back.lft_uses(ga, a.port) > 0 && back.lft_uses(gb, b.port) > 0,
         "the returned cable carries no route"
     );
     assert_eq!(back.lids, before.lids, "LIDs moved on re-route");
