@@ -4,6 +4,7 @@
 //! the process while the model and the `Fabric` built from it are alive, and the
 //! model's own heap bytes as counted from its shape).
 
+use ibsm_benches::rss_kib;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -12,17 +13,6 @@ use ibsm_query::smp::SmpConfig;
 use ibsm_sim::{Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::generate;
 use ibsm_transport::Transport;
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 fn walk(port: &mut SimPort<SmaAgent>) -> Discovered {
     let mut d = Discovery::new(SmpConfig::default());

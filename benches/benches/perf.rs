@@ -4,6 +4,7 @@
 //! our SM brought the fabric up; wall time per sweep and the memory a scrape holds.
 //! Also the same sweep as the SM's PerfMgr would size it (500 in flight).
 
+use ibsm_benches::rss_kib;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -12,17 +13,6 @@ use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
 use ibsm_sim::{Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::{Fabric, generate};
 use ibsm_transport::{Instant, Transport, TxConfig};
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// What the SM's PerfMgr reads: every switch's cabled ports at its port 0 LID, every
 /// cabled CA port at its own.

@@ -5,6 +5,7 @@
 //! link model, DR rules) and with `SmaAgent` (ibsm-sma on every node, as users run it:
 //! full-size LFTs, the real SMP processing).
 
+use ibsm_benches::rss_kib;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -14,17 +15,6 @@ use ibsm_sim::{Agent, NodeIdx, Sim, SimConfig, SmaAgent};
 use ibsm_topology::generate;
 use ibsm_transport::{Address, DrAddress, Transport};
 use ibsm_wire::{DrPath, DrSmp, Method};
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 /// Directed routes from `from` port 1 to every node, by BFS over the cabling.
 fn routes<A: Agent>(sim: &Sim<A>, from: NodeIdx) -> Vec<(NodeIdx, DrPath)> {
