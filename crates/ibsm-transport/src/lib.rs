@@ -66,6 +66,7 @@
 
 mod addr;
 mod clock;
+mod deadlines;
 mod error;
 mod tid;
 pub mod txn;

@@ -16,13 +16,13 @@
 //! [`Transactions::drive`] is that loop, ready made, for tools that simply want their
 //! requests answered.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::Transport;
 use crate::addr::{Address, Incoming, Received};
 use crate::clock::Instant;
+use crate::deadlines::{Deadlines, IdMap};
 use crate::error::TransportError;
 use crate::tid::{TidAllocator, TidKey};
 
@@ -173,14 +173,18 @@ pub struct Transactions<C> {
     config: TxConfig,
     tids: TidAllocator,
     next_id: u64,
-    entries: HashMap<TxId, Entry<C>>,
-    by_key: HashMap<TidKey, TxId>,
+    entries: IdMap<TxId, Entry<C>>,
+    by_key: IdMap<TidKey, TxId>,
     /// Admitted to the window but not yet handed to `poll_transmit`.
     to_send: VecDeque<TxId>,
     /// Waiting for a window slot.
     backlog: VecDeque<TxId>,
     in_window: usize,
-    timers: BinaryHeap<Reverse<(Instant, TxId, u32)>>,
+    timers: Deadlines,
+    /// What [`Self::poll_timeout`] last found, kept while nothing could have moved it
+    /// (`None`: look again). The engine asks after every MAD in and out, and looking
+    /// costs a map lookup per deadline at the front.
+    next_deadline: Option<Option<Instant>>,
     events: VecDeque<Event<C>>,
     stats: TxStats,
 }
@@ -196,12 +200,13 @@ impl<C> Transactions<C> {
                 ..config
             },
             next_id: 0,
-            entries: HashMap::new(),
-            by_key: HashMap::new(),
+            entries: IdMap::default(),
+            by_key: IdMap::default(),
             to_send: VecDeque::new(),
             backlog: VecDeque::new(),
             in_window: 0,
-            timers: BinaryHeap::new(),
+            timers: Deadlines::default(),
+            next_deadline: None,
             events: VecDeque::new(),
             stats: TxStats::default(),
         }
@@ -318,7 +323,10 @@ impl<C> Transactions<C> {
             e.first_sent.get_or_insert(now);
             let deadline = now + e.timeout;
             e.deadline = Some(deadline);
-            self.timers.push(Reverse((deadline, id, e.attempts)));
+            self.timers.push(e.timeout, (deadline, id, e.attempts));
+            if let Some(next) = &mut self.next_deadline {
+                *next = Some(next.map_or(deadline, |t| t.min(deadline)));
+            }
             self.stats.sent += 1;
             return Some(Transmit {
                 id,
@@ -332,17 +340,19 @@ impl<C> Transactions<C> {
 
     /// The earliest deadline of any request on the wire.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        while let Some(Reverse((t, id, attempt))) = self.timers.peek().copied() {
-            if self.timer_live(id, attempt) {
-                return Some(t);
-            }
-            self.timers.pop();
+        if let Some(next) = self.next_deadline {
+            return next;
         }
-        None
+        let entries = &self.entries;
+        let next = self
+            .timers
+            .earliest_live(|&(_, id, attempt)| Self::timer_live(entries, id, attempt));
+        self.next_deadline = Some(next);
+        next
     }
 
-    fn timer_live(&self, id: TxId, attempt: u32) -> bool {
-        self.entries
+    fn timer_live(entries: &IdMap<TxId, Entry<C>>, id: TxId, attempt: u32) -> bool {
+        entries
             .get(&id)
             .is_some_and(|e| e.attempts == attempt && e.deadline.is_some())
     }
@@ -350,12 +360,19 @@ impl<C> Transactions<C> {
     /// Expires every attempt whose deadline is at or before `now`: a request with
     /// retries left is queued for re-sending, the others fail with `Timeout`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(Reverse((t, id, attempt))) = self.timers.peek().copied() {
+        if self
+            .next_deadline
+            .is_some_and(|next| next.is_none_or(|t| t > now))
+        {
+            return;
+        }
+        self.next_deadline = None;
+        while let Some((t, id, attempt)) = self.timers.peek() {
             if t > now {
                 break;
             }
             self.timers.pop();
-            if !self.timer_live(id, attempt) {
+            if !Self::timer_live(&self.entries, id, attempt) {
                 continue;
             }
             let Some(e) = self.entries.get_mut(&id) else {
@@ -449,6 +466,10 @@ impl<C> Transactions<C> {
     fn remove(&mut self, id: TxId) -> Option<Entry<C>> {
         let e = self.entries.remove(&id)?;
         self.by_key.remove(&e.key);
+        // The earliest deadline can only move if it was this request's.
+        if e.deadline.is_some() && self.next_deadline == Some(e.deadline) {
+            self.next_deadline = None;
+        }
         if e.in_backlog {
             // It never entered the window; its stale id in `backlog` is skipped later
             // (removing it here would cost a scan of the whole backlog).
@@ -529,7 +550,7 @@ mod tests {
     use super::*;
     use crate::addr::{DrAddress, LidAddress, LocalPort};
     use ibsm_wire::{DrPath, DrSmp, LidSmp, Method};
-    use std::collections::HashSet;
+    use std::collections::{HashMap, HashSet};
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -837,6 +858,80 @@ mod tests {
             t.submit(Request::new(Address::Lid(LidAddress::smp(4)), lid, ())),
             Err(TransportError::DuplicateTid { key }) if key.low == 42
         ));
+    }
+
+    /// The earliest deadline of any attempt on the wire, computed the slow way.
+    fn earliest_by_scan(t: &Transactions<u32>) -> Option<Instant> {
+        t.entries.values().filter_map(|e| e.deadline).min()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Model check of the cached earliest deadline: after any sequence of submits
+        /// (three timeouts), sends, answers, cancels, send failures and expiries,
+        /// `poll_timeout` is the earliest deadline of the attempts on the wire, and
+        /// `handle_timeout` expires exactly the attempts due.
+        #[test]
+        fn poll_timeout_is_the_earliest_live_deadline(
+            ops in proptest::collection::vec((0u8..6, 0usize..64, 0u64..30), 1..300)
+        ) {
+            let mut t = Transactions::new(cfg(6, 100, 1));
+            let mut now = Instant::ZERO;
+            let mut on_wire: Vec<(TxId, Vec<u8>)> = Vec::new();
+            let mut n = 0u32;
+            for (op, pick, step) in ops {
+                match op {
+                    0 => {
+                        let mut r = dr_req(n);
+                        r.timeout = Some(MS * [40u32, 100, 7][pick % 3]);
+                        n += 1;
+                        t.submit(r).unwrap();
+                    }
+                    1 => {
+                        if let Some(tx) = t.poll_transmit(now) {
+                            on_wire.retain(|(id, _)| *id != tx.id);
+                            on_wire.push((tx.id, tx.mad));
+                        }
+                    }
+                    2 if !on_wire.is_empty() => {
+                        let (_, mut mad) = on_wire.remove(pick % on_wire.len());
+                        mad[3] |= 0x80;
+                        t.handle_incoming(Incoming::Mad(Received {
+                            mad, slid: 1, sl: 0, qpn: 0, pkey_index: 0, at: now,
+                        }));
+                    }
+                    3 if !on_wire.is_empty() => {
+                        let (id, _) = on_wire.remove(pick % on_wire.len());
+                        t.cancel(id);
+                    }
+                    4 if !on_wire.is_empty() => {
+                        let (id, _) = on_wire[pick % on_wire.len()];
+                        t.handle_send_error(id, TransportError::Timeout);
+                    }
+                    _ => {
+                        // Steps that land exactly on deadlines as often as between them.
+                        now += MS * [0u32, 1, 7, 20, 40, 100][step as usize % 6];
+                        let waiting: Vec<(TxId, Instant)> = t
+                            .entries
+                            .iter()
+                            .filter_map(|(id, e)| e.deadline.filter(|&d| d > now).map(|d| (*id, d)))
+                            .collect();
+                        t.handle_timeout(now);
+                        for (id, d) in waiting {
+                            proptest::prop_assert_eq!(t.entries.get(&id).and_then(|e| e.deadline), Some(d));
+                        }
+                        proptest::prop_assert_eq!(
+                            t.entries.values().filter(|e| e.deadline.is_some_and(|d| d <= now)).count(),
+                            0
+                        );
+                    }
+                }
+                // Ask twice: the second answer comes from the cache.
+                let want = earliest_by_scan(&t);
+                proptest::prop_assert_eq!(t.poll_timeout(), want);
+                proptest::prop_assert_eq!(t.poll_timeout(), want);
+            }
+        }
     }
 
     proptest::proptest! {
