@@ -173,11 +173,7 @@ impl Db {
                         .sum::<usize>()
             })
             .sum();
-        let routes = self
-            .snap
-            .routes
-            .as_ref()
-            .map_or(0, ibsm_routing::Routes::memory_bytes);
+        let routes = self.snap.routes.as_ref().map_or(0, |r| r.memory_bytes());
         nodes
             + routes
             + self.ends.capacity() * size_of::<EndPort>()

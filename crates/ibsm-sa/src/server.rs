@@ -321,7 +321,8 @@ impl SaServer {
         &self.db.snap
     }
 
-    /// Heap bytes held by the snapshot, its index and the routes (approximate).
+    /// Heap bytes held by the snapshot, its index and the routes (approximate; the
+    /// routes are shared with the SM that handed them over).
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
         self.db.memory_bytes()
@@ -992,12 +993,7 @@ impl SaServer {
         let pkey =
             self.db
                 .common_pkey(s, d, mask.contains(PathRecord::CM_PKEY).then_some(t.pkey))?;
-        let routed_sls = self
-            .db
-            .snap
-            .routes
-            .as_ref()
-            .is_some_and(ibsm_routing::Routes::has_sls);
+        let routed_sls = self.db.snap.routes.as_ref().is_some_and(|r| r.has_sls());
         let sl = if routed_sls {
             // The engine needs this SL for deadlock freedom: no other will do.
             if mask.contains(PathRecord::CM_SL) && t.sl != f.sl {

@@ -3,6 +3,7 @@
 //! ([`crate::SaServer::load`]) and never sees the SM's live state.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ibsm_routing::{LidAssignment, Routes};
 use ibsm_topology::{Csr, Fabric, NodeType as TopoType};
@@ -56,8 +57,11 @@ impl SaNode {
 pub struct SaSnapshot {
     /// Nodes (any order; [`SaPort::peer`] indexes this vector).
     pub nodes: Vec<SaNode>,
-    /// The forwarding tables in force, indexed by [`SaNode::route_index`].
-    pub routes: Option<Routes>,
+    /// The forwarding tables in force, indexed by [`SaNode::route_index`]. Shared
+    /// with the SM, which keeps them in force until its next routing: the tables of a
+    /// large fabric run to tens of megabytes, and every heavy sweep hands the SA a
+    /// new snapshot.
+    pub routes: Option<Arc<Routes>>,
     /// Subnet prefix of every port GID.
     pub subnet_prefix: u64,
     /// The SMs known: `(LID, SMInfo)`; the first is the master (ours). SM_Keys in here
@@ -185,7 +189,7 @@ impl SaSnapshot {
         }
         SaSnapshot {
             nodes,
-            routes: Some(routes),
+            routes: Some(Arc::new(routes)),
             subnet_prefix,
             sms: Vec::new(),
             packet_life_time: 0x12,

@@ -209,7 +209,7 @@ impl SubnetManager {
     /// The routes in force.
     #[must_use]
     pub fn routes(&self) -> Option<&Routes> {
-        self.routing.routes.as_ref()
+        self.routing.routes.as_deref()
     }
 
     /// The LFT this SM last wrote to the switch with node GUID `guid`, indexed by LID

@@ -18,7 +18,8 @@ use crate::event::{Role, SmEvent};
 #[derive(Debug, Default)]
 pub(super) struct RouteState {
     pub(super) fabric: Option<Fabric>,
-    pub(super) routes: Option<Routes>,
+    /// Shared with the SA's snapshot ([`ibsm_sa::SaSnapshot::routes`]).
+    pub(super) routes: Option<std::sync::Arc<Routes>>,
     /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
     /// fabric that only lost things from one that changed otherwise.
     csr: Option<Csr>,
@@ -139,7 +140,7 @@ impl SubnetManager {
         }
         let state = &mut self.routing;
         state.fabric = Some(c.fabric);
-        state.routes = Some(c.routes);
+        state.routes = Some(std::sync::Arc::new(c.routes));
         state.csr = Some(c.csr);
         state.rebalance_pending = false;
     }
