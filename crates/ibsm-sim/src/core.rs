@@ -1,7 +1,6 @@
 //! The simulation proper: nodes, the port/link table, the event queue and forwarding.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 use ibsm_transport::{Incoming, Instant, Received};
@@ -13,6 +12,7 @@ use crate::SimConfig;
 use crate::agent::{Agent, LinkRequest, NodeKind, NodeSetup};
 use crate::counters::{Counters, DropReason};
 use crate::fault::Fault;
+use crate::queue::EventQueue;
 use crate::rng::SplitMix64;
 use ibsm_sma::Counter;
 
@@ -78,6 +78,12 @@ pub(crate) struct Packet {
     arrived_by_lid: bool,
 }
 
+/// Event-queue lanes: packets arriving after a hop, SMAs answering after their
+/// processing time.
+const LANES: usize = 2;
+const LANE_HOP: usize = 0;
+const LANE_SMA: usize = 1;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Ev {
     Arrive {
@@ -104,29 +110,6 @@ enum Ev {
         left: u32,
         interval: Duration,
     },
-}
-
-struct Entry {
-    t: Instant,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
 }
 
 /// An SM attachment point.
@@ -178,8 +161,7 @@ pub(crate) struct Core<A> {
     pub(crate) nodes: Vec<Node<A>>,
     pub(crate) slots: Vec<Slot>,
     pub(crate) by_guid: HashMap<u64, u32>,
-    queue: BinaryHeap<Reverse<Entry>>,
-    seq: u64,
+    queue: EventQueue<Ev, LANES>,
     packets: Vec<Packet>,
     free: Vec<u32>,
     pub(crate) attach: Vec<Attach>,
@@ -213,8 +195,7 @@ impl<A: Agent> Core<A> {
             nodes: Vec::new(),
             slots: Vec::new(),
             by_guid: HashMap::new(),
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             packets: Vec::new(),
             free: Vec::new(),
             attach: Vec::new(),
@@ -276,16 +257,17 @@ impl<A: Agent> Core<A> {
     // ----- the event queue -----
 
     fn push(&mut self, t: Instant, ev: Ev) {
-        self.seq += 1;
-        self.queue.push(Reverse(Entry {
-            t,
-            seq: self.seq,
-            ev,
-        }));
+        // A lane per kind that is scheduled a fixed delay after `now` (see `queue`).
+        let lane = match ev {
+            Ev::Arrive { .. } => Some(LANE_HOP),
+            Ev::Process { .. } => Some(LANE_SMA),
+            _ => None,
+        };
+        self.queue.push(t, lane, ev);
     }
 
     pub(crate) fn next_event_time(&self) -> Option<Instant> {
-        self.queue.peek().map(|Reverse(e)| e.t)
+        self.queue.peek_time()
     }
 
     pub(crate) fn schedule_fault(&mut self, at: Instant, f: Fault) {
@@ -294,14 +276,14 @@ impl<A: Agent> Core<A> {
 
     /// Processes one event; `false` when the queue is empty.
     pub(crate) fn step(&mut self) -> bool {
-        let Some(Reverse(e)) = self.queue.pop() else {
+        let Some((t, ev)) = self.queue.pop() else {
             return false;
         };
-        if e.t > self.now {
-            self.now = e.t;
+        if t > self.now {
+            self.now = t;
         }
         self.counters.events += 1;
-        match e.ev {
+        match ev {
             Ev::Arrive { node, port, pkt } => self.arrive(node, port, pkt),
             Ev::Process {
                 node,
@@ -311,7 +293,7 @@ impl<A: Agent> Core<A> {
             } => self.process(node, port, pkt, epoch),
             Ev::AgentTimer { node } => {
                 let n = &mut self.nodes[node as usize];
-                if n.timer_at == Some(e.t) && !n.removed {
+                if n.timer_at == Some(t) && !n.removed {
                     n.timer_at = None;
                     n.agent.handle_timeout(self.now);
                     self.after_agent(node);

@@ -68,6 +68,7 @@ mod error;
 mod fabric;
 mod fault;
 mod handle;
+mod queue;
 mod rng;
 #[cfg(target_os = "linux")]
 pub mod server;
