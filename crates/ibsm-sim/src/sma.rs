@@ -109,13 +109,13 @@ impl SmaAgent {
             if self.is_switch && p != 0 {
                 continue;
             }
-            self.lids[p] = self.sma.port_info(p8).map_or((0, 0), |pi| (pi.lid, pi.lmc));
+            self.lids[p] = self.sma.lid_lmc(p8).unwrap_or((0, 0));
         }
         self.lft_top = self.sma.switch_info().map_or(0, |si| si.linear_fdb_top);
-        let honours_top = self.sma.port_info(0).is_some_and(|pi| {
-            pi.capability_mask
-                .contains(ibsm_wire::CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
-        });
+        let honours_top = self
+            .sma
+            .capability_mask(0)
+            .is_some_and(|m| m.contains(ibsm_wire::CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED));
         self.mft_top = self.sma.switch_info().map_or(0, |si| {
             if honours_top {
                 si.multicast_fdb_top

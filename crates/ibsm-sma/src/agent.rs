@@ -667,6 +667,23 @@ impl<S: NvStore> Sma<S> {
         self.port_data(port).map(|p| pi_view(&p.info).lid())
     }
 
+    /// Base LID and LMC of `port`, as [`Self::port_info`] shows them, without building
+    /// the whole PortInfo (hosts that forward on them read them often).
+    #[must_use]
+    pub fn lid_lmc(&self, port: u8) -> Option<(u16, u8)> {
+        self.port_data(port).map(|p| {
+            let v = pi_view(&p.info);
+            (v.lid(), v.lmc())
+        })
+    }
+
+    /// PortInfo.CapabilityMask of `port`, as [`Self::port_info`] shows it.
+    #[must_use]
+    pub fn capability_mask(&self, port: u8) -> Option<CapabilityMask> {
+        self.port_data(port)
+            .map(|p| pi_view(&p.info).capability_mask())
+    }
+
     /// Counters.
     #[must_use]
     pub fn stats(&self) -> Stats {

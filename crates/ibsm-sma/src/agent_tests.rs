@@ -1258,3 +1258,45 @@ fn extended_speed_fields_only_with_modifier_bit_31() {
         );
     }
 }
+
+/// The cheap accessors read what `port_info` shows, on every port of both node kinds.
+#[test]
+fn lid_lmc_and_capability_mask_match_port_info() {
+    let mut c = ca();
+    let r = set_pi(&mut c, T0, 1, 2, 0, |pi| {
+        pi.lid = 0x1234;
+        pi.lmc = 3;
+    })
+    .unwrap();
+    assert_eq!(status(&r), 0);
+    c.set_is_sm(1, true);
+    let mut sw = switch();
+    let r = set_pi(&mut sw, T0, 1, 0, 0, |pi| {
+        pi.lid = 0x77;
+        pi.lmc = 0;
+    })
+    .unwrap();
+    assert_eq!(status(&r), 0);
+    for s in [&c, &sw] {
+        for port in 0..=9 {
+            let pi = s.port_info(port);
+            assert_eq!(
+                s.lid_lmc(port),
+                pi.as_ref().map(|p| (p.lid, p.lmc)),
+                "{port}"
+            );
+            assert_eq!(
+                s.capability_mask(port),
+                pi.map(|p| p.capability_mask),
+                "{port}"
+            );
+        }
+    }
+    assert_eq!(c.lid_lmc(2), Some((0x1234, 3)));
+    assert_eq!(sw.lid_lmc(0), Some((0x77, 0)));
+    assert!(
+        c.capability_mask(1)
+            .unwrap()
+            .contains(CapabilityMask::IS_SM)
+    );
+}
