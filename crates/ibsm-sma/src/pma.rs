@@ -238,17 +238,57 @@ const XMIT_DETAIL_SELECT: [Counter; 4] = [
     Counter::XmitSwHoqLifetimeLimitDiscards,
 ];
 
+/// The counters every packet bumps ([`Pma::count_xmit`], [`Pma::count_rcv`]).
+const TRAFFIC: [Counter; 8] = [
+    Counter::XmitData,
+    Counter::RcvData,
+    Counter::XmitPkts,
+    Counter::RcvPkts,
+    Counter::UnicastXmitPkts,
+    Counter::UnicastRcvPkts,
+    Counter::MulticastXmitPkts,
+    Counter::MulticastRcvPkts,
+];
+
+/// Where each counter lives in [`PortCounts::c`]: the [`TRAFFIC`] counters first, so a
+/// packet's counts share one cache line with [`PortCounts::rem`] (hosts count every
+/// hop of every packet); the counters they displace take their places.
+const SLOT: [u8; N] = {
+    let mut s = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        s[i] = i as u8;
+        i += 1;
+    }
+    let mut k = 0;
+    while k < TRAFFIC.len() {
+        let c = TRAFFIC[k] as usize;
+        // Swap counter `c` with whichever counter now sits in slot `k`.
+        let mut j = 0;
+        while s[j] as usize != k {
+            j += 1;
+        }
+        s[j] = s[c];
+        s[c] = k as u8;
+        k += 1;
+    }
+    s
+};
+
 /// One port's counts: 64-bit, saturating, plus the octets short of a whole data word.
+/// Aligned to a cache line so that `rem` and the traffic counters share one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C, align(64))]
 struct PortCounts {
-    c: [u64; N],
     /// Octets of PortXmitData / PortRcvData not yet a whole word (0..=3).
     rem: [u8; 2],
+    /// Indexed by [`SLOT`].
+    c: [u64; N],
 }
 
 impl PortCounts {
     fn get(&self, c: Counter) -> u64 {
-        self.c[c as usize]
+        self.c[usize::from(SLOT[c as usize])]
     }
 
     /// Clamped to the narrow attribute's width.
@@ -256,20 +296,33 @@ impl PortCounts {
         self.get(c).min(c.max())
     }
 
+    #[inline]
     fn add(&mut self, c: Counter, n: u64) {
-        let v = &mut self.c[c as usize];
+        let v = &mut self.c[usize::from(SLOT[c as usize])];
         *v = v.saturating_add(n);
     }
 
+    #[inline]
     fn add_octets(&mut self, c: Counter, octets: u64) {
         let i = usize::from(c == Counter::RcvData);
-        let total = u128::from(self.rem[i]) + u128::from(octets);
-        self.rem[i] = (total % 4) as u8;
-        self.add(c, u64::try_from(total / 4).unwrap_or(u64::MAX));
+        let rem = u64::from(self.rem[i]);
+        let (words, left) = match octets.checked_add(rem) {
+            Some(total) => (total / 4, total % 4),
+            // Past 2^64 octets: the words still fit (the count saturates anyway).
+            None => {
+                let total = u128::from(rem) + u128::from(octets);
+                (
+                    u64::try_from(total / 4).unwrap_or(u64::MAX),
+                    (total % 4) as u64,
+                )
+            }
+        };
+        self.rem[i] = left as u8;
+        self.add(c, words);
     }
 
     fn reset(&mut self, c: Counter) {
-        self.c[c as usize] = 0;
+        self.c[usize::from(SLOT[c as usize])] = 0;
         match c {
             Counter::XmitData => self.rem[0] = 0,
             Counter::RcvData => self.rem[1] = 0,
@@ -395,15 +448,18 @@ impl Pma {
     }
 
     /// `packets` packets of `octets` octets in all left `port`.
+    #[inline]
     pub fn count_xmit(&mut self, port: u8, octets: u64, packets: u64, multicast: bool) {
         self.count(port, octets, packets, multicast, true);
     }
 
     /// `packets` packets of `octets` octets in all arrived on `port`.
+    #[inline]
     pub fn count_rcv(&mut self, port: u8, octets: u64, packets: u64, multicast: bool) {
         self.count(port, octets, packets, multicast, false);
     }
 
+    #[inline]
     fn count(&mut self, port: u8, octets: u64, packets: u64, multicast: bool, xmit: bool) {
         if !self.valid_port(port) {
             return;

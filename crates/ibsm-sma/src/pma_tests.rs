@@ -448,3 +448,28 @@ proptest! {
         }
     }
 }
+
+/// The storage order is a permutation (no two counters share a slot) with the traffic
+/// counters in the cache line of the octet remainders.
+#[test]
+fn every_counter_has_its_own_slot_and_traffic_comes_first() {
+    let mut seen = [false; N];
+    for c in Counter::ALL {
+        let s = usize::from(SLOT[c as usize]);
+        assert!(!seen[s], "{c:?} shares slot {s}");
+        seen[s] = true;
+    }
+    for (k, c) in TRAFFIC.iter().enumerate() {
+        assert_eq!(usize::from(SLOT[*c as usize]), k, "{c:?}");
+    }
+    let first_line = (64 - core::mem::offset_of!(PortCounts, c)) / 8;
+    assert!(TRAFFIC[..TRAFFIC.len() - 1].len() <= first_line);
+    // Each counter keeps its own count.
+    let mut p = PortCounts::default();
+    for (i, c) in Counter::ALL.iter().enumerate() {
+        p.add(*c, i as u64 + 1);
+    }
+    for (i, c) in Counter::ALL.iter().enumerate() {
+        assert_eq!(p.get(*c), i as u64 + 1, "{c:?}");
+    }
+}
