@@ -543,11 +543,15 @@ impl<S: NvStore> Sma<S> {
     /// is (re)sent.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let lease = self
-            .ports
-            .iter()
-            .filter_map(|p| p.mkey.lease_deadline)
-            .min();
+        // Hosts ask after every SMP; a countdown only starts in `handle_in_place`, which
+        // then sets `lease_due`, so without it no port's lease runs and the (switch-wide)
+        // walk is skipped.
+        let lease = self.lease_due.and_then(|_| {
+            self.ports
+                .iter()
+                .filter_map(|p| p.mkey.lease_deadline)
+                .min()
+        });
         let trap = self.traps.next_due();
         match (lease, trap) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -1300,3 +1300,28 @@ fn lid_lmc_and_capability_mask_match_port_info() {
             .contains(CapabilityMask::IS_SM)
     );
 }
+
+/// poll_timeout names a port's lease deadline while its countdown runs, and only then
+/// (also after a keyed SMP stopped it, when the agent's own reminder is stale).
+#[test]
+fn poll_timeout_follows_the_lease_countdown() {
+    // No MasterSMLID: no traps, so only the lease shows.
+    let mut s = ca();
+    set_pi(&mut s, T0, 1, 1, 0, |pi| {
+        pi.lid = CA_LID;
+        pi.m_key = KEY;
+        pi.m_key_protect_bits = 2;
+        pi.m_key_lease_period = 10;
+    })
+    .unwrap();
+    assert_eq!(s.poll_timeout(), None);
+    assert!(get_pi(&mut s, T0, WRONG).is_none());
+    assert_eq!(s.pending_traps(), 0);
+    assert_eq!(s.poll_timeout(), Some(T0 + 10 * SEC));
+    assert!(get_pi(&mut s, T0 + SEC, KEY).is_some());
+    assert_eq!(s.poll_timeout(), None, "a keyed SMP stopped the countdown");
+    assert!(get_pi(&mut s, T0 + 2 * SEC, WRONG).is_none());
+    assert_eq!(s.poll_timeout(), Some(T0 + 12 * SEC));
+    s.handle_timeout(T0 + 12 * SEC);
+    assert_eq!(s.poll_timeout(), None, "expired");
+}
