@@ -279,6 +279,20 @@ impl<A: Agent> Core<A> {
         let Some((t, ev)) = self.queue.pop() else {
             return false;
         };
+        self.handle(t, ev);
+        true
+    }
+
+    /// Processes the next event if it is due by `deadline`; whether it did.
+    pub(crate) fn step_due(&mut self, deadline: Instant) -> bool {
+        let Some((t, ev)) = self.queue.pop_due(deadline) else {
+            return false;
+        };
+        self.handle(t, ev);
+        true
+    }
+
+    fn handle(&mut self, t: Instant, ev: Ev) {
         if t > self.now {
             self.now = t;
         }
@@ -311,7 +325,6 @@ impl<A: Agent> Core<A> {
                 interval,
             } => self.babble(node, port, left, interval),
         }
-        true
     }
 
     /// Runs events until some attached SM has input waiting or the next event is after
@@ -325,24 +338,17 @@ impl<A: Agent> Core<A> {
             {
                 return true;
             }
-            match self.next_event_time() {
-                Some(t) if t <= deadline => {
-                    self.step();
+            if !self.step_due(deadline) {
+                if deadline > self.now && deadline != Instant::MAX {
+                    self.now = deadline;
                 }
-                _ => {
-                    if deadline > self.now && deadline != Instant::MAX {
-                        self.now = deadline;
-                    }
-                    return false;
-                }
+                return false;
             }
         }
     }
 
     pub(crate) fn run_until(&mut self, t: Instant) {
-        while self.next_event_time().is_some_and(|et| et <= t) {
-            self.step();
-        }
+        while self.step_due(t) {}
         if t > self.now && t != Instant::MAX {
             self.now = t;
         }

@@ -125,18 +125,13 @@ impl<A: Agent> Transport for SimPort<A> {
             if c.attach[self.id].detached {
                 return Err(TransportError::Closed);
             }
-            match c.next_event_time() {
-                Some(t) if t <= deadline => {
-                    c.step();
+            if !c.step_due(deadline) {
+                // With no deadline and no events the simulation is quiescent:
+                // nothing will ever arrive, so time stays where it is.
+                if deadline > c.now && deadline != Instant::MAX {
+                    c.now = deadline;
                 }
-                _ => {
-                    // With no deadline and no events the simulation is quiescent:
-                    // nothing will ever arrive, so time stays where it is.
-                    if deadline > c.now && deadline != Instant::MAX {
-                        c.now = deadline;
-                    }
-                    return Err(TransportError::Timeout);
-                }
+                return Err(TransportError::Timeout);
             }
         }
     }

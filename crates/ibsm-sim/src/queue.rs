@@ -82,8 +82,9 @@ impl<T, const LANES: usize> EventQueue<T, LANES> {
         self.heap.push(Reverse(item));
     }
 
-    /// Where the earliest event is: `None` for the heap, `Some(i)` for lane `i`.
-    fn first(&self) -> Option<Option<usize>> {
+    /// The earliest event's time and where it is: `None` for the heap, `Some(i)` for
+    /// lane `i`.
+    fn first(&self) -> Option<(Instant, Option<usize>)> {
         let mut best = self.heap.peek().map(|Reverse(e)| (e.key(), None));
         for (i, l) in self.lanes.iter().enumerate() {
             if let Some(f) = l.front()
@@ -92,7 +93,15 @@ impl<T, const LANES: usize> EventQueue<T, LANES> {
                 best = Some((f.key(), Some(i)));
             }
         }
-        best.map(|(_, at)| at)
+        best.map(|((t, _), at)| (t, at))
+    }
+
+    fn take(&mut self, at: Option<usize>) -> Option<(Instant, T)> {
+        let item = match at {
+            None => self.heap.pop().map(|Reverse(e)| e),
+            Some(i) => self.lanes[i].pop_front(),
+        }?;
+        Some((item.t, item.v))
     }
 
     /// Time of the earliest event.
@@ -104,11 +113,18 @@ impl<T, const LANES: usize> EventQueue<T, LANES> {
 
     /// Takes the earliest event (of those at the same time, the first pushed).
     pub(crate) fn pop(&mut self) -> Option<(Instant, T)> {
-        let item = match self.first()? {
-            None => self.heap.pop().map(|Reverse(e)| e),
-            Some(i) => self.lanes[i].pop_front(),
-        }?;
-        Some((item.t, item.v))
+        let (_, at) = self.first()?;
+        self.take(at)
+    }
+
+    /// [`Self::pop`] if the earliest event is due by `deadline` (one look at the heads
+    /// instead of [`Self::peek_time`] and then [`Self::pop`]).
+    pub(crate) fn pop_due(&mut self, deadline: Instant) -> Option<(Instant, T)> {
+        let (t, at) = self.first()?;
+        if t > deadline {
+            return None;
+        }
+        self.take(at)
     }
 
     /// Events queued.
@@ -162,6 +178,10 @@ mod tests {
             absolute: bool,
         },
         Pop,
+        /// Pop only what is due by `now + dt`.
+        PopDue {
+            dt: u64,
+        },
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -169,6 +189,7 @@ mod tests {
             3 => (0u64..6, proptest::option::of(0usize..4), proptest::bool::weighted(0.1))
                 .prop_map(|(dt, lane, absolute)| Op::Push { dt, lane, absolute }),
             2 => Just(Op::Pop),
+            1 => (0u64..4).prop_map(|dt| Op::PopDue { dt }),
         ]
     }
 
@@ -203,6 +224,12 @@ mod tests {
                         model.push(Reverse((t, u64::from(n), n)));
                     }
                     Op::Pop => check_pop(&mut q, &mut model, &mut now)?,
+                    Op::PopDue { dt } => {
+                        let deadline = at(now + dt);
+                        let due = model.peek().is_some_and(|Reverse(e)| e.0 <= deadline);
+                        let want = if due { model.pop().map(|Reverse((t, _, v))| (t, v)) } else { None };
+                        prop_assert_eq!(q.pop_due(deadline), want);
+                    }
                 }
                 prop_assert_eq!(q.len(), model.len());
             }
