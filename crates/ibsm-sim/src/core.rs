@@ -84,7 +84,7 @@ const LANES: usize = 2;
 const LANE_HOP: usize = 0;
 const LANE_SMA: usize = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     Arrive {
         node: u32,
