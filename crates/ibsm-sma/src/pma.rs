@@ -238,17 +238,9 @@ const XMIT_DETAIL_SELECT: [Counter; 4] = [
     Counter::XmitSwHoqLifetimeLimitDiscards,
 ];
 
-/// The counters every packet bumps ([`Pma::count_xmit`], [`Pma::count_rcv`]).
-const TRAFFIC: [Counter; 8] = [
-    Counter::XmitData,
-    Counter::RcvData,
-    Counter::XmitPkts,
-    Counter::RcvPkts,
-    Counter::UnicastXmitPkts,
-    Counter::UnicastRcvPkts,
-    Counter::MulticastXmitPkts,
-    Counter::MulticastRcvPkts,
-];
+/// The counters every packet bumps ([`Pma::count_xmit`], [`Pma::count_rcv`]): the
+/// eight PortCountersExtended.CounterSelect names.
+const TRAFFIC: [Counter; 8] = EXT_SELECT;
 
 /// Where each counter lives in [`PortCounts::c`]: the [`TRAFFIC`] counters first, so a
 /// packet's counts share one cache line with [`PortCounts::rem`] (hosts count every
