@@ -703,24 +703,7 @@ pub(crate) fn place<P: Prefer + ?Sized>(
             .map_or(NO_ROUTE, |(_, port)| port);
         rows[t][usize::from(lid)] = exit;
     }
-    if loads.escape_traffic.is_none() {
-        // Legal switches never forward into escaped ones, so CA traffic meets an escape
-        // hop exactly when a CA's own switch has one.
-        // Traffic of and to I/O nodes that may reverse is judged after the reverse-hop
-        // pass (`crate::reverse`), which replaces its escape hops.
-        if let Some(&(lid, ..)) = lids
-            .iter()
-            .find(|l| l.1 > 0 && !net.reverse_hop_dest(usize::from(l.0)))
-        {
-            if let Some(&s) = plan
-                .escaped
-                .iter()
-                .find(|&&s| net.nsrc[s as usize] > 0 && !net.only_io_sources(s as usize))
-            {
-                loads.escape_traffic = Some((s as usize, lid));
-            }
-        }
-    }
+    note_escape_traffic(plan, lids, net, loads);
     let mut weighted = [(0u16, 0u16); CHUNK];
     let mut k = 0;
     for &(lid, w, base) in lids {
@@ -750,6 +733,31 @@ pub(crate) fn place<P: Prefer + ?Sized>(
 
 /// A switch's own LID alone on its switch (a quick plan, one hop per switch: for up/down
 /// rules the one with the fewest switch LIDs so far), counted per arc.
+/// Records the first CA traffic of `plan.t`'s LIDs that takes an escape hop (a switch
+/// of `plan.escaped` that CAs send from), for [`place`] and [`repair`] alike.
+fn note_escape_traffic(plan: &Plan, lids: &[(u16, u8, u16)], net: &Net, loads: &mut Loads) {
+    if loads.escape_traffic.is_some() {
+        return;
+    }
+    // Legal switches never forward into escaped ones, so CA traffic meets an escape
+    // hop exactly when a CA's own switch has one. Traffic of and to I/O nodes that may
+    // reverse is judged after the reverse-hop pass (`crate::reverse`), which replaces
+    // its escape hops.
+    let Some(&(lid, ..)) = lids
+        .iter()
+        .find(|l| l.1 > 0 && !net.reverse_hop_dest(usize::from(l.0)))
+    else {
+        return;
+    };
+    if let Some(&s) = plan
+        .escaped
+        .iter()
+        .find(|&&s| net.nsrc[s as usize] > 0 && !net.only_io_sources(s as usize))
+    {
+        loads.escape_traffic = Some((s as usize, lid));
+    }
+}
+
 fn place_switch_lid(plan: &Plan, lid: u16, rows: &mut [&mut [u8]], net: &Net, loads: &mut Loads) {
     let col = usize::from(lid);
     for (i, &s) in plan.order.iter().enumerate() {
@@ -1078,22 +1086,7 @@ pub(crate) fn repair(
     let net = p.net;
     let t = plan.t;
     let stride = loads.stride;
-    if loads.escape_traffic.is_none() {
-        // Traffic of and to I/O nodes that may reverse is judged after the reverse-hop
-        // pass (`crate::reverse`), which replaces its escape hops.
-        if let Some(&(lid, ..)) = lids
-            .iter()
-            .find(|l| l.1 > 0 && !net.reverse_hop_dest(usize::from(l.0)))
-        {
-            if let Some(&s) = plan
-                .escaped
-                .iter()
-                .find(|&&s| net.nsrc[s as usize] > 0 && !net.only_io_sources(s as usize))
-            {
-                loads.escape_traffic = Some((s as usize, lid));
-            }
-        }
-    }
+    note_escape_traffic(plan, lids, net, loads);
     for &(lid, w, base) in lids {
         let col = usize::from(lid);
         let sibs = usize::from(lid - base);
