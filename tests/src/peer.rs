@@ -593,6 +593,24 @@ impl Drop for Daemon {
     }
 }
 
+/// The first cable of `topo` between two switches (the one the peer tests pull).
+///
+/// # Panics
+/// When `topo` has none.
+#[must_use]
+pub fn switch_link(topo: &ibsm_topology::Fabric) -> ibsm_topology::Link {
+    let (_, link) = topo
+        .links()
+        .find(|(_, l)| {
+            [l.a, l.b].iter().all(|e| {
+                topo.node(e.node)
+                    .is_some_and(ibsm_topology::Node::is_switch)
+            })
+        })
+        .expect("a switch-to-switch cable");
+    *link
+}
+
 /// Waits until ibsmd (started by [`start_ibsmd`]) has reported more than `ups` SUBNET
 /// UPs in `ibsmd.err` and then a light sweep that found nothing to do (the fabric is
 /// settled); returns the new SUBNET UP count.

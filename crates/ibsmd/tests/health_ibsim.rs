@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use ibsm_tests::diags::text_field;
 use ibsm_tests::peer::{
     Daemon, Fabric, Verified, ca_ports, diag, needed, net_file, start_ibsmd, stop_ibsmd,
-    verify_topology, verify_with_diags, wait_settled,
+    switch_link, verify_topology, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{Link, generate, ibnet};
@@ -97,16 +97,7 @@ fn setup(name: &str, extra: &[&str]) -> Setup {
     args.extend_from_slice(extra);
     let sm = start_ibsmd(&f, IBSMD, &sm_ca.description, 0, &args);
     let ups = wait_settled(&f, 0, Duration::from_secs(20));
-    let (_, link) = topo
-        .links()
-        .find(|(_, l)| {
-            [l.a, l.b].iter().all(|e| {
-                topo.node(e.node)
-                    .is_some_and(ibsm_topology::Node::is_switch)
-            })
-        })
-        .unwrap();
-    let link = *link;
+    let link = switch_link(&topo);
     let before = verify_topology(&f, &topo, 0);
     let (ga, gb) = guids(&topo, link);
     assert!(

@@ -14,8 +14,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, verify_topology,
-    verify_with_diags, wait_settled,
+    Fabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, switch_link,
+    verify_topology, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{generate, ibnet};
@@ -54,16 +54,7 @@ fn tree_with_ibsmd(
     args.extend_from_slice(extra);
     let sm = start_ibsmd(&f, IBSMD, &sm_ca.description, 0, &args);
     let ups = wait_settled(&f, 0, Duration::from_secs(20));
-    let (_, link) = topo
-        .links()
-        .find(|(_, l)| {
-            [l.a, l.b].iter().all(|e| {
-                topo.node(e.node)
-                    .is_some_and(ibsm_topology::Node::is_switch)
-            })
-        })
-        .unwrap();
-    let link = *link;
+    let link = switch_link(&topo);
     (f, topo, sm, link, ups)
 }
 
