@@ -69,7 +69,7 @@ mod reroute;
 pub mod store;
 
 pub use config::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
-pub use engine::{Outgoing, SubnetManager};
+pub use engine::{Outgoing, SmJob, SmJobOutput, SubnetManager};
 pub use error::{SharedError, SmError};
 pub use event::{Missing, Phase, Role, SmEvent, SweepStats};
 /// The Subnet Administrator the engine can run (`SmConfig::sa`).

@@ -25,6 +25,7 @@
 //! | [`runtime`] | | settings changed while running (priority, SMP window floor) |
 //! | [`timers`] | [`timers::Timers`] | every deadline, so [`SubnetManager::poll_timeout`] reads them |
 //! | [`perfmgr`] | [`perfmgr::PerfMgr`] | the PerfMgr's counter sweeps (PerfMgt MADs after SUBNET UP), their events |
+//! | [`jobs`] | [`jobs::Jobs`] | long computations (routing) as jobs the host may run on other threads, their outputs applied by [`SubnetManager::handle_job`] |
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -42,6 +43,7 @@ mod admin;
 mod assign;
 mod discovery;
 mod health;
+mod jobs;
 mod keys;
 mod ops;
 mod partitions;
@@ -59,6 +61,7 @@ mod traps;
 #[cfg(test)]
 mod tests;
 
+pub use jobs::{SmJob, SmJobOutput};
 use timers::Timer;
 
 /// A MAD to hand to the transport.
@@ -109,6 +112,8 @@ pub struct SubnetManager {
     timers: timers::Timers,
     /// The PerfMgr's counter sweeps (`SmConfig::perfmgr`).
     perf: perfmgr::PerfMgr,
+    /// Long computations, run here or by the host (`jobs.rs`).
+    jobs: jobs::Jobs,
     out: Outbox,
 }
 
@@ -163,6 +168,7 @@ impl SubnetManager {
             admin,
             timers: timers::Timers::default(),
             perf: perfmgr::PerfMgr::default(),
+            jobs: jobs::Jobs::default(),
             out: Outbox::default(),
             cfg,
             local,

@@ -4,7 +4,11 @@
 //! repaired when the fabric only lost things (`SmConfig::reroute_on_loss`), and the
 //! rebalance policy that eventually recomputes repaired routes.
 
-use ibsm_routing::{EngineKind, LidAssignment, Options as RouteOptions, Routes, RoutingError};
+use std::sync::Arc;
+
+use ibsm_routing::{
+    EngineKind, EngineList, LidAssignment, Options as RouteOptions, Routes, RoutingError,
+};
 use ibsm_topology::{Csr, Fabric};
 use ibsm_transport::Instant;
 
@@ -19,10 +23,10 @@ use crate::event::{Role, SmEvent};
 pub(super) struct RouteState {
     pub(super) fabric: Option<Fabric>,
     /// Shared with the SA's snapshot ([`ibsm_sa::SaSnapshot::routes`]).
-    pub(super) routes: Option<std::sync::Arc<Routes>>,
+    pub(super) routes: Option<Arc<Routes>>,
     /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
     /// fabric that only lost things from one that changed otherwise.
-    csr: Option<Csr>,
+    csr: Option<Arc<Csr>>,
     /// The next routing recomputes from scratch (`request_rebalance`).
     rebalance_pending: bool,
     /// A sweep has configured the subnet (SUBNET UP once).
@@ -44,28 +48,46 @@ pub(super) struct Computed {
     pub(super) wall: std::time::Duration,
 }
 
-impl SubnetManager {
-    /// Computes the routes of the discovered subnet on the LIDs just assigned.
-    pub(super) fn compute_routes(&self) -> Result<Computed, SmError> {
-        let assigned = &self.lids.assigned;
-        let (mut fabric, ids) = self
-            .subnet
-            .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
-        self.health_exclude(&mut fabric, &ids);
+/// A routing job's input: everything the engines need, owned, so that the routing runs
+/// on any thread while the engine goes on answering (see `jobs.rs`).
+pub(super) struct RouteInput {
+    fabric: Fabric,
+    engines: EngineList,
+    opts: RouteOptions,
+    /// The routes in force and their snapshot, where a loss-only change may repair them.
+    repair: Option<(Arc<Routes>, Arc<Csr>)>,
+}
+
+impl RouteInput {
+    /// Computes the routes: a repair of the routes in force when the fabric only lost
+    /// links or nodes since they were computed, else the first engine of the list that
+    /// fits. A pure function of the input (invariant 5).
+    pub(super) fn run(self) -> Result<Computed, SmError> {
+        let t0 = std::time::Instant::now();
+        let RouteInput {
+            fabric,
+            engines,
+            opts,
+            repair,
+        } = self;
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
-        let opts = self.cfg.routing_inputs.apply(
-            RouteOptions::default()
-                .with_threads(self.cfg.routing_threads)
-                .with_allow_unreachable(true),
-        );
-        let t0 = std::time::Instant::now();
-        let rerouted = self.try_reroute(&csr, &assignment, &opts);
-        let is_rerouted = rerouted.is_some();
-        let (routes, engine, failed) = match rerouted {
-            Some(r) => (r, self.cfg.routing.preferred(), Vec::new()),
+        let repaired = repair.and_then(|(prev, prev_csr)| {
+            let kind = engines.preferred();
+            let old_index = crate::reroute::losses_only(&prev_csr, &csr)?;
+            let lft_len = crate::reroute::lft_len(&csr);
+            let live = crate::reroute::live_lids(&csr, lft_len);
+            let carried = prev.carry_over(&old_index, lft_len, &live);
+            // A failed repair falls back to a full recompute, which runs the list itself.
+            kind.engine()
+                .reroute(&csr, &assignment, &opts, &carried)
+                .ok()
+        });
+        let rerouted = repaired.is_some();
+        let (routes, engine, failed) = match repaired {
+            Some(r) => (r, engines.preferred(), Vec::new()),
             None => {
-                let r = self.cfg.routing.route(&csr, &assignment, &opts)?;
+                let r = engines.route(&csr, &assignment, &opts)?;
                 (r.routes, r.engine, r.failed)
             }
         };
@@ -73,23 +95,41 @@ impl SubnetManager {
             fabric,
             csr,
             routes,
-            rerouted: is_rerouted,
+            rerouted,
             engine,
             failed,
             wall: t0.elapsed(),
         })
     }
+}
 
-    /// Repairs the routes in force for `csr` when the fabric only lost links or nodes
-    /// since they were computed (see `SmConfig::reroute_on_loss`); `None` means "recompute
-    /// from scratch" (option off, engine without incremental re-route, anything grew or
-    /// moved, or the re-route failed).
-    fn try_reroute(
-        &self,
-        csr: &Csr,
-        assignment: &LidAssignment,
-        opts: &RouteOptions,
-    ) -> Option<Routes> {
+impl SubnetManager {
+    /// What a routing job needs, taken from the engine on its own thread: the discovered
+    /// subnet as a `Fabric` on the LIDs just assigned, unhealthy links cut, the options,
+    /// and the routes in force where they may be repaired instead of recomputed.
+    pub(super) fn route_input(&self) -> Result<RouteInput, SmError> {
+        let assigned = &self.lids.assigned;
+        let (mut fabric, ids) = self
+            .subnet
+            .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
+        self.health_exclude(&mut fabric, &ids);
+        let opts = self.cfg.routing_inputs.apply(
+            RouteOptions::default()
+                .with_threads(self.cfg.routing_threads)
+                .with_allow_unreachable(true),
+        );
+        Ok(RouteInput {
+            fabric,
+            engines: self.cfg.routing.clone(),
+            opts,
+            repair: self.repairable(),
+        })
+    }
+
+    /// The routes in force and the snapshot they were computed on, when the next
+    /// routing may repair them (see `SmConfig::reroute_on_loss`); `None` recomputes from
+    /// scratch (option off, engine without incremental re-route, rebalance asked for).
+    fn repairable(&self) -> Option<(Arc<Routes>, Arc<Csr>)> {
         let kind = self.cfg.routing.preferred();
         let state = &self.routing;
         if !self.cfg.reroute_on_loss || !kind.incremental_reroute() || state.rebalance_pending {
@@ -101,12 +141,7 @@ impl SubnetManager {
         if prev.engine() != kind.name() {
             return None;
         }
-        let old_index = crate::reroute::losses_only(prev_csr, csr)?;
-        let lft_len = crate::reroute::lft_len(csr);
-        let live = crate::reroute::live_lids(csr, lft_len);
-        let carried = prev.carry_over(&old_index, lft_len, &live);
-        // A failed repair falls back to a full recompute, which runs the list itself.
-        kind.engine().reroute(csr, assignment, opts, &carried).ok()
+        Some((Arc::clone(prev), Arc::clone(prev_csr)))
     }
 
     /// Puts computed routes in force (their tables are queued by now). The automatic
@@ -140,8 +175,8 @@ impl SubnetManager {
         }
         let state = &mut self.routing;
         state.fabric = Some(c.fabric);
-        state.routes = Some(std::sync::Arc::new(c.routes));
-        state.csr = Some(c.csr);
+        state.routes = Some(Arc::new(c.routes));
+        state.csr = Some(Arc::new(c.csr));
         state.rebalance_pending = false;
     }
 

@@ -63,6 +63,13 @@ pub(super) enum Stage {
     Discover,
     /// Discovery is done; the election decides whether this SM configures.
     Elect,
+    /// LIDs are assigned and the routes are being computed by job `job` (`jobs.rs`);
+    /// nothing is programmed until its output comes back. Reported as the Program
+    /// phase, whose first part it is.
+    Route {
+        /// The id of the routing job the sweep waits for.
+        job: u64,
+    },
     /// LIDs, routes, switch tables, P_Keys and PortInfo Sets are out; the plan says
     /// what every port should hold, for the activation.
     Program(Plan),
@@ -75,7 +82,7 @@ impl Stage {
         match self {
             Stage::Discover => Phase::Discover,
             Stage::Elect => Phase::Elect,
-            Stage::Program(_) => Phase::Program,
+            Stage::Route { .. } | Stage::Program(_) => Phase::Program,
             Stage::Activate => Phase::Activate,
         }
     }
@@ -147,6 +154,22 @@ impl Sweep {
     pub(super) fn heavy(&self) -> Option<&HeavySweep> {
         match self {
             Sweep::Heavy(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// Replaces the heavy sweep's stage without ending its phase (a stage that is part
+    /// of the same phase: Route, then Program).
+    pub(super) fn set_stage(&mut self, stage: Stage) {
+        if let Sweep::Heavy(h) = self {
+            h.stage = stage;
+        }
+    }
+
+    /// The job the running heavy sweep waits for, if any.
+    pub(super) fn waiting_for(&self) -> Option<u64> {
+        match self.heavy().map(|h| &h.stage) {
+            Some(Stage::Route { job }) => Some(*job),
             _ => None,
         }
     }
@@ -465,32 +488,17 @@ impl SubnetManager {
             Stage::Elect => match self.smi.election.state() {
                 SmState::Master => {
                     self.enter_stage(now, Stage::Program(Plan::default()));
-                    match self.configure(now) {
-                        Ok(plan) => {
-                            if let Sweep::Heavy(h) = &mut self.sweep {
-                                h.stage = Stage::Program(plan);
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "programming the subnet failed");
-                            self.event(SmEvent::RoutingFailed { error: e.into() });
-                            self.finish(now, false);
-                        }
+                    match self.prepare_routes() {
+                        Ok(input) => self.start_route_job(now, input),
+                        Err(e) => self.routing_failed(now, e),
                     }
                 }
                 // Probes outstanding: the election answers later.
                 SmState::Discovering => return false,
-                _ => {
-                    // Standby or NotActive: someone else configures.
-                    self.end_stage(now);
-                    let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
-                    self.sweep = Sweep::Idle(Idle {
-                        since: now,
-                        heavy_next,
-                    });
-                    self.timers.clear(Timer::Sweep);
-                }
+                _ => self.stand_aside(now),
             },
+            // The routing job has not come back: wait for it.
+            Stage::Route { .. } => return false,
             Stage::Program(_) => {
                 let plan = match &mut self.sweep {
                     Sweep::Heavy(h) => match &mut h.stage {
@@ -507,9 +515,21 @@ impl SubnetManager {
         true
     }
 
-    /// The Program stage's work: LIDs, routes, and the Sets that program them; the
-    /// port plan the activation follows.
-    fn configure(&mut self, now: Instant) -> Result<Plan, SmError> {
+    /// Standby or NotActive after discovery: someone else configures; the sweep ends
+    /// without SUBNET UP.
+    fn stand_aside(&mut self, now: Instant) {
+        self.end_stage(now);
+        let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
+        self.sweep = Sweep::Idle(Idle {
+            since: now,
+            heavy_next,
+        });
+        self.timers.clear(Timer::Sweep);
+    }
+
+    /// The Program stage's first part, on the engine: counts, LIDs, and the routing
+    /// job's input. The routes themselves are computed by a job (`jobs.rs`).
+    fn prepare_routes(&mut self) -> Result<super::routing::RouteInput, SmError> {
         let nodes = self.subnet.nodes.len();
         let switches = self.subnet.switch_count();
         let links = self.subnet.link_count();
@@ -519,7 +539,45 @@ impl SubnetManager {
             s.links = links;
         });
         self.assign_lids()?;
-        let computed = self.compute_routes()?;
+        self.route_input()
+    }
+
+    /// The routing job came back (`jobs.rs`): program what it computed, or report why
+    /// it could not be. An SM that is no longer Master (an SM that outranks it took over
+    /// while the routes were computed) programs nothing.
+    pub(super) fn routes_computed(
+        &mut self,
+        now: Instant,
+        computed: Result<super::routing::Computed, SmError>,
+    ) {
+        if self.smi.election.state() != SmState::Master {
+            tracing::info!("no longer Master when the routes came back: not programmed");
+            self.stand_aside(now);
+            return;
+        }
+        match computed {
+            Ok(c) => {
+                let plan = self.program(now, c);
+                self.sweep.set_stage(Stage::Program(plan));
+            }
+            Err(e) => self.routing_failed(now, e),
+        }
+    }
+
+    /// Programming failed (routing, LIDs): the routes in force stay, and the next
+    /// periodic sweep is heavy, so the SM tries again without waiting for a trap.
+    fn routing_failed(&mut self, now: Instant, e: SmError) {
+        tracing::warn!(error = %e, "programming the subnet failed");
+        self.event(SmEvent::RoutingFailed { error: e.into() });
+        self.finish(now, false);
+        if self.sweep.is_idle() {
+            self.sweep.note_change();
+        }
+    }
+
+    /// The Program stage's Sets for computed routes: switch tables, P_Keys, ports; the
+    /// port plan the activation follows.
+    fn program(&mut self, now: Instant, computed: super::routing::Computed) -> Plan {
         let rerouted = computed.rerouted;
         let wall = computed.wall;
         let engine = computed.routes.engine().to_owned();
@@ -536,7 +594,7 @@ impl SubnetManager {
         let plan = self.program_ports();
         self.program_health();
         self.routes_in_force(now, computed);
-        Ok(plan)
+        plan
     }
 
     /// Ends the sweep: its stats go out with [`SmEvent::SubnetUp`] (a heavy sweep that

@@ -1,0 +1,173 @@
+//! Jobs: the long computations of a sweep, cut out of the engine so that it goes on
+//! answering SMInfo, the SA and traps while they run.
+//!
+//! A job owns its input (taken from the engine when the job is made) and returns an
+//! output that the host hands back with [`SubnetManager::handle_job`]: the engine
+//! applies it at that point and nowhere else, so the MAD stream stays a function of the
+//! inputs and the order the host feeds them (invariant 4). Each job carries the id the
+//! engine gave it; an output whose job the engine no longer waits for (the sweep was
+//! restarted, the role changed) is dropped.
+//!
+//! Without [`SubnetManager::set_job_offload`] the engine runs each job itself where it
+//! makes it, which is what a host that knows nothing of jobs gets (and what the
+//! deterministic tests use): the same code, the same order, on one thread.
+
+use std::collections::VecDeque;
+
+use ibsm_transport::Instant;
+
+use super::SubnetManager;
+use super::routing::{Computed, RouteInput};
+use super::sweep::Stage;
+use crate::error::SmError;
+
+/// A computation the engine wants run, on any thread. Run it with [`SmJob::run`] and
+/// hand the output back with [`SubnetManager::handle_job`].
+pub struct SmJob {
+    id: u64,
+    work: Work,
+}
+
+enum Work {
+    /// The routes of a heavy sweep.
+    Route(Box<RouteInput>),
+}
+
+/// What a finished [`SmJob`] returns, for [`SubnetManager::handle_job`].
+pub struct SmJobOutput {
+    id: u64,
+    done: Done,
+}
+
+enum Done {
+    Route(Box<Result<Computed, SmError>>),
+}
+
+impl std::fmt::Debug for SmJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmJob")
+            .field("id", &self.id)
+            .field("kind", &self.kind())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SmJobOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.done {
+            Done::Route(_) => "route",
+        };
+        f.debug_struct("SmJobOutput")
+            .field("id", &self.id)
+            .field("kind", &kind)
+            .finish()
+    }
+}
+
+impl SmJob {
+    /// Runs the job (on whatever thread the host chooses; it touches nothing shared).
+    #[must_use]
+    pub fn run(self) -> SmJobOutput {
+        let done = match self.work {
+            Work::Route(input) => Done::Route(Box::new(input.run())),
+        };
+        SmJobOutput { id: self.id, done }
+    }
+
+    /// What the job computes (`"route"`), for logs.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self.work {
+            Work::Route(_) => "route",
+        }
+    }
+
+    /// The engine's id for this job (the same on its output).
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl SmJobOutput {
+    /// The id of the job this came from.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// The engine's side of the jobs: whether the host runs them, and those it has not
+/// taken yet.
+#[derive(Debug, Default)]
+pub(super) struct Jobs {
+    /// The host runs the jobs ([`SubnetManager::poll_job`]); otherwise the engine does,
+    /// where it makes them.
+    offload: bool,
+    next_id: u64,
+    queue: VecDeque<SmJob>,
+}
+
+impl SubnetManager {
+    /// Whether the host runs the engine's long computations itself (`true`: it takes
+    /// them with [`Self::poll_job`], runs them, on worker threads say, and hands each
+    /// output back with [`Self::handle_job`]). Off by default: the engine runs each job
+    /// where it makes it, and is silent while it runs (the routing of a 10,000-node
+    /// fabric takes a few hundred milliseconds). With offload on, SMInfo, SA requests,
+    /// traps and every other input are handled while a job runs.
+    pub fn set_job_offload(&mut self, offload: bool) {
+        self.jobs.offload = offload;
+    }
+
+    /// The next job for the host to run (only with [`Self::set_job_offload`]).
+    pub fn poll_job(&mut self) -> Option<SmJob> {
+        self.jobs.queue.pop_front()
+    }
+
+    /// The output of a job taken from [`Self::poll_job`]. An output the engine no longer
+    /// waits for (the sweep it belonged to was started over, or this SM stopped being
+    /// Master meanwhile) is dropped.
+    pub fn handle_job(&mut self, now: Instant, output: SmJobOutput) {
+        let span = self.sweep.span();
+        let _in_phase = span.enter();
+        self.job_done(now, output);
+        self.process(now);
+        self.perf_tick(now);
+        self.refresh_timers();
+    }
+
+    /// Makes a routing job for the running heavy sweep: run at once, or queued for the
+    /// host. Returns the job's id.
+    pub(super) fn start_route_job(&mut self, now: Instant, input: RouteInput) {
+        let id = self.jobs.next_id;
+        self.jobs.next_id += 1;
+        self.sweep.set_stage(Stage::Route { job: id });
+        let job = SmJob {
+            id,
+            work: Work::Route(Box::new(input)),
+        };
+        if self.jobs.offload {
+            tracing::debug!(job = id, "routing handed to the host");
+            self.jobs.queue.push_back(job);
+        } else {
+            let out = job.run();
+            self.job_done(now, out);
+        }
+    }
+
+    fn job_done(&mut self, now: Instant, output: SmJobOutput) {
+        if self.sweep.waiting_for() != Some(output.id) {
+            tracing::debug!(job = output.id, "job output no longer wanted: dropped");
+            return;
+        }
+        match output.done {
+            Done::Route(computed) => self.routes_computed(now, *computed),
+        }
+    }
+
+    /// Whether a job this engine made has not come back yet.
+    #[must_use]
+    pub fn job_pending(&self) -> bool {
+        self.sweep.waiting_for().is_some()
+    }
+}

@@ -1,0 +1,236 @@
+//! The engine's routing as a job the host runs (`SubnetManager::set_job_offload`):
+//! while the job is out the SM keeps answering (no takeover by a Standby polling it,
+//! the SA answers from its last snapshot), its output is applied where the host hands
+//! it back, an output the engine no longer waits for is dropped, and a sweep whose
+//! routing failed is tried again at the next periodic sweep.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Node, attach, ca_nodes, drive, roles, sim_of};
+use ibsm_manager::{Role, SmConfig, SmEvent, SmJob};
+use ibsm_routing::EngineList;
+use ibsm_sim::{SimConfig, SmaAgent};
+use ibsm_topology::generate;
+use ibsm_transport::{Address, Incoming, LidAddress, Transport, TransportError};
+use ibsm_wire::Method;
+use ibsm_wire::sa::{PathRecord, SaMad};
+
+/// Runs every job the SMs hand out at once (what an Inline runner does).
+fn run_jobs(nodes: &mut [Node], now: ibsm_transport::Instant) {
+    for n in nodes.iter_mut().filter(|n| n.alive) {
+        while let Some(job) = n.sm.poll_job() {
+            let out = job.run();
+            n.sm.handle_job(now, out);
+        }
+    }
+}
+
+fn master_cfg() -> SmConfig {
+    let mut c = SmConfig::default();
+    c.priority = 10;
+    c.polling_timeout = Duration::from_millis(200);
+    c.polling_retries = 2;
+    c.sweep_interval = Duration::from_secs(10);
+    c
+}
+
+fn standby_cfg() -> SmConfig {
+    let mut c = master_cfg();
+    c.priority = 5;
+    c
+}
+
+/// A Master whose routing job is held for 20 s of virtual time (a fabric far larger
+/// than this one, on a slow machine) stays Master: the Standby polling it every 200 ms
+/// gets its answers throughout, the SA answers a PathRecord query from its last
+/// snapshot, and once the output comes back the sweep programs the subnet and comes
+/// up clean. (Planted: `routes_computed` not moving the sweep on to Program -> never
+/// SUBNET UP again.)
+#[test]
+fn a_held_routing_job_leaves_the_master_answering() {
+    let f = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let mut master = attach(&mut sim, cas[0], master_cfg(), None);
+    master.sm.set_job_offload(true);
+    let standby = attach(&mut sim, cas[1], standby_cfg(), None);
+    let mut nodes = vec![master, standby];
+    let tool_node = cas[6];
+    let mut tool = sim.attach_tool(tool_node, 1).unwrap();
+
+    // Bring-up, jobs run as soon as they are made.
+    let ok = drive(
+        &mut sim,
+        &mut nodes,
+        ibsm_transport::Instant::from_secs(60),
+        |s, ns| {
+            run_jobs(ns, s.now());
+            ns[0].ups() >= 1 && ns[1].sm.role() == Role::Standby && !ns[0].sm.is_sweeping()
+        },
+    );
+    assert!(ok, "roles {:?}", roles(&nodes));
+    assert!(!nodes[0].sm.job_pending());
+
+    // A rebalance recomputes every route: one job, held.
+    nodes[0].sm.request_rebalance(sim.now());
+    let mut held: Option<SmJob> = None;
+    let until = sim.now() + Duration::from_secs(5);
+    let got = drive(&mut sim, &mut nodes, until, |_, ns| {
+        held = ns[0].sm.poll_job();
+        held.is_some()
+    });
+    assert!(got, "no routing job");
+    let job = held.take().unwrap();
+    assert_eq!(job.kind(), "route");
+    assert!(nodes[0].sm.job_pending() && nodes[0].sm.is_sweeping());
+    nodes[1].fresh();
+    let ups = nodes[0].ups();
+
+    // 20 s with the job out: 100 polling periods of the Standby.
+    let ask_at = sim.now() + Duration::from_secs(10);
+    let hold_until = sim.now() + Duration::from_secs(20);
+    let sm_lid = nodes[0].sm.sm_lid();
+    let mut asked = false;
+    let mut answered = None;
+    drive(&mut sim, &mut nodes, hold_until, |s, _| {
+        if !asked && s.now() >= ask_at {
+            let t = PathRecord {
+                slid: sm_lid,
+                dlid: sm_lid,
+                ..PathRecord::default()
+            };
+            let mask = PathRecord::CM_SLID | PathRecord::CM_DLID;
+            let req = SaMad::request(Method::Get, 0x1234, mask, &t).unwrap();
+            let dst = Address::Lid(LidAddress::gsi(sm_lid, 0));
+            tool.send(&dst, &req.to_bytes()).unwrap();
+            asked = true;
+        }
+        loop {
+            match tool.recv(tool.now()) {
+                Ok(Incoming::Mad(rx)) => answered = Some(rx.mad),
+                Ok(_) => {}
+                Err(TransportError::Timeout) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        false
+    });
+    assert_eq!(
+        roles(&nodes),
+        vec![Role::Master, Role::Standby],
+        "a takeover while routing"
+    );
+    assert!(
+        !nodes[1]
+            .fresh()
+            .iter()
+            .any(|e| matches!(e, SmEvent::RoleChanged { .. })),
+        "the Standby changed role while the Master routed"
+    );
+    assert_eq!(nodes[0].ups(), ups, "SUBNET UP without the routes");
+    let answer = answered.expect("the SA did not answer while routing");
+    let mut buf = [0u8; 256];
+    buf[..answer.len().min(256)].copy_from_slice(&answer[..answer.len().min(256)]);
+    let parsed = SaMad::parse(&buf).unwrap();
+    assert!(parsed.status.is_ok(), "{:?}", parsed.status);
+
+    // The output comes back: programmed, up, clean.
+    let out = job.run();
+    nodes[0].sm.handle_job(sim.now(), out);
+    assert!(!nodes[0].sm.job_pending());
+    let until = sim.now() + Duration::from_secs(30);
+    let up = drive(&mut sim, &mut nodes, until, |s, ns| {
+        run_jobs(ns, s.now());
+        ns[0].ups() > ups && !ns[0].sm.is_sweeping()
+    });
+    assert!(up, "no SUBNET UP after the job came back");
+    assert!(sim.verify().is_clean(), "{:?}", sim.verify());
+    assert_eq!(roles(&nodes), vec![Role::Master, Role::Standby]);
+}
+
+/// A sweep started over while its routing job is out: the old job's output changes
+/// nothing (no MAD, still waiting), the new one's configures the subnet. (Planted:
+/// `job_done` without the id check -> the stale output is programmed.)
+#[test]
+fn the_output_of_a_job_no_longer_waited_for_is_dropped() {
+    let f = generate::k_ary_n_tree(4, 2).unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let mut n = attach(&mut sim, cas[0], SmConfig::default(), None);
+    n.sm.set_job_offload(true);
+    let mut nodes = vec![n];
+    let take = |sim: &mut ibsm_sim::Sim<SmaAgent>, nodes: &mut [Node]| {
+        let mut held = None;
+        let until = sim.now() + Duration::from_secs(10);
+        let ok = drive(sim, nodes, until, |_, ns| {
+            held = ns[0].sm.poll_job();
+            held.is_some()
+        });
+        assert!(ok, "no job");
+        held.unwrap()
+    };
+    let first = take(&mut sim, &mut nodes);
+    // A restart while the job is out begins a new heavy sweep.
+    nodes[0].sm.start(sim.now()).unwrap();
+    let second = take(&mut sim, &mut nodes);
+    assert_ne!(first.id(), second.id());
+    let now = sim.now();
+    nodes[0].sm.handle_job(now, first.run());
+    assert!(
+        nodes[0].sm.poll_transmit(now).is_none(),
+        "the stale output was programmed"
+    );
+    assert!(nodes[0].sm.job_pending(), "the sweep stopped waiting");
+    nodes[0].sm.handle_job(now, second.run());
+    let until = sim.now() + Duration::from_secs(30);
+    let up = drive(&mut sim, &mut nodes, until, |s, ns| {
+        run_jobs(ns, s.now());
+        ns[0].ups() >= 1 && !ns[0].sm.is_sweeping()
+    });
+    assert!(up);
+    assert!(sim.verify().is_clean(), "{:?}", sim.verify());
+}
+
+/// Routing that fails (every engine of a `no_fallback` list) is tried again by the
+/// next periodic sweep, which is heavy, without a trap to ask for it. (Planted: no
+/// `note_change` after `RoutingFailed` -> the next sweep is light and the failure is
+/// never retried.)
+#[test]
+fn failed_routing_is_retried_at_the_next_periodic_sweep() {
+    let f = generate::grid(&generate::Grid {
+        dims: vec![4, 4],
+        torus: true,
+        cas_per_switch: 1,
+    })
+    .unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let ca = ca_nodes(&sim, &f)[0];
+    let mut c = SmConfig::default();
+    c.routing = "ftree,no_fallback".parse::<EngineList>().unwrap();
+    c.sweep_interval = Duration::from_secs(5);
+    let mut nodes = vec![attach(&mut sim, ca, c, None)];
+    let failed = |n: &Node| {
+        n.events
+            .iter()
+            .filter(|e| matches!(e, SmEvent::RoutingFailed { .. }))
+            .count()
+    };
+    let until = ibsm_transport::Instant::from_secs(30);
+    assert!(drive(&mut sim, &mut nodes, until, |_, n| failed(&n[0]) >= 1));
+    nodes[0].fresh();
+    // One sweep period later (and a little): another heavy sweep, failing again.
+    let until = sim.now() + Duration::from_secs(6);
+    assert!(
+        drive(&mut sim, &mut nodes, until, |_, n| failed(&n[0]) >= 2),
+        "routing not retried: {:?}",
+        nodes[0].fresh()
+    );
+    let heavy_starts = nodes[0]
+        .fresh()
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
+        .count();
+    assert_eq!(heavy_starts, 1);
+}
