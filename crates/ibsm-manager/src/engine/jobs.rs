@@ -104,6 +104,9 @@ pub(super) struct Jobs {
     /// The host runs the jobs ([`SubnetManager::poll_job`]); otherwise the engine does,
     /// where it makes them.
     offload: bool,
+    /// Planning units per slice of the Program stage with offload (`program.rs`);
+    /// 0: the default.
+    pub(super) slice: usize,
     next_id: u64,
     queue: VecDeque<SmJob>,
 }
@@ -117,6 +120,13 @@ impl SubnetManager {
     /// traps and every other input are handled while a job runs.
     pub fn set_job_offload(&mut self, offload: bool) {
         self.jobs.offload = offload;
+    }
+
+    /// How much of the Program stage's planning runs per entry point when jobs are
+    /// offloaded, in units of one LFT block or one port looked at (default 16,384:
+    /// a few milliseconds). Smaller slices answer sooner and cost more entry points.
+    pub fn set_program_slice(&mut self, units: std::num::NonZeroUsize) {
+        self.jobs.slice = units.get();
     }
 
     /// The next job for the host to run (only with [`Self::set_job_offload`]).
@@ -163,6 +173,12 @@ impl SubnetManager {
         match output.done {
             Done::Route(computed) => self.routes_computed(now, *computed),
         }
+    }
+
+    /// Whether the host runs the jobs (and wants an engine that answers while it
+    /// works: the Program stage is planned in slices too, `program.rs`).
+    pub(super) fn jobs_offloaded(&self) -> bool {
+        self.jobs.offload
     }
 
     /// Whether a job this engine made has not come back yet.

@@ -18,6 +18,7 @@
 //! | [`routing`] | [`routing::RouteState`] | routes computed or repaired, the rebalance policy |
 //! | [`switches`] | [`switches::Mirror`] | SwitchInfo, LFT blocks, SL2VL and VLArb Sets |
 //! | [`ports`] | the stage's port plan | the PortInfo every port should hold, arming, activation |
+//! | [`program`] | [`program::Programming`] | the Program stage's Sets queued a slice at a time (when jobs are offloaded), then the routes in force |
 //! | [`partitions`] | [`partitions::Partitions`] | P_Key tables and enforcement from the policy |
 //! | [`traps`] | | traps: TrapRepress, the latch check, which traps sweep |
 //! | [`smi`] | [`smi::Smi`] | the election: SMInfo requests and answers, role changes |
@@ -49,6 +50,7 @@ mod ops;
 mod partitions;
 mod perfmgr;
 mod ports;
+mod program;
 mod resweep;
 mod routing;
 mod runtime;
@@ -359,6 +361,9 @@ impl SubnetManager {
         }
         if self.timers.due(Timer::Health, now) {
             self.health_timeout(now);
+        }
+        if self.timers.due(Timer::Program, now) {
+            self.program_slice(now);
         }
         if self.sweep.is_idle() && self.timers.due(Timer::Sweep, now) {
             self.timers.clear(Timer::Sweep);

@@ -16,47 +16,41 @@ use crate::model::NodeIx;
 pub(super) struct Plan(BTreeMap<(NodeIx, u8), PortInfo>);
 
 impl SubnetManager {
-    /// Plans every port and queues the Sets of those that differ from the plan. Ports
-    /// whose link is trained (Init) are armed in the same Set that configures them:
-    /// Armed carries no data, so it is safe before the LFTs are written, and it saves
-    /// one SMP per port. Activation waits for every LFT block.
-    pub(super) fn program_ports(&mut self) -> Plan {
-        let mut plan = Plan::default();
-        for n in 0..self.subnet.nodes.len() {
-            let node = &self.subnet.nodes[n];
-            let ports: Vec<u8> = if node.is_switch() {
-                (0..=node.info.num_ports).collect()
-            } else {
-                (1..=node.info.num_ports)
-                    .filter(|&p| node.ports[usize::from(p)].path.is_some())
-                    .collect()
+    /// Plans the ports of node `n` into `plan` and queues the Sets of those that
+    /// differ from it. Ports whose link is trained (Init) are armed in the same Set
+    /// that configures them: Armed carries no data, so it is safe before the LFTs are
+    /// written, and it saves one SMP per port. Activation waits for every LFT block.
+    /// Returns the ports it looked at (the measure of its work, `program.rs`).
+    pub(super) fn program_node_ports(&mut self, n: NodeIx, plan: &mut Plan) -> usize {
+        let node = &self.subnet.nodes[n];
+        let ports: Vec<u8> = if node.is_switch() {
+            (0..=node.info.num_ports).collect()
+        } else {
+            (1..=node.info.num_ports)
+                .filter(|&p| node.ports[usize::from(p)].path.is_some())
+                .collect()
+        };
+        let looked = ports.len();
+        for p in ports {
+            let Some(mut want) = self.desired_port_info(n, p) else {
+                continue;
             };
-            for p in ports {
-                if let Some(want) = self.desired_port_info(n, p) {
-                    plan.0.insert((n, p), want);
-                }
+            plan.0.insert((n, p), want);
+            let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+            let Some(cur) = rec.info.as_ref() else {
+                continue;
+            };
+            let arm = p != 0 && rec.peer.is_some() && cur.port_state == PortState::Init;
+            if arm {
+                want.port_state = PortState::Armed;
+            }
+            // A port told to re-register gets its Set even where nothing else
+            // changed (an SM restarted on its old LID).
+            if arm || want.client_reregister || needs_set(cur, &want) {
+                self.submit_port_set(n, p, want);
             }
         }
-        let sets: Vec<((NodeIx, u8), PortInfo)> = plan
-            .0
-            .iter()
-            .filter_map(|(&(n, p), want)| {
-                let rec = &self.subnet.nodes[n].ports[usize::from(p)];
-                let cur = rec.info.as_ref()?;
-                let mut want = *want;
-                let arm = p != 0 && rec.peer.is_some() && cur.port_state == PortState::Init;
-                if arm {
-                    want.port_state = PortState::Armed;
-                }
-                // A port told to re-register gets its Set even where nothing else
-                // changed (an SM restarted on its old LID).
-                (arm || want.client_reregister || needs_set(cur, &want)).then_some(((n, p), want))
-            })
-            .collect();
-        for ((n, p), want) in sets {
-            self.submit_port_set(n, p, want);
-        }
-        plan
+        looked
     }
 
     fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {

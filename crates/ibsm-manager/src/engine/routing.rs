@@ -34,6 +34,7 @@ pub(super) struct RouteState {
 }
 
 /// Routes computed for one heavy sweep, not yet in force.
+#[derive(Debug)]
 pub(super) struct Computed {
     pub(super) fabric: Fabric,
     pub(super) csr: Csr,

@@ -70,6 +70,9 @@ pub(super) enum Stage {
         /// The id of the routing job the sweep waits for.
         job: u64,
     },
+    /// The routes are back and the Sets that program them are being queued, a slice
+    /// at a time (`program.rs`). Reported as the Program phase.
+    Programming(Box<super::program::Programming>),
     /// LIDs, routes, switch tables, P_Keys and PortInfo Sets are out; the plan says
     /// what every port should hold, for the activation.
     Program(Plan),
@@ -82,7 +85,7 @@ impl Stage {
         match self {
             Stage::Discover => Phase::Discover,
             Stage::Elect => Phase::Elect,
-            Stage::Route { .. } | Stage::Program(_) => Phase::Program,
+            Stage::Route { .. } | Stage::Programming(_) | Stage::Program(_) => Phase::Program,
             Stage::Activate => Phase::Activate,
         }
     }
@@ -163,6 +166,29 @@ impl Sweep {
     pub(super) fn set_stage(&mut self, stage: Stage) {
         if let Sweep::Heavy(h) = self {
             h.stage = stage;
+        }
+    }
+
+    /// The planning of the Program stage, while it is being queued.
+    pub(super) fn programming(&self) -> Option<&super::program::Programming> {
+        match self.heavy().map(|h| &h.stage) {
+            Some(Stage::Programming(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Takes the planning out of the stage (for a slice of it; put it back with
+    /// [`Self::set_stage`]).
+    pub(super) fn take_programming(&mut self) -> Option<Box<super::program::Programming>> {
+        let Sweep::Heavy(h) = self else {
+            return None;
+        };
+        if !matches!(h.stage, Stage::Programming(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut h.stage, Stage::Program(Plan::default())) {
+            Stage::Programming(p) => Some(p),
+            _ => None,
         }
     }
 
@@ -497,8 +523,9 @@ impl SubnetManager {
                 SmState::Discovering => return false,
                 _ => self.stand_aside(now),
             },
-            // The routing job has not come back: wait for it.
-            Stage::Route { .. } => return false,
+            // The routing job has not come back, or its Sets are still being queued:
+            // wait.
+            Stage::Route { .. } | Stage::Programming(_) => return false,
             Stage::Program(_) => {
                 let plan = match &mut self.sweep {
                     Sweep::Heavy(h) => match &mut h.stage {
@@ -517,7 +544,7 @@ impl SubnetManager {
 
     /// Standby or NotActive after discovery: someone else configures; the sweep ends
     /// without SUBNET UP.
-    fn stand_aside(&mut self, now: Instant) {
+    pub(super) fn stand_aside(&mut self, now: Instant) {
         self.end_stage(now);
         let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
         self.sweep = Sweep::Idle(Idle {
@@ -556,10 +583,7 @@ impl SubnetManager {
             return;
         }
         match computed {
-            Ok(c) => {
-                let plan = self.program(now, c);
-                self.sweep.set_stage(Stage::Program(plan));
-            }
+            Ok(c) => self.begin_programming(now, c),
             Err(e) => self.routing_failed(now, e),
         }
     }
@@ -573,28 +597,6 @@ impl SubnetManager {
         if self.sweep.is_idle() {
             self.sweep.note_change();
         }
-    }
-
-    /// The Program stage's Sets for computed routes: switch tables, P_Keys, ports; the
-    /// port plan the activation follows.
-    fn program(&mut self, now: Instant, computed: super::routing::Computed) -> Plan {
-        let rerouted = computed.rerouted;
-        let wall = computed.wall;
-        let engine = computed.routes.engine().to_owned();
-        self.sweep.count(|s| {
-            s.rerouted = rerouted;
-            s.routing_wall = wall;
-            s.routing_engine = engine;
-        });
-        let max_lid = self.lids.max_lid();
-        self.program_switches(&computed.csr, &computed.routes, max_lid);
-        // P_Key tables from the partition policy, before the PortInfo Sets that turn
-        // switch enforcement on.
-        self.program_pkeys();
-        let plan = self.program_ports();
-        self.program_health();
-        self.routes_in_force(now, computed);
-        plan
     }
 
     /// Ends the sweep: its stats go out with [`SmEvent::SubnetUp`] (a heavy sweep that

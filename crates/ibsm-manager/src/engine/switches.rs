@@ -63,38 +63,44 @@ impl SubnetManager {
 }
 
 impl SubnetManager {
-    /// Queues every switch's SwitchInfo, LFT, SL2VL and VLArb Sets for `routes`
-    /// (computed on `csr`), up to LID `max_lid`.
-    pub(super) fn program_switches(&mut self, csr: &Csr, routes: &Routes, max_lid: u16) {
-        let tops = self.mft_tops();
-        for s in 0..csr.switch_count() {
-            let guid = csr.switch_guid[s].0;
-            let Some(&n) = self.subnet.by_guid.get(&guid) else {
-                continue;
-            };
-            if self.sweep.is_locked(guid) {
-                continue;
-            }
-            let top = tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
-            self.program_switch_info(n, max_lid, top);
-            // The mirror of what was written is only good while the switch keeps it: one
-            // that missed the previous sweep or whose port-0 LID is not the one we gave
-            // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
-            let cur_lid = self.subnet.nodes[n]
-                .ports
-                .first()
-                .and_then(|p| p.info.as_ref())
-                .map_or(0, |i| i.lid);
-            let assigned = self.lids.assigned.get(&guid).map_or(0, |l| l.0);
-            if cur_lid != assigned || !self.sweep.seen_before(guid) {
-                self.mirror.lft.remove(&guid);
-                self.mirror.sl2vl.retain(|&(g, _), _| g != guid);
-            }
-            self.program_lft(n, guid, routes.lft(s), max_lid);
-            if routes.vls_used() > 1 || routes.has_sls() {
-                self.program_vls(n, guid, s, routes);
-            }
+    /// Queues the SwitchInfo, LFT, SL2VL and VLArb Sets of switch `s` of `csr` for
+    /// `routes`, up to LID `max_lid`; `tops` are the SA's MulticastFDBTops. Returns the
+    /// LFT blocks it looked at (the measure of its work, `program.rs`).
+    pub(super) fn program_switch(
+        &mut self,
+        s: usize,
+        csr: &Csr,
+        routes: &Routes,
+        max_lid: u16,
+        tops: &HashMap<u64, u16>,
+    ) -> usize {
+        let guid = csr.switch_guid[s].0;
+        let Some(&n) = self.subnet.by_guid.get(&guid) else {
+            return 0;
+        };
+        if self.sweep.is_locked(guid) {
+            return 0;
         }
+        let top = tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
+        self.program_switch_info(n, max_lid, top);
+        // The mirror of what was written is only good while the switch keeps it: one
+        // that missed the previous sweep or whose port-0 LID is not the one we gave
+        // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
+        let cur_lid = self.subnet.nodes[n]
+            .ports
+            .first()
+            .and_then(|p| p.info.as_ref())
+            .map_or(0, |i| i.lid);
+        let assigned = self.lids.assigned.get(&guid).map_or(0, |l| l.0);
+        if cur_lid != assigned || !self.sweep.seen_before(guid) {
+            self.mirror.lft.remove(&guid);
+            self.mirror.sl2vl.retain(|&(g, _), _| g != guid);
+        }
+        self.program_lft(n, guid, routes.lft(s), max_lid);
+        if routes.vls_used() > 1 || routes.has_sls() {
+            self.program_vls(n, guid, s, routes);
+        }
+        usize::from(max_lid) / 64 + 1
     }
 
     /// SwitchInfo: LinearFDBTop `max_lid`, LifeTimeValue, and where the switch honours

@@ -24,9 +24,11 @@ pub(super) enum Timer {
     PerfMgr,
     /// The earliest end of an unhealthy port's quiet period (`health.rs`).
     Health,
+    /// The next slice of the Program stage's planning (`program.rs`): due at once.
+    Program,
 }
 
-const ALL: [Timer; 7] = [
+const ALL: [Timer; 8] = [
     Timer::Sweep,
     Timer::Rebalance,
     Timer::Transactions,
@@ -34,6 +36,7 @@ const ALL: [Timer; 7] = [
     Timer::Admin,
     Timer::PerfMgr,
     Timer::Health,
+    Timer::Program,
 ];
 
 /// Every deadline, `None` when unset.
