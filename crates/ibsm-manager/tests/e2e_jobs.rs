@@ -284,3 +284,33 @@ fn offload_and_sliced_programming_send_the_same_mads() {
     assert_eq!(inline.0.len(), offloaded.0.len());
     assert_eq!(inline.1, offloaded.1, "events differ");
 }
+
+/// What `subnet()` shows while a heavy sweep rediscovers the fabric is the last whole
+/// model, never the half-built one (a status or metric read mid-sweep used to drop to
+/// a handful of nodes and climb back). (Planted: `subnet()` returning the sweep's own
+/// model -> a round sees fewer nodes.)
+#[test]
+fn the_model_on_show_during_a_heavy_sweep_is_the_last_whole_one() {
+    let f = generate::k_ary_n_tree(4, 3).unwrap();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let mut nodes = vec![attach(&mut sim, cas[0], SmConfig::default(), None)];
+    let until = ibsm_transport::Instant::from_secs(30);
+    assert!(drive(&mut sim, &mut nodes, until, |_, ns| {
+        ns[0].ups() >= 1 && !ns[0].sm.is_sweeping()
+    }));
+    let whole = nodes[0].sm.subnet().nodes.len();
+    assert_eq!(whole, f.node_count());
+    nodes[0].sm.request_heavy_sweep(sim.now());
+    let (mut rounds, mut least) = (0u32, usize::MAX);
+    let until = sim.now() + Duration::from_secs(30);
+    assert!(drive(&mut sim, &mut nodes, until, |_, ns| {
+        if ns[0].sm.is_sweeping() {
+            rounds += 1;
+            least = least.min(ns[0].sm.subnet().nodes.len());
+        }
+        ns[0].ups() >= 2 && !ns[0].sm.is_sweeping()
+    }));
+    assert!(rounds > 10, "{rounds} rounds");
+    assert_eq!(least, whole);
+}

@@ -202,10 +202,15 @@ impl SubnetManager {
         &self.cfg
     }
 
-    /// What the last heavy sweep found.
+    /// What the last heavy sweep found. While a heavy sweep discovers, its own model
+    /// is half built: this is the model of the sweep before it until the discovery
+    /// ends, so a status or a metric read during a sweep does not drop to nothing.
     #[must_use]
     pub fn subnet(&self) -> &Subnet {
-        &self.subnet
+        match self.sweep.before() {
+            Some(before) if self.sweep.is_discovering() => before,
+            _ => &self.subnet,
+        }
     }
 
     /// The fabric model of the last configured sweep (shared `ibsm-topology` type).

@@ -129,9 +129,10 @@ fn stage_span(stage: Phase, heavy: bool) -> tracing::Span {
 pub(super) struct HeavySweep {
     pub(super) stage: Stage,
     progress: Progress,
-    /// Node GUIDs the sweep before found (NodeAdded / NodeRemoved, and which switches'
-    /// tables are known).
-    pub(super) previous: HashSet<u64>,
+    /// The model of the heavy sweep before this one: what [`SubnetManager::subnet`]
+    /// shows while this one builds its own, and which nodes were known (NodeAdded /
+    /// NodeRemoved, and which switches' tables are known).
+    pub(super) before: Subnet,
     /// Ports (switches: node GUIDs) that ignored our M_Key in this sweep: not
     /// configured.
     locked: HashSet<u64>,
@@ -295,15 +296,16 @@ impl Sweep {
         }
     }
 
-    /// The node GUIDs of the sweep before this heavy sweep.
-    pub(super) fn previous(&self) -> Option<&HashSet<u64>> {
-        self.heavy().map(|h| &h.previous)
+    /// The model of the heavy sweep before the running one (`None` outside a heavy
+    /// sweep).
+    pub(super) fn before(&self) -> Option<&Subnet> {
+        self.heavy().map(|h| &h.before)
     }
 
     /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
     /// heavy sweep: no).
     pub(super) fn seen_before(&self, guid: u64) -> bool {
-        self.previous().is_some_and(|p| p.contains(&guid))
+        self.before().is_some_and(|p| p.by_guid.contains_key(&guid))
     }
 }
 
@@ -330,12 +332,13 @@ impl SubnetManager {
         // A restart while sweeping ends the running stage first.
         self.end_stage(now);
         self.latches.begin_sweep();
-        let previous = self.subnet.by_guid.keys().copied().collect();
-        self.subnet = Subnet::default();
+        // The last model stays on show (and says what was known) while the sweep
+        // builds the next in `subnet`.
+        let before = std::mem::take(&mut self.subnet);
         self.sweep = Sweep::Heavy(Box::new(HeavySweep {
             stage: Stage::Discover,
             progress: Progress::new(now, true, Phase::Discover),
-            previous,
+            before,
             locked: HashSet::new(),
             again: false,
             lost: Losses::default(),
@@ -495,13 +498,14 @@ impl SubnetManager {
             Stage::Discover => {
                 let mut gone: Vec<u64> = self
                     .sweep
-                    .previous()
+                    .before()
                     .into_iter()
-                    .flatten()
+                    .flat_map(|b| b.by_guid.keys())
                     .filter(|g| !self.subnet.by_guid.contains_key(g))
                     .copied()
                     .collect();
-                // The previous GUIDs are a hash set: its order differs from run to run.
+                // The previous GUIDs are a hash map's keys: their order differs from run
+                // to run.
                 gone.sort_unstable();
                 for guid in gone {
                     self.event(SmEvent::NodeRemoved { guid });
