@@ -87,6 +87,7 @@ enum Delivery {
     Request {
         from: usize,
         to: usize,
+        sent: Instant,
         mad: [u8; 256],
     },
     Response {
@@ -137,6 +138,9 @@ pub struct Net {
     pub refused_outranked: u32,
     pub mads_sent: u64,
     pub keep_events: bool,
+    /// With `keep_events`: requests that reached a crashed node (so went unanswered),
+    /// as (sent at, from, to).
+    pub undelivered: Vec<(Instant, usize, usize)>,
 }
 
 impl Net {
@@ -188,7 +192,12 @@ impl Net {
             max_dual_any: Duration::ZERO,
             dual_bound,
             masterless_since: vec![None; n],
-            masterless_bound: c0.worst_case_detection()
+            // A crashed Master is lost by `worst_case_detection`; a hung one, whose SMA
+            // still answers, only after `polling_retries + 1` polls showed its count
+            // frozen: up to `polling_retries + 2` periods after it hung.
+            masterless_bound: c0
+                .worst_case_detection()
+                .max(c0.polling_timeout * (c0.polling_retries + 2))
                 + c0.polling_timeout
                 + host.sweep_duration
                 + budget * 2
@@ -204,6 +213,7 @@ impl Net {
             refused_outranked: 0,
             mads_sent: 0,
             keep_events: false,
+            undelivered: Vec::new(),
         }
     }
 
@@ -477,6 +487,7 @@ impl Net {
         self.schedule(Delivery::Request {
             from,
             to,
+            sent: self.now,
             mad: tx.mad,
         });
     }
@@ -484,8 +495,19 @@ impl Net {
     fn deliver(&mut self, d: Delivery) {
         let now = self.now;
         match d {
-            Delivery::Request { from, to, mad } => {
-                if self.comp[from] != self.comp[to] || self.nodes[to].sm.is_none() {
+            Delivery::Request {
+                from,
+                to,
+                sent,
+                mad,
+            } => {
+                if self.comp[from] != self.comp[to] {
+                    return;
+                }
+                if self.nodes[to].sm.is_none() {
+                    if self.keep_events {
+                        self.undelivered.push((sent, from, to));
+                    }
                     return;
                 }
                 let reveal = self.m_key_ok(from, to);
