@@ -25,6 +25,19 @@ struct Failover {
     to_up: Duration,
     /// Virtual time from the death to the standby becoming master.
     to_master: Duration,
+    /// Virtual time from the death to the standby leaving Standby (the master lost).
+    to_lost: Duration,
+    /// The standby's SMInfo Gets in the second before it left Standby: when, in
+    /// milliseconds after the death (negative: before it), and how many at once.
+    polls: Vec<(f64, usize)>,
+}
+
+/// The SMInfo Gets (SubnGet(SMInfo) requests) among trace lines.
+fn is_sminfo_get(line: &str) -> bool {
+    line.starts_with("mad ")
+        && line.contains("method=Get ")
+        && line.contains("response=false")
+        && line.contains("attr=0x0020")
 }
 
 /// Master at CA 0 (priority 10), standby at the last CA (priority 3); bring up, kill
@@ -52,13 +65,39 @@ fn failover(f: &Fabric, poll: Duration, retries: u32) -> (Sim<SmaAgent>, Vec<Nod
     }
     let before = nodes[0].sm.lids().clone();
 
-    // Kill the master.
+    // Kill the master; from a little before, note when the standby sends each SMInfo
+    // Get (its polls and re-probes), as its trace shows them after every round.
+    let mark = sim.now();
+    nodes[1].trace.log = Some(Vec::new());
+    let mut gets: Vec<(ibsm_transport::Instant, usize)> = Vec::new();
+    let mut seen_lines = 0;
+    let mut note_gets = |s: &Sim<SmaAgent>, n: &Node| {
+        let log = n.trace.log.as_ref().expect("logging");
+        let new = log[seen_lines..]
+            .iter()
+            .filter(|l| is_sminfo_get(l))
+            .count();
+        seen_lines = log.len();
+        if new > 0 && n.sm.role() == Role::Standby {
+            gets.push((s.now(), new));
+        }
+    };
+    let ok = drive(&mut sim, &mut nodes, mark + poll * 2, |s, ns| {
+        note_gets(s, &ns[1]);
+        false
+    });
+    assert!(!ok);
     let died = sim.now();
     nodes[0].port.detach();
     nodes[0].alive = false;
     let mut became_master = None;
+    let mut lost = None;
     let limit = poll * (retries + 2) + Duration::from_secs(60);
     let ok = drive(&mut sim, &mut nodes, died + limit, |s, ns| {
+        note_gets(s, &ns[1]);
+        if lost.is_none() && ns[1].sm.role() != Role::Standby {
+            lost = Some(s.now());
+        }
         if became_master.is_none() && ns[1].sm.role() == Role::Master {
             became_master = Some(s.now());
         }
@@ -82,11 +121,59 @@ fn failover(f: &Fabric, poll: Duration, retries: u32) -> (Sim<SmaAgent>, Vec<Nod
         let pi = sim.with_agent(ca, |a| a.sma().port_info(1)).unwrap();
         assert_eq!(pi.master_sm_lid, new_lid, "ports point at the new master");
     }
+    let lost = lost.expect("the standby left Standby");
+    let ms = |t: ibsm_transport::Instant| {
+        if t >= died {
+            (t - died).as_secs_f64() * 1e3
+        } else {
+            -((died - t).as_secs_f64() * 1e3)
+        }
+    };
     let fo = Failover {
         to_up: up.saturating_duration_since(died),
         to_master: became_master.unwrap_or(up).saturating_duration_since(died),
+        to_lost: lost - died,
+        polls: gets
+            .iter()
+            .filter(|(t, _)| *t + Duration::from_secs(1) >= lost && *t <= lost)
+            .map(|&(t, n)| (ms(t), n))
+            .collect(),
     };
     (sim, nodes, fo)
+}
+
+/// What the counting rule (`ibsm_election::Config::polling_retries`) gives, worked out
+/// from the settings: with `p` the polling period, `n` the retries and `w` the answer
+/// time (`transaction_timeout`, 200 ms by default, at most `p`), the master is lost
+/// `(n + 1) w` after the standby's first unanswered poll, sent up to `p` after the death
+/// (or just before it, still on its way): its rounds go out at `0, w, 2w, ...` after
+/// that poll, one Get and then three (re-probes), and the last one's answer time ends
+/// it. `expected` is that sequence in milliseconds after the first unanswered poll.
+fn check_rule(fo: &Failover, poll: Duration, expected: &[(f64, usize)], lost_after: f64) {
+    let first = fo
+        .polls
+        .iter()
+        .rev()
+        .nth(expected.len() - 1)
+        .expect("the standby's rounds");
+    let rounds: Vec<(f64, usize)> = fo.polls[fo.polls.len() - expected.len()..]
+        .iter()
+        .map(|&(t, n)| ((t - first.0).round(), n))
+        .collect();
+    assert_eq!(rounds, expected, "rounds after the first unanswered poll");
+    let lost = fo.to_lost.as_secs_f64() * 1e3;
+    assert!(
+        (lost - first.0 - lost_after).abs() < 1e-6,
+        "lost {lost} ms after the death, the first unanswered poll at {} ms",
+        first.0
+    );
+    // That poll went out after the death, or at most a few microseconds before (on its
+    // way when the master went), and at most a period after it.
+    assert!(
+        first.0 > -0.1 && first.0 <= poll.as_secs_f64() * 1e3,
+        "first unanswered poll {} ms after the death",
+        first.0
+    );
 }
 
 #[test]
@@ -94,12 +181,22 @@ fn one_master_and_fast_failover_on_a_small_tree() {
     let f = generate::fat_tree(8, 2).unwrap();
     let poll = Duration::from_millis(150);
     let (_sim, nodes, fo) = failover(&f, poll, 2);
-    // Declared dead after `retries` failed polls: not before, and not much after.
-    assert!(fo.to_master >= poll, "{:?}", fo.to_master);
+    // 150 ms x 2: answers waited for 150 ms (the 200 ms transaction timeout, capped at
+    // the period); three unanswered rounds: lost 450 ms after the first unanswered
+    // poll, 450 to 600 ms after the death.
+    check_rule(&fo, poll, &[(0.0, 1), (150.0, 3), (300.0, 3)], 450.0);
     assert!(
-        fo.to_master <= poll * 4 + Duration::from_secs(1),
+        fo.to_lost >= Duration::from_millis(450) - Duration::from_micros(100)
+            && fo.to_lost <= Duration::from_millis(600),
         "{:?}",
-        fo.to_master
+        fo.to_lost
+    );
+    // Taking over is the standby's discovery sweep on virtual time: microseconds a hop.
+    assert!(fo.to_master >= fo.to_lost);
+    assert!(
+        fo.to_master - fo.to_lost < Duration::from_millis(5),
+        "{:?} after the master was lost",
+        fo.to_master - fo.to_lost
     );
     assert!(
         nodes[1]
@@ -107,29 +204,30 @@ fn one_master_and_fast_failover_on_a_small_tree() {
             .contains(&SmEvent::RoleChanged { role: Role::Master })
     );
     eprintln!(
-        "failover: master after {:?}, subnet up after {:?}",
-        fo.to_master, fo.to_up
+        "failover: lost after {:?}, master after {:?}, subnet up after {:?}",
+        fo.to_lost, fo.to_master, fo.to_up
     );
 }
 
-/// OpenSM's defaults (polls every 10 s, 4 retries, 200 ms transactions): the Master is
-/// declared lost when the 4th poll in a row goes unanswered for 200 ms, i.e.
-/// `retries x poll + 200 ms` = 40.2 s after its last answer at the latest
-/// (`Config::worst_case_detection`; OpenSM 3.3 waits two polls more). The test kills the
-/// Master right after a poll was answered, the worst case, so the takeover lands after
-/// 40 s and by 40.2 s plus the standby's discovery (microseconds of virtual time here).
+/// OpenSM's defaults (polls every 10 s, 4 retries, 200 ms transactions): the master is
+/// declared lost when the 5th round in a row (the poll and four re-probes, 200 ms
+/// apart) goes unanswered: 1.0 s after the first unanswered poll, so 1.0 to 11.0 s
+/// after the death (OpenSM 3.3: 50 to 60 s).
 #[test]
 fn opensm_defaults_failover_on_a_small_tree() {
     let f = generate::k_ary_n_tree(4, 2).unwrap();
     let (poll, retries) = (Duration::from_secs(10), 4);
     let (_sim, nodes, fo) = failover(&f, poll, retries);
-    assert!(fo.to_master > poll * retries, "{:?}", fo.to_master);
-    let worst = ibsm_election::Config::with_polling(1, poll, retries).worst_case_detection();
-    assert_eq!(worst, Duration::from_millis(40_200));
+    check_rule(
+        &fo,
+        poll,
+        &[(0.0, 1), (200.0, 3), (400.0, 3), (600.0, 3), (800.0, 3)],
+        1000.0,
+    );
     assert!(
-        fo.to_master <= worst + Duration::from_millis(100),
+        fo.to_lost <= Duration::from_millis(11_000),
         "{:?}",
-        fo.to_master
+        fo.to_lost
     );
     // One heavy sweep each to get there: the Master's bring-up, the standby's discovery
     // that made it follow, the standby's takeover.
