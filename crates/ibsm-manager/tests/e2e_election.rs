@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{Node, assert_configured, attach, ca_nodes, drive, sim_of, until_clean, until_up};
 use ibsm_manager::{Role, SmConfig, SmEvent};
-use ibsm_sim::{Sim, SimConfig, SmaAgent};
+use ibsm_sim::{Fault, Sim, SimConfig, SmaAgent};
 use ibsm_topology::{Fabric, generate};
 use ibsm_transport::Transport;
 
@@ -238,6 +238,102 @@ fn opensm_defaults_failover_on_a_small_tree() {
             .filter(|e| matches!(e, SmEvent::SweepStarted { heavy: true }))
             .count();
         assert_eq!(heavy, want, "SM {i}: {:?}", nodes[i].events);
+    }
+}
+
+/// 2 % SMP loss for an hour of virtual time, polls every 500 ms, `polling_retry_number`
+/// 2 in OpenSM 3.3's count (3 unanswered rounds lose the master): no false takeover.
+///
+/// Every SMP into or out of the master's port is lost with `x` = 2 % (the master's
+/// cable drops them, both ways; its own sweeps suffer too). A poll or re-probe Get
+/// goes unanswered when its request or its answer is lost: `q = 1 - 0.98^2 = 3.96 %`.
+/// A live master is declared lost only when the poll (one Get) and both re-probes
+/// (three Gets each, sent together) go unanswered: `q^7 = 1.5e-10` a poll, and with
+/// 7,200 polls an hour, **1.1e-6 false takeovers an hour expected** (one in ~100
+/// years), so 0 in this hour is not a lucky seed. For comparison, single-Get
+/// re-probes (`q^3`) would give 0.45 an hour and the old rule (two failed polls, `q^2`)
+/// 11 an hour; the three Gets cost no detection time (still 3 rounds of 200 ms).
+///
+/// The loss must show in the standby's polling, or the hour proved nothing: about
+/// `7,200 q` = 285 polls re-probed (binomial, sd 17: 200 to 370 accepted), and a
+/// second re-probe only after a first one all lost, `7,200 q^4` = 0.018 expected (3 at
+/// most accepted; single-Get re-probes would make it 11).
+#[test]
+fn two_percent_smp_loss_for_an_hour_is_no_false_takeover() {
+    let f = generate::fat_tree(4, 2).unwrap();
+    let poll = Duration::from_millis(500);
+    let mut sim = sim_of(
+        &f,
+        SimConfig {
+            seed: 25,
+            ..SimConfig::default()
+        },
+    );
+    let cas = ca_nodes(&sim, &f);
+    let mut nodes = vec![
+        attach(&mut sim, cas[0], cfg(10, poll, 2), None),
+        attach(&mut sim, *cas.last().unwrap(), cfg(3, poll, 2), None),
+    ];
+    until_up(&mut sim, &mut nodes, 0, Duration::from_secs(120));
+    common::settle_master_standby(&mut sim, &mut nodes, poll * 2);
+    assert_eq!(common::roles(&nodes), [Role::Master, Role::Standby]);
+    let events_before = [nodes[0].events.len(), nodes[1].events.len()];
+    sim.apply(Fault::LinkDropRate {
+        node: cas[0],
+        port: 1,
+        ppm: 20_000,
+    });
+    // The standby's SMInfo Gets, grouped by the instant they left: one for a poll,
+    // three for a re-probe.
+    nodes[1].trace.log = Some(Vec::new());
+    let mut rounds: Vec<(ibsm_transport::Instant, usize)> = Vec::new();
+    let start = sim.now();
+    let hour = Duration::from_secs(3600);
+    let ended_early = drive(&mut sim, &mut nodes, start + hour, |s, ns| {
+        let log = ns[1].trace.log.as_mut().expect("logging");
+        let gets = log.iter().filter(|l| is_sminfo_get(l)).count();
+        log.clear();
+        if gets > 0 {
+            rounds.push((s.now(), gets));
+        }
+        ns[0].sm.role() != Role::Master || ns[1].sm.role() != Role::Standby
+    });
+    // A re-probe leaves 200 ms (the answer time) after the round it confirms; a poll
+    // 500 ms after the last Get.
+    let reprobe_gap = Duration::from_millis(200);
+    let is_reprobe: Vec<bool> = std::iter::once(false)
+        .chain(rounds.windows(2).map(|w| w[1].0 - w[0].0 == reprobe_gap))
+        .collect();
+    let reprobes = is_reprobe.iter().filter(|r| **r).count();
+    let polls = rounds.len() - reprobes;
+    assert!(
+        !ended_early,
+        "false takeover at {:?} after {polls} polls: roles {:?}, standby events {:?}",
+        sim.now() - start,
+        common::roles(&nodes),
+        &nodes[1].events[events_before[1]..]
+    );
+    for (i, n) in nodes.iter().enumerate() {
+        let changes: Vec<&SmEvent> = n.events[events_before[i]..]
+            .iter()
+            .filter(|e| matches!(e, SmEvent::RoleChanged { .. }))
+            .collect();
+        assert!(changes.is_empty(), "SM {i}: {changes:?}");
+    }
+    let second = is_reprobe.windows(2).filter(|w| w[0] && w[1]).count();
+    eprintln!(
+        "an hour at 2 % loss: {polls} polls, {reprobes} re-probes ({second} second ones), no takeover"
+    );
+    assert!((7_000..=7_300).contains(&polls), "{polls} polls");
+    assert!((200..=370).contains(&reprobes), "{reprobes} re-probes");
+    assert!(second <= 3, "{second} second re-probes");
+    for (r, re) in rounds.iter().zip(&is_reprobe) {
+        assert_eq!(
+            r.1,
+            if *re { 3 } else { 1 },
+            "Gets of the round at {:?}",
+            r.0
+        );
     }
 }
 
