@@ -973,35 +973,28 @@ impl Election {
         let m_key = self.cfg.m_key;
         let period = self.cfg.polling_timeout;
         let wait = self.cfg.poll_answer_time();
-        let tids: Vec<(u32, u64)> = (0..gets)
-            .map(|_| {
-                let t = self.alloc_tid();
-                (t, self.full_tid(t))
-            })
-            .collect();
-        let txs: Vec<Transmit> = {
+        let State::Standby(s) = &mut self.state else {
+            return;
+        };
+        s.round = s.round.wrapping_add(1);
+        s.round_by = Some(now + wait);
+        s.next_poll = now + period;
+        let round = s.round;
+        for _ in 0..gets {
+            let tid = self.alloc_tid();
+            let full = self.full_tid(tid);
             let State::Standby(s) = &mut self.state else {
                 return;
             };
-            s.round = s.round.wrapping_add(1);
-            s.round_by = Some(now + wait);
-            s.next_poll = now + period;
-            for &(tid, _) in &tids {
-                if s.gets.len() >= MAX_POLL_GETS {
-                    s.gets.pop_front();
-                }
-                s.gets.push_back(PollGet {
-                    tid,
-                    round: s.round,
-                    sent: now,
-                });
+            if s.gets.len() >= MAX_POLL_GETS {
+                s.gets.pop_front();
             }
-            let addr = s.addr;
-            tids.iter()
-                .map(|&(_, full)| build_request(addr, Method::Get, 0, full, m_key, &info))
-                .collect()
-        };
-        for tx in txs {
+            s.gets.push_back(PollGet {
+                tid,
+                round,
+                sent: now,
+            });
+            let tx = build_request(s.addr, Method::Get, 0, full, m_key, &info);
             self.push_tx(tx);
         }
     }
