@@ -64,8 +64,8 @@ pub struct Config {
     /// unanswered with `q = 1 - (1 - x)²`, and a live Master is declared lost by a
     /// streak that begins at a poll with probability `q × q^(reprobe_gets ×
     /// polling_retries)`. At 2 % loss, 500 ms polls, `polling_retries` 2 and 3 Gets a
-    /// re-probe: `q^7 = 1.5e-10` a poll, 1.1e-6 a hour (with single re-probes, `q^3`:
-    /// 0.45 a hour). Re-probes sent together do not help against loss that comes in
+    /// re-probe: `q^7 = 1.5e-10` a poll, 1.1e-6 an hour (with single-Get re-probes, `q^3`:
+    /// 0.45 an hour). Re-probes sent together do not help against loss that comes in
     /// bursts longer than their answer time.
     pub polling_retries: u32,
     /// SubnGet(SMInfo) sent together, each with its own TID, to re-probe a Master
