@@ -75,8 +75,13 @@ pub struct Setup {
     pub kind: Kind,
     /// The standby's poll period (`--polling-timeout`, `sminfo_polling_timeout`).
     pub polling_timeout: Duration,
-    /// Failed polls tolerated (`--polling-retries`, `polling_retry_number`).
+    /// OpenSM's `polling_retry_number` (`--polling-retries`): OpenSM 3.3 declares the
+    /// master dead after this many + 1 unanswered polls, and so does ibsmd by default.
     pub polling_retries: u32,
+    /// ibsmd only: `--polling-retries-as-failures`, `polling_retries` read as
+    /// opensm.conf words it (that many failed polls, one fewer than OpenSM 3.3 waits
+    /// for). OpenSM is not told anything different.
+    pub polling_retries_as_failures: bool,
     /// Periodic sweep interval of both SMs, seconds.
     pub sweep_interval: u32,
     /// Node description of the master's CA, the standby's and the client's.
@@ -382,6 +387,10 @@ fn start(f: &Fabric, s: &Setup, host: &str, priority: u8, name: &str) -> Result<
             c.args(["--priority", &priority.to_string()])
                 .args(["--polling-timeout", &poll_ms])
                 .args(["--polling-retries", &s.polling_retries.to_string()])
+                .args(
+                    s.polling_retries_as_failures
+                        .then_some("--polling-retries-as-failures"),
+                )
                 .args(["--sweep-interval", &s.sweep_interval.to_string()])
                 .args(["--time-limit", "600", "-v"])
                 .arg("--control-socket")

@@ -161,14 +161,15 @@ fn hung_master_behind_a_live_sma_is_detected_by_its_frozen_act_count() {
             )
         })
         .expect("stall detected");
-    // A hung Master still answers, so no poll times out: the `polling_retries`-th answer
-    // in a row with a frozen ActCount loses it, and the first frozen answer can be to
-    // the second poll after the hang (the first may still show the count moved). That
-    // is up to `(retries + 1) x period`, later than a silent Master's
-    // `worst_case_detection` (its last poll fails `transaction_timeout` after it went
-    // out).
+    // A hung Master still answers, so no poll times out and none is re-probed: the
+    // `polling_retries + 1`-th answer in a row with a frozen ActCount loses it, and the
+    // first frozen answer can be to the second poll after the hang (the first may
+    // still show the count moved). That is up to `(retries + 2) x period`, later than a
+    // silent Master's `worst_case_detection` (the next poll, then `retries + 1` rounds
+    // of `transaction_timeout`).
     let c = Config::fast(1);
-    let hang_bound = c.polling_timeout * (c.polling_retries + 1);
+    let hang_bound = c.polling_timeout * (c.polling_retries + 2);
+    assert!(hang_bound > c.worst_case_detection());
     assert!(lost.0 <= Instant::from_secs(1) + hang_bound, "{:?}", lost.0);
     assert_eq!(b.state(), SmState::Discovering);
 }

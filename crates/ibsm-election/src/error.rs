@@ -50,4 +50,7 @@ pub enum ConfigError {
     /// A period that must be positive is zero.
     #[error("{0} must be greater than zero")]
     ZeroDuration(&'static str),
+    /// A count that must be positive is zero.
+    #[error("{0} must be at least 1")]
+    ZeroCount(&'static str),
 }

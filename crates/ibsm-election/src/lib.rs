@@ -16,10 +16,12 @@
 //!   Standby, the only sender state OpenSM accepts in one. Two Masters resolve the same
 //!   way: the lower one hands over.
 //! * **Polling**: a Standby polls the SM it follows with SubnGet(SMInfo) every
-//!   `polling_timeout`; after `polling_retries` failed polls in a row (no answer, or a
-//!   Master whose ActCount stood still; opensm.conf's meaning of `polling_retry_number`,
-//!   where OpenSM 3.3's code waits one poll more) it declares the Master lost and
-//!   rediscovers.
+//!   `polling_timeout`; a poll unanswered after `transaction_timeout` is re-probed at
+//!   once (three Gets, each with its own TID), and so is an unanswered re-probe. After
+//!   `polling_retries + 1` failed rounds in a row (unanswered, or answered by no live
+//!   Master: one whose ActCount stood still, for instance), OpenSM 3.3's count of
+//!   unanswered polls, it declares the Master lost and rediscovers
+//!   ([`Config::polling_retries`] has the rule).
 //! * **Refresh**: between sweeps a Master may ask the SMs it knows for their SMInfo
 //!   again ([`Election::refresh_known_sms`], at each light sweep, as OpenSM does), so
 //!   [`Election::known_sms`] shows their current ActCount and state; the answers decide
@@ -47,11 +49,12 @@
 //!
 //! # Failover times (virtual time, `tests/failover.rs`)
 //!
-//! From the Master's death to a Standby's [`Event::MasterLost`]: 30.2 to 40.2 s with
-//! OpenSM's defaults ([`Config::opensm_defaults`], 10 s × 4 retries, a poll failed
-//! 200 ms after it went out; OpenSM 3.3 itself takes 50 to 60 s), 250 to 450 ms with
-//! [`Config::fast`] (200 ms × 2, 50 ms transactions), 200 to 300 ms with 100 ms × 2. The new
-//! Master is elected one discovery sweep later; configuring the fabric comes on top.
+//! From the Master's death to a Standby's [`Event::MasterLost`]: 1.0 to 11.0 s with
+//! OpenSM's defaults ([`Config::opensm_defaults`], 10 s × 4 retries: the next poll, then
+//! five unanswered rounds of 200 ms; OpenSM 3.3 itself takes 50 to 60 s), 150 to 350 ms
+//! with [`Config::fast`] (200 ms × 2, 50 ms transactions), 300 to 400 ms with 100 ms × 2
+//! (an answer waited for at most one period). The new Master is elected one discovery
+//! sweep later; configuring the fabric comes on top.
 //!
 //! ```
 //! use ibsm_election::{Config, Election, Event, SmAddr, SmState};

@@ -59,18 +59,43 @@ struct Peer {
     reported: bool,
 }
 
+/// Most SubnGet(SMInfo) of one Standby whose answers are still taken. A streak of
+/// unanswered rounds holds `1 + reprobe_gets × polling_retries` of them at most; the
+/// bound only keeps a host with absurd settings from growing the list.
+const MAX_POLL_GETS: usize = 64;
+
+/// One SubnGet(SMInfo) a Standby sent its Master (a poll or a re-probe).
+#[derive(Debug, Clone, Copy)]
+struct PollGet {
+    /// Lower 32 bits of its TransactionID.
+    tid: u32,
+    /// The round it belongs to ([`Standby::round`]).
+    round: u32,
+    /// When it went out: a frozen ActCount is judged against it.
+    sent: Instant,
+}
+
+/// A Standby polling its Master. A *round* is one poll, or one re-probe of an unanswered
+/// round (`reprobe_gets` Gets sent together); it fails when none of its Gets is answered
+/// within the answer time, or when an answer shows no live Master.
 #[derive(Debug, Clone)]
 struct Standby {
     master: u64,
     addr: SmAddr,
+    /// When the next regular poll goes out: `polling_timeout` after the last Get sent.
     next_poll: Instant,
-    /// TID of the latest poll while its answer may still come (until the next poll).
-    outstanding: Option<u32>,
-    /// When the latest poll counts as failed if still unanswered; `None` once answered
-    /// or counted.
-    answer_by: Option<Instant>,
-    failures: u32,
-    last_act: Option<u32>,
+    /// Gets whose answers are still taken, oldest first: every Get since the last live
+    /// answer, so that a late answer to an earlier poll or re-probe counts too.
+    gets: VecDeque<PollGet>,
+    /// The number of the latest round.
+    round: u32,
+    /// When the latest round counts as unanswered; `None` once it was answered or
+    /// counted.
+    round_by: Option<Instant>,
+    /// Rounds in a row that failed.
+    failed: u32,
+    /// ActCount of the last answer a frozen count is judged against, and when it came.
+    last_act: Option<(u32, Instant)>,
 }
 
 #[derive(Debug, Clone)]
@@ -423,7 +448,7 @@ impl Election {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let state = match &self.state {
-            State::Standby(s) => Some(s.answer_by.map_or(s.next_poll, |t| t.min(s.next_poll))),
+            State::Standby(s) => Some(s.round_by.map_or(s.next_poll, |t| t.min(s.next_poll))),
             State::Master(m) => Some(m.next_heartbeat),
             _ => None,
         };
@@ -573,22 +598,21 @@ impl Election {
                 m.next_heartbeat += self.cfg.heartbeat_interval * beats;
                 self.act_count = self.act_count.wrapping_add(beats);
             }
-            State::Standby(s) if s.answer_by.is_some_and(|t| t <= now) || s.next_poll <= now => {
-                // A poll fails when its own answer time has passed, not at the next tick:
-                // that takes up to one polling period off the detection of a dead Master.
-                if s.answer_by.is_some_and(|t| t <= now) {
-                    s.answer_by = None;
-                    s.failures += 1;
-                    if s.failures >= self.cfg.polling_retries.max(1) {
-                        let (g, addr) = (s.master, s.addr);
-                        self.lost_addr = Some(addr);
-                        self.lose_master(now, g, None);
-                        return;
-                    }
+            State::Standby(s) if s.round_by.is_some_and(|t| t <= now) => {
+                // An unanswered round is confirmed at once, not a polling period later:
+                // a dead Master is lost `rounds` answer times after the first miss.
+                s.round_by = None;
+                s.failed += 1;
+                if s.failed >= self.cfg.polling_rounds() {
+                    let (g, addr) = (s.master, s.addr);
+                    self.lost_addr = Some(addr);
+                    self.lose_master(now, g, None);
+                    return;
                 }
-                if s.next_poll <= now {
-                    self.send_poll(now);
-                }
+                self.send_poll_round(now, self.cfg.reprobe_gets.max(1));
+            }
+            State::Standby(s) if s.round_by.is_none() && s.next_poll <= now => {
+                self.send_poll_round(now, 1);
             }
             _ => {}
         }
@@ -662,13 +686,15 @@ impl Election {
             return Err(Error::WrongDirection { response: false });
         }
         let tid = p.tid as u32;
-        if let State::Standby(s) = &mut self.state {
-            if s.outstanding == Some(tid) {
-                s.outstanding = None;
-                let late = s.answer_by.take().is_none();
-                self.on_poll_reply(now, p.status, p.info, late);
-                return Ok(true);
-            }
+        if let State::Standby(s) = &mut self.state
+            && let Some(get) = s
+                .gets
+                .iter()
+                .position(|g| g.tid == tid)
+                .and_then(|i| s.gets.remove(i))
+        {
+            self.on_poll_reply(now, p.status, p.info, get);
+            return Ok(true);
         }
         let Some(i) = self.pending.iter().position(|x| x.tid == tid) else {
             return Ok(false);
@@ -929,37 +955,60 @@ impl Election {
             master: guid,
             addr,
             next_poll: now,
-            outstanding: None,
-            answer_by: None,
-            failures: 0,
+            gets: VecDeque::new(),
+            round: 0,
+            round_by: None,
+            failed: 0,
             last_act: None,
         };
         self.enter(now, State::Standby(st));
         self.events.push_back(Event::Following { guid });
-        self.send_poll(now);
+        self.send_poll_round(now, 1);
     }
 
-    fn send_poll(&mut self, now: Instant) {
+    /// Opens a round of `gets` SubnGet(SMInfo) to the Master, each with its own TID:
+    /// one for a regular poll, `reprobe_gets` for a re-probe.
+    fn send_poll_round(&mut self, now: Instant, gets: u32) {
         let info = self.sm_info();
-        let tid = self.alloc_tid();
-        let full = self.full_tid(tid);
         let m_key = self.cfg.m_key;
         let period = self.cfg.polling_timeout;
-        let wait = self.cfg.transaction_timeout.min(period);
+        let wait = self.cfg.poll_answer_time();
         let State::Standby(s) = &mut self.state else {
             return;
         };
-        let tx = build_request(s.addr, Method::Get, 0, full, m_key, &info);
-        s.outstanding = Some(tid);
-        s.answer_by = Some(now + wait);
+        s.round = s.round.wrapping_add(1);
+        s.round_by = Some(now + wait);
         s.next_poll = now + period;
-        self.push_tx(tx);
+        let round = s.round;
+        for _ in 0..gets {
+            let tid = self.alloc_tid();
+            let full = self.full_tid(tid);
+            let State::Standby(s) = &mut self.state else {
+                return;
+            };
+            if s.gets.len() >= MAX_POLL_GETS {
+                s.gets.pop_front();
+            }
+            s.gets.push_back(PollGet {
+                tid,
+                round,
+                sent: now,
+            });
+            let tx = build_request(s.addr, Method::Get, 0, full, m_key, &info);
+            self.push_tx(tx);
+        }
     }
 
-    /// `late`: the poll was already counted as failed (answered after its answer time,
-    /// before the next poll). A late answer from a live Master still clears the count;
-    /// a late bad one is not counted twice.
-    fn on_poll_reply(&mut self, now: Instant, status: u16, info: SmInfo, late: bool) {
+    /// An answer to `get`, one of the Standby's polls or re-probes (possibly one whose
+    /// round already failed, or an earlier one's).
+    ///
+    /// A live Master (its GUID, our key group, Master or a higher SM, ActCount moved)
+    /// ends the streak: the count clears, late or not. A frozen ActCount is judged only
+    /// against an answer that came at least half a polling period before `get` went
+    /// out (a live Master's heartbeat moves it in that time); closer, the answer proves
+    /// nothing either way and only closes its round. Anything else fails its round if
+    /// that round is still open; a round is never counted twice.
+    fn on_poll_reply(&mut self, now: Instant, status: u16, info: SmInfo, get: PollGet) {
         let State::Standby(s) = &self.state else {
             return;
         };
@@ -971,28 +1020,40 @@ impl Election {
             self.note_sm(now, Some(addr), info);
         }
         let auth = valid && self.authenticated(info.guid, info.sm_key);
-        // A working SM issues SMPs, so its ActCount moves between two polls; one that
-        // answers with a frozen count is hung (its SMA serves a stale copy).
-        let stalled = auth && last_act == Some(info.act_count);
-        let alive = auth
-            && !stalled
-            && match info.sm_state {
-                SmState::Master => true,
-                SmState::Standby | SmState::Discovering => self.outranks_me(&info),
-                _ => false,
-            };
-        let retries = self.cfg.polling_retries;
+        // A working SM issues SMPs and beats its heartbeat, so its ActCount moves
+        // between two answers far enough apart; one whose count froze is hung (its SMA
+        // serves a stale copy).
+        let frozen = auth && last_act.is_some_and(|(a, _)| a == info.act_count);
+        let comparable =
+            last_act.is_some_and(|(_, at)| get.sent >= at + self.cfg.polling_timeout / 2);
+        let stalled = frozen && comparable;
+        let state_ok = match info.sm_state {
+            SmState::Master => true,
+            SmState::Standby | SmState::Discovering => self.outranks_me(&info),
+            _ => false,
+        };
+        let alive = auth && state_ok && !frozen;
+        let undecided = auth && state_ok && frozen && !comparable;
+        let rounds = self.cfg.polling_rounds();
         let State::Standby(s) = &mut self.state else {
             return;
         };
-        if valid {
-            s.last_act = Some(info.act_count);
+        if valid && !undecided {
+            s.last_act = Some((info.act_count, now));
         }
+        let open = get.round == s.round && s.round_by.is_some();
         if alive {
-            s.failures = 0;
-        } else if !late {
-            s.failures += 1;
-            if s.failures >= retries.max(1) {
+            s.failed = 0;
+            s.round_by = None;
+            s.gets.clear();
+        } else if undecided {
+            if open {
+                s.round_by = None;
+            }
+        } else if open {
+            s.round_by = None;
+            s.failed += 1;
+            if s.failed >= rounds {
                 self.lose_master(now, master, stalled.then_some(info.act_count));
             }
         }

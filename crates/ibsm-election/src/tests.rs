@@ -356,8 +356,9 @@ fn answered_polls_keep_the_standby() {
     assert!(events(&mut e).is_empty());
 }
 
-/// How long after the origin, when the Master died, the Standby declared it lost.
-fn detection_time(c: Config) -> Duration {
+/// How long after the origin, when the Master died, the Standby declared it lost, and
+/// the Gets it sent after the origin: (when, how many at that instant).
+fn detection(c: Config) -> (Duration, Vec<(Duration, usize)>) {
     let mut m = info(0x200, 9, c.sm_key, SmState::Master, 1);
     let mut e = Election::new(c, T0).unwrap();
     sweep_with(&mut e, T0, &[m]);
@@ -365,10 +366,14 @@ fn detection_time(c: Config) -> Duration {
     events(&mut e);
     // The Master dies right after answering the poll of t = 0.
     let mut now = T0;
+    let mut sent = Vec::new();
     while e.state() == SmState::Standby {
         now = e.poll_timeout().unwrap();
         e.handle_timeout(now);
-        txs(&mut e);
+        let n = txs(&mut e).len();
+        if n > 0 {
+            sent.push((now - T0, n));
+        }
     }
     let ev = events(&mut e);
     assert!(ev.contains(&Event::MasterLost {
@@ -377,72 +382,363 @@ fn detection_time(c: Config) -> Duration {
     }));
     assert!(ev.contains(&Event::SweepNeeded));
     assert_eq!(e.state(), SmState::Discovering);
-    now - T0
+    (now - T0, sent)
+}
+
+fn detection_time(c: Config) -> Duration {
+    detection(c).0
+}
+
+fn d_ms(v: u64) -> Duration {
+    Duration::from_millis(v)
 }
 
 #[test]
-fn silent_master_is_lost_after_retries_failed_polls() {
-    // OpenSM's defaults: 10 s, 4 retries -> the 4th failed poll (sent at 40 s), failed
-    // 200 ms later, not at the next tick.
+fn silent_master_is_lost_after_retries_plus_one_unanswered_rounds() {
+    // OpenSM's defaults: polls every 10 s, 4 retries, 200 ms answers. The poll of 10 s
+    // goes unanswered until 10.2 s, then four re-probes of three Gets each, 200 ms
+    // apart: the fifth unanswered round ends at 11.0 s (OpenSM 3.3: the tick of 50 s).
     let c = Config::opensm_defaults(ME);
-    assert_eq!(detection_time(c.clone()), Duration::from_millis(40_200));
-    assert_eq!(c.worst_case_detection(), Duration::from_millis(40_200));
-    // Fast profile: 200 ms, 2 retries, 50 ms transactions -> 450 ms.
-    assert_eq!(detection_time(Config::fast(ME)), Duration::from_millis(450));
-    // Sub-second and single-retry values work too; 0 retries is 1; the answer is never
-    // waited for longer than a period (200 ms transactions, 50 ms polls).
-    let c = Config::with_polling(ME, Duration::from_millis(50), 1);
-    assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
-    assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
-    let c = Config::with_polling(ME, Duration::from_millis(50), 0);
-    assert_eq!(detection_time(c.clone()), Duration::from_millis(100));
-    assert_eq!(c.worst_case_detection(), Duration::from_millis(100));
+    let (t, sent) = detection(c.clone());
+    assert_eq!(t, d_ms(11_000));
+    assert_eq!(
+        sent,
+        vec![
+            (d_ms(10_000), 1),
+            (d_ms(10_200), 3),
+            (d_ms(10_400), 3),
+            (d_ms(10_600), 3),
+            (d_ms(10_800), 3)
+        ]
+    );
+    assert_eq!(c.worst_case_detection(), d_ms(11_000));
+    // Fast profile: 200 ms, 2 retries, 50 ms answers -> 200 + 3 x 50 ms.
+    let (t, sent) = detection(Config::fast(ME));
+    assert_eq!(t, d_ms(350));
+    assert_eq!(sent, vec![(d_ms(200), 1), (d_ms(250), 3), (d_ms(300), 3)]);
+    // Sub-second and single-retry values work too; 0 retries is one unanswered poll;
+    // the answer is never waited for longer than a period (200 ms transactions, 50 ms
+    // polls).
+    let c = Config::with_polling(ME, d_ms(50), 1);
+    assert_eq!(detection_time(c.clone()), d_ms(150));
+    assert_eq!(c.worst_case_detection(), d_ms(150));
+    let c = Config::with_polling(ME, d_ms(50), 0);
+    assert_eq!(detection(c.clone()), (d_ms(100), vec![(d_ms(50), 1)]));
+    assert_eq!(c.worst_case_detection(), d_ms(100));
+    // One Get a re-probe: the same instants, one Get each.
+    let mut c = Config::fast(ME);
+    c.reprobe_gets = 1;
+    assert_eq!(
+        detection(c),
+        (
+            d_ms(350),
+            vec![(d_ms(200), 1), (d_ms(250), 1), (d_ms(300), 1)]
+        )
+    );
+}
+
+/// The Standby of `standby_under` with its first poll answered at `T0` (ActCount
+/// moved), its events drained; `m` is the Master as it answered.
+fn polling_standby() -> (Election, SmInfo) {
+    let mut m = info(0x200, 9, KEY, SmState::Master, 1);
+    let mut e = standby_under(1, &m);
+    answer_polls(&mut e, T0, &mut m, true);
+    events(&mut e);
+    (e, m)
+}
+
+/// Runs the timer due at `t` (which must be the next one) and returns what it sent.
+fn tick(e: &mut Election, t: Instant) -> Vec<Transmit> {
+    assert_eq!(e.poll_timeout(), Some(t), "the next timer");
+    e.handle_timeout(t);
+    txs(e)
 }
 
 #[test]
-fn a_poll_fails_at_its_answer_time_and_a_late_live_answer_clears_it() {
-    // Config::fast: polls every 200 ms, answers waited for 50 ms, 2 retries.
+fn one_lost_poll_or_re_probe_then_an_answer_is_no_takeover() {
+    // Config::fast: polls every 200 ms, 50 ms answers, 2 retries (3 rounds), 3 Gets a
+    // re-probe. Which round gets the answer: the 2nd (first re-probe) or the 3rd.
+    for answered_round in [2, 3] {
+        let (mut e, mut m) = polling_standby();
+        let poll = tick(&mut e, ms(200));
+        assert_eq!(poll.len(), 1, "a poll is one Get");
+        let mut now = 250;
+        let mut last = Vec::new();
+        for round in 2..=answered_round {
+            last = tick(&mut e, ms(now));
+            assert_eq!(last.len(), 3, "round {round}: a re-probe is three Gets");
+            assert_eq!(e.state(), SmState::Standby);
+            now += 50;
+        }
+        // The second Get of the last re-probe is answered in time.
+        m.act_count += 1;
+        let at = ms(now - 10);
+        assert!(e.handle_response(at, &reply(&last[1], 0, &m)).unwrap());
+        // Its siblings answered too are no longer waited for; nothing was counted.
+        for other in [&last[0], &last[2]] {
+            assert!(!e.handle_response(at, &reply(other, 0, &m)).unwrap());
+        }
+        // The streak is over: the next poll comes a period after the last Get, and
+        // the count starts again from zero (three more rounds to lose the Master).
+        let resumed = now - 50 + 200;
+        assert_eq!(tick(&mut e, ms(resumed)).len(), 1);
+        assert_eq!(tick(&mut e, ms(resumed + 50)).len(), 3);
+        assert_eq!(tick(&mut e, ms(resumed + 100)).len(), 3);
+        assert_eq!(e.state(), SmState::Standby);
+        assert!(
+            events(&mut e).is_empty(),
+            "round {answered_round}: no MasterLost"
+        );
+        tick(&mut e, ms(resumed + 150));
+        assert_eq!(e.state(), SmState::Discovering);
+    }
+}
+
+#[test]
+fn re_probes_have_their_own_tids_and_any_outstanding_one_matches() {
+    let (mut e, mut m) = polling_standby();
+    let poll = tick(&mut e, ms(200));
+    let re1 = tick(&mut e, ms(250));
+    let mut tids: Vec<u64> = poll.iter().chain(&re1).map(Transmit::tid).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    assert_eq!(tids.len(), 4, "one TID for each Get");
+    // An answer to a TID the Standby never sent matches nothing and changes nothing.
+    let mut stray = poll[0].clone();
+    stray.mad[8..16].copy_from_slice(&0xDEAD_u64.to_be_bytes());
+    m.act_count += 1;
+    assert!(!e.handle_response(ms(260), &reply(&stray, 0, &m)).unwrap());
+    // The poll's own answer, late (its round already failed, a re-probe out), is
+    // matched and clears the count.
+    assert!(e.handle_response(ms(270), &reply(&poll[0], 0, &m)).unwrap());
+    assert!(
+        !e.handle_response(ms(271), &reply(&poll[0], 0, &m)).unwrap(),
+        "a TID is taken once"
+    );
+    // The re-probe's round is no longer open: the next timer is the regular poll.
+    assert_eq!(e.poll_timeout(), Some(ms(450)));
+    // Cleared, not merely paused: three more failed rounds (the poll of 450 ms and
+    // two re-probes) lose the Master, two do not.
+    tick(&mut e, ms(450));
+    tick(&mut e, ms(500));
+    tick(&mut e, ms(550));
+    assert_eq!(e.state(), SmState::Standby);
+    assert!(tick(&mut e, ms(600)).is_empty());
+    assert_eq!(e.state(), SmState::Discovering, "three rounds failed");
+}
+
+#[test]
+fn re_probe_answers_match_on_the_low_tid_half() {
+    let (mut e, mut m) = polling_standby();
+    tick(&mut e, ms(200));
+    let re1 = tick(&mut e, ms(250));
+    let mut r = reply(&re1[2], 0, &{
+        m.act_count += 1;
+        m
+    });
+    r[8..12].copy_from_slice(&[0xFF; 4]);
+    assert!(e.handle_response(ms(260), &r).unwrap());
+    assert_eq!(e.poll_timeout(), Some(ms(450)), "the streak is over");
+}
+
+#[test]
+fn a_late_live_answer_clears_the_count_and_a_late_bad_one_is_not_counted_twice() {
     for late_answer_is_live in [true, false] {
-        let mut m = info(0x200, 9, KEY, SmState::Master, 1);
-        let mut e = standby_under(1, &m);
-        answer_polls(&mut e, T0, &mut m, true);
-        assert_eq!(e.poll_timeout(), Some(ms(200)));
-        e.handle_timeout(ms(200));
-        let p1 = txs(&mut e);
-        assert_eq!(p1.len(), 1);
-        // Its answer time, not the next tick, is the next timer.
-        assert_eq!(e.poll_timeout(), Some(ms(250)));
-        e.handle_timeout(ms(250));
-        assert_eq!(e.state(), SmState::Standby, "one failed poll of two");
-        // The answer comes late, before the next poll.
+        let (mut e, mut m) = polling_standby();
+        let poll = tick(&mut e, ms(200));
+        // Its answer time, not the next tick, ends the round: a re-probe goes out.
+        assert_eq!(tick(&mut e, ms(250)).len(), 3);
+        assert_eq!(e.state(), SmState::Standby, "one failed round of three");
+        // The poll's answer comes late, while the re-probe's round is open.
         let who = if late_answer_is_live {
             m.act_count += 1;
             m
         } else {
             info(0x300, 9, KEY, SmState::Master, 1)
         };
-        assert!(e.handle_response(ms(300), &reply(&p1[0], 0, &who)).unwrap());
-        assert_eq!(
-            e.state(),
-            SmState::Standby,
-            "a late answer is not counted twice"
+        assert!(
+            e.handle_response(ms(280), &reply(&poll[0], 0, &who))
+                .unwrap()
         );
-        e.handle_timeout(ms(400));
-        assert_eq!(txs(&mut e).len(), 1);
-        e.handle_timeout(ms(450));
+        assert_eq!(e.state(), SmState::Standby);
         if late_answer_is_live {
-            // The live answer cleared the count: this is the first failure again.
-            assert_eq!(e.state(), SmState::Standby);
-            e.handle_timeout(ms(600));
-            txs(&mut e);
-            assert_eq!(e.poll_timeout(), Some(ms(650)));
-            e.handle_timeout(ms(650));
+            // Cleared: the regular poll, a period after the re-probe.
+            assert_eq!(e.poll_timeout(), Some(ms(450)));
+        } else {
+            // Its own round was counted already; the re-probe's round goes on and
+            // fails at its own answer time, the second of three.
+            assert_eq!(tick(&mut e, ms(300)).len(), 3);
+            assert_eq!(e.state(), SmState::Standby, "two failed rounds, not three");
+            tick(&mut e, ms(350));
+            assert_eq!(e.state(), SmState::Discovering);
         }
-        assert_eq!(
-            e.state(),
-            SmState::Discovering,
-            "live late answer: {late_answer_is_live}"
+    }
+}
+
+#[test]
+fn a_bad_answer_fails_its_open_round_and_waits_for_the_next_poll() {
+    // Answered by another SM at the Master's address: the path answers, so no quick
+    // re-probe; each poll's round fails at once.
+    let (mut e, _) = polling_standby();
+    let other = info(0x300, 9, KEY, SmState::Master, 1);
+    for (i, t) in [200, 400, 600].into_iter().enumerate() {
+        let poll = tick(&mut e, ms(t));
+        assert_eq!(poll.len(), 1);
+        assert!(
+            e.handle_response(ms(t + 1), &reply(&poll[0], 0, &other))
+                .unwrap()
         );
+        if i < 2 {
+            assert_eq!(e.state(), SmState::Standby);
+            assert_eq!(e.poll_timeout(), Some(ms(t + 200)), "no re-probe");
+        }
+    }
+    assert_eq!(e.state(), SmState::Discovering);
+}
+
+/// The polling rule as rounds, written apart from the machine: every Get either
+/// gets its answer within the answer time (`answered(i, sent)`, `i` counting Gets in
+/// the order sent) or none at all. Returns each round's send instant and Gets, and
+/// when the Master is declared lost (`None` when no streak that began with a poll
+/// sent by `horizon` lost it).
+fn reference_rounds(
+    c: &Config,
+    horizon: Duration,
+    answered: impl Fn(usize, Duration) -> bool,
+) -> (Vec<(Duration, usize)>, Option<Duration>) {
+    let (p, w) = (
+        c.polling_timeout,
+        c.transaction_timeout.min(c.polling_timeout),
+    );
+    let needed = c.polling_retries + 1;
+    let mut rounds = Vec::new();
+    let (mut at, mut gets, mut failed, mut first) = (Duration::ZERO, 1, 0, 0);
+    while at <= horizon || gets > 1 || failed > 0 {
+        rounds.push((at, gets));
+        let any = (first..first + gets).any(|i| answered(i, at));
+        first += gets;
+        if any {
+            failed = 0;
+            (at, gets) = (at + p, 1);
+        } else {
+            failed += 1;
+            if failed == needed {
+                return (rounds, Some(at + w));
+            }
+            (at, gets) = (at + w, c.reprobe_gets as usize);
+        }
+    }
+    (rounds, None)
+}
+
+/// A Master whose answers each take `latency(i)` (less than the answer time) or are
+/// lost (`lost(i)`), and which dies at `death`: the Standby's rounds and its
+/// `MasterLost`, as the machine does them, until nothing is due before `horizon`.
+fn machine_rounds(
+    c: Config,
+    horizon: Duration,
+    death: Option<Duration>,
+    lost: impl Fn(usize) -> bool,
+    latency: impl Fn(usize) -> Duration,
+) -> (Vec<(Duration, usize)>, Option<Duration>) {
+    let mut m = info(0x200, 9, c.sm_key, SmState::Master, 1);
+    let mut e = Election::new(c, T0).unwrap();
+    e.begin_sweep(T0);
+    e.probe(T0, SmAddr::Lid(10));
+    e.sweep_complete(T0);
+    let probe = txs(&mut e);
+    e.handle_response(T0, &reply(&probe[0], 0, &m)).unwrap();
+    assert_eq!(e.state(), SmState::Standby);
+    events(&mut e);
+    let mut rounds = Vec::new();
+    let mut answers: Vec<(Instant, Transmit)> = Vec::new();
+    let mut sent_so_far = 0usize;
+    let mut now = T0;
+    let end = T0 + horizon;
+    loop {
+        let out = txs(&mut e);
+        if !out.is_empty() {
+            rounds.push((now - T0, out.len()));
+        }
+        for tx in out {
+            let i = sent_so_far;
+            sent_so_far += 1;
+            let alive = death.is_none_or(|d| now - T0 < d);
+            if alive && !lost(i) {
+                answers.push((now + latency(i), tx));
+            }
+        }
+        if e.state() != SmState::Standby {
+            let lost_at = events(&mut e)
+                .iter()
+                .any(|ev| matches!(ev, Event::MasterLost { stalled: false, .. }))
+                .then_some(now - T0);
+            return (rounds, lost_at);
+        }
+        answers.sort_by_key(|(t, _)| *t);
+        let timer = e.poll_timeout().unwrap();
+        match answers.first() {
+            Some((t, _)) if *t <= timer => {
+                let (t, tx) = answers.remove(0);
+                now = t;
+                m.act_count += 1;
+                e.handle_response(now, &reply(&tx, 0, &m)).unwrap();
+            }
+            _ if timer > end => return (rounds, None),
+            _ => {
+                now = timer;
+                e.handle_timeout(now);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Model check of the poll and re-probe rule on virtual time: under random loss and
+    /// latency below the answer time, and a Master that may die at any instant, the
+    /// machine sends exactly the reference's rounds (instants and Gets) and declares
+    /// the Master lost exactly when the reference does: at the end of the
+    /// `polling_retries + 1`-th failed round in a row, never before.
+    #[test]
+    fn polls_and_re_probes_follow_the_reference_rule(
+        p_ms in 20u64..=1000, t_ms in 1u64..=1500, retries in 0u32..=4,
+        reprobe in 1u32..=4, loss_permille in 0u64..=700, seed: u64,
+        death in proptest::option::of(0u64..=20_000),
+    ) {
+        let mut c = Config::with_polling(ME, d_ms(p_ms), retries);
+        c.sm_key = KEY;
+        c.transaction_timeout = d_ms(t_ms);
+        c.reprobe_gets = reprobe;
+        let w = c.transaction_timeout.min(c.polling_timeout);
+        let horizon = c.polling_timeout * 40;
+        // Past the reference's last poll, time for its streak to end and one more poll.
+        let run_to = horizon + c.polling_timeout * 2 + w * (retries + 1);
+        let death = death.map(d_ms);
+        // Independent draws for each Get, from its index.
+        let draw = |i: usize, salt: u64| {
+            let mut z = seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let lost = |i: usize| draw(i, 1) % 1000 < loss_permille;
+        let latency = |i: usize| Duration::from_nanos(draw(i, 2) % w.as_nanos() as u64);
+        let (want_rounds, want_lost) = reference_rounds(&c, horizon, |i, sent| {
+            death.is_none_or(|d| sent < d) && !lost(i)
+        });
+        let (rounds, lost_at) = machine_rounds(c, run_to, death, lost, latency);
+        prop_assert!(rounds.len() >= want_rounds.len());
+        prop_assert_eq!(&rounds[..want_rounds.len()], &want_rounds[..]);
+        match want_lost {
+            Some(_) => {
+                prop_assert_eq!(lost_at, want_lost);
+                prop_assert_eq!(rounds.len(), want_rounds.len());
+            }
+            // Only a streak the reference did not follow (a poll after `horizon`).
+            None => prop_assert!(lost_at.is_none_or(|t| t > horizon)),
+        }
     }
 }
 
@@ -503,7 +799,8 @@ fn error_status_poll_is_a_failure() {
         }
     }
     assert_eq!(e.state(), SmState::Discovering);
-    assert_eq!(answered, e.config().polling_retries);
+    // One answered poll per failed round, none re-probed: retries + 1.
+    assert_eq!(answered, e.config().polling_retries + 1);
 }
 
 #[test]

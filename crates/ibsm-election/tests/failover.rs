@@ -45,6 +45,10 @@ struct Sample {
     detect_next: Vec<Duration>,
     /// From the fault to the next-highest SM being Master.
     takeover: Vec<Duration>,
+    /// From the next-highest SM's first SMInfo request that found the crashed Master
+    /// gone (its first unanswered poll, sent before or after the crash) to its own
+    /// `MasterLost`.
+    after_first_miss: Vec<Duration>,
 }
 
 /// A higher SM joining: from its start to Master, and from the HANDOVER leaving the
@@ -55,24 +59,29 @@ struct Joins {
     exchange: Vec<Duration>,
 }
 
-/// What the protocol promises, derived from a [`Config`] and the host's timing. With `p`
-/// the polling period, `r` the polling retries, `w` the time a poll's answer is waited for
-/// (`transaction_timeout`, at most `p`), `l` the most a MAD takes one way (latency plus as
-/// much jitter), `s` the sweep's duration and `i` the Master's sweep interval:
+/// What the protocol promises, derived here from the settings and the counting rule as
+/// `Config::polling_retries` states it (not from `Config::worst_case_detection`, which is
+/// checked against it). With `p` the polling period, `n` OpenSM's `polling_retry_number`
+/// (`polling_retries`), `R = n + 1` the unanswered rounds that lose a Master, `w` the
+/// time a poll's or re-probe's answer is waited for (`transaction_timeout`, at most
+/// `p`), `l` the most a MAD takes one way (latency plus as much jitter), `s` the sweep's
+/// duration and `i` the Master's sweep interval:
 ///
-/// (`r` counts as 1 when the configuration says 0.)
-///
-/// * crash: the Standby declares the Master lost `w` after sending its `r`-th
-///   unanswered poll, `r p + w` after sending the last poll that was answered. That
-///   one reached the Master alive (sent before the crash); the next, `p` later, did not
-///   (sent less than `l` before the crash, or after it). Detection is within
-///   `[(r - 1) p + w - l, r p + w]`: `Config::worst_case_detection` at the most.
-/// * hang: the hung Master's SMA answers from a frozen copy, and `r` answers in a row
-///   whose ActCount did not move lose it, on the last one's arrival. The first frozen
-///   answer is, at the earliest, to a poll sent less than `l` before the hang; at the
-///   latest to the second poll after it (the first may still show the count moved since
-///   the last live answer), and an answer takes up to `2 l`. Detection is within
-///   `[(r - 1) p - l, (r + 1) p + 2 l]`.
+/// * crash: the last Get the Master answered was sent before the crash; the next
+///   regular poll goes out `p` after it and is unanswered (it reached the Master less
+///   than `l` before the crash, or after it); from then on each round, re-probes sent
+///   the moment the previous round's answer time ran out, fails `w` after it went out,
+///   and the `R`-th declares the Master lost: `p + R w` after the last answered Get at
+///   the most, and at least `R w - l` after the crash. Detection is within
+///   `[R w - l, p + R w]`; with kills spread over the period, samples come within a
+///   tenth of a period of both ends.
+/// * hang: the hung Master's SMA answers at once from a frozen copy: no round goes
+///   unanswered, so none is re-probed, and `R` regular polls in a row whose answer
+///   shows the count of an answer half a period older lose it, on the last one's
+///   arrival. The first frozen answer is, at the earliest, to a poll sent less than `l`
+///   before the hang; at the latest to the second poll after it (the first may still
+///   show the count moved since the last live answer), and an answer takes up to `2 l`.
+///   Detection is within `[(R - 1) p - l, (R + 1) p + 2 l]`.
 /// * takeover: the next SM, Discovering on its own detection, probes the SMs its port
 ///   sees (answered within `2 l`, or not probed when crashed) and decides when its sweep
 ///   completes: exactly `s` after its detection. A Master declared lost is not waited
@@ -90,6 +99,11 @@ struct Joins {
 #[derive(Debug, Clone, Copy)]
 struct Bounds {
     crash: (Duration, Duration),
+    /// A tenth of the polling period: how close to each crash bound the samples of kills
+    /// spread over the period must come.
+    step: Duration,
+    /// `R w`: the unanswered rounds that lose a Master, one answer time each.
+    rounds_time: Duration,
     hang: (Duration, Duration),
     sweep: Duration,
     one_way: Duration,
@@ -99,19 +113,54 @@ struct Bounds {
 
 impl Bounds {
     fn new(c: &Config, host: HostParams) -> Self {
-        let (p, r) = (c.polling_timeout, c.polling_retries.max(1));
-        let w = c.transaction_timeout.min(p);
+        let p = c.polling_timeout;
+        let rounds = c.polling_retries + 1;
+        let w = if c.transaction_timeout < p {
+            c.transaction_timeout
+        } else {
+            p
+        };
         let l = host.latency * 2;
         let (s, i) = (host.sweep_duration, host.sweep_interval);
-        assert_eq!(c.worst_case_detection(), p * r + w);
+        let crash = (w * rounds - l, p + w * rounds);
+        assert_eq!(
+            c.worst_case_detection(),
+            crash.1,
+            "Config::worst_case_detection against the rule"
+        );
         Self {
-            crash: (p * (r - 1) + w - l, p * r + w),
-            hang: ((p * (r - 1)).saturating_sub(l), p * (r + 1) + l * 2),
+            crash,
+            step: p / 10,
+            rounds_time: w * rounds,
+            hang: (
+                (p * (rounds - 1)).saturating_sub(l),
+                p * (rounds + 1) + l * 2,
+            ),
             sweep: s,
             one_way: l,
             join: (s, (s + p + l * 4).min(s * 3 + i + l)),
             join_usual: s + l * 4,
         }
+    }
+
+    /// Checks crash samples against the crash bounds: inside, reaching near both ends
+    /// (a rule quicker or slower than promised by more than a tenth of a period shows),
+    /// and each exactly where the rule puts it: `R w` after the first poll the dead
+    /// Master did not answer, to the nanosecond of virtual time.
+    fn check_crash(&self, what: &str, s: &Sample) {
+        self.check(what, self.crash, s);
+        for (d, after) in s.detect_next.iter().zip(&s.after_first_miss) {
+            assert_eq!(
+                *after, self.rounds_time,
+                "{what}: Master lost {after:?} after the first unanswered poll (detection {d:?})"
+            );
+        }
+        let (lo, hi) = self.crash;
+        let (min, _, max) = stats(&s.detect_next);
+        assert!(
+            min <= lo + self.step + self.one_way && max + self.step + self.one_way >= hi,
+            "{what}: detections {min:?}..{max:?} do not span the promised {lo:?}..{hi:?}"
+        );
     }
 
     /// Checks crash or hang samples against `fault`, their detection bounds.
@@ -214,6 +263,16 @@ fn measure(base: &Config, host: HostParams, hang: bool) -> Sample {
         assert!(net.violations.is_empty(), "{:?}", net.violations);
         out.detect.push(lost - kill);
         out.detect_next.push(lost_next - kill);
+        if !hang {
+            let miss = net
+                .undelivered
+                .iter()
+                .filter(|(_, from, to)| (*from, *to) == (1, 0))
+                .map(|(sent, _, _)| *sent)
+                .min()
+                .expect("the next SM polled the crashed Master");
+            out.after_first_miss.push(lost_next - miss);
+        }
         out.takeover.push(new_master - kill);
     }
     out
@@ -297,13 +356,13 @@ fn opensm_default_profile() {
     report("OpenSM defaults (10 s x 4), crash", &crash, &ho);
     report("OpenSM defaults (10 s x 4), hang ", &hung, &ho);
     let b = Bounds::new(&c, host);
-    // 4 failed polls, the last 200 ms after it went out: a dead Master is replaced after
-    // 30.2-40.2 s (OpenSM 3.3: 50-60 s).
+    // The next poll (up to 10 s away) and 5 unanswered rounds of 200 ms: a dead Master
+    // is lost after 1.0-11.0 s (OpenSM 3.3: 50-60 s).
     assert_eq!(
         (b.crash.0 + b.one_way, b.crash.1),
-        (Duration::from_millis(30_200), Duration::from_millis(40_200))
+        (Duration::from_millis(1_000), Duration::from_millis(11_000))
     );
-    b.check("defaults, crash", b.crash, &crash);
+    b.check_crash("defaults, crash", &crash);
     b.check("defaults, hang", b.hang, &hung);
     b.check_joins("defaults", &ho);
 }
@@ -318,16 +377,17 @@ fn fast_profile() {
     report("fast (200 ms x 2), crash", &crash, &ho);
     report("fast (200 ms x 2), hang ", &hung, &ho);
     let b = Bounds::new(&c, host);
-    // The profile's promise: a dead Master is noticed after 250 to 450 ms.
+    // The profile's promise: a dead Master is noticed after 150 to 350 ms (up to one
+    // period to the next poll, then 3 unanswered rounds of 50 ms).
     assert_eq!(
         (b.crash.0 + b.one_way, b.crash.1),
-        (Duration::from_millis(250), Duration::from_millis(450))
+        (Duration::from_millis(150), Duration::from_millis(350))
     );
-    b.check("fast, crash", b.crash, &crash);
+    b.check_crash("fast, crash", &crash);
     b.check("fast, hang", b.hang, &hung);
     b.check_joins("fast", &ho);
-    // With 100 ms x 2 the election alone leaves ~700 ms of the 1 s budget for
-    // discovery and configuration.
+    // With 100 ms x 2 (answers waited for one period, 100 ms, not 200) the election
+    // alone leaves ~600 ms of the 1 s budget for discovery and configuration.
     let c = Config::with_polling(1, Duration::from_millis(100), 2);
     let host = host_for(&c, Duration::from_millis(100));
     let faster = measure(&c, host, false);
@@ -338,9 +398,9 @@ fn fast_profile() {
     let b = Bounds::new(&c, host);
     assert_eq!(
         (b.crash.0 + b.one_way, b.crash.1),
-        (Duration::from_millis(200), Duration::from_millis(300))
+        (Duration::from_millis(300), Duration::from_millis(400))
     );
-    b.check("faster, crash", b.crash, &faster);
+    b.check_crash("faster, crash", &faster);
     b.check("faster, hang", b.hang, &hung);
     b.check_joins("faster", &ho);
 }

@@ -1,7 +1,8 @@
 //! Model-based randomised test: 2-5 election machines on a virtual-time network with
 //! random priorities, GUIDs, SM_Keys, start times, crashes, restarts, hangs, partitions,
-//! heals, lost MADs, and operator commands (a Master sending DISABLE, STANDBY or DISCOVER
-//! to any SM, its own key group or not). Every SM that answers an SMInfo request also
+//! heals, lost MADs, latency (in a third of the schedules near the transaction timeout,
+//! so that answers come late), and operator commands (a Master sending DISABLE,
+//! STANDBY or DISCOVER to any SM, its own key group or not). Every SM that answers an SMInfo request also
 //! learns its sender (`Election::learn`), as the engine does. Checked on every step and
 //! at the end:
 //!
@@ -13,7 +14,12 @@
 //!   control answered is reported as `ControlObeyed` or `ControlRejected` accordingly;
 //! * two live Masters never share a connected key group for longer than one polling
 //!   period plus one sweep (plus the sweep's transaction budget), counted from the last
-//!   disturbance (fault event or lost MAD);
+//!   fault event; every `transaction_retries + 1` MADs lost to or from one of them
+//!   excuse one more sweep round (interval, sweep and transaction budget: the most one
+//!   transaction lost in full can delay the handover that ends it), and nothing else
+//!   does (a MAD lost elsewhere used to excuse any dual-Master episode);
+//! * a Standby never declares a live Master it reaches lost for silence unless MADs
+//!   between the two were lost during the streak (late answers clear the count);
 //! * a connected key group of live SMs is never without a live Master for longer than
 //!   the worst-case detection time plus one polling period and one sweep, counted from
 //!   the last disturbance (so a dead or hung Master is replaced in time);
@@ -94,10 +100,18 @@ fn generate(seed: u64) -> Schedule {
     let retries = 1 + r.below(4) as u32;
     let tt = Duration::from_millis(10 + r.below(41));
     let tr = 1 + r.below(3) as u32;
+    // A third of the schedules run with the latency near the transaction timeout: a
+    // MAD takes `latency` plus up to as much again one way, so a round trip takes 0.7
+    // to 1.8 timeouts: answers come late, polls are re-probed, probes resent.
+    let latency = if r.chance(333) {
+        tt.mul_f64(0.35) + r.duration(tt / 10)
+    } else {
+        Duration::from_micros(50 + r.below(950))
+    };
     let host = HostParams {
         sweep_interval: polling,
         sweep_duration: Duration::from_millis(2 + r.below(30)),
-        latency: Duration::from_micros(50 + r.below(950)),
+        latency,
         m_key_in_use: r.chance(500),
         stale_is_sm: r.chance(500),
     };

@@ -156,12 +156,13 @@ pub struct SmConfig {
     /// Standby: time between polls of the master (OpenSM `sminfo_polling_timeout`, 10 s;
     /// not zero).
     pub polling_timeout: Duration,
-    /// Standby: failed polls in a row that declare the master dead (OpenSM
-    /// `polling_retry_number`, 4, as opensm.conf documents it; OpenSM 3.3's code waits
-    /// one failed poll more). A poll fails when it is unanswered `transaction_timeout`
-    /// after it went out (at most one period), so a dead master is declared lost
-    /// `polling_retries x polling_timeout + transaction_timeout` after its last answer
-    /// at the latest.
+    /// Standby: OpenSM's `polling_retry_number` (4) with OpenSM 3.3's count: the master
+    /// is declared dead after `polling_retries + 1` unanswered polls in a row, where an
+    /// unanswered poll is re-probed at once, `transaction_timeout` after it went out (at
+    /// most one period), rather than a period later (`ibsm_election::Config::polling_retries`
+    /// has the rule). A dead master is declared lost
+    /// `polling_timeout + (polling_retries + 1) x transaction_timeout` after the poll of
+    /// its last answer at the latest.
     pub polling_retries: u32,
     /// Most SMPs in flight at once at the start of a sweep (OpenSM `max_wire_smps`, 4;
     /// ours adapts upwards from here up to `max_wire_smps_limit`; at least 1).

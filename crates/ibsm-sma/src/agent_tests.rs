@@ -302,10 +302,22 @@ fn lease_expires_exactly_at_the_period() {
 #[test]
 fn lease_expiry_by_timeout_alone() {
     let mut s = protected_ca(1, 1);
+    // Without a MasterSMLID the violation queues no trap: the lease is the only timer.
+    set_pi(&mut s, T0, 1, 1, KEY, |pi| pi.master_sm_lid = 0).unwrap();
+    assert_eq!(s.poll_timeout(), None, "no countdown before a violation");
     assert!(set_pi(&mut s, T0, 1, 1, WRONG, |_| {}).is_none());
+    assert_eq!(s.pending_traps(), 0);
+    // The host is told to wake when the lease runs out, and not a nanosecond early.
+    assert_eq!(s.poll_timeout(), Some(T0 + SEC));
+    s.handle_timeout(just_before(T0 + SEC));
+    assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 1);
+    assert_eq!(s.poll_timeout(), Some(T0 + SEC));
+    // That wake-up alone, no SMP, ends the protection and the countdown.
     s.handle_timeout(T0 + SEC);
-    assert_eq!(s.m_key_state(1).unwrap().config.protect_bits, 0);
-    assert_eq!(s.poll_timeout(), None.or(s.poll_timeout()));
+    let st = s.m_key_state(1).unwrap();
+    assert_eq!(st.config.protect_bits, 0);
+    assert_eq!(st.lease_deadline, None);
+    assert_eq!(s.poll_timeout(), None, "nothing left to wake the host for");
 }
 
 #[test]

@@ -188,10 +188,16 @@ pub(crate) struct Cli {
     /// Standby: milliseconds between polls of the master (opensm.conf: sminfo_polling_timeout).
     #[arg(long = "polling-timeout", value_name = "MS", value_parser = parse_u64)]
     pub(crate) polling_timeout: Option<u64>,
-    /// Standby: failed polls before the master is dead (opensm.conf: polling_retry_number);
-    /// a poll fails when unanswered after the transaction timeout.
+    /// Standby: the master is dead after N + 1 unanswered polls in a row, OpenSM 3.3's
+    /// count (opensm.conf: polling_retry_number); an unanswered poll is re-probed at
+    /// once, after the transaction timeout, not a polling period later.
     #[arg(long = "polling-retries", value_name = "N", value_parser = parse_num::<u32>)]
     pub(crate) polling_retries: Option<u32>,
+    /// Read --polling-retries / polling_retry_number N as opensm.conf words it: N
+    /// failed polls declare the master dead (0 counts as 1), one fewer than OpenSM 3.3
+    /// waits for (opensm.conf: polling_retries_as_failures TRUE).
+    #[arg(long = "polling-retries-as-failures")]
+    pub(crate) polling_retries_as_failures: bool,
     /// After a lost cable or node, recompute every route (OpenSM's behaviour) instead of
     /// repairing only the broken ones (opensm.conf: reroute_on_loss FALSE).
     #[arg(long = "no-reroute-on-loss")]

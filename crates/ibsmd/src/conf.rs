@@ -73,6 +73,11 @@ pub(crate) struct Settings {
     pub(crate) perfmgr_xmit_wait_log: bool,
     /// OpenSM's `perfmgr_xmit_wait_threshold`.
     pub(crate) perfmgr_xmit_wait_threshold: u64,
+    /// `polling_retry_number` (`sm.polling_retries`) as opensm.conf words it, the
+    /// number of failed polls that declares the master dead, rather than OpenSM 3.3's
+    /// count (one unanswered poll more); applied by [`Settings::engine_config`], so the
+    /// file and `-c` keep the number as written.
+    pub(crate) polling_retries_as_failures: bool,
 }
 
 /// The paths of OpenSM's routing input files (each a list of GUIDs, one a line).
@@ -134,6 +139,7 @@ impl Default for Settings {
             perf: PerfMgrConfig::default(),
             perfmgr_xmit_wait_log: false,
             perfmgr_xmit_wait_threshold: 65535,
+            polling_retries_as_failures: false,
         }
     }
 }
@@ -220,6 +226,9 @@ impl Settings {
             c.polling_timeout.map(Duration::from_millis).as_ref(),
         );
         set(&mut sm.polling_retries, c.polling_retries.as_ref());
+        if c.polling_retries_as_failures {
+            self.polling_retries_as_failures = true;
+        }
         if c.no_reroute_on_loss {
             sm.reroute_on_loss = false;
         }
@@ -358,6 +367,11 @@ impl Settings {
             n => n,
         };
         cfg.max_wire_smps = cfg.max_wire_smps.min(cfg.max_wire_smps_limit);
+        if self.polling_retries_as_failures {
+            // N failed polls (0 counts as 1, as before) are N - 1 retries in OpenSM
+            // 3.3's count, which the election takes.
+            cfg.polling_retries = cfg.polling_retries.max(1) - 1;
+        }
         cfg.routing_threads = match self.routing_threads {
             0 => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             n => n,

@@ -28,6 +28,7 @@ fn standby_ibsmd_is_master_for_clients_after_sigkill_and_no_lid_moves() {
         kind: Kind::Ibsmd(PathBuf::from(IBSMD)),
         polling_timeout: Duration::from_millis(500),
         polling_retries: 2,
+        polling_retries_as_failures: false,
         sweep_interval: 10,
         hosts: [cas[0].clone(), cas[1].clone(), cas[2].clone()],
         settle: Duration::from_secs(2),

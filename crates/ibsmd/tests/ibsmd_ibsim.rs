@@ -35,9 +35,10 @@ const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// ibsmd's polling in these tests (`start_ibsmd`): every 500 ms, 2 retries. A Standby
-/// whose polls all failed would give up on its Master at most `(2 + 1) × 500 ms` after
-/// it began to poll (`Config::worst_case_detection`); a stretch one poll longer than
-/// that, without a change of role, shows the polls were answered.
+/// whose polls all went unanswered would give up on its Master at most
+/// `500 ms + (2 + 1) × 200 ms` after it began to poll (`Config::worst_case_detection`:
+/// the next poll, then three rounds of the 200 ms transaction timeout); a stretch well
+/// beyond that, without a change of role, shows the polls were answered.
 const IBSMD_GIVES_UP_BY: Duration = Duration::from_millis(500 * (2 + 1) + 500);
 
 /// Whether OpenSM's log shows it leaving Standby (for Discovering or Master) again.

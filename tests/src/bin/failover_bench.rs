@@ -1,11 +1,13 @@
 //! Failover as clients see it, ibsmd against OpenSM on the same ibsim fabric: runs
 //! `ibsm_tests::failover::run_once` alternately for an ibsmd pair and an OpenSM pair
-//! (ours, theirs, ours, ...), prints one line per run and the medians. How to run it and
-//! what the columns mean: `tests/FAILOVER.md`.
+//! (ours, theirs, ours, ...; with `--wordings count,failures` both readings of
+//! `--polling-retries` for ibsmd, then OpenSM), prints one line per run and the
+//! medians. How to run it and what the columns mean: `tests/FAILOVER.md`.
 //!
 //! `failover-bench [--pairs N] [--ibsmd PATH] [--radix R] [--levels L]
-//!  [--polling-timeout MS] [--polling-retries N] [--sweep-interval S] [--settle MS]
-//!  [--sminfo-limit MS] [--only ibsmd|opensm] [--logs DIR]`
+//!  [--polling-timeout MS] [--polling-retries N] [--wordings count,failures]
+//!  [--sweep-interval S] [--settle MS] [--sminfo-limit MS] [--only ibsmd|opensm]
+//!  [--logs DIR]`
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,6 +49,15 @@ fn ms(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |s| format!("{:.0}", s * 1e3))
 }
 
+/// Who runs: the label of its lines, the SMs, and for ibsmd the reading of
+/// `--polling-retries` (`count`: OpenSM 3.3's, `failures`: opensm.conf's words,
+/// `--polling-retries-as-failures`).
+struct Variant {
+    label: &'static str,
+    kind: Kind,
+    as_failures: bool,
+}
+
 /// One run's line: kind, run, load, kill→sminfo MASTER, and the standby's log marks.
 fn line(kind: &str, run: usize, o: &Outcome) -> String {
     let moved = o.moved_lids();
@@ -70,8 +81,8 @@ fn main() {
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
             "failover-bench [--pairs N] [--ibsmd PATH] [--radix R] [--levels L] [--polling-timeout MS] \
-             [--polling-retries N] [--sweep-interval S] [--settle MS] [--sminfo-limit MS] \
-             [--only ibsmd|opensm] [--logs DIR]\n(see tests/FAILOVER.md)"
+             [--polling-retries N] [--wordings count,failures] [--sweep-interval S] [--settle MS] \
+             [--sminfo-limit MS] [--only ibsmd|opensm] [--logs DIR]\n(see tests/FAILOVER.md)"
         );
         return;
     }
@@ -102,57 +113,79 @@ fn main() {
         kind: Kind::OpenSm,
         polling_timeout: Duration::from_millis(num(&args, "--polling-timeout", 500)),
         polling_retries: u32::try_from(num(&args, "--polling-retries", 2)).unwrap_or(2),
+        polling_retries_as_failures: false,
         sweep_interval: u32::try_from(num(&args, "--sweep-interval", 10)).unwrap_or(10),
         hosts: [cas[0].clone(), cas[1].clone(), cas[2].clone()],
         settle: Duration::from_millis(num(&args, "--settle", 3000)),
         sminfo_limit: Duration::from_millis(num(&args, "--sminfo-limit", 200)),
         kill_delay: Duration::ZERO,
     };
+    let wordings = opt(&args, "--wordings").unwrap_or_else(|| "count".into());
     println!(
-        "# {levels}-level radix-{radix} fat tree ({} nodes), polling {} ms x {} retries, sweep {} s, ibsmd {}",
+        "# {levels}-level radix-{radix} fat tree ({} nodes), polling {} ms x {} retries (ibsmd: {wordings}), sweep {} s, ibsmd {}",
         fab.node_count(),
         base.polling_timeout.as_millis(),
         base.polling_retries,
         base.sweep_interval,
         ibsmd.display()
     );
-    let kinds: Vec<Kind> = [Kind::Ibsmd(ibsmd), Kind::OpenSm]
-        .into_iter()
-        .filter(|k| only.as_deref().is_none_or(|o| o == k.name()))
+    let mut kinds: Vec<Variant> = wordings
+        .split(',')
+        .map(|w| match w.trim() {
+            "count" => Variant {
+                label: "ibsmd",
+                kind: Kind::Ibsmd(ibsmd.clone()),
+                as_failures: false,
+            },
+            "failures" => Variant {
+                label: "ibsmd-f",
+                kind: Kind::Ibsmd(ibsmd.clone()),
+                as_failures: true,
+            },
+            other => panic!("--wordings: {other:?} is neither count nor failures"),
+        })
         .collect();
+    kinds.push(Variant {
+        label: "opensm",
+        kind: Kind::OpenSm,
+        as_failures: false,
+    });
+    kinds.retain(|v| only.as_deref().is_none_or(|o| o == v.kind.name()));
     let mut results: Vec<(String, Outcome)> = Vec::new();
     for run in 0..pairs {
         // Pair `run` kills at the same phase of the polls for both: a low-discrepancy
         // sequence over one period (the golden ratio's fractional multiples).
         let phase = (run as f64 * 0.618_034).fract();
-        for kind in &kinds {
+        for v in &kinds {
             let setup = Setup {
-                kind: kind.clone(),
+                kind: v.kind.clone(),
+                polling_retries_as_failures: v.as_failures,
                 kill_delay: base.polling_timeout.mul_f64(phase),
                 ..base.clone()
             };
-            let f = Fabric::start(&format!("failover_bench_{}_{run}", kind.name()), &net);
+            let f = Fabric::start(&format!("failover_bench_{}_{run}", v.label), &net);
             let r = run_once(&f, &setup);
             if let Some(dir) = &logs {
-                keep_logs(&f, dir, kind.name(), run);
+                keep_logs(&f, dir, v.label, run);
                 if let Ok(o) = &r {
-                    let to = dir.join(format!("{}-{run}/sminfo.txt", kind.name()));
+                    let to = dir.join(format!("{}-{run}/sminfo.txt", v.label));
                     let _ = std::fs::write(to, o.sminfo_runs.join("\n"));
                 }
             }
             match r {
                 Ok(o) => {
-                    println!("{}", line(kind.name(), run, &o));
+                    println!("{}", line(v.label, run, &o));
                     for (port, b, a) in o.moved_lids() {
                         println!("  LID moved: {port:x?} {b:?} -> {a:?}");
                     }
-                    results.push((kind.name().to_string(), o));
+                    results.push((v.label.to_string(), o));
                 }
-                Err(e) => println!("{:<7} {run:>3} FAILED: {e}", kind.name()),
+                Err(e) => println!("{:<7} {run:>3} FAILED: {e}", v.label),
             }
         }
     }
-    summarize(&results);
+    let labels: Vec<&str> = kinds.iter().map(|v| v.label).collect();
+    summarize(&labels, &results);
 }
 
 /// Copies the SMs' logs of a run (the fabric's directory goes with it).
@@ -172,7 +205,7 @@ fn keep_logs(f: &Fabric, dir: &std::path::Path, kind: &str, run: usize) {
     }
 }
 
-fn summarize(results: &[(String, Outcome)]) {
+fn summarize(labels: &[&str], results: &[(String, Outcome)]) {
     let col = |kind: &str, f: &dyn Fn(&Outcome) -> Option<f64>| {
         median(
             results
@@ -183,7 +216,7 @@ fn summarize(results: &[(String, Outcome)]) {
         )
     };
     println!("# medians (ms):      seen  detect  master      up  after-detect  load");
-    for kind in ["ibsmd", "opensm"] {
+    for &kind in labels {
         let n = results.iter().filter(|(k, _)| k == kind).count();
         if n == 0 {
             continue;
@@ -200,13 +233,15 @@ fn summarize(results: &[(String, Outcome)]) {
             col(kind, &|o| Some(o.load)).unwrap_or(f64::NAN)
         );
     }
-    let ours = col("ibsmd", &|o| Some(o.seen.as_secs_f64()));
     let theirs = col("opensm", &|o| Some(o.seen.as_secs_f64()));
-    if let (Some(a), Some(b)) = (ours, theirs) {
-        println!(
-            "# ratio of medians (ibsmd / OpenSM), kill to sminfo MASTER: {:.2}",
-            a / b
-        );
+    for &kind in labels.iter().filter(|k| k.starts_with("ibsmd")) {
+        let ours = col(kind, &|o| Some(o.seen.as_secs_f64()));
+        if let (Some(a), Some(b)) = (ours, theirs) {
+            println!(
+                "# ratio of medians ({kind} / OpenSM), kill to sminfo MASTER: {:.2}",
+                a / b
+            );
+        }
     }
     let moved: usize = results.iter().map(|(_, o)| o.moved_lids().len()).sum();
     println!("# LIDs moved over all runs: {moved}");

@@ -87,6 +87,7 @@ enum Delivery {
     Request {
         from: usize,
         to: usize,
+        sent: Instant,
         mad: [u8; 256],
     },
     Response {
@@ -108,12 +109,32 @@ pub struct Net {
     queue: BinaryHeap<Reverse<(Instant, u64)>>,
     inflight: std::collections::HashMap<u64, Delivery>,
     seq: u64,
-    /// Last fault event or MAD lost to `loss_permille`.
+    /// Last fault event (crash, restart, hang, partition, loss rate change, command) or
+    /// MAD lost to `loss_permille`: the masterless check counts from it.
     pub last_disturbance: Instant,
+    /// Last fault event only: the dual-Master check counts from it, and excuses a
+    /// lost MAD only for the Masters it touched.
+    pub last_fault: Instant,
+    /// Every fault event's instant.
+    pub faults: Vec<Instant>,
+    /// MADs lost to `loss_permille`: (when, from, to).
+    pub lost: Vec<(Instant, usize, usize)>,
+    /// MADs lost so far that each node sent or was sent.
+    pub lost_touching: Vec<u64>,
+    /// `lost_touching` of each node when its dual-Master episode (re)started counting.
+    dual_base: Vec<u64>,
+    /// What a transaction lost in full around a dual Master (`transaction_retries + 1`
+    /// MADs lost) may delay the end of the episode by: its sweep decides without it,
+    /// and the next sweep tries again. Fewer losses only cost resends, which the bound
+    /// already allows.
+    pub dual_per_loss: Duration,
+    /// MADs a transaction loses in full: `transaction_retries + 1`.
+    pub attempts: u64,
     pub violations: Vec<String>,
     /// Since when each node has been a live Master sharing its group with another one.
     pub dual_since: Vec<Option<Instant>>,
-    /// Longest such episode measured from the later of its start and the last disturbance.
+    /// Longest such episode measured from the later of its start and the last fault
+    /// event, less what the MADs lost around it excuse.
     pub max_dual_undisturbed: Duration,
     pub max_dual_any: Duration,
     pub dual_bound: Duration,
@@ -137,6 +158,9 @@ pub struct Net {
     pub refused_outranked: u32,
     pub mads_sent: u64,
     pub keep_events: bool,
+    /// With `keep_events`: requests that reached a crashed node (so went unanswered),
+    /// as (sent at, from, to).
+    pub undelivered: Vec<(Instant, usize, usize)>,
 }
 
 impl Net {
@@ -182,13 +206,25 @@ impl Net {
             inflight: std::collections::HashMap::new(),
             seq: 0,
             last_disturbance: Instant::ZERO,
+            last_fault: Instant::ZERO,
+            faults: Vec::new(),
+            lost: Vec::new(),
+            lost_touching: vec![0; n],
+            dual_base: vec![0; n],
+            dual_per_loss: host.sweep_interval + host.sweep_duration + budget,
+            attempts: u64::from(c0.transaction_retries) + 1,
             violations: Vec::new(),
             dual_since: vec![None; n],
             max_dual_undisturbed: Duration::ZERO,
             max_dual_any: Duration::ZERO,
             dual_bound,
             masterless_since: vec![None; n],
-            masterless_bound: c0.worst_case_detection()
+            // A crashed Master is lost by `worst_case_detection`; a hung one, whose SMA
+            // still answers, only after `polling_retries + 1` polls showed its count
+            // frozen: up to `polling_retries + 2` periods after it hung.
+            masterless_bound: c0
+                .worst_case_detection()
+                .max(c0.polling_timeout * (c0.polling_retries + 2))
                 + c0.polling_timeout
                 + host.sweep_duration
                 + budget * 2
@@ -204,6 +240,7 @@ impl Net {
             refused_outranked: 0,
             mads_sent: 0,
             keep_events: false,
+            undelivered: Vec::new(),
         }
     }
 
@@ -302,6 +339,14 @@ impl Net {
 
     fn disturb(&mut self) {
         self.last_disturbance = self.now;
+        self.last_fault = self.now;
+        self.faults.push(self.now);
+        // A fault starts every dual-Master episode's count afresh.
+        for (i, since) in self.dual_since.iter().enumerate() {
+            if since.is_some() {
+                self.dual_base[i] = self.lost_touching[i];
+            }
+        }
     }
 
     // ----- the event loop -----------------------------------------------------------
@@ -413,6 +458,10 @@ impl Net {
             }
             let Some(ev) = sm.poll_event() else { break };
             match &ev {
+                Event::MasterLost {
+                    guid,
+                    stalled: false,
+                } => self.check_master_lost(i, *guid),
                 Event::SweepNeeded if self.nodes[i].sweep_end.is_none() => self.start_sweep(i),
                 Event::StateChanged { to, .. } => {
                     self.nodes[i].changes.push((now, *to));
@@ -446,7 +495,11 @@ impl Net {
     fn schedule(&mut self, d: Delivery) {
         self.mads_sent += 1;
         if self.loss_permille > 0 && self.rng.chance(self.loss_permille) {
-            self.disturb();
+            let (Delivery::Request { from, to, .. } | Delivery::Response { from, to, .. }) = d;
+            self.last_disturbance = self.now;
+            self.lost.push((self.now, from, to));
+            self.lost_touching[from] += 1;
+            self.lost_touching[to] += 1;
             return;
         }
         let lat = self.host.latency;
@@ -477,6 +530,7 @@ impl Net {
         self.schedule(Delivery::Request {
             from,
             to,
+            sent: self.now,
             mad: tx.mad,
         });
     }
@@ -484,8 +538,19 @@ impl Net {
     fn deliver(&mut self, d: Delivery) {
         let now = self.now;
         match d {
-            Delivery::Request { from, to, mad } => {
-                if self.comp[from] != self.comp[to] || self.nodes[to].sm.is_none() {
+            Delivery::Request {
+                from,
+                to,
+                sent,
+                mad,
+            } => {
+                if self.comp[from] != self.comp[to] {
+                    return;
+                }
+                if self.nodes[to].sm.is_none() {
+                    if self.keep_events {
+                        self.undelivered.push((sent, from, to));
+                    }
                     return;
                 }
                 let reveal = self.m_key_ok(from, to);
@@ -600,6 +665,38 @@ impl Net {
 
     // ----- invariants ---------------------------------------------------------------
 
+    /// Node `i` declared the Master `guid` lost for silence. If that node is alive,
+    /// reachable, in `i`'s key group and Master, and no fault came during the streak
+    /// that lost it (at most a period and `polling_retries + 1` answer times, plus the
+    /// latency), only MADs lost between the two can explain the silence: late answers
+    /// alone never lose a Master, since a late answer clears the count when it comes.
+    fn check_master_lost(&mut self, i: usize, guid: u64) {
+        let Some(j) = self.nodes.iter().position(|n| n.spec.guid == guid) else {
+            return;
+        };
+        let c = &self.nodes[i].cfg;
+        let streak = c.polling_timeout
+            + c.transaction_timeout.min(c.polling_timeout) * (c.polling_retries + 1)
+            + self.host.latency * 8;
+        let from = Instant::ZERO + (self.now - Instant::ZERO).saturating_sub(streak);
+        let responsive = self.active(j)
+            && self.state(j) == Some(SmState::Master)
+            && self.comp[i] == self.comp[j]
+            && self.nodes[i].spec.key == self.nodes[j].spec.key;
+        let quiet = !self.faults.iter().any(|t| *t >= from);
+        let lost_between = self
+            .lost
+            .iter()
+            .filter(|(t, a, b)| *t >= from && ((*a, *b) == (i, j) || (*a, *b) == (j, i)))
+            .count();
+        if responsive && quiet && lost_between == 0 {
+            self.violations.push(format!(
+                "{:?}: node {i} declared node {j}, a live Master it reaches, lost for silence with no MAD lost between them since {from:?}",
+                self.now
+            ));
+        }
+    }
+
     /// Live Masters that share a connected key group with another live Master, and key
     /// groups of live SMs without a live Master.
     fn check_dual(&mut self) {
@@ -640,19 +737,29 @@ impl Net {
                         && self.nodes[j].spec.key == self.nodes[i].spec.key
                 });
             match (dual, self.dual_since[i]) {
-                (true, None) => self.dual_since[i] = Some(self.now),
+                (true, None) => {
+                    self.dual_since[i] = Some(self.now);
+                    self.dual_base[i] = self.lost_touching[i];
+                }
                 (true, Some(since)) => {
                     let any = self.now - since;
                     self.max_dual_any = self.max_dual_any.max(any);
-                    let undisturbed = self.now - since.max(self.last_disturbance);
-                    self.max_dual_undisturbed = self.max_dual_undisturbed.max(undisturbed);
-                    if undisturbed > self.dual_bound {
+                    let undisturbed = self.now - since.max(self.last_fault);
+                    let losses = self.lost_touching[i] - self.dual_base[i];
+                    let lost_in_full = losses.div_ceil(self.attempts);
+                    let excused =
+                        self.dual_per_loss * u32::try_from(lost_in_full).unwrap_or(u32::MAX);
+                    self.max_dual_undisturbed = self
+                        .max_dual_undisturbed
+                        .max(undisturbed.saturating_sub(excused));
+                    if undisturbed > self.dual_bound + excused {
                         self.violations.push(format!(
-                            "{:?}: node {i} has been one of two Masters for {undisturbed:?} (bound {:?})",
+                            "{:?}: node {i} has been one of two Masters for {undisturbed:?} since the last fault (bound {:?}, and {excused:?} for {losses} MADs lost to or from it)",
                             self.now, self.dual_bound
                         ));
                         // Report each episode once.
                         self.dual_since[i] = Some(self.now);
+                        self.dual_base[i] = self.lost_touching[i];
                     }
                 }
                 (false, _) => self.dual_since[i] = None,

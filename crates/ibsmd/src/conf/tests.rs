@@ -265,7 +265,7 @@ prop_compose! {
         retries: u32, polls: u32, window in 1usize..5000, limit in 0usize..5000,
         threads in 0usize..64, rebalance in 0u64..100_000,
         engines in proptest::collection::vec(engine(), 1..4), no_fallback: bool,
-        flags: [bool; 5], enforce in 0u8..4,
+        flags: [bool; 6], enforce in 0u8..4,
         file in proptest::option::of("/[a-z]{1,8}(/[a-z0-9._-]{1,8}){0,2}"),
         log in proptest::option::of("/var/log/[a-z]{1,8}\\.log"),
     ) -> Settings {
@@ -286,7 +286,8 @@ prop_compose! {
         s.routing_threads = threads;
         s.sm.rebalance_after = (rebalance > 0).then(|| Duration::from_secs(rebalance));
         s.sm.routing = EngineList::new(engines).with_no_fallback(no_fallback);
-        let [reroute, both, rereg, sa, accum] = flags;
+        let [reroute, both, rereg, sa, accum, as_failures] = flags;
+        s.polling_retries_as_failures = as_failures;
         s.sm.reroute_on_loss = reroute;
         s.allow_both_pkeys = both;
         s.sm.client_reregister = rereg;
@@ -391,4 +392,59 @@ fn max_reverse_hops_reaches_the_engine_from_the_file_and_the_flag() {
     // No longer among the keys ibsmd ignores.
     let (_, r) = read("max_reverse_hops 3\n").unwrap();
     assert!(r.warnings.is_empty() && r.ignored.is_empty(), "{r:?}");
+}
+
+#[test]
+fn polling_retry_number_is_opensm_33s_count_unless_read_as_failures() {
+    let dir = scratch("polling_retries");
+    let conf = dir.join("o.conf");
+    std::fs::write(&conf, "polling_retry_number 2\n").unwrap();
+    let cli = crate::cli::Cli {
+        config: Some(conf.clone()),
+        ..crate::cli::Cli::default()
+    };
+    // By default the number reaches the engine as written: 2 retries, 3 unanswered
+    // polls (OpenSM 3.3's count).
+    let s = load(&cli).unwrap().settings;
+    assert!(!s.polling_retries_as_failures);
+    assert_eq!(s.engine_config(false).unwrap().polling_retries, 2);
+    // Read as opensm.conf words it, 2 failed polls are 1 retry in that count, and
+    // `-c` still writes the number as given, with the switch.
+    let as_failures = |text: &str, cli: &crate::cli::Cli| {
+        std::fs::write(&conf, text).unwrap();
+        let s = load(cli).unwrap().settings;
+        (s.engine_config(false).unwrap().polling_retries, write(&s))
+    };
+    let (n, c) = as_failures(
+        "polling_retry_number 2\npolling_retries_as_failures TRUE\n",
+        &cli,
+    );
+    assert_eq!(n, 1);
+    assert!(c.contains("\npolling_retry_number 2\n"), "{c}");
+    assert!(c.contains("\npolling_retries_as_failures TRUE\n"), "{c}");
+    // 0 failed polls count as 1, which is no retry.
+    assert_eq!(
+        as_failures(
+            "polling_retry_number 0\npolling_retries_as_failures TRUE\n",
+            &cli
+        )
+        .0,
+        0
+    );
+    // The flags: --polling-retries N is the count, --polling-retries-as-failures the
+    // old reading; the file's number gives way to the flag's.
+    let flags = crate::cli::Cli {
+        polling_retries: Some(3),
+        ..cli.clone()
+    };
+    assert_eq!(as_failures("polling_retry_number 2\n", &flags).0, 3);
+    let flags = crate::cli::Cli {
+        polling_retries_as_failures: true,
+        ..flags
+    };
+    assert_eq!(as_failures("polling_retry_number 2\n", &flags).0, 2);
+    // OpenSM's default, 4, is written as OpenSM writes it, and the switch is off.
+    let c = write(&Settings::default());
+    assert!(c.contains("\npolling_retry_number 4\n"));
+    assert!(c.contains("\npolling_retries_as_failures FALSE\n"));
 }
