@@ -10,7 +10,7 @@ use std::time::Duration;
 use ibsm_query::discover::{Discovered, Probe, Walk};
 use ibsm_query::perf::{PerfClient, default_tx};
 use ibsm_query::smp::{SmpClient, SmpConfig, Target};
-use ibsm_transport::{Incoming, Instant, Received, TxConfig};
+use ibsm_transport::{Incoming, Instant, Received, SansIo, TxConfig};
 use ibsm_wire::perf::PortCounters;
 use ibsm_wire::{DrPath, NodeDescription, NodeInfo, PortInfo, SwitchInfo};
 use libfuzzer_sys::fuzz_target;
@@ -50,8 +50,8 @@ fuzz_target!(|data: &[u8]| {
     for (k, chunk) in data.split(|&b| b == 0xA5).enumerate() {
         at += Duration::from_micros(10);
         let (class, tid) = &smp_tids[k % smp_tids.len()];
-        smp.handle_incoming(rx(force(chunk, *class, tid), at));
-        perf.handle_incoming(rx(force(chunk, 0x04, &perf_tids[k % perf_tids.len()]), at));
+        smp.handle_incoming(at, rx(force(chunk, *class, tid), at));
+        perf.handle_incoming(at, rx(force(chunk, 0x04, &perf_tids[k % perf_tids.len()]), at));
     }
     let mut outcomes = (0, 0);
     for step in 1..=20u64 {

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use ibsm_query::sa::{SaClient, SaClientConfig};
-use ibsm_transport::{Incoming, Instant, Received};
+use ibsm_transport::{Incoming, Instant, Received, SansIo};
 use ibsm_wire::sa::{ComponentMask, NodeRecord, PathRecord};
 use libfuzzer_sys::fuzz_target;
 
@@ -21,8 +21,8 @@ fuzz_target!(|data: &[u8]| {
     c.get_table(&NodeRecord::default(), ComponentMask::NONE, 0);
     c.get(&PathRecord::default(), ComponentMask::NONE, 1);
     let mut tids = Vec::new();
-    while let Some((_, m)) = c.poll_transmit(Instant::ZERO) {
-        tids.push(m[8..16].to_vec());
+    while let Some(out) = c.poll_transmit(Instant::ZERO) {
+        tids.push(out.mad[8..16].to_vec());
     }
     let mut at = Instant::ZERO;
     for (k, chunk) in data.split(|&b| b == 0xA5).enumerate() {
@@ -34,8 +34,8 @@ fuzz_target!(|data: &[u8]| {
         }
         at += Duration::from_millis(1);
         c.handle_incoming(
-            Incoming::Mad(Received { mad, slid: 1, sl: 0, qpn: 1, pkey_index: 0, at }),
             at,
+            Incoming::Mad(Received { mad, slid: 1, sl: 0, qpn: 1, pkey_index: 0, at }),
         );
         while c.poll_transmit(at).is_some() {}
     }

@@ -10,7 +10,7 @@ use ibsm::manager::{SmConfig, SmEvent, SubnetManager, driver};
 use ibsm_query::sa::{QueryError, SaClient, SaClientConfig, SaEvent, SaResponse, SaStats};
 use ibsm_sim::{Fault, Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::{Fabric, generate};
-use ibsm_transport::{Incoming, Instant, Transport, TransportError};
+use ibsm_transport::{Incoming, Instant, SansIo, Transport, TransportError};
 use ibsm_wire::sa::{ComponentMask, NodeRecord, PathRecord, PortInfoRecord};
 
 struct Rig {
@@ -64,15 +64,15 @@ impl Rig {
             let now = self.tool.now();
             assert!(now < end, "the client never finished: {:?}", client.stats());
             client.handle_timeout(now);
-            while let Some((addr, mad)) = client.poll_transmit(now) {
-                self.tool.send(&addr, &mad).unwrap();
+            while let Some(out) = client.poll_transmit(now) {
+                self.tool.send(&out.addr, &out.mad).unwrap();
             }
             let until = now + Duration::from_millis(1);
             driver::run(&mut self.sm, &mut self.port, until, |_| false).unwrap();
             loop {
                 match self.tool.recv(self.tool.now()) {
                     Ok(incoming @ Incoming::Mad(_)) => {
-                        client.handle_incoming(incoming, self.tool.now());
+                        client.handle_incoming(self.tool.now(), incoming);
                     }
                     Ok(_) => {}
                     Err(TransportError::Timeout) => break,

@@ -1,7 +1,11 @@
-//! A simple blocking driver: the run loop of the crate docs, over any
-//! [`Transport`].
+//! The engine over any [`Transport`], in one call: a convenience over
+//! [`ibsm_transport::drive`], the one run loop of every sans-IO core (the engine is
+//! [`SansIo`](ibsm_transport::SansIo)). Hosts that keep jobs running across calls (a
+//! daemon running the engine in slices) call `drive` with a [`JobRunner`] of their own.
 
-use ibsm_transport::{Instant, Transport, TransportError};
+use std::ops::ControlFlow;
+
+use ibsm_transport::{Instant, JobRunner, Stop, Transport};
 
 use crate::engine::SubnetManager;
 use crate::error::SmError;
@@ -9,41 +13,28 @@ use crate::event::SmEvent;
 
 /// Runs `sm` on `transport` until `stop` returns true for an event, or the transport's
 /// clock reaches `until`. Every event is passed to `stop` (which may also log it).
+/// Jobs run inline (`JobRunner::inline`), so a run is a pure function of its inputs.
 ///
 /// # Errors
-/// A fatal transport error ([`TransportError::is_fatal`]).
+/// A fatal transport error ([`TransportError::is_fatal`](ibsm_transport::TransportError::is_fatal)).
 pub fn run<T: Transport + ?Sized>(
     sm: &mut SubnetManager,
     transport: &mut T,
     until: Instant,
     mut stop: impl FnMut(&SmEvent) -> bool,
 ) -> Result<(), SmError> {
-    loop {
-        let now = transport.now();
-        while let Some(out) = sm.poll_transmit(now) {
-            if let Err(e) = transport.send(&out.addr, &out.mad) {
-                if e.is_fatal() {
-                    return Err(e.into());
-                }
-                if let Some(id) = out.id {
-                    sm.handle_send_error(now, id, e);
-                }
-            }
-        }
-        while let Some(ev) = sm.poll_event() {
+    ibsm_transport::drive(
+        sm,
+        transport,
+        &mut JobRunner::inline(),
+        Stop::at(until),
+        |ev| {
             if stop(&ev) {
-                return Ok(());
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
             }
-        }
-        if transport.now() >= until {
-            return Ok(());
-        }
-        let deadline = sm.poll_timeout().unwrap_or(Instant::MAX).min(until);
-        match transport.recv(deadline) {
-            Ok(incoming) => sm.handle_incoming(transport.now(), incoming),
-            Err(TransportError::Timeout) => sm.handle_timeout(transport.now()),
-            Err(e) if e.is_fatal() => return Err(e.into()),
-            Err(_) => sm.handle_timeout(transport.now()),
-        }
-    }
+        },
+    )?;
+    Ok(())
 }

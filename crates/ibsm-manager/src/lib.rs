@@ -27,7 +27,8 @@
 //!
 //! The core, [`SubnetManager`], is sans-IO: it never reads a clock or touches a device.
 //! Feed it what arrives and the time; take what it wants sent, its next deadline and
-//! its events. [`driver::run`] is the loop for any `ibsm_transport::Transport`:
+//! its events. It implements `ibsm_transport::SansIo`, so `ibsm_transport::drive` runs
+//! it over any `ibsm_transport::Transport`; [`driver::run`] is that in one call:
 //!
 //! ```
 //! use ibsm_manager::{SmConfig, SmEvent, SubnetManager, driver};
@@ -66,6 +67,7 @@ pub mod model;
 pub mod partition;
 pub mod perfmgr;
 mod reroute;
+mod sansio;
 pub mod store;
 
 pub use config::{ConfigError, MKeyMode, RoutingInputs, SmConfig};

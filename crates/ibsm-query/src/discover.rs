@@ -11,8 +11,9 @@
 //!   is linked, not added again). A caller with its own SMP machinery drives a `Walk`
 //!   directly: the SM engine (`ibsm-manager`) does, with its M_Keys, window, latch
 //!   protocol and P_Key reads on top.
-//! * [`Discovery`]: a `Walk` driven by an [`SmpClient`], with [`Discovery::drive`] over
-//!   any transport; [`discover`] is the one-call form.
+//! * [`Discovery`]: a `Walk` driven by an [`SmpClient`], an
+//!   [`ibsm_transport::SansIo`] core that [`ibsm_transport::drive`] runs over any
+//!   transport; [`discover`] is the one-call form.
 //!
 //! Exploration follows ibnetdiscover and OpenSM: from the local port, out of every
 //! switch port whose state is Init or beyond and whose cable is not known yet, up to 63
@@ -23,8 +24,11 @@
 //! left out, so the rest of the subnet is found as if it were not there.
 
 use std::collections::{HashSet, VecDeque};
+use std::convert::Infallible;
 
-use ibsm_transport::{Instant, Transport, TransportError, TxStats};
+use ibsm_transport::{
+    Incoming, Instant, NoJob, Outgoing, SansIo, Transport, TransportError, TxId, TxStats,
+};
 use ibsm_wire::smp::MAX_HOPS;
 use ibsm_wire::{
     DrPath, NodeDescription, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo,
@@ -466,7 +470,9 @@ fn duplicate(
     d
 }
 
-/// A [`Walk`] driven by an [`SmpClient`].
+/// A [`Walk`] driven by an [`SmpClient`]. As a [`SansIo`] core it has no events (what
+/// it finds is [`Self::found`]; MADs that answer no probe are dropped) and is idle once
+/// the walk is over ([`Self::is_done`]).
 #[derive(Debug)]
 pub struct Discovery {
     walk: Walk,
@@ -550,45 +556,6 @@ impl Discovery {
         self.smps.stats()
     }
 
-    /// Runs over `transport` until the walk is over or the clock reaches `until`.
-    ///
-    /// # Errors
-    /// A fatal transport error.
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        loop {
-            let now = transport.now();
-            self.smps.handle_timeout(now);
-            self.collect();
-            self.submit();
-            while let Some(tx) = self.smps.poll_transmit(now) {
-                if let Err(e) = transport.send(&tx.addr, &tx.mad) {
-                    if e.is_fatal() {
-                        return Err(e);
-                    }
-                    self.smps.handle_send_error(tx.id, e);
-                }
-            }
-            self.collect();
-            if self.is_done() || now >= until {
-                return Ok(());
-            }
-            let deadline = self.smps.poll_timeout().unwrap_or(until).min(until);
-            match transport.recv(deadline) {
-                Ok(incoming) => {
-                    self.smps.handle_incoming(incoming);
-                    self.collect();
-                }
-                Err(TransportError::Timeout) => {}
-                Err(e) if e.is_fatal() => return Err(e),
-                Err(_) => {}
-            }
-        }
-    }
-
     /// What was found so far.
     #[must_use]
     pub fn found(&self) -> &Discovered {
@@ -602,6 +569,44 @@ impl Discovery {
     }
 }
 
+impl SansIo for Discovery {
+    type Event = Infallible;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        self.smps.handle_incoming(now, incoming);
+        self.collect();
+    }
+
+    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        self.smps.handle_send_error(now, id, error);
+        self.collect();
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.smps.handle_timeout(now);
+        self.collect();
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        // What the last answers taught the walk goes out behind what is queued.
+        self.submit();
+        self.smps.poll_transmit(now)
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.smps.poll_timeout()
+    }
+
+    fn poll_event(&mut self) -> Option<Infallible> {
+        None
+    }
+
+    fn is_idle(&self) -> bool {
+        self.is_done()
+    }
+}
+
 /// Discovers the fabric behind `transport`'s port, giving up at `until`.
 ///
 /// # Errors
@@ -612,7 +617,7 @@ pub fn discover<T: Transport + ?Sized>(
     until: Instant,
 ) -> Result<Discovered, TransportError> {
     let mut d = Discovery::new(cfg);
-    d.drive(transport, until)?;
+    crate::run_to_idle(&mut d, transport, until)?;
     Ok(d.into_found())
 }
 

@@ -44,7 +44,7 @@ fn sim_of(fabric: &Fabric) -> (Sim<SmaAgent>, SimPort<SmaAgent>) {
 fn run(port: &mut SimPort<SmaAgent>, cfg: SmpConfig) -> (Discovered, TxStats) {
     let mut d = Discovery::new(cfg);
     let until = port.now() + Duration::from_secs(120);
-    d.drive(port, until).unwrap();
+    crate::run_to_idle(&mut d, port, until).unwrap();
     assert!(d.is_done());
     let stats = d.stats();
     (d.into_found(), stats)

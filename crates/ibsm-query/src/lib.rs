@@ -1,9 +1,11 @@
 //! `ibsm-query`: the client side of InfiniBand management, for fabric tools.
 //!
 //! Monitoring tools, exporters and diagnostics need to ask a fabric questions without
-//! being a Subnet Manager. This crate holds the asking, sans-IO like the rest of ibsm
-//! and driven over any [`ibsm_transport::Transport`] (`ibsm-umad` on a real port,
-//! `ibsm-sim` in tests):
+//! being a Subnet Manager. This crate holds the asking, sans-IO like the rest of ibsm:
+//! every client ([`sa::SaClient`], [`smp::SmpClient`], [`perf::PerfClient`],
+//! [`perf::Scrape`], [`discover::Discovery`]) is an [`ibsm_transport::SansIo`] core,
+//! run over any [`ibsm_transport::Transport`] (`ibsm-umad` on a real port, `ibsm-sim`
+//! in tests) by [`ibsm_transport::drive`] or by a host's own loop:
 //!
 //! * [`discover`]: read-only discovery over directed routes (`ibnetdiscover`): every
 //!   node, port (down ports kept) and cable, as an `ibsm_topology::Fabric`; its `Walk`
@@ -50,6 +52,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
+use std::ops::ControlFlow;
+
+use ibsm_transport::{Instant, JobRunner, NoJob, SansIo, Stop, Transport, TransportError};
+
 pub mod counters;
 pub mod discover;
 pub mod nodemap;
@@ -57,3 +63,28 @@ mod outcome;
 pub mod perf;
 pub mod sa;
 pub mod smp;
+
+/// Runs a client until it has nothing outstanding or the clock reaches `until`: its
+/// events, in order (the one-call forms `smp::query`, `sa::query_table`, `discover`).
+fn run_to_idle<C, T>(
+    core: &mut C,
+    transport: &mut T,
+    until: Instant,
+) -> Result<Vec<C::Event>, TransportError>
+where
+    C: SansIo<Job = NoJob> + ?Sized,
+    T: Transport + ?Sized,
+{
+    let mut events = Vec::new();
+    ibsm_transport::drive(
+        core,
+        transport,
+        &mut JobRunner::inline(),
+        Stop::when_idle(until),
+        |ev| {
+            events.push(ev);
+            ControlFlow::Continue(())
+        },
+    )?;
+    Ok(events)
+}

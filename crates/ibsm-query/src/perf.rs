@@ -8,11 +8,12 @@
 //! stops for one.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit, Transport,
-    TransportError, TxConfig, TxId, TxStats,
+    Address, Incoming, Instant, LidAddress, NoJob, Outgoing, Received, Request, SansIo,
+    Transactions, Transmit, TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMadView};
 use ibsm_wire::perf::{
@@ -199,7 +200,9 @@ impl<C> PerfEvent<C> {
     }
 }
 
-/// The PerfMgt client. `C` is the caller's per-query cookie.
+/// The PerfMgt client. `C` is the caller's per-query cookie. It is [`SansIo`]: its
+/// events are the queries' outcomes, and it is idle when no query is waiting or in
+/// flight.
 #[derive(Debug)]
 pub struct PerfClient<C> {
     txns: Transactions<Slot<C, PerfAsked>>,
@@ -230,12 +233,6 @@ impl<C> PerfClient<C> {
     #[must_use]
     pub fn stats(&self) -> TxStats {
         self.txns.stats()
-    }
-
-    /// Whether no query is waiting or in flight.
-    #[must_use]
-    pub fn is_idle(&self) -> bool {
-        self.txns.pending() == 0
     }
 
     /// Restarts TID allocation at low value `start`. A host that runs one client after
@@ -362,48 +359,38 @@ impl<C> PerfClient<C> {
                 error,
             })
     }
+}
 
-    /// The next MAD to send now.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.txns.poll_transmit(now)
+impl<C> SansIo for PerfClient<C> {
+    type Event = PerfEvent<C>;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        SansIo::handle_incoming(&mut self.txns, now, incoming);
     }
 
-    /// The earliest deadline.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.txns.poll_timeout()
+    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        SansIo::handle_send_error(&mut self.txns, now, id, error);
     }
 
-    /// Handles deadlines at or before `now`.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         self.txns.handle_timeout(now);
     }
 
-    /// Takes what the transport received.
-    pub fn handle_incoming(&mut self, incoming: Incoming) {
-        self.txns.handle_incoming(incoming);
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        SansIo::poll_transmit(&mut self.txns, now)
     }
 
-    /// Reports that the transport refused `id`'s MAD.
-    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
-        self.txns.handle_send_error(id, error);
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.txns.poll_timeout()
     }
 
-    /// The next outcome.
-    pub fn poll_event(&mut self) -> Option<PerfEvent<C>> {
+    fn poll_event(&mut self) -> Option<PerfEvent<C>> {
         self.txns.poll_event().map(outcome)
     }
 
-    /// Runs the queries over `transport` until all finished or the clock reaches
-    /// `until`.
-    ///
-    /// # Errors
-    /// A fatal transport error.
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        self.txns.drive(transport, until)
+    fn is_idle(&self) -> bool {
+        self.txns.pending() == 0
     }
 }
 
@@ -595,8 +582,14 @@ enum Step {
     Extended(u8),
 }
 
-/// A sans-IO whole-fabric counter read over a [`PerfClient`]; drive it with
-/// [`Scrape::drive`] or its poll methods.
+/// A sans-IO whole-fabric counter read over a [`PerfClient`]. As a [`SansIo`] core
+/// (run it with [`ibsm_transport::drive`]) it has no events (what it reads is
+/// [`Self::report`]; MADs that answer no read are dropped) and is idle once every read
+/// is finished ([`Self::is_done`]).
+///
+/// Its inherent `handle_incoming`, `handle_send_error` (without `now`) and
+/// `poll_transmit` (a [`Transmit`]) are the SM engine's PerfMgr forms, kept while the
+/// engine calls them; the [`SansIo`] forms do the same.
 #[derive(Debug)]
 pub struct Scrape {
     client: PerfClient<(usize, Step)>,
@@ -743,26 +736,27 @@ impl Scrape {
         }
     }
 
-    /// The next MAD to send now.
+    /// The next MAD to send now (the engine's form of [`SansIo::poll_transmit`]).
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.submit_queued();
-        self.client.poll_transmit(now)
+        self.client.txns.poll_transmit(now)
     }
 
     /// The earliest deadline.
     pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.client.poll_timeout()
+        self.client.txns.poll_timeout()
     }
 
     /// Handles deadlines at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.client.handle_timeout(now);
+        self.client.txns.handle_timeout(now);
         self.collect();
     }
 
-    /// Takes what the transport received.
+    /// Takes what the transport received (the engine's form of
+    /// [`SansIo::handle_incoming`]).
     pub fn handle_incoming(&mut self, incoming: Incoming) {
-        self.client.handle_incoming(incoming);
+        self.client.txns.handle_incoming(incoming);
         self.collect();
     }
 
@@ -778,9 +772,9 @@ impl Scrape {
 
     /// Reports that the transport refused `id`'s MAD (the id of a [`Transmit`] from
     /// [`Self::poll_transmit`]): that read fails at once instead of waiting out its
-    /// retries.
+    /// retries (the engine's form of [`SansIo::handle_send_error`]).
     pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
-        self.client.handle_send_error(id, error);
+        self.client.txns.handle_send_error(id, error);
         self.collect();
     }
 
@@ -794,35 +788,13 @@ impl Scrape {
     /// Whether every read is finished.
     #[must_use]
     pub fn is_done(&self) -> bool {
-        self.queued.is_empty() && self.client.is_idle()
+        self.queued.is_empty() && SansIo::is_idle(&self.client)
     }
 
     /// Counters of the transaction layer.
     #[must_use]
     pub fn stats(&self) -> TxStats {
         self.client.stats()
-    }
-
-    /// Runs the scrape over `transport` until done or `until`.
-    ///
-    /// # Errors
-    /// A fatal transport error.
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        while !self.is_done() {
-            self.submit_queued();
-            // One pass of the transaction layer; answers that queue more reads come
-            // back through collect().
-            self.client.drive(transport, until)?;
-            self.collect();
-            if transport.now() >= until {
-                break;
-            }
-        }
-        Ok(())
     }
 
     /// What the scrape found (complete once [`Self::is_done`]).
@@ -835,6 +807,43 @@ impl Scrape {
     #[must_use]
     pub fn into_report(self) -> ScrapeReport {
         self.report
+    }
+}
+
+impl SansIo for Scrape {
+    type Event = Infallible;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, _now: Instant, incoming: Incoming) {
+        Scrape::handle_incoming(self, incoming);
+    }
+
+    fn handle_send_error(&mut self, _now: Instant, id: TxId, error: TransportError) {
+        Scrape::handle_send_error(self, id, error);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Scrape::handle_timeout(self, now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        Scrape::poll_transmit(self, now).map(|t| Outgoing {
+            id: Some(t.id),
+            addr: t.addr,
+            mad: t.mad,
+        })
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        Scrape::poll_timeout(self)
+    }
+
+    fn poll_event(&mut self) -> Option<Infallible> {
+        None
+    }
+
+    fn is_idle(&self) -> bool {
+        self.is_done()
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use super::*;
-use ibsm_transport::LocalPort;
+use ibsm_transport::{LocalPort, Transport};
 use ibsm_wire::GsMad;
 
 /// One agent: capabilities, per-port counters, whether it answers at all.
@@ -223,7 +223,7 @@ fn targets() -> Vec<ScrapeTarget> {
 fn a_scrape_reads_every_port_and_the_extended_counters_where_supported() {
     let mut f = fabric();
     let mut s = Scrape::new(targets(), ScrapeMode::PerPort, default_tx());
-    s.drive(&mut f, Instant::from_secs(10)).unwrap();
+    crate::run_to_idle(&mut s, &mut f, Instant::from_secs(10)).unwrap();
     assert!(s.is_done());
     let r = s.into_report();
     assert_eq!(r.agents.len(), 4);
@@ -256,7 +256,7 @@ fn errors_first_reads_a_clean_switch_once() {
     let mut f = fabric();
     // Switch 1 is clean, switch 2 has no AllPortSelect; then make switch 1 port 3 err.
     let mut s = Scrape::new(targets(), ScrapeMode::ErrorsFirst, default_tx());
-    s.drive(&mut f, Instant::from_secs(10)).unwrap();
+    crate::run_to_idle(&mut s, &mut f, Instant::from_secs(10)).unwrap();
     let r = s.into_report();
     assert!(r.sums.contains_key(&1) && !r.sums.contains_key(&2));
     assert!(
@@ -273,7 +273,7 @@ fn errors_first_reads_a_clean_switch_once() {
         .unwrap()
         .symbol_error_counter = 7;
     let mut s = Scrape::new(targets(), ScrapeMode::ErrorsFirst, default_tx());
-    s.drive(&mut f, Instant::from_secs(20)).unwrap();
+    crate::run_to_idle(&mut s, &mut f, Instant::from_secs(20)).unwrap();
     let r = s.into_report();
     assert_eq!(r.sums[&1].as_ref().unwrap().symbol_error_counter, 7);
     let p3 = r.ports[&(1, 3)].counters.as_ref().unwrap();
@@ -288,7 +288,7 @@ fn a_dead_agent_and_a_bad_port_fail_only_themselves() {
     let mut t = targets();
     t[2].ports.push(9); // LID 3 has no port 9
     let mut s = Scrape::new(t, ScrapeMode::PerPort, default_tx());
-    s.drive(&mut f, Instant::from_secs(30)).unwrap();
+    crate::run_to_idle(&mut s, &mut f, Instant::from_secs(30)).unwrap();
     assert!(s.is_done());
     let r = s.into_report();
     assert!(matches!(
@@ -317,8 +317,8 @@ fn a_reset_clears_what_it_selects() {
     let mut c: PerfClient<()> = PerfClient::new(default_tx());
     c.reset(1, ALL_PORTS, CounterSelect::PORT_XMIT_DATA, ())
         .unwrap();
-    c.drive(&mut f, Instant::from_secs(1)).unwrap();
-    assert!(matches!(c.poll_event(), Some(PerfEvent::Done { .. })));
+    let ev = crate::run_to_idle(&mut c, &mut f, Instant::from_secs(1)).unwrap();
+    assert!(matches!(ev[..], [PerfEvent::Done { .. }]));
     assert!(
         f.agents[&1]
             .ports
@@ -326,13 +326,14 @@ fn a_reset_clears_what_it_selects() {
             .all(|p| p.port_xmit_data == 0 && p.port_rcv_data > 0)
     );
     c.get::<PortCounters>(1, 2, ()).unwrap();
-    c.drive(&mut f, Instant::from_secs(2)).unwrap();
-    let pc = c.poll_event().unwrap().decode::<PortCounters>().unwrap();
+    let ev = crate::run_to_idle(&mut c, &mut f, Instant::from_secs(2)).unwrap();
+    let pc = ev[0].decode::<PortCounters>().unwrap();
     assert_eq!((pc.port_xmit_data, pc.port_select), (0, 2));
     // Decoding as another attribute is refused.
     c.get::<PortCounters>(1, 2, ()).unwrap();
-    c.drive(&mut f, Instant::from_secs(3)).unwrap();
-    let ev = c.poll_event().unwrap();
+    let ev = crate::run_to_idle(&mut c, &mut f, Instant::from_secs(3))
+        .unwrap()
+        .remove(0);
     assert!(matches!(
         ev.decode::<PortCountersExtended>(),
         Err(PerfError::Malformed { .. })
@@ -372,7 +373,7 @@ fn a_scrape_driven_by_hand_takes_its_tid_start_and_send_errors() {
     assert!(s.report().agents[&lid].is_err());
     assert_eq!(s.report().failures, 1);
     let mut f = fabric();
-    s.drive(&mut f, Instant::from_secs(10)).unwrap();
+    crate::run_to_idle(&mut s, &mut f, Instant::from_secs(10)).unwrap();
     assert!(s.is_done());
     assert_eq!(s.report().ports.len(), 8);
 }

@@ -2,11 +2,13 @@
 //! record, with RMPP reassembly of the answers (what `saquery` does), many queries in
 //! flight, per-query timeouts and retries, and every failure reported per query.
 //!
-//! The client never blocks and never touches a socket: the caller submits queries,
-//! hands [`SaClient::poll_transmit`]'s MADs to a transport, feeds every received MAD to
-//! [`SaClient::handle_incoming`] and the clock to [`SaClient::handle_timeout`], and
-//! reads outcomes from [`SaClient::poll_event`]. [`SaClient::drive`] does that loop over
-//! any [`Transport`]; [`query_table`] is the one-call form.
+//! The client never blocks and never touches a socket: it is an
+//! [`ibsm_transport::SansIo`] core. The caller submits queries, hands
+//! [`SansIo::poll_transmit`]'s MADs to a transport, feeds every received MAD to
+//! [`SansIo::handle_incoming`] and the clock to [`SansIo::handle_timeout`], and reads
+//! outcomes from [`SansIo::poll_event`]; [`ibsm_transport::drive`] does that loop over
+//! any [`Transport`], and [`query_table`] is the one-call form. A host that shares its
+//! port with other agents asks [`SaClient::accepts`] which MADs are the client's.
 //!
 //! Answers arrive as one MAD (Get, Set, Delete, errors; a table that one MAD holds when
 //! no RMPP is in use, as from OpenSM under ibsim's umad2sim), as RMPP DATA segments that
@@ -20,7 +22,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use ibsm_transport::{Address, Incoming, Instant, LidAddress, Received, Transport, TransportError};
+use ibsm_transport::{
+    Address, Incoming, Instant, LidAddress, NoJob, Outgoing, Received, SansIo, Transport,
+    TransportError, TxId,
+};
 use ibsm_wire::sa::rmpp::{Progress, Reassembler, RmppError, VecBuffer};
 use ibsm_wire::sa::{
     ComponentMask, SA_HEADER_SIZE, SaAttributeId, SaMad, SaMadView, SaRecord, SaStatus, records,
@@ -258,6 +263,10 @@ struct Transfer {
 }
 
 /// The SA client. `C` is the caller's per-query cookie.
+///
+/// As a [`SansIo`] core its events are the queries' outcomes, it is idle when no query
+/// is waiting or in flight, and the id of each [`Outgoing`] is the low 32 bits of the
+/// MAD's TransactionID (a send error fails that query).
 #[derive(Debug)]
 pub struct SaClient<C> {
     cfg: SaClientConfig,
@@ -265,7 +274,7 @@ pub struct SaClient<C> {
     next_tid: u32,
     waiting: VecDeque<Query<C>>,
     active: HashMap<u32, Query<C>>,
-    out: VecDeque<(Address, Vec<u8>)>,
+    out: VecDeque<Outgoing>,
     events: VecDeque<SaEvent<C>>,
     /// Final ACKs of finished transfers by TID, re-sent if the SA repeats its last
     /// segment (our ACK was lost); bounded.
@@ -302,12 +311,6 @@ impl<C> SaClient<C> {
     #[must_use]
     pub const fn stats(&self) -> SaStats {
         self.stats
-    }
-
-    /// Whether no query is waiting or in flight.
-    #[must_use]
-    pub fn is_idle(&self) -> bool {
-        self.waiting.is_empty() && self.active.is_empty()
     }
 
     /// Queries every `R` matching `template` in the components of `mask`
@@ -386,9 +389,8 @@ impl<C> SaClient<C> {
         }
     }
 
-    /// The next MAD to send, if any: new requests (up to the in-flight limit), retries
-    /// and ACKs, in order.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<(Address, Vec<u8>)> {
+    /// Sends new requests while fewer than the in-flight limit are active.
+    fn admit(&mut self, now: Instant) {
         while self.active.len() < self.cfg.max_in_flight.max(1) {
             let Some(mut q) = self.waiting.pop_front() else {
                 break;
@@ -397,63 +399,9 @@ impl<C> SaClient<C> {
             q.request.transaction_id = (u64::from(self.cfg.tid_high) << 32) | u64::from(tid);
             q.attempts = 1;
             q.deadline = now + self.cfg.timeout;
-            self.out
-                .push_back((self.sa_address(), q.request.to_bytes().to_vec()));
+            let mad = q.request.to_bytes().to_vec();
+            self.out.push_back(outgoing(tid, self.sa_address(), mad));
             self.active.insert(tid, q);
-        }
-        self.out.pop_front()
-    }
-
-    /// The earliest deadline of a query in flight.
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.active.values().map(|q| q.deadline).min()
-    }
-
-    /// Handles every deadline at or before `now`: re-sends requests (or the last ACK
-    /// of a stalled transfer), fails queries out of retries.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        let due: Vec<u32> = self
-            .active
-            .iter()
-            .filter(|(_, q)| q.deadline <= now)
-            .map(|(t, _)| *t)
-            .collect();
-        for tid in due {
-            let Some(q) = self.active.get_mut(&tid) else {
-                continue;
-            };
-            match &mut q.rx {
-                None if q.attempts <= self.cfg.retries => {
-                    q.attempts += 1;
-                    q.deadline = now + self.cfg.timeout;
-                    self.stats.retries += 1;
-                    let bytes = q.request.to_bytes().to_vec();
-                    let addr = self.sa_address();
-                    self.out.push_back((addr, bytes));
-                }
-                Some(t) if t.idle_retries < self.cfg.retries => {
-                    t.idle_retries += 1;
-                    q.deadline = now + self.cfg.timeout;
-                    let ack = t.reasm.ack(self.cfg.window);
-                    t.granted = t.reasm.last_segment() + self.cfg.window;
-                    self.stats.acks += 1;
-                    self.out.push_back((t.from, ack.to_vec()));
-                }
-                _ => {
-                    let segments = q.rx.as_ref().map_or(0, |t| t.reasm.last_segment());
-                    let attribute = q.request.attribute_id;
-                    let attempts = q.attempts;
-                    self.fail(
-                        tid,
-                        QueryError::Timeout {
-                            attribute,
-                            attempts,
-                            segments,
-                        },
-                    );
-                }
-            }
         }
     }
 
@@ -469,36 +417,32 @@ impl<C> SaClient<C> {
         }
     }
 
-    /// Reports that the transport refused a MAD this client handed out for query `tid`
-    /// (the low 32 bits of its TransactionID); the query fails.
-    pub fn handle_send_error(&mut self, mad: &[u8], error: TransportError) {
-        if let Some(tid) = low_tid(mad) {
-            let attribute = self.active.get(&tid).map(|q| q.request.attribute_id);
-            if let Some(attribute) = attribute {
-                self.fail(tid, QueryError::Transport { attribute, error });
-            }
-        }
+    /// Whether `incoming` is this client's own: an SA response whose TID is a query in
+    /// flight (what [`SansIo::handle_incoming`] acts on; anything else it counts and
+    /// drops, or answers with a final ACK again).
+    #[must_use]
+    pub fn accepts(&self, incoming: &Incoming) -> bool {
+        let Incoming::Mad(r) = incoming else {
+            return false;
+        };
+        let mad = &r.mad;
+        mad.len() >= SA_HEADER_SIZE
+            && mad[1] == u8::from(MgmtClass::SubnAdm)
+            && mad[3] & 0x80 != 0
+            && low_tid(mad).is_some_and(|tid| self.active.contains_key(&tid))
     }
 
-    /// Takes a received MAD (anything: MADs of other classes or unknown TIDs are
-    /// counted and dropped). Returns whether it belonged to this client.
-    pub fn handle_incoming(&mut self, incoming: Incoming, now: Instant) -> bool {
-        match incoming {
-            Incoming::Mad(r) => self.handle_mad(&r, now),
-            _ => false,
-        }
-    }
-
-    fn handle_mad(&mut self, r: &Received, now: Instant) -> bool {
+    /// Takes an SA response (the client's own ones are those [`Self::accepts`] names).
+    fn handle_mad(&mut self, r: &Received, now: Instant) {
         let mad = &r.mad;
         if mad.len() < SA_HEADER_SIZE
             || mad[1] != u8::from(MgmtClass::SubnAdm)
             || mad[3] & 0x80 == 0
         {
-            return false;
+            return;
         }
         let Some(tid) = low_tid(mad) else {
-            return false;
+            return;
         };
         let from = Address::Lid(LidAddress {
             pkey_index: r.pkey_index,
@@ -510,9 +454,9 @@ impl<C> SaClient<C> {
             if let Some((_, _, ack)) = self.finished.iter().find(|f| f.0 == tid) {
                 let ack = *ack;
                 self.stats.acks += 1;
-                self.out.push_back((from, ack.to_vec()));
+                self.out.push_back(outgoing(tid, from, ack.to_vec()));
             }
-            return false;
+            return;
         }
         let view = SaMadView::new_unchecked(&mad[..]);
         let attribute = self.active[&tid].request.attribute_id;
@@ -520,17 +464,14 @@ impl<C> SaClient<C> {
         // read as a single MAD's is (below).
         if mad.len() > MAD_SIZE && view.status() == Status::OK {
             let header = parse_header(&mad[..MAD_SIZE.min(mad.len())]);
-            return match header {
+            match header {
                 Ok(h) => {
                     let data = mad[SA_HEADER_SIZE..].to_vec();
                     self.finish(tid, h, data);
-                    true
                 }
-                Err(why) => {
-                    self.fail(tid, QueryError::Malformed { attribute, why });
-                    true
-                }
-            };
+                Err(why) => self.fail(tid, QueryError::Malformed { attribute, why }),
+            }
+            return;
         }
         if mad.len() < MAD_SIZE && view.status() == Status::OK {
             self.fail(
@@ -540,7 +481,7 @@ impl<C> SaClient<C> {
                     why: format!("{} bytes, a MAD has {MAD_SIZE}", mad.len()),
                 },
             );
-            return true;
+            return;
         }
         let status = view.status();
         let flags = RmppFlags(mad[RMPP_OFFSET + 2] & 0x07);
@@ -555,7 +496,7 @@ impl<C> SaClient<C> {
                     status,
                 },
             );
-            return true;
+            return;
         }
         if status != Status::OK {
             let table = self.active[&tid].table;
@@ -564,7 +505,7 @@ impl<C> SaClient<C> {
                 if let Ok(h) = parse_header(mad) {
                     self.finish(tid, h, Vec::new());
                 }
-                return true;
+                return;
             }
             self.fail(
                 tid,
@@ -574,7 +515,7 @@ impl<C> SaClient<C> {
                     sa: status.sa_status(),
                 },
             );
-            return true;
+            return;
         }
         // RMPP is in use only with a version, the Active flag and a type: OpenSM marks
         // its answers Active for the kernel to segment, and where no kernel does (the
@@ -589,7 +530,7 @@ impl<C> SaClient<C> {
                             Ok(d) => d,
                             Err(why) => {
                                 self.fail(tid, QueryError::Malformed { attribute, why });
-                                return true;
+                                return;
                             }
                         }
                     } else {
@@ -599,14 +540,13 @@ impl<C> SaClient<C> {
                 }
                 Err(why) => self.fail(tid, QueryError::Malformed { attribute, why }),
             }
-            return true;
+            return;
         }
         if rmpp_type == RmppType::Ack {
             // We send nothing segmented, so an ACK is not ours to take.
-            return true;
+            return;
         }
         self.take_segment(tid, mad, from, now);
-        true
     }
 
     fn take_segment(&mut self, tid: u32, mad: &[u8], from: Address, now: Instant) {
@@ -634,7 +574,7 @@ impl<C> SaClient<C> {
                     let ack = t.reasm.ack(window);
                     t.granted = last + window;
                     self.stats.acks += 1;
-                    self.out.push_back((t.from, ack.to_vec()));
+                    self.out.push_back(outgoing(tid, t.from, ack.to_vec()));
                     if complete {
                         let header = parse_header(t.reasm.header());
                         let data = t.reasm.data().to_vec();
@@ -663,13 +603,13 @@ impl<C> SaClient<C> {
                     let ack = t.reasm.ack(window);
                     t.granted = last + window;
                     self.stats.acks += 1;
-                    self.out.push_back((t.from, ack.to_vec()));
+                    self.out.push_back(outgoing(tid, t.from, ack.to_vec()));
                 }
             }
             Err(error) => {
                 if let Some(status) = error.abort_status() {
                     let abort = control(mad, RmppType::Abort, status);
-                    self.out.push_back((t.from, abort.to_vec()));
+                    self.out.push_back(outgoing(tid, t.from, abort.to_vec()));
                 }
                 self.fail(tid, QueryError::Rmpp { attribute, error });
             }
@@ -704,46 +644,98 @@ impl<C> SaClient<C> {
             });
         }
     }
+}
+
+impl<C> SansIo for SaClient<C> {
+    type Event = SaEvent<C>;
+    type Job = NoJob;
+
+    /// Takes a received MAD (anything: MADs of other classes or unknown TIDs are
+    /// counted and dropped; [`SaClient::accepts`] tells which are the client's).
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        if let Incoming::Mad(r) = incoming {
+            self.handle_mad(&r, now);
+        }
+    }
+
+    /// Reports that the transport refused a MAD this client handed out for the query
+    /// whose TID's low 32 bits are `id`; the query fails.
+    fn handle_send_error(&mut self, _now: Instant, id: TxId, error: TransportError) {
+        let Ok(tid) = u32::try_from(id.0) else {
+            return;
+        };
+        let attribute = self.active.get(&tid).map(|q| q.request.attribute_id);
+        if let Some(attribute) = attribute {
+            self.fail(tid, QueryError::Transport { attribute, error });
+        }
+    }
+
+    /// Handles every deadline at or before `now`: re-sends requests (or the last ACK
+    /// of a stalled transfer), fails queries out of retries.
+    fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .active
+            .iter()
+            .filter(|(_, q)| q.deadline <= now)
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in due {
+            let Some(q) = self.active.get_mut(&tid) else {
+                continue;
+            };
+            match &mut q.rx {
+                None if q.attempts <= self.cfg.retries => {
+                    q.attempts += 1;
+                    q.deadline = now + self.cfg.timeout;
+                    self.stats.retries += 1;
+                    let bytes = q.request.to_bytes().to_vec();
+                    let addr = self.sa_address();
+                    self.out.push_back(outgoing(tid, addr, bytes));
+                }
+                Some(t) if t.idle_retries < self.cfg.retries => {
+                    t.idle_retries += 1;
+                    q.deadline = now + self.cfg.timeout;
+                    let ack = t.reasm.ack(self.cfg.window);
+                    t.granted = t.reasm.last_segment() + self.cfg.window;
+                    self.stats.acks += 1;
+                    self.out.push_back(outgoing(tid, t.from, ack.to_vec()));
+                }
+                _ => {
+                    let segments = q.rx.as_ref().map_or(0, |t| t.reasm.last_segment());
+                    let attribute = q.request.attribute_id;
+                    let attempts = q.attempts;
+                    self.fail(
+                        tid,
+                        QueryError::Timeout {
+                            attribute,
+                            attempts,
+                            segments,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// The next MAD to send, if any: new requests (up to the in-flight limit), retries
+    /// and ACKs, in order.
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        self.admit(now);
+        self.out.pop_front()
+    }
+
+    /// The earliest deadline of a query in flight.
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.active.values().map(|q| q.deadline).min()
+    }
 
     /// The next outcome, in completion order.
-    pub fn poll_event(&mut self) -> Option<SaEvent<C>> {
+    fn poll_event(&mut self) -> Option<SaEvent<C>> {
         self.events.pop_front()
     }
 
-    /// Runs the client over `transport` until every query is finished or the clock
-    /// reaches `until`. MADs for other agents are dropped.
-    ///
-    /// # Errors
-    /// A fatal transport error ([`TransportError::is_fatal`]).
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        loop {
-            let now = transport.now();
-            self.handle_timeout(now);
-            while let Some((addr, mad)) = self.poll_transmit(now) {
-                if let Err(e) = transport.send(&addr, &mad) {
-                    if e.is_fatal() {
-                        return Err(e);
-                    }
-                    self.handle_send_error(&mad, e);
-                }
-            }
-            if self.is_idle() || now >= until {
-                return Ok(());
-            }
-            let deadline = self.poll_timeout().unwrap_or(until).min(until);
-            match transport.recv(deadline) {
-                Ok(incoming) => {
-                    let now = transport.now();
-                    self.handle_incoming(incoming, now);
-                }
-                Err(e) if e.is_fatal() => return Err(e),
-                Err(_) => {}
-            }
-        }
+    fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.active.is_empty()
     }
 }
 
@@ -763,13 +755,13 @@ pub fn query_table<R: SaRecord, T: Transport + ?Sized>(
         .timeout
         .saturating_mul(cfg.retries.saturating_add(1).saturating_mul(64));
     let until = transport.now() + total;
-    client
-        .drive(transport, until)
-        .map_err(|error| QueryError::Transport {
+    let events = crate::run_to_idle(&mut client, transport, until).map_err(|error| {
+        QueryError::Transport {
             attribute: R::ATTRIBUTE_ID,
             error,
-        })?;
-    match client.poll_event() {
+        }
+    })?;
+    match events.into_iter().next() {
         Some(SaEvent::Done { response, .. }) => response.records(),
         Some(SaEvent::Failed { error, .. }) => Err(error),
         None => Err(QueryError::Timeout {
@@ -794,6 +786,15 @@ fn single_mad_table(h: &SaMad) -> Result<Vec<u8>, String> {
         n -= 1;
     }
     Ok(h.data[..n * stride].to_vec())
+}
+
+/// A MAD of query `tid` (its send error fails that query).
+fn outgoing(tid: u32, addr: Address, mad: Vec<u8>) -> Outgoing {
+    Outgoing {
+        id: Some(TxId(u64::from(tid))),
+        addr,
+        mad,
+    }
 }
 
 fn low_tid(mad: &[u8]) -> Option<u32> {

@@ -182,7 +182,7 @@ fn run(client: &mut SaClient<u32>, sa: &mut FakeSa) -> Instant {
     let mut to_client: Vec<(Instant, Vec<u8>)> = Vec::new();
     while now < Instant::from_secs(60) {
         client.handle_timeout(now);
-        while let Some((addr, mad)) = client.poll_transmit(now) {
+        while let Some(Outgoing { addr, mad, .. }) = client.poll_transmit(now) {
             assert!(matches!(addr, Address::Lid(l) if l.dlid == 1 && l.qpn == 1));
             to_sa.push((now + MS, mad));
         }
@@ -213,10 +213,18 @@ fn run(client: &mut SaClient<u32>, sa: &mut FakeSa) -> Instant {
         let (due, rest): (Vec<_>, Vec<_>) = to_client.drain(..).partition(|e| e.0 <= now);
         to_client = rest;
         for (_, m) in due {
-            client.handle_incoming(received(m, now), now);
+            client.handle_incoming(now, received(m, now));
         }
     }
     now
+}
+
+/// Feeds `m` at time 0; whether the client called it its own first.
+fn feed(c: &mut SaClient<u32>, m: Vec<u8>) -> bool {
+    let incoming = received(m, Instant::ZERO);
+    let ours = c.accepts(&incoming);
+    c.handle_incoming(Instant::ZERO, incoming);
+    ours
 }
 
 fn client() -> SaClient<u32> {
@@ -413,20 +421,20 @@ fn many_queries_share_the_wire_within_the_limit() {
     }
     let mut now = Instant::ZERO;
     let mut sent = Vec::new();
-    while let Some((_, m)) = c.poll_transmit(now) {
+    while let Some(Outgoing { mad: m, .. }) = c.poll_transmit(now) {
         sent.push(m);
     }
     assert_eq!(sent.len(), 2, "two in flight at most");
     let mut sa = FakeSa::new(1, Fault::None);
     for m in sent {
         for r in sa.take(&m, now) {
-            c.handle_incoming(received(r, now), now);
+            c.handle_incoming(now, received(r, now));
         }
     }
     for (expect, step) in [(2, 1), (1, 2)] {
         now += MS;
         let mut sent = Vec::new();
-        while let Some((_, m)) = c.poll_transmit(now) {
+        while let Some(Outgoing { mad: m, .. }) = c.poll_transmit(now) {
             sent.push(m);
         }
         assert_eq!(
@@ -436,7 +444,7 @@ fn many_queries_share_the_wire_within_the_limit() {
         );
         for m in sent {
             for r in sa.take(&m, now) {
-                c.handle_incoming(received(r, now), now);
+                c.handle_incoming(now, received(r, now));
             }
         }
     }
@@ -451,7 +459,7 @@ fn many_queries_share_the_wire_within_the_limit() {
 fn kernel_joined_answers_are_taken_whole() {
     let mut c = client();
     c.get_table(&NodeRecord::default(), ComponentMask::NONE, 0);
-    let (_, req) = c.poll_transmit(Instant::ZERO).unwrap();
+    let req = c.poll_transmit(Instant::ZERO).unwrap().mad;
     let req = SaMad::parse(&req).unwrap();
     let sa = FakeSa::new(3, Fault::None);
     let mut joined = req.response_header::<NodeRecord>().to_bytes()[..SA_HEADER_SIZE].to_vec();
@@ -460,7 +468,7 @@ fn kernel_joined_answers_are_taken_whole() {
         r.emit_into(&mut b).unwrap();
         joined.extend_from_slice(&b);
     }
-    assert!(c.handle_incoming(received(joined, Instant::ZERO), Instant::ZERO));
+    assert!(feed(&mut c, joined));
     match c.poll_event() {
         Some(SaEvent::Done { response, .. }) => {
             assert_eq!(response.records::<NodeRecord>().unwrap(), sa.records);
@@ -473,13 +481,13 @@ fn kernel_joined_answers_are_taken_whole() {
 fn a_kernel_joined_answer_with_an_error_status_is_an_error() {
     let mut c = client();
     c.get(&NodeRecord::default(), ComponentMask::NONE, 0);
-    let (_, req) = c.poll_transmit(Instant::ZERO).unwrap();
+    let req = c.poll_transmit(Instant::ZERO).unwrap().mad;
     let req = SaMad::parse(&req).unwrap();
     let mut h = req.response_header::<NodeRecord>();
     h.status = Status(u16::from(u8::from(SaStatus::ReqInvalid)) << 8);
     let mut joined = h.to_bytes()[..SA_HEADER_SIZE].to_vec();
     joined.extend_from_slice(&[0u8; 400]);
-    assert!(c.handle_incoming(received(joined, Instant::ZERO), Instant::ZERO));
+    assert!(feed(&mut c, joined));
     assert!(matches!(
         c.poll_event(),
         Some(SaEvent::Failed {
@@ -496,22 +504,22 @@ fn a_kernel_joined_answer_with_an_error_status_is_an_error() {
 fn strangers_and_short_answers_do_not_break_the_client() {
     let mut c = client();
     c.get(&NodeRecord::default(), ComponentMask::NONE, 0);
-    let (_, req) = c.poll_transmit(Instant::ZERO).unwrap();
+    let req = c.poll_transmit(Instant::ZERO).unwrap().mad;
     // Another class, a request, an unknown TID: not ours.
     let mut other = req.clone();
     other[1] = 0x04;
     other[3] |= 0x80;
-    assert!(!c.handle_incoming(received(other, Instant::ZERO), Instant::ZERO));
-    assert!(!c.handle_incoming(received(req.clone(), Instant::ZERO), Instant::ZERO));
+    assert!(!feed(&mut c, other));
+    assert!(!feed(&mut c, req.clone()));
     let mut stranger = req.clone();
     stranger[3] |= 0x80;
     stranger[15] ^= 0xff;
-    assert!(!c.handle_incoming(received(stranger, Instant::ZERO), Instant::ZERO));
+    assert!(!feed(&mut c, stranger));
     assert_eq!(c.stats().unmatched, 1);
     // A short answer with our TID fails the query with a reason.
     let mut short = req[..100].to_vec();
     short[3] |= 0x80;
-    assert!(c.handle_incoming(received(short, Instant::ZERO), Instant::ZERO));
+    assert!(feed(&mut c, short));
     assert!(matches!(
         c.poll_event(),
         Some(SaEvent::Failed {
@@ -563,15 +571,75 @@ proptest! {
     fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let mut c = client();
         c.get_table(&NodeRecord::default(), ComponentMask::NONE, 0);
-        let (_, req) = c.poll_transmit(Instant::ZERO).unwrap();
+        let req = c.poll_transmit(Instant::ZERO).unwrap().mad;
         let mut m = bytes;
         if m.len() >= 16 {
             m[1] = 0x03;
             m[3] |= 0x80;
             m[8..16].copy_from_slice(&req[8..16]);
         }
-        let _ = c.handle_incoming(received(m, Instant::ZERO), Instant::ZERO);
+        let incoming = received(m, Instant::ZERO);
+        let ours = c.accepts(&incoming);
+        c.handle_incoming(Instant::ZERO, incoming);
         while c.poll_transmit(Instant::ZERO).is_some() {}
-        let _ = c.poll_event();
+        let event = c.poll_event();
+        // What the client does not call its own never ends its query.
+        if !ours {
+            prop_assert!(event.is_none() && !c.is_idle(), "{:?}", event);
+        }
     }
+}
+
+/// A port that refuses every MAD as unroutable, on virtual time.
+struct Refusing {
+    now: Instant,
+    sent: usize,
+}
+
+impl Transport for Refusing {
+    fn now(&self) -> Instant {
+        self.now
+    }
+    fn local_port(&self) -> ibsm_transport::LocalPort {
+        ibsm_transport::LocalPort::default()
+    }
+    fn send(&mut self, _: &Address, _: &[u8]) -> Result<(), TransportError> {
+        self.sent += 1;
+        Err(TransportError::Unreachable {
+            reason: "no route to the SA".into(),
+        })
+    }
+    fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
+        self.now = self.now.max(deadline);
+        Err(TransportError::Timeout)
+    }
+}
+
+#[test]
+fn a_refused_send_fails_its_query_at_once() {
+    let mut c = client();
+    let a = c.get(&NodeRecord::default(), ComponentMask::NONE, 1);
+    let b = c.get_table(&NodeRecord::default(), ComponentMask::NONE, 2);
+    let mut port = Refusing {
+        now: Instant::ZERO,
+        sent: 0,
+    };
+    let events = crate::run_to_idle(&mut c, &mut port, Instant::from_secs(60)).unwrap();
+    let failed: Vec<QueryId> = events
+        .iter()
+        .map(|e| match e {
+            SaEvent::Failed {
+                id,
+                error: QueryError::Transport { error, .. },
+                ..
+            } => {
+                assert!(matches!(error, TransportError::Unreachable { .. }));
+                *id
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(failed, [a, b]);
+    // No retry waited out: both failed at their first send.
+    assert_eq!((port.sent, port.now), (2, Instant::ZERO));
 }

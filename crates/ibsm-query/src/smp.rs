@@ -9,16 +9,17 @@
 //! let mut smps: SmpClient<&str> = SmpClient::new(SmpConfig::default());
 //! smps.get::<NodeInfo>(Target::Route(DrPath::from_ports(&[1, 3])?), 0, "far node")?;
 //! smps.get::<PortInfo>(Target::Lid(7), 1, "port 1 of LID 7")?;
-//! // hand smps.poll_transmit(now) to a transport, feed back what arrives, then read
-//! // smps.poll_event(); or call smps.drive(&mut transport, until).
+//! // SmpClient is ibsm_transport::SansIo: hand smps.poll_transmit(now) to a
+//! // transport, feed back what arrives, then read smps.poll_event(); or run
+//! // ibsm_transport::drive(&mut smps, &mut transport, ..).
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Incoming, Instant, LidAddress, Received, Request, Transactions, Transmit,
-    Transport, TransportError, TxConfig, TxId, TxStats,
+    Address, DrAddress, Incoming, Instant, LidAddress, NoJob, Outgoing, Received, Request, SansIo,
+    Transactions, Transport, TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::{
     DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, MgmtClass, SmAttributeId, SmpAttribute,
@@ -184,7 +185,8 @@ impl<C> SmpEvent<C> {
     }
 }
 
-/// The SMP client. `C` is the caller's per-query cookie.
+/// The SMP client. `C` is the caller's per-query cookie. It is [`SansIo`]: its events
+/// are the queries' outcomes, and it is idle when no query is waiting or in flight.
 #[derive(Debug)]
 pub struct SmpClient<C> {
     txns: Transactions<Slot<C, Asked>>,
@@ -205,12 +207,6 @@ impl<C> SmpClient<C> {
     #[must_use]
     pub fn stats(&self) -> TxStats {
         self.txns.stats()
-    }
-
-    /// Whether no query is waiting or in flight.
-    #[must_use]
-    pub fn is_idle(&self) -> bool {
-        self.txns.pending() == 0
     }
 
     /// Queries `A` (with `modifier`: the port number of a PortInfo, the block of a
@@ -289,48 +285,38 @@ impl<C> SmpClient<C> {
                 error,
             })
     }
+}
 
-    /// The next MAD to send now.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.txns.poll_transmit(now)
+impl<C> SansIo for SmpClient<C> {
+    type Event = SmpEvent<C>;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        SansIo::handle_incoming(&mut self.txns, now, incoming);
     }
 
-    /// The earliest deadline.
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        self.txns.poll_timeout()
+    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        SansIo::handle_send_error(&mut self.txns, now, id, error);
     }
 
-    /// Handles deadlines at or before `now` (retries, failures).
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_timeout(&mut self, now: Instant) {
         self.txns.handle_timeout(now);
     }
 
-    /// Takes what the transport received.
-    pub fn handle_incoming(&mut self, incoming: Incoming) {
-        self.txns.handle_incoming(incoming);
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        SansIo::poll_transmit(&mut self.txns, now)
     }
 
-    /// Reports that the transport refused `id`'s MAD.
-    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
-        self.txns.handle_send_error(id, error);
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        self.txns.poll_timeout()
     }
 
-    /// The next outcome.
-    pub fn poll_event(&mut self) -> Option<SmpEvent<C>> {
+    fn poll_event(&mut self) -> Option<SmpEvent<C>> {
         self.txns.poll_event().map(outcome)
     }
 
-    /// Runs the queries over `transport` until all are answered or failed, or the
-    /// clock reaches `until`; outcomes wait in [`Self::poll_event`].
-    ///
-    /// # Errors
-    /// A fatal transport error.
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        self.txns.drive(transport, until)
+    fn is_idle(&self) -> bool {
+        self.txns.pending() == 0
     }
 }
 
@@ -430,24 +416,22 @@ pub fn query<A: SmpAttribute, T: Transport + ?Sized>(
         .timeout
         .saturating_mul(cfg.tx.retries.saturating_add(2));
     let until = transport.now() + patience;
-    c.drive(transport, until)
-        .map_err(|error| SmpError::Transport {
+    let events =
+        crate::run_to_idle(&mut c, transport, until).map_err(|error| SmpError::Transport {
             target,
             attribute: A::ID,
             error,
         })?;
-    loop {
-        match c.poll_event() {
-            Some(SmpEvent::Unsolicited(_)) => {}
-            Some(ev) => return ev.decode::<A>(),
-            None => {
-                return Err(SmpError::Timeout {
-                    target,
-                    attribute: A::ID,
-                    attempts: cfg.tx.retries + 1,
-                });
-            }
-        }
+    match events
+        .iter()
+        .find(|ev| !matches!(ev, SmpEvent::Unsolicited(_)))
+    {
+        Some(ev) => ev.decode::<A>(),
+        None => Err(SmpError::Timeout {
+            target,
+            attribute: A::ID,
+            attempts: cfg.tx.retries + 1,
+        }),
     }
 }
 

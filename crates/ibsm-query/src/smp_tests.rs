@@ -15,9 +15,9 @@ fn rig() -> (Sim<SmaAgent>, SimPort<SmaAgent>, ibsm_topology::Fabric) {
 
 fn run<C>(c: &mut SmpClient<C>, port: &mut SimPort<SmaAgent>) -> Vec<SmpEvent<C>> {
     let until = port.now() + Duration::from_secs(10);
-    c.drive(port, until).unwrap();
+    let events = crate::run_to_idle(c, port, until).unwrap();
     assert!(c.is_idle());
-    std::iter::from_fn(|| c.poll_event()).collect()
+    events
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Event, Incoming, Instant, LidAddress, Request, Transactions, Transport,
-    TransportError, TxConfig,
+    Address, DrAddress, Event, Incoming, Instant, JobRunner, LidAddress, Request, Transactions,
+    Transport, TransportError, TxConfig,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, LidSmp, Method, NodeInfo, PERMISSIVE_LID};
 
@@ -415,9 +415,9 @@ fn lossy_run(seed: u64) -> (Counters, u64, Vec<TraceRecord>, u64) {
         ))
         .unwrap();
     }
-    txns.drive(&mut sm, Instant::from_secs(1)).unwrap();
     let mut done = 0;
-    while let Some(e) = txns.poll_event() {
+    let stop = ibsm_transport::Stop::when_idle(Instant::from_secs(1));
+    ibsm_transport::drive(&mut txns, &mut sm, &mut JobRunner::inline(), stop, |e| {
         if let Event::Completed {
             response, cookie, ..
         } = e
@@ -426,7 +426,9 @@ fn lossy_run(seed: u64) -> (Counters, u64, Vec<TraceRecord>, u64) {
             assert_eq!(guid, [0xA0, 0xB0, 0x20, 0x30][cookie % 4]);
             done += 1;
         }
-    }
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
     drop(sm);
     (l.sim.counters(), l.sim.digest(), l.sim.take_trace(), done)
 }

@@ -11,6 +11,9 @@
 //!   a TID, so requests and responses are matched on (low 32 bits, class).
 //! * [`Transactions`]: a sans-IO transaction layer for any SM or tool: many
 //!   outstanding requests, per-request deadline and retries, a window limit.
+//! * [`SansIo`], the one contract of every sans-IO core in the workspace (inputs with
+//!   `now`, outputs pulled, long computations as [`Job`]s), and [`drive`], the one run
+//!   loop over any [`Transport`], with a [`JobRunner`] for the jobs.
 //!
 //! # Example
 //!
@@ -53,10 +56,15 @@
 //! let path = DrPath::from_ports(&[1, 3])?;
 //! let mad = DrSmp::request(Method::Get, SmAttributeId::NodeInfo.into(), 0, 0, 0, &path);
 //! let id = txns.submit(Request::new(Address::Directed(DrAddress::direct(path)), mad.to_bytes().to_vec(), "node"))?;
-//! txns.drive(&mut t, Instant::from_secs(1))?;
-//! match txns.poll_event() {
-//!     Some(Event::Completed { id: done, cookie, attempts, .. }) => {
-//!         assert_eq!((done, cookie, attempts), (id, "node", 1));
+//! let mut events = Vec::new();
+//! let stopped = drive(&mut txns, &mut t, &mut JobRunner::inline(), Stop::when_idle(Instant::from_secs(1)), |ev| {
+//!     events.push(ev);
+//!     std::ops::ControlFlow::Continue(())
+//! })?;
+//! assert_eq!(stopped, Stopped::Idle);
+//! match &events[..] {
+//!     [Event::Completed { id: done, cookie, attempts, .. }] => {
+//!         assert_eq!((*done, *cookie, *attempts), (id, "node", 1));
 //!     }
 //!     other => panic!("{other:?}"),
 //! }
@@ -68,12 +76,16 @@ mod addr;
 mod clock;
 mod deadlines;
 mod error;
+pub mod sansio;
 mod tid;
 pub mod txn;
 
 pub use addr::{Address, DrAddress, Incoming, LidAddress, LocalPort, QP1_QKEY, Received};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::TransportError;
+pub use sansio::{
+    JOB_POLL, Job, JobPolicy, JobRunner, NoJob, Outgoing, SansIo, Stop, Stopped, drive,
+};
 pub use tid::{TidAllocator, TidKey};
 pub use txn::{Event, Request, Transactions, Transmit, TxConfig, TxId, TxStats};
 

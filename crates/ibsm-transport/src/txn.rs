@@ -1,29 +1,25 @@
 //! The transaction layer: many outstanding requests over one transport, matched by
 //! (TID low 32 bits, class), each with its own deadline and retries, under a window.
 //!
-//! [`Transactions`] is sans-IO. The loop that drives it, over any [`Transport`], is:
+//! [`Transactions`] is sans-IO: it implements [`SansIo`], so [`drive`](crate::drive)
+//! runs it over any [`Transport`](crate::Transport) (with
+//! [`Stop::when_idle`](crate::Stop::when_idle) for tools that simply want their
+//! requests answered), and hosts with a loop of their own call the same methods.
 //!
-//! ```text
-//! loop {
-//!     txns.handle_timeout(now);
-//!     while let Some(tx) = txns.poll_transmit(now) { transport.send(&tx.addr, &tx.mad) }
-//!     while let Some(ev) = txns.poll_event() { ... }
-//!     let deadline = txns.poll_timeout().unwrap_or(Instant::MAX);
-//!     match transport.recv(deadline) { Ok(incoming) => txns.handle_incoming(incoming), .. }
-//! }
-//! ```
-//!
-//! [`Transactions::drive`] is that loop, ready made, for tools that simply want their
-//! requests answered.
+//! Three inherent methods keep an older form for the SM engine, which calls them
+//! directly: [`Transactions::handle_incoming`] and [`Transactions::handle_send_error`]
+//! without `now` (the layer reads no time there), and [`Transactions::poll_transmit`]
+//! returning a [`Transmit`] (with the attempt number the engine counts retries by).
+//! The [`SansIo`] forms take `now` and return an [`Outgoing`].
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::Transport;
 use crate::addr::{Address, Incoming, Received};
 use crate::clock::Instant;
 use crate::deadlines::{Deadlines, IdMap};
 use crate::error::TransportError;
+use crate::sansio::{NoJob, Outgoing, SansIo};
 use crate::tid::{TidAllocator, TidKey};
 
 /// Limits and defaults of a [`Transactions`] instance.
@@ -310,7 +306,8 @@ impl<C> Transactions<C> {
             .map(u64::from_be_bytes)
     }
 
-    /// The next MAD to send, stamping its deadline from `now`.
+    /// The next MAD to send, stamping its deadline from `now`. (The engine's form;
+    /// [`SansIo::poll_transmit`] returns the same MAD as an [`Outgoing`].)
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         while let Some(id) = self.to_send.pop_front() {
             let Some(e) = self.entries.get_mut(&id) else {
@@ -390,7 +387,8 @@ impl<C> Transactions<C> {
     }
 
     /// Feeds what the transport received: an answer completes its request, a send
-    /// failure fails it, anything else becomes [`Event::Unsolicited`].
+    /// failure fails it, anything else becomes [`Event::Unsolicited`]. (The engine's
+    /// form of [`SansIo::handle_incoming`], which takes `now` as well.)
     pub fn handle_incoming(&mut self, incoming: Incoming) {
         match incoming {
             Incoming::Mad(rx) => self.handle_mad(rx),
@@ -433,7 +431,8 @@ impl<C> Transactions<C> {
     }
 
     /// Reports that sending request `id` failed; a fatal error is not consumed here
-    /// (the caller stops driving), any other fails the request at once.
+    /// (the caller stops driving), any other fails the request at once. (The engine's
+    /// form of [`SansIo::handle_send_error`], which takes `now` as well.)
     pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
         if self.entries.contains_key(&id) {
             self.stats.failed += 1;
@@ -508,40 +507,43 @@ impl<C> Transactions<C> {
         self.config.window = window.max(1);
         self.fill_window();
     }
+}
 
-    /// Runs the driver loop over `transport` until nothing is pending or the
-    /// transport's clock reaches `until`. Outcomes and unsolicited MADs wait in
-    /// [`Self::poll_event`].
-    ///
-    /// # Errors
-    /// A fatal transport error ([`TransportError::is_fatal`]) from `send` or `recv`.
-    pub fn drive<T: Transport + ?Sized>(
-        &mut self,
-        transport: &mut T,
-        until: Instant,
-    ) -> Result<(), TransportError> {
-        loop {
-            let now = transport.now();
-            self.handle_timeout(now);
-            while let Some(tx) = self.poll_transmit(now) {
-                if let Err(e) = transport.send(&tx.addr, &tx.mad) {
-                    if e.is_fatal() {
-                        return Err(e);
-                    }
-                    self.handle_send_error(tx.id, e);
-                }
-            }
-            if self.entries.is_empty() || now >= until {
-                return Ok(());
-            }
-            let deadline = self.poll_timeout().unwrap_or(Instant::MAX).min(until);
-            match transport.recv(deadline) {
-                Ok(incoming) => self.handle_incoming(incoming),
-                Err(TransportError::Timeout) => {}
-                Err(e) if e.is_fatal() => return Err(e),
-                Err(_) => {}
-            }
-        }
+/// The one contract; see the [module docs](self) for the engine's older forms.
+impl<C> SansIo for Transactions<C> {
+    type Event = Event<C>;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, _now: Instant, incoming: Incoming) {
+        Transactions::handle_incoming(self, incoming);
+    }
+
+    fn handle_send_error(&mut self, _now: Instant, id: TxId, error: TransportError) {
+        Transactions::handle_send_error(self, id, error);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        Transactions::handle_timeout(self, now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        Transactions::poll_transmit(self, now).map(|t| Outgoing {
+            id: Some(t.id),
+            addr: t.addr,
+            mad: t.mad,
+        })
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        Transactions::poll_timeout(self)
+    }
+
+    fn poll_event(&mut self) -> Option<Event<C>> {
+        Transactions::poll_event(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        Transactions::is_idle(self)
     }
 }
 
@@ -549,8 +551,10 @@ impl<C> Transactions<C> {
 mod tests {
     use super::*;
     use crate::addr::{DrAddress, LidAddress, LocalPort};
+    use crate::{JobRunner, Stop, Transport};
     use ibsm_wire::{DrPath, DrSmp, LidSmp, Method};
     use std::collections::{HashMap, HashSet};
+    use std::ops::ControlFlow;
 
     const MS: Duration = Duration::from_millis(1);
 
@@ -679,8 +683,16 @@ mod tests {
         }
     }
 
-    fn events(t: &mut Transactions<u32>) -> Vec<Event<u32>> {
-        core::iter::from_fn(|| t.poll_event()).collect()
+    /// Drives until nothing is pending or `until`: every event, in order.
+    fn run(t: &mut Transactions<u32>, f: &mut Fake, until: Instant) -> Vec<Event<u32>> {
+        let mut ev = Vec::new();
+        let stop = Stop::when_idle(until);
+        crate::drive(t, f, &mut JobRunner::inline(), stop, |e| {
+            ev.push(e);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        ev
     }
 
     #[test]
@@ -690,8 +702,7 @@ mod tests {
         let mut t = Transactions::new(cfg(4, 100, 3));
         let id = t.submit(dr_req(7)).unwrap();
         assert_eq!(t.tid_of(id).unwrap() >> 32, 0x5A);
-        t.drive(&mut f, Instant::from_secs(10)).unwrap();
-        let ev = events(&mut t);
+        let ev = run(&mut t, &mut f, Instant::from_secs(10));
         assert_eq!(ev.len(), 1);
         match &ev[0] {
             Event::Completed {
@@ -722,8 +733,7 @@ mod tests {
         r.timeout = Some(MS * 30);
         t.submit(r).unwrap();
         t.submit(dr_req(2)).unwrap();
-        t.drive(&mut f, Instant::from_secs(10)).unwrap();
-        let ev = events(&mut t);
+        let ev = run(&mut t, &mut f, Instant::from_secs(10));
         let fails: Vec<_> = ev
             .iter()
             .map(|e| match e {
@@ -757,9 +767,9 @@ mod tests {
         }
         assert_eq!(t.in_flight(), 3);
         assert_eq!(t.pending(), 10);
-        t.drive(&mut f, Instant::from_secs(10)).unwrap();
+        let ev = run(&mut t, &mut f, Instant::from_secs(10));
         assert_eq!(f.max_on_wire, 3);
-        let done: Vec<u32> = events(&mut t)
+        let done: Vec<u32> = ev
             .into_iter()
             .map(|e| match e {
                 Event::Completed { cookie, .. } => cookie,
@@ -813,8 +823,7 @@ mod tests {
         let c = t.submit(dr_req(3)).unwrap();
         f.unreachable.insert(t.tid_of(a).unwrap() as u32);
         assert_eq!(t.cancel(b), Some(2));
-        t.drive(&mut f, Instant::from_secs(1)).unwrap();
-        let ev = events(&mut t);
+        let ev = run(&mut t, &mut f, Instant::from_secs(1));
         assert!(
             matches!(&ev[0], Event::Failed { id, error: TransportError::Unreachable { .. }, attempts: 1, .. } if *id == a)
         );
@@ -953,13 +962,13 @@ mod tests {
                 }
                 ids.push(id);
             }
-            t.drive(&mut f, Instant::MAX).unwrap();
+            let ev = run(&mut t, &mut f, Instant::MAX);
             if latency_ms < 100 {
                 // (A slower answer outlives its timed-out request and is not counted.)
                 proptest::prop_assert!(f.max_on_wire <= window);
             }
             let mut ended = HashSet::new();
-            for e in events(&mut t) {
+            for e in ev {
                 match e {
                     Event::Completed { id, attempts, .. } | Event::Failed { id, attempts, .. } => {
                         proptest::prop_assert!(attempts <= retries + 1);

@@ -24,8 +24,9 @@
 //!
 //! # The run loop
 //!
-//! The engine is sans-IO; [`Sm`] owns it together with a transport and runs the loop
-//! "send what is due, wait for a MAD or the next deadline, feed it back":
+//! The engine is sans-IO ([`transport::SansIo`]); [`Sm`] owns it together with a
+//! transport and a [`transport::JobRunner`], and runs it with [`transport::drive`], the
+//! one loop "send what is due, wait for a MAD or the next deadline, feed it back":
 //!
 //! ```
 //! use ibsm::prelude::*;
@@ -67,9 +68,11 @@ pub use ibsm_wire as wire;
 /// a transport.
 pub use ibsm_manager::SubnetManager;
 
+use std::ops::ControlFlow;
+
 use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
 use ibsm_routing::EngineKind;
-use ibsm_transport::{Instant, Transport};
+use ibsm_transport::{Instant, JobRunner, SansIo, Stop, Transport};
 
 /// The names most programs need.
 pub mod prelude {
@@ -79,6 +82,7 @@ pub mod prelude {
     pub use crate::{sim, sma};
     pub use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
     pub use ibsm_transport::{Instant, Transport};
+    pub use ibsm_transport::{JobPolicy, JobRunner, SansIo, Stop, Stopped, drive};
 }
 
 /// Collects the configuration and the transport of an [`Sm`]; [`Sm::builder`] makes
@@ -176,15 +180,18 @@ impl<T: Transport> SmBuilder<T> {
         Ok(Sm {
             engine,
             transport: self.transport,
+            jobs: JobRunner::inline(),
         })
     }
 }
 
-/// An SM engine with its transport.
+/// An SM engine with its transport and the runner of its jobs (inline: a run is a pure
+/// function of what the transport delivers).
 #[derive(Debug)]
 pub struct Sm<T> {
     engine: SubnetManager,
     transport: T,
+    jobs: JobRunner<<SubnetManager as SansIo>::Job>,
 }
 
 impl Sm<()> {
@@ -217,7 +224,7 @@ impl<T: Transport> Sm<T> {
     /// A fatal transport error.
     pub fn run_until_up(&mut self, until: Instant) -> Result<Option<SweepStats>, SmError> {
         let mut stats = None;
-        ibsm_manager::driver::run(&mut self.engine, &mut self.transport, until, |ev| {
+        self.run(until, |ev| {
             if let SmEvent::SubnetUp { stats: s } = ev {
                 stats = Some(s.clone());
                 true
@@ -236,8 +243,21 @@ impl<T: Transport> Sm<T> {
     pub fn run(
         &mut self,
         until: Instant,
-        on_event: impl FnMut(&SmEvent) -> bool,
+        mut on_event: impl FnMut(&SmEvent) -> bool,
     ) -> Result<(), SmError> {
-        ibsm_manager::driver::run(&mut self.engine, &mut self.transport, until, on_event)
+        ibsm_transport::drive(
+            &mut self.engine,
+            &mut self.transport,
+            &mut self.jobs,
+            Stop::at(until),
+            |ev| {
+                if on_event(&ev) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        )?;
+        Ok(())
     }
 }

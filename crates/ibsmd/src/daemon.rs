@@ -2,10 +2,11 @@
 //! whatever else the daemon serves between slices) are noticed within
 //! [`SLICE`]. [`Daemon::housekeeping`] is the one place that runs between slices.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant as WallInstant};
 
-use ibsm::manager::{FileLidStore, Role, SmEvent, SubnetManager, driver};
-use ibsm::transport::Transport;
+use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
+use ibsm::transport::{JobRunner, SansIo, Transport, TransportError, drive};
 use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
 use tracing::{debug, error, info, warn};
 
@@ -39,6 +40,11 @@ pub(crate) enum Stop {
     SubnetUp,
 }
 
+/// A transport failure as the daemon reports it (worded as the engine's error).
+fn port_failure(e: TransportError) -> Failure {
+    Failure::Port(SmError::from(e).to_string())
+}
+
 /// The name the log and the summary use for a role.
 pub(crate) fn role_name(r: Role) -> &'static str {
     match r {
@@ -55,6 +61,9 @@ pub(crate) struct Daemon {
     pub(crate) sm: SubnetManager,
     /// Its port.
     pub(crate) port: UmadTransport,
+    /// Runs the engine's jobs; kept across slices, so that a job still running when a
+    /// slice ends is fed back in a later one.
+    jobs: JobRunner<<SubnetManager as SansIo>::Job>,
     /// The settings in force (replaced by a successful SIGHUP re-read).
     pub(crate) settings: Settings,
     /// SA requests refused (`--no-sa`).
@@ -148,6 +157,7 @@ impl Daemon {
         Ok(Self {
             sm,
             port,
+            jobs: JobRunner::inline(),
             out: Outcome::new(desc.ca.clone(), desc.port, local.port_guid),
             settings,
             sa_refused: 0,
@@ -228,23 +238,28 @@ impl Daemon {
         let out = &mut self.out;
         let ops = &mut self.ops;
         let mut done = false;
-        let on = |ev: &SmEvent| {
+        let on = |ev: SmEvent| {
             let ms = wall.elapsed().as_secs_f64() * 1e3;
-            on_event(ev, ms, out);
-            ops.observe(ev);
+            on_event(&ev, ms, out);
+            ops.observe(&ev);
             done = once && matches!(ev, SmEvent::SubnetUp { .. });
-            done
+            if done {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         };
+        let stop = ibsm::transport::Stop::at(until);
         let ran = if self.sm.config().sa {
-            driver::run(&mut self.sm, &mut self.port, until, on)
+            drive(&mut self.sm, &mut self.port, &mut self.jobs, stop, on)
         } else {
             let mut port = RefuseSa {
                 inner: &mut self.port,
                 refused: &mut self.sa_refused,
             };
-            driver::run(&mut self.sm, &mut port, until, on)
+            drive(&mut self.sm, &mut port, &mut self.jobs, stop, on)
         };
-        ran.map_err(|e| Failure::Port(e.to_string()))?;
+        ran.map_err(port_failure)?;
         Ok(done)
     }
 
@@ -348,8 +363,12 @@ impl Daemon {
     /// [`Failure::Port`] when the transport fails.
     pub(crate) fn drain(&mut self) -> Result<(), Failure> {
         let until = self.port.now() + Duration::from_millis(100);
-        driver::run(&mut self.sm, &mut self.port, until, |_| false)
-            .map_err(|e| Failure::Port(e.to_string()))
+        let stop = ibsm::transport::Stop::at(until);
+        drive(&mut self.sm, &mut self.port, &mut self.jobs, stop, |_| {
+            ControlFlow::Continue(())
+        })
+        .map_err(port_failure)?;
+        Ok(())
     }
 
     /// The run's end in the log (and the summary's last fields).

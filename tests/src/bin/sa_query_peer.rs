@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use ibsm_query::nodemap::clean_description;
 use ibsm_query::sa::{SaClient, SaClientConfig, SaEvent};
+use ibsm_transport::{JobRunner, Stop, Transport, drive};
 use ibsm_umad::{OpenOptions, UmadTransport};
 use ibsm_wire::sa::{ComponentMask, NodeRecord, PathRecord, PortInfoRecord};
 
@@ -32,10 +33,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     client.get_table(&NodeRecord::default(), ComponentMask::NONE, "node");
     client.get_table(&PortInfoRecord::default(), ComponentMask::NONE, "portinfo");
     client.get_table(&PathRecord::default(), ComponentMask::NONE, "path");
-    let until = ibsm_transport::Transport::now(&port) + Duration::from_secs(30);
-    client.drive(&mut port, until)?;
+    let stop = Stop::when_idle(port.now() + Duration::from_secs(30));
+    let mut events = Vec::new();
+    drive(
+        &mut client,
+        &mut port,
+        &mut JobRunner::inline(),
+        stop,
+        |ev| {
+            events.push(ev);
+            std::ops::ControlFlow::Continue(())
+        },
+    )?;
     let mut failed = false;
-    while let Some(ev) = client.poll_event() {
+    for ev in events {
         match ev {
             SaEvent::Done {
                 cookie, response, ..

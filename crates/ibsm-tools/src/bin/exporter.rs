@@ -33,7 +33,7 @@ use ibsm_query::discover::{Discovered, discover};
 use ibsm_query::nodemap::{NodeNameMap, clean_description};
 use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
 use ibsm_query::smp::SmpConfig;
-use ibsm_transport::{Transport, TxConfig};
+use ibsm_transport::{JobRunner, Stop, Transport, TxConfig, drive};
 use ibsm_umad::{OpenOptions, Selector, UmadTransport};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -173,8 +173,15 @@ fn collect<T: Transport>(
         let t = WallInstant::now();
         let (targets, owners) = targets(&found, kind == "switch");
         let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, tx(args));
-        let until = port.now() + Duration::from_secs(120);
-        scrape.drive(port, until).map_err(|e| e.to_string())?;
+        let stop = Stop::when_idle(port.now() + Duration::from_secs(120));
+        drive(
+            &mut scrape,
+            port,
+            &mut JobRunner::inline(),
+            stop,
+            |ev| match ev {},
+        )
+        .map_err(|e| e.to_string())?;
         let report = scrape.into_report();
         for &i in owners.values() {
             let n = &found.nodes[i];

@@ -20,7 +20,7 @@ use ibsm_query::discover::Discovery;
 use ibsm_query::nodemap::{NodeNameMap, clean_description};
 use ibsm_query::smp::SmpConfig;
 use ibsm_topology::ibnet::{self, WriteOptions};
-use ibsm_transport::Transport;
+use ibsm_transport::{JobRunner, Stop, Transport, drive};
 use ibsm_umad::{OpenOptions, Selector, UmadTransport};
 
 /// Discover the fabric over directed routes and print it in ibnetdiscover's format.
@@ -101,8 +101,14 @@ fn main() -> ExitCode {
     cfg.tx.retries = args.retries;
     cfg.tx.window = args.window.max(1);
     let mut walk = Discovery::new(cfg);
-    let until = port.now() + Duration::from_secs(args.time_limit);
-    if let Err(e) = walk.drive(&mut port, until) {
+    let stop = Stop::when_idle(port.now() + Duration::from_secs(args.time_limit));
+    if let Err(e) = drive(
+        &mut walk,
+        &mut port,
+        &mut JobRunner::inline(),
+        stop,
+        |ev| match ev {},
+    ) {
         eprintln!("ibsm-netdiscover: {e}");
         return ExitCode::from(1);
     }

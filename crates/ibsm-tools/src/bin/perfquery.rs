@@ -17,6 +17,7 @@
 //! the others and for CAs (stderr says how many of each). Exit code 2: bad arguments.
 
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use ibsm_query::perf::{
     PerfClient, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx,
 };
 use ibsm_query::smp::SmpConfig;
-use ibsm_transport::{Transport, TxConfig};
+use ibsm_transport::{JobRunner, Stop, Transport, TxConfig, drive};
 use ibsm_umad::{OpenOptions, Selector, UmadTransport};
 use ibsm_wire::mad::ClassPortInfo;
 use ibsm_wire::perf::{
@@ -204,14 +205,15 @@ fn finish<T: Transport>(
     client: &mut PerfClient<u8>,
     port: &mut T,
 ) -> Result<Vec<PerfEvent<u8>>, String> {
-    let until = port.now() + Duration::from_secs(30);
-    client.drive(port, until).map_err(|e| e.to_string())?;
+    let stop = Stop::when_idle(port.now() + Duration::from_secs(30));
     let mut out = Vec::new();
-    while let Some(ev) = client.poll_event() {
+    drive(client, port, &mut JobRunner::inline(), stop, |ev| {
         if !matches!(ev, PerfEvent::Unsolicited(_)) {
             out.push(ev);
         }
-    }
+        ControlFlow::Continue(())
+    })
+    .map_err(|e| e.to_string())?;
     Ok(out)
 }
 
@@ -372,8 +374,15 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
         return details(args, port, &ports);
     }
     let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, tx(args));
-    let until = port.now() + Duration::from_secs(120);
-    s.drive(port, until).map_err(|e| e.to_string())?;
+    let stop = Stop::when_idle(port.now() + Duration::from_secs(120));
+    drive(
+        &mut s,
+        port,
+        &mut JobRunner::inline(),
+        stop,
+        |ev| match ev {},
+    )
+    .map_err(|e| e.to_string())?;
     let report = s.into_report();
     let mut out = String::new();
     let mut failed = 0;

@@ -1,0 +1,42 @@
+//! The engine as an [`ibsm_transport::SansIo`] core, so that [`ibsm_transport::drive`]
+//! runs it like every other core. Every method is the engine's own public one.
+
+use ibsm_transport::{Incoming, Instant, NoJob, Outgoing, SansIo, TransportError, TxId};
+
+use crate::engine::SubnetManager;
+use crate::event::SmEvent;
+
+/// The engine has no jobs yet (routing still runs inside its sweep); it never goes
+/// idle, so a drive of it stops on its deadline or an event.
+impl SansIo for SubnetManager {
+    type Event = SmEvent;
+    type Job = NoJob;
+
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        SubnetManager::handle_incoming(self, now, incoming);
+    }
+
+    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        SubnetManager::handle_send_error(self, now, id, error);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        SubnetManager::handle_timeout(self, now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        SubnetManager::poll_transmit(self, now).map(|o| Outgoing {
+            id: o.id,
+            addr: o.addr,
+            mad: o.mad,
+        })
+    }
+
+    fn poll_timeout(&mut self) -> Option<Instant> {
+        SubnetManager::poll_timeout(self)
+    }
+
+    fn poll_event(&mut self) -> Option<SmEvent> {
+        SubnetManager::poll_event(self)
+    }
+}
