@@ -6,8 +6,9 @@ use ibsm_transport::{Incoming, Instant, NoJob, Outgoing, SansIo, TransportError,
 use crate::engine::SubnetManager;
 use crate::event::SmEvent;
 
-/// The engine has no jobs yet (routing still runs inside its sweep); it never goes
-/// idle, so a drive of it stops on its deadline or an event.
+/// `Job = NoJob` for now: without [`SubnetManager::set_job_offload`] the engine runs
+/// its jobs (routing) itself where it makes them, so a drive never sees one. It never
+/// goes idle, so a drive of it stops on its deadline or an event.
 impl SansIo for SubnetManager {
     type Event = SmEvent;
     type Job = NoJob;
