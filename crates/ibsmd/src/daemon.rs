@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant as WallInstant};
 
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
-use ibsm::transport::{JobRunner, SansIo, Transport, TransportError, drive};
+use ibsm::transport::{JobRunner, Transport, TransportError, drive};
 use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
 use tracing::{debug, error, info, warn};
 
@@ -63,7 +63,9 @@ pub(crate) struct Daemon {
     pub(crate) port: UmadTransport,
     /// Runs the engine's jobs; kept across slices, so that a job still running when a
     /// slice ends is fed back in a later one.
-    jobs: JobRunner<<SubnetManager as SansIo>::Job>,
+    jobs: JobRunner<crate::jobs::Timed>,
+    /// How long each job sleeps first (a testing aid, `jobs.rs`).
+    job_delay: Duration,
     /// The settings in force (replaced by a successful SIGHUP re-read).
     pub(crate) settings: Settings,
     /// SA requests refused (`--no-sa`).
@@ -133,6 +135,8 @@ impl Daemon {
             None => SubnetManager::new(cfg, local),
         }
         .map_err(|e| Failure::Config(e.to_string()))?;
+        // Routing runs on a worker thread (`jobs.rs`): the SM answers while it routes.
+        sm.set_job_offload(true);
         sm.start(port.now()).map_err(|e| port_err(&e))?;
         let limit = cli.time_limit.or(cli.once.then_some(60)).filter(|s| *s > 0);
         // A --once run has no socket unless asked for one; a daemon has the default one.
@@ -157,7 +161,8 @@ impl Daemon {
         Ok(Self {
             sm,
             port,
-            jobs: JobRunner::inline(),
+            jobs: crate::jobs::runner(),
+            job_delay: crate::jobs::test_delay(),
             out: Outcome::new(desc.ca.clone(), desc.port, local.port_guid),
             settings,
             sa_refused: 0,
@@ -250,14 +255,16 @@ impl Daemon {
             }
         };
         let stop = ibsm::transport::Stop::at(until);
-        let ran = if self.sm.config().sa {
-            drive(&mut self.sm, &mut self.port, &mut self.jobs, stop, on)
+        let sa = self.sm.config().sa;
+        let mut engine = crate::jobs::Engine::new(&mut self.sm, self.job_delay);
+        let ran = if sa {
+            drive(&mut engine, &mut self.port, &mut self.jobs, stop, on)
         } else {
             let mut port = RefuseSa {
                 inner: &mut self.port,
                 refused: &mut self.sa_refused,
             };
-            drive(&mut self.sm, &mut port, &mut self.jobs, stop, on)
+            drive(&mut engine, &mut port, &mut self.jobs, stop, on)
         };
         ran.map_err(port_failure)?;
         Ok(done)
@@ -364,7 +371,8 @@ impl Daemon {
     pub(crate) fn drain(&mut self) -> Result<(), Failure> {
         let until = self.port.now() + Duration::from_millis(100);
         let stop = ibsm::transport::Stop::at(until);
-        drive(&mut self.sm, &mut self.port, &mut self.jobs, stop, |_| {
+        let mut engine = crate::jobs::Engine::new(&mut self.sm, self.job_delay);
+        drive(&mut engine, &mut self.port, &mut self.jobs, stop, |_| {
             ControlFlow::Continue(())
         })
         .map_err(port_failure)?;

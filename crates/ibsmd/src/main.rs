@@ -13,6 +13,7 @@ mod cli;
 mod conf;
 mod control;
 mod daemon;
+mod jobs;
 mod logging;
 mod metrics;
 mod no_sa;
