@@ -15,7 +15,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use ibsm_transport::{Address, DrAddress, Incoming, Received, Request, Transactions, TxConfig};
+use ibsm_transport::{
+    Address, DrAddress, Incoming, Received, Request, SansIo, Transactions, TxConfig,
+};
 use ibsm_wire::{DrPath, DrSmp, Instant, Method};
 
 const WINDOW: usize = 256;
@@ -47,7 +49,7 @@ fn run(reqs: Vec<Request<u32>>, order: &mut impl FnMut(usize) -> usize) -> u64 {
             let Some(r) = reqs.next() else { break };
             t.submit(r).expect("submit");
         }
-        while let Some(tx) = t.poll_transmit(now) {
+        while let Some(tx) = t.next_attempt(now) {
             wire.push_back(tx.mad);
             black_box(t.poll_timeout());
         }
@@ -61,14 +63,18 @@ fn run(reqs: Vec<Request<u32>>, order: &mut impl FnMut(usize) -> usize) -> u64 {
         .expect("on the wire");
         mad[3] |= 0x80;
         now += Duration::from_micros(2);
-        t.handle_incoming(Incoming::Mad(Received {
-            mad,
-            slid: 0xFFFF,
-            sl: 0,
-            qpn: 0,
-            pkey_index: 0,
-            at: now,
-        }));
+        SansIo::handle_incoming(
+            &mut t,
+            now,
+            Incoming::Mad(Received {
+                mad,
+                slid: 0xFFFF,
+                sl: 0,
+                qpn: 0,
+                pkey_index: 0,
+                at: now,
+            }),
+        );
         t.handle_timeout(now);
         black_box(t.poll_timeout());
         while let Some(ev) = t.poll_event() {

@@ -28,11 +28,7 @@ impl SansIo for SubnetManager {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        SubnetManager::poll_transmit(self, now).map(|o| Outgoing {
-            id: o.id,
-            addr: o.addr,
-            mad: o.mad,
-        })
+        SubnetManager::poll_transmit(self, now)
     }
 
     fn poll_timeout(&mut self) -> Option<Instant> {

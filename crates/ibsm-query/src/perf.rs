@@ -736,10 +736,11 @@ impl Scrape {
         }
     }
 
-    /// The next MAD to send now (the engine's form of [`SansIo::poll_transmit`]).
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    /// The next MAD to send now, with its attempt number ([`SansIo::poll_transmit`]
+    /// returns the same MAD as an [`Outgoing`]).
+    pub fn next_attempt(&mut self, now: Instant) -> Option<Transmit> {
         self.submit_queued();
-        self.client.txns.poll_transmit(now)
+        self.client.txns.next_attempt(now)
     }
 
     /// The earliest deadline.
@@ -753,13 +754,6 @@ impl Scrape {
         self.collect();
     }
 
-    /// Takes what the transport received (the engine's form of
-    /// [`SansIo::handle_incoming`]).
-    pub fn handle_incoming(&mut self, incoming: Incoming) {
-        self.client.txns.handle_incoming(incoming);
-        self.collect();
-    }
-
     fn collect(&mut self) {
         while let Some(ev) = self.client.poll_event() {
             let (i, step) = match &ev {
@@ -768,14 +762,6 @@ impl Scrape {
             };
             self.record(i, step, Ok(ev));
         }
-    }
-
-    /// Reports that the transport refused `id`'s MAD (the id of a [`Transmit`] from
-    /// [`Self::poll_transmit`]): that read fails at once instead of waiting out its
-    /// retries (the engine's form of [`SansIo::handle_send_error`]).
-    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
-        self.client.txns.handle_send_error(id, error);
-        self.collect();
     }
 
     /// Restarts TID allocation at low value `start` (see
@@ -814,12 +800,18 @@ impl SansIo for Scrape {
     type Event = Infallible;
     type Job = NoJob;
 
-    fn handle_incoming(&mut self, _now: Instant, incoming: Incoming) {
-        Scrape::handle_incoming(self, incoming);
+    /// Takes what the transport received.
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
+        SansIo::handle_incoming(&mut self.client.txns, now, incoming);
+        self.collect();
     }
 
-    fn handle_send_error(&mut self, _now: Instant, id: TxId, error: TransportError) {
-        Scrape::handle_send_error(self, id, error);
+    /// Reports that the transport refused `id`'s MAD (the id of a [`Transmit`] from
+    /// [`Scrape::next_attempt`], or of an [`Outgoing`]): that read fails at once
+    /// instead of waiting out its retries.
+    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
+        SansIo::handle_send_error(&mut self.client.txns, now, id, error);
+        self.collect();
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -827,7 +819,7 @@ impl SansIo for Scrape {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        Scrape::poll_transmit(self, now).map(|t| Outgoing {
+        Scrape::next_attempt(self, now).map(|t| Outgoing {
             id: Some(t.id),
             addr: t.addr,
             mad: t.mad,

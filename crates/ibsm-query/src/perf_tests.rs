@@ -360,12 +360,12 @@ fn garbage_answers_are_typed() {
 fn a_scrape_driven_by_hand_takes_its_tid_start_and_send_errors() {
     let mut s = Scrape::new(targets(), ScrapeMode::PerPort, default_tx());
     s.set_tid_start(0x1234_0000);
-    let first = s.poll_transmit(Instant::ZERO).expect("a ClassPortInfo Get");
+    let first = s.next_attempt(Instant::ZERO).expect("a ClassPortInfo Get");
     let tid = u64::from_be_bytes(first.mad[8..16].try_into().unwrap());
     assert_eq!(tid as u32, 0x1234_0000);
     // The transport refuses it: that agent's ClassPortInfo fails at once (no retries
     // waited out) and its ports are still read, as a basic agent's.
-    s.handle_send_error(first.id, TransportError::Timeout);
+    SansIo::handle_send_error(&mut s, Instant::ZERO, first.id, TransportError::Timeout);
     let lid = match first.addr {
         Address::Lid(l) => l.dlid,
         other => panic!("{other:?}"),

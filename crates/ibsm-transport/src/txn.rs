@@ -306,9 +306,9 @@ impl<C> Transactions<C> {
             .map(u64::from_be_bytes)
     }
 
-    /// The next MAD to send, stamping its deadline from `now`. (The engine's form;
-    /// [`SansIo::poll_transmit`] returns the same MAD as an [`Outgoing`].)
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    /// The next MAD to send, stamping its deadline from `now`, with its attempt number
+    /// ([`SansIo::poll_transmit`] returns the same MAD as an [`Outgoing`]).
+    pub fn next_attempt(&mut self, now: Instant) -> Option<Transmit> {
         while let Some(id) = self.to_send.pop_front() {
             let Some(e) = self.entries.get_mut(&id) else {
                 continue;
@@ -386,24 +386,6 @@ impl<C> Transactions<C> {
         }
     }
 
-    /// Feeds what the transport received: an answer completes its request, a send
-    /// failure fails it, anything else becomes [`Event::Unsolicited`]. (The engine's
-    /// form of [`SansIo::handle_incoming`], which takes `now` as well.)
-    pub fn handle_incoming(&mut self, incoming: Incoming) {
-        match incoming {
-            Incoming::Mad(rx) => self.handle_mad(rx),
-            Incoming::SendFailed { tid, class, error } => {
-                let key = TidKey {
-                    low: tid as u32,
-                    class,
-                };
-                if let Some(&id) = self.by_key.get(&key) {
-                    self.handle_send_error(id, error);
-                }
-            }
-        }
-    }
-
     fn handle_mad(&mut self, rx: Received) {
         // Only responses (R bit) complete requests: a peer's request may reuse our TID.
         let matched = if rx.is_response() {
@@ -430,10 +412,9 @@ impl<C> Transactions<C> {
         });
     }
 
-    /// Reports that sending request `id` failed; a fatal error is not consumed here
-    /// (the caller stops driving), any other fails the request at once. (The engine's
-    /// form of [`SansIo::handle_send_error`], which takes `now` as well.)
-    pub fn handle_send_error(&mut self, id: TxId, error: TransportError) {
+    /// Fails request `id` whose send failed (not a fatal error: the caller stops
+    /// driving then).
+    fn send_failed(&mut self, id: TxId, error: TransportError) {
         if self.entries.contains_key(&id) {
             self.stats.failed += 1;
             self.finish_failed(id, error);
@@ -514,12 +495,27 @@ impl<C> SansIo for Transactions<C> {
     type Event = Event<C>;
     type Job = NoJob;
 
+    /// An answer completes its request, a send failure fails it, anything else
+    /// becomes [`Event::Unsolicited`].
     fn handle_incoming(&mut self, _now: Instant, incoming: Incoming) {
-        Transactions::handle_incoming(self, incoming);
+        match incoming {
+            Incoming::Mad(rx) => self.handle_mad(rx),
+            Incoming::SendFailed { tid, class, error } => {
+                let key = TidKey {
+                    low: tid as u32,
+                    class,
+                };
+                if let Some(&id) = self.by_key.get(&key) {
+                    self.send_failed(id, error);
+                }
+            }
+        }
     }
 
+    /// A fatal error is not consumed here (the caller stops driving); any other fails
+    /// the request at once.
     fn handle_send_error(&mut self, _now: Instant, id: TxId, error: TransportError) {
-        Transactions::handle_send_error(self, id, error);
+        self.send_failed(id, error);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
@@ -527,7 +523,7 @@ impl<C> SansIo for Transactions<C> {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        Transactions::poll_transmit(self, now).map(|t| Outgoing {
+        Transactions::next_attempt(self, now).map(|t| Outgoing {
             id: Some(t.id),
             addr: t.addr,
             mad: t.mad,
@@ -785,7 +781,7 @@ mod tests {
     fn requests_and_strangers_are_not_matched() {
         let mut t: Transactions<u32> = Transactions::new(cfg(4, 100, 0));
         let id = t.submit(dr_req(1)).unwrap();
-        let tx = t.poll_transmit(Instant::ZERO).unwrap();
+        let tx = t.next_attempt(Instant::ZERO).unwrap();
         assert_eq!(tx.attempt, 1);
         // A peer's request carrying our TID (R bit clear) is unsolicited.
         let mut m = tx.mad.clone();
@@ -799,17 +795,17 @@ mod tests {
                 at: Instant::from_millis(1),
             })
         };
-        t.handle_incoming(rx(m.clone()));
+        SansIo::handle_incoming(&mut t, Instant::ZERO, rx(m.clone()));
         // A response of another class with our TID, too.
         m[3] |= 0x80;
         m[1] = 0x01;
-        t.handle_incoming(rx(m.clone()));
+        SansIo::handle_incoming(&mut t, Instant::ZERO, rx(m.clone()));
         assert!(matches!(t.poll_event(), Some(Event::Unsolicited(_))));
         assert!(matches!(t.poll_event(), Some(Event::Unsolicited(_))));
         assert_eq!(t.pending(), 1);
         m[1] = 0x81;
         m[8] ^= 0xFF; // upper bits rewritten by the host: still ours
-        t.handle_incoming(rx(m));
+        SansIo::handle_incoming(&mut t, Instant::ZERO, rx(m));
         assert!(matches!(t.poll_event(), Some(Event::Completed { id: i, .. }) if i == id));
         assert_eq!(t.stats().unsolicited, 2);
     }
@@ -897,7 +893,7 @@ mod tests {
                         t.submit(r).unwrap();
                     }
                     1 => {
-                        if let Some(tx) = t.poll_transmit(now) {
+                        if let Some(tx) = t.next_attempt(now) {
                             on_wire.retain(|(id, _)| *id != tx.id);
                             on_wire.push((tx.id, tx.mad));
                         }
@@ -905,7 +901,7 @@ mod tests {
                     2 if !on_wire.is_empty() => {
                         let (_, mut mad) = on_wire.remove(pick % on_wire.len());
                         mad[3] |= 0x80;
-                        t.handle_incoming(Incoming::Mad(Received {
+                        SansIo::handle_incoming(&mut t, now, Incoming::Mad(Received {
                             mad, slid: 1, sl: 0, qpn: 0, pkey_index: 0, at: now,
                         }));
                     }
@@ -915,7 +911,7 @@ mod tests {
                     }
                     4 if !on_wire.is_empty() => {
                         let (id, _) = on_wire[pick % on_wire.len()];
-                        t.handle_send_error(id, TransportError::Timeout);
+                        SansIo::handle_send_error(&mut t, now, id, TransportError::Timeout);
                     }
                     _ => {
                         // Steps that land exactly on deadlines as often as between them.

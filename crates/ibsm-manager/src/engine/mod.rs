@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ibsm_routing::Routes;
 use ibsm_topology::Fabric;
-use ibsm_transport::{Address, Incoming, Instant, LocalPort, TransportError, TxId};
+use ibsm_transport::{Incoming, Instant, LocalPort, SansIo, TransportError, TxId};
 
 use crate::config::SmConfig;
 use crate::error::SmError;
@@ -66,17 +66,8 @@ mod tests;
 pub use jobs::{SmJob, SmJobOutput};
 use timers::Timer;
 
-/// A MAD to hand to the transport.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    /// The transaction it belongs to, for [`SubnetManager::handle_send_error`]; `None`
-    /// for MADs that expect no answer (TrapRepress, responses).
-    pub id: Option<TxId>,
-    /// Where to.
-    pub addr: Address,
-    /// The bytes.
-    pub mad: Vec<u8>,
-}
+/// A MAD to hand to the transport: the one type every sans-IO core returns.
+pub use ibsm_transport::Outgoing;
 
 /// What the engine has for its host: MADs that bypass the transaction layer (answers,
 /// TrapRepress, the election's SMInfo) and events.
@@ -335,8 +326,8 @@ impl SubnetManager {
     pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
         let span = self.sweep.span();
         let _in_phase = span.enter();
-        if let Some(incoming) = self.perf_incoming(incoming) {
-            self.smps.tx.handle_incoming(incoming);
+        if let Some(incoming) = self.perf_incoming(now, incoming) {
+            SansIo::handle_incoming(&mut self.smps.tx, now, incoming);
             self.process(now);
         }
         self.perf_tick(now);
@@ -345,8 +336,8 @@ impl SubnetManager {
 
     /// Reports that sending an [`Outgoing`] failed.
     pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        if !self.perf_send_error(id, error.clone()) {
-            self.smps.tx.handle_send_error(id, error);
+        if !self.perf_send_error(now, id, error.clone()) {
+            SansIo::handle_send_error(&mut self.smps.tx, now, id, error);
             self.process(now);
         }
         self.perf_tick(now);

@@ -460,7 +460,7 @@ impl SubnetManager {
             return Some(o);
         }
         self.pump();
-        let t = self.smps.tx.poll_transmit(now)?;
+        let t = self.smps.tx.next_attempt(now)?;
         self.smps.sent += 1;
         self.sweep.count(|s| {
             s.smps += 1;

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget};
-use ibsm_transport::{Incoming, Instant, TransportError, TxConfig, TxId};
+use ibsm_transport::{Incoming, Instant, SansIo, TransportError, TxConfig, TxId};
 use ibsm_wire::{MadHeaderView, MgmtClass};
 
 use super::{Outgoing, SubnetManager};
@@ -71,7 +71,7 @@ impl SubnetManager {
     /// Takes a PerfMgt answer (or a failed PerfMgt send) for the counter sweep;
     /// everything else comes back. Without PerfMgr nothing is taken, so the engine
     /// sees what it always saw.
-    pub(super) fn perf_incoming(&mut self, incoming: Incoming) -> Option<Incoming> {
+    pub(super) fn perf_incoming(&mut self, now: Instant, incoming: Incoming) -> Option<Incoming> {
         if self.cfg.perfmgr.is_none() {
             return Some(incoming);
         }
@@ -88,25 +88,30 @@ impl SubnetManager {
         }
         // An answer after its sweep ended (or was dropped) is simply late.
         if let Some(r) = self.perf.running.as_mut() {
-            r.scrape.handle_incoming(incoming);
+            SansIo::handle_incoming(&mut r.scrape, now, incoming);
         }
         None
     }
 
     /// Whether `id` is a PerfMgt MAD's; if so its sweep learns the send failed.
-    pub(super) fn perf_send_error(&mut self, id: TxId, error: TransportError) -> bool {
+    pub(super) fn perf_send_error(
+        &mut self,
+        now: Instant,
+        id: TxId,
+        error: TransportError,
+    ) -> bool {
         if id.0 & PERF_ID == 0 {
             return false;
         }
         if let Some(r) = self.perf.running.as_mut() {
-            r.scrape.handle_send_error(TxId(id.0 & !PERF_ID), error);
+            SansIo::handle_send_error(&mut r.scrape, now, TxId(id.0 & !PERF_ID), error);
         }
         true
     }
 
     /// The next PerfMgt MAD, when the SMPs have nothing to send.
     pub(super) fn perf_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        let t = self.perf.running.as_mut()?.scrape.poll_transmit(now)?;
+        let t = self.perf.running.as_mut()?.scrape.next_attempt(now)?;
         Some(Outgoing {
             id: Some(TxId(t.id.0 | PERF_ID)),
             addr: t.addr,
