@@ -13,8 +13,8 @@
 //! | [`GUID2LID_FILE`] `guid2lid` | port GUID -> LID range ([`crate::store::format_guid2lid`]) |
 //!
 //! [`Dumps::of`] renders them from a [`SubnetManager`] (read-only: no MAD, no event);
-//! [`Dumps::write_to`] writes each through a temporary file and a rename, so a reader
-//! never sees half a file. [`LftDump::parse`] reads `opensm-lfts.dump` back with typed
+//! [`Dumps::write_to`] writes each through a temporary file (created new, under a name
+//! nobody can guess, flushed to disk) and a rename, so a reader never sees half a file. [`LftDump::parse`] reads `opensm-lfts.dump` back with typed
 //! errors naming the line; [`LftDump`]'s `Display` writes it.
 
 use std::collections::BTreeMap;
@@ -94,32 +94,95 @@ impl Dumps {
     }
 
     /// Writes every file into `dir` (created if missing), each to a temporary sibling
-    /// first and renamed over the old one. Returns the paths written.
+    /// first, flushed to disk and renamed over the old one, so a reader (or a crash)
+    /// never leaves half a file. Each temporary file is created new (`O_EXCL`, which
+    /// follows no symlink) under a name nobody can guess: a link planted where the
+    /// temporary file goes cannot redirect the write. Returns the paths written.
     ///
     /// # Errors
     /// [`DumpError`] naming the path when creating the directory, writing or renaming
     /// fails; files before it are written, files after it are not.
     pub fn write_to(&self, dir: &Path) -> Result<Vec<PathBuf>, DumpError> {
+        self.write_with(dir, &mut temp_name)
+    }
+
+    /// [`Self::write_to`] with the temporary names from `tmp_name` (given the file's).
+    fn write_with(
+        &self,
+        dir: &Path,
+        tmp_name: &mut dyn FnMut(&str) -> String,
+    ) -> Result<Vec<PathBuf>, DumpError> {
         std::fs::create_dir_all(dir).map_err(|source| DumpError {
             path: dir.to_owned(),
             source,
         })?;
         let mut written = Vec::with_capacity(5);
         for (name, text) in self.files() {
-            let path = dir.join(name);
-            let tmp = dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, text).map_err(|source| DumpError {
-                path: tmp.clone(),
-                source,
-            })?;
-            std::fs::rename(&tmp, &path).map_err(|source| DumpError {
-                path: path.clone(),
-                source,
-            })?;
-            written.push(path);
+            written.push(write_file(dir, name, text, tmp_name)?);
+        }
+        // The renames are in the directory: without this a crash could bring back
+        // the old files (best effort: not every file system syncs a directory).
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
         }
         Ok(written)
     }
+}
+
+/// Temporary names tried before giving up (another file at each of them).
+const TEMP_TRIES: u32 = 8;
+
+/// A temporary name for `name` no other local user can predict: std's hasher keys
+/// come from the OS's random source.
+fn temp_name(name: &str) -> String {
+    use std::hash::BuildHasher;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let salt = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), n));
+    format!(".{name}.{salt:016x}.tmp")
+}
+
+/// Writes `text` to `dir/name` through a new temporary file (see [`Dumps::write_to`]).
+fn write_file(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    tmp_name: &mut dyn FnMut(&str) -> String,
+) -> Result<PathBuf, DumpError> {
+    use std::io::Write as _;
+    let path = dir.join(name);
+    let mut tries = 0;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(tmp_name(name));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < TEMP_TRIES => {
+                tries += 1;
+            }
+            Err(source) => return Err(DumpError { path: tmp, source }),
+        }
+    };
+    let done = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|source| DumpError {
+            path: tmp.clone(),
+            source,
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, &path).map_err(|source| DumpError {
+                path: path.clone(),
+                source,
+            })
+        });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done.map(|()| path)
 }
 
 /// One `opensm-lfts.dump`: every switch's unicast table.

@@ -223,6 +223,26 @@ pub enum SmEvent {
         /// Node GUID of the switch.
         switch_guid: u64,
     },
+    /// A MulticastForwardingTable block Set of a multicast change got no answer (or
+    /// was refused) through every re-send: the switch may still hold the block as it
+    /// was before, so the change's next step, and every later multicast change, is
+    /// held (sending it could close a forwarding loop between the old and the new
+    /// tree). The next periodic sweep is heavy; the heavy sweep that next brings the
+    /// subnet up sends the block again (held until confirmed), or stops waiting for it
+    /// when it no longer finds the switch. Reported each time a block is given up on.
+    MftSetUnconfirmed {
+        /// Node GUID of the switch.
+        switch_guid: u64,
+        /// MFT block (MLIDs `0xC000 + 32 * block ..`).
+        block: u16,
+        /// Port group (ports `16 * position ..`).
+        position: u8,
+        /// The MLIDs of the block with ports in what was sent or in what the switch
+        /// last confirmed: the groups whose forwarding there is unknown.
+        mlids: Vec<u16>,
+        /// Attempts made in all.
+        attempts: u32,
+    },
     /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]): from the
     /// next heavy sweep on its cable is routed around (an external port), its traps
     /// are ignored (a trap flood), discovery does not explore across it (no answer),

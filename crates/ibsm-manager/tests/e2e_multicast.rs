@@ -13,6 +13,7 @@ use common::{Node, attach, ca_nodes, drive, isl_ends, sim_of, until_clean, until
 use ibsm_manager::SmConfig;
 use ibsm_sim::{Fault, NodeIdx, SaClient, Sim, SimConfig, SmaAgent, VerifyReport};
 use ibsm_topology::{Fabric, generate};
+use ibsm_transport::Instant;
 use ibsm_wire::Gid;
 use ibsm_wire::sa::{ComponentMask, McMemberRecord, join_state};
 
@@ -66,9 +67,13 @@ impl Rig {
     }
 
     fn with(f: &Fabric, sim_cfg: SimConfig) -> Self {
+        Self::with_sm(f, sim_cfg, cfg())
+    }
+
+    fn with_sm(f: &Fabric, sim_cfg: SimConfig, sm_cfg: SmConfig) -> Self {
         let mut sim = sim_of(f, sim_cfg);
         let cas = ca_nodes(&sim, f);
-        let mut nodes = vec![attach(&mut sim, cas[0], cfg(), None)];
+        let mut nodes = vec![attach(&mut sim, cas[0], sm_cfg, None)];
         until_up(&mut sim, &mut nodes, 0, Duration::from_secs(30));
         Self {
             sim,
@@ -477,5 +482,348 @@ fn a_switch_with_a_smaller_mft_cap_gets_no_entry_beyond_it() {
         let at_ca6 =
             p.src == ca6 || matches!(p.fault, McastFault::Missed { node, .. } if node == ca6);
         assert!(at_ca6, "{p:?}");
+    }
+}
+
+/// The MulticastForwardingTable attribute.
+const MFT: u16 = 0x001B;
+
+/// The MFT Sets among `mads` (in order): (route, attribute modifier, block).
+fn mft_sets(mads: &[Vec<u8>]) -> Vec<(Vec<u8>, u32, ibsm_wire::MulticastForwardingTable)> {
+    use ibsm_wire::{DrSmpView, Method, MulticastForwardingTable};
+    mads.iter()
+        .filter_map(|m| {
+            let v = DrSmpView::new_checked(&m[..]).ok()?;
+            let set = v.attribute_id() == MFT && v.method() == Method::Set && !v.response();
+            set.then(|| {
+                let route = v.initial_path()[1..=usize::from(v.hop_count())].to_vec();
+                let block = MulticastForwardingTable::parse(v.attr_data()).expect("a block");
+                (route, v.attribute_modifier(), block)
+            })
+        })
+        .collect()
+}
+
+/// A multicast change whose MFT Set to one switch is lost for good (the switch takes
+/// no MFT Set any more): the SM sends that block again, round after round, and no
+/// later step goes to any switch while it is unconfirmed (a join's Sets wait), it
+/// reports the block held, and once the switch takes Sets again the heavy sweep that
+/// follows writes it, then the held join.
+#[test]
+fn a_lost_mft_set_holds_every_later_step_until_confirmed() {
+    use ibsm_manager::SmEvent;
+    let f = two_switches();
+    let mut rig = Rig::new(&f);
+    // CAs 0..=2 hang off sw0 (ports 1..=3), 3..=5 off sw1; the SM runs on CA 0.
+    rig.join(1, v4(), join_state::FULL_MEMBER);
+    rig.join(3, v4(), join_state::FULL_MEMBER);
+    rig.settle();
+    rig.check(1);
+    let mlid = rig.clients[0].joined()[0].1;
+    let i = usize::from(mlid - 0xC000);
+    let sw1 = rig.sim.node_by_guid(0x101).unwrap();
+    rig.sim.lose_sets(sw1, MFT, true);
+    rig.nodes[0].sent = Some(Vec::new());
+    rig.nodes[0].fresh();
+    // The member behind sw1 leaves (sw1's entry goes, sw0 stops sending to it) ...
+    rig.leave(3, v4());
+    rig.run(Duration::from_millis(50));
+    // ... and another joins there: the next step would send to sw1 again.
+    rig.join(4, v4(), join_state::FULL_MEMBER);
+    rig.run(Duration::from_secs(30));
+    assert!(
+        rig.clients.iter().all(SaClient::all_done),
+        "the SA took the join"
+    );
+    let sets = mft_sets(rig.nodes[0].sent.as_deref().unwrap());
+    let sent: Vec<(Vec<u8>, u16)> = sets
+        .iter()
+        .map(|(route, _, b)| (route.clone(), b.port_masks.get(i).unwrap()))
+        .collect();
+    let to_sw1 = sent.iter().filter(|(r, _)| r == &[1, 4]).count();
+    let mut seen = sent.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    // Only the leave's step: sw0 keeps its member's port 2, sw1 loses the group.
+    assert_eq!(
+        seen,
+        vec![(vec![1], 1 << 2), (vec![1, 4], 0)],
+        "in order: {sent:?}"
+    );
+    assert!(
+        to_sw1 > 4,
+        "sent again beyond one transaction's attempts: {to_sw1}"
+    );
+    let held: Vec<_> = rig.nodes[0]
+        .fresh()
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::MftSetUnconfirmed {
+                switch_guid,
+                block,
+                position,
+                mlids,
+                attempts,
+            } => Some((*switch_guid, *block, *position, mlids.clone(), *attempts)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held.len(), 1, "{held:?}");
+    let (guid, block, position, mlids, attempts) = &held[0];
+    assert_eq!((*guid, *block, *position), (0x101, 0, 0));
+    assert!(mlids.contains(&mlid), "{mlids:?}");
+    assert_eq!(*attempts as usize, to_sw1);
+    // The switch takes Sets again; the next heavy sweep writes the held block, then
+    // the join.
+    rig.sim.lose_sets(sw1, MFT, false);
+    let now = rig.sim.now();
+    rig.nodes[0].sm.request_heavy_sweep(now);
+    until_up(&mut rig.sim, &mut rig.nodes, 0, Duration::from_secs(30));
+    rig.settle();
+    rig.check(1);
+    let sw1_entry = rig
+        .sim
+        .with_agent(sw1, |a| a.sma().mft(mlid).map(<[u16]>::to_vec));
+    assert_eq!(sw1_entry.unwrap()[0], (1 << 2) | (1 << 4));
+}
+
+/// Whether a packet to `mlid` could come back to a switch it left, by the MFT entries
+/// the `switches` hold now: a cycle of switch-to-switch hops over cables that are up,
+/// none going back out of the port it came in by (as no switch forwards it there).
+/// Entries that are all parts of one tree have none, whichever parts.
+fn mft_loop(sim: &Sim<SmaAgent>, switches: &[NodeIdx], mlid: u16) -> bool {
+    let ports = |n: NodeIdx| -> Vec<u8> {
+        sim.with_agent(n, |a| {
+            let Some(masks) = a.sma().mft(mlid) else {
+                return Vec::new();
+            };
+            let mut out = Vec::new();
+            for (pos, &m) in masks.iter().enumerate() {
+                for bit in 0..16u8 {
+                    if m & (1 << bit) != 0 {
+                        out.push(pos as u8 * 16 + bit);
+                    }
+                }
+            }
+            out
+        })
+    };
+    // Arcs (switch, out port, switch at the far end, its in port): a switch sending
+    // out of a port whose cable, up, leads to another switch.
+    let mut arcs: Vec<(NodeIdx, u8, NodeIdx, u8)> = Vec::new();
+    for &s in switches {
+        for p in ports(s) {
+            if let Some((t, q)) = sim.peer(s, p) {
+                if sim.link_up(s, p) && switches.contains(&t) {
+                    arcs.push((s, p, t, q));
+                }
+            }
+        }
+    }
+    // Arc a leads to arc b when b leaves a's far end by another port than a came in
+    // by. Kahn's sort: arcs never freed lie on a cycle.
+    let n = arcs.len();
+    let succ: Vec<Vec<usize>> = arcs
+        .iter()
+        .map(|&(_, _, t, q)| {
+            (0..n)
+                .filter(|&j| arcs[j].0 == t && arcs[j].1 != q)
+                .collect()
+        })
+        .collect();
+    let mut indeg = vec![0usize; n];
+    for s in &succ {
+        for &j in s {
+            indeg[j] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&j| indeg[j] == 0).collect();
+    let mut freed = 0;
+    while let Some(a) = ready.pop() {
+        freed += 1;
+        for &j in &succ[a] {
+            indeg[j] -= 1;
+            if indeg[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    freed < n
+}
+
+#[test]
+fn the_loop_check_tells_a_tree_from_a_cycle() {
+    // Three switches in a ring (ports 1 and 2), a CA on port 3 of each.
+    use ibsm_topology::NodeSpec;
+    let mut f = Fabric::new();
+    let s: Vec<_> = (0..3u64)
+        .map(|i| {
+            f.add_node(NodeSpec::switch(0x100 + i, 4, format!("sw{i}")))
+                .unwrap()
+        })
+        .collect();
+    for i in 0..3 {
+        f.connect(s[i], 1, s[(i + 1) % 3], 2).unwrap();
+        let c = f
+            .add_node(NodeSpec::ca(0x200 + i as u64, 1, format!("ca{i}")))
+            .unwrap();
+        f.connect(s[i], 3, c, 1).unwrap();
+    }
+    let mut sim = sim_of(&f, SimConfig::default());
+    let sw: Vec<NodeIdx> = (0..3)
+        .map(|i| sim.node_by_guid(0x100 + i).unwrap())
+        .collect();
+    let ca0 = sim.node_by_guid(0x200).unwrap();
+    let mut port = sim.attach_sm(ca0, 1).unwrap();
+    // The MLID 0xC000 entry of each switch, written as an SM does (sw0 by port 1 of
+    // CA 0; from sw0, port 1 leads to sw1 and port 2 to sw2).
+    let mut set = |sim: &mut Sim<SmaAgent>, entries: [u16; 3]| {
+        use ibsm_transport::{Address, DrAddress, Transport};
+        for (route, m) in [&[1u8][..], &[1, 1], &[1, 2]].into_iter().zip(entries) {
+            let path = ibsm_wire::DrPath::from_ports(route).unwrap();
+            let mut block = ibsm_wire::MulticastForwardingTable::default();
+            block.port_masks.set(0, m).unwrap();
+            let mut smp = ibsm_wire::DrSmp::request(ibsm_wire::Method::Set, MFT, 0, 1, 0, &path);
+            block.emit_into(&mut smp.data).unwrap();
+            port.send(&Address::Directed(DrAddress::direct(path)), &smp.to_bytes())
+                .unwrap();
+        }
+        sim.run_for(Duration::from_millis(1));
+        for (k, &m) in entries.iter().enumerate() {
+            let got = sim.with_agent(sw[k], |a| a.sma().mft(0xC000).unwrap()[0]);
+            assert_eq!(got, m, "sw{k}");
+        }
+    };
+    // A path sw0 - sw1 - sw2, both ways: a tree.
+    set(
+        &mut sim,
+        [1 << 1 | 1 << 3, 1 << 1 | 1 << 2 | 1 << 3, 1 << 2 | 1 << 3],
+    );
+    assert!(!mft_loop(&sim, &sw, 0xC000));
+    // Every ring link one way: a packet goes round for ever.
+    set(&mut sim, [1 << 1, 1 << 1, 1 << 1]);
+    assert!(mft_loop(&sim, &sw, 0xC000));
+    // Both ways round the ring: loops too (old and new tree mixed).
+    set(&mut sim, [0b110, 0b110, 0b110]);
+    assert!(mft_loop(&sim, &sw, 0xC000));
+}
+
+/// One run of [`multicast_under_loss_never_loops_after_any_set`]: members come and go
+/// on a 5 x 5 torus (so tree roots move) while every link loses 5 % of the packets;
+/// after every MFT Set a switch takes, no MLID's entries hold a loop. Then, loss off,
+/// the switches hold what the SA handed out. Returns (checks, MFT Sets taken).
+fn loss_run(seed: u64) -> (u64, u64) {
+    let f = generate::grid(&generate::Grid {
+        dims: vec![5, 5],
+        torus: true,
+        cas_per_switch: 1,
+    })
+    .unwrap();
+    let sim_cfg = SimConfig {
+        seed,
+        hop_latency: Duration::from_micros(1),
+        ..SimConfig::default()
+    };
+    // One re-send per SMP: under this loss a Set then goes unanswered after all its
+    // attempts every few dozen, which is what the barrier must survive.
+    let mut sm_cfg = cfg();
+    sm_cfg.transaction_retries = 1;
+    let mut rig = Rig::with_sm(&f, sim_cfg, sm_cfg);
+    let switches: Vec<NodeIdx> = f
+        .nodes()
+        .filter(|(_, n)| n.is_switch())
+        .map(|(_, n)| rig.sim.node_by_guid(n.guid().0).unwrap())
+        .collect();
+    let groups = [v4(), {
+        let mut g = v4();
+        g[15] = 0x17;
+        g
+    }];
+    rig.sim.apply(Fault::DropRate { ppm: 50_000 });
+    rig.sim.pause_after_sets(Some(MFT));
+    let n = rig.cas.len();
+    let mut checks = 0u64;
+    let mut loops: Vec<(Instant, u16)> = Vec::new();
+    let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for round in 0..60 {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let g = groups[(rng >> 40) as usize % groups.len()];
+        let i = 1 + (rng >> 33) as usize % (n - 1);
+        // Leave where a join was accepted, else join.
+        let joined = rig
+            .clients
+            .iter()
+            .find(|c| c.node() == rig.cas[i])
+            .is_some_and(|c| c.joined().iter().any(|(m, _)| *m == Gid(g)));
+        if joined && round % 3 != 0 {
+            rig.leave(i, g);
+        } else if !joined {
+            rig.join(i, g, join_state::FULL_MEMBER);
+        }
+        let end = rig.sim.now() + Duration::from_millis(400);
+        while rig.sim.now() < end {
+            let step = (rig.sim.now() + Duration::from_millis(20)).min(end);
+            let clients = &mut rig.clients;
+            let sw = &switches;
+            drive(&mut rig.sim, &mut rig.nodes, step, |sim, _| {
+                for c in clients.iter_mut() {
+                    c.receive();
+                }
+                checks += 1;
+                for mlid in 0xC000..=0xC003 {
+                    if mft_loop(sim, sw, mlid) {
+                        loops.push((sim.now(), mlid));
+                    }
+                }
+                false
+            });
+            for c in &mut rig.clients {
+                c.poll(&mut rig.sim);
+            }
+        }
+    }
+    assert!(
+        loops.is_empty(),
+        "seed {seed}: {} loops, first (time, MLID) {:?}",
+        loops.len(),
+        &loops[..loops.len().min(4)]
+    );
+    let sets = rig.sim.counters().attr(MFT).delivered;
+    // Loss off: every join goes through, and what the switches hold is what the SA
+    // handed out (no Set was written off as done while its switch kept the old).
+    rig.sim.apply(Fault::DropRate { ppm: 0 });
+    rig.sim.pause_after_sets(None);
+    rig.run(Duration::from_secs(40));
+    assert!(rig.clients.iter().all(SaClient::all_done), "seed {seed}");
+    let want = rig.nodes[0].sm.sa().unwrap().mft_ports();
+    for &s in &switches {
+        let guid = rig.sim.node_setup(s).unwrap().guid;
+        for mlid in 0xC000..=0xC01F {
+            let held: Vec<u8> = rig.sim.with_agent(s, |a| {
+                a.sma().mft(mlid).map_or_else(Vec::new, |m| {
+                    (0..16u8).filter(|&p| m[0] & (1 << p) != 0).collect()
+                })
+            });
+            let sa = want
+                .iter()
+                .find(|(g, m, _)| *g == guid && *m == mlid)
+                .map_or_else(Vec::new, |(_, _, p)| p.clone());
+            assert_eq!(held, sa, "seed {seed}: switch {guid:#x} MLID {mlid:#x}");
+        }
+    }
+    (checks, sets)
+}
+
+/// Multicast under 5 % loss: the MFTs never hold a transient loop (checked after
+/// every Set a switch takes), over several seeds.
+#[test]
+fn multicast_under_loss_never_loops_after_any_set() {
+    for seed in [1, 2, 3, 4] {
+        let (checks, sets) = loss_run(seed);
+        assert!(sets > 100, "seed {seed}: {sets} MFT Sets");
+        assert!(
+            checks > sets,
+            "seed {seed}: {checks} checks for {sets} Sets"
+        );
     }
 }

@@ -332,8 +332,9 @@ impl SaServer {
     /// SubnSet(MulticastForwardingTable). A tree that changes comes in two steps, so
     /// that no forwarding loop exists while the Sets are in flight: first the ports
     /// the new trees drop, then the ones they add. The SM writes every block of a
-    /// step and waits until all are answered (or given up) before it calls again;
-    /// [`Self::mft_pending`] says whether a further step is waiting.
+    /// step and waits until its switches have confirmed them all before it calls
+    /// again (a block given up on must hold the next step: its switch may still hold
+    /// the old tree); [`Self::mft_pending`] says whether a further step is waiting.
     pub fn take_mft_updates(&mut self) -> Vec<MftUpdate> {
         self.groups.take_updates(&self.db)
     }

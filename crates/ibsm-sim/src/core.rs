@@ -1,6 +1,6 @@
 //! The simulation proper: nodes, the port/link table, the event queue and forwarding.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use ibsm_transport::{Incoming, Instant, Received};
@@ -175,6 +175,14 @@ pub(crate) struct Core<A> {
     pub(crate) mcast_rx: HashMap<(u32, u8, u16), u64>,
     /// Multicast packets sent by [`Core::send_multicast`] (their TIDs).
     mcast_sent: u64,
+    /// (node, attribute): that node's agent never takes a SubnSet of the attribute
+    /// ([`crate::Sim::lose_sets`]).
+    pub(crate) lose_sets: HashSet<(u32, u16)>,
+    /// The attribute whose SubnSets end [`Core::advance`] once an agent took one
+    /// ([`crate::Sim::pause_after_sets`]).
+    pub(crate) pause_after: Option<u16>,
+    /// An agent took a SubnSet of `pause_after` since `advance` last returned.
+    pub(crate) paused: bool,
 }
 
 fn fnv(h: u64, v: u64) -> u64 {
@@ -205,6 +213,9 @@ impl<A: Agent> Core<A> {
             mcast: BTreeMap::new(),
             mcast_rx: HashMap::new(),
             mcast_sent: 0,
+            lose_sets: HashSet::new(),
+            pause_after: None,
+            paused: false,
         }
     }
 
@@ -337,6 +348,9 @@ impl<A: Agent> Core<A> {
                 .any(|a| !a.detached && !a.inbox.is_empty())
             {
                 return true;
+            }
+            if std::mem::take(&mut self.paused) {
+                return false;
             }
             if !self.step_due(deadline) {
                 if deadline > self.now && deadline != Instant::MAX {
@@ -870,6 +884,18 @@ impl<A: Agent> Core<A> {
         let n = &self.nodes[node as usize];
         if n.removed || n.epoch != epoch {
             return self.drop_pkt(node, port, pkt, DropReason::NodeGone);
+        }
+        let set_of = ibsm_wire::MadHeaderView::new_checked(&self.packets[pkt as usize].mad[..])
+            .ok()
+            .filter(|h| {
+                h.mgmt_class().is_smp() && !h.response() && h.method() == ibsm_wire::Method::Set
+            })
+            .map(|h| h.attribute_id());
+        if let Some(attr) = set_of {
+            if self.lose_sets.contains(&(node, attr)) {
+                return self.drop_pkt(node, port, pkt, DropReason::NoResponse);
+            }
+            self.paused |= self.pause_after == Some(attr);
         }
         self.note_delivered(node, port, pkt);
         let now = self.now;

@@ -309,7 +309,8 @@ impl<A: Agent> Sim<A> {
     }
 
     /// Runs the simulation until some attached SM has a MAD waiting or the clock
-    /// reaches `deadline`, whichever is first; returns whether an SM has input. This is
+    /// reaches `deadline`, whichever is first (or an agent took a Set
+    /// [`Self::pause_after_sets`] names); returns whether an SM has input. This is
     /// the heart of a driver for several SMs in one thread: each SM's earliest timer is
     /// a candidate deadline; after `advance`, poll every SM without blocking
     /// (`recv(now)`), let each react, repeat.
@@ -332,6 +333,32 @@ impl<A: Agent> Sim<A> {
             n += 1;
         }
         n
+    }
+
+    /// Makes `node`'s agent lose every SubnSet of attribute `attr` (`lose: false` ends
+    /// it): the SMP reaches the node and is dropped there, nothing is applied and no
+    /// answer goes back, as from a board that fails to take that table. Gets of the
+    /// attribute, and every other SMP, are served as before. What an SM's handling of
+    /// a Set lost for good is tested against.
+    pub fn lose_sets(&mut self, node: NodeIdx, attr: u16, lose: bool) {
+        let mut c = self.core.borrow_mut();
+        if lose {
+            c.lose_sets.insert((node.0, attr));
+        } else {
+            c.lose_sets.remove(&(node.0, attr));
+        }
+    }
+
+    /// Makes [`Self::advance`] return right after an agent has taken a SubnSet of
+    /// attribute `attr` (applied or refused; `None`: never), so that a test can look
+    /// at the fabric after every such Set, e.g. at the MFTs after each
+    /// MulticastForwardingTable block, while the SM is changing them. Only `advance`
+    /// pauses; [`Self::run_until`], [`Self::step`] and a port's `recv` run on (a Set
+    /// taken under them makes the next `advance` return at once).
+    pub fn pause_after_sets(&mut self, attr: Option<u16>) {
+        let mut c = self.core.borrow_mut();
+        c.pause_after = attr;
+        c.paused = false;
     }
 
     /// Applies a fault now.

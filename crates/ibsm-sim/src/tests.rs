@@ -185,6 +185,76 @@ fn local_and_bad_directed_routes() {
     assert_eq!(l.sim.counters().dropped(DropReason::BadHopPointer), 1);
 }
 
+/// A SubnSet(PortInfo) of port 1 to the node at `path`.
+fn port_info_set(path: &DrPath, tid: u64) -> [u8; 256] {
+    DrSmp::request(Method::Set, 0x15, 1, tid, 0, path).to_bytes()
+}
+
+#[test]
+fn a_node_can_lose_the_sets_of_one_attribute() {
+    let mut l = line(SimConfig::default());
+    let mut sm = l.sim.attach_sm(l.ca1, 1).unwrap();
+    let (to_a, to_b) = (
+        DrPath::from_ports(&[1]).unwrap(),
+        DrPath::from_ports(&[1, 9]).unwrap(),
+    );
+    let send = |sm: &mut SimPort<MiniAgent>, path: &DrPath, mad: [u8; 256]| {
+        sm.send(&Address::Directed(DrAddress::direct(*path)), &mad)
+            .unwrap();
+    };
+    l.sim.lose_sets(l.swb, 0x15, true);
+    send(&mut sm, &to_b, port_info_set(&to_b, 1));
+    assert_eq!(recv_mad(&mut sm, Duration::from_millis(1)), None, "lost");
+    assert_eq!(l.sim.counters().dropped(DropReason::NoResponse), 1);
+    // Its Gets, and the Sets of other nodes, are served.
+    let get = DrSmp::request(Method::Get, 0x15, 1, 2, 0, &to_b).to_bytes();
+    send(&mut sm, &to_b, get);
+    assert!(recv_mad(&mut sm, Duration::from_millis(1)).is_some());
+    send(&mut sm, &to_a, port_info_set(&to_a, 3));
+    assert!(recv_mad(&mut sm, Duration::from_millis(1)).is_some());
+    l.sim.lose_sets(l.swb, 0x15, false);
+    send(&mut sm, &to_b, port_info_set(&to_b, 4));
+    assert!(recv_mad(&mut sm, Duration::from_millis(1)).is_some());
+}
+
+#[test]
+fn advance_pauses_after_each_set_it_is_told_to() {
+    let mut l = line(SimConfig::default());
+    let mut sm = l.sim.attach_sm(l.ca1, 1).unwrap();
+    l.sim.pause_after_sets(Some(0x15));
+    let answered = |l: &Line, n: NodeIdx| l.sim.counters().nodes[n.0 as usize].answered;
+    // Two Sets at once: swA (one hop) takes its own first.
+    for (i, hops) in [&[1u8][..], &[1, 9]].into_iter().enumerate() {
+        let path = DrPath::from_ports(hops).unwrap();
+        sm.send(
+            &Address::Directed(DrAddress::direct(path)),
+            &port_info_set(&path, i as u64),
+        )
+        .unwrap();
+    }
+    let deadline = l.sim.now() + Duration::from_millis(1);
+    assert!(!l.sim.advance(deadline), "paused, no input yet");
+    assert!(l.sim.now() < deadline);
+    assert_eq!((answered(&l, l.swa), answered(&l, l.swb)), (1, 0));
+    // Then the next one, wherever the answers are meanwhile.
+    while answered(&l, l.swb) == 0 {
+        assert!(l.sim.now() < deadline, "swB took its Set");
+        while sm.recv(l.sim.now()).is_ok() {}
+        l.sim.advance(deadline);
+    }
+    assert_eq!(answered(&l, l.swa), 1);
+    // Off: one advance runs to the deadline.
+    l.sim.pause_after_sets(None);
+    while sm.recv(l.sim.now()).is_ok() {}
+    let path = DrPath::from_ports(&[1]).unwrap();
+    sm.send(
+        &Address::Directed(DrAddress::direct(path)),
+        &port_info_set(&path, 9),
+    )
+    .unwrap();
+    assert!(l.sim.advance(deadline), "the answer, not a pause");
+}
+
 #[test]
 fn link_down_drops_and_link_up_restores() {
     let mut l = line(SimConfig::default());

@@ -2,16 +2,23 @@
 //! sends one request per line ([`proto`]) and gets one JSON [`Response`] line back.
 //!
 //! The daemon's run loop calls [`ControlServer::poll`] once per slice: it accepts, reads
-//! what arrived without blocking, and answers every complete line through [`answer`] and
-//! the daemon's [`Host`]. A line that is not a request gets an error response; the
-//! connection and the daemon carry on. The client side ([`request`]) is what
-//! `ibsmd status | sweep [--heavy] | rebalance | dump | log-level LEVEL` run.
+//! what arrived and answers every complete line through [`answer`] and the daemon's
+//! [`Host`], without ever blocking: each connection keeps its answers in order and
+//! hands the socket what it accepts, so a client that does not read stalls nobody but
+//! itself (it is dropped after [`CLIENT_STALL`]), and its next request is read only
+//! once the answers before it are out. An answer another thread works out (a dump
+//! being written) waits in its place until it comes. A line that is not a request
+//! gets an error response; the connection and the daemon carry on. The client side
+//! ([`request`]) is what `ibsmd status | sweep [--heavy] | rebalance | dump |
+//! log-level LEVEL` run.
 
+use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant as WallInstant};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,8 +31,9 @@ pub(crate) use proto::{Level, ParseError, Request};
 /// Most clients connected at once; more are told so and disconnected.
 const MAX_CLIENTS: usize = 16;
 
-/// How long writing a response to a client that does not read may take.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a client may leave an answer unread (taking none of its bytes) before it
+/// is dropped.
+pub(crate) const CLIENT_STALL: Duration = Duration::from_secs(10);
 
 /// One response line.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -88,11 +96,12 @@ pub(crate) trait Host {
     /// # Errors
     /// Why not (not Master).
     fn rebalance(&mut self) -> Result<String, String>;
-    /// Writes the dumps now.
+    /// Starts writing the dumps; the receiver gets the outcome (what was written, or
+    /// why not) once they are on disk.
     ///
     /// # Errors
-    /// No dump directory, or writing failed.
-    fn dump(&mut self) -> Result<String, String>;
+    /// Why no dump is written (no dump directory).
+    fn dump(&mut self) -> Result<Receiver<Result<String, String>>, String>;
     /// Sets the log level.
     ///
     /// # Errors
@@ -100,20 +109,35 @@ pub(crate) trait Host {
     fn set_log_level(&mut self, level: Level) -> Result<String, String>;
 }
 
-/// The response to one parsed line.
-pub(crate) fn answer(host: &mut impl Host, req: Result<Request, ParseError>) -> Response {
-    let done = |r: Result<String, String>| r.map_or_else(Response::failed, Response::done);
+/// The answer to one request: now, or later from another thread.
+pub(crate) enum Reply {
+    /// The response.
+    Now(Response),
+    /// What the response will say, once the work it waits for is done.
+    Later(Receiver<Result<String, String>>),
+}
+
+/// The response to one outcome.
+fn done(r: Result<String, String>) -> Response {
+    r.map_or_else(Response::failed, Response::done)
+}
+
+/// The answer to one parsed line.
+pub(crate) fn answer(host: &mut impl Host, req: Result<Request, ParseError>) -> Reply {
+    let now = |r| Reply::Now(done(r));
     match req {
-        Err(e) => Response::failed(e.to_string()),
-        Ok(Request::Status) => Response {
+        Err(e) => Reply::Now(Response::failed(e.to_string())),
+        Ok(Request::Status) => Reply::Now(Response {
             ok: true,
             status: Some(Box::new(host.status())),
             ..Response::default()
-        },
-        Ok(Request::Sweep { heavy }) => done(host.sweep(heavy)),
-        Ok(Request::Rebalance) => done(host.rebalance()),
-        Ok(Request::Dump) => done(host.dump()),
-        Ok(Request::LogLevel(l)) => done(host.set_log_level(l)),
+        }),
+        Ok(Request::Sweep { heavy }) => now(host.sweep(heavy)),
+        Ok(Request::Rebalance) => now(host.rebalance()),
+        Ok(Request::Dump) => host
+            .dump()
+            .map_or_else(|e| Reply::Now(Response::failed(e)), Reply::Later),
+        Ok(Request::LogLevel(l)) => now(host.set_log_level(l)),
     }
 }
 
@@ -148,11 +172,28 @@ impl std::error::Error for BindError {
     }
 }
 
+/// One answer waiting to be written.
+enum Out {
+    /// The response line.
+    Line(Vec<u8>),
+    /// Still being worked out.
+    Later(Receiver<Result<String, String>>),
+}
+
 struct Conn {
     stream: UnixStream,
-    buf: Vec<u8>,
+    /// Bytes read and not answered yet.
+    inbuf: Vec<u8>,
     /// Skipping the rest of a line that was too long (already answered).
     discarding: bool,
+    /// Answers not written yet, in order; the front one may be partly written.
+    out: VecDeque<Out>,
+    /// Bytes of the front answer already written.
+    written: usize,
+    /// Since when the client has taken none of the bytes waiting for it.
+    stalled_since: Option<WallInstant>,
+    /// The client closed its side: answer what it sent, then let it go.
+    eof: bool,
 }
 
 /// The daemon's side of the socket.
@@ -240,21 +281,33 @@ impl ControlServer {
         &self.path
     }
 
-    /// Accepts new clients, reads what they sent without blocking and answers each
-    /// complete line with `handle`'s response. Never fails: a client that misbehaves
-    /// (closes, stops reading) is dropped.
-    pub(crate) fn poll(&mut self, mut handle: impl FnMut(Result<Request, ParseError>) -> Response) {
+    /// Accepts new clients, reads what they sent and answers each complete line with
+    /// `handle`'s reply, writing only what each socket accepts now. Never blocks and
+    /// never fails: a client that misbehaves (closes, stops reading for
+    /// [`CLIENT_STALL`]) is dropped.
+    pub(crate) fn poll(&mut self, handle: impl FnMut(Result<Request, ParseError>) -> Reply) {
+        self.poll_at(WallInstant::now(), handle);
+    }
+
+    /// [`Self::poll`] at wall time `now` (what a stalled client is measured against).
+    pub(crate) fn poll_at(
+        &mut self,
+        now: WallInstant,
+        mut handle: impl FnMut(Result<Request, ParseError>) -> Reply,
+    ) {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    if self.clients.len() >= MAX_CLIENTS {
-                        let mut c = Conn::new(stream);
-                        let _ = c.send(&Response::failed("too many clients"));
+                    if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
-                    if stream.set_nonblocking(true).is_ok() {
-                        self.clients.push(Conn::new(stream));
+                    if self.clients.len() >= MAX_CLIENTS {
+                        // Best effort: a short line into a new socket's empty buffer.
+                        let line = Response::failed("too many clients").to_line();
+                        let _ = (&stream).write(line.as_bytes());
+                        continue;
                     }
+                    self.clients.push(Conn::new(stream));
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -265,7 +318,13 @@ impl ControlServer {
                 }
             }
         }
-        self.clients.retain_mut(|c| c.serve(&mut handle));
+        self.clients.retain_mut(|c| c.serve(now, &mut handle));
+    }
+
+    /// Bytes of answers each client has not taken yet (for tests).
+    #[cfg(test)]
+    pub(crate) fn unwritten(&self) -> Vec<usize> {
+        self.clients.iter().map(Conn::unwritten).collect()
     }
 }
 
@@ -279,77 +338,149 @@ impl Conn {
     fn new(stream: UnixStream) -> Self {
         Self {
             stream,
-            buf: Vec::new(),
+            inbuf: Vec::new(),
             discarding: false,
+            out: VecDeque::new(),
+            written: 0,
+            stalled_since: None,
+            eof: false,
         }
     }
 
-    fn send(&mut self, r: &Response) -> io::Result<()> {
-        self.stream.set_nonblocking(false)?;
-        self.stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
-        let res = self.stream.write_all(r.to_line().as_bytes());
-        self.stream.set_nonblocking(true)?;
-        res
+    #[cfg(test)]
+    fn unwritten(&self) -> usize {
+        self.out
+            .iter()
+            .map(|o| match o {
+                Out::Line(b) => b.len(),
+                Out::Later(_) => 0,
+            })
+            .sum::<usize>()
+            - self.written
     }
 
-    /// Reads and answers; `false` when the client is gone.
-    fn serve(&mut self, handle: &mut impl FnMut(Result<Request, ParseError>) -> Response) -> bool {
+    /// Writes what it can, answers what was read, reads more; `false` when the client
+    /// is gone or has stalled too long.
+    fn serve(
+        &mut self,
+        now: WallInstant,
+        handle: &mut impl FnMut(Result<Request, ParseError>) -> Reply,
+    ) -> bool {
         let mut chunk = [0u8; 1024];
-        let mut open = true;
         loop {
+            match self.flush(now) {
+                Ok(true) => {}
+                // Waiting: for the client to read, or for a reply being worked out.
+                Ok(false) => break,
+                Err(_) => return false,
+            }
+            // The next request only once every answer before it is out: a client
+            // that sends and never reads holds one answer here, not a pile.
+            if let Some(req) = self.next_request() {
+                self.out.push_back(match handle(req) {
+                    Reply::Now(r) => Out::Line(r.to_line().into_bytes()),
+                    Reply::Later(rx) => Out::Later(rx),
+                });
+                continue;
+            }
+            if self.eof {
+                return false;
+            }
             match self.stream.read(&mut chunk) {
-                Ok(0) => {
-                    open = false;
-                    break;
-                }
-                Ok(n) => {
-                    if !self.take(&chunk[..n], handle) {
-                        return false;
-                    }
-                }
+                Ok(0) => self.eof = true,
+                Ok(n) => self.inbuf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(_) => return false,
             }
         }
-        open
-    }
-
-    /// Answers the complete lines in `bytes` (after what is buffered); `false` when a
-    /// response could not be written.
-    fn take(
-        &mut self,
-        bytes: &[u8],
-        handle: &mut impl FnMut(Result<Request, ParseError>) -> Response,
-    ) -> bool {
-        for &b in bytes {
-            if b != b'\n' {
-                if self.discarding {
-                    continue;
-                }
-                self.buf.push(b);
-                if self.buf.len() > proto::MAX_LINE {
-                    let len = self.buf.len();
-                    self.buf.clear();
-                    self.discarding = true;
-                    if self
-                        .send(&handle(Err(ParseError::TooLong { len })))
-                        .is_err()
-                    {
-                        return false;
-                    }
-                }
-                continue;
-            }
-            if std::mem::take(&mut self.discarding) {
-                continue;
-            }
-            let line = std::mem::take(&mut self.buf);
-            if self.send(&handle(proto::parse(&line))).is_err() {
+        if let Some(since) = self.stalled_since {
+            if now.saturating_duration_since(since) >= CLIENT_STALL {
+                tracing::warn!(
+                    "control socket: a client left its answer unread for {} s: dropped",
+                    CLIENT_STALL.as_secs()
+                );
                 return false;
             }
         }
         true
+    }
+
+    /// Hands the socket what it accepts of the answers in order. `Ok(true)`: all are
+    /// out; `Ok(false)`: the socket is full or the front reply is not ready.
+    fn flush(&mut self, now: WallInstant) -> io::Result<bool> {
+        loop {
+            let Some(front) = self.out.front_mut() else {
+                self.stalled_since = None;
+                return Ok(true);
+            };
+            let line = match front {
+                Out::Line(line) => line,
+                Out::Later(rx) => {
+                    let r = match rx.try_recv() {
+                        Ok(r) => r,
+                        Err(TryRecvError::Empty) => return Ok(false),
+                        Err(TryRecvError::Disconnected) => Err("no outcome (worker gone)".into()),
+                    };
+                    *front = Out::Line(done(r).to_line().into_bytes());
+                    continue;
+                }
+            };
+            match self.stream.write(&line[self.written..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.stalled_since = None;
+                    self.written += n;
+                    if self.written == line.len() {
+                        self.out.pop_front();
+                        self.written = 0;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.stalled_since.get_or_insert(now);
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The next complete line read, parsed; `None` until one is there.
+    fn next_request(&mut self) -> Option<Result<Request, ParseError>> {
+        loop {
+            let nl = self.inbuf.iter().position(|&b| b == b'\n');
+            if self.discarding {
+                match nl {
+                    Some(i) => {
+                        self.inbuf.drain(..=i);
+                        self.discarding = false;
+                        continue;
+                    }
+                    None => {
+                        self.inbuf.clear();
+                        return None;
+                    }
+                }
+            }
+            return match nl {
+                Some(i) if i <= proto::MAX_LINE => {
+                    let line: Vec<u8> = self.inbuf.drain(..=i).collect();
+                    Some(proto::parse(&line[..i]))
+                }
+                // Answered as soon as it is too long; the rest of it is skipped.
+                Some(_) => self.too_long(),
+                None if self.inbuf.len() > proto::MAX_LINE => self.too_long(),
+                None => None,
+            };
+        }
+    }
+
+    fn too_long(&mut self) -> Option<Result<Request, ParseError>> {
+        self.discarding = true;
+        Some(Err(ParseError::TooLong {
+            len: proto::MAX_LINE + 1,
+        }))
     }
 }
 

@@ -2,8 +2,15 @@
 //! sweep (`--dump-dir`), the control socket (`--control-socket`) and the metrics
 //! endpoint (`--metrics`). The run loop feeds every engine event to [`Ops::observe`]
 //! and calls [`Ops::tick`] between slices.
+//!
+//! Dumps are rendered on the engine's thread (they read the engine) and written by
+//! [`DumpWriter`]'s thread, so a slow disk (fsync, a hung NFS mount) never holds the
+//! SM between slices.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Instant as WallInstant;
 
 use ibsm::manager::dump::Dumps;
@@ -24,6 +31,8 @@ pub(crate) struct Ops {
     metrics: Option<MetricsServer>,
     tracker: Tracker,
     dump_dir: Option<PathBuf>,
+    /// Writes the dumps (with a dump directory).
+    writer: Option<DumpWriter>,
     /// A heavy sweep brought the subnet up since the last dump.
     dump_due: bool,
     started: WallInstant,
@@ -54,11 +63,17 @@ impl Ops {
         if let Some(m) = &metrics {
             tracing::info!("metrics on http://{}/metrics", m.addr());
         }
+        let writer = dump_dir
+            .as_ref()
+            .map(|_| DumpWriter::start(write_dumps))
+            .transpose()
+            .map_err(|e| format!("dump writer thread: {e}"))?;
         Ok(Self {
             control,
             metrics,
             tracker: Tracker::default(),
             dump_dir,
+            writer,
             dump_due: false,
             started: WallInstant::now(),
         })
@@ -80,11 +95,8 @@ impl Ops {
     /// and publishes the status for the metrics endpoint.
     pub(crate) fn tick(&mut self, sm: &mut SubnetManager, now: Instant, set_level: SetLevel<'_>) {
         if std::mem::take(&mut self.dump_due) {
-            if let Some(dir) = &self.dump_dir {
-                match write_dumps(sm, dir) {
-                    Ok(m) => tracing::debug!("{m}"),
-                    Err(e) => tracing::warn!("{e}"),
-                }
+            if let (Some(dir), Some(w)) = (&self.dump_dir, &self.writer) {
+                w.submit(Dumps::of(sm), dir.clone(), None);
             }
         }
         let uptime = self.uptime_ms();
@@ -94,6 +106,7 @@ impl Ops {
                 now,
                 tracker: &self.tracker,
                 dump_dir: self.dump_dir.as_deref(),
+                writer: self.writer.as_ref(),
                 set_level: &mut *set_level,
                 uptime,
             };
@@ -109,24 +122,161 @@ impl Ops {
         }
     }
 
-    /// Writes the dumps now, if a dump directory is set (`--once` calls this at the end:
-    /// its run ends before a tick sees the SUBNET UP).
+    /// At the end of a run: writes the dumps if due (`--once` ends before a tick sees
+    /// the SUBNET UP) and waits until every dump handed to the writer is on disk.
     pub(crate) fn dump_if_due(&mut self, sm: &SubnetManager) {
+        let Some(w) = &self.writer else {
+            return;
+        };
         if std::mem::take(&mut self.dump_due) {
             if let Some(dir) = &self.dump_dir {
-                if let Err(e) = write_dumps(sm, dir) {
-                    tracing::warn!("{e}");
-                }
+                w.submit(Dumps::of(sm), dir.clone(), None);
             }
+        }
+        w.wait_idle();
+    }
+}
+
+/// Writes `dumps` into `dir`: what [`DumpWriter`] runs in the daemon.
+fn write_dumps(dumps: &Dumps, dir: &Path) -> Result<String, String> {
+    dumps
+        .write_to(dir)
+        .map(|_| format!("dumps written to {}", dir.display()))
+        .map_err(|e| format!("dump: {e}"))
+}
+
+/// How a [`DumpWriter`] writes one set of dumps.
+type WriteFn = Box<dyn Fn(&Dumps, &Path) -> Result<String, String> + Send>;
+
+/// One set of dumps to write, and who waits for the outcome.
+struct Job {
+    dumps: Dumps,
+    dir: PathBuf,
+    replies: Vec<Sender<Result<String, String>>>,
+}
+
+/// What the engine's thread and the writer share.
+#[derive(Default)]
+struct Queue {
+    /// The next dumps to write: a newer set replaces one not started yet (only the
+    /// latest subnet is worth the disk), taking over who waits for it.
+    next: Option<Job>,
+    /// A set is being written.
+    busy: bool,
+    /// No more sets come: the thread ends when `next` is written.
+    closed: bool,
+}
+
+/// A thread that writes dumps handed to it, so that the engine's thread only renders
+/// them. At most two sets are held: the one being written and the newest waiting.
+pub(crate) struct DumpWriter {
+    shared: Arc<(Mutex<Queue>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DumpWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DumpWriter").finish_non_exhaustive()
+    }
+}
+
+/// The queue, even if the writer panicked while holding it (no update of it can be
+/// left half done: each is a few plain assignments with nothing that can panic).
+fn lock(m: &Mutex<Queue>) -> std::sync::MutexGuard<'_, Queue> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl DumpWriter {
+    /// Starts the thread, which writes with `write`.
+    ///
+    /// # Errors
+    /// The thread cannot be started.
+    pub(crate) fn start(
+        write: impl Fn(&Dumps, &Path) -> Result<String, String> + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let shared = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
+        let theirs = Arc::clone(&shared);
+        let write: WriteFn = Box::new(write);
+        let thread = std::thread::Builder::new()
+            .name("ibsmd-dumps".into())
+            .spawn(move || Self::run(&theirs, &write))?;
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    fn run(shared: &(Mutex<Queue>, Condvar), write: &WriteFn) {
+        let (m, cv) = shared;
+        loop {
+            let job = {
+                let mut q = lock(m);
+                loop {
+                    if let Some(job) = q.next.take() {
+                        q.busy = true;
+                        break job;
+                    }
+                    if q.closed {
+                        return;
+                    }
+                    q = cv.wait(q).unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            let outcome = write(&job.dumps, &job.dir);
+            match &outcome {
+                Ok(m) => tracing::debug!("{m}"),
+                Err(e) => tracing::warn!("{e}"),
+            }
+            for r in job.replies {
+                // A client that left no longer listens.
+                let _ = r.send(outcome.clone());
+            }
+            lock(m).busy = false;
+            cv.notify_all();
+        }
+    }
+
+    /// Hands `dumps` to the thread for `dir`; `reply`, if given, gets the outcome.
+    /// Returns at once.
+    pub(crate) fn submit(
+        &self,
+        dumps: Dumps,
+        dir: PathBuf,
+        reply: Option<Sender<Result<String, String>>>,
+    ) {
+        let (m, cv) = &*self.shared;
+        let mut q = lock(m);
+        let mut replies: Vec<_> = q.next.take().map(|j| j.replies).unwrap_or_default();
+        replies.extend(reply);
+        q.next = Some(Job {
+            dumps,
+            dir,
+            replies,
+        });
+        drop(q);
+        cv.notify_all();
+    }
+
+    /// Blocks until every set handed over is written (the end of a run only).
+    pub(crate) fn wait_idle(&self) {
+        let (m, cv) = &*self.shared;
+        let mut q = lock(m);
+        while q.next.is_some() || q.busy {
+            q = cv.wait(q).unwrap_or_else(PoisonError::into_inner);
         }
     }
 }
 
-fn write_dumps(sm: &SubnetManager, dir: &Path) -> Result<String, String> {
-    Dumps::of(sm)
-        .write_to(dir)
-        .map(|_| format!("dumps written to {}", dir.display()))
-        .map_err(|e| format!("dump: {e}"))
+impl Drop for DumpWriter {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.shared;
+        lock(m).closed = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            // What was handed over is written before the daemon goes.
+            let _ = t.join();
+        }
+    }
 }
 
 /// The daemon's side of the requests, for one poll.
@@ -135,6 +285,7 @@ struct DaemonHost<'a> {
     now: Instant,
     tracker: &'a Tracker,
     dump_dir: Option<&'a Path>,
+    writer: Option<&'a DumpWriter>,
     set_level: SetLevel<'a>,
     uptime: f64,
 }
@@ -171,14 +322,80 @@ impl Host for DaemonHost<'_> {
         Ok("rebalance requested (every route recomputed at a heavy sweep)".into())
     }
 
-    fn dump(&mut self) -> Result<String, String> {
-        let dir = self
-            .dump_dir
-            .ok_or("no dump directory (--dump-dir or dump_files_dir)")?;
-        write_dumps(self.sm, dir)
+    fn dump(&mut self) -> Result<Receiver<Result<String, String>>, String> {
+        let (Some(dir), Some(w)) = (self.dump_dir, self.writer) else {
+            return Err("no dump directory (--dump-dir or dump_files_dir)".into());
+        };
+        let (tx, rx) = mpsc::channel();
+        w.submit(Dumps::of(self.sm), dir.to_owned(), Some(tx));
+        Ok(rx)
     }
 
     fn set_log_level(&mut self, level: Level) -> Result<String, String> {
         (self.set_level)(level)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn dumps(text: &str) -> Dumps {
+        Dumps {
+            lfts: text.into(),
+            subnet: String::new(),
+            mfts: String::new(),
+            sl2vl: String::new(),
+            guid2lid: String::new(),
+        }
+    }
+
+    /// A slow disk: the write of a set waits until the test lets it go. Whoever
+    /// submits is not held meanwhile, a newer set replaces one not started yet (its
+    /// waiters get the newer one's outcome), and what was handed over is written
+    /// before the writer goes.
+    #[test]
+    fn dumps_are_written_off_the_callers_thread() {
+        let (gate, opened) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel::<String>();
+        let (wrote_tx, wrote) = mpsc::channel::<(String, bool)>();
+        let w = DumpWriter::start(move |d, _| {
+            started_tx.send(d.lfts.clone()).unwrap();
+            // Not a timing assertion: a way out if the write ran on the test's thread.
+            let let_go = opened.recv_timeout(Duration::from_secs(10)).is_ok();
+            wrote_tx.send((d.lfts.clone(), let_go)).unwrap();
+            Ok(format!("wrote {}", d.lfts))
+        })
+        .unwrap();
+        let dir = PathBuf::from("/nonexistent");
+        let (tx1, rx1) = mpsc::channel();
+        w.submit(dumps("first"), dir.clone(), Some(tx1));
+        assert_eq!(started.recv().unwrap(), "first");
+        // While it is written: these wait, and the newer replaces the older.
+        let (tx2, rx2) = mpsc::channel();
+        let (tx3, rx3) = mpsc::channel();
+        w.submit(dumps("second"), dir.clone(), Some(tx2));
+        w.submit(dumps("third"), dir.clone(), Some(tx3));
+        gate.send(()).unwrap();
+        assert_eq!(
+            wrote.recv().unwrap(),
+            ("first".into(), true),
+            "held the caller"
+        );
+        assert_eq!(rx1.recv().unwrap(), Ok("wrote first".into()));
+        assert_eq!(started.recv().unwrap(), "third");
+        gate.send(()).unwrap();
+        assert_eq!(wrote.recv().unwrap(), ("third".into(), true));
+        assert_eq!(rx2.recv().unwrap(), Ok("wrote third".into()));
+        assert_eq!(rx3.recv().unwrap(), Ok("wrote third".into()));
+        w.wait_idle();
+        // Handed over, then the writer dropped: written before it goes.
+        let (tx4, rx4) = mpsc::channel();
+        w.submit(dumps("last"), dir, Some(tx4));
+        gate.send(()).unwrap();
+        drop(w);
+        assert_eq!(rx4.try_recv(), Ok(Ok("wrote last".into())));
     }
 }

@@ -354,8 +354,17 @@ fn status_metrics_and_control_of_a_running_ibsmd() {
     let (code, v) = ibsmd_client(&sock, &["rebalance"]);
     assert_eq!(code, 0, "{v}");
 
-    // `ibsmd dump` writes the files now.
-    std::fs::remove_dir_all(&dumps).unwrap();
+    // `ibsmd dump` writes the files now. The daemon's dump thread may be writing the
+    // dumps the rebalance made due meanwhile: remove until the directory is gone.
+    wait_until(
+        "the dump directory removed",
+        PATIENCE,
+        || match std::fs::remove_dir_all(&dumps) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
+    );
     let (code, v) = ibsmd_client(&sock, &["dump"]);
     assert_eq!(code, 0, "{v}");
     let text = std::fs::read_to_string(dumps.join("opensm-lfts.dump")).unwrap();

@@ -166,6 +166,50 @@ fn write_to_replaces_every_file_whole() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A symlink planted where a temporary file goes is not followed: that name is
+/// refused and another taken; nothing is left behind.
+#[test]
+fn a_link_at_the_temporary_name_is_not_followed() {
+    let dir = std::env::temp_dir().join(format!("ibsm-dump-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    // The first name tried for every file is the planted one; then fresh ones.
+    std::os::unix::fs::symlink(&victim, dir.join("planted")).unwrap();
+    let mut n = 0;
+    let mut names = |_: &str| {
+        n += 1;
+        if n % 2 == 1 {
+            "planted".to_string()
+        } else {
+            format!("fresh{n}")
+        }
+    };
+    let dumps = Dumps {
+        lfts: "lfts".into(),
+        subnet: "subnet".into(),
+        mfts: "mfts".into(),
+        sl2vl: "sl2vl".into(),
+        guid2lid: "g2l".into(),
+    };
+    dumps.write_with(&dir, &mut names).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    for (name, text) in dumps.files() {
+        assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), text);
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.starts_with("fresh"))
+        .collect();
+    left.sort();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    // Two names for one file differ.
+    assert_ne!(temp_name(LFTS_FILE), temp_name(LFTS_FILE));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 const GOOD: &str = "\
 Unicast lids [0-3] of switch Lid 2 guid 0x0000000000000010 ('sw one'):
 0x0001 001 # Channel Adapter portguid 0x0000000000000021: 'host a'

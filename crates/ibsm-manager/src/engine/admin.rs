@@ -3,15 +3,16 @@
 //! MulticastForwardingTable blocks its multicast groups need. The SA itself
 //! (`ibsm-sa`) is sans-IO and knows nothing of the engine.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ibsm_sa::{Requester, SaNode, SaPort, SaServer, SaSnapshot};
 use ibsm_topology::Csr;
 use ibsm_transport::{Address, Instant, LidAddress, Received};
 use ibsm_wire::sa::SaAttributeId;
-use ibsm_wire::{MadHeaderView, Notice};
+use ibsm_wire::{DrPath, MadHeaderView, MulticastForwardingTable, Notice};
 
 use super::ops::Op;
+use super::resweep::doubled_retries;
 use super::switches::NO_MFT_TOP;
 use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
@@ -31,12 +32,44 @@ pub(super) struct Admin {
     /// every end port to re-register (PortInfo.ClientReregister), as OpenSM does on
     /// its first master sweep.
     clients_lost: bool,
-    /// MFT Sets of the SA's current step not answered (or given up) yet: the next
-    /// step waits for them all, or old and new trees could mix into a loop
-    /// (`ibsm_sa::SaServer::take_mft_updates`).
-    mft_in_flight: usize,
+    /// MFT Sets of the SA's current step its switches have not confirmed, by the
+    /// slot their `Op::SetMft` names: the next step waits for them all, or old and
+    /// new trees could mix into a loop (`ibsm_sa::SaServer::take_mft_updates`). A
+    /// Set given up on stays here, held, so the barrier holds under loss too.
+    /// Ordered, so that re-sends go out in the same order in every run.
+    mft_step: BTreeMap<u32, MftSet>,
+    /// The slot of the next MFT Set.
+    next_slot: u32,
+    /// What each switch confirmed last per MFT block, by (switch GUID, attribute
+    /// modifier): names the MLIDs at stake when a Set is held.
+    mft_confirmed: HashMap<(u64, u32), [u8; 64]>,
     /// `(MGID, MLID, switch GUID)` already reported as `SmEvent::MlidBeyondCap`.
     beyond_cap: HashSet<([u8; 16], u16, u64)>,
+}
+
+/// Transactions after the first that an MFT Set gets (each with twice the attempts
+/// of the one before, `resweep::doubled_retries`) before it is held and reported.
+const MFT_RESENDS: u32 = 3;
+
+/// One MFT block Set of the SA's current step, until its switch confirms it.
+#[derive(Debug)]
+struct MftSet {
+    /// Node GUID of the switch.
+    guid: u64,
+    /// The route it was last sent by.
+    path: DrPath,
+    /// MFT block (MLIDs `0xC000 + 32 * block ..`) and port group.
+    block: u16,
+    position: u8,
+    /// The Set's attribute modifier (block and position).
+    attr_mod: u32,
+    data: [u8; 64],
+    /// Transactions sent for it so far.
+    rounds: u32,
+    /// Attempts those transactions had in all (for the report).
+    attempts: u32,
+    /// Every round failed: reported, waiting for the next heavy sweep.
+    held: bool,
 }
 
 impl Admin {
@@ -57,7 +90,9 @@ impl Admin {
             reply: HashMap::new(),
             // A new SM's SA starts empty too.
             clients_lost: true,
-            mft_in_flight: 0,
+            mft_step: BTreeMap::new(),
+            next_slot: 0,
+            mft_confirmed: HashMap::new(),
             beyond_cap: HashSet::new(),
         }
     }
@@ -250,7 +285,73 @@ impl SubnetManager {
                 tracing::warn!(?mgid, "no MLID left for a partition's multicast group");
             }
         }
+        self.retry_held_mfts();
         self.program_mfts();
+    }
+
+    /// A sweep brought the subnet up: the MFT Sets the barrier still waits for go to
+    /// the switches as this sweep found them. A switch it no longer found is out of
+    /// every tree built from now on and no route leads into it, so its Set is no
+    /// longer waited for; a held Set to a switch it found gets a fresh round, and the
+    /// barrier keeps holding until it is confirmed.
+    fn retry_held_mfts(&mut self) {
+        let subnet = &self.subnet;
+        self.admin.mft_step.retain(|_, m| {
+            let here = subnet.by_guid.contains_key(&m.guid);
+            if !here {
+                tracing::info!(
+                    switch = m.guid,
+                    attr_mod = m.attr_mod,
+                    "switch gone: its MFT Set is no longer waited for"
+                );
+            }
+            here
+        });
+        self.admin
+            .mft_confirmed
+            .retain(|(g, _), _| subnet.by_guid.contains_key(g));
+        let held: Vec<u32> = self
+            .admin
+            .mft_step
+            .iter()
+            .filter(|(_, m)| m.held)
+            .map(|(&slot, _)| slot)
+            .collect();
+        for slot in held {
+            if let Some(m) = self.admin.mft_step.get_mut(&slot) {
+                m.held = false;
+                m.rounds = 0;
+            }
+            self.send_mft(slot);
+        }
+    }
+
+    /// Sends (again) the MFT Set in `slot`: by the switch's route in the model when it
+    /// has the switch, each round with twice the attempts of the one before.
+    fn send_mft(&mut self, slot: u32) {
+        let base = self.smps.retries.unwrap_or(self.cfg.transaction_retries);
+        let Some(m) = self.admin.mft_step.get_mut(&slot) else {
+            return;
+        };
+        if let Some(&n) = self.subnet.by_guid.get(&m.guid) {
+            m.path = self.subnet.nodes[n].path;
+        }
+        let first = m.rounds == 0;
+        let retries = doubled_retries(base, m.rounds);
+        m.rounds += 1;
+        m.attempts = m.attempts.saturating_add(retries.saturating_add(1));
+        let op = Op::SetMft {
+            path: m.path,
+            guid: m.guid,
+            slot,
+        };
+        let (attr_mod, data) = (m.attr_mod, m.data);
+        if first {
+            // As every other SMP: the queue's retries when it leaves.
+            self.submit(op, attr_mod, Some(data));
+        } else {
+            self.submit_with_retries(op, attr_mod, Some(data), retries);
+        }
     }
 
     /// A class 0x03 MAD: the SA answers requests; without an SA they are ignored
@@ -337,11 +438,12 @@ impl SubnetManager {
 
     /// Writes the MFT blocks of the SA's next step of multicast changes, and the
     /// MulticastFDBTop of the switches whose top moves. One step at a time: while any
-    /// MFT Set of the step before is unanswered, nothing (its last answer calls this
-    /// again, [`Self::mft_written`]), so every switch holds one of two subsets of the
-    /// same tree at any moment and no transient loop exists (`ibsm_sa` `mcast::tree`).
+    /// MFT Set of the step before is unconfirmed, nothing (its last confirmation calls
+    /// this again, [`Self::mft_confirmed`]), so every switch holds one of two subsets
+    /// of the same tree at any moment and no transient loop exists (`ibsm_sa`
+    /// `mcast::tree`).
     fn program_mfts(&mut self) {
-        if self.admin.mft_in_flight > 0 {
+        if !self.admin.mft_step.is_empty() {
             return;
         }
         loop {
@@ -375,14 +477,25 @@ impl SubnetManager {
                 if u.mft.emit_into(&mut data).is_err() {
                     continue;
                 }
-                let op = Op::SetMft {
-                    path: self.subnet.nodes[node].path,
-                    guid: u.switch_guid,
-                };
-                self.submit(op, u.attribute_modifier(), Some(data));
+                let slot = self.admin.next_slot;
+                self.admin.next_slot = slot.wrapping_add(1);
+                self.admin.mft_step.insert(
+                    slot,
+                    MftSet {
+                        guid: u.switch_guid,
+                        path: self.subnet.nodes[node].path,
+                        block: u.block,
+                        position: u.position,
+                        attr_mod: u.attribute_modifier(),
+                        data,
+                        rounds: 0,
+                        attempts: 0,
+                        held: false,
+                    },
+                );
+                self.send_mft(slot);
                 sent += 1;
             }
-            self.admin.mft_in_flight += sent;
             for n in 0..self.subnet.nodes.len() {
                 if self.subnet.nodes[n].is_switch() {
                     let guid = self.subnet.nodes[n].info.node_guid;
@@ -397,12 +510,84 @@ impl SubnetManager {
         }
     }
 
-    /// An MFT Set was answered or given up: the last of its step lets the next go.
-    pub(super) fn mft_written(&mut self) {
-        self.admin.mft_in_flight = self.admin.mft_in_flight.saturating_sub(1);
-        if self.admin.mft_in_flight == 0 {
+    /// The switch confirmed the MFT Set in `slot` (`data`: the block as it answered):
+    /// the last of its step lets the next go. An answer for a slot no longer waited
+    /// for (its switch left the subnet) changes nothing.
+    pub(super) fn mft_confirmed(&mut self, slot: u32, data: &[u8]) {
+        let Some(m) = self.admin.mft_step.remove(&slot) else {
+            return;
+        };
+        if m.held {
+            tracing::info!(
+                switch = m.guid,
+                attr_mod = m.attr_mod,
+                "held MFT Set confirmed"
+            );
+        }
+        let block = <[u8; 64]>::try_from(data).unwrap_or(m.data);
+        self.admin.mft_confirmed.insert((m.guid, m.attr_mod), block);
+        if self.admin.mft_step.is_empty() {
             self.program_mfts();
         }
+    }
+
+    /// The MFT Set in `slot` got no answer after all its attempts, or was refused.
+    /// The switch may hold the block as before or as sent, so the step is not done:
+    /// the block is sent again with more attempts, and after [`MFT_RESENDS`] such
+    /// rounds it is held (the barrier with it: no later step goes to any switch) and
+    /// reported, and the next periodic sweep is heavy, after which it is sent again.
+    /// Returns whether it was given up on now (what the operation table says about a
+    /// lost Set applies then only).
+    pub(super) fn mft_unconfirmed(&mut self, slot: u32) -> bool {
+        let Some(m) = self.admin.mft_step.get_mut(&slot) else {
+            return false;
+        };
+        if m.rounds <= MFT_RESENDS {
+            tracing::debug!(
+                switch = m.guid,
+                attr_mod = m.attr_mod,
+                round = m.rounds,
+                "MFT Set unconfirmed: sent again"
+            );
+            self.send_mft(slot);
+            return false;
+        }
+        m.held = true;
+        let (guid, attr_mod, attempts) = (m.guid, m.attr_mod, m.attempts);
+        let (block, position) = (m.block, m.position);
+        let sent = MulticastForwardingTable::parse(&m.data).unwrap_or_default();
+        let before = self
+            .admin
+            .mft_confirmed
+            .get(&(guid, attr_mod))
+            .and_then(|d| MulticastForwardingTable::parse(d).ok())
+            .unwrap_or_default();
+        let mlids: Vec<u16> = (0..32u16)
+            .filter(|&i| {
+                let i = usize::from(i);
+                sent.port_masks.get(i).unwrap_or(0) != 0
+                    || before.port_masks.get(i).unwrap_or(0) != 0
+            })
+            .map(|i| ibsm_sa::MLID_BASE + block * 32 + i)
+            .collect();
+        tracing::warn!(
+            switch = guid,
+            block,
+            position,
+            ?mlids,
+            attempts,
+            "MFT block not confirmed: multicast changes held until the switch takes it"
+        );
+        self.event(crate::event::SmEvent::MftSetUnconfirmed {
+            switch_guid: guid,
+            block,
+            position,
+            mlids,
+            attempts,
+        });
+        // Nothing in the fabric may trap about it: the next periodic sweep looks.
+        self.sweep.note_change();
+        true
     }
 
     /// The MulticastFDBTop each switch needs (switch GUID -> top; not listed: none).

@@ -77,10 +77,12 @@ pub(super) enum Op {
     },
     /// A MulticastForwardingTable block the SA's multicast groups need. Sent whenever
     /// the groups change, between sweeps too, so by route and GUID: a heavy sweep may
-    /// rebuild the subnet while it waits in the queue.
+    /// rebuild the subnet while it waits in the queue. `slot` names the block in the
+    /// step it belongs to (`admin.rs`), which outlives each transaction sent for it.
     SetMft {
         path: DrPath,
         guid: u64,
+        slot: u32,
     },
     /// One P_KeyTable block of a port, read for the SA and the partition policy.
     PKeyTable {
@@ -240,7 +242,7 @@ impl Op {
                 Target::Node(node),
                 F::Lock,
             ),
-            Op::SetMft { path, guid } => row(
+            Op::SetMft { path, guid, .. } => row(
                 A::MulticastForwardingTable,
                 "MulticastForwardingTable",
                 set,
@@ -291,7 +293,7 @@ impl SubnetManager {
             Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
                 self.on_pkey_block(node, port, block, data);
             }
-            Op::SetMft { .. } => self.mft_written(),
+            Op::SetMft { slot, .. } => self.mft_confirmed(slot, data),
             Op::SetSwitchInfo { .. }
             | Op::SetLft { .. }
             | Op::SetSl2Vl { .. }
@@ -308,8 +310,12 @@ impl SubnetManager {
             self.walk.port_info_lost(&self.subnet, node, port);
             self.drain_walk();
         }
-        if let Op::SetMft { .. } = op {
-            self.mft_written();
+        // An MFT block is sent again (or held) until its switch confirms it; only
+        // one given up on for good means what the table says.
+        if let Op::SetMft { slot, .. } = op {
+            if !self.mft_unconfirmed(slot) {
+                return;
+            }
         }
         let spec = op.spec();
         let latch_node = match spec.target {
@@ -365,6 +371,8 @@ struct Work {
     op: Op,
     attr_mod: u32,
     data: Option<Box<[u8; 64]>>,
+    /// Re-sends, when not the queue's ([`SmpQueue::retries`]).
+    retries: Option<u32>,
 }
 
 /// The SMPs between the engine and the transaction layer.
@@ -441,6 +449,23 @@ impl SubnetManager {
             op,
             attr_mod,
             data: data.map(Box::new),
+            retries: None,
+        });
+    }
+
+    /// [`Self::submit`] with `retries` re-sends instead of the queue's.
+    pub(super) fn submit_with_retries(
+        &mut self,
+        op: Op,
+        attr_mod: u32,
+        data: Option<[u8; 64]>,
+        retries: u32,
+    ) {
+        self.smps.work.push_back(Work {
+            op,
+            attr_mod,
+            data: data.map(Box::new),
+            retries: Some(retries),
         });
     }
 
@@ -489,7 +514,12 @@ impl SubnetManager {
 
     /// Builds one SMP from its row of the table and submits it.
     fn dispatch(&mut self, w: Work) {
-        let Work { op, attr_mod, data } = w;
+        let Work {
+            op,
+            attr_mod,
+            data,
+            retries,
+        } = w;
         let spec = op.spec();
         let data = data.map(|b| *b).or_else(|| match op {
             Op::SetLft { node, block } => self.lft_block(node, block),
@@ -518,7 +548,7 @@ impl SubnetManager {
             op,
         );
         req.timeout = Some(self.cfg.transaction_timeout);
-        req.retries = self.smps.retries;
+        req.retries = retries.or(self.smps.retries);
         // Only the queueing window limits submissions; a duplicate TID cannot happen
         // with assigned TIDs.
         let _ = self.smps.tx.submit(req);

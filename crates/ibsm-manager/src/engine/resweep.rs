@@ -70,11 +70,16 @@ impl Resweeps {
         if self.in_a_row == 0 {
             return None;
         }
-        let attempts = u64::from(configured) + 1;
-        let doubled =
-            (attempts << self.in_a_row.min(32)).min(u64::from(MAX_ATTEMPTS).max(attempts));
-        Some(u32::try_from(doubled - 1).unwrap_or(u32::MAX))
+        Some(doubled_retries(configured, self.in_a_row))
     }
+}
+
+/// The retries of an SMP whose attempts (`configured` retries + 1) are doubled
+/// `doublings` times, at most [`MAX_ATTEMPTS`] (more configured than that: kept).
+pub(super) fn doubled_retries(configured: u32, doublings: u32) -> u32 {
+    let attempts = u64::from(configured) + 1;
+    let doubled = (attempts << doublings.min(32)).min(u64::from(MAX_ATTEMPTS).max(attempts));
+    u32::try_from(doubled - 1).unwrap_or(u32::MAX)
 }
 
 impl SubnetManager {

@@ -20,6 +20,8 @@ pub(crate) struct Node {
     pub(crate) alive: bool,
     /// Every MAD handed out and every event, digested in order (see [`Trace`]).
     pub(crate) trace: Trace,
+    /// When `Some`, every MAD handed out is also kept here, in order.
+    pub(crate) sent: Option<Vec<Vec<u8>>>,
 }
 
 /// A running digest of what one SM did: every MAD it handed to its port (address and
@@ -146,6 +148,7 @@ pub(crate) fn attach(
         seen: 0,
         alive: true,
         trace: Trace::default(),
+        sent: None,
     }
 }
 
@@ -154,6 +157,9 @@ fn flush(n: &mut Node) {
     let now = n.port.now();
     while let Some(out) = n.sm.poll_transmit(now) {
         n.trace.mad(&out.addr, &out.mad);
+        if let Some(sent) = n.sent.as_mut() {
+            sent.push(out.mad.clone());
+        }
         if let Err(e) = n.port.send(&out.addr, &out.mad) {
             if let Some(id) = out.id {
                 n.sm.handle_send_error(now, id, e);

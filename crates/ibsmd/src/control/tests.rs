@@ -80,6 +80,10 @@ fn garbage_gets_a_typed_error() {
 struct Mock {
     sweeps: Vec<bool>,
     levels: Vec<Level>,
+    /// What `sweep` answers, when set (else `heavy {heavy}`).
+    sweep_message: Option<String>,
+    /// Where `dump`'s outcomes go, when set (else "dumped" at once).
+    dump_outcome: Option<std::sync::mpsc::Receiver<Result<String, String>>>,
 }
 
 impl Host for Mock {
@@ -92,13 +96,21 @@ impl Host for Mock {
     }
     fn sweep(&mut self, heavy: bool) -> Result<String, String> {
         self.sweeps.push(heavy);
-        Ok(format!("heavy {heavy}"))
+        Ok(self
+            .sweep_message
+            .clone()
+            .unwrap_or_else(|| format!("heavy {heavy}")))
     }
     fn rebalance(&mut self) -> Result<String, String> {
         Err("not master".into())
     }
-    fn dump(&mut self) -> Result<String, String> {
-        Ok("dumped".into())
+    fn dump(&mut self) -> Result<std::sync::mpsc::Receiver<Result<String, String>>, String> {
+        if let Some(rx) = self.dump_outcome.take() {
+            return Ok(rx);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(Ok("dumped".into())).unwrap();
+        Ok(rx)
     }
     fn set_log_level(&mut self, level: Level) -> Result<String, String> {
         self.levels.push(level);
@@ -202,5 +214,97 @@ fn bind_replaces_a_stale_socket_only() {
     )
     .unwrap_err();
     assert!(matches!(e, ClientError::Connect(..)), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One response line from `s` (read with a time-out, so a server that never answers
+/// fails the test instead of hanging it).
+fn read_response(mut s: &UnixStream) -> Response {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Byte by byte: a buffered reader would take the next line with it.
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while line.last() != Some(&b'\n') {
+        s.read_exact(&mut b).unwrap();
+        line.push(b[0]);
+    }
+    serde_json::from_slice(&line).unwrap()
+}
+
+/// A client that sends requests and never reads, with an answer far larger than a
+/// socket's buffer: each poll returns with that answer still queued (the socket takes
+/// what it can), its next request waits behind it, another client is answered
+/// meanwhile, and once it has taken nothing for `CLIENT_STALL` it is dropped.
+#[test]
+fn a_client_that_never_reads_holds_up_nobody() {
+    let dir = tmp("stall");
+    let path = dir.join("ibsmd.sock");
+    let mut server = ControlServer::bind(&path).unwrap();
+    let mut host = Mock {
+        sweep_message: Some("x".repeat(8 << 20)),
+        ..Mock::default()
+    };
+    let mut slow = UnixStream::connect(&path).unwrap();
+    slow.write_all(b"sweep\nsweep heavy\n").unwrap();
+    let start = std::time::Instant::now();
+    server.poll_at(start, |req| answer(&mut host, req));
+    let left = server.unwritten();
+    assert_eq!(left.len(), 1, "the client is still served");
+    assert!(left[0] > 0, "its answer waits for it: {left:?}");
+    // Polling again takes nothing more from it: one answer at a time.
+    server.poll_at(start, |req| answer(&mut host, req));
+    assert_eq!(
+        host.sweeps,
+        [false],
+        "the next request waits behind the answer"
+    );
+    // Another client gets its answer.
+    let quick = UnixStream::connect(&path).unwrap();
+    (&quick).write_all(b"status\n").unwrap();
+    server.poll_at(start, |req| answer(&mut host, req));
+    assert_eq!(read_response(&quick).status.unwrap().sm_lid, 7);
+    // Still nothing taken after the bound: the slow client goes, the other stays.
+    server.poll_at(start + CLIENT_STALL, |req| answer(&mut host, req));
+    assert_eq!(server.unwritten(), [0]);
+    let mut got = Vec::new();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    slow.read_to_end(&mut got).unwrap();
+    assert!(got.len() < (8 << 20), "cut short: {}", got.len());
+    drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An answer worked out elsewhere (a dump being written) is sent when it comes, and
+/// the answers after it wait for it: one line per request, in order.
+#[test]
+fn a_later_answer_keeps_its_place() {
+    let dir = tmp("later");
+    let path = dir.join("ibsmd.sock");
+    let mut server = ControlServer::bind(&path).unwrap();
+    let (outcome, rx) = std::sync::mpsc::channel();
+    let mut host = Mock {
+        dump_outcome: Some(rx),
+        ..Mock::default()
+    };
+    let client = UnixStream::connect(&path).unwrap();
+    (&client).write_all(b"dump\nstatus\n").unwrap();
+    server.poll(|req| answer(&mut host, req));
+    server.poll(|req| answer(&mut host, req));
+    client.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let e = (&client).read(&mut byte).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "nothing before the dump's outcome"
+    );
+    client.set_nonblocking(false).unwrap();
+    outcome.send(Err("disk full".into())).unwrap();
+    server.poll(|req| answer(&mut host, req));
+    assert_eq!(read_response(&client), Response::failed("disk full"));
+    server.poll(|req| answer(&mut host, req));
+    assert_eq!(read_response(&client).status.unwrap().sm_lid, 7);
+    drop(server);
     std::fs::remove_dir_all(&dir).unwrap();
 }
