@@ -162,8 +162,9 @@ impl Drop for Running {
     }
 }
 
-/// Seconds since midnight UTC.
-fn now_tod() -> f64 {
+/// Seconds since midnight UTC (the clock of [`line_time`]).
+#[must_use]
+pub fn now_tod() -> f64 {
     let t = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -195,7 +196,8 @@ pub fn line_time(line: &str) -> Option<f64> {
 }
 
 /// `t` relative to `since` (both times of day), wrapped into ±12 h.
-fn rel(t: f64, since: f64) -> f64 {
+#[must_use]
+pub fn rel(t: f64, since: f64) -> f64 {
     let mut d = t - since;
     if d > 43_200.0 {
         d -= 86_400.0;
@@ -225,8 +227,12 @@ fn find_marks(
         .collect()
 }
 
-/// Waits until `ok` accepts the text of `path`.
-fn wait_text(
+/// Waits until `ok` accepts the text of `path` (a log), reading it every 20 ms; returns
+/// that text.
+///
+/// # Errors
+/// When `limit` passes first: names `what` and shows the last 30 lines.
+pub fn wait_text(
     path: &Path,
     what: &str,
     limit: Duration,
@@ -417,6 +423,29 @@ fn start(f: &Fabric, s: &Setup, host: &str, priority: u8, name: &str) -> Result<
 
 /// OpenSM's default configuration (`opensm -c`) with the run's settings.
 fn write_opensm_conf(path: &Path, s: &Setup, priority: u8) -> Result<(), String> {
+    opensm_conf(
+        path,
+        &[
+            ("sm_priority", priority.to_string()),
+            (
+                "sminfo_polling_timeout",
+                s.polling_timeout.as_millis().to_string(),
+            ),
+            ("polling_retry_number", s.polling_retries.to_string()),
+            ("sweep_interval", s.sweep_interval.to_string()),
+            // Each line reaches the file when written, so its timestamps are read in time.
+            ("force_log_flush", "TRUE".into()),
+        ],
+    )
+}
+
+/// Writes OpenSM's default configuration (`opensm -c`) to `path` with each `(key,
+/// value)` of `set` in place of the default.
+///
+/// # Errors
+/// When `opensm -c` fails or lacks one of the keys (a misspelt key would otherwise
+/// leave the default in force unnoticed).
+pub fn opensm_conf(path: &Path, set: &[(&str, String)]) -> Result<(), String> {
     let st = Command::new(OPENSM)
         .arg("-c")
         .arg(path)
@@ -425,17 +454,6 @@ fn write_opensm_conf(path: &Path, s: &Setup, priority: u8) -> Result<(), String>
         .status()
         .map_err(|e| format!("opensm -c: {e}"))?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("opensm -c ({st}): {e}"))?;
-    let set: [(&str, String); 5] = [
-        ("sm_priority", priority.to_string()),
-        (
-            "sminfo_polling_timeout",
-            s.polling_timeout.as_millis().to_string(),
-        ),
-        ("polling_retry_number", s.polling_retries.to_string()),
-        ("sweep_interval", s.sweep_interval.to_string()),
-        // Each line reaches the file when written, so its timestamps are read in time.
-        ("force_log_flush", "TRUE".into()),
-    ];
     let mut seen = 0;
     let edited: Vec<String> = text
         .lines()

@@ -102,6 +102,7 @@ pub const IBSIM: &str = "/usr/bin/ibsim";
 /// The umad2sim preload that connects umad clients to ibsim.
 pub const PRELOAD: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
+pub mod busy;
 pub mod diags;
 pub mod exposition;
 pub mod failover;
@@ -127,6 +128,17 @@ impl Ibsim {
     /// When ibsim cannot be started or does not become ready within 20 s.
     #[must_use]
     pub fn start(name: &str, net: &str) -> Self {
+        Self::start_with(name, net, &[], Duration::from_secs(20))
+    }
+
+    /// As [`Ibsim::start`], with more ibsim flags (`args`, e.g. [`ibsim_size_args`] for a
+    /// fabric beyond ibsim's default node, switch and port counts) and `ready` as the
+    /// limit for "simulator ready" (a large net file takes seconds to parse).
+    ///
+    /// # Panics
+    /// When ibsim cannot be started or does not become ready within `ready`.
+    #[must_use]
+    pub fn start_with(name: &str, net: &str, args: &[String], ready: Duration) -> Self {
         let tag = format!("{name}_{}", std::process::id());
         let dir = std::env::temp_dir().join(&tag);
         let _ = std::fs::remove_dir_all(&dir);
@@ -136,7 +148,9 @@ impl Ibsim {
         // No `-n`: the console reads commands from our pipe (it must not see EOF, so
         // the write end lives as long as ibsim).
         let mut child = Command::new(IBSIM)
-            .args(["-s", "net"])
+            .arg("-s")
+            .args(args)
+            .arg("net")
             .current_dir(&dir)
             .env("IBSIM_SOCKNAME", &tag)
             .stdin(Stdio::piped())
@@ -151,11 +165,7 @@ impl Ibsim {
             sock: tag,
             dir,
         };
-        wait_for(
-            &sim.dir.join("ibsim.log"),
-            "simulator ready",
-            Duration::from_secs(20),
-        );
+        wait_for(&sim.dir.join("ibsim.log"), "simulator ready", ready);
         sim
     }
 }
@@ -171,6 +181,32 @@ impl Ibsim {
             .and_then(|()| self.console.flush())
             .expect("ibsim console");
     }
+}
+
+/// ibsim's `-N` (nodes), `-S` (switches) and `-P` (ports, each node's port 0 counted)
+/// for `topo`, each the next power of two at or above the count; empty when ibsim's
+/// built-in limits (2048 nodes, 256 switches, 13312 ports in ibsim 0.10) hold it, so a
+/// small fabric starts as it always did. For the 3-level radix-36 fat tree (13,284
+/// nodes, 1,620 switches): `-N 16384 -S 2048 -P 131072`.
+#[must_use]
+pub fn ibsim_size_args(topo: &ibsm_topology::Fabric) -> Vec<String> {
+    let nodes = topo.node_count();
+    let switches = topo.switch_count();
+    let ports: usize = topo
+        .nodes()
+        .map(|(_, n)| usize::from(n.num_ports()) + 1)
+        .sum();
+    if nodes <= 2048 && switches <= 256 && ports <= 13_312 {
+        return Vec::new();
+    }
+    [
+        ("-N", nodes.next_power_of_two()),
+        ("-S", switches.next_power_of_two()),
+        ("-P", ports.next_power_of_two()),
+    ]
+    .into_iter()
+    .flat_map(|(flag, n)| [flag.to_string(), n.to_string()])
+    .collect()
 }
 
 impl Drop for Ibsim {

@@ -82,6 +82,32 @@ impl Fabric {
         }
     }
 
+    /// Starts ibsim on `net` sized for `topo` (the fabric `net` was written from:
+    /// [`crate::ibsim_size_args`]), in a directory named after `tag`, waiting up to 60 s
+    /// for it to be ready (the 11,664-CA tree's net file takes ibsim seconds to read).
+    #[must_use]
+    pub fn start_sized(tag: &str, net: &str, topo: &Topology) -> Self {
+        Self {
+            others: Vec::new(),
+            sim: Ibsim::start_with(
+                &format!("ibsm_ibsmd_{tag}"),
+                net,
+                &crate::ibsim_size_args(topo),
+                Duration::from_secs(60),
+            ),
+        }
+    }
+
+    /// What a client of this fabric needs, apart from the fabric: for threads that
+    /// start clients while the test holds the [`Fabric`].
+    #[must_use]
+    pub fn client_env(&self) -> ClientEnv {
+        ClientEnv {
+            sock: self.sim.sock.clone(),
+            dir: self.sim.dir.clone(),
+        }
+    }
+
     /// A path in the fabric's working directory.
     #[must_use]
     pub fn path(&self, name: &str) -> PathBuf {
@@ -102,17 +128,38 @@ impl Fabric {
 /// When the directory cannot be created.
 #[must_use]
 pub fn client(f: &Fabric, program: &str, host: Option<&str>, workdir: &str) -> Command {
-    let dir = f.sim.dir.join(workdir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut c = Command::new(program);
-    c.current_dir(dir)
-        .env("IBSIM_SOCKNAME", &f.sim.sock)
-        .env("LD_PRELOAD", PRELOAD)
-        .stdin(Stdio::null());
-    if let Some(h) = host {
-        c.env("SIM_HOST", h);
+    f.client_env().command(program, host, workdir)
+}
+
+/// An ibsim's socket name and working directory: all [`client`] needs, owned, so a
+/// thread can start clients of a fabric it does not hold.
+#[derive(Debug, Clone)]
+pub struct ClientEnv {
+    /// ibsim's `IBSIM_SOCKNAME`.
+    pub sock: String,
+    /// ibsim's working directory.
+    pub dir: PathBuf,
+}
+
+impl ClientEnv {
+    /// As [`client`].
+    ///
+    /// # Panics
+    /// When the directory cannot be created.
+    #[must_use]
+    pub fn command(&self, program: &str, host: Option<&str>, workdir: &str) -> Command {
+        let dir = self.dir.join(workdir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = Command::new(program);
+        c.current_dir(dir)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .env("LD_PRELOAD", PRELOAD)
+            .stdin(Stdio::null());
+        if let Some(h) = host {
+            c.env("SIM_HOST", h);
+        }
+        c
     }
-    c
 }
 
 /// A child whose stdout and stderr are collected by two threads while it runs.

@@ -424,7 +424,7 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
     match ev {
         SmEvent::SubnetUp { stats } => {
             info!(
-                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), LFT blocks {} ({} entries changed)",
+                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), routing wall {:.1} ms, LFT blocks {} ({} entries changed)",
                 stats.nodes,
                 stats.switches,
                 stats.lids,
@@ -435,6 +435,9 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
                 } else {
                     "computed"
                 },
+                // Every heavy sweep's, not only the first's (the summary at exit): what
+                // an operator compares when a sweep got slow.
+                stats.routing_wall.as_secs_f64() * 1e3,
                 stats.lft_blocks,
                 stats.lft_entries
             );
