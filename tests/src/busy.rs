@@ -358,11 +358,6 @@ impl Stats {
         w.sort_unstable();
         let rank = |q: f64| {
             // Nearest rank: the smallest value with at least q of the runs at or below.
-            #[allow(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                clippy::cast_precision_loss
-            )]
             let i = ((q * w.len() as f64).ceil() as usize).clamp(1, w.len()) - 1;
             w[i]
         };
