@@ -2,7 +2,8 @@
 //!
 //! Several SMs may run on one InfiniBand subnet; exactly one of them is Master and
 //! configures it, the others stand by. This crate decides which, following the rules of
-//! `shared/spec/attributes.md` section 14 and OpenSM's behaviour where the spec is loose:
+//! the InfiniBand Architecture Specification, Vol. 1, section 14.4 (SM state machine,
+//! SMInfo) and OpenSM's behaviour where the spec is loose:
 //!
 //! * **Rank**: higher SMInfo.Priority wins, equal priority goes to the numerically lower
 //!   port GUID ([`outranks`]).
