@@ -33,11 +33,19 @@
 //! --force-link-speed N   PortInfo.LinkSpeedEnabled: 0 leave, 15 supported (default)
 //! --force-link-speed-ext N  LinkSpeedExtEnabled: 0 leave, 30 off, 31 supported (default)
 //! --force-link-width N   LinkWidthEnabled: 0 leave, 255 supported (default)
+//! --offload              the engine hands its routing to the host as a job and plans
+//!                          the Program stage in slices (what ibsmd does); the longest
+//!                          calls into the engine are printed (how long the SM would be
+//!                          silent on a real port)
+//! --rebalances N         after SUBNET UP, N rebalances (every route recomputed at a
+//!                          heavy sweep), each timed (with --offload: its longest
+//!                          engine calls) before the fabric is verified
 //! --json                 one JSON object on the last stdout line
 //! ```
 //!
 //! Human output and progress go to stderr.
 
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::time::Instant as WallInstant;
 
@@ -45,7 +53,7 @@ use ibsm::manager::{RoutingInputs, SmConfig, SmEvent, SubnetManager, SweepStats,
 use ibsm::routing::{EngineList, LidAssignment, metrics};
 use ibsm::sim::{Sim, SimConfig, SmaAgent};
 use ibsm::topology::{Csr, Fabric, generate, ibnet};
-use ibsm::transport::{Instant, Transport};
+use ibsm::transport::{BusyMeter, Call, Instant, JobRunner, Metered, Transport};
 
 #[derive(Debug)]
 struct Args {
@@ -65,6 +73,10 @@ struct Args {
     inputs: RoutingInputs,
     /// OpenSM's force_link_speed, force_link_speed_ext, force_link_width.
     force_link: (u8, u8, u8),
+    /// `--offload`: jobs handed to the host, every engine call timed.
+    offload: bool,
+    /// `--rebalances N`.
+    rebalances: u32,
 }
 
 fn usage(msg: &str) -> String {
@@ -72,7 +84,7 @@ fn usage(msg: &str) -> String {
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
          [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] \
          [--root-guid-file FILE] [--cn-guid-file FILE] [--io-guid-file FILE] [--guid-routing-order-file FILE] \
-         [--force-link-speed N] [--force-link-speed-ext N] [--force-link-width N] [--json]"
+         [--force-link-speed N] [--force-link-speed-ext N] [--force-link-width N] [--offload] [--rebalances N] [--json]"
     )
 }
 
@@ -99,6 +111,8 @@ fn parse_args() -> Result<Args, String> {
                 d.force_link_width,
             )
         },
+        offload: false,
+        rebalances: 0,
     };
     let guids = |path: String| {
         ibsm::routing::read_guid_file(std::path::Path::new(&path)).map_err(|e| e.to_string())
@@ -175,6 +189,12 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| usage("--until wants seconds"))?;
             }
             "--json" => a.json = true,
+            "--offload" => a.offload = true,
+            "--rebalances" => {
+                a.rebalances = value("--rebalances")?
+                    .parse()
+                    .map_err(|_| usage("--rebalances wants a number"))?;
+            }
             "--sa" => a.sa = true,
             "--no-sa" => a.sa = false,
             "--partitions" => {
@@ -206,6 +226,65 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(a)
+}
+
+/// Runs the SM until `stop` says so or `until` seconds of virtual time. With a meter
+/// (`--offload`), jobs run on this thread between two calls into the engine (what a
+/// worker thread does beside it) and every call into the engine is timed.
+fn run_sm(
+    sm: &mut SubnetManager,
+    port: &mut impl Transport,
+    until: u64,
+    meter: Option<&mut BusyMeter>,
+    mut stop: impl FnMut(&SmEvent) -> bool,
+) -> Result<(), String> {
+    let until = Instant::from_secs(until);
+    let Some(meter) = meter else {
+        return driver::run(sm, port, until, stop).map_err(|e| e.to_string());
+    };
+    let mut engine = Metered::new(sm, meter);
+    ibsm::transport::drive(
+        &mut engine,
+        port,
+        &mut JobRunner::inline(),
+        ibsm::transport::Stop::at(until),
+        |ev| {
+            if stop(&ev) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// The longest calls into the engine: how long it would keep a real port unread.
+fn print_busy(m: &BusyMeter) {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    if let Some((kind, d)) = m.longest() {
+        eprintln!("longest engine call: {:.1} ms ({kind})", ms(d));
+    }
+    for k in Call::ALL {
+        if m.count(k) > 0 {
+            eprintln!(
+                "  {k:<10} {:>9} calls, {:>9.1} ms in all, longest {:>7.2} ms",
+                m.count(k),
+                ms(m.total(k)),
+                ms(m.longest_of(k))
+            );
+        }
+    }
+    for q in [0.5, 0.99, 0.9999] {
+        if let Some(b) = m.quantile_bound(q) {
+            eprintln!(
+                "  {:>6.2} % of calls took at most {:.3} ms",
+                q * 100.0,
+                ms(b)
+            );
+        }
+    }
 }
 
 fn build_fabric(a: &Args) -> Result<(Fabric, String), String> {
@@ -285,64 +364,107 @@ fn run(a: &Args) -> Result<bool, String> {
     let mut failed: Option<String> = None;
     // Heavy sweeps that lost SMPs before the one that brought the subnet up.
     let mut incomplete: Vec<String> = Vec::new();
-    driver::run(&mut sm, &mut port, Instant::from_secs(a.until), |ev| {
-        match ev {
-            SmEvent::SweepIncomplete {
-                sweep,
-                lost,
-                by_attribute,
-                missing,
-            } => {
-                let attrs: Vec<String> = by_attribute
-                    .iter()
-                    .map(|(a, n)| format!("{a} {n}"))
-                    .collect();
-                let first = missing.first().map_or(String::new(), |m| {
-                    format!(
-                        "; e.g. {} {} for node {:#018x} port {} via {:?}",
-                        m.attribute,
-                        if m.set { "Set" } else { "Get" },
-                        m.node,
-                        m.port,
-                        m.path
-                    )
-                });
-                let line = format!(
-                    "heavy sweep {sweep} incomplete: {lost} SMPs lost ({}){first}",
-                    attrs.join(", ")
-                );
-                eprintln!("  {line}: sweeping again");
-                incomplete.push(line);
+    let mut meter = BusyMeter::default();
+    sm.set_job_offload(a.offload);
+    run_sm(
+        &mut sm,
+        &mut port,
+        a.until,
+        a.offload.then_some(&mut meter),
+        |ev| {
+            match ev {
+                SmEvent::SweepIncomplete {
+                    sweep,
+                    lost,
+                    by_attribute,
+                    missing,
+                } => {
+                    let attrs: Vec<String> = by_attribute
+                        .iter()
+                        .map(|(a, n)| format!("{a} {n}"))
+                        .collect();
+                    let first = missing.first().map_or(String::new(), |m| {
+                        format!(
+                            "; e.g. {} {} for node {:#018x} port {} via {:?}",
+                            m.attribute,
+                            if m.set { "Set" } else { "Get" },
+                            m.node,
+                            m.port,
+                            m.path
+                        )
+                    });
+                    let line = format!(
+                        "heavy sweep {sweep} incomplete: {lost} SMPs lost ({}){first}",
+                        attrs.join(", ")
+                    );
+                    eprintln!("  {line}: sweeping again");
+                    incomplete.push(line);
+                }
+                SmEvent::SubnetUp { stats: s } => {
+                    stats = Some(s.clone());
+                    return true;
+                }
+                SmEvent::PhaseDone {
+                    phase, nodes, smps, ..
+                } => {
+                    eprintln!(
+                        "  {phase} done: {nodes} nodes, {smps} SMPs so far ({:.0} ms wall)",
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+                SmEvent::RoutingFailed { error } => {
+                    failed = Some(error.to_string());
+                    return true;
+                }
+                SmEvent::RoutingFallback { failed, .. } => {
+                    fell_back = failed
+                        .iter()
+                        .map(|(k, e)| format!("{} failed: {e}", k.name()))
+                        .collect();
+                }
+                SmEvent::PartitionWarning { warning } => {
+                    eprintln!("warning: partitions: {warning}");
+                }
+                _ => {}
             }
-            SmEvent::SubnetUp { stats: s } => {
-                stats = Some(s.clone());
-                return true;
-            }
-            SmEvent::PhaseDone {
-                phase, nodes, smps, ..
-            } => {
-                eprintln!(
-                    "  {phase} done: {nodes} nodes, {smps} SMPs so far ({:.0} ms wall)",
-                    t.elapsed().as_secs_f64() * 1e3
-                );
-            }
-            SmEvent::RoutingFailed { error } => {
-                failed = Some(error.to_string());
-                return true;
-            }
-            SmEvent::RoutingFallback { failed, .. } => {
-                fell_back = failed
-                    .iter()
-                    .map(|(k, e)| format!("{} failed: {e}", k.name()))
-                    .collect();
-            }
-            SmEvent::PartitionWarning { warning } => eprintln!("warning: partitions: {warning}"),
-            _ => {}
-        }
-        false
-    })
+            false
+        },
+    )
     .map_err(|e| e.to_string())?;
     let sm_wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    if a.offload {
+        print_busy(&meter);
+    }
+    for i in 1..=a.rebalances {
+        let mut meter = BusyMeter::default();
+        sm.request_rebalance(port.now());
+        let t = WallInstant::now();
+        let mut up = None;
+        let until = port.now().as_nanos() / 1_000_000_000 + a.until;
+        run_sm(
+            &mut sm,
+            &mut port,
+            until,
+            a.offload.then_some(&mut meter),
+            |ev| {
+                if let SmEvent::SubnetUp { stats } = ev {
+                    up = Some(stats.routing_wall);
+                }
+                up.is_some()
+            },
+        )?;
+        let Some(routing) = up else {
+            return Err(format!("rebalance {i}: the subnet did not come up again"));
+        };
+        eprintln!(
+            "rebalance {i}: SUBNET UP in {:.0} ms wall (routing {:.0} ms)",
+            t.elapsed().as_secs_f64() * 1e3,
+            routing.as_secs_f64() * 1e3
+        );
+        if a.offload {
+            print_busy(&meter);
+        }
+    }
     if let Some(why) = failed {
         return Err(format!("the subnet cannot come up: {why}"));
     }

@@ -134,9 +134,9 @@ pub fn assign(
     // port (behind a lost SMP, a flapping link, a switch being power-cycled) still
     // carries its LID and would clash with anyone handed it now (as OpenSM, which keeps
     // guid2lid entries reserved).
-    let present: std::collections::HashSet<u64> = reqs.iter().map(|r| r.guid).collect();
-    for (guid, &(lid, lmc)) in stored {
-        if !present.contains(guid) && space.range_free(lid, lmc) {
+    let present = |guid: u64| reqs.binary_search_by_key(&guid, |r| r.guid).is_ok();
+    for (&guid, &(lid, lmc)) in stored {
+        if !present(guid) && space.range_free(lid, lmc) {
             space.take(lid, lmc);
         }
     }

@@ -57,5 +57,7 @@ mod tests;
 
 pub use db::PathFacts;
 pub use mcast::{MLID_BASE, MLID_LAST, MftUpdate};
-pub use server::{Report, Requester, RmppMode, SaConfig, SaCounters, SaServer, SaTransmit};
+pub use server::{
+    IndexedSnapshot, Report, Requester, RmppMode, SaConfig, SaCounters, SaServer, SaTransmit,
+};
 pub use snapshot::{NodeIx, SaNode, SaPort, SaSnapshot};

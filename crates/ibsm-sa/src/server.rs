@@ -282,8 +282,17 @@ impl SaServer {
     /// services and subscriptions persist; every group's MFT is recomputed on the new
     /// topology ([`Self::take_mft_updates`]).
     pub fn load(&mut self, snap: SaSnapshot) {
-        self.db = Db::new(snap);
+        drop(self.load_indexed(IndexedSnapshot::new(snap)));
+    }
+
+    /// [`Self::load`] for a snapshot indexed beforehand, perhaps on another thread:
+    /// indexing a large fabric's snapshot takes a while, swapping it in does not (the
+    /// multicast trees are still recomputed here). Returns the snapshot it replaces,
+    /// for the host to free where it likes (a large one takes milliseconds).
+    pub fn load_indexed(&mut self, snap: IndexedSnapshot) -> IndexedSnapshot {
+        let old = std::mem::replace(&mut self.db, snap.0);
         self.groups.retopo(&self.db);
+        IndexedSnapshot(old)
     }
 
     /// Sets the multicast groups the SA keeps whether or not any port is joined, as
@@ -1366,5 +1375,32 @@ pub(crate) fn select_life(plt: u8, sel: Option<Selector>, want: Option<u8>) -> O
         Selector::LessThan => (plt < w).then_some(plt),
         Selector::Exactly => (w >= plt).then_some(w),
         _ => Some(plt),
+    }
+}
+
+/// A snapshot with the indexes the SA answers from (by LID, by port GUID, the switch
+/// tables' paths): what [`SaServer::load`] builds first, made apart so that a host can
+/// build it away from the SA's thread and swap it in with [`SaServer::load_indexed`].
+pub struct IndexedSnapshot(Db);
+
+impl IndexedSnapshot {
+    /// Indexes `snap`.
+    #[must_use]
+    pub fn new(snap: SaSnapshot) -> Self {
+        Self(Db::new(snap))
+    }
+
+    /// The snapshot itself.
+    #[must_use]
+    pub fn snapshot(&self) -> &SaSnapshot {
+        &self.0.snap
+    }
+}
+
+impl std::fmt::Debug for IndexedSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexedSnapshot")
+            .field("nodes", &self.0.snap.nodes.len())
+            .finish_non_exhaustive()
     }
 }

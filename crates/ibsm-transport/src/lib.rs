@@ -73,6 +73,7 @@
 #![forbid(unsafe_code)]
 
 mod addr;
+pub mod busy;
 mod clock;
 mod deadlines;
 mod error;
@@ -81,6 +82,7 @@ mod tid;
 pub mod txn;
 
 pub use addr::{Address, DrAddress, Incoming, LidAddress, LocalPort, QP1_QKEY, Received};
+pub use busy::{BusyMeter, Call, Metered};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::TransportError;
 pub use sansio::{

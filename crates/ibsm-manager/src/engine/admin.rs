@@ -5,8 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use ibsm_sa::{Requester, SaNode, SaPort, SaServer, SaSnapshot};
-use ibsm_topology::Csr;
+use ibsm_sa::{IndexedSnapshot, Requester, SaServer, SaSnapshot};
+
+use super::publish::SaInput;
 use ibsm_transport::{Address, Instant, LidAddress, Received};
 use ibsm_wire::sa::SaAttributeId;
 use ibsm_wire::{DrPath, MadHeaderView, MulticastForwardingTable, Notice};
@@ -17,7 +18,6 @@ use super::switches::NO_MFT_TOP;
 use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::Role;
-use crate::mkey;
 
 /// The Subnet Administrator and where its clients are.
 #[derive(Debug)]
@@ -108,78 +108,19 @@ impl SubnetManager {
     /// The SA's view of the subnet as configured by the last sweep.
     #[must_use]
     pub fn sa_snapshot(&self) -> SaSnapshot {
-        // Routes are indexed in the order of the snapshot they were computed from.
-        let route_ix: HashMap<u64, u32> = self
-            .routing
-            .fabric
-            .as_ref()
-            .map(|f| {
-                let csr = Csr::new(f);
-                csr.switch_guid
-                    .iter()
-                    .enumerate()
-                    .map(|(i, g)| (g.0, i as u32))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let nodes = self
-            .subnet
-            .nodes
-            .iter()
-            .map(|n| {
-                let sw = n.is_switch();
-                let ports = n
-                    .ports
-                    .iter()
-                    .enumerate()
-                    .map(|(p, r)| {
-                        let key_guid = if sw { n.info.node_guid } else { r.guid };
-                        let info = r.info.map(|mut i| {
-                            // The key the SM set, not what a protected port read back.
-                            let lid_port = !sw || p == 0;
-                            if lid_port {
-                                if let Some(k) = mkey::key_for(self.cfg.m_key, key_guid) {
-                                    i.m_key = k;
-                                }
-                            }
-                            i
-                        });
-                        SaPort {
-                            guid: r.guid,
-                            info,
-                            peer: r.peer.map(|(pn, pp)| (pn as u32, pp)),
-                            pkeys: r.pkeys.clone(),
-                        }
-                    })
-                    .collect();
-                // SwitchInfo as the SM wrote it (the sweep read it before the Set).
-                let switch_info = n.switch_info.map(|mut si| {
-                    if let Some(r) = &self.routing.routes {
-                        si.linear_fdb_top =
-                            u16::try_from(r.lft_len().saturating_sub(1)).unwrap_or(u16::MAX);
-                    }
-                    si.life_time_value = self.cfg.packet_life_time;
-                    si
-                });
-                SaNode {
-                    info: n.info,
-                    desc: n.description.clone(),
-                    switch_info,
-                    ports,
-                    route_index: if sw {
-                        route_ix.get(&n.info.node_guid).copied()
-                    } else {
-                        None
-                    },
-                }
-            })
-            .collect();
-        SaSnapshot {
-            nodes,
+        self.sa_input().snapshot(&self.subnet)
+    }
+
+    /// What the SA's snapshot is made of besides the discovered model (all of it cheap
+    /// to take: the routes are shared).
+    pub(super) fn sa_input(&self) -> SaInput {
+        SaInput {
+            switch_order: self.routing.csr.clone(),
             routes: self.routing.routes.clone(),
+            m_key: self.cfg.m_key,
             subnet_prefix: self.cfg.subnet_prefix,
-            sms: self.sm_records(),
             packet_life_time: self.cfg.packet_life_time,
+            sms: self.sm_records(),
         }
     }
 
@@ -264,13 +205,17 @@ impl SubnetManager {
         self.admin.clients_lost
     }
 
-    pub(super) fn refresh_admin(&mut self) {
+    /// A sweep configured the subnet: the SA answers from `snap` (its snapshot, made by
+    /// the sweep's publish job; `None` with the SA off) from now on.
+    pub(super) fn refresh_admin(&mut self, snap: Option<IndexedSnapshot>) {
         // This sweep told the clients to re-register; the next ones do not.
         self.admin.clients_lost = false;
+        let Some(snap) = snap else {
+            return;
+        };
         if self.admin.server.is_none() {
             return;
         }
-        let snap = self.sa_snapshot();
         // The IPoIB broadcast groups of the policy's `ipoib` partitions and its `mgid=`
         // groups.
         let groups = self
@@ -280,10 +225,11 @@ impl SubnetManager {
             .map(|p| p.multicast_groups(self.cfg.packet_life_time))
             .unwrap_or_default();
         if let Some(sa) = self.admin.server.as_mut() {
-            sa.load(snap);
+            let old = sa.load_indexed(snap);
             for mgid in sa.set_predefined_groups(&groups) {
                 tracing::warn!(?mgid, "no MLID left for a partition's multicast group");
             }
+            self.retire(old);
         }
         self.retry_held_mfts();
         self.program_mfts();

@@ -102,12 +102,26 @@ impl SubnetManager {
             }
         }
         let l = &mut self.lids;
-        let mut known = l.stored.clone();
-        known.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
-        l.assigned = lids::assign(&reqs, &known, limit)?;
+        // What the store holds, over it what is in force: the same map once a sweep
+        // has saved its LIDs (most sweeps), so the copy is made only when they differ.
+        let merged;
+        let known = if l.assigned.iter().all(|(k, v)| l.stored.get(k) == Some(v)) {
+            &l.stored
+        } else {
+            let mut m = l.stored.clone();
+            m.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
+            merged = m;
+            &merged
+        };
+        l.assigned = lids::assign(&reqs, known, limit)?;
         let in_use = l.assigned.values().map(|(_, lmc)| 1usize << lmc).sum();
-        l.stored.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
-        l.store.save(&l.stored)?;
+        // Most heavy sweeps keep every LID: writing the store (a file, on the engine's
+        // thread) only when an assignment is new spares them the write.
+        let changed = l.assigned.iter().any(|(k, v)| l.stored.get(k) != Some(v));
+        if changed {
+            l.stored.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
+            l.store.save(&l.stored)?;
+        }
         l.sm_lid = l
             .assigned
             .get(&self.local.port_guid)

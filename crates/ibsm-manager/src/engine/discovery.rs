@@ -10,6 +10,7 @@
 //! so that a change the sweep missed leaves the latch set ([`Latches`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ibsm_election::SmAddr;
 use ibsm_query::discover::{PortSeen, Probe, Seen};
@@ -74,7 +75,9 @@ impl Latches {
 impl SubnetManager {
     /// Queues the SMPs the walk wants sent, in its order.
     pub(super) fn drain_walk(&mut self) {
-        while let Some((probe, _path, modifier)) = self.walk.poll_probe(&mut self.subnet) {
+        while let Some((probe, _path, modifier)) =
+            self.walk.poll_probe(Arc::make_mut(&mut self.subnet))
+        {
             let op = match probe {
                 // Not across a port that stopped answering (`health.rs`).
                 Probe::NodeInfo {
@@ -99,13 +102,14 @@ impl SubnetManager {
     /// Queues a Get of one port's PortInfo outside the walk (the light sweep's M_Key
     /// lease refresh), with bit 31 where the model says so.
     pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8) {
-        let m = self.subnet.port_info_get(node, port);
+        let m = Arc::make_mut(&mut self.subnet).port_info_get(node, port);
         self.submit(Op::PortInfo { node, port }, m, None);
     }
 
     pub(super) fn on_node_desc(&mut self, node: NodeIx, data: &[u8]) {
         if let Ok(d) = NodeDescription::parse(data) {
-            self.walk.node_description(&mut self.subnet, node, &d);
+            self.walk
+                .node_description(Arc::make_mut(&mut self.subnet), node, &d);
         }
     }
 
@@ -120,7 +124,10 @@ impl SubnetManager {
         };
         let key = self.smp_key(key_guid);
         self.keys.remember_route(path, key);
-        match self.walk.node_info(&mut self.subnet, path, from, &ni) {
+        match self
+            .walk
+            .node_info(Arc::make_mut(&mut self.subnet), path, from, &ni)
+        {
             Seen::New(_) => {
                 if !self.sweep.seen_before(ni.node_guid) && self.routing.up_once {
                     self.event(SmEvent::NodeAdded {
@@ -154,9 +161,11 @@ impl SubnetManager {
     pub(super) fn on_switch_info(&mut self, node: NodeIx, data: &[u8]) {
         let si = SwitchInfo::parse(data).ok();
         match si {
-            Some(si) => self.walk.switch_info(&mut self.subnet, node, &si),
+            Some(si) => self
+                .walk
+                .switch_info(Arc::make_mut(&mut self.subnet), node, &si),
             None => {
-                if let Some(n) = self.subnet.nodes.get_mut(node) {
+                if let Some(n) = Arc::make_mut(&mut self.subnet).nodes.get_mut(node) {
                     n.switch_info = None;
                 }
             }
@@ -190,7 +199,10 @@ impl SubnetManager {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
-        match self.walk.port_info(&mut self.subnet, node, port, &pi) {
+        match self
+            .walk
+            .port_info(Arc::make_mut(&mut self.subnet), node, port, &pi)
+        {
             PortSeen::AskedAgain => {
                 self.drain_walk();
                 return;
@@ -264,7 +276,10 @@ impl SubnetManager {
         let Ok(t) = ibsm_wire::PKeyTable::parse(data) else {
             return;
         };
-        let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) else {
+        let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
+            .ports
+            .get_mut(usize::from(port))
+        else {
             return;
         };
         let at = usize::from(block) * 32;

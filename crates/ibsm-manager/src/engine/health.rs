@@ -28,12 +28,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ibsm_topology::{Fabric, NodeId};
 use ibsm_transport::Instant;
 use ibsm_wire::{Notice, PhysPortState, PortInfo, PortState, Trap129Details};
 
 use super::SubnetManager;
 use super::ops::Op;
+use super::publish::Cabling;
 use crate::event::{Missing, SmEvent};
 use crate::health::{Change, Health, PortKey, Reason};
 use crate::model::NodeIx;
@@ -83,15 +83,20 @@ impl SubnetManager {
         let mut downs = BTreeSet::new();
         for (n, node) in self.subnet.nodes.iter().enumerate() {
             for (p, rec) in node.ports.iter().enumerate().skip(1) {
-                let Some(info) = rec.info.as_ref() else {
+                // Only a port found Down or Init can have gone down: most are
+                // Active, and skip the lookup.
+                let Some(state) = rec.info.as_ref().map(|i| i.port_state) else {
                     continue;
                 };
+                if !matches!(state, PortState::Down | PortState::Init) {
+                    continue;
+                }
                 let key = self.port_key(n, p as u8);
                 let Some(&(far, was_active)) = self.health.linked.get(&key) else {
                     continue;
                 };
-                let retrained = info.port_state == PortState::Init && was_active;
-                if info.port_state == PortState::Down || retrained {
+                let retrained = state == PortState::Init && was_active;
+                if state == PortState::Down || retrained {
                     downs.insert(key);
                     downs.insert(far);
                 }
@@ -105,8 +110,9 @@ impl SubnetManager {
     }
 
     /// A heavy sweep configured the subnet: its losses go to the policy, and its cables
-    /// and port GUIDs are what the next sweep and traps are compared with.
-    pub(super) fn health_after_sweep(&mut self, now: Instant) {
+    /// and port GUIDs (`cabling`, made by the sweep's publish job when the flap or trap
+    /// checks are on) are what the next sweep and traps are compared with.
+    pub(super) fn health_after_sweep(&mut self, now: Instant, cabling: Option<Cabling>) {
         let lost = std::mem::take(&mut self.health.lost);
         let lost = if self.health.lost_sweep == self.latches.sweeps() {
             lost
@@ -114,28 +120,10 @@ impl SubnetManager {
             BTreeSet::new()
         };
         self.health.policy.sweep_done(&lost, now);
-        let checks = self.cfg.health;
-        if checks.flap_count == 0 && checks.trap_limit == 0 {
-            self.drain_health(now);
-            return;
+        if let Some((linked, by_port_guid)) = cabling {
+            self.health.linked = linked;
+            self.health.by_port_guid = by_port_guid;
         }
-        let mut linked = HashMap::with_capacity(self.subnet.nodes.len() * 2);
-        let mut by_port_guid = HashMap::new();
-        for node in &self.subnet.nodes {
-            for (p, rec) in node.ports.iter().enumerate().skip(1) {
-                let key = PortKey::new(node.info.node_guid, p as u8);
-                if !node.is_switch() && rec.guid != 0 {
-                    by_port_guid.insert(rec.guid, key);
-                }
-                let Some((pn, pp)) = rec.peer else {
-                    continue;
-                };
-                let active = rec.info.is_some_and(|i| i.port_state == PortState::Active);
-                linked.insert(key, (self.port_key(pn, pp), active));
-            }
-        }
-        self.health.linked = linked;
-        self.health.by_port_guid = by_port_guid;
         self.drain_health(now);
     }
 
@@ -239,22 +227,15 @@ impl SubnetManager {
         }
     }
 
-    /// Leaves the cables of unhealthy external ports out of the fabric routes are
-    /// computed on (`ids`: subnet index -> fabric node).
-    pub(super) fn health_exclude(&self, fabric: &mut Fabric, ids: &[NodeId]) {
-        let cut: Vec<(NodeId, u8)> = self
-            .health
+    /// The unhealthy external ports, as (node GUID, port): their cables are left out of
+    /// the fabric the routes are computed on.
+    pub(super) fn health_cut(&self) -> Vec<(u64, u8)> {
+        self.health
             .policy
             .unhealthy()
             .filter(|(k, _)| k.port != 0)
-            .filter_map(|(k, _)| Some((ids[*self.subnet.by_guid.get(&k.node)?], k.port)))
-            .collect();
-        for (id, port) in cut {
-            // A port without a cable in this sweep has nothing to cut.
-            if fabric.disconnect(id, port).is_ok() {
-                tracing::debug!(node = ?id, port, "unhealthy link left out of routing");
-            }
-        }
+            .map(|(k, _)| (k.node, k.port))
+            .collect()
     }
 
     /// The Program stage: with `babbling_port_policy`, disables the links of ports

@@ -12,11 +12,13 @@
 //! makes it, which is what a host that knows nothing of jobs gets (and what the
 //! deterministic tests use): the same code, the same order, on one thread.
 
+use std::any::Any;
 use std::collections::VecDeque;
 
 use ibsm_transport::Instant;
 
 use super::SubnetManager;
+use super::publish::{PublishInput, Published};
 use super::routing::{Computed, RouteInput};
 use super::sweep::Stage;
 use crate::error::SmError;
@@ -29,8 +31,13 @@ pub struct SmJob {
 }
 
 enum Work {
-    /// The routes of a heavy sweep.
+    /// The routes of a heavy sweep (and its P_Key tables).
     Route(Box<RouteInput>),
+    /// What a heavy sweep that configured the subnet publishes (`publish.rs`).
+    Publish(Box<PublishInput>),
+    /// Models, snapshots and routes the engine no longer needs: freeing a large
+    /// fabric's (some hundred thousand allocations) takes milliseconds.
+    Discard(Vec<Box<dyn Any + Send>>),
 }
 
 /// What a finished [`SmJob`] returns, for [`SubnetManager::handle_job`].
@@ -41,6 +48,8 @@ pub struct SmJobOutput {
 
 enum Done {
     Route(Box<Result<Computed, SmError>>),
+    Publish(Box<Published>),
+    Discarded,
 }
 
 impl std::fmt::Debug for SmJob {
@@ -56,6 +65,8 @@ impl std::fmt::Debug for SmJobOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.done {
             Done::Route(_) => "route",
+            Done::Publish(_) => "publish",
+            Done::Discarded => "discard",
         };
         f.debug_struct("SmJobOutput")
             .field("id", &self.id)
@@ -70,15 +81,24 @@ impl SmJob {
     pub fn run(self) -> SmJobOutput {
         let done = match self.work {
             Work::Route(input) => Done::Route(Box::new(input.run())),
+            Work::Publish(input) => Done::Publish(Box::new(input.run())),
+            Work::Discard(garbage) => {
+                drop(garbage);
+                Done::Discarded
+            }
         };
         SmJobOutput { id: self.id, done }
     }
 
-    /// What the job computes (`"route"`), for logs.
+    /// What the job computes, for logs: `"route"` (a heavy sweep's routes and P_Key
+    /// tables), `"publish"` (the SA's snapshot and the cabling of a sweep that
+    /// configured the subnet) or `"discard"` (frees what the engine no longer needs).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self.work {
             Work::Route(_) => "route",
+            Work::Publish(_) => "publish",
+            Work::Discard(_) => "discard",
         }
     }
 
@@ -99,7 +119,7 @@ impl SmJobOutput {
 
 /// The engine's side of the jobs: whether the host runs them, and those it has not
 /// taken yet.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Jobs {
     /// The host runs the jobs ([`SubnetManager::poll_job`]); otherwise the engine does,
     /// where it makes them.
@@ -109,6 +129,20 @@ pub(super) struct Jobs {
     pub(super) slice: usize,
     next_id: u64,
     queue: VecDeque<SmJob>,
+    /// What the engine no longer needs, for the next discard job.
+    retired: Vec<Box<dyn Any + Send>>,
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("offload", &self.offload)
+            .field("slice", &self.slice)
+            .field("next_id", &self.next_id)
+            .field("queued", &self.queue.len())
+            .field("retired", &self.retired.len())
+            .finish()
+    }
 }
 
 impl SubnetManager {
@@ -122,16 +156,37 @@ impl SubnetManager {
         self.jobs.offload = offload;
     }
 
-    /// How much of the Program stage's planning runs per entry point when jobs are
-    /// offloaded, in units of one LFT block or one port looked at (default 16,384:
-    /// a few milliseconds). Smaller slices answer sooner and cost more entry points.
+    /// How much of the Program and Activate stages' queueing runs per entry point when
+    /// jobs are offloaded, in units of one LFT block or one port looked at (default
+    /// 4,096: about a millisecond). Smaller slices answer sooner and cost more entry
+    /// points.
     pub fn set_program_slice(&mut self, units: std::num::NonZeroUsize) {
         self.jobs.slice = units.get();
     }
 
     /// The next job for the host to run (only with [`Self::set_job_offload`]).
     pub fn poll_job(&mut self) -> Option<SmJob> {
-        self.jobs.queue.pop_front()
+        if let Some(job) = self.jobs.queue.pop_front() {
+            return Some(job);
+        }
+        if self.jobs.retired.is_empty() {
+            return None;
+        }
+        let id = self.jobs.next_id;
+        self.jobs.next_id += 1;
+        Some(SmJob {
+            id,
+            work: Work::Discard(std::mem::take(&mut self.jobs.retired)),
+        })
+    }
+
+    /// Hands `garbage` (a model, a snapshot, routes the engine no longer needs) to the
+    /// host to free with the next job, so that freeing it does not hold the engine up;
+    /// freed at once without offload.
+    pub(super) fn retire(&mut self, garbage: impl Any + Send) {
+        if self.jobs.offload {
+            self.jobs.retired.push(Box::new(garbage));
+        }
     }
 
     /// The output of a job taken from [`Self::poll_job`]. An output the engine no longer
@@ -147,17 +202,29 @@ impl SubnetManager {
     }
 
     /// Makes a routing job for the running heavy sweep: run at once, or queued for the
-    /// host. Returns the job's id.
+    /// host.
     pub(super) fn start_route_job(&mut self, now: Instant, input: RouteInput) {
+        self.start_job(now, Work::Route(Box::new(input)), |job| Stage::Route {
+            job,
+        });
+    }
+
+    /// Makes the publish job of a heavy sweep whose Sets are all answered.
+    pub(super) fn start_publish_job(&mut self, now: Instant, input: PublishInput) {
+        self.start_job(now, Work::Publish(Box::new(input)), |job| Stage::Publish {
+            job,
+        });
+    }
+
+    /// Gives `work` an id, puts the sweep in the stage that waits for it, and runs it
+    /// at once or queues it for the host.
+    fn start_job(&mut self, now: Instant, work: Work, stage: impl FnOnce(u64) -> Stage) {
         let id = self.jobs.next_id;
         self.jobs.next_id += 1;
-        self.sweep.set_stage(Stage::Route { job: id });
-        let job = SmJob {
-            id,
-            work: Work::Route(Box::new(input)),
-        };
+        self.sweep.set_stage(stage(id));
+        let job = SmJob { id, work };
         if self.jobs.offload {
-            tracing::debug!(job = id, "routing handed to the host");
+            tracing::debug!(job = id, kind = job.kind(), "job handed to the host");
             self.jobs.queue.push_back(job);
         } else {
             let out = job.run();
@@ -166,12 +233,17 @@ impl SubnetManager {
     }
 
     fn job_done(&mut self, now: Instant, output: SmJobOutput) {
+        if matches!(output.done, Done::Discarded) {
+            return;
+        }
         if self.sweep.waiting_for() != Some(output.id) {
             tracing::debug!(job = output.id, "job output no longer wanted: dropped");
             return;
         }
         match output.done {
             Done::Route(computed) => self.routes_computed(now, *computed),
+            Done::Publish(published) => self.published(now, *published),
+            Done::Discarded => {}
         }
     }
 

@@ -29,6 +29,7 @@
 //! | [`jobs`] | [`jobs::Jobs`] | long computations (routing) as jobs the host may run on other threads, their outputs applied by [`SubnetManager::handle_job`] |
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use ibsm_routing::Routes;
 use ibsm_topology::Fabric;
@@ -51,6 +52,7 @@ mod partitions;
 mod perfmgr;
 mod ports;
 mod program;
+mod publish;
 mod resweep;
 mod routing;
 mod runtime;
@@ -86,7 +88,7 @@ pub struct SubnetManager {
     /// The sweep running (its data lives and dies with it).
     sweep: sweep::Sweep,
     /// What the running or last heavy sweep found.
-    subnet: Subnet,
+    subnet: Arc<Subnet>,
     /// The discovery rules (ibsm-query's) walking `subnet` in a heavy sweep.
     walk: ibsm_query::discover::Walk,
     /// The running or last heavy sweep's PortStateChange latches.
@@ -147,7 +149,7 @@ impl SubnetManager {
         Ok(Self {
             smps,
             sweep: sweep::Sweep::default(),
-            subnet: Subnet::default(),
+            subnet: Arc::default(),
             walk: ibsm_query::discover::Walk::default(),
             latches: discovery::Latches::default(),
             keys: keys::Keys::default(),
@@ -359,7 +361,7 @@ impl SubnetManager {
             self.health_timeout(now);
         }
         if self.timers.due(Timer::Program, now) {
-            self.program_slice(now);
+            self.stage_slice(now);
         }
         if self.sweep.is_idle() && self.timers.due(Timer::Sweep, now) {
             self.timers.clear(Timer::Sweep);

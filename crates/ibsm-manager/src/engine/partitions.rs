@@ -41,16 +41,16 @@ impl SubnetManager {
         self.cfg.sa || self.cfg.partitions.is_some()
     }
 
-    /// Plans the tables from the policy and queues a Set for every block that differs
-    /// from what the port holds (all of them where the sweep could not read it). Called
-    /// in the programming phase before the PortInfo Sets, so an enforcing switch port
-    /// has its table before its enforcement bits go on.
-    pub(super) fn program_pkeys(&mut self) {
-        let Some(cfg) = self.cfg.partitions.as_ref() else {
+    /// Queues a Set for every block of the policy's plan (made by the routing job,
+    /// `None` when the SM does not manage P_Key tables) that differs from what the port
+    /// holds (all of them where the sweep could not read it). Called in the programming
+    /// phase before the PortInfo Sets, so an enforcing switch port has its table before
+    /// its enforcement bits go on.
+    pub(super) fn program_pkeys(&mut self, plan: Option<PKeyPlan>) {
+        let Some(plan) = plan else {
             self.partitions = Partitions::default();
             return;
         };
-        let plan = cfg.plan(&self.subnet, self.local.port_guid);
         // Only what the last plan did not warn about: a table that stays too small
         // would otherwise be reported on every heavy sweep.
         for w in &plan.warnings {

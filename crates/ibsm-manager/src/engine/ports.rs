@@ -3,6 +3,7 @@
 //! trained links, and the activation once every switch table is written.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ibsm_wire::{Mtu, PortInfo, PortState, VlCap};
 
@@ -14,6 +15,17 @@ use crate::model::NodeIx;
 /// (node, port) -> the PortInfo the heavy sweep wants there (for the activation).
 #[derive(Debug, Default)]
 pub(super) struct Plan(BTreeMap<(NodeIx, u8), PortInfo>);
+
+impl Plan {
+    /// The planned ports from `from` on (all of them for `None`), in order.
+    pub(super) fn from(
+        &self,
+        from: Option<(NodeIx, u8)>,
+    ) -> impl Iterator<Item = (&(NodeIx, u8), &PortInfo)> {
+        let start = from.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
+        self.0.range((start, std::ops::Bound::Unbounded))
+    }
+}
 
 impl SubnetManager {
     /// Plans the ports of node `n` into `plan` and queues the Sets of those that
@@ -132,24 +144,20 @@ impl SubnetManager {
         self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
     }
 
-    /// Activates every linked port that is Armed (the LFTs are all written by now).
-    pub(super) fn activate_armed(&mut self, plan: &Plan) {
-        let todo: Vec<((NodeIx, u8), PortInfo)> = plan
-            .0
-            .iter()
-            .filter(|((n, p), _)| {
-                let rec = &self.subnet.nodes[*n].ports[usize::from(*p)];
-                *p != 0
-                    && rec.peer.is_some()
-                    && rec.info.is_some_and(|i| i.port_state == PortState::Armed)
-            })
-            .map(|(k, v)| (*k, *v))
-            .collect();
-        for ((n, p), mut want) in todo {
+    /// Activates port `p` of node `n` if it is linked and Armed (the LFTs are all
+    /// written by now); `want` is what the plan gave it. Whether a Set was queued.
+    pub(super) fn activate_port(&mut self, n: NodeIx, p: u8, want: &PortInfo) -> bool {
+        let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+        let armed = p != 0
+            && rec.peer.is_some()
+            && rec.info.is_some_and(|i| i.port_state == PortState::Armed);
+        if armed {
+            let mut want = *want;
             want.port_state = PortState::Active;
             want.client_reregister = false;
             self.submit_port_set(n, p, want);
         }
+        armed
     }
 
     /// A PortInfo Set's answer: the port as it now is.
@@ -158,7 +166,10 @@ impl SubnetManager {
             return;
         };
         self.note_port_key(node, port, &pi);
-        if let Some(p) = self.subnet.nodes[node].ports.get_mut(usize::from(port)) {
+        if let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
+            .ports
+            .get_mut(usize::from(port))
+        {
             p.info = Some(pi);
         }
     }

@@ -1,9 +1,10 @@
 //! The Program stage's Sets, queued in slices: every switch's tables, the P_Key
 //! tables, every port's PortInfo, the health policy's link Sets, then the routes go
-//! in force.
+//! in force; and the Activate stage's Sets, the same way.
 //!
 //! Planning the Sets of a large fabric takes the engine a while (the 13,284 nodes of a
-//! 3-level radix-36 fat tree: some 250 ms for 336,960 LFT blocks and 70,000 ports). When
+//! 3-level radix-36 fat tree: some 250 ms for 336,960 LFT blocks and 70,000 ports, and
+//! 16 ms for the 70,000 activations). When
 //! the host runs the engine's jobs ([`SubnetManager::set_job_offload`]) it wants an
 //! engine that answers while it works, so the planning runs [`SLICE`] units (LFT blocks
 //! or ports looked at) per entry point, and [`Timer::Program`] is due at once while
@@ -23,8 +24,9 @@ use super::sweep::Stage;
 use super::timers::Timer;
 use crate::model::NodeIx;
 
-/// Units of planning (LFT blocks, ports) per slice: a few milliseconds of work.
-const SLICE: usize = 16 * 1024;
+/// Units of planning (LFT blocks, ports) per slice: about a millisecond of work on the
+/// 11,664-CA tree (`quickstart --offload` prints the longest call into the engine).
+const SLICE: usize = 4 * 1024;
 
 /// The Program stage's planning between two slices.
 #[derive(Debug)]
@@ -70,32 +72,43 @@ impl SubnetManager {
             plan: Plan::default(),
         };
         self.sweep.set_stage(Stage::Programming(Box::new(p)));
-        self.program_slice(now);
+        self.stage_slice(now);
     }
 
-    /// Runs the next slice of the planning (all of it without offload); once done the
-    /// routes go in force and the stage waits for its Sets' answers.
-    pub(super) fn program_slice(&mut self, now: Instant) {
-        self.timers.clear(Timer::Program);
-        if self.smi.election.state() != SmState::Master {
-            // Another SM took over between two slices: the rest is its business.
-            if self.sweep.programming().is_some() {
-                tracing::info!("no longer Master while programming: the rest is not sent");
-                self.stand_aside(now);
-            }
-            return;
-        }
-        let Some(mut p) = self.sweep.take_programming() else {
-            return;
-        };
-        let budget = if self.jobs_offloaded() {
+    /// Units of work per slice: all of it in one go without offload.
+    fn slice_budget(&self) -> usize {
+        if self.jobs_offloaded() {
             match self.jobs.slice {
                 0 => SLICE,
                 n => n,
             }
         } else {
             usize::MAX
-        };
+        }
+    }
+
+    /// Runs the next slice of the stage being queued (`Timer::Program`).
+    pub(super) fn stage_slice(&mut self, now: Instant) {
+        self.timers.clear(Timer::Program);
+        if self.smi.election.state() != SmState::Master {
+            // Another SM took over between two slices: the rest is its business.
+            if self.sweep.queueing() {
+                tracing::info!("no longer Master while programming: the rest is not sent");
+                self.stand_aside(now);
+            }
+            return;
+        }
+        if let Some(p) = self.sweep.take_programming() {
+            self.program_slice(now, p);
+        } else if let Some(a) = self.sweep.take_activation() {
+            self.activate_slice(now, a);
+        }
+    }
+
+    /// Runs the next slice of the planning (all of it without offload); once done the
+    /// routes go in force and the stage waits for its Sets' answers.
+    fn program_slice(&mut self, now: Instant, mut p: Box<Programming>) {
+        let budget = self.slice_budget();
         let mut done = 0usize;
         while done < budget {
             match p.step {
@@ -110,7 +123,8 @@ impl SubnetManager {
                 Step::PKeys => {
                     // P_Key tables before the PortInfo Sets that turn switch
                     // enforcement on.
-                    self.program_pkeys();
+                    let plan = p.computed.pkeys.take();
+                    self.program_pkeys(plan);
                     done += self.subnet.nodes.len();
                     p.step = Step::Ports(0);
                 }
@@ -130,5 +144,45 @@ impl SubnetManager {
         }
         self.sweep.set_stage(Stage::Programming(p));
         self.timers.set(Timer::Program, Some(now));
+    }
+}
+
+/// The activation Sets between two slices.
+#[derive(Debug)]
+pub(super) struct Activation {
+    plan: Plan,
+    /// The first planned port not looked at yet (`None`: from the start).
+    next: Option<(NodeIx, u8)>,
+}
+
+impl Activation {
+    pub(super) fn new(plan: Plan) -> Self {
+        Self { plan, next: None }
+    }
+}
+
+impl SubnetManager {
+    /// Queues the next slice of activation Sets; once all are out the stage waits for
+    /// their answers.
+    fn activate_slice(&mut self, now: Instant, mut a: Box<Activation>) {
+        let budget = self.slice_budget();
+        let mut todo: Vec<((NodeIx, u8), ibsm_wire::PortInfo)> = Vec::new();
+        let next = {
+            let mut rest = a.plan.from(a.next);
+            for (k, v) in rest.by_ref().take(budget) {
+                todo.push((*k, *v));
+            }
+            rest.next().map(|(k, _)| *k)
+        };
+        a.next = next;
+        for ((n, p), want) in todo {
+            self.activate_port(n, p, &want);
+        }
+        if a.next.is_none() {
+            self.sweep.set_stage(Stage::Activate);
+        } else {
+            self.sweep.set_stage(Stage::Activating(a));
+            self.timers.set(Timer::Program, Some(now));
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! repaired when the fabric only lost things (`SmConfig::reroute_on_loss`), and the
 //! rebalance policy that eventually recomputes repaired routes.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ibsm_routing::{
@@ -16,6 +17,8 @@ use super::SubnetManager;
 use super::timers::Timer;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
+use crate::model::Subnet;
+use crate::partition::{PKeyPlan, PartitionConfig};
 
 /// What the SM has configured: the fabric model, the routes in force and the snapshot
 /// they were computed on.
@@ -26,7 +29,7 @@ pub(super) struct RouteState {
     pub(super) routes: Option<Arc<Routes>>,
     /// The snapshot `routes` were computed on (switch order, cables, LIDs), to tell a
     /// fabric that only lost things from one that changed otherwise.
-    csr: Option<Arc<Csr>>,
+    pub(super) csr: Option<Arc<Csr>>,
     /// The next routing recomputes from scratch (`request_rebalance`).
     rebalance_pending: bool,
     /// A sweep has configured the subnet (SUBNET UP once).
@@ -45,32 +48,57 @@ pub(super) struct Computed {
     pub(super) engine: EngineKind,
     /// The engines of the list tried before it, and why each failed.
     pub(super) failed: Vec<(EngineKind, RoutingError)>,
-    /// Wall time the engine (or the repair) took.
+    /// Wall time the engine (or the repair) took, the model's conversion included.
     pub(super) wall: std::time::Duration,
+    /// The P_Key tables of the partition policy (`None`: the SM does not manage them).
+    pub(super) pkeys: Option<PKeyPlan>,
 }
 
 /// A routing job's input: everything the engines need, owned, so that the routing runs
-/// on any thread while the engine goes on answering (see `jobs.rs`).
+/// on any thread while the engine goes on answering (see `jobs.rs`). The discovered
+/// model is shared, not copied: the engine does not change it while the job runs (and
+/// would copy it first if it did, `Arc::make_mut`).
 pub(super) struct RouteInput {
-    fabric: Fabric,
+    subnet: Arc<Subnet>,
+    /// The LIDs just assigned, by port GUID (switches: node GUID).
+    lids: BTreeMap<u64, (u16, u8)>,
+    /// Links the health policy leaves out of routing: (node GUID, port).
+    cut: Vec<(u64, u8)>,
     engines: EngineList,
     opts: RouteOptions,
     /// The routes in force and their snapshot, where a loss-only change may repair them.
     repair: Option<(Arc<Routes>, Arc<Csr>)>,
+    /// The partition policy and the SM's port GUID, to plan every P_Key table.
+    partitions: Option<(Arc<PartitionConfig>, u64)>,
 }
 
 impl RouteInput {
-    /// Computes the routes: a repair of the routes in force when the fabric only lost
-    /// links or nodes since they were computed, else the first engine of the list that
-    /// fits. A pure function of the input (invariant 5).
+    /// The discovered subnet as a `Fabric` on the assigned LIDs, unhealthy links cut,
+    /// then its routes: a repair of the routes in force when the fabric only lost links
+    /// or nodes since they were computed, else the first engine of the list that fits;
+    /// and the P_Key tables the partition policy asks for. A pure function of the input
+    /// (invariant 5).
     pub(super) fn run(self) -> Result<Computed, SmError> {
         let t0 = std::time::Instant::now();
         let RouteInput {
-            fabric,
+            subnet,
+            lids,
+            cut,
             engines,
             opts,
             repair,
+            partitions,
         } = self;
+        let (mut fabric, ids) = subnet.to_fabric_with(|p| lids.get(&p.guid).copied())?;
+        for (guid, port) in cut {
+            let Some(&ix) = subnet.by_guid.get(&guid) else {
+                continue;
+            };
+            // A port without a cable in this sweep has nothing to cut.
+            if fabric.disconnect(ids[ix], port).is_ok() {
+                tracing::debug!(node = guid, port, "unhealthy link left out of routing");
+            }
+        }
         let csr = Csr::new(&fabric);
         let assignment = LidAssignment::from_snapshot(&csr);
         let repaired = repair.and_then(|(prev, prev_csr)| {
@@ -92,6 +120,8 @@ impl RouteInput {
                 (r.routes, r.engine, r.failed)
             }
         };
+        let wall = t0.elapsed();
+        let pkeys = partitions.map(|(policy, sm_port)| policy.plan(&subnet, sm_port));
         Ok(Computed {
             fabric,
             csr,
@@ -99,32 +129,36 @@ impl RouteInput {
             rerouted,
             engine,
             failed,
-            wall: t0.elapsed(),
+            wall,
+            pkeys,
         })
     }
 }
 
 impl SubnetManager {
     /// What a routing job needs, taken from the engine on its own thread: the discovered
-    /// subnet as a `Fabric` on the LIDs just assigned, unhealthy links cut, the options,
-    /// and the routes in force where they may be repaired instead of recomputed.
-    pub(super) fn route_input(&self) -> Result<RouteInput, SmError> {
-        let assigned = &self.lids.assigned;
-        let (mut fabric, ids) = self
-            .subnet
-            .to_fabric_with(|p| assigned.get(&p.guid).copied())?;
-        self.health_exclude(&mut fabric, &ids);
+    /// subnet, the LIDs just assigned, the links the health policy cuts, the options,
+    /// and the routes in force where they may be repaired instead of recomputed. All of
+    /// it is cheap to take; the work is the job's.
+    pub(super) fn route_input(&self) -> RouteInput {
         let opts = self.cfg.routing_inputs.apply(
             RouteOptions::default()
                 .with_threads(self.cfg.routing_threads)
                 .with_allow_unreachable(true),
         );
-        Ok(RouteInput {
-            fabric,
+        RouteInput {
+            subnet: Arc::clone(&self.subnet),
+            lids: self.lids.assigned.clone(),
+            cut: self.health_cut(),
             engines: self.cfg.routing.clone(),
             opts,
             repair: self.repairable(),
-        })
+            partitions: self
+                .cfg
+                .partitions
+                .as_ref()
+                .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
+        }
     }
 
     /// The routes in force and the snapshot they were computed on, when the next
@@ -175,10 +209,13 @@ impl SubnetManager {
             self.timers.clear(Timer::Rebalance);
         }
         let state = &mut self.routing;
-        state.fabric = Some(c.fabric);
-        state.routes = Some(Arc::new(c.routes));
-        state.csr = Some(Arc::new(c.csr));
+        let old = (
+            state.fabric.replace(c.fabric),
+            state.routes.replace(Arc::new(c.routes)),
+            state.csr.replace(Arc::new(c.csr)),
+        );
         state.rebalance_pending = false;
+        self.retire(old);
     }
 
     pub(super) fn rebalance_wanted(&mut self, now: Instant) {

@@ -14,12 +14,15 @@
 //! (`again`, `heavy_next`) and honoured when it ends.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use ibsm_transport::Instant;
 use ibsm_wire::{SmState, SwitchInfo};
 
 use super::ops::Op;
 use super::ports::Plan;
+use super::program::Activation;
+use super::publish::Published;
 use super::resweep::Losses;
 use super::timers::Timer;
 use super::{SubnetManager, keys};
@@ -76,8 +79,18 @@ pub(super) enum Stage {
     /// LIDs, routes, switch tables, P_Keys and PortInfo Sets are out; the plan says
     /// what every port should hold, for the activation.
     Program(Plan),
+    /// The armed ports' activation Sets are being queued, a slice at a time
+    /// (`program.rs`).
+    Activating(Box<super::program::Activation>),
     /// The armed ports' activation Sets are out.
     Activate,
+    /// Every Set is answered: job `job` makes what the sweep publishes (the SA's
+    /// snapshot, the cabling the health policy compares with; `publish.rs`), and the
+    /// sweep ends when it comes back.
+    Publish {
+        /// The id of the publish job the sweep waits for.
+        job: u64,
+    },
 }
 
 impl Stage {
@@ -86,7 +99,7 @@ impl Stage {
             Stage::Discover => Phase::Discover,
             Stage::Elect => Phase::Elect,
             Stage::Route { .. } | Stage::Programming(_) | Stage::Program(_) => Phase::Program,
-            Stage::Activate => Phase::Activate,
+            Stage::Activating(_) | Stage::Activate | Stage::Publish { .. } => Phase::Activate,
         }
     }
 }
@@ -132,7 +145,7 @@ pub(super) struct HeavySweep {
     /// The model of the heavy sweep before this one: what [`SubnetManager::subnet`]
     /// shows while this one builds its own, and which nodes were known (NodeAdded /
     /// NodeRemoved, and which switches' tables are known).
-    pub(super) before: Subnet,
+    pub(super) before: Arc<Subnet>,
     /// Ports (switches: node GUIDs) that ignored our M_Key in this sweep: not
     /// configured.
     locked: HashSet<u64>,
@@ -170,10 +183,23 @@ impl Sweep {
         }
     }
 
-    /// The planning of the Program stage, while it is being queued.
-    pub(super) fn programming(&self) -> Option<&super::program::Programming> {
-        match self.heavy().map(|h| &h.stage) {
-            Some(Stage::Programming(p)) => Some(p),
+    /// Whether Sets are being queued a slice at a time (programming or activation).
+    pub(super) fn queueing(&self) -> bool {
+        self.heavy()
+            .is_some_and(|h| matches!(h.stage, Stage::Programming(_) | Stage::Activating(_)))
+    }
+
+    /// Takes the activation out of the stage (for a slice of it; put it back with
+    /// [`Self::set_stage`]).
+    pub(super) fn take_activation(&mut self) -> Option<Box<Activation>> {
+        let Sweep::Heavy(h) = self else {
+            return None;
+        };
+        if !matches!(h.stage, Stage::Activating(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut h.stage, Stage::Activate) {
+            Stage::Activating(a) => Some(a),
             _ => None,
         }
     }
@@ -196,7 +222,7 @@ impl Sweep {
     /// The job the running heavy sweep waits for, if any.
     pub(super) fn waiting_for(&self) -> Option<u64> {
         match self.heavy().map(|h| &h.stage) {
-            Some(Stage::Route { job }) => Some(*job),
+            Some(Stage::Route { job } | Stage::Publish { job }) => Some(*job),
             _ => None,
         }
     }
@@ -299,7 +325,7 @@ impl Sweep {
     /// The model of the heavy sweep before the running one (`None` outside a heavy
     /// sweep).
     pub(super) fn before(&self) -> Option<&Subnet> {
-        self.heavy().map(|h| &h.before)
+        self.heavy().map(|h| &*h.before)
     }
 
     /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
@@ -335,14 +361,18 @@ impl SubnetManager {
         // The last model stays on show (and says what was known) while the sweep
         // builds the next in `subnet`.
         let before = std::mem::take(&mut self.subnet);
-        self.sweep = Sweep::Heavy(Box::new(HeavySweep {
-            stage: Stage::Discover,
-            progress: Progress::new(now, true, Phase::Discover),
-            before,
-            locked: HashSet::new(),
-            again: false,
-            lost: Losses::default(),
-        }));
+        let replaced = std::mem::replace(
+            &mut self.sweep,
+            Sweep::Heavy(Box::new(HeavySweep {
+                stage: Stage::Discover,
+                progress: Progress::new(now, true, Phase::Discover),
+                before,
+                locked: HashSet::new(),
+                again: false,
+                lost: Losses::default(),
+            })),
+        );
+        self.retire(replaced);
         // A re-sweep after an incomplete one gives every SMP more attempts.
         self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
@@ -475,7 +505,7 @@ impl SubnetManager {
                 if l.heavy_next {
                     self.begin_heavy(now);
                 } else {
-                    self.finish(now, false);
+                    self.finish(now, None);
                 }
                 return true;
             }
@@ -492,7 +522,7 @@ impl SubnetManager {
                 });
                 // Close the election's sweep too: it saw no other SM.
                 self.smi.election.sweep_complete(now);
-                self.finish(now, false);
+                self.finish(now, None);
                 self.drain_election(now);
             }
             Stage::Discover => {
@@ -527,9 +557,11 @@ impl SubnetManager {
                 SmState::Discovering => return false,
                 _ => self.stand_aside(now),
             },
-            // The routing job has not come back, or its Sets are still being queued:
-            // wait.
-            Stage::Route { .. } | Stage::Programming(_) => return false,
+            // A job has not come back, or Sets are still being queued: wait.
+            Stage::Route { .. }
+            | Stage::Programming(_)
+            | Stage::Activating(_)
+            | Stage::Publish { .. } => return false,
             Stage::Program(_) => {
                 let plan = match &mut self.sweep {
                     Sweep::Heavy(h) => match &mut h.stage {
@@ -538,10 +570,10 @@ impl SubnetManager {
                     },
                     _ => Plan::default(),
                 };
-                self.enter_stage(now, Stage::Activate);
-                self.activate_armed(&plan);
+                self.enter_stage(now, Stage::Activating(Box::new(Activation::new(plan))));
+                self.stage_slice(now);
             }
-            Stage::Activate => self.finish(now, true),
+            Stage::Activate => self.begin_publish(now),
         }
         true
     }
@@ -551,10 +583,14 @@ impl SubnetManager {
     pub(super) fn stand_aside(&mut self, now: Instant) {
         self.end_stage(now);
         let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
-        self.sweep = Sweep::Idle(Idle {
-            since: now,
-            heavy_next,
-        });
+        let replaced = std::mem::replace(
+            &mut self.sweep,
+            Sweep::Idle(Idle {
+                since: now,
+                heavy_next,
+            }),
+        );
+        self.retire(replaced);
         self.timers.clear(Timer::Sweep);
     }
 
@@ -570,7 +606,7 @@ impl SubnetManager {
             s.links = links;
         });
         self.assign_lids()?;
-        self.route_input()
+        Ok(self.route_input())
     }
 
     /// The routing job came back (`jobs.rs`): program what it computed, or report why
@@ -597,7 +633,7 @@ impl SubnetManager {
     fn routing_failed(&mut self, now: Instant, e: SmError) {
         tracing::warn!(error = %e, "programming the subnet failed");
         self.event(SmEvent::RoutingFailed { error: e.into() });
-        self.finish(now, false);
+        self.finish(now, None);
         if self.sweep.is_idle() {
             self.sweep.note_change();
         }
@@ -607,10 +643,15 @@ impl SubnetManager {
     /// configured the subnet and lost no SMP) or [`SmEvent::LightSweepDone`], and the
     /// next sweep is scheduled: at once after an incomplete heavy sweep
     /// ([`SmEvent::SweepIncomplete`], `resweep.rs`).
-    fn finish(&mut self, now: Instant, up: bool) {
+    ///
+    /// `published`: what the publish job of a heavy sweep that configured the subnet
+    /// made (`publish.rs`); `None` for any other end.
+    pub(super) fn finish(&mut self, now: Instant, published: Option<Published>) {
         self.end_stage(now);
+        let up = published.is_some();
+        let (snapshot, cabling) = published.map_or((None, None), |p| (p.sa, p.cabling));
         if up {
-            self.health_after_sweep(now);
+            self.health_after_sweep(now, cabling);
         }
         let incomplete = up && !self.sweep_complete();
         let up = up && !incomplete;
@@ -619,7 +660,11 @@ impl SubnetManager {
             heavy_next: false,
         });
         let (progress, again, heavy) = match std::mem::replace(&mut self.sweep, idle) {
-            Sweep::Heavy(h) => (h.progress, h.again, true),
+            Sweep::Heavy(h) => {
+                let h = *h;
+                self.retire(h.before);
+                (h.progress, h.again, true)
+            }
             Sweep::Light(l) => (l.progress, l.heavy_next, false),
             Sweep::Idle(_) => return,
         };
@@ -634,7 +679,7 @@ impl SubnetManager {
         if up {
             self.routing.up_once = true;
             // The SA answers from what this sweep configured.
-            self.refresh_admin();
+            self.refresh_admin(snapshot);
             tracing::info!(
                 nodes = stats.nodes,
                 switches = stats.switches,

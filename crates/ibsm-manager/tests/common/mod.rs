@@ -153,7 +153,7 @@ pub(crate) fn attach(
 }
 
 /// Lets every live SM transmit and collects its events.
-fn flush(n: &mut Node) {
+pub(crate) fn flush(n: &mut Node) {
     let now = n.port.now();
     while let Some(out) = n.sm.poll_transmit(now) {
         n.trace.mad(&out.addr, &out.mad);
