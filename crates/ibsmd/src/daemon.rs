@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant as WallInstant};
 
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
-use ibsm::transport::{JobRunner, Transport, TransportError, drive};
+use ibsm::transport::{BusyMeter, JobRunner, Metered, Transport, TransportError, drive};
 use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
 use tracing::{debug, error, info, warn};
 
@@ -19,6 +19,10 @@ use crate::summary::Outcome;
 
 /// How long the engine runs between two calls of [`Daemon::housekeeping`].
 pub(crate) const SLICE: Duration = Duration::from_millis(200);
+
+/// A call into the engine this long is logged as a warning: the port went unread for
+/// that long (the issue-25 target for the longest SMInfo or SA answer delay is 50 ms).
+const SILENT: Duration = Duration::from_millis(50);
 
 /// Why the daemon could not run on.
 #[derive(Debug)]
@@ -66,6 +70,8 @@ pub(crate) struct Daemon {
     jobs: JobRunner<crate::jobs::Timed>,
     /// How long each job sleeps first (a testing aid, `jobs.rs`).
     job_delay: Duration,
+    /// The wall time of every call into the engine.
+    busy: BusyMeter,
     /// The settings in force (replaced by a successful SIGHUP re-read).
     pub(crate) settings: Settings,
     /// SA requests refused (`--no-sa`).
@@ -163,6 +169,7 @@ impl Daemon {
             port,
             jobs: crate::jobs::runner(),
             job_delay: crate::jobs::test_delay(),
+            busy: BusyMeter::default(),
             out: Outcome::new(desc.ca.clone(), desc.port, local.port_guid),
             settings,
             sa_refused: 0,
@@ -257,6 +264,7 @@ impl Daemon {
         let stop = ibsm::transport::Stop::at(until);
         let sa = self.sm.config().sa;
         let mut engine = crate::jobs::Engine::new(&mut self.sm, self.job_delay);
+        let mut engine = Metered::new(&mut engine, &mut self.busy);
         let ran = if sa {
             drive(&mut engine, &mut self.port, &mut self.jobs, stop, on)
         } else {
@@ -267,6 +275,13 @@ impl Daemon {
             drive(&mut engine, &mut port, &mut self.jobs, stop, on)
         };
         ran.map_err(port_failure)?;
+        if let Some((call, took)) = self.busy.take_window().filter(|&(_, d)| d >= SILENT) {
+            warn!(
+                "the engine kept the port unread for {:.0} ms in one call ({call})",
+                took.as_secs_f64() * 1e3
+            );
+        }
+        self.ops.note_busy(&self.busy);
         Ok(done)
     }
 

@@ -211,6 +211,21 @@ pub(crate) fn exposition(s: &Status) -> String {
         "1 once the subnet was brought up",
         i64::from(s.subnet_up),
     );
+    let longest: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+    longest.set(s.engine.longest_ms / 1e3);
+    reg.register(
+        "engine_longest_call_seconds",
+        "The longest call into the engine since the start: the port went unread that long",
+        longest,
+    );
+    let busy: Counter<f64, std::sync::atomic::AtomicU64> = Counter::default();
+    busy.inc_by(s.engine.busy_ms / 1e3);
+    reg.register(
+        "engine_busy_seconds",
+        "Wall time spent in calls into the engine",
+        busy,
+    );
+    counter(reg, "engine_calls", "Calls into the engine", s.engine.calls);
     let sweeps: Family<Labels, Counter> = Family::default();
     let last: Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>> = Family::default();
     for (kind, n, ms) in [

@@ -80,6 +80,11 @@ impl Ops {
     }
 
     /// Counts one engine event.
+    /// The engine's call times as they stand (after a slice of the run loop).
+    pub(crate) fn note_busy(&mut self, meter: &ibsm::transport::BusyMeter) {
+        self.tracker.engine = crate::status::EngineBusy::of(meter);
+    }
+
     pub(crate) fn observe(&mut self, ev: &SmEvent) {
         self.tracker.observe(ev);
         if matches!(ev, SmEvent::SubnetUp { stats } if stats.heavy) {

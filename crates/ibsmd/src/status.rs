@@ -45,6 +45,45 @@ pub(crate) struct Status {
     /// The performance manager's counter sweeps and the counters they read (`None`
     /// without `--perfmgr`).
     pub(crate) perfmgr: Option<Perf>,
+    /// How long calls into the engine kept the daemon from reading its port.
+    pub(crate) engine: EngineBusy,
+}
+
+/// The wall time of the calls into the engine since the start: while one runs, no MAD
+/// is read, so the longest is the longest an SMInfo poll or SA query can have waited
+/// for the engine (on top of the transport and the machine).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct EngineBusy {
+    /// Calls timed.
+    pub(crate) calls: u64,
+    /// Their time together, in ms.
+    pub(crate) busy_ms: f64,
+    /// The longest, in ms.
+    pub(crate) longest_ms: f64,
+    /// Which entry point the longest went through (`incoming`, `timeout`, `job`, ...).
+    pub(crate) longest_call: String,
+    /// 99.99 % of the calls took at most this long, in ms (a power-of-two bound).
+    pub(crate) p9999_ms: Option<f64>,
+}
+
+impl EngineBusy {
+    /// The figures of `meter`.
+    pub(crate) fn of(meter: &ibsm::transport::BusyMeter) -> Self {
+        use ibsm::transport::Call;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let (kind, longest) = meter.longest().unwrap_or((Call::Poll, Default::default()));
+        Self {
+            calls: Call::ALL.iter().map(|&k| meter.count(k)).sum(),
+            busy_ms: Call::ALL.iter().map(|&k| ms(meter.total(k))).sum(),
+            longest_ms: ms(longest),
+            longest_call: if meter.longest().is_some() {
+                kind.as_str().to_owned()
+            } else {
+                String::new()
+            },
+            p9999_ms: meter.quantile_bound(0.9999).map(ms),
+        }
+    }
 }
 
 /// What the performance manager found.
@@ -157,6 +196,8 @@ pub(crate) struct FabricCounts {
 /// What the run loop counts from the engine's events between snapshots.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tracker {
+    /// Set by the run loop after each slice.
+    pub(crate) engine: EngineBusy,
     sweeps: Sweeps,
     smps: Smps,
     traps: BTreeMap<u16, u64>,
@@ -270,6 +311,7 @@ impl Tracker {
                 .unwrap_or_default(),
             uptime_ms,
             perfmgr: sm.config().perfmgr.is_some().then(|| self.perf(sm)),
+            engine: self.engine.clone(),
         }
     }
 

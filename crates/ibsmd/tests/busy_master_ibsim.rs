@@ -263,4 +263,11 @@ fn a_master_sweeping_heavy_answers_sminfo_and_sa_and_is_not_taken_over() {
     );
     let status = master.status().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status["status"]["role"], "MASTER", "{status}");
+    // The master's own view of its silences (printed, not asserted: a wall time).
+    let engine = &status["status"]["engine"];
+    assert!(engine["calls"].as_u64().unwrap_or(0) > 0, "{status}");
+    eprintln!(
+        "master: longest call into the engine {} ms ({}), 99.99 % under {} ms, {} calls",
+        engine["longest_ms"], engine["longest_call"], engine["p9999_ms"], engine["calls"]
+    );
 }
