@@ -460,9 +460,13 @@ impl<C> SaClient<C> {
         }
         let view = SaMadView::new_unchecked(&mad[..]);
         let attribute = self.active[&tid].request.attribute_id;
-        // A kernel-joined answer: header and all the data in one buffer. Its status is
-        // read as a single MAD's is (below).
-        if mad.len() > MAD_SIZE && view.status() == Status::OK {
+        // A kernel-joined answer: header and all the data in one buffer, as long as the
+        // data is: longer than a MAD, or shorter with the RMPP header of its transfer
+        // (one 64-byte PathRecord makes 120 bytes). Its status is read as a single
+        // MAD's is (below).
+        let rmpp_active = RmppFlags(mad[RMPP_OFFSET + 2] & 0x07).active();
+        let joined = mad.len() > MAD_SIZE || (mad.len() < MAD_SIZE && rmpp_active);
+        if joined && view.status() == Status::OK {
             let header = parse_header(&mad[..MAD_SIZE.min(mad.len())]);
             match header {
                 Ok(h) => {

@@ -2,8 +2,8 @@
 //! sender, and loses, repeats, stops or falsifies what it is told to.
 
 use super::*;
-use ibsm_wire::sa::NodeRecord;
 use ibsm_wire::sa::rmpp::{RecordTable, RmppPayload, Segmenter, Sender, SenderState};
+use ibsm_wire::sa::{NodeRecord, PathRecord};
 
 /// The SA's table bytes.
 struct Bytes(Vec<u8>);
@@ -472,6 +472,39 @@ fn kernel_joined_answers_are_taken_whole() {
     match c.poll_event() {
         Some(SaEvent::Done { response, .. }) => {
             assert_eq!(response.records::<NodeRecord>().unwrap(), sa.records);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The kernel joins an RMPP answer of one record into a buffer as long as its data:
+/// a 56-byte SA header (the RMPP header of the transfer in it) and one 64-byte
+/// PathRecord, 120 bytes (what saquery gets from OpenSM on ibsim through umad2sim).
+/// (Planted: the old rule that any answer under 256 bytes is malformed -> this fails.)
+#[test]
+fn a_kernel_joined_answer_shorter_than_a_mad_is_taken() {
+    let mut c = client();
+    c.get_table(&PathRecord::default(), ComponentMask::NONE, 0);
+    let req = c.poll_transmit(Instant::ZERO).unwrap().mad;
+    let req = SaMad::parse(&req).unwrap();
+    let rec = PathRecord {
+        slid: 3,
+        dlid: 7,
+        ..PathRecord::default()
+    };
+    let mut joined = req.response_header::<PathRecord>().to_bytes()[..SA_HEADER_SIZE].to_vec();
+    // RMPP version 1, type DATA, flags Active|First|Last.
+    joined[RMPP_OFFSET] = 1;
+    joined[RMPP_OFFSET + 1] = 1;
+    joined[RMPP_OFFSET + 2] = 0x07;
+    let mut b = vec![0u8; 64];
+    rec.emit_into(&mut b).unwrap();
+    joined.extend_from_slice(&b);
+    assert_eq!(joined.len(), 120);
+    assert!(feed(&mut c, joined));
+    match c.poll_event() {
+        Some(SaEvent::Done { response, .. }) => {
+            assert_eq!(response.records::<PathRecord>().unwrap(), vec![rec]);
         }
         other => panic!("{other:?}"),
     }
