@@ -1,4 +1,4 @@
-//! libibmad layout oracle: every field that `shared/spec/libibmad_fields.tsv` marks
+//! libibmad layout oracle: every field that `tests/fixtures/libibmad_fields.tsv` marks
 //! `libibmad_verified` is written and read by our codec and by libibmad, both ways.
 //!
 //! The tests package has no `unsafe`, so libibmad is not linked: at run time a small C

@@ -2,7 +2,7 @@
 //!
 //! The SMA is the other end of every SMP: each node (channel adapter, router, or switch
 //! behind its management port 0) runs one, and it answers SubnGet/SubnSet from the
-//! Subnet Manager. This crate implements one exactly as `shared/spec/smp.md` section 5
+//! Subnet Manager. This crate implements one exactly as the InfiniBand Architecture Specification (IBA) Vol. 1 §14.2 says
 //! and `attributes.md` describe, including the parts simulators usually leave out:
 //!
 //! * **M_Key** per CA/router port and per switch (port 0): the check table for protection

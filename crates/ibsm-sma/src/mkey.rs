@@ -1,4 +1,4 @@
-//! The M_Key check of `shared/spec/smp.md` section 5 and the M_Key lease timer.
+//! The M_Key check of IBA Vol. 1 §14.2.4 and the M_Key lease timer.
 //!
 //! Both are pure values with no clock: [`check`] decides what an SMP may do, and
 //! [`MKeyState`] holds one port's key, protection level, lease and violation counter and

@@ -1,5 +1,5 @@
 //! Model-based test of the M_Key rules: a small reference model written straight from
-//! `shared/spec/smp.md` section 5 runs beside the agent on random sequences of Gets,
+//! IBA Vol. 1 §14.2.4 (M_Key) runs beside the agent on random sequences of Gets,
 //! Sets, TrapRepresses with right/wrong/zero keys, time jumps (including exactly at and
 //! one tick before the lease deadline), link events and resets. After every step the two
 //! must agree on the response or drop, every returned M_Key field, the violation counter,

@@ -1,6 +1,6 @@
 //! Bit-exact field positions and the value types that can live in them.
 //!
-//! A [`Field`] is the `(Byte, Bit, Len)` triple of `shared/spec`: the byte holding the
+//! A [`Field`] is the `(Byte, Bit, Len)` triple of the IBA specification's field tables: the byte holding the
 //! field's most significant bit, that bit's position counted from the byte's MSB
 //! (0 = 0x80), and the length in bits. Every structure of this crate names its fields
 //! exactly once, as `Field` constants in one table (see the `wire_struct!` invocations);

@@ -1,4 +1,4 @@
-//! The 128-bit Global Identifier (`shared/spec/mad.md` section 10).
+//! The 128-bit Global Identifier (IBA Vol. 1 §4.1.1).
 
 use core::fmt;
 

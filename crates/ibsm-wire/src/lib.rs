@@ -5,9 +5,9 @@
 //! directed-route class 0x81, with [`DrPath`] and the hop-by-hop forwarding rules), every
 //! SM attribute (NodeInfo, PortInfo, SwitchInfo, forwarding tables, SMInfo, Notice and the
 //! trap data details, ...), the Subnet Administration header and records and the
-//! performance-management (PerfMgt) counters ([`perf`]). Field
-//! positions come from `shared/spec` and are checked bit for bit against libibmad by the
-//! workspace's oracle test. [`Instant`] is here too: the one time type every sans-IO core
+//! performance-management (PerfMgt) counters ([`perf`]). Field positions come from the
+//! InfiniBand Architecture Specification (Vol. 1 §13.4, §14.2.5, §15, §16.1) and are
+//! checked bit for bit against libibmad by the workspace's oracle test. [`Instant`] is here too: the one time type every sans-IO core
 //! of the workspace takes as `now` and returns deadlines in.
 //!
 //! # Design

@@ -1,5 +1,5 @@
 //! The common 24-byte MAD header, management classes, methods and the status word
-//! (`shared/spec/mad.md`).
+//! (IBA Vol. 1 §13.4).
 
 use crate::field::{Field, FieldType, FieldValue, get_uint, set_uint};
 use crate::gid::Gid;

@@ -1,4 +1,4 @@
-//! Performance management (class 0x04, `shared/spec/perf.md`): the attribute IDs, the
+//! Performance management (class 0x04, IBA Vol. 1 §16.1): the attribute IDs, the
 //! PMA's ClassPortInfo capability bits, PortCounters with its CounterSelect words,
 //! PortCountersExtended, PortRcvErrorDetails, PortXmitDiscardDetails and
 //! PortExtendedSpeedsCounters.

@@ -1,6 +1,6 @@
 //! Subnet Management Packets: the LID-routed form (class 0x01), the directed-route form
 //! (class 0x81), [`DrPath`], and the directed-route forwarding rules of
-//! `shared/spec/smp.md` section 4 for requesters, switches and responders.
+//! IBA Vol. 1 §14.2.2 for requesters, switches and responders.
 
 use core::fmt;
 

@@ -94,7 +94,7 @@ wire_struct! {
     /// forward error correction. OpenSM's layout: consecutive 16-bit fields.
     ///
     /// libibmad 44.0 misplaces its four HDR/NDR FEC fields, so those rows carry no
-    /// libibmad name here (see `shared/spec/attributes.md` section 18).
+    /// libibmad name here (see `tests/fixtures/libibmad_fields.tsv`).
     pub struct PortInfoExtended, view PortInfoExtendedView, size 64, label "PortInfoExtended";
     fields {
         /// Capability bits.

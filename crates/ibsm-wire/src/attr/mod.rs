@@ -1,4 +1,4 @@
-//! Subnet-management attributes (`shared/spec/attributes.md`): one module per attribute
+//! Subnet-management attributes (IBA Vol. 1 §14.2.5): one module per attribute
 //! or group, each a `wire_struct!` table plus the enums, flag words and helpers its
 //! fields need. [`modifier`] holds the typed AttributeModifier encodings.
 //!

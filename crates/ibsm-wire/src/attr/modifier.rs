@@ -1,5 +1,5 @@
 //! Typed AttributeModifier encodings of the SM attributes
-//! (`shared/spec/attributes.md` sections 1, 5-14).
+//! (IBA Vol. 1 §14.2.5, the attribute table and each attribute's section).
 //!
 //! Each modifier is a small `Copy` struct with `encode` (to the 32-bit wire value) and
 //! `decode`, which rejects set reserved bits or out-of-range values with

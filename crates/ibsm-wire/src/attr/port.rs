@@ -407,7 +407,7 @@ bit_flags! {
 }
 
 wire_struct! {
-    /// PortInfo (0x0015), 64 bytes. See `shared/spec/attributes.md` section 6.
+    /// PortInfo (0x0015), 64 bytes. See IBA Vol. 1 §14.2.5.6.
     ///
     /// For a switch, LID, LMC, MasterSMLID, MasterSMSL, the M_Key fields and GidPrefix
     /// are meaningful on port 0 only.

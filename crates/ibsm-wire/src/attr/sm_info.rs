@@ -46,7 +46,7 @@ impl SmInfoControl {
 }
 
 wire_struct! {
-    /// SMInfo (0x0020), 21 bytes. See `shared/spec/attributes.md` section 14.
+    /// SMInfo (0x0020), 21 bytes. See IBA Vol. 1 §14.2.5.13.
     pub struct SmInfo, view SmInfoView, size 21, label "SMInfo";
     fields {
         /// Port GUID of the SM.

@@ -2,7 +2,7 @@
 
 wire_struct! {
     /// SwitchInfo (switches only, AttributeModifier 0), 20 bytes.
-    /// See `shared/spec/attributes.md` section 4.
+    /// See IBA Vol. 1 §14.2.5.4.
     pub struct SwitchInfo, view SwitchInfoView, size 20, label "SwitchInfo";
     fields {
         /// LinearForwardingTable entries supported.

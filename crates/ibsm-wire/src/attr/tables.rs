@@ -1,6 +1,6 @@
 //! The table attributes: GUIDInfo, P_KeyTable, SLtoVLMappingTable, VLArbitrationTable,
 //! Linear/Random/MulticastForwardingTable and LinkSpeedWidthPairsTable
-//! (`shared/spec/attributes.md` sections 5, 7-13).
+//! (IBA Vol. 1 §14.2.5.5 and §14.2.5.7 to §14.2.5.12).
 //!
 //! Tables whose entries are not whole bytes keep their single libibmad "whole block"
 //! field as a byte block newtype with entry accessors; the entry layout is written once,

@@ -1,5 +1,5 @@
 //! Subnet Administration (class 0x03): the SA MAD with its RMPP header, the SA
-//! records of `shared/spec/sa.md`, ComponentMask matching, and a sans-IO RMPP
+//! records of IBA Vol. 1 §15.2 (RMPP: §13.6), ComponentMask matching, and a sans-IO RMPP
 //! segmenter and reassembler for multi-MAD answers.
 //!
 //! Every record is a `wire_struct!` (view + owned value + reflective access) that also
