@@ -2,8 +2,9 @@
 //!
 //! The SMA is the other end of every SMP: each node (channel adapter, router, or switch
 //! behind its management port 0) runs one, and it answers SubnGet/SubnSet from the
-//! Subnet Manager. This crate implements one exactly as the InfiniBand Architecture Specification (IBA) Vol. 1 §14.2 says
-//! and `attributes.md` describe, including the parts simulators usually leave out:
+//! Subnet Manager. This crate implements one exactly as the InfiniBand Architecture
+//! Specification (IBA) Vol. 1 §14.2 and its attribute tables (§14.2.5) describe,
+//! including the parts simulators usually leave out:
 //!
 //! * **M_Key** per CA/router port and per switch (port 0): the check table for protection
 //!   levels 0..3 ([`mkey::check`]), level 1 hiding the key in GetResp(PortInfo),
