@@ -72,7 +72,7 @@ use std::ops::ControlFlow;
 
 use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
 use ibsm_routing::EngineKind;
-use ibsm_transport::{Instant, JobRunner, SansIo, Stop, Transport};
+use ibsm_transport::{Instant, JobPolicy, JobRunner, SansIo, Stop, Transport};
 
 /// The names most programs need.
 pub mod prelude {
@@ -91,6 +91,7 @@ pub mod prelude {
 pub struct SmBuilder<T> {
     transport: T,
     cfg: SmConfig,
+    jobs: JobPolicy,
 }
 
 impl<T> SmBuilder<T> {
@@ -99,7 +100,22 @@ impl<T> SmBuilder<T> {
         SmBuilder {
             transport,
             cfg: self.cfg,
+            jobs: self.jobs,
         }
+    }
+
+    /// Where the engine's long computations (a heavy sweep's routing, its SA snapshot)
+    /// run. [`JobPolicy::Inline`] (the default): on the loop's thread, so a run is a
+    /// pure function of what the transport delivers, and the SM answers nothing while
+    /// one runs (a few hundred milliseconds on a 10,000-node fabric): right for the
+    /// simulator, whose virtual time would run on while a worker computes.
+    /// [`JobPolicy::Threads`]: on worker threads, the engine handing them out
+    /// ([`SubnetManager::set_job_offload`]) and queueing its Sets in slices, so SMInfo
+    /// polls, SA queries and traps are answered throughout: right for a real port.
+    #[must_use]
+    pub fn jobs(mut self, policy: JobPolicy) -> Self {
+        self.jobs = policy;
+        self
     }
 
     /// Replaces the whole configuration.
@@ -176,17 +192,17 @@ impl<T: Transport> SmBuilder<T> {
     /// [`SmConfig::validate`] refuses), or the first sweep's failure.
     pub fn build(self) -> Result<Sm<T>, SmError> {
         let mut engine = SubnetManager::new(self.cfg, self.transport.local_port())?;
+        engine.set_job_offload(self.jobs != JobPolicy::Inline);
         engine.start(self.transport.now())?;
         Ok(Sm {
             engine,
             transport: self.transport,
-            jobs: JobRunner::inline(),
+            jobs: JobRunner::new(self.jobs),
         })
     }
 }
 
-/// An SM engine with its transport and the runner of its jobs (inline: a run is a pure
-/// function of what the transport delivers).
+/// An SM engine with its transport and the runner of its jobs ([`SmBuilder::jobs`]).
 #[derive(Debug)]
 pub struct Sm<T> {
     engine: SubnetManager,
@@ -202,6 +218,7 @@ impl Sm<()> {
         SmBuilder {
             transport: (),
             cfg: SmConfig::default(),
+            jobs: JobPolicy::Inline,
         }
     }
 }

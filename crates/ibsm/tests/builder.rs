@@ -68,3 +68,26 @@ fn builder_validates_with_the_engines_rule() {
         "{err:?}"
     );
 }
+
+/// `jobs(Threads)` hands the engine's jobs to worker threads (the engine offloads them)
+/// and the SM still brings the fabric up right; the default runs them inline.
+/// (Planted: `build` ignoring the policy -> the engine does not offload.)
+#[test]
+fn threaded_jobs_bring_the_fabric_up() {
+    let (_sim, port) = sim_port();
+    let sm = Sm::builder().transport(port).build().expect("build");
+    assert!(!sm.engine().job_offload());
+    let (sim, port) = sim_port();
+    let mut sm = Sm::builder()
+        .transport(port)
+        .jobs(JobPolicy::Threads(std::num::NonZeroUsize::MIN))
+        .build()
+        .expect("build");
+    assert!(sm.engine().job_offload());
+    let stats = sm
+        .run_until_up(Instant::from_secs(60))
+        .expect("run")
+        .expect("subnet up");
+    assert_eq!(stats.switches, 4);
+    assert!(sim.verify().is_clean(), "{:?}", sim.verify());
+}

@@ -156,6 +156,12 @@ impl SubnetManager {
         self.jobs.offload = offload;
     }
 
+    /// Whether the host runs the engine's jobs ([`Self::set_job_offload`]).
+    #[must_use]
+    pub fn job_offload(&self) -> bool {
+        self.jobs.offload
+    }
+
     /// How much of the Program and Activate stages' queueing runs per entry point when
     /// jobs are offloaded, in units of one LFT block or one port looked at (default
     /// 4,096: about a millisecond). Smaller slices answer sooner and cost more entry
