@@ -30,11 +30,10 @@ use std::time::{Duration, Instant as WallInstant};
 use clap::Parser;
 use ibsm_query::counters::{Counter as PortCounter, PortSample};
 use ibsm_query::discover::{Discovered, discover};
-use ibsm_query::nodemap::{NodeNameMap, clean_description};
-use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
+use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget};
 use ibsm_query::smp::SmpConfig;
-use ibsm_transport::{JobRunner, Stop, Transport, TxConfig, drive};
-use ibsm_umad::{OpenOptions, Selector, UmadTransport};
+use ibsm_tools::{NameArgs, Names, PortArgs, TxArgs, run, write_atomic};
+use ibsm_transport::Transport;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -52,27 +51,18 @@ struct Args {
     /// textfile collector) and exit.
     #[arg(long)]
     textfile: Option<PathBuf>,
-    /// Node-name map (infiniband-diags format) for the switch/hca/uplink labels.
-    #[arg(long = "node-name-map")]
-    node_name_map: Option<PathBuf>,
+    #[command(flatten)]
+    names: NameArgs,
     /// Do not export switch ports.
     #[arg(long = "no-switch")]
     no_switch: bool,
     /// Export HCA ports too.
     #[arg(long)]
     hca: bool,
-    /// RDMA device to use.
-    #[arg(short = 'C', long = "Ca")]
-    ca: Option<String>,
-    /// Port of that device.
-    #[arg(short = 'P', long = "Port")]
-    port: Option<u8>,
-    /// Time to wait for each answer, in milliseconds.
-    #[arg(long = "timeout", default_value_t = 200)]
-    timeout_ms: u64,
-    /// Queries in flight at once.
-    #[arg(long, default_value_t = 64)]
-    window: usize,
+    #[command(flatten)]
+    port: PortArgs,
+    #[command(flatten)]
+    tx: TxArgs,
 }
 
 type Labels = Vec<(String, String)>;
@@ -105,11 +95,7 @@ fn label(pairs: &[(&str, String)]) -> Labels {
 }
 
 /// Everything one scrape found, as exposition text.
-fn collect<T: Transport>(
-    port: &mut T,
-    args: &Args,
-    names: Option<&NodeNameMap>,
-) -> Result<String, String> {
+fn collect<T: Transport>(port: &mut T, args: &Args, names: &Names) -> Result<String, String> {
     let mut reg = Registry::default();
     let errors = Family::<Labels, Gauge>::default();
     let timeouts = Family::<Labels, Gauge>::default();
@@ -148,10 +134,7 @@ fn collect<T: Transport>(
 
     let name_of = |i: usize| -> String {
         let n = &found.nodes[i];
-        names.and_then(|m| m.get(n.info.node_guid)).map_or_else(
-            || clean_description(n.description.as_bytes()),
-            str::to_owned,
-        )
+        names.name(n.info.node_guid, n.description.as_bytes())
     };
     for (kind, on) in [("switch", !args.no_switch), ("hca", args.hca)] {
         if !on {
@@ -172,16 +155,8 @@ fn collect<T: Transport>(
         );
         let t = WallInstant::now();
         let (targets, owners) = targets(&found, kind == "switch");
-        let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, tx(args));
-        let stop = Stop::when_idle(port.now() + Duration::from_secs(120));
-        drive(
-            &mut scrape,
-            port,
-            &mut JobRunner::inline(),
-            stop,
-            |ev| match ev {},
-        )
-        .map_err(|e| e.to_string())?;
+        let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, args.tx.tx());
+        run(&mut scrape, port, Duration::from_secs(120), "scrape").map_err(|e| e.to_string())?;
         let report = scrape.into_report();
         for &i in owners.values() {
             let n = &found.nodes[i];
@@ -295,58 +270,29 @@ fn targets(
     (t, owners)
 }
 
-fn tx(args: &Args) -> TxConfig {
-    TxConfig {
-        timeout: Duration::from_millis(args.timeout_ms),
-        window: args.window.max(1),
-        ..default_tx()
-    }
-}
+const TOOL: &str = "ibsm-exporter";
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let names = match &args.node_name_map {
-        Some(p) => match NodeNameMap::from_file(p) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                eprintln!("ibsm-exporter: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
+    let names = match args.names.load() {
+        Ok(n) => n,
+        Err(e) => return e.report(TOOL),
     };
-    let opts = OpenOptions {
-        selector: Selector {
-            ca: args.ca.clone(),
-            port: args.port,
-            guid: None,
-        },
-        perf_agent: true,
-        ..OpenOptions::default()
-    };
-    let port = match UmadTransport::open(&opts) {
+    let port = match args.port.open(true) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("ibsm-exporter: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return e.report(TOOL),
     };
     let port = Mutex::new(port);
     let run = || -> Result<String, String> {
         let mut p = port.lock().map_err(|_| "port lock poisoned".to_string())?;
-        collect(&mut *p, &args, names.as_ref())
+        collect(&mut *p, &args, &names)
     };
     if let Some(path) = &args.textfile {
         return match run() {
-            Ok(text) => {
-                let tmp = path.with_extension("tmp");
-                let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-                if let Err(e) = written {
-                    eprintln!("ibsm-exporter: {}: {e}", path.display());
-                    return ExitCode::from(1);
-                }
-                ExitCode::SUCCESS
-            }
+            Ok(text) => match write_atomic(path, &text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => e.report(TOOL),
+            },
             Err(e) => {
                 eprintln!("ibsm-exporter: {e}");
                 ExitCode::from(1)
