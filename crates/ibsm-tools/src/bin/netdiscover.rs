@@ -4,8 +4,14 @@
 //!
 //! ```text
 //! ibsm-netdiscover [-C CA] [-P PORT] [--node-name-map FILE] [--timeout MS] [--retries N]
-//!                  [--m-key KEY] [--window N]
+//!                  [--m-key KEY] [--window N] [--slurm-topology]
 //! ```
+//!
+//! `--slurm-topology` prints Slurm's tree `topology.conf` instead
+//! (`ibsm_topology::slurm`): `SwitchName=... Nodes=...` for the switches CAs are cabled
+//! to, `SwitchName=... Switches=...` above them, host lists compressed as Slurm writes
+//! them; a CA's node name is the first word of its node-name-map name, else of its
+//! NodeDescription.
 //!
 //! Under ibsim: `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 //! ibsm-netdiscover`. Routes nobody answered and ports whose PortInfo failed are listed
@@ -19,6 +25,7 @@ use clap::Parser;
 use ibsm_query::discover::Discovery;
 use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run};
 use ibsm_topology::ibnet::{self, WriteOptions};
+use ibsm_topology::slurm;
 
 /// Discover the fabric over directed routes and print it in ibnetdiscover's format.
 #[derive(Debug, Parser)]
@@ -33,6 +40,10 @@ struct Args {
     /// M_Key sent with every SMP (hex with 0x, or decimal).
     #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
     m_key: u64,
+    /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
+    /// ibnetdiscover format.
+    #[arg(long = "slurm-topology")]
+    slurm_topology: bool,
     /// Give up after this many seconds.
     #[arg(long = "time-limit", default_value_t = 120)]
     time_limit: u64,
@@ -79,8 +90,12 @@ fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
             node.description = names.name(node.guid().0, node.description.as_bytes());
         }
     }
-    let text = ibnet::write(&fabric, &WriteOptions::default())
-        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    let text = if args.slurm_topology {
+        slurm::tree_topology(&fabric, |_, n| n.description.clone())
+    } else {
+        ibnet::write(&fabric, &WriteOptions::default())
+            .map_err(|e| ToolError::Failed(e.to_string()))?
+    };
     print!("{text}");
     if finished {
         Ok(ExitCode::SUCCESS)
