@@ -19,8 +19,11 @@ use ibsm_query::discover::{Discovered, Discovery};
 use ibsm_query::perf::{PerfError, Scrape, ScrapeMode, ScrapeReport, ScrapeTarget};
 use ibsm_query::smp::SmpError;
 use ibsm_transport::{Transport, TransportError};
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -255,18 +258,6 @@ pub fn render(c: &Collected, select: Select, names: &Names) -> Result<String, To
         if !on {
             continue;
         }
-        let families: Vec<(PortCounter, Family<Labels, Counter<u64>>)> = PortCounter::ALL
-            .iter()
-            .map(|&pc| {
-                let f = Family::<Labels, Counter<u64>>::default();
-                reg.register(
-                    pc.exporter_family(switch),
-                    pc.exporter_help(switch),
-                    f.clone(),
-                );
-                (pc, f)
-            })
-            .collect();
         let info = gauge_family(
             &mut reg,
             &format!("infiniband_{kind}_info"),
@@ -335,6 +326,9 @@ pub fn render(c: &Collected, select: Select, names: &Names) -> Result<String, To
                     .set(1);
             }
         }
+        // The bulk (every port, every counter) written straight from the readings by
+        // a collector, without a labelled family's map of every sample.
+        let mut rows = Vec::new();
         for (&(lid, p), reading) in &c.report.ports {
             let Some(&(owner, s)) = c.targets.get(&lid) else {
                 continue;
@@ -342,17 +336,12 @@ pub fn render(c: &Collected, select: Select, names: &Names) -> Result<String, To
             if s != switch || reading.counters.is_err() {
                 continue;
             }
-            let Some(sample) = PortSample::from_reading(reading) else {
-                continue;
-            };
-            let guid = c.port_guid(owner, switch, p);
-            let labels = label(&[("guid", format!("{guid:#018x}")), ("port", p.to_string())]);
-            for (pc, family) in &families {
-                if let Some(v) = sample.get(*pc) {
-                    family.get_or_create(&labels).inc_by(pc.exporter_value(v));
-                }
+            if let Some(sample) = PortSample::from_reading(reading) {
+                let guid = c.port_guid(owner, switch, p);
+                rows.push((format!("{guid:#018x}"), p.to_string(), sample));
             }
         }
+        reg.register_collector(Box::new(PortRows { switch, rows }));
     }
 
     let errors = gauge_family(
@@ -432,6 +421,33 @@ pub fn render(c: &Collected, select: Select, names: &Names) -> Result<String, To
     let mut out = String::new();
     encode(&mut out, &reg).map_err(|e| ToolError::Failed(format!("encoding the metrics: {e}")))?;
     Ok(out)
+}
+
+/// Every port's counters of one collector (`switch` or `hca`), as counter families
+/// `infiniband_{switch,hca}_port_*_total{guid,port}`.
+#[derive(Debug)]
+struct PortRows {
+    switch: bool,
+    /// (guid label, port label, counters), in LID and port order.
+    rows: Vec<(String, String, PortSample)>,
+}
+
+impl Collector for PortRows {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for &pc in PortCounter::ALL {
+            let name = pc.exporter_family(self.switch);
+            let help = pc.exporter_help(self.switch);
+            let mut family = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
+            for (guid, port, sample) in &self.rows {
+                if let Some(v) = sample.get(pc) {
+                    let labels = [("guid", guid.as_str()), ("port", port.as_str())];
+                    ConstCounter::new(pc.exporter_value(v))
+                        .encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One collection shared by concurrent requests, run at most once per `min_interval`.

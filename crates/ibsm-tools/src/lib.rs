@@ -261,8 +261,9 @@ where
 }
 
 /// Writes `text` to `path` so that a reader sees the old file or the new one, never a
-/// part: a temporary file beside it, synced, then renamed over it (node_exporter's
-/// textfile collector, Slurm reading topology.conf).
+/// part: a temporary file beside it, renamed over it (node_exporter's textfile
+/// collector). Not synced to disk: what the tools write is made again on the next run,
+/// and a 4 MB exposition synced on a busy disk cost more than the whole scrape.
 ///
 /// # Errors
 /// [`ToolError::Write`] naming the file.
@@ -277,33 +278,12 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), ToolError> {
         .unwrap_or_default();
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = path.with_file_name(tmp_name);
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
+    let written = std::fs::File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
         let _ = std::fs::remove_file(&tmp);
         return Err(err(e));
     }
     Ok(())
-}
-
-/// Writes `text` to `path`, or to stdout for `-`.
-///
-/// # Errors
-/// [`ToolError::Write`] naming the file (or stdout).
-pub fn emit(path: &Path, text: &str) -> Result<(), ToolError> {
-    if path == Path::new("-") {
-        let mut out = std::io::stdout().lock();
-        return out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|source| ToolError::Write {
-                path: "stdout".into(),
-                source,
-            });
-    }
-    write_atomic(path, text)
 }
 
 #[cfg(test)]

@@ -102,7 +102,16 @@ fn scrape(port: &Mutex<UmadTransport>, args: &Args, names: &Names) -> Result<Str
         &args.tx,
         Duration::from_secs(args.time_limit),
     )?;
-    render(&c, args.select(), names)
+    let t = Instant::now();
+    let text = render(&c, args.select(), names)?;
+    tracing::debug!(
+        discovery = ?c.discovery,
+        scrape = ?c.scrape,
+        render = ?t.elapsed(),
+        bytes = text.len(),
+        "collection"
+    );
+    Ok(text)
 }
 
 fn main() -> ExitCode {
