@@ -11,6 +11,7 @@
 //! | [`MFTS_FILE`] `opensm-mfts.dump` | multicast forwarding per switch and MLID (OpenSM's `opensm.mcfdbs` format) |
 //! | [`SL2VL_FILE`] `opensm-sl2vl.dump` | the SL -> VL maps written to switch ports |
 //! | [`GUID2LID_FILE`] `guid2lid` | port GUID -> LID range ([`crate::store::format_guid2lid`]) |
+//! | [`SLURM_FILE`] `slurm-topology.conf` | Slurm's tree topology of the subnet ([`ibsm_topology::slurm`]; nodes named by the first word of their NodeDescription) |
 //!
 //! [`Dumps::of`] renders them from a [`SubnetManager`] (read-only: no MAD, no event);
 //! [`Dumps::write_to`] writes each through a temporary file (created new, under a name
@@ -36,6 +37,8 @@ pub const MFTS_FILE: &str = "opensm-mfts.dump";
 pub const SL2VL_FILE: &str = "opensm-sl2vl.dump";
 /// The LID assignments (OpenSM `guid2lid`).
 pub const GUID2LID_FILE: &str = "guid2lid";
+/// Slurm's `topology.conf` for `TopologyPlugin=topology/tree` (ours, not OpenSM's).
+pub const SLURM_FILE: &str = "slurm-topology.conf";
 
 /// The text of every dump file, rendered at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +53,8 @@ pub struct Dumps {
     pub sl2vl: String,
     /// `guid2lid`.
     pub guid2lid: String,
+    /// `slurm-topology.conf`.
+    pub slurm: String,
 }
 
 /// A dump file that could not be written.
@@ -78,18 +83,20 @@ impl Dumps {
             mfts: mfts_dump(&mfts),
             sl2vl: sl2vl_dump(sm),
             guid2lid: crate::store::format_guid2lid(sm.lids()),
+            slurm: slurm_topology(sm.subnet()),
         }
     }
 
     /// `(file name, text)` of every file.
     #[must_use]
-    pub fn files(&self) -> [(&'static str, &str); 5] {
+    pub fn files(&self) -> [(&'static str, &str); 6] {
         [
             (LFTS_FILE, &self.lfts),
             (SUBNET_FILE, &self.subnet),
             (MFTS_FILE, &self.mfts),
             (SL2VL_FILE, &self.sl2vl),
             (GUID2LID_FILE, &self.guid2lid),
+            (SLURM_FILE, &self.slurm),
         ]
     }
 
@@ -116,7 +123,7 @@ impl Dumps {
             path: dir.to_owned(),
             source,
         })?;
-        let mut written = Vec::with_capacity(5);
+        let mut written = Vec::with_capacity(6);
         for (name, text) in self.files() {
             written.push(write_file(dir, name, text, tmp_name)?);
         }
@@ -566,6 +573,16 @@ fn short_type(node: &NodeRec) -> &'static str {
         NodeType::Ca => "CA",
         NodeType::Router => "Rt",
         _ => "**",
+    }
+}
+
+/// `slurm-topology.conf` of the subnet the last heavy sweep found, each node named by
+/// its NodeDescription (a CA by its first word); a subnet whose answers contradict
+/// each other is a comment saying so.
+fn slurm_topology(subnet: &Subnet) -> String {
+    match subnet.to_fabric() {
+        Ok(f) => ibsm_topology::slurm::tree_topology(&f, |_, n| n.description.clone()),
+        Err(e) => format!("# no topology: the discovered subnet contradicts itself: {e}\n"),
     }
 }
 

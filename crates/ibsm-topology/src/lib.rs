@@ -14,6 +14,7 @@
 //!   on the spines), mesh/torus, dragonfly,
 //!   Jellyfish, and `degrade`;
 //! * files ([`ibnet`]): the `ibnetdiscover` format and ibsim net files, read and written;
+//!   Slurm's tree `topology.conf` ([`slurm`]), written;
 //! * pictures ([`dot`]): Graphviz export with per-link weights.
 //!
 //! # Example
@@ -52,6 +53,7 @@ pub mod generate;
 pub mod ibnet;
 #[cfg(feature = "serde")]
 mod serde_impl;
+pub mod slurm;
 mod types;
 
 pub use algo::{DegreeStats, Summary};

@@ -354,6 +354,7 @@ mod tests {
             mfts: String::new(),
             sl2vl: String::new(),
             guid2lid: String::new(),
+            slurm: String::new(),
         }
     }
 

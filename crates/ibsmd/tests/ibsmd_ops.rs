@@ -68,6 +68,13 @@ fn our_lft_dump_loads_into_opensms_file_engine() {
         let lst = std::fs::read_to_string(dir.join("opensm-subnet.lst")).unwrap();
         assert_eq!(lst.lines().count(), 2 * fab.link_count(), "{lst}");
         assert!(lst.lines().all(|l| l.contains(" LOG=ACT ")), "{lst}");
+        // Slurm's topology: one line per switch (each has CAs or switches below it).
+        let slurm = std::fs::read_to_string(dir.join("slurm-topology.conf")).unwrap();
+        assert_eq!(slurm.lines().count(), fab.switch_count(), "{slurm}");
+        assert!(
+            slurm.lines().all(|l| l.starts_with("SwitchName=")),
+            "{slurm}"
+        );
         // What the diagnostics read from the switches is the dump.
         let seen = verify_topology(&f, &fab, 0);
         assert_eq!(tables(&dump), seen.lfts, "ibsmd's dump vs ibroute");

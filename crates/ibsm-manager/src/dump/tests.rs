@@ -145,7 +145,7 @@ fn write_to_replaces_every_file_whole() {
     let _ = std::fs::remove_dir_all(&dir);
     let dumps = Dumps::of(&sm);
     let written = dumps.write_to(&dir.join("sub")).unwrap();
-    assert_eq!(written.len(), 5);
+    assert_eq!(written.len(), 6);
     for (name, text) in dumps.files() {
         assert_eq!(
             std::fs::read_to_string(dir.join("sub").join(name)).unwrap(),
@@ -156,7 +156,7 @@ fn write_to_replaces_every_file_whole() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 5, "temporary files left: {names:?}");
+    assert_eq!(names.len(), 6, "temporary files left: {names:?}");
     let g2l = crate::store::parse_guid2lid(&dumps.guid2lid, "g").unwrap();
     assert_eq!(&g2l, sm.lids());
     // A file where the directory should be: the error names it.
@@ -192,6 +192,7 @@ fn a_link_at_the_temporary_name_is_not_followed() {
         mfts: "mfts".into(),
         sl2vl: "sl2vl".into(),
         guid2lid: "g2l".into(),
+        slurm: "slurm".into(),
     };
     dumps.write_with(&dir, &mut names).unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
@@ -348,4 +349,24 @@ fn errors_name_the_line_and_token() {
         }
         assert!(e.to_string().starts_with(&format!("line {line}: ")));
     }
+}
+
+#[test]
+fn the_slurm_topology_is_that_of_the_fabric_brought_up() {
+    let mut fabric = generate::k_ary_n_tree(2, 2).unwrap();
+    let cas: Vec<_> = fabric.cas().map(|(id, _)| id).collect();
+    for (i, id) in cas.into_iter().enumerate() {
+        fabric.node_mut(id).unwrap().description = format!("node{i:02} HCA-1");
+    }
+    let (_sim, sm) = up(&fabric, SmConfig::default());
+    let dumps = Dumps::of(&sm);
+    let want = ibsm_topology::slurm::tree_topology(&fabric, |_, n| n.description.clone());
+    assert_eq!(dumps.slurm, want);
+    assert!(dumps.slurm.contains("Nodes=node[00-01]"), "{}", dumps.slurm);
+    assert_eq!(
+        dumps.slurm.lines().count(),
+        fabric.switch_count(),
+        "{}",
+        dumps.slurm
+    );
 }

@@ -1,391 +1,223 @@
 //! `ibsm-exporter`: a Prometheus exporter for a whole InfiniBand fabric, from one host.
 //!
-//! Each scrape discovers the fabric over directed routes and reads every port's
-//! counters in one run (ibsm-query's discovery and `Scrape`: PortCountersExtended where
-//! the agent has it, so data counters do not saturate at 32 bits), instead of forking
-//! `ibnetdiscover` and one `perfquery` per port. Metric names and labels are those of
-//! treydock/infiniband_exporter, so its dashboards and rules work unchanged:
-//! `infiniband_switch_port_*_total{guid,port}`, `infiniband_hca_port_*_total{guid,port}`,
-//! `infiniband_switch_info`, `infiniband_hca_info`, `infiniband_switch_uplink_info`,
-//! `infiniband_hca_uplink_info`, and about the scrape itself
-//! `infiniband_exporter_collect_errors{collector}`,
+//! A collection discovers the fabric over directed routes and reads every switch port's
+//! counters (and with `--hca` every CA port's) in one run (ibsm-query's discovery and
+//! `Scrape`: PortCountersExtended where the agent has it, so data counters do not
+//! saturate at 32 bits), instead of forking `ibnetdiscover` and one `perfquery` per
+//! switch. Metric names and labels are those of treydock/infiniband_exporter, so its
+//! dashboards and rules work unchanged: `infiniband_switch_port_*_total{guid,port}`,
+//! `infiniband_hca_port_*_total{guid,port}`, `infiniband_switch_info`,
+//! `infiniband_hca_info`, `infiniband_switch_uplink_info`, `infiniband_hca_uplink_info`,
+//! and about the collection `infiniband_exporter_collect_errors{collector}`,
 //! `infiniband_exporter_collect_timeouts{collector}` and
-//! `infiniband_exporter_collector_duration_seconds{collector}`.
+//! `infiniband_exporter_collector_duration_seconds{collector}` (collectors
+//! `ibnetdiscover`, `switch`, `hca`); ours besides: `infiniband_exporter_scrape_duration_seconds`
+//! and `infiniband_exporter_port_collect_error{collector,guid,port,lid,error}` for each
+//! port whose counters could not be read (also logged; every other port is exported).
 //!
 //! ```text
-//! ibsm-exporter [--web.listen-address ADDR] [--node-name-map FILE] [--no-switch] [--hca]
+//! ibsm-exporter [--web.listen-address ADDR] [--min-interval SECS] [--node-name-map FILE]
+//!               [--no-switch] [--hca] [-C CA] [-P PORT] [-t MS] [--retries N] [--window N]
 //! ibsm-exporter --textfile PATH ...        run once, write the metrics, exit
 //! ```
 //!
-//! Endpoints: `/metrics` (scrapes the fabric, one scrape at a time), `/healthz` (`ok`).
-//! Exit codes: 0, 1 when the port or the listen address cannot be opened or a run-once
-//! scrape fails outright, 2 for bad arguments or node-name map.
+//! It listens on 127.0.0.1:9315 unless told otherwise: every collection sends SMPs and
+//! PerfMgt MADs to the whole fabric, and the endpoint has no authentication, so expose
+//! it (`--web.listen-address 0.0.0.0:9315`) only where that is wanted. Endpoints (GET
+//! only, other methods 405): `/metrics` (requests that arrive while a collection runs
+//! share it; a collection starts at most every `--min-interval` seconds, the last one's
+//! answer served in between), `/healthz` (`ok`). Logs on stderr (`RUST_LOG` filters,
+//! default `info`). Exit codes: 0, 1 when the port or the listen address cannot be
+//! opened or a run-once collection fails outright, 2 for bad arguments or node-name map.
 
-use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
-use std::time::{Duration, Instant as WallInstant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use clap::Parser;
-use ibsm_query::counters::{Counter as PortCounter, PortSample};
-use ibsm_query::discover::{Discovered, discover};
-use ibsm_query::nodemap::{NodeNameMap, clean_description};
-use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
-use ibsm_query::smp::SmpConfig;
-use ibsm_transport::{JobRunner, Stop, Transport, TxConfig, drive};
-use ibsm_umad::{OpenOptions, Selector, UmadTransport};
-use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use ibsm_tools::exporter::{ScrapeCache, Select, collect, render};
+use ibsm_tools::{NameArgs, Names, PortArgs, ToolError, TxArgs, write_atomic};
+use ibsm_umad::UmadTransport;
 
 /// Prometheus exporter for an InfiniBand fabric.
 #[derive(Debug, Parser)]
 #[command(name = "ibsm-exporter", version)]
 struct Args {
-    /// Address to serve /metrics and /healthz on.
-    #[arg(long = "web.listen-address", default_value = "0.0.0.0:9315")]
+    /// Address to serve /metrics and /healthz on (localhost unless told otherwise: a
+    /// request triggers fabric-wide traffic and there is no authentication).
+    #[arg(long = "web.listen-address", default_value = "127.0.0.1:9315")]
     listen: String,
+    /// Seconds between the starts of two collections at most; requests in between get
+    /// the last collection's answer.
+    #[arg(long = "min-interval", default_value_t = 10.0, value_parser = parse_secs)]
+    min_interval: f64,
     /// Run once: write the metrics to this file (atomically, for node_exporter's
     /// textfile collector) and exit.
     #[arg(long)]
-    textfile: Option<PathBuf>,
-    /// Node-name map (infiniband-diags format) for the switch/hca/uplink labels.
-    #[arg(long = "node-name-map")]
-    node_name_map: Option<PathBuf>,
+    textfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    names: NameArgs,
     /// Do not export switch ports.
     #[arg(long = "no-switch")]
     no_switch: bool,
-    /// Export HCA ports too.
+    /// Export CA (HCA) ports too.
     #[arg(long)]
     hca: bool,
-    /// RDMA device to use.
-    #[arg(short = 'C', long = "Ca")]
-    ca: Option<String>,
-    /// Port of that device.
-    #[arg(short = 'P', long = "Port")]
-    port: Option<u8>,
-    /// Time to wait for each answer, in milliseconds.
-    #[arg(long = "timeout", default_value_t = 200)]
-    timeout_ms: u64,
-    /// Queries in flight at once.
-    #[arg(long, default_value_t = 64)]
-    window: usize,
+    #[command(flatten)]
+    port: PortArgs,
+    #[command(flatten)]
+    tx: TxArgs,
+    /// Give up each stage of a collection (discovery, scrape) after this many seconds.
+    #[arg(long = "time-limit", default_value_t = 120)]
+    time_limit: u64,
 }
 
-type Labels = Vec<(String, String)>;
-
-/// One counter family per [`PortCounter`] for switch ports or CA ports, with
-/// infiniband_exporter's names.
-fn port_families(
-    reg: &mut Registry,
-    switch: bool,
-) -> Vec<(PortCounter, Family<Labels, Counter<u64>>)> {
-    PortCounter::ALL
-        .iter()
-        .map(|&c| {
-            let f = Family::<Labels, Counter<u64>>::default();
-            reg.register(
-                c.exporter_family(switch),
-                c.exporter_help(switch),
-                f.clone(),
-            );
-            (c, f)
-        })
-        .collect()
-}
-
-fn label(pairs: &[(&str, String)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_string(), v.clone()))
-        .collect()
-}
-
-/// Everything one scrape found, as exposition text.
-fn collect<T: Transport>(
-    port: &mut T,
-    args: &Args,
-    names: Option<&NodeNameMap>,
-) -> Result<String, String> {
-    let mut reg = Registry::default();
-    let errors = Family::<Labels, Gauge>::default();
-    let timeouts = Family::<Labels, Gauge>::default();
-    let durations = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-    reg.register(
-        "infiniband_exporter_collect_errors",
-        "Number of errors that occurred during collection",
-        errors.clone(),
-    );
-    reg.register(
-        "infiniband_exporter_collect_timeouts",
-        "Number of timeouts that occurred during collection",
-        timeouts.clone(),
-    );
-    reg.register(
-        "infiniband_exporter_collector_duration_seconds",
-        "Collector time to run",
-        durations.clone(),
-    );
-    let t0 = WallInstant::now();
-    let until = port.now() + Duration::from_secs(120);
-    let found = discover(port, SmpConfig::default(), until).map_err(|e| e.to_string())?;
-    durations
-        .get_or_create(&label(&[("collector", "ibnetdiscover".into())]))
-        .set(t0.elapsed().as_secs_f64());
-    let discover_errors = found.unreachable.len()
-        + found
-            .nodes
-            .iter()
-            .flat_map(|n| n.ports.iter())
-            .filter(|p| p.error.is_some())
-            .count();
-    errors
-        .get_or_create(&label(&[("collector", "ibnetdiscover".into())]))
-        .set(i64::try_from(discover_errors).unwrap_or(i64::MAX));
-
-    let name_of = |i: usize| -> String {
-        let n = &found.nodes[i];
-        names.and_then(|m| m.get(n.info.node_guid)).map_or_else(
-            || clean_description(n.description.as_bytes()),
-            str::to_owned,
-        )
-    };
-    for (kind, on) in [("switch", !args.no_switch), ("hca", args.hca)] {
-        if !on {
-            continue;
-        }
-        let families = port_families(&mut reg, kind == "switch");
-        let info = Family::<Labels, Gauge>::default();
-        reg.register(
-            format!("infiniband_{kind}_info"),
-            format!("Infiniband {kind} information"),
-            info.clone(),
-        );
-        let uplinks = Family::<Labels, Gauge>::default();
-        reg.register(
-            format!("infiniband_{kind}_uplink_info"),
-            format!("Infiniband {kind} uplink information"),
-            uplinks.clone(),
-        );
-        let t = WallInstant::now();
-        let (targets, owners) = targets(&found, kind == "switch");
-        let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, tx(args));
-        let stop = Stop::when_idle(port.now() + Duration::from_secs(120));
-        drive(
-            &mut scrape,
-            port,
-            &mut JobRunner::inline(),
-            stop,
-            |ev| match ev {},
-        )
-        .map_err(|e| e.to_string())?;
-        let report = scrape.into_report();
-        for &i in owners.values() {
-            let n = &found.nodes[i];
-            let guid = format!("{:#018x}", n.info.node_guid);
-            let lid = n
-                .ports
-                .iter()
-                .find_map(|p| p.info.map(|i| i.lid))
-                .unwrap_or(0);
-            let key = if kind == "switch" { "switch" } else { "hca" };
-            info.get_or_create(&label(&[
-                ("guid", guid.clone()),
-                (key, name_of(i)),
-                ("lid", lid.to_string()),
-            ]))
-            .set(1);
-            for (p, fp) in n.ports.iter().enumerate().skip(1) {
-                let Some((peer, peer_port)) = fp.peer else {
-                    continue;
-                };
-                let pn = &found.nodes[peer];
-                // A switch answers at its port 0 LID, a CA port at its own.
-                let lid_port = if pn.is_switch() {
-                    0
-                } else {
-                    usize::from(peer_port)
-                };
-                let peer_lid = pn
-                    .ports
-                    .get(lid_port)
-                    .and_then(|q| q.info)
-                    .map_or(0, |q| q.lid);
-                uplinks
-                    .get_or_create(&label(&[
-                        ("guid", guid.clone()),
-                        ("port", p.to_string()),
-                        (key, name_of(i)),
-                        ("uplink", name_of(peer)),
-                        (
-                            "uplink_guid",
-                            format!(
-                                "{:#018x}",
-                                if pn.is_switch() {
-                                    pn.info.node_guid
-                                } else {
-                                    pn.ports[usize::from(peer_port)].guid
-                                }
-                            ),
-                        ),
-                        ("uplink_lid", peer_lid.to_string()),
-                        ("uplink_port", peer_port.to_string()),
-                        (
-                            "uplink_type",
-                            if pn.is_switch() { "SW" } else { "CA" }.into(),
-                        ),
-                    ]))
-                    .set(1);
-            }
-        }
-        for (&(lid, p), reading) in &report.ports {
-            let Some(&owner) = owners.get(&lid) else {
-                continue;
-            };
-            let guid = if kind == "switch" {
-                found.nodes[owner].info.node_guid
-            } else {
-                found.nodes[owner]
-                    .ports
-                    .get(usize::from(p))
-                    .map_or(0, |q| q.guid)
-            };
-            let labels = label(&[("guid", format!("{guid:#018x}")), ("port", p.to_string())]);
-            let Some(sample) = PortSample::from_reading(reading) else {
-                continue;
-            };
-            for (c, family) in &families {
-                if let Some(v) = sample.get(*c) {
-                    family.get_or_create(&labels).inc_by(c.exporter_value(v));
-                }
-            }
-        }
-        let collector = label(&[("collector", kind.into())]);
-        errors
-            .get_or_create(&collector)
-            .set(i64::try_from(report.failures).unwrap_or(i64::MAX));
-        timeouts
-            .get_or_create(&collector)
-            .set(i64::try_from(report.timeouts).unwrap_or(i64::MAX));
-        durations
-            .get_or_create(&collector)
-            .set(t.elapsed().as_secs_f64());
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        Ok(_) => Err(format!("{s:?}: seconds from 0 to 86400")),
+        Err(e) => Err(format!("{s:?}: {e}")),
     }
-    let mut out = String::new();
-    encode(&mut out, &reg).map_err(|e| e.to_string())?;
-    Ok(out)
 }
 
-/// The scrape targets of one kind, and which node owns each LID.
-fn targets(
-    found: &Discovered,
-    switches: bool,
-) -> (Vec<ScrapeTarget>, std::collections::BTreeMap<u16, usize>) {
-    let mut t = Vec::new();
-    let mut owners = std::collections::BTreeMap::new();
-    for (i, target) in ScrapeTarget::every_port(found) {
-        if target.switch == switches {
-            owners.insert(target.lid, i);
-            t.push(target);
+const TOOL: &str = "ibsm-exporter";
+/// HTTP worker threads: requests beyond these wait in the listener's queue.
+const WORKERS: usize = 4;
+
+impl Args {
+    fn select(&self) -> Select {
+        Select {
+            switches: !self.no_switch,
+            hcas: self.hca,
         }
     }
-    (t, owners)
 }
 
-fn tx(args: &Args) -> TxConfig {
-    TxConfig {
-        timeout: Duration::from_millis(args.timeout_ms),
-        window: args.window.max(1),
-        ..default_tx()
-    }
+/// One collection as exposition text.
+fn scrape(port: &Mutex<UmadTransport>, args: &Args, names: &Names) -> Result<String, ToolError> {
+    let mut p = port.lock().unwrap_or_else(PoisonError::into_inner);
+    let c = collect(
+        &mut *p,
+        args.select(),
+        &args.tx,
+        Duration::from_secs(args.time_limit),
+    )?;
+    let t = Instant::now();
+    let text = render(&c, args.select(), names)?;
+    tracing::debug!(
+        discovery = ?c.discovery,
+        scrape = ?c.scrape,
+        render = ?t.elapsed(),
+        bytes = text.len(),
+        "collection"
+    );
+    Ok(text)
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let names = match &args.node_name_map {
-        Some(p) => match NodeNameMap::from_file(p) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                eprintln!("ibsm-exporter: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let names = match args.names.load() {
+        Ok(n) => n,
+        Err(e) => return e.report(TOOL),
     };
-    let opts = OpenOptions {
-        selector: Selector {
-            ca: args.ca.clone(),
-            port: args.port,
-            guid: None,
-        },
-        perf_agent: true,
-        ..OpenOptions::default()
-    };
-    let port = match UmadTransport::open(&opts) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("ibsm-exporter: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let port = Mutex::new(port);
-    let run = || -> Result<String, String> {
-        let mut p = port.lock().map_err(|_| "port lock poisoned".to_string())?;
-        collect(&mut *p, &args, names.as_ref())
+    let port = match args.port.open(true) {
+        Ok(p) => Mutex::new(p),
+        Err(e) => return e.report(TOOL),
     };
     if let Some(path) = &args.textfile {
-        return match run() {
-            Ok(text) => {
-                let tmp = path.with_extension("tmp");
-                let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-                if let Err(e) = written {
-                    eprintln!("ibsm-exporter: {}: {e}", path.display());
-                    return ExitCode::from(1);
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("ibsm-exporter: {e}");
-                ExitCode::from(1)
-            }
+        let written = scrape(&port, &args, &names).and_then(|text| write_atomic(path, &text));
+        return match written {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => e.report(TOOL),
         };
     }
     let server = match tiny_http::Server::http(&args.listen) {
-        Ok(s) => s,
+        Ok(s) => Arc::new(s),
         Err(e) => {
-            eprintln!("ibsm-exporter: {}: {e}", args.listen);
-            return ExitCode::from(1);
+            return ToolError::Failed(format!("listening on {}: {e}", args.listen)).report(TOOL);
         }
     };
-    eprintln!("ibsm-exporter: serving on {}", args.listen);
-    for req in server.incoming_requests() {
-        let (code, body, ctype) = match req.url() {
-            "/metrics" => match run() {
-                Ok(text) => (
-                    200,
-                    text,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
-                Err(e) => {
-                    let mut b = String::new();
-                    let _ = writeln!(b, "scrape failed: {e}");
-                    (500, b, "text/plain")
+    tracing::info!(address = %args.listen, min_interval = args.min_interval, "serving /metrics");
+    let cache = ScrapeCache::new(Duration::from_secs_f64(args.min_interval));
+    std::thread::scope(|s| {
+        for _ in 0..WORKERS {
+            s.spawn(|| {
+                for req in server.incoming_requests() {
+                    serve(req, &cache, || {
+                        scrape(&port, &args, &names).map_err(|e| e.to_string())
+                    });
                 }
-            },
-            "/healthz" => (200, "ok\n".to_string(), "text/plain"),
-            _ => (404, "not found\n".to_string(), "text/plain"),
-        };
-        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], ctype.as_bytes());
-        let mut resp = tiny_http::Response::from_string(body).with_status_code(code);
-        if let Ok(h) = header {
-            resp = resp.with_header(h);
+            });
         }
-        if let Err(e) = req.respond(resp) {
-            eprintln!("ibsm-exporter: {e}");
+    });
+    ExitCode::SUCCESS
+}
+
+/// Answers one request.
+fn serve(
+    req: tiny_http::Request,
+    cache: &ScrapeCache<Result<String, String>>,
+    collect: impl FnOnce() -> Result<String, String>,
+) {
+    let text = |code: u16, body: &str| {
+        tiny_http::Response::from_string(body)
+            .with_status_code(code)
+            .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+    };
+    let resp = if *req.method() != tiny_http::Method::Get {
+        text(405, "only GET\n").with_header(header("Allow", "GET"))
+    } else {
+        match req.url() {
+            "/metrics" => match &*cache.get(Instant::now, collect) {
+                Ok(body) => tiny_http::Response::from_string(body.as_str()).with_header(header(
+                    "Content-Type",
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )),
+                Err(e) => text(500, &format!("collection failed: {e}\n")),
+            },
+            "/healthz" => text(200, "ok\n"),
+            _ => text(404, "not found\n"),
+        }
+    };
+    if let Err(e) = req.respond(resp) {
+        tracing::warn!(error = %e, "answering a request");
+    }
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .unwrap_or_else(|()| unreachable!("constant header {name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_listens_on_localhost_unless_told_otherwise() {
+        let a = Args::try_parse_from(["ibsm-exporter"]).unwrap();
+        assert_eq!(a.listen, "127.0.0.1:9315");
+        assert!(a.min_interval > 0.0);
+        let a = Args::try_parse_from(["ibsm-exporter", "--web.listen-address", "[::]:1"]).unwrap();
+        assert_eq!(a.listen, "[::]:1");
+    }
+
+    #[test]
+    fn min_interval_takes_seconds_and_refuses_nonsense() {
+        let a = Args::try_parse_from(["x", "--min-interval", "0.5"]).unwrap();
+        assert!((a.min_interval - 0.5).abs() < f64::EPSILON);
+        for bad in ["-1", "nan", "inf", "abc", "1e9"] {
+            assert!(
+                Args::try_parse_from(["x", "--min-interval", bad]).is_err(),
+                "{bad}"
+            );
         }
     }
-    ExitCode::SUCCESS
 }

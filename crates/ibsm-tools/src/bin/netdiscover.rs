@@ -4,8 +4,14 @@
 //!
 //! ```text
 //! ibsm-netdiscover [-C CA] [-P PORT] [--node-name-map FILE] [--timeout MS] [--retries N]
-//!                  [--m-key KEY] [--window N]
+//!                  [--m-key KEY] [--window N] [--slurm-topology]
 //! ```
+//!
+//! `--slurm-topology` prints Slurm's tree `topology.conf` instead
+//! (`ibsm_topology::slurm`): `SwitchName=... Nodes=...` for the switches CAs are cabled
+//! to, `SwitchName=... Switches=...` above them, host lists compressed as Slurm writes
+//! them; a CA's node name is the first word of its node-name-map name, else of its
+//! NodeDescription.
 //!
 //! Under ibsim: `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 //! ibsm-netdiscover`. Routes nobody answered and ports whose PortInfo failed are listed
@@ -17,101 +23,51 @@ use std::time::Duration;
 
 use clap::Parser;
 use ibsm_query::discover::Discovery;
-use ibsm_query::nodemap::{NodeNameMap, clean_description};
-use ibsm_query::smp::SmpConfig;
+use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run};
 use ibsm_topology::ibnet::{self, WriteOptions};
-use ibsm_transport::{JobRunner, Stop, Transport, drive};
-use ibsm_umad::{OpenOptions, Selector, UmadTransport};
+use ibsm_topology::slurm;
 
 /// Discover the fabric over directed routes and print it in ibnetdiscover's format.
 #[derive(Debug, Parser)]
 #[command(name = "ibsm-netdiscover", version)]
 struct Args {
-    /// RDMA device to use (ibnetdiscover -C).
-    #[arg(short = 'C', long = "Ca")]
-    ca: Option<String>,
-    /// Port of that device (ibnetdiscover -P).
-    #[arg(short = 'P', long = "Port")]
-    port: Option<u8>,
-    /// Node-name map (infiniband-diags format): names replace node descriptions.
-    #[arg(long = "node-name-map")]
-    node_name_map: Option<std::path::PathBuf>,
-    /// Time to wait for each SMP's answer, in milliseconds.
-    #[arg(short = 't', long = "timeout", default_value_t = 200)]
-    timeout_ms: u64,
-    /// Re-sends of an SMP before its target counts as unreachable.
-    #[arg(long, default_value_t = 3)]
-    retries: u32,
-    /// SMPs in flight at once.
-    #[arg(long, default_value_t = 32)]
-    window: usize,
+    #[command(flatten)]
+    port: PortArgs,
+    #[command(flatten)]
+    names: NameArgs,
+    #[command(flatten)]
+    tx: TxArgs,
     /// M_Key sent with every SMP (hex with 0x, or decimal).
     #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
     m_key: u64,
+    /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
+    /// ibnetdiscover format.
+    #[arg(long = "slurm-topology")]
+    slurm_topology: bool,
     /// Give up after this many seconds.
     #[arg(long = "time-limit", default_value_t = 120)]
     time_limit: u64,
 }
 
-fn parse_u64(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("{s:?}: {e}"))
-}
+const TOOL: &str = "ibsm-netdiscover";
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    let names = match &args.node_name_map {
-        Some(p) => match NodeNameMap::from_file(p) {
-            Ok(m) => {
-                for w in m.warnings() {
-                    eprintln!("{}: {w}", p.display());
-                }
-                Some(m)
-            }
-            Err(e) => {
-                eprintln!("ibsm-netdiscover: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => None,
-    };
-    let opts = OpenOptions {
-        selector: Selector {
-            ca: args.ca.clone(),
-            port: args.port,
-            guid: None,
-        },
-        ..OpenOptions::default()
-    };
-    let mut port = match UmadTransport::open(&opts) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("ibsm-netdiscover: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let mut cfg = SmpConfig {
-        m_key: args.m_key,
-        ..SmpConfig::default()
-    };
-    cfg.tx.timeout = Duration::from_millis(args.timeout_ms);
-    cfg.tx.retries = args.retries;
-    cfg.tx.window = args.window.max(1);
-    let mut walk = Discovery::new(cfg);
-    let stop = Stop::when_idle(port.now() + Duration::from_secs(args.time_limit));
-    if let Err(e) = drive(
+    match discover_and_print(&Args::parse()) {
+        Ok(code) => code,
+        Err(e) => e.report(TOOL),
+    }
+}
+
+fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
+    let names = args.names.load()?;
+    let mut port = args.port.open(false)?;
+    let mut walk = Discovery::new(args.tx.smp(args.m_key));
+    run(
         &mut walk,
         &mut port,
-        &mut JobRunner::inline(),
-        stop,
-        |ev| match ev {},
-    ) {
-        eprintln!("ibsm-netdiscover: {e}");
-        return ExitCode::from(1);
-    }
+        Duration::from_secs(args.time_limit),
+        "discovery",
+    )?;
     let finished = walk.is_done();
     let found = walk.into_found();
     for (path, e) in &found.unreachable {
@@ -124,34 +80,27 @@ fn main() -> ExitCode {
             }
         }
     }
-    let mut fabric = match found.to_fabric() {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("ibsm-netdiscover: the answers contradict each other: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let mut fabric = found
+        .to_fabric()
+        .map_err(|e| ToolError::Failed(format!("the answers contradict each other: {e}")))?;
     let ids: Vec<_> = fabric.node_ids().collect();
     for id in ids {
         if let Some(node) = fabric.node_mut(id) {
             // Printed as ibnetdiscover prints it (the model holds the node's own bytes).
-            node.description = match names.as_ref().and_then(|m| m.get(node.guid().0)) {
-                Some(name) => name.to_owned(),
-                None => clean_description(node.description.as_bytes()),
-            };
+            node.description = names.name(node.guid().0, node.description.as_bytes());
         }
     }
-    match ibnet::write(&fabric, &WriteOptions::default()) {
-        Ok(text) => print!("{text}"),
-        Err(e) => {
-            eprintln!("ibsm-netdiscover: {e}");
-            return ExitCode::from(1);
-        }
-    }
-    if finished {
-        ExitCode::SUCCESS
+    let text = if args.slurm_topology {
+        slurm::tree_topology(&fabric, |_, n| n.description.clone())
     } else {
-        eprintln!("ibsm-netdiscover: time limit reached; the topology is partial");
-        ExitCode::from(1)
+        ibnet::write(&fabric, &WriteOptions::default())
+            .map_err(|e| ToolError::Failed(e.to_string()))?
+    };
+    print!("{text}");
+    if finished {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("{TOOL}: time limit reached; the topology is partial");
+        Ok(ExitCode::from(1))
     }
 }

@@ -24,12 +24,9 @@ use std::time::Duration;
 use clap::Parser;
 use ibsm_query::counters::Counter;
 use ibsm_query::discover::discover;
-use ibsm_query::perf::{
-    PerfClient, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget, default_tx,
-};
-use ibsm_query::smp::SmpConfig;
-use ibsm_transport::{JobRunner, Stop, Transport, TxConfig, drive};
-use ibsm_umad::{OpenOptions, Selector, UmadTransport};
+use ibsm_query::perf::{PerfClient, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget};
+use ibsm_tools::{PortArgs, TxArgs, run};
+use ibsm_transport::{JobRunner, Stop, Transport, drive};
 use ibsm_wire::mad::ClassPortInfo;
 use ibsm_wire::perf::{
     ALL_PORTS, CounterSelect, ExtCounterSelect, PmCapabilityMask, PortCounters,
@@ -58,18 +55,10 @@ struct Args {
     /// Every port of every node discovered.
     #[arg(long)]
     all: bool,
-    /// RDMA device to use.
-    #[arg(short = 'C', long = "Ca")]
-    ca: Option<String>,
-    /// Port of that device.
-    #[arg(short = 'P', long = "Port")]
-    local_port: Option<u8>,
-    /// Time to wait for each answer, in milliseconds.
-    #[arg(short = 't', long = "timeout", default_value_t = 200)]
-    timeout_ms: u64,
-    /// Queries in flight at once.
-    #[arg(long, default_value_t = 64)]
-    window: usize,
+    #[command(flatten)]
+    local: PortArgs,
+    #[command(flatten)]
+    tx: TxArgs,
     /// Target LID.
     lid: Option<u16>,
     /// Target port (1 by default; 255 for a switch's sum where it has AllPortSelect).
@@ -192,14 +181,6 @@ fn extended_block(
     }
 }
 
-fn tx(args: &Args) -> TxConfig {
-    TxConfig {
-        timeout: Duration::from_millis(args.timeout_ms),
-        window: args.window.max(1),
-        ..default_tx()
-    }
-}
-
 /// Runs `client`'s queries to the end; their outcomes in order.
 fn finish<T: Transport>(
     client: &mut PerfClient<u8>,
@@ -218,7 +199,7 @@ fn finish<T: Transport>(
 }
 
 fn one_port<T: Transport>(args: &Args, port: &mut T, lid: u16, p: u8) -> Result<String, String> {
-    let mut c: PerfClient<u8> = PerfClient::new(tx(args));
+    let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     let mut out = String::new();
     c.class_port_info(lid, 0).map_err(|e| e.to_string())?;
     let cpi = finish(&mut c, port)?
@@ -270,7 +251,7 @@ fn details<T: Transport>(
     port: &mut T,
     ports: &[(u16, u8)],
 ) -> Result<(String, usize), String> {
-    let mut c: PerfClient<u8> = PerfClient::new(tx(args));
+    let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     for &(lid, p) in ports {
         let r = if args.rcv_err {
             c.get::<PortRcvErrorDetails>(lid, p, 0)
@@ -361,7 +342,7 @@ fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
 
 fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), String> {
     let until = port.now() + Duration::from_secs(120);
-    let found = discover(port, SmpConfig::default(), until).map_err(|e| e.to_string())?;
+    let found = discover(port, args.tx.smp(0), until).map_err(|e| e.to_string())?;
     let targets: Vec<ScrapeTarget> = ScrapeTarget::every_port(&found)
         .into_iter()
         .map(|(_, t)| t)
@@ -373,16 +354,8 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
             .collect();
         return details(args, port, &ports);
     }
-    let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, tx(args));
-    let stop = Stop::when_idle(port.now() + Duration::from_secs(120));
-    drive(
-        &mut s,
-        port,
-        &mut JobRunner::inline(),
-        stop,
-        |ev| match ev {},
-    )
-    .map_err(|e| e.to_string())?;
+    let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, args.tx.tx());
+    run(&mut s, port, Duration::from_secs(120), "scrape").map_err(|e| e.to_string())?;
     let report = s.into_report();
     let mut out = String::new();
     let mut failed = 0;
@@ -435,7 +408,7 @@ fn reset_all<T: Transport>(
     targets: &[ScrapeTarget],
     agents: &std::collections::BTreeMap<u16, Result<ClassPortInfo, ibsm_query::perf::PerfError>>,
 ) -> Result<usize, String> {
-    let mut c: PerfClient<u8> = PerfClient::new(tx(args));
+    let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     let (mut summed, mut single) = (0usize, 0usize);
     for t in targets {
         let all = t.switch
@@ -477,21 +450,9 @@ fn main() -> ExitCode {
         eprintln!("ibsm-perfquery: give a LID (and port), or --all");
         return ExitCode::from(2);
     }
-    let opts = OpenOptions {
-        selector: Selector {
-            ca: args.ca.clone(),
-            port: args.local_port,
-            guid: None,
-        },
-        perf_agent: true,
-        ..OpenOptions::default()
-    };
-    let mut port = match UmadTransport::open(&opts) {
+    let mut port = match args.local.open(true) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("ibsm-perfquery: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return e.report("ibsm-perfquery"),
     };
     let result = if args.all {
         all_ports(&args, &mut port)
