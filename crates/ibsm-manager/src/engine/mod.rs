@@ -195,15 +195,15 @@ impl SubnetManager {
         &self.cfg
     }
 
-    /// What the last heavy sweep found. While a heavy sweep discovers, its own model
-    /// is half built: this is the model of the sweep before it until the discovery
-    /// ends, so a status or a metric read during a sweep does not drop to nothing.
+    /// What the last heavy sweep found, as it stood when that sweep ended. A heavy
+    /// sweep in progress works on a model of its own (half built while it discovers,
+    /// not yet configured while it programs); this stays the one before it until the
+    /// sweep ends, so a status or a metric read during a sweep neither drops to
+    /// nothing nor shows what is not in force yet. Empty until the first heavy sweep
+    /// ends.
     #[must_use]
     pub fn subnet(&self) -> &Subnet {
-        match self.sweep.before() {
-            Some(before) if self.sweep.is_discovering() => before,
-            _ => &self.subnet,
-        }
+        self.sweep.before().unwrap_or(&self.subnet)
     }
 
     /// The fabric model of the last configured sweep (shared `ibsm-topology` type).
