@@ -451,7 +451,11 @@ fn the_model_on_show_is_the_last_whole_one_until_the_sweep_ends() {
     }));
     let job = held.take().unwrap();
     assert_eq!(job.kind(), "route");
-    assert_eq!(nodes[0].sm.subnet().link_count(), links, "the cut on show early");
+    assert_eq!(
+        nodes[0].sm.subnet().link_count(),
+        links,
+        "the cut on show early"
+    );
     let now = sim.now();
     nodes[0].sm.handle_job(now, job.run());
     let until = sim.now() + Duration::from_secs(30);

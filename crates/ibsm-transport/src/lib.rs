@@ -115,7 +115,10 @@ pub trait Transport {
     /// transport is unusable.
     fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError>;
 
-    /// Waits for the next MAD or send failure until `deadline`.
+    /// Waits for the next MAD or send failure until `deadline`. A MAD that is already
+    /// waiting is returned even when `deadline` has passed: a core that keeps a timer
+    /// due at once (work done in slices) is called with a past deadline on every turn,
+    /// and must still see what arrives between its slices.
     ///
     /// # Errors
     /// [`TransportError::Timeout`] when `deadline` passes first (then `now()` is at or

@@ -340,7 +340,9 @@ impl UmadPort {
     /// # Errors
     /// [`Error::Io`] when `poll` or `read` fail (other than "nothing yet").
     pub fn recv(&self, timeout: Duration) -> Result<Option<Received>> {
-        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // Rounded up: a wait under a millisecond must not become a busy loop of zero-ms
+        // polls until its deadline.
+        let ms = i32::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
         // The preload's read never blocks: always poll first.
         if !sys::poll_in(&self.fd, ms).map_err(|e| Error::io("poll", &self.path, &e))? {
             return Ok(None);

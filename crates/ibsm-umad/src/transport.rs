@@ -117,15 +117,16 @@ impl Transport for UmadTransport {
 
     fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
         loop {
-            let now = self.now();
-            if now >= deadline {
-                return Err(TransportError::Timeout);
-            }
             // Poll in slices so a far deadline (Instant::MAX) still fits poll's i32 ms.
+            // A deadline already past still polls once without waiting: what arrived
+            // between two slices of an engine's work is read before its next slice.
             let wait = deadline
-                .saturating_duration_since(now)
+                .saturating_duration_since(self.now())
                 .min(Duration::from_secs(1));
             let Some(rx) = self.port.recv(wait).map_err(|e| os("read", &e))? else {
+                if self.now() >= deadline {
+                    return Err(TransportError::Timeout);
+                }
                 continue;
             };
             if rx.mad.len() < 24 {
