@@ -110,7 +110,7 @@ impl Dumps {
     /// [`DumpError`] naming the path when creating the directory, writing or renaming
     /// fails; files before it are written, files after it are not.
     pub fn write_to(&self, dir: &Path) -> Result<Vec<PathBuf>, DumpError> {
-        self.write_with(dir, &mut temp_name)
+        self.write_with(dir, &mut crate::persist::temp_name)
     }
 
     /// [`Self::write_to`] with the temporary names from `tmp_name` (given the file's).
@@ -136,60 +136,20 @@ impl Dumps {
     }
 }
 
-/// Temporary names tried before giving up (another file at each of them).
-const TEMP_TRIES: u32 = 8;
-
-/// A temporary name for `name` no other local user can predict: std's hasher keys
-/// come from the OS's random source.
-fn temp_name(name: &str) -> String {
-    use std::hash::BuildHasher;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let salt = std::collections::hash_map::RandomState::new().hash_one((std::process::id(), n));
-    format!(".{name}.{salt:016x}.tmp")
-}
-
-/// Writes `text` to `dir/name` through a new temporary file (see [`Dumps::write_to`]).
+/// Writes `text` to `dir/name` (see [`Dumps::write_to`]).
 fn write_file(
     dir: &Path,
     name: &str,
     text: &str,
     tmp_name: &mut dyn FnMut(&str) -> String,
 ) -> Result<PathBuf, DumpError> {
-    use std::io::Write as _;
     let path = dir.join(name);
-    let mut tries = 0;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(tmp_name(name));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < TEMP_TRIES => {
-                tries += 1;
-            }
-            Err(source) => return Err(DumpError { path: tmp, source }),
-        }
-    };
-    let done = file
-        .write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|source| DumpError {
-            path: tmp.clone(),
-            source,
+    crate::persist::write_atomic_with(&path, text.as_bytes(), tmp_name)
+        .map(|()| path)
+        .map_err(|e| DumpError {
+            path: e.path,
+            source: e.source,
         })
-        .and_then(|()| {
-            std::fs::rename(&tmp, &path).map_err(|source| DumpError {
-                path: path.clone(),
-                source,
-            })
-        });
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    done.map(|()| path)
 }
 
 /// One `opensm-lfts.dump`: every switch's unicast table.

@@ -66,6 +66,7 @@ pub mod mkey;
 pub mod model;
 pub mod partition;
 pub mod perfmgr;
+pub mod persist;
 mod reroute;
 mod sansio;
 pub mod store;

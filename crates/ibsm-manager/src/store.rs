@@ -190,20 +190,46 @@ impl LidStore for FileLidStore {
     }
 
     fn save(&mut self, map: &BTreeMap<u64, (u16, u8)>) -> Result<(), StoreError> {
-        // Write a sibling file and rename it, so a crash never leaves half a file.
-        let tmp = self.path.with_extension("tmp");
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| StoreError::Io { path, source }
-        };
-        std::fs::write(&tmp, format_guid2lid(map)).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &self.path).map_err(io(&self.path))
+        // Through a new temporary file under an unguessable name, then a rename: no
+        // half file after a crash, and no link planted at either name is written
+        // through (`crate::persist`).
+        crate::persist::write_atomic(&self.path, format_guid2lid(map).as_bytes()).map_err(|e| {
+            StoreError::Io {
+                path: e.path,
+                source: e.source,
+            }
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Links planted at the old predictable temporary name (`guid2lid.tmp`) and at the
+    /// file's own name redirect no write: their targets keep their bytes and guid2lid
+    /// becomes a regular file. (Planted: `std::fs::write` to `with_extension("tmp")`
+    /// -> the victim behind `guid2lid.tmp` is overwritten.)
+    #[test]
+    fn save_writes_through_no_planted_link() {
+        let d = std::env::temp_dir().join(format!("ibsm-store-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let (v1, v2) = (d.join("victim1"), d.join("victim2"));
+        std::fs::write(&v1, b"one").unwrap();
+        std::fs::write(&v2, b"two").unwrap();
+        let path = d.join("guid2lid");
+        std::os::unix::fs::symlink(&v1, d.join("guid2lid.tmp")).unwrap();
+        std::os::unix::fs::symlink(&v2, &path).unwrap();
+        let mut store = FileLidStore::new(&path);
+        let map = BTreeMap::from([(0x11u64, (5u16, 0u8))]);
+        store.save(&map).unwrap();
+        assert_eq!(std::fs::read(&v1).unwrap(), b"one");
+        assert_eq!(std::fs::read(&v2).unwrap(), b"two");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(store.load().unwrap(), map);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn guid2lid_roundtrip_and_errors() {

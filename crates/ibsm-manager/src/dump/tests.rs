@@ -207,7 +207,10 @@ fn a_link_at_the_temporary_name_is_not_followed() {
     left.sort();
     assert!(left.is_empty(), "temporary files left: {left:?}");
     // Two names for one file differ.
-    assert_ne!(temp_name(LFTS_FILE), temp_name(LFTS_FILE));
+    assert_ne!(
+        crate::persist::temp_name(LFTS_FILE),
+        crate::persist::temp_name(LFTS_FILE)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
