@@ -24,6 +24,20 @@ use crate::status::{Status, Tracker, role_name};
 /// Changes the log level for `log-level` requests.
 pub(crate) type SetLevel<'a> = &'a mut dyn FnMut(Level) -> Result<String, String>;
 
+/// Why the daemon's endpoints cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpsError {
+    /// The control socket.
+    #[error(transparent)]
+    Control(#[from] control::BindError),
+    /// The metrics endpoint.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
+    /// The dump writer's thread.
+    #[error("dump writer thread: {0}")]
+    DumpWriter(#[source] std::io::Error),
+}
+
 /// The dumps, the control socket and the metrics endpoint of a running daemon.
 #[derive(Debug)]
 pub(crate) struct Ops {
@@ -48,18 +62,14 @@ impl Ops {
         control: Option<&Path>,
         metrics: Option<&str>,
         dump_dir: Option<PathBuf>,
-    ) -> Result<Self, String> {
-        let control = control
-            .map(ControlServer::bind)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+    ) -> Result<Self, OpsError> {
+        let control = control.map(ControlServer::bind).transpose()?;
         if let Some(c) = &control {
             tracing::info!("control socket {}", c.path().display());
         }
         let metrics = metrics
             .map(|addr| MetricsServer::start(addr, Status::default()))
-            .transpose()
-            .map_err(|e| e.to_string())?;
+            .transpose()?;
         if let Some(m) = &metrics {
             tracing::info!("metrics on http://{}/metrics", m.addr());
         }
@@ -67,7 +77,7 @@ impl Ops {
             .as_ref()
             .map(|_| DumpWriter::start(write_dumps))
             .transpose()
-            .map_err(|e| format!("dump writer thread: {e}"))?;
+            .map_err(OpsError::DumpWriter)?;
         Ok(Self {
             control,
             metrics,
