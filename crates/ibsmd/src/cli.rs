@@ -150,6 +150,57 @@ fn given(m: &ArgMatches) -> Vec<Given> {
     out
 }
 
+/// The options as a Markdown table (`docs/ibsmd-options.md`, kept equal by a test):
+/// opensm.conf key, flags, whether a SIGHUP applies it, what it does.
+#[cfg(test)]
+pub(crate) fn options_markdown() -> String {
+    let mut out = String::from(
+        "# ibsmd options\n\n\
+         Generated from ibsmd's option table (`crates/ibsmd/src/conf/options.rs`); \
+         `IBSMD_BLESS=1 cargo test -p ibsmd the_docs_list` rewrites it. Flags override \
+         the configuration file (`-F`); `ibsmd -c FILE` writes every file option in \
+         force. SIGHUP: `live` options take effect, the others are reported as needing \
+         a restart.\n\n\
+         | opensm.conf | flags | SIGHUP | what |\n|---|---|---|---|\n",
+    );
+    for o in OPTIONS {
+        let flags: Vec<String> = o
+            .flags
+            .iter()
+            .map(|f| {
+                let mut names: Vec<String> =
+                    f.short.map(|c| format!("`-{c}`")).into_iter().collect();
+                names.push(format!("`--{}`", f.long));
+                names.extend(f.aliases.iter().map(|a| format!("`--{a}`")));
+                match f.takes {
+                    Takes::Value(v) => format!("{} {v}", names.join(", ")),
+                    _ => names.join(", "),
+                }
+            })
+            .collect();
+        let what = o
+            .flags
+            .first()
+            .map_or_else(|| o.help.replace('\n', " "), |f| f.doc.to_owned());
+        let key = if o.in_file() {
+            format!("`{}`", o.name)
+        } else {
+            "(command line)".to_owned()
+        };
+        let live = if matches!(o.apply, crate::conf::Apply::Live(_)) {
+            "live"
+        } else {
+            "restart"
+        };
+        out.push_str(&format!(
+            "| {key} | {} | {live} | {} |\n",
+            flags.join("; "),
+            what.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
 /// Parses a command line.
 ///
 /// # Errors
@@ -313,38 +364,102 @@ mod tests {
     }
 
     #[test]
-    fn every_flag_of_the_table_parses_into_its_option() {
-        // Each flag, given alone, sets its own option and no other (a flag wired to the
-        // wrong option, or to none, fails here).
+    fn opensm_short_flags_set_the_option_opensm_gives_them() {
+        // OpenSM's short flags (and ibsmd's long names): the option each must set, as
+        // written by -c. A flag listed under the wrong option of the table fails here.
+        use crate::conf::Key::{self, *};
+        let cases: &[(&[&str], Key, &str)] = &[
+            (&["-g", "0x2c9"], Guid, "0x00000000000002c9"),
+            (&["-p", "9"], SmPriority, "9"),
+            (&["-k", "0x10"], SmKey, "0x0000000000000010"),
+            (&["-R", "updn"], RoutingEngine, "updn"),
+            (&["-a", "/r"], RootGuidFile, "/r"),
+            (&["-u", "/c"], CnGuidFile, "/c"),
+            (&["-G", "/i"], IoGuidFile, "/i"),
+            (&["-X", "/o"], GuidRoutingOrderFile, "/o"),
+            (&["-H", "2"], MaxReverseHops, "2"),
+            (&["-s", "3"], SweepInterval, "3"),
+            (&["-l", "1"], Lmc, "1"),
+            (&["--sm_sl", "2"], SmSl, "2"),
+            (&["-t", "150"], TransactionTimeout, "150"),
+            (&["--retries", "6"], TransactionRetries, "6"),
+            (&["-n", "9"], MaxWireSmps, "9"),
+            (&["-P", "/p"], PartitionConfigFile, "/p"),
+            (&["-Z", "out"], PartEnforce, "out"),
+            (&["-W"], AllowBothPkeys, "TRUE"),
+            (&["-f", "/l"], LogFile, "/l"),
+            (&["-e"], AccumLogFile, "FALSE"),
+            (&["-D", "0x05"], LogFlags, "0x05"),
+            (&["-V"], LogFlags, "0xff"),
+            (&["-v"], LogFlags, "0x07"),
+            (&["--m-key", "3"], MKey, "0x0000000000000003"),
+            (&["--m-key-protect", "1"], MKeyProtectionLevel, "1"),
+            (&["--m-key-lease", "7"], MKeyLeasePeriod, "7"),
+            (&["--polling-timeout", "700"], SminfoPollingTimeout, "700"),
+            (&["--polling-retries", "1"], PollingRetryNumber, "1"),
+            (
+                &["--polling-retries-as-failures"],
+                PollingRetriesAsFailures,
+                "TRUE",
+            ),
+            (&["--no-reroute-on-loss"], RerouteOnLoss, "FALSE"),
+            (&["--rebalance-after", "30"], RebalanceAfter, "30"),
+            (&["--babbling-port-policy"], BabblingPortPolicy, "TRUE"),
+            (&["--flap-count", "2"], HealthFlapCount, "2"),
+            (&["--flap-window", "9"], HealthFlapWindow, "9"),
+            (&["--trap-limit", "8"], HealthTrapLimit, "8"),
+            (&["--trap-window", "4"], HealthTrapWindow, "4"),
+            (&["--no-answer-sweeps", "5"], HealthNoAnswerSweeps, "5"),
+            (&["--unhealthy-quiet-period", "6"], HealthQuietPeriod, "6"),
+            (&["--routing-threads", "2"], RoutingThreads, "2"),
+            (&["--max-wire-smps-limit", "64"], MaxWireSmpsLimit, "64"),
+            (&["--guid2lid", "/g"], Guid2lidFile, "/g"),
+            (&["--dump-dir", "/d"], DumpFilesDir, "/d"),
+            (&["--no-sa"], Sa, "FALSE"),
+            (&["--perfmgr"], Perfmgr, "TRUE"),
+            (&["--perfmgr_sweep_time_s", "20"], PerfmgrSweepTimeS, "20"),
+            (&["--force_link_speed", "1"], ForceLinkSpeed, "1"),
+            (&["--force_link_speed_ext", "30"], ForceLinkSpeedExt, "30"),
+            (&["--force_link_width", "2"], ForceLinkWidth, "2"),
+            (
+                &["--subnet_prefix", "0x1"],
+                SubnetPrefix,
+                "0x0000000000000001",
+            ),
+            (&["--ca", "mlx5_0"], Ca, "mlx5_0"),
+            (&["--port", "2"], Port, "2"),
+            (&["-o"], Once, "TRUE"),
+            (&["--time-limit", "5"], TimeLimit, "5"),
+            (&["--metrics", "[::1]:0"], Metrics, "[::1]:0"),
+            (&["--pid-file", "/pid"], PidFile, "/pid"),
+            (&["--json"], Json, "TRUE"),
+            (&["--log-format", "json"], LogFormat, "json"),
+            (&["--control-socket", "/s"], ControlSocket, "/s"),
+        ];
         let d = Settings::default();
+        for (args, key, want) in cases {
+            let s = settings(args);
+            for o in OPTIONS {
+                let (got, was) = ((o.access.get)(&s), (o.access.get)(&d));
+                if o.key == *key {
+                    assert_eq!(got, *want, "{args:?} -> {}", o.name);
+                } else {
+                    assert_eq!(got, was, "{args:?} changed {}", o.name);
+                }
+            }
+        }
+        // Every flag of the table is in the list: a new one gets its case.
+        let listed: Vec<_> = cases.iter().map(|(a, _, _)| a[0]).collect();
         for o in OPTIONS {
             for f in o.flags {
-                // The first of a few tokens that the option reads as something else
-                // than its default.
-                let token = match f.takes {
-                    Takes::Switch(_) | Takes::Count(_) => None,
-                    Takes::Value(_) => ["7", "/x", "updn", "off", "json"].into_iter().find(|t| {
-                        let mut s = Settings::default();
-                        (o.access.set)(&mut s, t).is_ok() && s != d
-                    }),
+                let named = |a: &&str| {
+                    *a == format!("--{}", f.long) || f.short.is_some_and(|c| *a == format!("-{c}"))
                 };
-                let long = format!("--{}", f.long);
-                let mut args = vec![long.as_str()];
-                args.extend(token);
-                let s = settings(&args);
-                for other in OPTIONS {
-                    let changed = (other.access.get)(&s) != (other.access.get)(&d);
-                    // A switch that says the default (--sa) changes nothing.
-                    let says_default =
-                        matches!(f.takes, Takes::Switch(t) if (o.access.get)(&d) == t);
-                    assert_eq!(
-                        changed,
-                        other.key == o.key && !says_default,
-                        "--{} changed {}",
-                        f.long,
-                        other.name
-                    );
-                }
+                assert!(
+                    listed.iter().any(named) || o.key == Sa,
+                    "--{} has no case",
+                    f.long
+                );
             }
         }
     }
@@ -357,6 +472,20 @@ mod tests {
         }
         assert!(help.contains("(opensm.conf: sm_priority)"), "{help}");
         assert!(help.contains("--control-socket"), "{help}");
+    }
+
+    #[test]
+    fn the_docs_list_is_the_tables() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ibsmd-options.md");
+        let want = options_markdown();
+        if std::env::var_os("IBSMD_BLESS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{path} is not the option table's: IBSMD_BLESS=1 cargo test -p ibsmd the_docs_list"
+        );
     }
 
     #[test]

@@ -315,7 +315,7 @@ impl std::fmt::Display for At {
 }
 
 /// `"{at}: "`, or nothing where the place is not known.
-fn prefix(at: &Option<At>) -> String {
+fn prefix(at: &Option<Box<At>>) -> String {
     at.as_ref().map_or_else(String::new, |a| format!("{a}: "))
 }
 
@@ -345,7 +345,7 @@ pub(crate) enum Error {
     #[error("{at}: {source}")]
     Value {
         /// Where it was written.
-        at: At,
+        at: Box<At>,
         /// Why it does not read.
         #[source]
         source: ValueError,
@@ -355,7 +355,7 @@ pub(crate) enum Error {
     Refused {
         /// Where the option it names was set (none: its default, or an option the
         /// refusal does not name).
-        at: Option<At>,
+        at: Option<Box<At>>,
         /// The refusal.
         #[source]
         source: ConfigError,
@@ -403,7 +403,7 @@ impl Given {
             }
         };
         r.map_err(|source| Error::Value {
-            at: self.at(),
+            at: Box::new(self.at()),
             source,
         })
     }
@@ -510,7 +510,9 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, Error> {
             at: None,
             source: refusal,
         } => Error::Refused {
-            at: refused_key(&refusal).and_then(|k| source.origin(k, &report)),
+            at: refused_key(&refusal)
+                .and_then(|k| source.origin(k, &report))
+                .map(Box::new),
             source: refusal,
         },
         other => other,

@@ -120,12 +120,12 @@ pub(crate) fn parse(text: &str, file: &Path, s: &mut Settings) -> Result<FileRep
                 });
             }
             (o.access.set)(s, value).map_err(|source| Error::Value {
-                at: At::File {
+                at: Box::new(At::File {
                     file: file.to_owned(),
                     line: n,
                     key: o.key,
                     token: value.to_owned(),
-                },
+                }),
                 source,
             })?;
             report.lines.push((o.key, n, value.to_owned()));

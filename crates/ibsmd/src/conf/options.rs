@@ -281,6 +281,8 @@ macro_rules! options {
     ($( $key:ident $name:literal { $($field:ident : $value:expr),* $(,)? } )*) => {
         /// An option's typed name; [`Key::spec`] is its entry in [`OPTIONS`].
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        // The options' own names: `m_key` and `sm_key` end in "key".
+        #[allow(clippy::enum_variant_names)]
         pub(crate) enum Key {
             $(
                 #[doc = concat!("`", $name, "`")]
@@ -290,6 +292,8 @@ macro_rules! options {
 
         /// Every option, in `-c` order (sections in OpenSM's order, the command line's
         /// last).
+        // The defaults of `Spec::BASE` fill what an entry leaves out; some give all.
+        #[allow(clippy::needless_update)]
         pub(crate) static OPTIONS: &[Spec] = &[
             $( Spec { key: Key::$key, name: $name, $($field: $value,)* ..Spec::BASE }, )*
         ];
@@ -964,7 +968,7 @@ options! {
         flags: &[Flag::switch("json", "TRUE", "One JSON object, the run's summary, as the last line on stdout")],
         access: at!(s => s.run.json, boolean, parse_bool),
     }
-    LogFormatKey "log_format" {
+    LogFormat "log_format" {
         flags: &[Flag::value("log-format", "FORMAT", "Log line format: text (default) or json")],
         access: at!(s => s.run.log_format, log_format, parse_log_format),
     }

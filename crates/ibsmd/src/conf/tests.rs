@@ -436,3 +436,64 @@ fn polling_retry_number_is_opensm_33s_count_unless_read_as_failures() {
     assert!(c.contains("\npolling_retry_number 4\n"));
     assert!(c.contains("\npolling_retries_as_failures FALSE\n"));
 }
+
+#[test]
+fn the_files_are_read_once_at_load_and_not_again_on_the_port() {
+    let dir = scratch("read_once");
+    let (parts, roots, conf) = (dir.join("p.conf"), dir.join("roots"), dir.join("o.conf"));
+    std::fs::write(
+        &parts,
+        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x0001 : ALL=full ;\n",
+    )
+    .unwrap();
+    std::fs::write(&roots, "0x100\n").unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "partition_config_file {}\nroot_guid_file {}\n",
+            parts.display(),
+            roots.display()
+        ),
+    )
+    .unwrap();
+    let loaded = load(&with_file(&conf, &[])).unwrap();
+    // Gone after the load: what the port's configuration holds was read by it.
+    std::fs::remove_file(&parts).unwrap();
+    std::fs::remove_file(&roots).unwrap();
+    let cfg = loaded.settings.on_port(loaded.engine.clone(), true);
+    assert_eq!(cfg.partitions, loaded.engine.partitions);
+    assert!(cfg.partitions.is_some());
+    assert_eq!(cfg.routing_inputs.roots, [ibsm::topology::Guid(0x100)]);
+    // Under ibsim the automatic ceiling is lowered, and nothing else changes.
+    assert_eq!(cfg.max_wire_smps_limit, 128);
+    let off_ibsim = loaded.settings.on_port(loaded.engine.clone(), false);
+    assert_eq!(off_ibsim, loaded.engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sighup_applies_the_tables_run_time_options_and_no_other() {
+    // What README and --help promise; an option marked run-time by mistake (or left
+    // out) fails here.
+    assert_eq!(
+        options::runtime_names(),
+        [
+            "partition_config_file",
+            "part_enforce",
+            "allow_both_pkeys",
+            "sweep_interval",
+            "sm_priority",
+            "max_wire_smps",
+            "log_flags"
+        ]
+    );
+    for o in OPTIONS {
+        let live = matches!(o.apply, Apply::Live(_));
+        assert_eq!(
+            live,
+            options::runtime_names().contains(&o.name),
+            "{}",
+            o.name
+        );
+    }
+}
