@@ -254,7 +254,7 @@ impl Daemon {
         let mut set_level = |l: crate::control::Level| {
             log.set_level(l.as_str())
                 .map(|()| format!("log level {}", l.as_str()))
-                .map_err(|e| e.to_string())
+                .map_err(|e| crate::control::Refusal::Log(std::sync::Arc::new(e)))
         };
         self.ops.tick(&mut self.sm, self.port.now(), &mut set_level);
         if self.end.is_some_and(|e| WallInstant::now() >= e) {
@@ -507,4 +507,30 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
         other => debug!("{ms:>9.0} ms {other:?}"),
     }
     out.count(ev, ms);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_failures_are_told_from_port_failures() {
+        // Exit 2 (the configuration) against exit 3 (the port): by the error's type.
+        let config = [
+            Failure::from(conf::Error::MKeyNeeded),
+            Failure::from(crate::ops::OpsError::DumpWriter(std::io::Error::other(
+                "no threads",
+            ))),
+        ];
+        for f in &config {
+            assert!(f.is_config(), "{f}");
+        }
+        let port = port_failure(TransportError::Timeout);
+        assert!(!port.is_config(), "{port}");
+        // Worded as the engine words it, as before the types.
+        assert_eq!(
+            port.to_string(),
+            SmError::from(TransportError::Timeout).to_string()
+        );
+    }
 }
