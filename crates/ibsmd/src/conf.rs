@@ -1,21 +1,31 @@
 //! What the daemon runs with: [`Settings`] (the engine's `SmConfig` plus what only the
-//! daemon uses), built from the defaults, then the configuration file, then the flags.
+//! daemon uses), built from the defaults, then the configuration file, then the flags
+//! ([`load`]), every option described once in [`options::OPTIONS`].
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use ibsm::manager::partition::{Enforcement, PartitionConfig};
+use ibsm::manager::partition::{Enforcement, LoadError, PartitionConfig};
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig};
-use ibsm::manager::{MKeyMode, RoutingInputs, SmConfig};
-use ibsm::routing::EngineList;
-
-use crate::cli::{Cli, PartEnforce};
+use ibsm::manager::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
+use ibsm::routing::ReadGuidFileError;
 
 mod file;
+pub(crate) mod options;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use file::{FileReport, option, options, parse, write};
+pub(crate) use file::{FileReport, FileWarning, parse, write};
+pub(crate) use options::{Apply, Flag, Key, OPTIONS, Setter, Takes, ValueError};
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Where log lines go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,6 +88,32 @@ pub(crate) struct Settings {
     /// count (one unanswered poll more); applied by [`Settings::engine_config`], so the
     /// file and `-c` keep the number as written.
     pub(crate) polling_retries_as_failures: bool,
+    /// What only the command line says.
+    pub(crate) run: Run,
+}
+
+/// The options of the command line only: which port, the daemon's endpoints, the
+/// run's mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// RDMA device to run on (`--ca`; none: any).
+    pub(crate) ca: Option<String>,
+    /// Port number on the device (`--port`; none: the first whose link is up).
+    pub(crate) port: Option<u8>,
+    /// `--once`: configure the subnet once and exit.
+    pub(crate) once: bool,
+    /// `--time-limit` in seconds.
+    pub(crate) time_limit: Option<u64>,
+    /// `--control-socket` (none: the default path, without `--once`).
+    pub(crate) control_socket: Option<PathBuf>,
+    /// `--metrics` address.
+    pub(crate) metrics: Option<String>,
+    /// `--pid-file`.
+    pub(crate) pid_file: Option<PathBuf>,
+    /// `--json`: the summary as a JSON line on stdout.
+    pub(crate) json: bool,
+    /// `--log-format`.
+    pub(crate) log_format: LogFormat,
 }
 
 /// The paths of OpenSM's routing input files (each a list of GUIDs, one a line).
@@ -102,7 +138,7 @@ impl RoutingFiles {
     /// and token.
     pub(crate) fn read_into(&self, into: &RoutingInputs) -> Result<RoutingInputs, Error> {
         let read = |p: &Option<PathBuf>| match p {
-            Some(p) => ibsm::routing::read_guid_file(p).map_err(|e| Error::new(e.to_string())),
+            Some(p) => ibsm::routing::read_guid_file(p).map_err(Error::GuidFile),
             None => Ok(Vec::new()),
         };
         let mut r = into.clone();
@@ -140,195 +176,12 @@ impl Default for Settings {
             perfmgr_xmit_wait_log: false,
             perfmgr_xmit_wait_threshold: 65535,
             polling_retries_as_failures: false,
+            run: Run::default(),
         }
     }
-}
-
-/// A setting that cannot be used, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Error {
-    /// What and where.
-    pub(crate) msg: String,
-    /// `SmConfig::validate`'s refusal, when it is one.
-    pub(crate) refused: Option<ibsm::manager::ConfigError>,
-}
-
-impl Error {
-    fn new(msg: String) -> Self {
-        Self { msg, refused: None }
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.msg)
-    }
-}
-
-/// OpenSM's `routing_engine` list (`ftree,updn[,no_fallback]`).
-pub(crate) fn parse_engines(names: &str) -> Result<EngineList, String> {
-    names.parse::<EngineList>().map_err(|e| e.to_string())
 }
 
 impl Settings {
-    /// The flags over these settings.
-    ///
-    /// # Errors
-    /// A routing engine that does not exist.
-    pub(crate) fn apply_cli(&mut self, c: &Cli) -> Result<(), Error> {
-        fn set<T: Clone>(to: &mut T, from: Option<&T>) {
-            if let Some(v) = from {
-                to.clone_from(v);
-            }
-        }
-        let sm = &mut self.sm;
-        set(&mut self.guid, c.guid.as_ref());
-        set(&mut sm.priority, c.priority.as_ref());
-        set(&mut sm.sm_key, c.sm_key.as_ref());
-        set(&mut sm.subnet_prefix, c.subnet_prefix.as_ref());
-        if let Some(names) = &c.routing_engine {
-            sm.routing =
-                parse_engines(names).map_err(|e| Error::new(format!("--routing_engine: {e}")))?;
-        }
-        set(&mut sm.lmc, c.lmc.as_ref());
-        set(&mut sm.sm_sl, c.sm_sl.as_ref());
-        set(&mut sm.force_link_speed, c.force_link_speed.as_ref());
-        set(
-            &mut sm.force_link_speed_ext,
-            c.force_link_speed_ext.as_ref(),
-        );
-        set(&mut sm.force_link_width, c.force_link_width.as_ref());
-        if let Some(k) = c.m_key {
-            sm.m_key = if k == 0 {
-                MKeyMode::Off
-            } else {
-                MKeyMode::Single(k)
-            };
-        }
-        set(&mut sm.m_key_protect, c.m_key_protect.as_ref());
-        set(&mut sm.m_key_lease, c.m_key_lease.as_ref());
-        set(
-            &mut sm.sweep_interval,
-            c.sweep.map(Duration::from_secs).as_ref(),
-        );
-        set(
-            &mut sm.transaction_timeout,
-            c.transaction_timeout.map(Duration::from_millis).as_ref(),
-        );
-        set(&mut sm.transaction_retries, c.retries.as_ref());
-        set(&mut sm.max_wire_smps, c.maxsmps.as_ref());
-        set(
-            &mut self.max_wire_smps_limit,
-            c.max_wire_smps_limit.as_ref(),
-        );
-        set(
-            &mut sm.polling_timeout,
-            c.polling_timeout.map(Duration::from_millis).as_ref(),
-        );
-        set(&mut sm.polling_retries, c.polling_retries.as_ref());
-        if c.polling_retries_as_failures {
-            self.polling_retries_as_failures = true;
-        }
-        if c.no_reroute_on_loss {
-            sm.reroute_on_loss = false;
-        }
-        if let Some(secs) = c.rebalance_after {
-            sm.rebalance_after = (secs > 0).then(|| Duration::from_secs(secs));
-        }
-        let health = &mut sm.health;
-        if c.babbling_port_policy {
-            health.babbling_port_policy = true;
-        }
-        set(&mut health.flap_count, c.flap_count.as_ref());
-        set(
-            &mut health.flap_window,
-            c.flap_window.map(Duration::from_secs).as_ref(),
-        );
-        set(&mut health.trap_limit, c.trap_limit.as_ref());
-        set(
-            &mut health.trap_window,
-            c.trap_window.map(Duration::from_secs).as_ref(),
-        );
-        set(&mut health.no_answer_sweeps, c.no_answer_sweeps.as_ref());
-        set(
-            &mut health.quiet_period,
-            c.unhealthy_quiet_period.map(Duration::from_secs).as_ref(),
-        );
-        set(&mut self.routing_threads, c.routing_threads.as_ref());
-        if c.guid2lid.is_some() {
-            self.guid2lid.clone_from(&c.guid2lid);
-        }
-        if c.dump_dir.is_some() {
-            self.dump_dir.clone_from(&c.dump_dir);
-        }
-        let files = &mut self.routing_files;
-        set(
-            &mut files.roots,
-            Some(&c.root_guid_file).filter(|p| p.is_some()),
-        );
-        set(
-            &mut files.compute_nodes,
-            Some(&c.cn_guid_file).filter(|p| p.is_some()),
-        );
-        set(
-            &mut files.io_nodes,
-            Some(&c.io_guid_file).filter(|p| p.is_some()),
-        );
-        set(
-            &mut files.order,
-            Some(&c.guid_routing_order_file).filter(|p| p.is_some()),
-        );
-        set(
-            &mut self.sm.routing_inputs.max_reverse_hops,
-            c.max_reverse_hops.as_ref(),
-        );
-        if c.partitions.is_some() {
-            self.partition_file.clone_from(&c.partitions);
-        }
-        if let Some(e) = c.part_enforce {
-            self.part_enforce = match e {
-                PartEnforce::Both => Enforcement::Both,
-                PartEnforce::In => Enforcement::In,
-                PartEnforce::Out => Enforcement::Out,
-                PartEnforce::Off => Enforcement::Off,
-            };
-        }
-        if c.allow_both_pkeys {
-            self.allow_both_pkeys = true;
-        }
-        if c.no_sa {
-            self.sm.sa = false;
-        } else if c.sa {
-            self.sm.sa = true;
-        }
-        if let Some(path) = &c.log_file {
-            self.log_file = match path.to_str() {
-                Some("stderr") => LogTarget::Stderr,
-                Some("stdout") => LogTarget::Stdout,
-                _ => LogTarget::File(path.clone()),
-            };
-        }
-        if c.erase_log_file {
-            self.accum_log_file = false;
-        }
-        set(&mut self.log_flags, c.log_flags.as_ref());
-        if c.perfmgr {
-            self.perfmgr = true;
-        }
-        set(
-            &mut self.perf.sweep_time,
-            c.perfmgr_sweep_time_s.map(Duration::from_secs).as_ref(),
-        );
-        if c.max_verbose {
-            self.log_flags = 0xFF;
-        }
-        for _ in 0..c.verbose {
-            // OpenSM's -v turns on the next level above those on.
-            self.log_flags |= (self.log_flags << 1) | 1;
-        }
-        Ok(())
-    }
-
     /// The partition policy: `partition_file`'s, or without one the engine's default
     /// (OpenSM's: `Default=0x7fff, ipoib : ALL=full ;`), with `part_enforce` and
     /// `allow_both_pkeys` applied.
@@ -337,9 +190,7 @@ impl Settings {
     /// A file that cannot be read or parsed: its path, line and column.
     pub(crate) fn load_partitions(&self) -> Result<Option<PartitionConfig>, Error> {
         let policy = match &self.partition_file {
-            Some(path) => Some(
-                PartitionConfig::load(path).map_err(|e| Error::new(format!("partitions: {e}")))?,
-            ),
+            Some(path) => Some(PartitionConfig::load(path).map_err(Error::Partitions)?),
             None => self.sm.partitions.clone(),
         };
         Ok(policy.map(|mut p| {
@@ -349,23 +200,19 @@ impl Settings {
         }))
     }
 
-    /// The engine's configuration on a port (`under_ibsim` lowers the automatic SMP
-    /// window ceiling), with the partition policy, checked by `SmConfig::validate`.
+    /// The engine's configuration, with the partition policy and the routing input
+    /// files read (the one time they are read at a start), checked by
+    /// `SmConfig::validate`. The port is not known yet: [`Settings::on_port`] finishes
+    /// it without reading anything.
     ///
     /// # Errors
-    /// A partition file that does not load, or a value `validate` refuses.
-    pub(crate) fn engine_config(&self, under_ibsim: bool) -> Result<SmConfig, Error> {
+    /// A partition or GUID file that does not load, or a value `validate` refuses
+    /// ([`Error::Refused`] without a place: [`load`] adds it).
+    pub(crate) fn engine_config(&self) -> Result<SmConfig, Error> {
         let mut cfg = self.sm.clone();
-        // The umad2sim preload holds its global lock while a send blocks on ibsim's
-        // full queue, and its reader thread needs that lock to take in answers: a burst
-        // of 512 sends deadlocked both sides every time, 256 never did in ~280 runs.
-        // Half of that leaves a margin for machines with smaller socket buffers at
-        // little cost (ibsim itself answers one MAD at a time).
-        cfg.max_wire_smps_limit = match self.max_wire_smps_limit {
-            0 if under_ibsim => 128,
-            0 => cfg.max_wire_smps_limit,
-            n => n,
-        };
+        if self.max_wire_smps_limit != 0 {
+            cfg.max_wire_smps_limit = self.max_wire_smps_limit;
+        }
         cfg.max_wire_smps = cfg.max_wire_smps.min(cfg.max_wire_smps_limit);
         if self.polling_retries_as_failures {
             // N failed polls (0 counts as 1, as before) are N - 1 retries in OpenSM
@@ -401,90 +248,278 @@ impl Settings {
     /// `SmConfig::validate`, and the one combination it cannot see: protect bits or a
     /// lease without a key to protect.
     fn check(&self, cfg: &SmConfig) -> Result<(), Error> {
-        cfg.validate().map_err(|e| Error {
-            msg: e.to_string(),
-            refused: Some(e),
-        })?;
+        cfg.validate()
+            .map_err(|source| Error::Refused { at: None, source })?;
         if cfg.m_key == MKeyMode::Off && (cfg.m_key_protect != 0 || cfg.m_key_lease != 0) {
-            return Err(Error::new(
-                "m_key_protection_level and m_key_lease_period need an m_key".into(),
-            ));
+            return Err(Error::MKeyNeeded);
         }
         Ok(())
     }
+
+    /// `engine` (this configuration's [`Settings::engine_config`]) on the port it runs
+    /// on: only what the port decides changes, nothing is read again.
+    #[must_use]
+    pub(crate) fn on_port(&self, mut engine: SmConfig, under_ibsim: bool) -> SmConfig {
+        if self.max_wire_smps_limit == 0 && under_ibsim {
+            // The umad2sim preload holds its global lock while a send blocks on ibsim's
+            // full queue, and its reader thread needs that lock to take in answers: a
+            // burst of 512 sends deadlocked both sides every time, 256 never did in
+            // ~280 runs. Half of that leaves a margin for machines with smaller socket
+            // buffers at little cost (ibsim itself answers one MAD at a time). Lower
+            // than the checked ceiling and the window with it: still valid.
+            engine.max_wire_smps_limit = engine.max_wire_smps_limit.min(128);
+            engine.max_wire_smps = engine.max_wire_smps.min(engine.max_wire_smps_limit);
+        }
+        engine
+    }
 }
 
-/// The settings ibsmd runs with, and what the file said about itself.
+/// Where a value came from: a line of the file or a flag.
 #[derive(Debug, Clone)]
-pub(crate) struct Loaded {
-    /// Defaults, then the file, then the flags.
-    pub(crate) settings: Settings,
-    /// Warnings and notes from the file (empty without one).
-    pub(crate) report: FileReport,
+pub(crate) enum At {
+    /// `file:line: key token`.
+    File {
+        /// The configuration file.
+        file: PathBuf,
+        /// Its line (from 1).
+        line: usize,
+        /// The option.
+        key: Key,
+        /// The value as written.
+        token: String,
+    },
+    /// `command line: --flag token`.
+    Flag {
+        /// The flag.
+        flag: &'static Flag,
+        /// Its value (a switch's: the token it stands for, not shown).
+        token: String,
+    },
 }
 
-/// The `SmConfig` field a refusal of `validate` names.
-fn refused_field(e: &ibsm::manager::ConfigError) -> Option<&'static str> {
-    use ibsm::manager::ConfigError as E;
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File {
+                file,
+                line,
+                key,
+                token,
+            } => write!(f, "{}:{line}: {key} {token}", file.display()),
+            Self::Flag { flag, token } => match flag.takes {
+                Takes::Value(_) => write!(f, "command line: --{} {token}", flag.long),
+                Takes::Switch(_) | Takes::Count(_) => write!(f, "command line: --{}", flag.long),
+            },
+        }
+    }
+}
+
+/// `"{at}: "`, or nothing where the place is not known.
+fn prefix(at: &Option<Box<At>>) -> String {
+    at.as_ref().map_or_else(String::new, |a| format!("{a}: "))
+}
+
+/// A configuration that cannot be used, with where it came from.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// The configuration file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of the file names an option and no value.
+    #[error("{}:{line}: {key}: no value", file.display())]
+    NoValue {
+        /// The file.
+        file: PathBuf,
+        /// The line.
+        line: usize,
+        /// The option.
+        key: Key,
+    },
+    /// A value that does not read.
+    #[error("{at}: {source}")]
+    Value {
+        /// Where it was written.
+        at: Box<At>,
+        /// Why it does not read.
+        #[source]
+        source: ValueError,
+    },
+    /// A value `SmConfig::validate` refuses.
+    #[error("{}{source}", prefix(.at))]
+    Refused {
+        /// Where the option it names was set (none: its default, or an option the
+        /// refusal does not name).
+        at: Option<Box<At>>,
+        /// The refusal.
+        #[source]
+        source: ConfigError,
+    },
+    /// Protect bits or a lease without a key to protect.
+    #[error("m_key_protection_level and m_key_lease_period need an m_key")]
+    MKeyNeeded,
+    /// The partitions file does not load (its path, line and column).
+    #[error("partitions: {0}")]
+    Partitions(#[source] LoadError),
+    /// A routing GUID file does not load (its path, line and token).
+    #[error(transparent)]
+    GuidFile(ReadGuidFileError),
+}
+
+/// Where the settings come from: the file of `-F` and the command line's settings (in
+/// table order). A SIGHUP reads both again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Source {
+    /// The configuration file (`-F`).
+    pub(crate) file: Option<PathBuf>,
+    /// The flags given, each with its option.
+    pub(crate) flags: Vec<Given>,
+}
+
+/// One flag of the command line.
+#[derive(Debug, Clone)]
+pub(crate) struct Given {
+    /// Its option.
+    pub(crate) key: Key,
+    /// The flag.
+    pub(crate) flag: &'static Flag,
+    /// Its value (a switch's: the token it stands for; a count's: empty).
+    pub(crate) token: String,
+}
+
+impl Given {
+    /// Applies it to `s`, as the file's value would be.
+    fn apply(&self, s: &mut Settings) -> Result<(), Error> {
+        let r = match self.flag.takes {
+            Takes::Value(_) | Takes::Switch(_) => (self.key.spec().access.set)(s, &self.token),
+            Takes::Count(step) => {
+                step(s);
+                Ok(())
+            }
+        };
+        r.map_err(|source| Error::Value {
+            at: Box::new(self.at()),
+            source,
+        })
+    }
+
+    fn at(&self) -> At {
+        At::Flag {
+            flag: self.flag,
+            token: self.token.clone(),
+        }
+    }
+}
+
+impl Source {
+    /// The command line's settings over the defaults, without a file: what a client
+    /// command needs (its control socket).
+    pub(crate) fn flags_only(&self) -> Settings {
+        let mut s = Settings::default();
+        for g in &self.flags {
+            // The parser checked every value with the same function: cannot fail.
+            let _ = g.apply(&mut s);
+        }
+        s
+    }
+
+    /// Where `key` was set last: a flag (which wins), else the file's line.
+    fn origin(&self, key: Key, report: &FileReport) -> Option<At> {
+        if let Some(g) = self.flags.iter().rev().find(|g| g.key == key) {
+            return Some(g.at());
+        }
+        let file = self.file.as_deref()?;
+        report.line_of(key).map(|(line, token)| At::File {
+            file: file.to_owned(),
+            line,
+            key,
+            token: token.to_owned(),
+        })
+    }
+}
+
+/// The option a refusal of `SmConfig::validate` is about.
+fn refused_key(e: &ConfigError) -> Option<Key> {
     match e {
-        E::OutOfRange { field, .. } | E::Zero { field, .. } => Some(field),
-        E::WindowAboveLimit { .. } => Some("max_wire_smps"),
+        ConfigError::OutOfRange { field, .. } | ConfigError::Zero { field, .. } => OPTIONS
+            .iter()
+            .find(|o| o.engine_field == Some(*field))
+            .map(|o| o.key),
+        ConfigError::WindowAboveLimit { .. } => Some(Key::MaxWireSmps),
         _ => None,
     }
 }
 
-/// Defaults, then the file of `-F` (if any), then the flags; checked as the engine will
-/// check them. A refused value names where it came from: the file's line and token, or
-/// the command line.
+/// The configuration ibsmd runs with: loaded once, at the start or a SIGHUP.
+#[derive(Debug, Clone)]
+pub(crate) struct Loaded {
+    /// Defaults, then the file, then the flags.
+    pub(crate) settings: Settings,
+    /// The engine's configuration from them: files read, checked
+    /// ([`Settings::engine_config`]).
+    pub(crate) engine: SmConfig,
+    /// Warnings and notes from the file (empty without one).
+    pub(crate) report: FileReport,
+}
+
+/// Defaults, then the file (if any), then the flags; the files they name read and the
+/// whole checked as the engine will check it. A refused value names where it came
+/// from: the file's line and token, or the flag.
 ///
 /// # Errors
 /// A file that cannot be read, a value that does not read or is refused.
-pub(crate) fn load(cli: &Cli) -> Result<Loaded, Error> {
+pub(crate) fn load(source: &Source) -> Result<Loaded, Error> {
     let mut s = Settings::default();
     let mut report = FileReport::default();
-    let mut name = String::new();
-    if let Some(path) = &cli.config {
-        name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::new(format!("{name}: {e}")))?;
-        report = parse(&text, &name, &mut s)?;
+    if let Some(path) = &source.file {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Read {
+            path: path.clone(),
+            source: e,
+        })?;
+        report = parse(&text, path, &mut s)?;
     }
-    // Which options the flags set: those the flags change on the defaults.
-    let mut flags_only = Settings::default();
-    flags_only.apply_cli(cli)?;
-    let defaults = Settings::default();
-    let by_flag =
-        |key: &str| option(key).is_some_and(|o| (o.get)(&flags_only) != (o.get)(&defaults));
-    s.apply_cli(cli)?;
+    for g in &source.flags {
+        g.apply(&mut s)?;
+    }
     // OpenSM runs its default policy when the partition file is not there (its default
     // configuration names one); so does ibsmd when the file names it, not the flag.
     if let Some(p) = &s.partition_file {
-        if !by_flag("partition_config_file") && !p.exists() {
-            let (n, _) = report.line_of("partition_config_file").unwrap_or((0, ""));
-            report.warnings.push(format!(
-                "{name}:{n}: partition_config_file {}: no such file; OpenSM's default policy is in force",
-                p.display()
-            ));
+        let by_flag = source
+            .flags
+            .iter()
+            .any(|g| g.key == Key::PartitionConfigFile);
+        if !by_flag && !p.exists() {
+            let line = report
+                .line_of(Key::PartitionConfigFile)
+                .map_or(0, |(n, _)| n);
+            report.warnings.push(FileWarning::NoPartitionFile {
+                file: source.file.clone().unwrap_or_default(),
+                line,
+                path: p.clone(),
+            });
             s.partition_file = None;
         }
     }
-    if let Err(e) = s.engine_config(false) {
-        let key = e
-            .refused
-            .as_ref()
-            .and_then(refused_field)
-            .and_then(|f| options().find(|o| o.field == f))
-            .map(|o| o.key);
-        let Some(key) = key else { return Err(e) };
-        if by_flag(key) {
-            return Err(Error::new(format!("command line: {e}")));
-        }
-        if let Some((n, token)) = report.line_of(key) {
-            return Err(Error::new(format!("{name}:{n}: {key} {token}: {e}")));
-        }
-        return Err(e);
-    }
+    let engine = s.engine_config().map_err(|e| match e {
+        Error::Refused {
+            at: None,
+            source: refusal,
+        } => Error::Refused {
+            at: refused_key(&refusal)
+                .and_then(|k| source.origin(k, &report))
+                .map(Box::new),
+            source: refusal,
+        },
+        other => other,
+    })?;
     Ok(Loaded {
         settings: s,
+        engine,
         report,
     })
 }

@@ -82,6 +82,32 @@ impl Response {
     }
 }
 
+/// Why the daemon did not do what a client asked: the response's `error`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// Only the Master sweeps and rebalances (the role it has instead).
+    #[error("not Master ({0}): the master sweeps")]
+    NotMaster(&'static str),
+    /// A light sweep asked for while a sweep runs.
+    #[error("a sweep is running; no light sweep started")]
+    SweepRunning,
+    /// A dump asked for without a dump directory.
+    #[error("no dump directory (--dump-dir or dump_files_dir)")]
+    NoDumpDir,
+    /// Writing the dumps failed (shared: every client waiting for the set gets it).
+    #[error("dump: {0}")]
+    Dump(std::sync::Arc<ibsm::manager::dump::DumpError>),
+    /// The log level cannot be changed.
+    #[error(transparent)]
+    Log(std::sync::Arc<crate::logging::LogError>),
+    /// The worker that was to tell the outcome is gone.
+    #[error("no outcome (worker gone)")]
+    WorkerGone,
+}
+
+/// What the daemon did (its message) or why not.
+pub(crate) type Outcome = Result<String, Refusal>;
+
 /// What the daemon does for the requests.
 pub(crate) trait Host {
     /// The status now.
@@ -90,23 +116,23 @@ pub(crate) trait Host {
     ///
     /// # Errors
     /// Why no sweep is started (not Master, a sweep runs).
-    fn sweep(&mut self, heavy: bool) -> Result<String, String>;
+    fn sweep(&mut self, heavy: bool) -> Outcome;
     /// Asks for a rebalance.
     ///
     /// # Errors
     /// Why not (not Master).
-    fn rebalance(&mut self) -> Result<String, String>;
+    fn rebalance(&mut self) -> Outcome;
     /// Starts writing the dumps; the receiver gets the outcome (what was written, or
     /// why not) once they are on disk.
     ///
     /// # Errors
     /// Why no dump is written (no dump directory).
-    fn dump(&mut self) -> Result<Receiver<Result<String, String>>, String>;
+    fn dump(&mut self) -> Result<Receiver<Outcome>, Refusal>;
     /// Sets the log level.
     ///
     /// # Errors
     /// The logger cannot be changed.
-    fn set_log_level(&mut self, level: Level) -> Result<String, String>;
+    fn set_log_level(&mut self, level: Level) -> Outcome;
 }
 
 /// The answer to one request: now, or later from another thread.
@@ -114,12 +140,12 @@ pub(crate) enum Reply {
     /// The response.
     Now(Response),
     /// What the response will say, once the work it waits for is done.
-    Later(Receiver<Result<String, String>>),
+    Later(Receiver<Outcome>),
 }
 
 /// The response to one outcome.
-fn done(r: Result<String, String>) -> Response {
-    r.map_or_else(Response::failed, Response::done)
+fn done(r: Outcome) -> Response {
+    r.map_or_else(|e| Response::failed(e.to_string()), Response::done)
 }
 
 /// The answer to one parsed line.
@@ -134,9 +160,10 @@ pub(crate) fn answer(host: &mut impl Host, req: Result<Request, ParseError>) -> 
         }),
         Ok(Request::Sweep { heavy }) => now(host.sweep(heavy)),
         Ok(Request::Rebalance) => now(host.rebalance()),
-        Ok(Request::Dump) => host
-            .dump()
-            .map_or_else(|e| Reply::Now(Response::failed(e)), Reply::Later),
+        Ok(Request::Dump) => host.dump().map_or_else(
+            |e| Reply::Now(Response::failed(e.to_string())),
+            Reply::Later,
+        ),
         Ok(Request::LogLevel(l)) => now(host.set_log_level(l)),
     }
 }
@@ -177,7 +204,7 @@ enum Out {
     /// The response line.
     Line(Vec<u8>),
     /// Still being worked out.
-    Later(Receiver<Result<String, String>>),
+    Later(Receiver<Outcome>),
 }
 
 struct Conn {
@@ -420,7 +447,7 @@ impl Conn {
                     let r = match rx.try_recv() {
                         Ok(r) => r,
                         Err(TryRecvError::Empty) => return Ok(false),
-                        Err(TryRecvError::Disconnected) => Err("no outcome (worker gone)".into()),
+                        Err(TryRecvError::Disconnected) => Err(Refusal::WorkerGone),
                     };
                     *front = Out::Line(done(r).to_line().into_bytes());
                     continue;

@@ -10,8 +10,7 @@ use ibsm::transport::{BusyMeter, JobRunner, Metered, Transport, TransportError, 
 use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
 use tracing::{debug, error, info, warn};
 
-use crate::cli::Cli;
-use crate::conf::{self, Loaded, Settings};
+use crate::conf::{self, Apply, Loaded, OPTIONS, Setter, Settings, Source};
 use crate::logging::Log;
 use crate::no_sa::RefuseSa;
 use crate::ops::Ops;
@@ -25,12 +24,41 @@ pub(crate) const SLICE: Duration = Duration::from_millis(200);
 const SILENT: Duration = Duration::from_millis(50);
 
 /// Why the daemon could not run on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum Failure {
     /// The configuration is unusable (exit 2).
-    Config(String),
-    /// The port or its transport failed (exit 3).
-    Port(String),
+    #[error(transparent)]
+    Config(#[from] conf::Error),
+    /// The engine refused its configuration on this port (exit 2).
+    #[error(transparent)]
+    Engine(SmError),
+    /// The control socket or the metrics endpoint cannot be opened (exit 2).
+    #[error(transparent)]
+    Ops(#[from] crate::ops::OpsError),
+    /// No usable port, or a signal handler that cannot be installed (exit 3).
+    #[error(transparent)]
+    Umad(#[from] ibsm::umad::Error),
+    /// The engine's start or its transport failed (exit 3).
+    #[error(transparent)]
+    Port(SmError),
+}
+
+impl Failure {
+    /// Whether it is the configuration's fault (exit 2) rather than the port's (3).
+    pub(crate) fn is_config(&self) -> bool {
+        matches!(self, Self::Config(_) | Self::Engine(_) | Self::Ops(_))
+    }
+}
+
+/// A run-time option's setter that did not take the new value.
+#[derive(Debug, thiserror::Error)]
+enum SetterError {
+    /// The log.
+    #[error(transparent)]
+    Log(#[from] crate::logging::LogError),
+    /// The engine.
+    #[error(transparent)]
+    Engine(#[from] ibsm::manager::ConfigError),
 }
 
 /// Why the loop ended without a failure.
@@ -46,7 +74,7 @@ pub(crate) enum Stop {
 
 /// A transport failure as the daemon reports it (worded as the engine's error).
 fn port_failure(e: TransportError) -> Failure {
-    Failure::Port(SmError::from(e).to_string())
+    Failure::Port(SmError::from(e))
 }
 
 /// The name the log and the summary use for a role.
@@ -72,12 +100,12 @@ pub(crate) struct Daemon {
     job_delay: Duration,
     /// The wall time of every call into the engine.
     busy: BusyMeter,
-    /// The settings in force (replaced by a successful SIGHUP re-read).
+    /// The settings in force (their run-time options replaced by a SIGHUP re-read).
     pub(crate) settings: Settings,
+    /// Where they came from, read again at a SIGHUP.
+    source: Source,
     /// SA requests refused (`--no-sa`).
     pub(crate) sa_refused: u64,
-    /// The command line, re-applied over the file at every re-read.
-    pub(crate) cli: Cli,
     /// What the run saw, for the summary.
     pub(crate) out: Outcome,
     /// When the daemon started (wall clock, for log times and the time limit).
@@ -93,21 +121,26 @@ pub(crate) struct Daemon {
 }
 
 impl Daemon {
-    /// Opens the port, builds the engine from `settings` and starts it.
+    /// Opens the port, builds the engine from the loaded configuration and starts it;
+    /// `source` is kept for SIGHUP re-reads.
     ///
     /// # Errors
-    /// [`Failure::Port`] when no port opens or the engine cannot start on it,
-    /// [`Failure::Config`] when the settings are refused.
-    pub(crate) fn start(settings: Settings, cli: Cli, log: Log) -> Result<Self, Failure> {
+    /// [`Failure::Umad`] or [`Failure::Port`] when no port opens or the engine cannot
+    /// start on it, [`Failure::Engine`] when it refuses the configuration,
+    /// [`Failure::Ops`] when the control socket or metrics endpoint cannot be opened.
+    pub(crate) fn start(loaded: Loaded, source: Source, log: Log) -> Result<Self, Failure> {
+        let Loaded {
+            settings, engine, ..
+        } = loaded;
         let wall = WallInstant::now();
-        let port_err = |e: &dyn std::fmt::Display| Failure::Port(e.to_string());
-        let stop = StopSignals::install().map_err(|e| port_err(&e))?;
-        let hangup = HangupSignal::install().map_err(|e| port_err(&e))?;
-        let user1 = User1Signal::install().map_err(|e| port_err(&e))?;
+        let stop = StopSignals::install()?;
+        let hangup = HangupSignal::install()?;
+        let user1 = User1Signal::install()?;
+        let run = &settings.run;
         let opts = OpenOptions {
             selector: Selector {
-                ca: cli.ca.clone(),
-                port: cli.port,
+                ca: run.ca.clone(),
+                port: run.port,
                 guid: (settings.guid != 0).then_some(settings.guid),
             },
             // Always: without a class 0x03 agent an SA request reaching the port finds no
@@ -117,14 +150,12 @@ impl Daemon {
             perf_agent: settings.perfmgr,
             ..OpenOptions::default()
         };
-        let mut port = UmadTransport::open(&opts).map_err(|e| port_err(&e))?;
-        port.set_is_sm(true).map_err(|e| port_err(&e))?;
+        let mut port = UmadTransport::open(&opts)?;
+        port.set_is_sm(true).map_err(port_failure)?;
         let local = port.local_port();
         let desc = port.port().desc().clone();
         let under_ibsim = port.port().under_ibsim();
-        let cfg = settings
-            .engine_config(under_ibsim)
-            .map_err(|e| Failure::Config(e.to_string()))?;
+        let cfg = settings.on_port(engine, under_ibsim);
         info!(
             "ibsmd on {} port {} (umad{}, port GUID {:#018x}, priority {}, routing {}{}{})",
             desc.ca,
@@ -140,29 +171,25 @@ impl Daemon {
             Some(path) => SubnetManager::with_store(cfg, local, Box::new(FileLidStore::new(path))),
             None => SubnetManager::new(cfg, local),
         }
-        .map_err(|e| Failure::Config(e.to_string()))?;
+        .map_err(Failure::Engine)?;
         // Routing runs on a worker thread (`jobs.rs`): the SM answers while it routes.
         sm.set_job_offload(true);
-        sm.start(port.now()).map_err(|e| port_err(&e))?;
-        let limit = cli.time_limit.or(cli.once.then_some(60)).filter(|s| *s > 0);
+        sm.start(port.now()).map_err(Failure::Port)?;
+        let limit = run.time_limit.or(run.once.then_some(60)).filter(|s| *s > 0);
         // A --once run has no socket unless asked for one; a daemon has the default one.
-        let socket = cli
+        let socket = run
             .control_socket
             .clone()
-            .or_else(|| (!cli.once).then(crate::control::default_path));
-        let ops = match Ops::start(
-            socket.as_deref(),
-            cli.metrics.as_deref(),
-            settings.dump_dir.clone(),
-        ) {
+            .or_else(|| (!run.once).then(crate::control::default_path));
+        let metrics = run.metrics.as_deref();
+        let ops = match Ops::start(socket.as_deref(), metrics, settings.dump_dir.clone()) {
             Ok(o) => o,
             // The default socket may not be creatable (no /run access): run without it.
-            Err(e) if cli.control_socket.is_none() && socket.is_some() => {
+            Err(e) if run.control_socket.is_none() && socket.is_some() => {
                 warn!("{e}; no control socket (give --control-socket)");
-                Ops::start(None, cli.metrics.as_deref(), settings.dump_dir.clone())
-                    .map_err(Failure::Config)?
+                Ops::start(None, metrics, settings.dump_dir.clone())?
             }
-            Err(e) => return Err(Failure::Config(e)),
+            Err(e) => return Err(e.into()),
         };
         Ok(Self {
             sm,
@@ -172,8 +199,8 @@ impl Daemon {
             busy: BusyMeter::default(),
             out: Outcome::new(desc.ca.clone(), desc.port, local.port_guid),
             settings,
+            source,
             sa_refused: 0,
-            cli,
             wall,
             log,
             ops,
@@ -227,10 +254,11 @@ impl Daemon {
         let mut set_level = |l: crate::control::Level| {
             log.set_level(l.as_str())
                 .map(|()| format!("log level {}", l.as_str()))
+                .map_err(|e| crate::control::Refusal::Log(std::sync::Arc::new(e)))
         };
         self.ops.tick(&mut self.sm, self.port.now(), &mut set_level);
         if self.end.is_some_and(|e| WallInstant::now() >= e) {
-            if self.cli.once {
+            if self.settings.run.once {
                 error!(
                     "subnet not up within {} s (role {})",
                     self.limit.unwrap_or(0),
@@ -245,7 +273,7 @@ impl Daemon {
     /// One [`SLICE`] of the engine; whether `--once` is done.
     fn slice(&mut self) -> Result<bool, Failure> {
         let until = self.port.now() + SLICE;
-        let once = self.cli.once;
+        let once = self.settings.run.once;
         let wall = self.wall;
         let out = &mut self.out;
         let ops = &mut self.ops;
@@ -288,8 +316,8 @@ impl Daemon {
     /// SIGHUP, as OpenSM: re-read the configuration file (with the flags over it) and
     /// the partitions file, apply what can change at run time, and rebalance.
     fn on_hangup(&mut self) {
-        match conf::load(&self.cli) {
-            Ok(loaded) => self.reconfigure(loaded),
+        match conf::load(&self.source) {
+            Ok(loaded) => self.reconfigure(&loaded),
             Err(e) => error!("SIGHUP: {e}; the configuration in force stays"),
         }
         if self.sm.role() == Role::Master {
@@ -303,78 +331,67 @@ impl Daemon {
         }
     }
 
-    /// Applies the run-time options of a re-read configuration
-    /// (those marked `runtime` in the file table); says which others changed and wait
-    /// for a restart.
-    fn reconfigure(&mut self, Loaded { settings, report }: Loaded) {
-        for w in &report.warnings {
+    /// Applies a re-read configuration as the option table says: each changed run-time
+    /// option through its setter (its value in force only once the setter took it),
+    /// each other change reported as waiting for a restart.
+    fn reconfigure(&mut self, loaded: &Loaded) {
+        for w in &loaded.report.warnings {
             warn!("SIGHUP: {w}");
         }
-        let now = self.port.now();
-        for o in conf::options() {
-            let (old, new) = ((o.get)(&self.settings), (o.get)(&settings));
-            if old == new {
+        let new = &loaded.settings;
+        let mut due = std::collections::BTreeSet::new();
+        for o in OPTIONS {
+            let (old, now) = ((o.access.get)(&self.settings), (o.access.get)(new));
+            if old == now {
                 continue;
             }
-            if o.runtime {
-                info!("SIGHUP: {} {old} -> {new}", o.key);
-            } else {
-                warn!(
-                    "SIGHUP: {} {old} -> {new} takes effect at the next start",
-                    o.key
-                );
-            }
-        }
-        if settings.log_flags != self.settings.log_flags {
-            if let Err(e) = self.log.set_flags(settings.log_flags) {
-                warn!("SIGHUP: log_flags: {e}");
-            }
-        }
-        if settings.sm.sweep_interval != self.settings.sm.sweep_interval {
-            self.sm.set_sweep_interval(now, settings.sm.sweep_interval);
-        }
-        // `conf::load` validated both; an engine refusal keeps the old value in force.
-        let mut priority = self.settings.sm.priority;
-        if settings.sm.priority != priority {
-            match self.sm.set_priority(settings.sm.priority) {
-                Ok(()) => priority = settings.sm.priority,
-                Err(e) => error!("SIGHUP: sm_priority: {e}; {priority} stays"),
-            }
-        }
-        let mut window = self.settings.sm.max_wire_smps;
-        if settings.sm.max_wire_smps != window {
-            match self.sm.set_max_wire_smps(settings.sm.max_wire_smps) {
-                Ok(()) => window = settings.sm.max_wire_smps,
-                Err(e) => error!("SIGHUP: max_wire_smps: {e}; {window} stays"),
-            }
-        }
-        // The partitions file is re-read even when its name stayed: its text may not.
-        // `conf::load` checked it already; a file changed since is caught here. Without
-        // a file the policy changes only with part_enforce or allow_both_pkeys (a
-        // needless set_partitions would add a heavy sweep to the rebalance).
-        let policy_changed = settings.partition_file.is_some()
-            || self.settings.partition_file.is_some()
-            || settings.part_enforce != self.settings.part_enforce
-            || settings.allow_both_pkeys != self.settings.allow_both_pkeys;
-        if policy_changed {
-            match settings.load_partitions() {
-                Ok(p) => {
-                    info!("SIGHUP: partitions re-read");
-                    self.sm.set_partitions(now, p);
+            match o.apply {
+                Apply::Live(setter) => {
+                    info!("SIGHUP: {} {old} -> {now}", o.name);
+                    due.insert(setter);
                 }
-                Err(e) => error!("SIGHUP: {e}; the policy in force stays"),
+                Apply::Restart => warn!(
+                    "SIGHUP: {} {old} -> {now} takes effect at the next start",
+                    o.name
+                ),
             }
         }
-        // Only the run-time options change; the rest stays as started.
-        let mut next = self.settings.clone();
-        next.log_flags = settings.log_flags;
-        next.sm.sweep_interval = settings.sm.sweep_interval;
-        next.sm.priority = priority;
-        next.sm.max_wire_smps = window;
-        next.partition_file = settings.partition_file;
-        next.part_enforce = settings.part_enforce;
-        next.allow_both_pkeys = settings.allow_both_pkeys;
-        self.settings = next;
+        // The partitions file is read again even when its name stayed: its text may
+        // not have. Without a file the policy changes only with part_enforce or
+        // allow_both_pkeys (a needless set_partitions would add a heavy sweep).
+        if new.partition_file.is_some() || self.settings.partition_file.is_some() {
+            due.insert(Setter::Partitions);
+        }
+        for setter in due {
+            match self.set(setter, loaded) {
+                Ok(()) => {
+                    for o in OPTIONS.iter().filter(|o| o.apply == Apply::Live(setter)) {
+                        // Spelled and read back: the table's round trip, which the
+                        // file's tests prove for every option.
+                        let _ = (o.access.set)(&mut self.settings, &(o.access.get)(new));
+                    }
+                }
+                Err(e) => error!("SIGHUP: {setter:?}: {e}; the value in force stays"),
+            }
+        }
+    }
+
+    /// Runs one run-time setter with the re-read configuration.
+    fn set(&mut self, setter: Setter, loaded: &Loaded) -> Result<(), SetterError> {
+        let (new, now) = (&loaded.settings, self.port.now());
+        match setter {
+            Setter::LogFlags => self.log.set_flags(new.log_flags)?,
+            Setter::SweepInterval => self.sm.set_sweep_interval(now, new.sm.sweep_interval),
+            Setter::Priority => self.sm.set_priority(new.sm.priority)?,
+            Setter::MaxWireSmps => self.sm.set_max_wire_smps(new.sm.max_wire_smps)?,
+            Setter::Partitions => {
+                // Read by `conf::load` a moment ago, not again.
+                info!("SIGHUP: partitions re-read");
+                self.sm
+                    .set_partitions(now, loaded.engine.partitions.clone());
+            }
+        }
+        Ok(())
     }
 
     /// After `--once` came up: absorb what is still on its way (traps of ports going
@@ -490,4 +507,30 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
         other => debug!("{ms:>9.0} ms {other:?}"),
     }
     out.count(ev, ms);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_failures_are_told_from_port_failures() {
+        // Exit 2 (the configuration) against exit 3 (the port): by the error's type.
+        let config = [
+            Failure::from(conf::Error::MKeyNeeded),
+            Failure::from(crate::ops::OpsError::DumpWriter(std::io::Error::other(
+                "no threads",
+            ))),
+        ];
+        for f in &config {
+            assert!(f.is_config(), "{f}");
+        }
+        let port = port_failure(TransportError::Timeout);
+        assert!(!port.is_config(), "{port}");
+        // Worded as the engine words it, as before the types.
+        assert_eq!(
+            port.to_string(),
+            SmError::from(TransportError::Timeout).to_string()
+        );
+    }
 }

@@ -13,8 +13,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
 
-use crate::cli::LogFormat;
-use crate::conf::LogTarget;
+use crate::conf::{LogFormat, LogTarget};
 
 /// The `tracing` level OpenSM's log flags stand for: errors (0x01) with warnings, info
 /// (0x02), debug (0x04, OpenSM's VERBOSE), trace (0x08 and up); 0 turns logging off.
@@ -65,7 +64,39 @@ impl<'a> MakeWriter<'a> for LogFile {
     }
 }
 
-fn open(path: &Path, append: bool) -> Result<File, String> {
+/// Why the log cannot be set up or changed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogError {
+    /// The log file cannot be opened.
+    #[error("log file {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `RUST_LOG` does not parse.
+    #[error("RUST_LOG={value}: {source}")]
+    Env {
+        /// Its value.
+        value: String,
+        /// Why it does not parse.
+        #[source]
+        source: tracing_subscriber::filter::ParseError,
+    },
+    /// A global subscriber is installed already.
+    #[error("log: {0}")]
+    Install(#[source] tracing_subscriber::util::TryInitError),
+    /// `RUST_LOG` decides the level: neither `log_flags` nor `log-level` change it.
+    #[error("RUST_LOG is set and decides the log level")]
+    FromEnv,
+    /// The subscriber is gone.
+    #[error("log filter: {0}")]
+    Reload(#[source] reload::Error),
+}
+
+fn open(path: &Path, append: bool) -> Result<File, LogError> {
     let mut o = OpenOptions::new();
     o.create(true);
     if append {
@@ -73,8 +104,10 @@ fn open(path: &Path, append: bool) -> Result<File, String> {
     } else {
         o.write(true).truncate(true);
     }
-    o.open(path)
-        .map_err(|e| format!("log file {}: {e}", path.display()))
+    o.open(path).map_err(|source| LogError::Open {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The installed log: what a SIGHUP or SIGUSR1 can change.
@@ -95,10 +128,13 @@ impl Log {
         target: &LogTarget,
         append: bool,
         format: LogFormat,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LogError> {
         let env = std::env::var("RUST_LOG").ok().filter(|s| !s.is_empty());
         let filter = match &env {
-            Some(d) => EnvFilter::try_new(d).map_err(|e| format!("RUST_LOG={d}: {e}"))?,
+            Some(d) => EnvFilter::try_new(d).map_err(|source| LogError::Env {
+                value: d.clone(),
+                source,
+            })?,
             None => EnvFilter::new(directives(flags)),
         };
         let (filter, handle) = reload::Layer::new(filter);
@@ -134,7 +170,7 @@ impl Log {
         tracing_subscriber::registry()
             .with(layer.with_filter(filter))
             .try_init()
-            .map_err(|e| format!("log: {e}"))?;
+            .map_err(LogError::Install)?;
         Ok(Self {
             filter: handle,
             file,
@@ -146,13 +182,13 @@ impl Log {
     ///
     /// # Errors
     /// When the subscriber is gone.
-    pub(crate) fn set_flags(&self, flags: u8) -> Result<(), String> {
+    pub(crate) fn set_flags(&self, flags: u8) -> Result<(), LogError> {
         if self.from_env {
-            return Err("RUST_LOG is set and decides the log level".into());
+            return Err(LogError::FromEnv);
         }
         self.filter
             .reload(EnvFilter::new(directives(flags)))
-            .map_err(|e| e.to_string())
+            .map_err(LogError::Reload)
     }
 
     /// Logs at `level` (`error` .. `trace`) from now on, the library included, until the
@@ -160,13 +196,13 @@ impl Log {
     ///
     /// # Errors
     /// When `RUST_LOG` decides the level, or the subscriber is gone.
-    pub(crate) fn set_level(&self, level: &str) -> Result<(), String> {
+    pub(crate) fn set_level(&self, level: &str) -> Result<(), LogError> {
         if self.from_env {
-            return Err("RUST_LOG is set and decides the log level".into());
+            return Err(LogError::FromEnv);
         }
         self.filter
             .reload(EnvFilter::new(level))
-            .map_err(|e| e.to_string())
+            .map_err(LogError::Reload)
     }
 
     /// Reopens the log file under its name (a no-op for stderr and stdout): lines from
@@ -174,7 +210,7 @@ impl Log {
     ///
     /// # Errors
     /// When the new file cannot be opened; the old one stays in use.
-    pub(crate) fn reopen(&self) -> Result<Option<&Path>, String> {
+    pub(crate) fn reopen(&self) -> Result<Option<&Path>, LogError> {
         let Some(f) = &self.file else {
             return Ok(None);
         };

@@ -6,7 +6,8 @@
 //! `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so`. `ibsmd --help` lists
 //! the options (OpenSM's names where OpenSM has the option), signals and exit codes.
 //!
-//! Modules: [`cli`] (flags), [`conf`] (settings from defaults, file and flags),
+//! Modules: [`cli`] (flags), [`conf`] (the option table; settings from defaults, file
+//! and flags),
 //! [`logging`], [`daemon`] (the run loop), [`summary`] (the `--json` line).
 
 mod cli;
@@ -25,11 +26,8 @@ mod summary;
 
 use std::time::Duration;
 
-use clap::Parser;
-
-use crate::cli::Cli;
-use crate::conf::Loaded;
-use crate::daemon::{Daemon, Failure, Stop};
+use crate::cli::Invocation;
+use crate::daemon::{Daemon, Stop};
 
 /// Exit codes (also in `--help`).
 mod exit {
@@ -44,7 +42,7 @@ mod exit {
 }
 
 /// A client command: one request to the daemon's control socket.
-fn client(cli: &Cli, cmd: &cli::Command) -> u8 {
+fn client(inv: &Invocation, cmd: &cli::Command) -> u8 {
     use crate::control::{Level, Request};
     let (req, json) = match cmd {
         cli::Command::Status { json } => (Request::Status, *json),
@@ -59,9 +57,11 @@ fn client(cli: &Cli, cmd: &cli::Command) -> u8 {
             }
         },
     };
-    let path = cli
+    let path = inv
+        .source
+        .flags_only()
+        .run
         .control_socket
-        .clone()
         .unwrap_or_else(control::default_path);
     match control::run_client(&path, req, json) {
         0 => exit::OK,
@@ -70,22 +70,27 @@ fn client(cli: &Cli, cmd: &cli::Command) -> u8 {
     }
 }
 
-fn run(cli: Cli) -> u8 {
-    if let Some(cmd) = &cli.command {
-        return client(&cli, cmd);
+/// Prints the file's warnings to stderr (before the log is set up).
+fn warn_stderr(report: &conf::FileReport) {
+    for w in &report.warnings {
+        eprintln!("ibsmd: warning: {w}");
     }
-    let Loaded { settings, report } = match conf::load(&cli) {
+}
+
+fn run(inv: Invocation) -> u8 {
+    if let Some(cmd) = &inv.fixed.command {
+        return client(&inv, cmd);
+    }
+    let loaded = match conf::load(&inv.source) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("ibsmd: {e}");
             return exit::CONFIG;
         }
     };
-    if let Some(path) = &cli.create_config {
-        for w in &report.warnings {
-            eprintln!("ibsmd: warning: {w}");
-        }
-        return match std::fs::write(path, conf::write(&settings)) {
+    if let Some(path) = &inv.fixed.create_config {
+        warn_stderr(&loaded.report);
+        return match std::fs::write(path, conf::write(&loaded.settings)) {
             Ok(()) => exit::OK,
             Err(e) => {
                 eprintln!("ibsmd: {}: {e}", path.display());
@@ -93,32 +98,27 @@ fn run(cli: Cli) -> u8 {
             }
         };
     }
-    if cli.validate {
-        for w in &report.warnings {
-            eprintln!("ibsmd: warning: {w}");
-        }
+    if inv.fixed.validate {
+        warn_stderr(&loaded.report);
         println!("configuration valid");
         return exit::OK;
     }
-    let log = match logging::Log::init(
-        settings.log_flags,
-        &settings.log_file,
-        settings.accum_log_file,
-        cli.log_format,
-    ) {
+    let s = &loaded.settings;
+    let log = match logging::Log::init(s.log_flags, &s.log_file, s.accum_log_file, s.run.log_format)
+    {
         Ok(l) => l,
         Err(e) => {
             eprintln!("ibsmd: {e}");
             return exit::CONFIG;
         }
     };
-    for w in &report.warnings {
+    for w in &loaded.report.warnings {
         tracing::warn!("{w}");
     }
-    for n in &report.ignored {
+    for n in &loaded.report.ignored {
         tracing::debug!("{n}");
     }
-    let pid_file = match cli.pid_file.as_deref().map(service::PidFile::create) {
+    let pid_file = match s.run.pid_file.as_deref().map(service::PidFile::create) {
         None => None,
         Some(Ok(p)) => Some(p),
         Some(Err(e)) => {
@@ -127,9 +127,9 @@ fn run(cli: Cli) -> u8 {
             return exit::CONFIG;
         }
     };
-    let json = cli.json;
-    let once = cli.once;
-    let mut d = match Daemon::start(settings, cli, log) {
+    let json = s.run.json;
+    let once = s.run.once;
+    let mut d = match Daemon::start(loaded, inv.source, log) {
         Ok(d) => d,
         Err(f) => return failed(&f),
     };
@@ -166,22 +166,25 @@ fn run(cli: Cli) -> u8 {
     }
 }
 
-fn failed(f: &Failure) -> u8 {
-    match f {
-        Failure::Config(e) => {
-            tracing::error!("{e}");
-            eprintln!("ibsmd: {e}");
-            exit::CONFIG
-        }
-        Failure::Port(e) => {
-            tracing::error!("{}", e.replace('\n', " "));
-            exit::PORT
-        }
+/// Reports why the daemon stopped and gives its exit code: a configuration refused
+/// goes to stderr too (it happens before or at the start), a port failure to the log.
+fn failed(f: &daemon::Failure) -> u8 {
+    if f.is_config() {
+        tracing::error!("{f}");
+        eprintln!("ibsmd: {f}");
+        exit::CONFIG
+    } else {
+        tracing::error!("{}", f.to_string().replace('\n', " "));
+        exit::PORT
     }
 }
 
 fn main() {
-    let code = run(Cli::parse());
+    let code = match cli::parse(std::env::args_os()) {
+        Ok(inv) => run(inv),
+        // Usage errors (exit 2), --help and --version (exit 0), as clap prints them.
+        Err(e) => e.exit(),
+    };
     // Not a plain return: under ibsim the preload's exit handler can hang.
     ibsm::umad::signal::exit_process(code, Duration::from_secs(2))
 }

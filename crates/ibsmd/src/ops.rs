@@ -17,12 +17,26 @@ use ibsm::manager::dump::Dumps;
 use ibsm::manager::{Role, SmEvent, SubnetManager};
 use ibsm::transport::Instant;
 
-use crate::control::{self, ControlServer, Host, Level};
+use crate::control::{self, ControlServer, Host, Level, Outcome, Refusal};
 use crate::metrics::MetricsServer;
 use crate::status::{Status, Tracker, role_name};
 
 /// Changes the log level for `log-level` requests.
-pub(crate) type SetLevel<'a> = &'a mut dyn FnMut(Level) -> Result<String, String>;
+pub(crate) type SetLevel<'a> = &'a mut dyn FnMut(Level) -> Outcome;
+
+/// Why the daemon's endpoints cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpsError {
+    /// The control socket.
+    #[error(transparent)]
+    Control(#[from] control::BindError),
+    /// The metrics endpoint.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
+    /// The dump writer's thread.
+    #[error("dump writer thread: {0}")]
+    DumpWriter(#[source] std::io::Error),
+}
 
 /// The dumps, the control socket and the metrics endpoint of a running daemon.
 #[derive(Debug)]
@@ -48,18 +62,14 @@ impl Ops {
         control: Option<&Path>,
         metrics: Option<&str>,
         dump_dir: Option<PathBuf>,
-    ) -> Result<Self, String> {
-        let control = control
-            .map(ControlServer::bind)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+    ) -> Result<Self, OpsError> {
+        let control = control.map(ControlServer::bind).transpose()?;
         if let Some(c) = &control {
             tracing::info!("control socket {}", c.path().display());
         }
         let metrics = metrics
             .map(|addr| MetricsServer::start(addr, Status::default()))
-            .transpose()
-            .map_err(|e| e.to_string())?;
+            .transpose()?;
         if let Some(m) = &metrics {
             tracing::info!("metrics on http://{}/metrics", m.addr());
         }
@@ -67,7 +77,7 @@ impl Ops {
             .as_ref()
             .map(|_| DumpWriter::start(write_dumps))
             .transpose()
-            .map_err(|e| format!("dump writer thread: {e}"))?;
+            .map_err(OpsError::DumpWriter)?;
         Ok(Self {
             control,
             metrics,
@@ -143,21 +153,21 @@ impl Ops {
 }
 
 /// Writes `dumps` into `dir`: what [`DumpWriter`] runs in the daemon.
-fn write_dumps(dumps: &Dumps, dir: &Path) -> Result<String, String> {
+fn write_dumps(dumps: &Dumps, dir: &Path) -> Outcome {
     dumps
         .write_to(dir)
         .map(|_| format!("dumps written to {}", dir.display()))
-        .map_err(|e| format!("dump: {e}"))
+        .map_err(|e| Refusal::Dump(Arc::new(e)))
 }
 
 /// How a [`DumpWriter`] writes one set of dumps.
-type WriteFn = Box<dyn Fn(&Dumps, &Path) -> Result<String, String> + Send>;
+type WriteFn = Box<dyn Fn(&Dumps, &Path) -> Outcome + Send>;
 
 /// One set of dumps to write, and who waits for the outcome.
 struct Job {
     dumps: Dumps,
     dir: PathBuf,
-    replies: Vec<Sender<Result<String, String>>>,
+    replies: Vec<Sender<Outcome>>,
 }
 
 /// What the engine's thread and the writer share.
@@ -197,7 +207,7 @@ impl DumpWriter {
     /// # Errors
     /// The thread cannot be started.
     pub(crate) fn start(
-        write: impl Fn(&Dumps, &Path) -> Result<String, String> + Send + 'static,
+        write: impl Fn(&Dumps, &Path) -> Outcome + Send + 'static,
     ) -> std::io::Result<Self> {
         let shared = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
         let theirs = Arc::clone(&shared);
@@ -243,12 +253,7 @@ impl DumpWriter {
 
     /// Hands `dumps` to the thread for `dir`; `reply`, if given, gets the outcome.
     /// Returns at once.
-    pub(crate) fn submit(
-        &self,
-        dumps: Dumps,
-        dir: PathBuf,
-        reply: Option<Sender<Result<String, String>>>,
-    ) {
+    pub(crate) fn submit(&self, dumps: Dumps, dir: PathBuf, reply: Option<Sender<Outcome>>) {
         let (m, cv) = &*self.shared;
         let mut q = lock(m);
         let mut replies: Vec<_> = q.next.take().map(|j| j.replies).unwrap_or_default();
@@ -296,10 +301,10 @@ struct DaemonHost<'a> {
 }
 
 impl DaemonHost<'_> {
-    fn master(&self) -> Result<(), String> {
+    fn master(&self) -> Result<(), Refusal> {
         match self.sm.role() {
             Role::Master => Ok(()),
-            r => Err(format!("not Master ({}): the master sweeps", role_name(r))),
+            r => Err(Refusal::NotMaster(role_name(r))),
         }
     }
 }
@@ -309,7 +314,7 @@ impl Host for DaemonHost<'_> {
         self.tracker.status(self.sm, self.uptime)
     }
 
-    fn sweep(&mut self, heavy: bool) -> Result<String, String> {
+    fn sweep(&mut self, heavy: bool) -> Outcome {
         self.master()?;
         if heavy {
             self.sm.request_heavy_sweep(self.now);
@@ -317,26 +322,26 @@ impl Host for DaemonHost<'_> {
         } else if self.sm.request_light_sweep(self.now) {
             Ok("light sweep started".into())
         } else {
-            Err("a sweep is running; no light sweep started".into())
+            Err(Refusal::SweepRunning)
         }
     }
 
-    fn rebalance(&mut self) -> Result<String, String> {
+    fn rebalance(&mut self) -> Outcome {
         self.master()?;
         self.sm.request_rebalance(self.now);
         Ok("rebalance requested (every route recomputed at a heavy sweep)".into())
     }
 
-    fn dump(&mut self) -> Result<Receiver<Result<String, String>>, String> {
+    fn dump(&mut self) -> Result<Receiver<Outcome>, Refusal> {
         let (Some(dir), Some(w)) = (self.dump_dir, self.writer) else {
-            return Err("no dump directory (--dump-dir or dump_files_dir)".into());
+            return Err(Refusal::NoDumpDir);
         };
         let (tx, rx) = mpsc::channel();
         w.submit(Dumps::of(self.sm), dir.to_owned(), Some(tx));
         Ok(rx)
     }
 
-    fn set_log_level(&mut self, level: Level) -> Result<String, String> {
+    fn set_log_level(&mut self, level: Level) -> Outcome {
         (self.set_level)(level)
     }
 }
@@ -390,18 +395,18 @@ mod tests {
             ("first".into(), true),
             "held the caller"
         );
-        assert_eq!(rx1.recv().unwrap(), Ok("wrote first".into()));
+        assert_eq!(rx1.recv().unwrap().unwrap(), "wrote first");
         assert_eq!(started.recv().unwrap(), "third");
         gate.send(()).unwrap();
         assert_eq!(wrote.recv().unwrap(), ("third".into(), true));
-        assert_eq!(rx2.recv().unwrap(), Ok("wrote third".into()));
-        assert_eq!(rx3.recv().unwrap(), Ok("wrote third".into()));
+        assert_eq!(rx2.recv().unwrap().unwrap(), "wrote third");
+        assert_eq!(rx3.recv().unwrap().unwrap(), "wrote third");
         w.wait_idle();
         // Handed over, then the writer dropped: written before it goes.
         let (tx4, rx4) = mpsc::channel();
         w.submit(dumps("last"), dir, Some(tx4));
         gate.send(()).unwrap();
         drop(w);
-        assert_eq!(rx4.try_recv(), Ok(Ok("wrote last".into())));
+        assert_eq!(rx4.try_recv().unwrap().unwrap(), "wrote last");
     }
 }

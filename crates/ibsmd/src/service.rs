@@ -5,6 +5,30 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::path::{Path, PathBuf};
 
+/// The pid file cannot be written.
+#[derive(Debug, thiserror::Error)]
+#[error("pid file {}: {source}", path.display())]
+pub(crate) struct PidFileError {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// What the system said.
+    #[source]
+    pub(crate) source: std::io::Error,
+}
+
+/// systemd could not be told.
+#[derive(Debug, thiserror::Error)]
+#[error("sd_notify {state:?} to {socket}: {source}")]
+pub(crate) struct NotifyError {
+    /// What was to be told.
+    pub(crate) state: String,
+    /// `$NOTIFY_SOCKET`.
+    pub(crate) socket: String,
+    /// What failed.
+    #[source]
+    pub(crate) source: std::io::Error,
+}
+
 /// A pid file, removed when dropped.
 #[derive(Debug)]
 pub(crate) struct PidFile(PathBuf);
@@ -14,9 +38,13 @@ impl PidFile {
     ///
     /// # Errors
     /// When the file cannot be written.
-    pub(crate) fn create(path: &Path) -> Result<Self, String> {
-        std::fs::write(path, format!("{}\n", std::process::id()))
-            .map_err(|e| format!("pid file {}: {e}", path.display()))?;
+    pub(crate) fn create(path: &Path) -> Result<Self, PidFileError> {
+        std::fs::write(path, format!("{}\n", std::process::id())).map_err(|source| {
+            PidFileError {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
         Ok(Self(path.to_owned()))
     }
 }
@@ -40,7 +68,7 @@ fn notify_addr(spec: &str) -> std::io::Result<SocketAddr> {
 ///
 /// # Errors
 /// When the socket named cannot be reached.
-pub(crate) fn notify(state: &str) -> Result<(), String> {
+pub(crate) fn notify(state: &str) -> Result<(), NotifyError> {
     let Some(spec) = std::env::var_os("NOTIFY_SOCKET") else {
         return Ok(());
     };
@@ -51,7 +79,11 @@ pub(crate) fn notify(state: &str) -> Result<(), String> {
         sock.send_to_addr(state.as_bytes(), &addr)?;
         Ok(())
     };
-    send().map_err(|e| format!("sd_notify {state:?} to {spec}: {e}"))
+    send().map_err(|source| NotifyError {
+        state: state.to_owned(),
+        socket: spec.into_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -162,3 +162,76 @@ fn a_bad_value_in_the_file_stops_ibsmd_with_file_line_and_token() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.conf:2: reassign_lids TRUE"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `key value` lines of an opensm.conf, in order.
+fn keys_and_values(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            (k.to_owned(), v.trim().to_owned())
+        })
+        .collect()
+}
+
+/// `ibsmd -c` diffs cleanly against `opensm -c`: ibsmd reads OpenSM's default file
+/// without a warning (every key is one it implements or one it knows to ignore) and
+/// writes each key they share back with OpenSM's value as OpenSM spells it; its own
+/// keys come in its own section, after OpenSM's.
+#[test]
+fn ibsmd_c_diffs_cleanly_against_opensm_c() {
+    use ibsm_tests::peer::OPENSM;
+    if !peers_present("ibsmd_c_vs_opensm_c", &[OPENSM]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ibsmd_c_vs_opensm_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (osm, ours) = (dir.join("opensm.conf"), dir.join("ibsmd.conf"));
+    let st = Command::new(OPENSM)
+        .arg("-c")
+        .arg(&osm)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success() || osm.exists(), "opensm -c: {st}");
+    let out = Command::new(IBSMD)
+        .arg("-F")
+        .arg(&osm)
+        .arg("-c")
+        .arg(&ours)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The one warning: OpenSM's default names a partitions file this host may not have.
+    for line in err.lines() {
+        assert!(line.contains("partition_config_file"), "{err}");
+    }
+    let theirs = keys_and_values(&std::fs::read_to_string(&osm).unwrap());
+    let written = std::fs::read_to_string(&ours).unwrap();
+    let mine = keys_and_values(&written);
+    assert!(mine.len() > 40, "{written}");
+    for (k, v) in &mine {
+        let Some((_, osm_v)) = theirs.iter().find(|(tk, _)| tk == k) else {
+            continue;
+        };
+        if k == "partition_config_file" && !std::path::Path::new(osm_v).exists() {
+            assert_eq!(v, "(null)");
+            continue;
+        }
+        assert_eq!(v, osm_v, "{k}: ibsmd writes {v}, OpenSM {osm_v}");
+    }
+    let own = written
+        .find("# IBSMD OPTIONS")
+        .expect("ibsmd's own section");
+    for (k, _) in mine
+        .iter()
+        .filter(|(k, _)| !theirs.iter().any(|(t, _)| t == k))
+    {
+        let at = written.find(&format!("\n{k} ")).unwrap();
+        assert!(at > own, "{k} is not OpenSM's yet before ibsmd's section");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

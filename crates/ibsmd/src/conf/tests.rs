@@ -10,8 +10,22 @@ use super::*;
 
 fn read(text: &str) -> Result<(Settings, FileReport), Error> {
     let mut s = Settings::default();
-    let r = parse(text, "t.conf", &mut s)?;
+    let r = parse(text, std::path::Path::new("t.conf"), &mut s)?;
     Ok((s, r))
+}
+
+/// The source of a command line (`ibsmd ARGS`).
+fn source(args: &[&str]) -> Source {
+    crate::cli::parse(std::iter::once("ibsmd").chain(args.iter().copied()))
+        .unwrap()
+        .source
+}
+
+/// The source of `-F conf` and `args`.
+fn with_file(conf: &std::path::Path, args: &[&str]) -> Source {
+    let mut s = source(args);
+    s.file = Some(conf.to_owned());
+    s
 }
 
 #[test]
@@ -31,15 +45,16 @@ fn opensm_keys_set_the_settings_and_later_lines_win() {
     assert_eq!(s.log_file, LogTarget::File(PathBuf::from("/tmp/x.log")));
     assert_eq!(s.part_enforce, Enforcement::Off);
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-    assert_eq!(r.line_of("sm_priority"), Some((8, "0x7")));
+    assert_eq!(r.line_of(Key::SmPriority), Some((8, "0x7")));
 }
 
 #[test]
 fn unimplemented_and_unknown_keys_are_warned_about_with_their_line() {
     let (s, r) = read("lmc 1\nreassign_lids TRUE\nqos FALSE\nno_such_key 3\n").unwrap();
     assert_eq!(s.sm.lmc, 1);
+    let warnings: Vec<String> = r.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
-        r.warnings,
+        warnings,
         [
             "t.conf:2: reassign_lids TRUE: an OpenSM option ibsmd does not implement; ignored",
             "t.conf:4: no_such_key: unknown option; ignored",
@@ -48,7 +63,7 @@ fn unimplemented_and_unknown_keys_are_warned_about_with_their_line() {
     // At OpenSM's default: nothing lost, only noted.
     assert_eq!(r.ignored.len(), 1);
     assert!(
-        r.ignored[0].starts_with("t.conf:3: qos FALSE"),
+        r.ignored[0].to_string().starts_with("t.conf:3: qos FALSE"),
         "{:?}",
         r.ignored
     );
@@ -83,8 +98,8 @@ fn a_bad_value_is_refused_with_file_line_and_token() {
         ("max_reverse_hops one\n", "t.conf:1: max_reverse_hops one: "),
     ];
     for (text, want) in cases {
-        let e = read(text).expect_err(text);
-        assert!(e.msg.starts_with(want), "{want:?} in {:?}", e.msg);
+        let e = read(text).expect_err(text).to_string();
+        assert!(e.starts_with(want), "{want:?} in {e:?}");
     }
 }
 
@@ -94,24 +109,20 @@ fn a_value_validate_refuses_names_the_line_that_set_it() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("o.conf");
     std::fs::write(&path, "# x\nsm_priority 16\n").unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(path.clone()),
-        ..crate::cli::Cli::default()
-    };
-    let e = load(&cli).unwrap_err();
+    let e = load(&with_file(&path, &[])).unwrap_err().to_string();
     let want = format!(
         "{}:2: sm_priority 16: priority 16 is outside 0..=15",
         path.display()
     );
-    assert!(e.msg.starts_with(&want), "{}", e.msg);
+    assert!(e.starts_with(&want), "{e}");
     // The flag overrides the file: then it is the command line that is wrong.
-    let cli = crate::cli::Cli {
-        lmc: Some(9),
-        priority: Some(1),
-        ..cli
-    };
-    let e = load(&cli).unwrap_err();
-    assert!(e.msg.starts_with("command line: lmc 9"), "{}", e.msg);
+    let e = load(&with_file(&path, &["-l", "9", "-p", "1"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("command line: --lmc 9: lmc 9 is outside"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -141,14 +152,12 @@ fn routing_files_are_read_at_start_and_a_bad_line_stops_it() {
         ),
     )
     .unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(conf.clone()),
-        ..crate::cli::Cli::default()
-    };
-    let s = load(&cli).unwrap().settings;
+    let cli = with_file(&conf, &[]);
+    let loaded = load(&cli).unwrap();
+    let s = loaded.settings;
     assert_eq!(s.routing_files.roots.as_ref(), Some(&roots));
     assert_eq!(s.dump_dir.as_ref(), Some(&dir));
-    let cfg = s.engine_config(false).unwrap();
+    let cfg = loaded.engine;
     let g = |v: &[u64]| {
         v.iter()
             .map(|&x| ibsm::topology::Guid(x))
@@ -161,39 +170,34 @@ fn routing_files_are_read_at_start_and_a_bad_line_stops_it() {
     // The flags name files too (OpenSM's -a, -u, -G, -X) and win over the file.
     let ios = dir.join("ios");
     std::fs::write(&ios, "0x2003\n").unwrap();
-    let cli = crate::cli::Cli {
-        io_guid_file: Some(ios),
-        root_guid_file: Some(cns.clone()),
-        dump_dir: Some(dir.join("elsewhere")),
-        ..cli
-    };
-    let s = load(&cli).unwrap().settings;
-    let cfg = s.engine_config(false).unwrap();
+    let (ios_s, cns_s, elsewhere) = (
+        ios.display().to_string(),
+        cns.display().to_string(),
+        dir.join("elsewhere").display().to_string(),
+    );
+    let flags = with_file(
+        &conf,
+        &["-G", &ios_s, "-a", &cns_s, "--dump-dir", &elsewhere],
+    );
+    let loaded = load(&flags).unwrap();
+    let (s, cfg) = (loaded.settings, loaded.engine);
     assert_eq!(cfg.routing_inputs.roots, g(&[0x2001]));
     assert_eq!(cfg.routing_inputs.io_nodes, g(&[0x2003]));
     assert_eq!(cfg.routing_inputs.max_reverse_hops, 0);
     assert_eq!(s.dump_dir, Some(dir.join("elsewhere")));
     // A line that is not a GUID: file, line and token, and no start.
     std::fs::write(&roots, "0x100\n\nspine-1\n").unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(conf),
-        ..crate::cli::Cli::default()
-    };
     let e = load(&cli).unwrap_err();
     assert_eq!(
-        e.msg,
+        e.to_string(),
         format!(
             "{}:3: \"spine-1\" is not a GUID (bad digit)",
             roots.display()
         )
     );
     std::fs::remove_file(&roots).unwrap();
-    let e = load(&cli).unwrap_err();
-    assert!(
-        e.msg.starts_with(&format!("{}: ", roots.display())),
-        "{}",
-        e.msg
-    );
+    let e = load(&cli).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}: ", roots.display())), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -211,26 +215,20 @@ fn force_link_options_are_read_and_checked_with_their_line() {
     let dir = scratch("force_link");
     let conf = dir.join("o.conf");
     std::fs::write(&conf, "force_link_speed 15\n\nforce_link_width 100\n").unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(conf.clone()),
-        ..crate::cli::Cli::default()
-    };
-    let e = load(&cli).unwrap_err();
+    let e = load(&with_file(&conf, &[])).unwrap_err().to_string();
     let want = format!(
         "{}:3: force_link_width 100: force_link_width 100 is outside 0..=31",
         conf.display()
     );
-    assert!(e.msg.starts_with(&want), "{}", e.msg);
-    let cli = crate::cli::Cli {
-        force_link_width: Some(255),
-        force_link_speed: Some(16),
-        ..cli
-    };
-    let e = load(&cli).unwrap_err();
+    assert!(e.starts_with(&want), "{e}");
+    let flags = with_file(
+        &conf,
+        &["--force_link_width", "255", "--force-link-speed", "16"],
+    );
+    let e = load(&flags).unwrap_err().to_string();
     assert!(
-        e.msg.starts_with("command line: force_link_speed 16"),
-        "{}",
-        e.msg
+        e.starts_with("command line: --force_link_speed 16: force_link_speed 16"),
+        "{e}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -243,12 +241,12 @@ fn every_default_is_written_and_reads_back_as_it_was() {
     let (s, r) = read(&text).unwrap();
     assert_eq!(s, d);
     assert!(r.warnings.is_empty());
-    for o in options() {
+    for o in OPTIONS {
         assert_eq!(
-            r.line_of(o.key).map(|_| ()),
-            Some(()),
-            "{} not written",
-            o.key
+            r.line_of(o.key).is_some(),
+            o.in_file(),
+            "{} written or not as its section says",
+            o.name
         );
     }
 }
@@ -330,7 +328,7 @@ fn perfmgr_keys_make_the_engines_perfmgr_config() {
     )
     .unwrap();
     assert!(r.warnings.is_empty() && r.ignored.is_empty(), "{r:?}");
-    let p = s.engine_config(false).unwrap().perfmgr.unwrap();
+    let p = s.engine_config().unwrap().perfmgr.unwrap();
     assert_eq!(p.sweep_time, Duration::from_secs(30));
     assert_eq!((p.max_outstanding_queries, p.ignore_cas), (7, true));
     assert_eq!(p.timeout, Duration::from_millis(300));
@@ -343,10 +341,10 @@ fn perfmgr_keys_make_the_engines_perfmgr_config() {
     assert_eq!(again, s);
     // Off by default, as OpenSM; the options alone do not turn it on.
     let (off, _) = read("perfmgr_sweep_time_s 30\n").unwrap();
-    assert!(off.engine_config(false).unwrap().perfmgr.is_none());
+    assert!(off.engine_config().unwrap().perfmgr.is_none());
     assert!(
         Settings::default()
-            .engine_config(false)
+            .engine_config()
             .unwrap()
             .perfmgr
             .is_none()
@@ -357,14 +355,18 @@ fn perfmgr_keys_make_the_engines_perfmgr_config() {
 fn bad_perfmgr_values_name_their_line() {
     let e = read("perfmgr_error_thresholds NoSuchCounter=3\n").unwrap_err();
     assert!(
-        e.msg.starts_with("t.conf:1: perfmgr_error_thresholds"),
+        e.to_string()
+            .starts_with("t.conf:1: perfmgr_error_thresholds"),
         "{e}"
     );
     let e = read("perfmgr_error_thresholds SymbolErrorCounter\n").unwrap_err();
-    assert!(e.msg.contains("not Counter=max"), "{e}");
+    assert!(e.to_string().contains("not Counter=max"), "{e}");
     let (s, _) = read("perfmgr TRUE\nperfmgr_max_outstanding_queries 0\n").unwrap();
-    let e = s.engine_config(false).unwrap_err();
-    assert!(e.msg.contains("perfmgr.max_outstanding_queries"), "{e}");
+    let e = s.engine_config().unwrap_err();
+    assert!(
+        e.to_string().contains("perfmgr.max_outstanding_queries"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -372,22 +374,14 @@ fn max_reverse_hops_reaches_the_engine_from_the_file_and_the_flag() {
     let dir = scratch("reverse_hops");
     let conf = dir.join("o.conf");
     std::fs::write(&conf, "max_reverse_hops 2\n").unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(conf.clone()),
-        ..crate::cli::Cli::default()
-    };
-    let s = load(&cli).unwrap().settings;
-    let cfg = s.engine_config(false).unwrap();
+    let loaded = load(&with_file(&conf, &[])).unwrap();
+    let (s, cfg) = (loaded.settings, loaded.engine);
     assert_eq!(cfg.routing_inputs.max_reverse_hops, 2);
     let opts = cfg.routing_inputs.apply(ibsm::routing::Options::default());
     assert_eq!(opts.max_reverse_hops, 2);
     // `-c` writes it back; the flag wins over the file.
     assert!(write(&s).contains("\nmax_reverse_hops 2\n"));
-    let cli = crate::cli::Cli {
-        max_reverse_hops: Some(1),
-        ..cli
-    };
-    let cfg = load(&cli).unwrap().settings.engine_config(false).unwrap();
+    let cfg = load(&with_file(&conf, &["-H", "1"])).unwrap().engine;
     assert_eq!(cfg.routing_inputs.max_reverse_hops, 1);
     // No longer among the keys ibsmd ignores.
     let (_, r) = read("max_reverse_hops 3\n").unwrap();
@@ -399,21 +393,18 @@ fn polling_retry_number_is_opensm_33s_count_unless_read_as_failures() {
     let dir = scratch("polling_retries");
     let conf = dir.join("o.conf");
     std::fs::write(&conf, "polling_retry_number 2\n").unwrap();
-    let cli = crate::cli::Cli {
-        config: Some(conf.clone()),
-        ..crate::cli::Cli::default()
-    };
+    let cli = with_file(&conf, &[]);
     // By default the number reaches the engine as written: 2 retries, 3 unanswered
     // polls (OpenSM 3.3's count).
-    let s = load(&cli).unwrap().settings;
-    assert!(!s.polling_retries_as_failures);
-    assert_eq!(s.engine_config(false).unwrap().polling_retries, 2);
+    let loaded = load(&cli).unwrap();
+    assert!(!loaded.settings.polling_retries_as_failures);
+    assert_eq!(loaded.engine.polling_retries, 2);
     // Read as opensm.conf words it, 2 failed polls are 1 retry in that count, and
     // `-c` still writes the number as given, with the switch.
-    let as_failures = |text: &str, cli: &crate::cli::Cli| {
+    let as_failures = |text: &str, cli: &Source| {
         std::fs::write(&conf, text).unwrap();
-        let s = load(cli).unwrap().settings;
-        (s.engine_config(false).unwrap().polling_retries, write(&s))
+        let loaded = load(cli).unwrap();
+        (loaded.engine.polling_retries, write(&loaded.settings))
     };
     let (n, c) = as_failures(
         "polling_retry_number 2\npolling_retries_as_failures TRUE\n",
@@ -433,18 +424,76 @@ fn polling_retry_number_is_opensm_33s_count_unless_read_as_failures() {
     );
     // The flags: --polling-retries N is the count, --polling-retries-as-failures the
     // old reading; the file's number gives way to the flag's.
-    let flags = crate::cli::Cli {
-        polling_retries: Some(3),
-        ..cli.clone()
-    };
+    let flags = with_file(&conf, &["--polling-retries", "3"]);
     assert_eq!(as_failures("polling_retry_number 2\n", &flags).0, 3);
-    let flags = crate::cli::Cli {
-        polling_retries_as_failures: true,
-        ..flags
-    };
+    let flags = with_file(
+        &conf,
+        &["--polling-retries", "3", "--polling-retries-as-failures"],
+    );
     assert_eq!(as_failures("polling_retry_number 2\n", &flags).0, 2);
     // OpenSM's default, 4, is written as OpenSM writes it, and the switch is off.
     let c = write(&Settings::default());
     assert!(c.contains("\npolling_retry_number 4\n"));
     assert!(c.contains("\npolling_retries_as_failures FALSE\n"));
+}
+
+#[test]
+fn the_files_are_read_once_at_load_and_not_again_on_the_port() {
+    let dir = scratch("read_once");
+    let (parts, roots, conf) = (dir.join("p.conf"), dir.join("roots"), dir.join("o.conf"));
+    std::fs::write(
+        &parts,
+        "Default=0x7fff, ipoib : ALL=full ;\nP1=0x0001 : ALL=full ;\n",
+    )
+    .unwrap();
+    std::fs::write(&roots, "0x100\n").unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "partition_config_file {}\nroot_guid_file {}\n",
+            parts.display(),
+            roots.display()
+        ),
+    )
+    .unwrap();
+    let loaded = load(&with_file(&conf, &[])).unwrap();
+    // Gone after the load: what the port's configuration holds was read by it.
+    std::fs::remove_file(&parts).unwrap();
+    std::fs::remove_file(&roots).unwrap();
+    let cfg = loaded.settings.on_port(loaded.engine.clone(), true);
+    assert_eq!(cfg.partitions, loaded.engine.partitions);
+    assert!(cfg.partitions.is_some());
+    assert_eq!(cfg.routing_inputs.roots, [ibsm::topology::Guid(0x100)]);
+    // Under ibsim the automatic ceiling is lowered, and nothing else changes.
+    assert_eq!(cfg.max_wire_smps_limit, 128);
+    let off_ibsim = loaded.settings.on_port(loaded.engine.clone(), false);
+    assert_eq!(off_ibsim, loaded.engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_sighup_applies_the_tables_run_time_options_and_no_other() {
+    // What README and --help promise; an option marked run-time by mistake (or left
+    // out) fails here.
+    assert_eq!(
+        options::runtime_names(),
+        [
+            "partition_config_file",
+            "part_enforce",
+            "allow_both_pkeys",
+            "sweep_interval",
+            "sm_priority",
+            "max_wire_smps",
+            "log_flags"
+        ]
+    );
+    for o in OPTIONS {
+        let live = matches!(o.apply, Apply::Live(_));
+        assert_eq!(
+            live,
+            options::runtime_names().contains(&o.name),
+            "{}",
+            o.name
+        );
+    }
 }

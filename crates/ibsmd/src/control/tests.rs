@@ -83,7 +83,7 @@ struct Mock {
     /// What `sweep` answers, when set (else `heavy {heavy}`).
     sweep_message: Option<String>,
     /// Where `dump`'s outcomes go, when set (else "dumped" at once).
-    dump_outcome: Option<std::sync::mpsc::Receiver<Result<String, String>>>,
+    dump_outcome: Option<std::sync::mpsc::Receiver<Outcome>>,
 }
 
 impl Host for Mock {
@@ -94,17 +94,17 @@ impl Host for Mock {
             ..Status::default()
         }
     }
-    fn sweep(&mut self, heavy: bool) -> Result<String, String> {
+    fn sweep(&mut self, heavy: bool) -> Outcome {
         self.sweeps.push(heavy);
         Ok(self
             .sweep_message
             .clone()
             .unwrap_or_else(|| format!("heavy {heavy}")))
     }
-    fn rebalance(&mut self) -> Result<String, String> {
-        Err("not master".into())
+    fn rebalance(&mut self) -> Outcome {
+        Err(Refusal::NotMaster("STANDBY"))
     }
-    fn dump(&mut self) -> Result<std::sync::mpsc::Receiver<Result<String, String>>, String> {
+    fn dump(&mut self) -> Result<std::sync::mpsc::Receiver<Outcome>, Refusal> {
         if let Some(rx) = self.dump_outcome.take() {
             return Ok(rx);
         }
@@ -112,7 +112,7 @@ impl Host for Mock {
         tx.send(Ok("dumped".into())).unwrap();
         Ok(rx)
     }
-    fn set_log_level(&mut self, level: Level) -> Result<String, String> {
+    fn set_log_level(&mut self, level: Level) -> Outcome {
         self.levels.push(level);
         Ok(level.as_str().into())
     }
@@ -178,7 +178,10 @@ fn server_answers_every_line_and_survives_garbage() {
     );
     assert_eq!(lines[4].status.as_ref().unwrap().sm_lid, 7);
     assert_eq!(lines[5], Response::done("debug"));
-    assert_eq!(lines[6], Response::failed("not master"));
+    assert_eq!(
+        lines[6],
+        Response::failed("not Master (STANDBY): the master sweeps")
+    );
     assert_eq!(host.sweeps, [true]);
     assert_eq!(host.levels, [Level::Debug]);
     // The client library against the same server, after that client left.
@@ -300,9 +303,18 @@ fn a_later_answer_keeps_its_place() {
         "nothing before the dump's outcome"
     );
     client.set_nonblocking(false).unwrap();
-    outcome.send(Err("disk full".into())).unwrap();
+    let full = ibsm::manager::dump::DumpError {
+        path: PathBuf::from("/d/opensm-lfts.dump"),
+        source: std::io::Error::other("disk full"),
+    };
+    outcome
+        .send(Err(Refusal::Dump(std::sync::Arc::new(full))))
+        .unwrap();
     server.poll(|req| answer(&mut host, req));
-    assert_eq!(read_response(&client), Response::failed("disk full"));
+    assert_eq!(
+        read_response(&client),
+        Response::failed("dump: /d/opensm-lfts.dump: disk full")
+    );
     server.poll(|req| answer(&mut host, req));
     assert_eq!(read_response(&client).status.unwrap().sm_lid, 7);
     drop(server);
