@@ -34,16 +34,17 @@ pub(crate) struct NotifyError {
 pub(crate) struct PidFile(PathBuf);
 
 impl PidFile {
-    /// Writes our PID (and a newline) to `path`, replacing what was there.
+    /// Writes our PID (and a newline) to `path`, replacing what was there: through a new
+    /// temporary file and a rename (`ibsm::manager::persist`), so a link planted at
+    /// `path` (or at a temporary name) is replaced, never written through.
     ///
     /// # Errors
     /// When the file cannot be written.
     pub(crate) fn create(path: &Path) -> Result<Self, PidFileError> {
-        std::fs::write(path, format!("{}\n", std::process::id())).map_err(|source| {
-            PidFileError {
-                path: path.to_owned(),
-                source,
-            }
+        let pid = format!("{}\n", std::process::id());
+        ibsm::manager::persist::write_atomic(path, pid.as_bytes()).map_err(|e| PidFileError {
+            path: e.path,
+            source: e.source,
         })?;
         Ok(Self(path.to_owned()))
     }
@@ -89,6 +90,30 @@ pub(crate) fn notify(state: &str) -> Result<(), NotifyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link planted at the pid file's name is replaced by the pid file; its target
+    /// keeps its bytes. (Planted: `std::fs::write(path, ...)` -> the victim holds our
+    /// PID.)
+    #[test]
+    fn the_pid_file_replaces_a_planted_link() {
+        let d = std::env::temp_dir().join(format!("ibsmd-pid-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let path = d.join("ibsmd.pid");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let pid = PidFile::create(&path).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{}\n", std::process::id())
+        );
+        drop(pid);
+        assert!(!path.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn notifications_reach_a_path_and_an_abstract_socket() {
