@@ -473,7 +473,7 @@ fn the_files_are_read_once_at_load_and_not_again_on_the_port() {
 
 #[test]
 fn a_sighup_applies_the_tables_run_time_options_and_no_other() {
-    // What README and --help promise; an option marked run-time by mistake (or left
+    // What docs/ibsmd.md and --help promise; an option marked run-time by mistake (or left
     // out) fails here.
     assert_eq!(
         options::runtime_names(),
