@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::SubnetManager;
 use crate::error::SmError;
 use crate::lids::{self, LidRequest};
+use crate::model::Subnet;
 use crate::store::LidStore;
 
 /// The LIDs in force and where they persist.
@@ -68,12 +69,14 @@ impl Lids {
     }
 }
 
-impl SubnetManager {
-    /// Assigns the LIDs of the discovered subnet and saves them.
-    pub(super) fn assign_lids(&mut self) -> Result<(), SmError> {
+impl Lids {
+    /// Assigns the LIDs of `subnet` (every switch's port 0 with LMC 0, every end port
+    /// with `lmc`) and saves the store when an assignment is new. Returns how many LIDs
+    /// are in use.
+    fn assign(&mut self, subnet: &Subnet, lmc: u8, local_port_guid: u64) -> Result<usize, SmError> {
         let mut reqs = Vec::new();
         let mut limit = lids::MAX_UNICAST_LID;
-        for n in &self.subnet.nodes {
+        for n in &subnet.nodes {
             if n.is_switch() {
                 if let Some(si) = &n.switch_info {
                     if si.linear_fdb_cap > 0 {
@@ -95,37 +98,54 @@ impl SubnetManager {
                     let current = p.info.as_ref().map_or(0, |i| i.lid);
                     reqs.push(LidRequest {
                         guid: p.guid,
-                        lmc: self.cfg.lmc,
+                        lmc,
                         current,
                     });
                 }
             }
         }
-        let l = &mut self.lids;
         // What the store holds, over it what is in force: the same map once a sweep
         // has saved its LIDs (most sweeps), so the copy is made only when they differ.
         let merged;
-        let known = if l.assigned.iter().all(|(k, v)| l.stored.get(k) == Some(v)) {
-            &l.stored
+        let known = if self
+            .assigned
+            .iter()
+            .all(|(k, v)| self.stored.get(k) == Some(v))
+        {
+            &self.stored
         } else {
-            let mut m = l.stored.clone();
-            m.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
+            let mut m = self.stored.clone();
+            m.extend(self.assigned.iter().map(|(k, v)| (*k, *v)));
             merged = m;
             &merged
         };
-        l.assigned = lids::assign(&reqs, known, limit)?;
-        let in_use = l.assigned.values().map(|(_, lmc)| 1usize << lmc).sum();
+        self.assigned = lids::assign(&reqs, known, limit)?;
+        let in_use = self.assigned.values().map(|(_, lmc)| 1usize << lmc).sum();
         // Most heavy sweeps keep every LID: writing the store (a file, on the engine's
         // thread) only when an assignment is new spares them the write.
-        let changed = l.assigned.iter().any(|(k, v)| l.stored.get(k) != Some(v));
-        if changed {
-            l.stored.extend(l.assigned.iter().map(|(k, v)| (*k, *v)));
-            l.store.save(&l.stored)?;
-        }
-        l.sm_lid = l
+        let changed = self
             .assigned
-            .get(&self.local.port_guid)
-            .map_or(l.sm_lid, |x| x.0);
+            .iter()
+            .any(|(k, v)| self.stored.get(k) != Some(v));
+        if changed {
+            self.stored
+                .extend(self.assigned.iter().map(|(k, v)| (*k, *v)));
+            self.store.save(&self.stored)?;
+        }
+        self.sm_lid = self
+            .assigned
+            .get(&local_port_guid)
+            .map_or(self.sm_lid, |x| x.0);
+        Ok(in_use)
+    }
+}
+
+impl SubnetManager {
+    /// Assigns the LIDs of the discovered subnet and saves them.
+    pub(super) fn assign_lids(&mut self) -> Result<(), SmError> {
+        let in_use = self
+            .lids
+            .assign(&self.subnet, self.cfg.lmc, self.local.port_guid)?;
         self.sweep.count(|s| s.lids = in_use);
         Ok(())
     }

@@ -36,7 +36,7 @@ use super::ops::Op;
 use super::publish::Cabling;
 use crate::event::{Missing, SmEvent};
 use crate::health::{Change, Health, PortKey, Reason};
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
 
 /// The health policy and what the engine keeps to feed it.
 #[derive(Debug, Default)]
@@ -52,6 +52,46 @@ pub(super) struct HealthState {
     /// Links this SM disabled (`babbling_port_policy`): the port the Set went to ->
     /// the unhealthy port it was disabled for.
     disabled: BTreeMap<PortKey, PortKey>,
+}
+
+impl HealthState {
+    /// The ports of `subnet` found Down (or back in Init after they were Active) where
+    /// the last configured sweep had a cable, with their far ends: links that went down
+    /// since.
+    fn downs(&self, subnet: &Subnet) -> BTreeSet<PortKey> {
+        let mut downs = BTreeSet::new();
+        for node in &subnet.nodes {
+            for (p, rec) in node.ports.iter().enumerate().skip(1) {
+                // Only a port found Down or Init can have gone down: most are
+                // Active, and skip the lookup.
+                let Some(state) = rec.info.as_ref().map(|i| i.port_state) else {
+                    continue;
+                };
+                if !matches!(state, PortState::Down | PortState::Init) {
+                    continue;
+                }
+                let key = PortKey::new(node.info.node_guid, p as u8);
+                let Some(&(far, was_active)) = self.linked.get(&key) else {
+                    continue;
+                };
+                let retrained = state == PortState::Init && was_active;
+                if state == PortState::Down || retrained {
+                    downs.insert(key);
+                    downs.insert(far);
+                }
+            }
+        }
+        downs
+    }
+
+    /// The unhealthy external ports, as (node GUID, port).
+    fn cut(&self) -> Vec<(u64, u8)> {
+        self.policy
+            .unhealthy()
+            .filter(|(k, _)| k.port != 0)
+            .map(|(k, _)| (k.node, k.port))
+            .collect()
+    }
 }
 
 impl HealthState {
@@ -80,29 +120,7 @@ impl SubnetManager {
         if self.health.linked.is_empty() || self.cfg.health.flap_count == 0 {
             return;
         }
-        let mut downs = BTreeSet::new();
-        for (n, node) in self.subnet.nodes.iter().enumerate() {
-            for (p, rec) in node.ports.iter().enumerate().skip(1) {
-                // Only a port found Down or Init can have gone down: most are
-                // Active, and skip the lookup.
-                let Some(state) = rec.info.as_ref().map(|i| i.port_state) else {
-                    continue;
-                };
-                if !matches!(state, PortState::Down | PortState::Init) {
-                    continue;
-                }
-                let key = self.port_key(n, p as u8);
-                let Some(&(far, was_active)) = self.health.linked.get(&key) else {
-                    continue;
-                };
-                let retrained = state == PortState::Init && was_active;
-                if state == PortState::Down || retrained {
-                    downs.insert(key);
-                    downs.insert(far);
-                }
-            }
-        }
-        for key in downs {
+        for key in self.health.downs(&self.subnet) {
             tracing::debug!(port = %key, "link went down since the last sweep");
             self.health.policy.link_down(key, now);
         }
@@ -230,12 +248,7 @@ impl SubnetManager {
     /// The unhealthy external ports, as (node GUID, port): their cables are left out of
     /// the fabric the routes are computed on.
     pub(super) fn health_cut(&self) -> Vec<(u64, u8)> {
-        self.health
-            .policy
-            .unhealthy()
-            .filter(|(k, _)| k.port != 0)
-            .map(|(k, _)| (k.node, k.port))
-            .collect()
+        self.health.cut()
     }
 
     /// The Program stage: with `babbling_port_policy`, disables the links of ports

@@ -9,7 +9,7 @@ use ibsm_wire::attr::modifier::PKeyMod;
 use super::SubnetManager;
 use super::ops::Op;
 use crate::event::SmEvent;
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
 use crate::partition::{Enforce, PKeyPlan, PartitionConfig, PartitionWarning};
 
 /// P_Keys per P_KeyTable block.
@@ -63,31 +63,8 @@ impl SubnetManager {
                 .push_back(SmEvent::PartitionWarning { warning: w.clone() });
         }
         self.partitions.warnings.clone_from(&plan.warnings);
-        let mut sets: Vec<(NodeIx, u8, u16, [u8; 64])> = Vec::new();
-        for (&(n, p), table) in &plan.tables {
-            let node = &self.subnet.nodes[n];
-            let guid = if node.is_switch() {
-                node.info.node_guid
-            } else {
-                node.ports[usize::from(p)].guid
-            };
-            if self.sweep.is_locked(guid) {
-                continue;
-            }
-            let current = &node.ports[usize::from(p)].pkeys;
-            for (b, want) in table.chunks(PER_BLOCK).enumerate() {
-                let at = b * PER_BLOCK;
-                let have = current.get(at..at + want.len());
-                if have == Some(want) {
-                    continue;
-                }
-                let mut data = [0u8; 64];
-                for (slot, k) in data.chunks_exact_mut(2).zip(want) {
-                    slot.copy_from_slice(&k.to_be_bytes());
-                }
-                sets.push((n, p, b as u16, data));
-            }
-        }
+        let sweep = &self.sweep;
+        let sets = blocks_to_write(&plan, &self.subnet, |guid| sweep.is_locked(guid));
         for (node, port, block, data) in sets {
             let sw = self.subnet.nodes[node].is_switch();
             let m = PKeyMod {
@@ -111,4 +88,40 @@ impl SubnetManager {
             .as_ref()
             .and_then(|p: &PKeyPlan| p.enforcement.get(&(node, port)).copied())
     }
+}
+
+/// The P_KeyTable blocks `plan` wants written: every 32-entry block that differs from
+/// what the port holds (all of them where the sweep could not read it), as (node, port,
+/// block, the block's 64 bytes); ports whose key guard `locked` names are left alone.
+fn blocks_to_write(
+    plan: &PKeyPlan,
+    subnet: &Subnet,
+    locked: impl Fn(u64) -> bool,
+) -> Vec<(NodeIx, u8, u16, [u8; 64])> {
+    let mut sets = Vec::new();
+    for (&(n, p), table) in &plan.tables {
+        let node = &subnet.nodes[n];
+        let guid = if node.is_switch() {
+            node.info.node_guid
+        } else {
+            node.ports[usize::from(p)].guid
+        };
+        if locked(guid) {
+            continue;
+        }
+        let current = &node.ports[usize::from(p)].pkeys;
+        for (b, want) in table.chunks(PER_BLOCK).enumerate() {
+            let at = b * PER_BLOCK;
+            let have = current.get(at..at + want.len());
+            if have == Some(want) {
+                continue;
+            }
+            let mut data = [0u8; 64];
+            for (slot, k) in data.chunks_exact_mut(2).zip(want) {
+                slot.copy_from_slice(&k.to_be_bytes());
+            }
+            sets.push((n, p, b as u16, data));
+        }
+    }
+    sets
 }

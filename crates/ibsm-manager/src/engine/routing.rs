@@ -15,6 +15,7 @@ use ibsm_transport::Instant;
 
 use super::SubnetManager;
 use super::timers::Timer;
+use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
 use crate::model::Subnet;
@@ -34,6 +35,25 @@ pub(super) struct RouteState {
     rebalance_pending: bool,
     /// A sweep has configured the subnet (SUBNET UP once).
     pub(super) up_once: bool,
+}
+
+impl RouteState {
+    /// The routes in force and the snapshot they were computed on, when the next
+    /// routing may repair them (see `SmConfig::reroute_on_loss`); `None` recomputes from
+    /// scratch (option off, engine without incremental re-route, rebalance asked for).
+    fn repairable(&self, cfg: &SmConfig) -> Option<(Arc<Routes>, Arc<Csr>)> {
+        let kind = cfg.routing.preferred();
+        if !cfg.reroute_on_loss || !kind.incremental_reroute() || self.rebalance_pending {
+            return None;
+        }
+        let (prev, prev_csr) = (self.routes.as_ref()?, self.csr.as_ref()?);
+        // Routes a later engine of the list produced are not the preferred engine's to
+        // repair: a recompute tries the list again.
+        if prev.engine() != kind.name() {
+            return None;
+        }
+        Some((Arc::clone(prev), Arc::clone(prev_csr)))
+    }
 }
 
 /// Routes computed for one heavy sweep, not yet in force.
@@ -152,31 +172,13 @@ impl SubnetManager {
             cut: self.health_cut(),
             engines: self.cfg.routing.clone(),
             opts,
-            repair: self.repairable(),
+            repair: self.routing.repairable(&self.cfg),
             partitions: self
                 .cfg
                 .partitions
                 .as_ref()
                 .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
         }
-    }
-
-    /// The routes in force and the snapshot they were computed on, when the next
-    /// routing may repair them (see `SmConfig::reroute_on_loss`); `None` recomputes from
-    /// scratch (option off, engine without incremental re-route, rebalance asked for).
-    fn repairable(&self) -> Option<(Arc<Routes>, Arc<Csr>)> {
-        let kind = self.cfg.routing.preferred();
-        let state = &self.routing;
-        if !self.cfg.reroute_on_loss || !kind.incremental_reroute() || state.rebalance_pending {
-            return None;
-        }
-        let (prev, prev_csr) = (state.routes.as_ref()?, state.csr.as_ref()?);
-        // Routes a later engine of the list produced are not the preferred engine's to
-        // repair: a recompute tries the list again.
-        if prev.engine() != kind.name() {
-            return None;
-        }
-        Some((Arc::clone(prev), Arc::clone(prev_csr)))
     }
 
     /// Puts computed routes in force (their tables are queued by now). The automatic

@@ -328,6 +328,21 @@ impl Sweep {
         self.heavy().map(|h| &*h.before)
     }
 
+    /// The nodes the sweep before knew that `found` (this sweep's discovery) has not,
+    /// by GUID in order (none outside a heavy sweep).
+    pub(super) fn gone(&self, found: &Subnet) -> Vec<u64> {
+        let mut gone: Vec<u64> = self
+            .before()
+            .into_iter()
+            .flat_map(|b| b.by_guid.keys())
+            .filter(|g| !found.by_guid.contains_key(g))
+            .copied()
+            .collect();
+        // The previous GUIDs are a hash map's keys: their order differs from run to run.
+        gone.sort_unstable();
+        gone
+    }
+
     /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
     /// heavy sweep: no).
     pub(super) fn seen_before(&self, guid: u64) -> bool {
@@ -526,18 +541,7 @@ impl SubnetManager {
                 self.drain_election(now);
             }
             Stage::Discover => {
-                let mut gone: Vec<u64> = self
-                    .sweep
-                    .before()
-                    .into_iter()
-                    .flat_map(|b| b.by_guid.keys())
-                    .filter(|g| !self.subnet.by_guid.contains_key(g))
-                    .copied()
-                    .collect();
-                // The previous GUIDs are a hash map's keys: their order differs from run
-                // to run.
-                gone.sort_unstable();
-                for guid in gone {
+                for guid in self.sweep.gone(&self.subnet) {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
                 self.health_after_discovery(now);
