@@ -213,6 +213,10 @@ impl Drop for Ibsim {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // IBSM_KEEP_PEER_DIRS=1 keeps the working directory (logs, dumps) of every run,
+        // to read after a failure.
+        if std::env::var_os("IBSM_KEEP_PEER_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
