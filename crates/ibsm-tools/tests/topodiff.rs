@@ -64,7 +64,9 @@ fn the_tool_prints_what_diff_finds_and_says_so_in_its_exit_code() {
     write(&c, &now);
     let want = ibsm_topology::diff::diff(&plan, &now);
     assert_eq!(
-        want.iter().map(|d| d.kind()).collect::<Vec<_>>(),
+        want.iter()
+            .map(ibsm_topology::diff::Difference::kind)
+            .collect::<Vec<_>>(),
         ["missing_cable", "miswired", "miswired"]
     );
     let (code, out, err) = topodiff(&[&p, &c]);

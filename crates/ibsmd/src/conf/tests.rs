@@ -529,7 +529,7 @@ fn the_reference_topology_is_read_at_start_and_a_bad_line_names_file_and_line() 
     // A policy that is not one: refused with its line.
     std::fs::write(
         &conf,
-        format!("topology_ref_file {}\ntopology_ref_policy cut\n", p),
+        format!("topology_ref_file {p}\ntopology_ref_policy cut\n"),
     )
     .unwrap();
     let e = load(&with_file(&conf, &[])).unwrap_err().to_string();
