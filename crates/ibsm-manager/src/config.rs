@@ -241,6 +241,11 @@ pub struct SmConfig {
     /// in a row without an answer) and never disable a link;
     /// [`HealthConfig::off`](crate::health::HealthConfig::off) turns the checks off.
     pub health: crate::health::HealthConfig,
+    /// The reference topology every heavy sweep compares the fabric with
+    /// ([`crate::topo_ref`]), by GUID and port; differences are reported once per
+    /// change and, with [`TopoPolicy::Isolate`](crate::topo_ref::TopoPolicy::Isolate),
+    /// miswired and extra cables carry no routes. Default `None` (no comparison).
+    pub topology_ref: Option<crate::topo_ref::TopologyRef>,
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
@@ -407,6 +412,7 @@ impl Default for SmConfig {
             force_link_width: 0xFF,
             perfmgr: None,
             health: crate::health::HealthConfig::default(),
+            topology_ref: None,
         }
     }
 }

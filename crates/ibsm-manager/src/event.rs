@@ -243,6 +243,18 @@ pub enum SmEvent {
         /// Attempts made in all.
         attempts: u32,
     },
+    /// A heavy sweep that brought the subnet up found the fabric differing from the
+    /// reference topology (`SmConfig::topology_ref`, [`crate::topo_ref`]) otherwise
+    /// than the last such sweep did: sent once per change, never for a sweep that
+    /// finds the same differences again.
+    TopologyChanged {
+        /// Differences found now that the last report did not have.
+        appeared: Vec<crate::topo_ref::Difference>,
+        /// Differences of the last report that are gone.
+        resolved: Vec<crate::topo_ref::Difference>,
+        /// How many differences there are now.
+        total: usize,
+    },
     /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]): from the
     /// next heavy sweep on its cable is routed around (an external port), its traps
     /// are ignored (a trap flood), discovery does not explore across it (no answer),

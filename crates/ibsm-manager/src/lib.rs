@@ -70,6 +70,7 @@ pub mod persist;
 mod reroute;
 mod sansio;
 pub mod store;
+pub mod topo_ref;
 
 pub use config::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
 pub use engine::{Outgoing, SmJob, SmJobOutput, SubnetManager};

@@ -15,6 +15,8 @@
 //!   Jellyfish, and `degrade`;
 //! * files ([`ibnet`]): the `ibnetdiscover` format and ibsim net files, read and written;
 //!   Slurm's tree `topology.conf` ([`slurm`]), written;
+//! * the comparison with a reference topology ([`diff`]): missing, extra and miswired
+//!   cables, missing and unexpected nodes, links below plan;
 //! * pictures ([`dot`]): Graphviz export with per-link weights.
 //!
 //! # Example
@@ -46,6 +48,7 @@
 
 mod algo;
 pub mod csr;
+pub mod diff;
 pub mod dot;
 mod error;
 mod fabric;

@@ -414,6 +414,12 @@ mod tests {
             (&["--routing-threads", "2"], RoutingThreads, "2"),
             (&["--max-wire-smps-limit", "64"], MaxWireSmpsLimit, "64"),
             (&["--guid2lid", "/g"], Guid2lidFile, "/g"),
+            (&["--topology-ref", "/t"], TopologyRefFile, "/t"),
+            (
+                &["--topology-ref-policy", "isolate"],
+                TopologyRefPolicy,
+                "isolate",
+            ),
             (&["--dump-dir", "/d"], DumpFilesDir, "/d"),
             (&["--no-sa"], Sa, "FALSE"),
             (&["--perfmgr"], Perfmgr, "TRUE"),

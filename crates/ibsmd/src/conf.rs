@@ -73,6 +73,11 @@ pub(crate) struct Settings {
     /// `guid_routing_order_file`, read into `sm.routing_inputs` by
     /// [`Settings::engine_config`] (`max_reverse_hops` is set there directly).
     pub(crate) routing_files: RoutingFiles,
+    /// `topology_ref_file`: the reference topology, read by
+    /// [`Settings::engine_config`] into `sm.topology_ref`.
+    pub(crate) topology_ref: Option<PathBuf>,
+    /// `topology_ref_policy`.
+    pub(crate) topology_ref_policy: ibsm::manager::topo_ref::TopoPolicy,
     /// OpenSM's `perfmgr`: run the performance manager (`perf` its settings).
     pub(crate) perfmgr: bool,
     /// The PerfMgr's settings, in force with `perfmgr` (the engine takes the SM's
@@ -171,6 +176,8 @@ impl Default for Settings {
             accum_log_file: true,
             dump_dir: None,
             routing_files: RoutingFiles::default(),
+            topology_ref: None,
+            topology_ref_policy: ibsm::manager::topo_ref::TopoPolicy::default(),
             perfmgr: false,
             perf: PerfMgrConfig::default(),
             perfmgr_xmit_wait_log: false,
@@ -226,8 +233,30 @@ impl Settings {
         cfg.partitions = self.load_partitions()?;
         cfg.routing_inputs = self.routing_files.read_into(&cfg.routing_inputs)?;
         cfg.perfmgr = self.perfmgr_config(&cfg);
+        cfg.topology_ref = self.load_topology_ref()?;
         self.check(&cfg)?;
         Ok(cfg)
+    }
+
+    /// The reference topology of `topology_ref_file` (its notes, the lines the reader
+    /// skipped, logged), or `None` without one.
+    ///
+    /// # Errors
+    /// [`Error::TopologyRef`]: the file does not read, or a line of it does not parse
+    /// (file and line named).
+    fn load_topology_ref(&self) -> Result<Option<ibsm::manager::topo_ref::TopologyRef>, Error> {
+        let Some(path) = &self.topology_ref else {
+            return Ok(None);
+        };
+        let parsed = ibsm::topology::ibnet::read_file(path).map_err(Error::TopologyRef)?;
+        for n in &parsed.notes {
+            tracing::info!(file = %path.display(), line = n.line, "topology_ref_file: {}", n.message);
+        }
+        Ok(Some(ibsm::manager::topo_ref::TopologyRef::new(
+            parsed.fabric,
+            self.topology_ref_policy,
+            path.display().to_string(),
+        )))
     }
 
     /// The PerfMgr's configuration when `perfmgr` is on: `perf` with the SM's
@@ -369,6 +398,10 @@ pub(crate) enum Error {
     /// A routing GUID file does not load (its path, line and token).
     #[error(transparent)]
     GuidFile(ReadGuidFileError),
+    /// The reference topology does not load (its path, and the line that does not
+    /// parse).
+    #[error("topology_ref_file: {0}")]
+    TopologyRef(#[source] ibsm::topology::ibnet::LoadError),
 }
 
 /// Where the settings come from: the file of `-F` and the command line's settings (in

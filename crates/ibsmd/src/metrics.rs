@@ -21,6 +21,8 @@
 //! | `ibsm_fabric_links`, `ibsm_fabric_lids` | | cables, LIDs assigned |
 //! | `ibsm_unhealthy_ports` | | ports the health policy marks unhealthy (`SmConfig::health`) |
 //! | `ibsm_partition_warnings` | | partition warnings kept |
+//! | `ibsm_topology_differences` | `kind` = missing_node, unexpected_node, missing_cable, extra_cable, miswired, degraded | differences from the reference topology now (`topology_ref_file`) |
+//! | `ibsm_topology_changes_total` | | reference topology reports (each a change) |
 //! | `ibsm_perfmgr_sweeps_total` | | counter sweeps finished (`--perfmgr`) |
 //! | `ibsm_perfmgr_last_sweep_ports` | `result` = read, failed | the last counter sweep's ports |
 //! | `ibsm_perfmgr_last_sweep_duration_seconds` | | its duration |
@@ -298,6 +300,25 @@ pub(crate) fn exposition(s: &Status) -> String {
         "Partition warnings kept",
         as_i64(s.partition_warnings.len()),
     );
+    if let Some(t) = &s.topology {
+        let diffs: Family<Labels, Gauge> = Family::default();
+        for (kind, n) in &t.by_kind {
+            diffs
+                .get_or_create(&vec![("kind", kind.clone())])
+                .set(as_i64(*n));
+        }
+        reg.register(
+            "topology_differences",
+            "Differences from the reference topology, by kind",
+            diffs,
+        );
+        counter(
+            reg,
+            "topology_changes",
+            "Reference topology reports (each a change of the differences)",
+            t.changes,
+        );
+    }
     let mut out = String::new();
     // Writing into a String does not fail.
     let _ = encode(&mut out, &root);

@@ -38,6 +38,8 @@ pub(crate) struct Status {
     pub(crate) unhealthy_ports: Vec<String>,
     /// Partition warnings of the heavy sweeps, as logged.
     pub(crate) partition_warnings: Vec<String>,
+    /// The reference topology check (`None` without `topology_ref_file`).
+    pub(crate) topology: Option<Topology>,
     /// The routing engine of the routes in force (empty before any).
     pub(crate) routing_engine: String,
     /// Milliseconds since the daemon started.
@@ -137,6 +139,27 @@ pub(crate) struct PortCounters {
     pub(crate) counters: BTreeMap<String, u64>,
 }
 
+/// The fabric compared with the reference topology (`topology_ref_file`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Topology {
+    /// The reference file.
+    pub(crate) reference: String,
+    /// `report` or `isolate`.
+    pub(crate) policy: String,
+    /// Whether a heavy sweep has compared the fabric yet.
+    pub(crate) checked: bool,
+    /// Reports so far (each a change of the differences).
+    pub(crate) changes: u64,
+    /// Differences now, by kind (`missing_node`, `miswired`, ...; every kind listed).
+    pub(crate) by_kind: BTreeMap<String, usize>,
+    /// The differences now, as logged, sorted; the first [`MAX_DIFFERENCES`] only.
+    pub(crate) differences: Vec<String>,
+}
+
+/// Most differences listed in the status (the counts are complete): a status is built
+/// after every slice, and a fabric wired against the wrong plan may differ everywhere.
+pub(crate) const MAX_DIFFERENCES: usize = 256;
+
 /// The master SM.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Master {
@@ -204,6 +227,7 @@ pub(crate) struct Tracker {
     partition_warnings: Vec<String>,
     perf_sweeps: u64,
     over_threshold: u64,
+    topology_changes: u64,
 }
 
 /// Most partition warnings kept (the newest replace the oldest).
@@ -226,6 +250,7 @@ impl Tracker {
             SmEvent::Trap { number, .. } => *self.traps.entry(*number).or_default() += 1,
             SmEvent::PerfSweepDone { .. } => self.perf_sweeps += 1,
             SmEvent::PortErrorThreshold(_) => self.over_threshold += 1,
+            SmEvent::TopologyChanged { .. } => self.topology_changes += 1,
             SmEvent::PartitionWarning { warning } => {
                 if self.partition_warnings.len() == MAX_WARNINGS {
                     self.partition_warnings.remove(0);
@@ -305,6 +330,7 @@ impl Tracker {
                 .map(|(k, u)| format!("{k}: {} ({})", u.reason.kind(), u.reason))
                 .collect(),
             partition_warnings: self.partition_warnings.clone(),
+            topology: self.topology(sm),
             routing_engine: sm
                 .routes()
                 .map(|r| r.engine().to_owned())
@@ -313,6 +339,31 @@ impl Tracker {
             perfmgr: sm.config().perfmgr.is_some().then(|| self.perf(sm)),
             engine: self.engine.clone(),
         }
+    }
+
+    fn topology(&self, sm: &SubnetManager) -> Option<Topology> {
+        let r = sm.config().topology_ref.as_ref()?;
+        let found = sm.topology_differences();
+        let mut by_kind: BTreeMap<String, usize> = ibsm::topology::diff::Difference::KINDS
+            .iter()
+            .map(|k| ((*k).to_owned(), 0))
+            .collect();
+        for d in found.unwrap_or_default() {
+            *by_kind.entry(d.kind().to_owned()).or_default() += 1;
+        }
+        Some(Topology {
+            reference: r.source.clone(),
+            policy: r.policy.name().to_owned(),
+            checked: found.is_some(),
+            changes: self.topology_changes,
+            by_kind,
+            differences: found
+                .unwrap_or_default()
+                .iter()
+                .take(MAX_DIFFERENCES)
+                .map(ToString::to_string)
+                .collect(),
+        })
     }
 
     fn perf(&self, sm: &SubnetManager) -> Perf {
@@ -419,6 +470,32 @@ impl Status {
                 traps.join(", ")
             },
         );
+        if let Some(t) = &self.topology {
+            let total: usize = t.by_kind.values().sum();
+            let state = if !t.checked {
+                "not checked yet".to_owned()
+            } else if total == 0 {
+                "matches".to_owned()
+            } else {
+                let kinds: Vec<String> = t
+                    .by_kind
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                format!("{total} differences ({})", kinds.join(", "))
+            };
+            s.push_str(&format!(
+                "reference topology: {} ({}): {state}\n",
+                t.reference, t.policy
+            ));
+            for d in &t.differences {
+                s.push_str(&format!("  {d}\n"));
+            }
+            if t.differences.len() < total {
+                s.push_str(&format!("  ... {} more\n", total - t.differences.len()));
+            }
+        }
         for p in &self.unhealthy_ports {
             s.push_str(&format!("unhealthy port: {p}\n"));
         }

@@ -60,6 +60,7 @@ mod smi;
 mod sweep;
 mod switches;
 mod timers;
+mod topo_ref;
 mod traps;
 
 #[cfg(test)]
@@ -100,6 +101,8 @@ pub struct SubnetManager {
     routing: routing::RouteState,
     /// Port health (`health.rs`).
     health: health::HealthState,
+    /// The reference topology's last report (`topo_ref.rs`).
+    topo_ref: topo_ref::TopoRefState,
     mirror: switches::Mirror,
     partitions: partitions::Partitions,
     smi: smi::Smi,
@@ -157,6 +160,7 @@ impl SubnetManager {
             resweeps: resweep::Resweeps::default(),
             routing: routing::RouteState::default(),
             health: health::HealthState::new(cfg.health),
+            topo_ref: topo_ref::TopoRefState::default(),
             mirror: switches::Mirror::default(),
             partitions: partitions::Partitions::default(),
             smi,

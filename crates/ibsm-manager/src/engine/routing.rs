@@ -72,6 +72,8 @@ pub(super) struct Computed {
     pub(super) wall: std::time::Duration,
     /// The P_Key tables of the partition policy (`None`: the SM does not manage them).
     pub(super) pkeys: Option<PKeyPlan>,
+    /// The differences from the reference topology (`None`: no reference).
+    pub(super) topo_diff: Option<Vec<crate::topo_ref::Difference>>,
 }
 
 /// A routing job's input: everything the engines need, owned, so that the routing runs
@@ -90,6 +92,8 @@ pub(super) struct RouteInput {
     repair: Option<(Arc<Routes>, Arc<Csr>)>,
     /// The partition policy and the SM's port GUID, to plan every P_Key table.
     partitions: Option<(Arc<PartitionConfig>, u64)>,
+    /// The reference topology and its policy (`topo_ref.rs`).
+    reference: Option<(Arc<Fabric>, crate::topo_ref::TopoPolicy)>,
 }
 
 impl RouteInput {
@@ -108,8 +112,14 @@ impl RouteInput {
             opts,
             repair,
             partitions,
+            reference,
         } = self;
         let (mut fabric, ids) = subnet.to_fabric_with(|p| lids.get(&p.guid).copied())?;
+        // Compared as discovered, before the health policy cuts anything.
+        let topo_diff = reference.map(|(plan, policy)| {
+            let id_of = |g: u64| subnet.by_guid.get(&g).and_then(|&ix| ids.get(ix).copied());
+            super::topo_ref::check(&plan, policy, &mut fabric, id_of)
+        });
         for (guid, port) in cut {
             let Some(&ix) = subnet.by_guid.get(&guid) else {
                 continue;
@@ -151,6 +161,7 @@ impl RouteInput {
             failed,
             wall,
             pkeys,
+            topo_diff,
         })
     }
 }
@@ -178,6 +189,7 @@ impl SubnetManager {
                 .partitions
                 .as_ref()
                 .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
+            reference: self.topo_ref_input(),
         }
     }
 

@@ -627,7 +627,10 @@ impl SubnetManager {
             return;
         }
         match computed {
-            Ok(c) => self.begin_programming(now, c),
+            Ok(mut c) => {
+                self.topo_ref_found(c.topo_diff.take());
+                self.begin_programming(now, c);
+            }
             Err(e) => self.routing_failed(now, e),
         }
     }
@@ -659,6 +662,7 @@ impl SubnetManager {
         }
         let incomplete = up && !self.sweep_complete();
         let up = up && !incomplete;
+        self.topo_ref_sweep_end(up);
         let idle = Sweep::Idle(Idle {
             since: now,
             heavy_next: false,

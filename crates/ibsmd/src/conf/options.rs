@@ -16,6 +16,7 @@ use ibsm::manager::MKeyMode;
 use ibsm::manager::SmConfig;
 use ibsm::manager::partition::Enforcement;
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig, Threshold};
+use ibsm::manager::topo_ref::TopoPolicy;
 use ibsm::routing::{EngineList, EngineListError};
 
 use super::{LogFormat, LogTarget, Settings};
@@ -502,6 +503,12 @@ fn parse_enforcement(v: &str) -> Result<Enforcement, ValueError> {
         _ => return Err(ValueError::NotOneOf("both, in, out or off")),
     })
 }
+fn topo_policy(v: &TopoPolicy) -> String {
+    v.name().to_owned()
+}
+fn parse_topo_policy(v: &str) -> Result<TopoPolicy, ValueError> {
+    TopoPolicy::from_name(v).ok_or(ValueError::NotOneOf("report or isolate"))
+}
 /// OpenSM spells its default list (minhop) `(null)`.
 fn engines(v: &EngineList) -> String {
     if *v == SmConfig::default().routing {
@@ -928,6 +935,18 @@ options! {
         help: "Read polling_retry_number N as the failed polls that declare the master dead\n(N, 0 counting as 1); FALSE: OpenSM 3.3's count, N + 1 unanswered polls",
         flags: &[Flag::switch("polling-retries-as-failures", "TRUE", "Read --polling-retries / polling_retry_number N as opensm.conf words it: N failed polls declare the master dead (0 counts as 1), one fewer than OpenSM 3.3 waits for")],
         access: at!(s => s.polling_retries_as_failures, boolean, parse_bool),
+    }
+    TopologyRefFile "topology_ref_file" {
+        section: Section::Ibsmd,
+        help: "Reference topology (ibnetdiscover's output of the fabric as planned): every heavy\nsweep compares the fabric with it by GUID and port and reports missing, unexpected,\nmiswired and degraded nodes and cables once per change ((null): no comparison)",
+        flags: &[Flag::value("topology-ref", "FILE", "Compare the fabric at every heavy sweep with FILE (ibnetdiscover's format, as ibsm-netdiscover prints it) by GUID and port; differences go to the log, events, status and metrics once per change")],
+        access: at!(s => s.topology_ref, path, parse_path),
+    }
+    TopologyRefPolicy "topology_ref_policy" {
+        section: Section::Ibsmd,
+        help: "What a difference from topology_ref_file leads to: report, or isolate\n(report, and route nothing over a miswired or extra cable)",
+        flags: &[Flag::value("topology-ref-policy", "POLICY", "report (default): differences are reported; isolate: reported, and a miswired or extra cable carries no routes")],
+        access: at!(s => s.topology_ref_policy, topo_policy, parse_topo_policy),
     }
     PerfmgrErrorThresholds "perfmgr_error_thresholds" {
         section: Section::Ibsmd,

@@ -497,3 +497,57 @@ fn a_sighup_applies_the_tables_run_time_options_and_no_other() {
         );
     }
 }
+
+#[test]
+fn the_reference_topology_is_read_at_start_and_a_bad_line_names_file_and_line() {
+    let dir = scratch("topology_ref");
+    let plan = dir.join("plan.topo");
+    let fabric = ibsm::topology::generate::k_ary_n_tree(2, 2).unwrap();
+    let text = ibsm::topology::ibnet::write(&fabric, &Default::default()).unwrap();
+    std::fs::write(&plan, &text).unwrap();
+    let conf = dir.join("o.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "topology_ref_file {}\ntopology_ref_policy isolate\n",
+            plan.display()
+        ),
+    )
+    .unwrap();
+    let loaded = load(&with_file(&conf, &[])).unwrap();
+    let r = loaded.engine.topology_ref.expect("a reference");
+    assert_eq!(r.policy, ibsm::manager::topo_ref::TopoPolicy::Isolate);
+    assert_eq!(r.fabric.link_count(), fabric.link_count());
+    assert_eq!(r.source, plan.display().to_string());
+    // The flag, and the default policy.
+    let p = plan.display().to_string();
+    let loaded = load(&source(&["--topology-ref", &p])).unwrap();
+    let r = loaded.engine.topology_ref.expect("a reference");
+    assert_eq!(r.policy, ibsm::manager::topo_ref::TopoPolicy::Report);
+    // Off by default.
+    assert!(load(&source(&[])).unwrap().engine.topology_ref.is_none());
+    // A policy that is not one: refused with its line.
+    std::fs::write(
+        &conf,
+        format!("topology_ref_file {p}\ntopology_ref_policy cut\n"),
+    )
+    .unwrap();
+    let e = load(&with_file(&conf, &[])).unwrap_err().to_string();
+    assert!(e.contains(":2") && e.contains("report or isolate"), "{e}");
+    // A line of the reference that does not parse: no start, file and line named.
+    std::fs::write(&plan, format!("{text}\nSwitch 8 \"S-1\n")).unwrap();
+    let e = load(&source(&["--topology-ref", &p]))
+        .unwrap_err()
+        .to_string();
+    let line = text.lines().count() + 2;
+    assert!(
+        e.starts_with(&format!("topology_ref_file: {p}: line {line}: ")),
+        "{e}"
+    );
+    std::fs::remove_file(&plan).unwrap();
+    let e = load(&source(&["--topology-ref", &p]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with(&format!("topology_ref_file: {p}: ")), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -195,3 +195,40 @@ fn perfmgr_counters_have_the_exporters_names_and_data_in_bytes() {
         "{plain}"
     );
 }
+
+#[test]
+fn the_reference_topology_is_counted_by_kind_and_shown() {
+    use crate::status::Topology;
+    let mut s = status();
+    assert!(s.topology.is_none());
+    let text = exposition(&s);
+    assert!(!text.contains("ibsm_topology"), "{text}");
+    let by_kind: BTreeMap<String, usize> = ibsm::topology::diff::Difference::KINDS
+        .iter()
+        .map(|k| ((*k).to_owned(), usize::from(*k == "miswired") * 2))
+        .collect();
+    s.topology = Some(Topology {
+        reference: "/etc/plan.topo".into(),
+        policy: "isolate".into(),
+        checked: true,
+        changes: 3,
+        by_kind,
+        differences: vec!["miswired cable a".into(), "miswired cable b".into()],
+    });
+    let text = exposition(&s);
+    let e = parse(&text);
+    assert_eq!(
+        e.value("ibsm_topology_differences", &[("kind", "miswired")]),
+        2.0
+    );
+    assert_eq!(
+        e.value("ibsm_topology_differences", &[("kind", "degraded")]),
+        0.0
+    );
+    assert_eq!(e.value("ibsm_topology_changes_total", &[]), 3.0);
+    let human = s.human();
+    assert!(
+        human.contains("reference topology: /etc/plan.topo (isolate): 2 differences (miswired 2)\n  miswired cable a\n"),
+        "{human}"
+    );
+}
