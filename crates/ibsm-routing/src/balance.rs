@@ -21,16 +21,20 @@
 //! the fewest switch LIDs so far; a switch LID living with CAs takes the eligible arcs in
 //! turn (a round robin of its own). minhop keeps the first shortest hop its BFS finds.
 //!
-//! Planning (BFS and eligible arcs) does not depend on loads, so extra threads plan
-//! destinations ahead while one thread places them in destination order: the tables are
-//! the same for any thread count. (The count-balanced switch-LID plans depend on the
-//! counts, so the placing thread plans those itself.) A switch decides for all LIDs of one destination in a
-//! row (its choice depends only on its own arcs' loads, its own earlier choices and the
+//! Planning (BFS and eligible arcs) does not depend on loads, so other threads plan
+//! destinations ahead while one thread places them in destination order (and plans too
+//! whenever it would wait): the tables are the same for any thread count (`threads.rs`).
+//! The count-balanced switch-LID plans depend on the counts: a thread alone plans them
+//! with its counts; with helpers they keep what their BFS saw and the placement makes the
+//! same choices from it ([`Hops::Deferred`]). A switch decides for all LIDs of one
+//! destination in a row (its choice depends only on its own arcs' loads, its own earlier choices and the
 //! flow upstream switches send it), and where a contiguous run of eligible arcs has equal
 //! loads and every LID brings the same flow, the least-loaded choice is a rotation.
 
 use crate::net::{INF, NONE, Net, Peer};
 use crate::routes::NO_ROUTE;
+
+mod threads;
 
 /// Which next hops are legal.
 #[derive(Clone, Copy)]
@@ -121,7 +125,34 @@ pub(crate) struct Plan {
     /// Up/down rules: switch LIDs take the eligible hop with the fewest switch LIDs so far
     /// (minhop keeps round robin, shared with CA LIDs that carry no flow there).
     pub count_switch_lids: bool,
+    /// [`Hops::Deferred`] (`is_deferred`): what the BFS saw, from which the placement
+    /// chooses each switch's hop ([`place_switch_lid`]); no eligible lists then.
+    deferred: Deferred,
+    is_deferred: bool,
 }
+
+/// A switch-LID destination of an up/down rule planned without the switch-LID counts
+/// ([`Hops::Deferred`]): what [`Hops::Least`]'s BFS and escapes saw, per switch, so that
+/// the placement finds among a switch's arcs the hops that plan chose among and makes the
+/// same choice with the counts of its own time.
+#[derive(Debug, Default)]
+pub(crate) struct Deferred {
+    /// Per switch: its distance to the destination (escape hops included) at
+    /// [`ST_DIST`], its rank in the escape passes ([`ST_RANK`]: 0 for a switch the BFS
+    /// reached or that escapes next to it; a switch only escapes through switches ranked
+    /// before it), [`ST_DOWN`] when its path only descends, [`ST_ESCAPED`].
+    st: Vec<u64>,
+    /// Per switch: its place in the BFS queue, shifted left by 8 (the BFS meets the hops
+    /// into a switch in this order, then by that switch's arc back, [`Sides`]).
+    qpos: Vec<u32>,
+}
+
+/// [`Deferred::st`]'s fields.
+const ST_ESCAPED: u64 = 1;
+const ST_DOWN: u64 = 2;
+const ST_RANK: u32 = 8;
+const ST_DIST: u32 = 40;
+const ST_DIST_MASK: u64 = 0xFFFF << ST_DIST;
 
 impl Plan {
     /// Eligible arcs of the `i`-th switch of `order`.
@@ -143,7 +174,27 @@ impl Plan {
         self.unreachable = None;
         self.quick = false;
         self.count_switch_lids = false;
+        self.is_deferred = false;
     }
+
+    /// A [`Hops::Deferred`] plan's picture.
+    pub(crate) fn deferred(&self) -> Option<&Deferred> {
+        self.is_deferred.then_some(&self.deferred)
+    }
+}
+
+/// How a quick plan (a switch's own LID alone) chooses each switch's hop.
+#[derive(Clone, Copy)]
+enum Hops<'s> {
+    /// The first legal (or escape) hop the BFS finds.
+    First,
+    /// Up/down rules: the one with the fewest switch LIDs so far (`swl` per arc), chosen
+    /// during the BFS (the first found on ties).
+    Least(&'s [u32]),
+    /// Up/down rules: the BFS's picture ([`Deferred`]), from which the placement finds
+    /// the hops [`Hops::Least`] chooses among and makes the same choice with the counts
+    /// of its own time ([`place_switch_lid`]). Needs no loads: any thread may plan it.
+    Deferred,
 }
 
 /// Scratch space for planning, one per planning thread.
@@ -163,6 +214,8 @@ pub(crate) struct Planner<'a> {
     /// Switch-LID plans: one more than the distance of a switch's nearest neighbour with a
     /// legal path that it cannot legally use (its escape distance, should it need one).
     edist: Vec<u16>,
+    /// [`Hops::Deferred`]: each switch's rank in the escape passes ([`Deferred::st`]).
+    eseq: Vec<u32>,
 }
 
 impl<'a> Planner<'a> {
@@ -186,22 +239,22 @@ impl<'a> Planner<'a> {
             buckets: Vec::new(),
             up,
             edist: Vec::new(),
+            eseq: Vec::new(),
         }
     }
 
     /// Plans routes towards switch `t` into `out`. With `quick` (only the switch's own LID
     /// lives there: no CA traffic, so no flow to balance) one BFS gives the hops: for
-    /// minhop the first shortest hop it finds, for up/down rules every legal hop it finds
-    /// (the placement takes the one with the fewest switch LIDs so far) or, where it found
-    /// none, the escape hops.
+    /// minhop the first shortest hop it finds, for up/down rules the first legal hop it
+    /// finds or, where it found none, the escape hops.
     pub(crate) fn plan(&mut self, t: usize, quick: bool, out: &mut Plan) {
         if self.plan_lazy(t, quick, out) {
             self.fill_eligible(out);
         }
     }
 
-    /// Whether [`Planner::plan_switch_lid`] plans switch-LID destinations under this rule
-    /// (then only the thread that places may plan them).
+    /// Whether switch-LID destinations under this rule are balanced by the switch-LID
+    /// counts ([`Planner::plan_switch_lid`], [`Planner::plan_deferred`]).
     pub(crate) fn counts_switch_lids(&self) -> bool {
         matches!(self.rule, Rule::UpDown { .. })
     }
@@ -211,7 +264,14 @@ impl<'a> Planner<'a> {
     /// per arc, the first found on ties), chosen during the one BFS. Depends on the loads,
     /// so only the placing thread calls it.
     pub(crate) fn plan_switch_lid(&mut self, t: usize, out: &mut Plan, swl: &[u32]) {
-        self.plan_quick(t, out, Some(swl));
+        self.plan_quick(t, out, Hops::Least(swl));
+    }
+
+    /// [`Planner::plan_switch_lid`] without the loads, so that other threads than the
+    /// placing one may make it: the plan keeps what that plan's BFS saw ([`Deferred`]),
+    /// and [`place_switch_lid`] chooses the same hops from it.
+    pub(crate) fn plan_deferred(&mut self, t: usize, out: &mut Plan) {
+        self.plan_quick(t, out, Hops::Deferred);
     }
 
     /// [`Planner::plan`] without the eligible lists (false when `quick` already made
@@ -220,7 +280,7 @@ impl<'a> Planner<'a> {
     /// needs.
     pub(crate) fn plan_lazy(&mut self, t: usize, quick: bool, out: &mut Plan) -> bool {
         if quick {
-            self.plan_quick(t, out, None);
+            self.plan_quick(t, out, Hops::First);
             return false;
         }
         let net = self.net;
@@ -231,15 +291,19 @@ impl<'a> Planner<'a> {
             self.escaped[s] = false;
         }
         match self.rule {
-            Rule::MinHop => self.minhop_bfs(t),
-            Rule::UpDown { .. } => self.updown_bfs::<false>(t, &[]),
+            Rule::MinHop => {
+                self.minhop_bfs(t);
+            }
+            Rule::UpDown { .. } => {
+                self.updown_bfs::<false, false>(t, &[]);
+            }
         }
         let complete = !self.dist.contains(&INF);
         if let Rule::UpDown { pos, by_pos } = self.rule {
             if !complete {
                 self.updown_conservative(t, pos, by_pos);
             }
-            self.escape(out, None);
+            self.escape(out, None, false);
         }
         out.unreachable = self.dist.iter().position(|&d| d == INF);
         // Farthest first (counting sort on distance; ties by switch index).
@@ -276,9 +340,8 @@ impl<'a> Planner<'a> {
 
     /// One BFS, one next hop per switch (management traffic only: no CA sends to a switch
     /// LID in the deadlock model); switches it leaves without a legal path take an escape
-    /// hop. With `swl` (up/down rules) the hops are the least used by switch LIDs so far,
-    /// else the first found.
-    fn plan_quick(&mut self, t: usize, out: &mut Plan, swl: Option<&[u32]>) {
+    /// hop. `hops` says which (see [`Hops`]).
+    fn plan_quick(&mut self, t: usize, out: &mut Plan, hops: Hops<'_>) {
         let net = self.net;
         let n = net.n_sw;
         out.clear(t, net.n_arcs() + n);
@@ -287,14 +350,21 @@ impl<'a> Planner<'a> {
         for s in 0..n {
             self.escaped[s] = false;
         }
-        match (self.rule, swl) {
+        let reached = match (self.rule, hops) {
             (Rule::MinHop, _) => self.minhop_bfs(t),
-            (Rule::UpDown { .. }, Some(swl)) => self.updown_bfs::<true>(t, swl),
-            (Rule::UpDown { .. }, None) => self.updown_bfs::<false>(t, &[]),
+            (Rule::UpDown { .. }, Hops::Least(swl)) => self.updown_bfs::<true, true>(t, swl),
+            (Rule::UpDown { .. }, Hops::Deferred) => self.updown_bfs::<false, true>(t, &[]),
+            (Rule::UpDown { .. }, Hops::First) => self.updown_bfs::<false, false>(t, &[]),
+        };
+        let updown = matches!(self.rule, Rule::UpDown { .. });
+        let deferred = updown && matches!(hops, Hops::Deferred);
+        if deferred {
+            self.eseq.clear();
+            self.eseq.resize(n, 0);
         }
-        if matches!(self.rule, Rule::UpDown { .. }) && self.dist.contains(&INF) {
-            if swl.is_some() {
-                // Escape hops next to legal paths were chosen by the BFS; the rest (whose
+        if updown && self.dist.contains(&INF) {
+            if !matches!(hops, Hops::First) {
+                // Escape hops next to legal paths were found by the BFS; the rest (whose
                 // neighbours escape too) are searched.
                 for s in 0..n {
                     if self.dist[s] == INF && self.edist[s] != INF {
@@ -304,7 +374,33 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
-            self.escape(out, swl);
+            match hops {
+                Hops::Least(swl) => self.escape(out, Some(swl), false),
+                Hops::Deferred => self.escape(out, None, true),
+                Hops::First => self.escape(out, None, false),
+            }
+        }
+        if deferred {
+            out.is_deferred = true;
+            let d = &mut out.deferred;
+            d.st.clear();
+            d.st.extend((0..n).map(|s| {
+                (u64::from(self.dist[s]) << ST_DIST)
+                    | (u64::from(self.eseq[s]) << ST_RANK)
+                    | (u64::from(self.down[s]) * ST_DOWN)
+                    | (u64::from(self.escaped[s]) * ST_ESCAPED)
+            }));
+            d.qpos.resize(n, 0);
+            for (i, &c) in self.queue[..reached].iter().enumerate() {
+                d.qpos[c as usize] = (i as u32) << 8;
+            }
+            for s in 0..n {
+                if s != t && self.dist[s] != INF {
+                    out.order.push(s as u32);
+                }
+            }
+            out.unreachable = (0..n).find(|&s| s != t && self.dist[s] == INF);
+            return;
         }
         let mut e = 0;
         for s in 0..n {
@@ -405,7 +501,8 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn minhop_bfs(&mut self, t: usize) {
+    /// Returns how many switches the BFS reached (the first ones of `queue`).
+    fn minhop_bfs(&mut self, t: usize) -> usize {
         let n = self.net.n_sw;
         self.queue.resize(n, 0);
         self.net.bfs_parents(
@@ -413,7 +510,7 @@ impl<'a> Planner<'a> {
             &mut self.dist[..n],
             &mut self.parent[..n],
             &mut self.queue[..n],
-        );
+        )
     }
 
     /// Level-synchronous BFS with states: a switch is DOWN when its chosen path to `t` only
@@ -424,10 +521,12 @@ impl<'a> Planner<'a> {
     /// With `SEL` a switch's `parent` is the legal hop found with the fewest switch LIDs
     /// (`swl`), and a switch without any so far remembers in `edist`/`esc_arc` the least
     /// used of its nearest neighbours with a legal path (its escape hop, should it need one).
-    fn updown_bfs<const SEL: bool>(&mut self, t: usize, swl: &[u32]) {
+    /// `EDIST` (which `SEL` needs) keeps that escape distance without choosing a hop.
+    /// Returns how many switches it reached (the first ones of `queue`, in BFS order).
+    fn updown_bfs<const SEL: bool, const EDIST: bool>(&mut self, t: usize, swl: &[u32]) -> usize {
         let net = self.net;
         let n = net.n_sw;
-        if SEL {
+        if EDIST {
             self.edist.clear();
             self.edist.resize(n, INF);
         }
@@ -460,11 +559,13 @@ impl<'a> Planner<'a> {
                     if cand_down && !cdown {
                         // Illegal: descending into an UP switch. Should `x` stay without a
                         // legal path, its nearest such neighbours are its escape hops.
-                        if SEL && dist[x] == INF {
+                        if EDIST && dist[x] == INF {
                             if edist[x] == INF {
                                 edist[x] = d + 1;
                                 esc[x] = rev;
-                            } else if edist[x] == d + 1 && swl[rev as usize] < swl[esc[x] as usize]
+                            } else if SEL
+                                && edist[x] == d + 1
+                                && swl[rev as usize] < swl[esc[x] as usize]
                             {
                                 esc[x] = rev;
                             }
@@ -492,6 +593,7 @@ impl<'a> Planner<'a> {
             }
             d += 1;
         }
+        tail
     }
 
     /// Always complete on a connected fabric: every switch with a down-only path is DOWN,
@@ -540,8 +642,12 @@ impl<'a> Planner<'a> {
     ///
     /// With `swl` (switch LIDs only) the one of those neighbours whose arc carries the
     /// fewest switch LIDs so far.
-    fn escape(&mut self, out: &mut Plan, swl: Option<&[u32]>) {
+    ///
+    /// With `seq` each escaping switch's rank in these passes goes to `eseq`
+    /// ([`Deferred::eseq`]).
+    fn escape(&mut self, out: &mut Plan, swl: Option<&[u32]>, seq: bool) {
         let net = self.net;
+        let mut rank = 0;
         loop {
             let mut changed = false;
             for s in 0..net.n_sw {
@@ -567,6 +673,10 @@ impl<'a> Planner<'a> {
                 self.esc_arc[s] = best as u32;
                 self.escaped[s] = true;
                 out.escaped.push(s as u32);
+                if seq {
+                    rank += 1;
+                    self.eseq[s] = rank;
+                }
                 changed = true;
             }
             if !changed {
@@ -688,6 +798,8 @@ impl Loads {
 /// its LIDs in a row. That gives the same tables as placing one LID at a time across all
 /// switches: a switch's choice depends only on its own arcs' loads, its own earlier
 /// choices and the flow its upstream switches (decided earlier) send it for that LID.
+///
+/// `sides` (each switch's arcs by direction) places [`Hops::Deferred`] plans.
 pub(crate) fn place<P: Prefer + ?Sized>(
     plan: &Plan,
     lids: &[(u16, u8, u16)],
@@ -695,6 +807,7 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     net: &Net,
     loads: &mut Loads,
     pref: &P,
+    sides: Option<&Sides>,
 ) {
     let t = plan.t;
     for &(lid, ..) in lids {
@@ -723,7 +836,7 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     for &(lid, w, base) in lids {
         if w == 0 {
             if plan.quick {
-                place_switch_lid(plan, lid, rows, net, loads);
+                place_switch_lid(plan, lid, rows, net, loads, sides);
             } else {
                 place_unweighted(plan, lid, base, rows, net, loads, pref);
             }
@@ -732,7 +845,8 @@ pub(crate) fn place<P: Prefer + ?Sized>(
 }
 
 /// A switch's own LID alone on its switch (a quick plan, one hop per switch: for up/down
-/// rules the one with the fewest switch LIDs so far), counted per arc.
+/// rules the one with the fewest switch LIDs so far, chosen by the plan or, from a
+/// [`Hops::Deferred`] plan, here), counted per arc.
 /// Records the first CA traffic of `plan.t`'s LIDs that takes an escape hop (a switch
 /// of `plan.escaped` that CAs send from), for [`place`] and [`repair`] alike.
 fn note_escape_traffic(plan: &Plan, lids: &[(u16, u8, u16)], net: &Net, loads: &mut Loads) {
@@ -758,13 +872,144 @@ fn note_escape_traffic(plan: &Plan, lids: &[(u16, u8, u16)], net: &Net, loads: &
     }
 }
 
-fn place_switch_lid(plan: &Plan, lid: u16, rows: &mut [&mut [u8]], net: &Net, loads: &mut Loads) {
+fn place_switch_lid(
+    plan: &Plan,
+    lid: u16,
+    rows: &mut [&mut [u8]],
+    net: &Net,
+    loads: &mut Loads,
+    sides: Option<&Sides>,
+) {
     let col = usize::from(lid);
+    if let (Some(d), Some(sides)) = (plan.deferred(), sides) {
+        for &s in &plan.order {
+            let (best, _) = least_used_hop(d, s as usize, net, sides, &loads.swl);
+            loads.swl[best] += 1;
+            rows[s as usize][col] = net.aport[best];
+        }
+        return;
+    }
     for (i, &s) in plan.order.iter().enumerate() {
         // The plan chose the least used hop already.
         let best = plan.eligible(i)[0] as usize;
         loads.swl[best] += 1;
         rows[s as usize][col] = net.aport[best];
+    }
+}
+
+/// The hop switch `s` takes for a switch LID from a [`Hops::Deferred`] plan `d`: among the
+/// hops [`Hops::Least`] chooses among (found again from what its BFS saw), the one with the
+/// fewest switch LIDs so far (`swl`), the first that BFS meets on ties. The same hop as
+/// that plan chooses, since it depends only on the counts of `s`'s own arcs. Also says
+/// whether a tie was broken.
+pub(crate) fn least_used_hop(
+    d: &Deferred,
+    s: usize,
+    net: &Net,
+    sides: &Sides,
+    swl: &[u32],
+) -> (usize, bool) {
+    let st = &d.st[..];
+    let me = st[s];
+    let near = (me & ST_DIST_MASK) - (1 << ST_DIST);
+    let (ups, downs) = sides.of(s);
+    let (mut best, mut low) = (NONE as usize, u32::MAX);
+    let rank = |x: u64| (x & !ST_DIST_MASK) >> ST_RANK;
+    if rank(me) != 0 {
+        // Escaping in the later passes: through the nearest switches with a route by
+        // then (ranked before it), the first in CSR order on ties.
+        let mine = rank(me);
+        for a in net.arcs(s) {
+            let x = st[net.adst[a] as usize];
+            if x & ST_DIST_MASK == near && rank(x) < mine && swl[a] < low {
+                (best, low) = (a, swl[a]);
+            }
+        }
+        return (best, false);
+    }
+    // A legal switch: an UP one climbs to any switch the BFS reached one hop nearer, a
+    // DOWN one descends to DOWN ones there. Escaping next to the BFS: down into the UP
+    // switches it reached nearest.
+    let (arcs, mask, want) = if me & ST_ESCAPED != 0 {
+        (downs, ST_DIST_MASK | ST_DOWN | ST_ESCAPED, near)
+    } else if me & ST_DOWN != 0 {
+        (downs, ST_DIST_MASK | ST_DOWN | ST_ESCAPED, near | ST_DOWN)
+    } else {
+        (ups, ST_DIST_MASK | ST_ESCAPED, near)
+    };
+    // When the BFS met hop `a` into `c`: `c`'s place in its queue, then `c`'s arc back.
+    let met = |a: usize, c: usize| d.qpos[c] | sides.back[a];
+    let (mut bc, mut first, mut tied) = (0usize, u32::MAX, false);
+    for &(a, c) in arcs {
+        let (a, c) = (a as usize, c as usize);
+        if st[c] & mask != want {
+            continue;
+        }
+        let u = swl[a];
+        if u < low {
+            (best, bc, low, first) = (a, c, u, u32::MAX);
+        } else if u == low {
+            tied = true;
+            if first == u32::MAX {
+                first = met(best, bc);
+            }
+            let f = met(a, c);
+            if f < first {
+                (best, bc, first) = (a, c, f);
+            }
+        }
+    }
+    (best, tied)
+}
+
+/// An arc and its head switch.
+type Head = (u32, u32);
+
+/// Each switch's arcs (with their heads) split by direction under an up/down rule:
+/// `arcs[off[s]..mid[s]]` climb, `arcs[mid[s]..off[s + 1]]` descend, each part in CSR
+/// order; and per arc `a` (`s -> c`), the place of `c`'s arc back to `s` among `c`'s.
+pub(crate) struct Sides {
+    off: Vec<u32>,
+    mid: Vec<u32>,
+    arcs: Vec<Head>,
+    back: Vec<u32>,
+}
+
+impl Sides {
+    /// The sides of every switch under `rule` (`None` for minhop, which has no sides).
+    pub(crate) fn new(net: &Net, rule: Rule<'_>) -> Option<Self> {
+        let Rule::UpDown { pos, .. } = rule else {
+            return None;
+        };
+        let up = |a: usize| pos[net.adst[a] as usize] < pos[net.asrc[a] as usize];
+        let with_head = |a: usize| (a as u32, net.adst[a]);
+        let mut arcs = Vec::with_capacity(net.n_arcs());
+        let mut mid = Vec::with_capacity(net.n_sw);
+        for s in 0..net.n_sw {
+            arcs.extend(net.arcs(s).filter(|&a| up(a)).map(with_head));
+            mid.push(arcs.len() as u32);
+            arcs.extend(net.arcs(s).filter(|&a| !up(a)).map(with_head));
+        }
+        let back = (0..net.n_arcs())
+            .map(|a| net.arev[a] - net.aoff[net.adst[a] as usize])
+            .collect();
+        Some(Sides {
+            off: net.aoff.clone(),
+            mid,
+            arcs,
+            back,
+        })
+    }
+
+    /// Switch `s`'s climbing and descending arcs with their heads.
+    #[inline]
+    fn of(&self, s: usize) -> (&[Head], &[Head]) {
+        let (lo, mid, hi) = (
+            self.off[s] as usize,
+            self.mid[s] as usize,
+            self.off[s + 1] as usize,
+        );
+        (&self.arcs[lo..mid], &self.arcs[mid..hi])
     }
 }
 
@@ -1351,7 +1596,7 @@ pub(crate) struct RouteStats {
     pub escape_traffic: Option<(usize, u16)>,
 }
 
-/// What [`route_lids`] routes with.
+/// What [`threads::route_lids`] routes with.
 pub(crate) struct Job<'a, P: Prefer + ?Sized> {
     pub rule: Rule<'a>,
     pub threads: usize,
@@ -1359,7 +1604,7 @@ pub(crate) struct Job<'a, P: Prefer + ?Sized> {
 }
 
 /// Routes every LID of the fabric with `rule` into `lfts` (switch-major, `lft_len` per
-/// switch). Deterministic whatever `threads` is: see [`route_lids`].
+/// switch). Deterministic whatever `threads` is: see [`threads::route_lids`].
 pub(crate) fn route_all<P: Prefer + ?Sized>(
     net: &Net,
     rule: Rule<'_>,
@@ -1372,109 +1617,7 @@ pub(crate) fn route_all<P: Prefer + ?Sized>(
         threads,
         pref,
     };
-    route_lids(net, &job, lfts)
-}
-
-/// Plans queued per planning thread ahead of the placing thread.
-const AHEAD: usize = 4;
-
-/// Routes the LIDs selected by `job`, destination switch by destination switch.
-///
-/// Planning (BFS and eligible arcs, the expensive load-independent part) runs on
-/// `job.threads` threads when > 1, each taking every `threads`-th destination; the calling
-/// thread places the plans strictly in destination order with one set of loads, so the
-/// tables are byte-identical whatever the thread count.
-pub(crate) fn route_lids<P: Prefer + ?Sized>(
-    net: &Net,
-    job: &Job<'_, P>,
-    lfts: &mut [u8],
-) -> RouteStats {
-    let mut st = RouteStats::default();
-    let len = net.lft_len;
-    if len == 0 || net.n_sw == 0 {
-        return st;
-    }
-    let mut rows: Vec<&mut [u8]> = lfts.chunks_mut(len).collect();
-    let mut loads = Loads::new(net);
-    let lids_of = |t: usize, lids: &mut Vec<(u16, u8, u16)>| {
-        net.lids_on(t, lids);
-    };
-    let quick = |lids: &[(u16, u8, u16)]| lids.len() == 1 && lids[0].1 == 0;
-    let mut consume = |plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
-        st.escapes += plan.escaped.len();
-        if st.unreachable.is_none() {
-            st.unreachable = plan.unreachable.map(|s| (s, lids[0].0));
-        }
-        place(plan, lids, &mut rows, net, loads, job.pref);
-    };
-    let threads = job.threads.clamp(1, 64).min(net.n_sw);
-    let mut lids = Vec::new();
-    // Switch-LID destinations of up/down rules are balanced by the switch-LID counts,
-    // which only the placing thread knows: it plans them itself (one BFS each).
-    let counted = matches!(job.rule, Rule::UpDown { .. });
-    let mut own = Planner::new(net, job.rule);
-    let mut own_plan = Plan::default();
-    if threads == 1 {
-        for i in 0..net.n_sw {
-            let t = net.dest(i);
-            lids_of(t, &mut lids);
-            if lids.is_empty() {
-                continue;
-            }
-            if counted && quick(&lids) {
-                own.plan_switch_lid(t, &mut own_plan, &loads.swl);
-            } else {
-                own.plan(t, quick(&lids), &mut own_plan);
-            }
-            consume(&own_plan, &lids, &mut loads);
-        }
-    } else {
-        use std::sync::mpsc::{channel, sync_channel};
-        std::thread::scope(|sc| {
-            let mut pipes = Vec::with_capacity(threads);
-            for w in 0..threads {
-                let (tx, rx) = sync_channel::<Plan>(AHEAD);
-                let (back_tx, back_rx) = channel::<Plan>();
-                let (rule, lids_of, quick) = (job.rule, &lids_of, &quick);
-                sc.spawn(move || {
-                    let mut p = Planner::new(net, rule);
-                    let mut lids = Vec::new();
-                    for i in (w..net.n_sw).step_by(threads) {
-                        let t = net.dest(i);
-                        lids_of(t, &mut lids);
-                        if lids.is_empty() || (counted && quick(&lids)) {
-                            continue;
-                        }
-                        let mut plan = back_rx.try_recv().unwrap_or_default();
-                        p.plan(t, quick(&lids), &mut plan);
-                        if tx.send(plan).is_err() {
-                            return;
-                        }
-                    }
-                });
-                pipes.push((rx, back_tx));
-            }
-            for i in 0..net.n_sw {
-                let t = net.dest(i);
-                lids_of(t, &mut lids);
-                if lids.is_empty() {
-                    continue;
-                }
-                if counted && quick(&lids) {
-                    own.plan_switch_lid(t, &mut own_plan, &loads.swl);
-                    consume(&own_plan, &lids, &mut loads);
-                    continue;
-                }
-                let (rx, back) = &pipes[i % threads];
-                // A planner only stops early by panicking, which the scope re-raises.
-                let Ok(plan) = rx.recv() else { break };
-                consume(&plan, &lids, &mut loads);
-                let _ = back.send(plan);
-            }
-        });
-    }
-    st.escape_traffic = loads.escape_traffic;
-    st
+    threads::route_lids(net, &job, lfts)
 }
 
 /// Whether port `p` of switch `s` leads to a switch.

@@ -57,8 +57,9 @@ pub struct Coordinates {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
-    /// Worker threads for engines that parallelise per destination (1 = single-threaded).
-    /// The destination-based engines give byte-identical tables for any value.
+    /// Threads for engines that parallelise per destination, the calling one included
+    /// (1 = single-threaded). The destination-based engines give byte-identical tables
+    /// for any value.
     pub threads: usize,
     /// Data VLs available for deadlock avoidance (OpenSM's effective `max_op_vls`), 1..=15.
     pub max_vls: u8,

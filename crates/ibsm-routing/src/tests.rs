@@ -258,3 +258,121 @@ fn placement_shortcuts_give_the_scans_tables() {
         }
     }
 }
+
+#[test]
+fn deferred_switch_lid_plans_choose_the_hops_of_plans_with_counts() {
+    // Switch-LID destinations of up/down rules: a plan made with the switch-LID counts
+    // (the one placing thread's) and a plan made without, from which the placement
+    // chooses with the counts of its own time (planned on other threads), must give
+    // every switch the same hop, whatever the counts: legal hops, escapes next to the
+    // BFS and escapes of the later passes, and ties broken in the order the BFS meets
+    // the hops. Counts drawn small, so ties are frequent.
+    use crate::balance::{Plan, Planner, Rule, Sides, least_used_hop};
+    use ibsm_topology::{Csr, generate};
+    let from = |f: ibsm_topology::Fabric| {
+        let csr = Csr::new(&f);
+        crate::lids::LidAssignment::sequential(&csr, 0)
+            .unwrap()
+            .net(&csr)
+            .unwrap()
+    };
+    let mut degraded = generate::fat_tree(8, 3).unwrap();
+    generate::degrade(&mut degraded, 0.1, 7).unwrap();
+    // Two cables between every leaf and spine, crossed (the leaf's lower port goes to the
+    // spine's higher one), so that the BFS meets parallel hops in the spine's port order,
+    // not the leaf's.
+    let doubled = {
+        let (l, u) = (4u32, 3u32);
+        let mut nports = vec![2 + 2 * u as u8; l as usize];
+        nports.extend(std::iter::repeat_n(2 * l as u8, u as usize));
+        let mut links = Vec::new();
+        for i in 0..l {
+            for j in 0..u {
+                let (lp, sp) = (3 + 2 * j as u8, 1 + 2 * i as u8);
+                links.push((i, lp, l + j, sp + 1));
+                links.push((i, lp + 1, l + j, sp));
+            }
+        }
+        let terms = (0..l).flat_map(|s| [(s, 1), (s, 2)]).collect();
+        crate::net::testnets::finish(nports, links, terms, 0)
+    };
+    let nets = [
+        doubled,
+        two_level(6, 4, 3, 0),
+        grid(5, 4, true),
+        grid(4, 3, false),
+        ring(7, 1),
+        from(generate::fat_tree(8, 3).unwrap()),
+        from(degraded),
+        from(
+            generate::jellyfish(&generate::Jellyfish {
+                switches: 24,
+                radix: 8,
+                network_ports: 5,
+                seed: 3,
+            })
+            .unwrap(),
+        ),
+    ];
+    // Random graphs, degraded trees and grids of several sizes: escapes of every kind,
+    // among them switches whose neighbours escape later in the same pass (not hops).
+    let mut nets = nets.to_vec();
+    for seed in 0..40u64 {
+        let jelly = generate::Jellyfish {
+            switches: 20 + seed as u32 % 20,
+            radix: 6,
+            network_ports: 3 + seed as u8 % 3,
+            seed,
+        };
+        nets.push(from(generate::jellyfish(&jelly).unwrap()));
+        let mut deg = generate::fat_tree(8, 3).unwrap();
+        generate::degrade(&mut deg, 0.05 + 0.01 * (seed % 20) as f64, seed).unwrap();
+        nets.push(from(deg));
+        nets.push(grid(
+            3 + seed as u32 % 5,
+            3 + seed as u32 % 4,
+            seed % 2 == 0,
+        ));
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m) as u32
+    };
+    let (mut escapes, mut ties) = (0, 0);
+    for (i, net) in nets.iter().enumerate() {
+        for reverse in [false, true] {
+            let roots = crate::updn::find_roots(net, reverse).unwrap();
+            let (pos, by_pos) = crate::updn::order_from_roots(net, &roots, reverse);
+            let rule = Rule::UpDown {
+                pos: &pos,
+                by_pos: &by_pos,
+            };
+            let sides = Sides::new(net, rule).unwrap();
+            let mut p = Planner::new(net, rule);
+            let (mut with, mut without) = (Plan::default(), Plan::default());
+            for t in 0..net.n_sw {
+                for round in 0..4 {
+                    let swl: Vec<u32> = (0..net.n_arcs()).map(|_| next(1 + round)).collect();
+                    p.plan_switch_lid(t, &mut with, &swl);
+                    p.plan_deferred(t, &mut without);
+                    assert_eq!(with.order, without.order, "net {i} t {t}");
+                    assert_eq!(with.escaped, without.escaped, "net {i} t {t}");
+                    assert_eq!(with.unreachable, without.unreachable, "net {i} t {t}");
+                    escapes += with.escaped.len();
+                    let d = without.deferred().unwrap();
+                    for (k, &s) in with.order.iter().enumerate() {
+                        let chosen = with.eligible(k)[0] as usize;
+                        let (hop, tied) = least_used_hop(d, s as usize, net, &sides, &swl);
+                        assert_eq!(hop, chosen, "net {i} reverse {reverse} t {t} switch {s}");
+                        ties += usize::from(tied);
+                    }
+                }
+            }
+        }
+    }
+    // The cases the comparison is about did occur.
+    assert!(escapes > 100 && ties > 100, "escapes {escapes} ties {ties}");
+}

@@ -477,3 +477,71 @@ fn lft_hashes() {
         panic!("tables changed: {}", diff.join(", "));
     }
 }
+
+/// The one-minute load average and the count of runnable tasks (`/proc/loadavg`): the
+/// machine is shared, so a wall-time ratio means little without it.
+fn load() -> String {
+    let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let f: Vec<&str> = s.split_whitespace().collect();
+    format!(
+        "load {} (runnable {})",
+        f.first().unwrap_or(&"?"),
+        f.get(3).unwrap_or(&"?")
+    )
+}
+
+/// Median of `v` (sorted in place).
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The 11k tree's routing as the SM's routing job does it (snapshot, LIDs, engine), one
+/// and two threads alternating (`IBSM_ROUNDS` pairs, default 9) so that other work on the
+/// machine hits both alike: medians, best runs and their ratios, with the load. Asserts
+/// only that the tables are the same (speed is reported, never asserted).
+/// `IBSM_ENGINES` picks the engines (default minhop, updn, ftree), `IBSM_FABRIC=45k` the
+/// LID-limit tree instead.
+#[test]
+#[ignore = "big: run by hand in release"]
+fn threads_ratio() {
+    let rounds: usize = std::env::var("IBSM_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let f = match std::env::var("IBSM_FABRIC").as_deref() {
+        Ok("45k") => xgft(&[32, 32, 44], &[1, 32, 32]),
+        _ => xgft(&[18, 18, 36], &[1, 18, 18]),
+    };
+    let kinds = engines(&[EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree]);
+    eprintln!("{}", load());
+    for k in kinds {
+        let mut walls = [Vec::new(), Vec::new()];
+        let mut cpus = [Vec::new(), Vec::new()];
+        let mut hash = None;
+        for _ in 0..rounds {
+            for (i, threads) in [1usize, 2].into_iter().enumerate() {
+                let opts = Options::default().with_threads(threads);
+                let (t0, c0) = (Instant::now(), cpu());
+                let csr = Csr::new(&f);
+                let lids = LidAssignment::sequential(&csr, 0).unwrap();
+                let r = k.engine().route(&csr, &lids, &opts).unwrap();
+                walls[i].push(t0.elapsed());
+                cpus[i].push(cpu() - c0);
+                let h = tables_hash(&csr, &r);
+                assert_eq!(*hash.get_or_insert(h), h, "{} threads {threads}", k.name());
+            }
+        }
+        let best = |v: &[Duration]| v.iter().copied().min().unwrap_or_default();
+        let (b1, b2) = (best(&walls[0]), best(&walls[1]));
+        let (m1, m2) = (median(&mut walls[0]), median(&mut walls[1]));
+        let (c1, c2) = (median(&mut cpus[0]), median(&mut cpus[1]));
+        eprintln!(
+            "  {:7} wall median 1 thread {m1:>8.1?} 2 threads {m2:>8.1?} ratio {:.2}; best {b1:>8.1?} {b2:>8.1?} ratio {:.2}; calling thread's cpu median {c1:>8.1?} {c2:>8.1?}",
+            k.name(),
+            m1.as_secs_f64() / m2.as_secs_f64(),
+            b1.as_secs_f64() / b2.as_secs_f64(),
+        );
+    }
+    eprintln!("{}", load());
+}

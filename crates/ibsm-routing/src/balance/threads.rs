@@ -1,0 +1,258 @@
+//! The routing pass over every destination switch, on one thread or several, with the
+//! same tables.
+//!
+//! One thread, the calling one, places every LID in the routing order with one set of
+//! loads (see [`place`]). The other threads make plans (the load-independent part: a BFS
+//! and the eligible arcs of a destination, [`Planner`]) into a ring of slots, in the
+//! routing order, ahead of it; while the placing thread would wait for a plan it makes
+//! one itself (the next one nobody has taken, or, when another thread seems stuck on the
+//! one it needs, that one on its own), so the work balances whatever the machine gives
+//! each thread. Switch-LID destinations of up/down rules are balanced by the switch-LID
+//! counts only the placing thread holds: alone it plans them with the counts
+//! ([`Planner::plan_switch_lid`]); with helpers they are planned without
+//! ([`Planner::plan_deferred`]: what the BFS saw) and the placement finds the same hops
+//! and makes the same choice. The tables are byte-identical whatever the thread count.
+
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::{Job, Loads, Plan, Planner, Prefer, RouteStats, Rule, Sides, place};
+use crate::net::Net;
+
+/// Plans made ahead per thread (at most [`PLAN_BYTES`] of them).
+const AHEAD: usize = 8;
+const PLAN_BYTES: usize = 32 << 20;
+
+/// How long the placing thread waits for a plan another thread has taken before it makes
+/// the plan itself: far longer than a plan takes, about a scheduler's time slice (that
+/// thread was most likely preempted).
+const STUCK: Duration = Duration::from_millis(2);
+
+/// Waits politely: spins briefly, then yields (the machine may have fewer cores than
+/// threads, or other work).
+#[derive(Default)]
+struct Backoff(u32);
+
+impl Backoff {
+    fn snooze(&mut self) {
+        if self.0 < 6 {
+            for _ in 0..1u32 << self.0 {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+        self.0 = self.0.saturating_add(1);
+    }
+}
+
+/// One plan of the ring: `ready` holds the destination index + 1 of the plan in it.
+#[derive(Default)]
+struct Slot {
+    ready: AtomicUsize,
+    plan: Mutex<Plan>,
+}
+
+/// The plans shared between the placing thread and the planning ones.
+struct Ring<'a> {
+    net: &'a Net,
+    /// Up/down rules: switch-LID destinations are planned by [`Planner::plan_deferred`].
+    counted: bool,
+    slots: Vec<Slot>,
+    /// The next destination (index in the routing order) nobody has taken to plan.
+    next: AtomicUsize,
+    /// Destinations placed so far: slot `i % slots` is free once `i` is placed.
+    placed: AtomicUsize,
+    /// The placing thread is done (or failed): planning threads stop.
+    stop: AtomicBool,
+}
+
+/// Whether only the switch's own LID lives on a destination.
+fn quick(lids: &[(u16, u8, u16)]) -> bool {
+    lids.len() == 1 && lids[0].1 == 0
+}
+
+/// Locks a slot; a planning thread that panicked with it held leaves the plan unready,
+/// and its panic reaches the caller when the scope ends.
+fn lock(slot: &Slot) -> MutexGuard<'_, Plan> {
+    slot.plan.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<'a> Ring<'a> {
+    /// Takes the next destination if its slot is free: `Some((index, LIDs))` (the LIDs in
+    /// `lids`), or `None` when every destination is taken or the ring is full.
+    fn take(&self, lids: &mut Vec<(u16, u8, u16)>) -> Option<usize> {
+        loop {
+            let c = self.next.load(Acquire);
+            if c >= self.net.n_sw || c >= self.placed.load(Acquire) + self.slots.len() {
+                return None;
+            }
+            if self
+                .next
+                .compare_exchange(c, c + 1, AcqRel, Acquire)
+                .is_ok()
+            {
+                self.net.lids_on(self.net.dest(c), lids);
+                return Some(c);
+            }
+        }
+    }
+
+    /// Plans destination `c` (with LIDs `lids`) into `out`.
+    fn plan(&self, p: &mut Planner<'_>, c: usize, lids: &[(u16, u8, u16)], out: &mut Plan) {
+        let t = self.net.dest(c);
+        if quick(lids) && self.counted {
+            p.plan_deferred(t, out);
+        } else {
+            p.plan(t, quick(lids), out);
+        }
+    }
+
+    /// Plans destination `c` into its slot and marks it ready (nothing for a destination
+    /// without LIDs).
+    fn fill(&self, p: &mut Planner<'_>, c: usize, lids: &[(u16, u8, u16)]) {
+        if lids.is_empty() {
+            return;
+        }
+        let slot = &self.slots[c % self.slots.len()];
+        self.plan(p, c, lids, &mut lock(slot));
+        slot.ready.store(c + 1, Release);
+    }
+
+    /// A planning thread: plans the next free destination until there is none.
+    fn help(&self, rule: Rule<'_>) {
+        let mut p = Planner::new(self.net, rule);
+        let mut lids = Vec::new();
+        let mut b = Backoff::default();
+        while !self.stop.load(Acquire) && self.next.load(Acquire) < self.net.n_sw {
+            match self.take(&mut lids) {
+                Some(c) => {
+                    self.fill(&mut p, c, &lids);
+                    b = Backoff::default();
+                }
+                None => b.snooze(),
+            }
+        }
+    }
+}
+
+/// Sets [`Ring::stop`] when the placing thread leaves, panicking or not.
+struct StopOnDrop<'r, 'a>(&'r Ring<'a>);
+
+impl Drop for StopOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Release);
+    }
+}
+
+/// Routes the LIDs selected by `job`, destination switch by destination switch in the
+/// routing order, on `job.threads` threads (see the module notes): the calling thread
+/// places every LID with one set of loads, so the tables are byte-identical whatever the
+/// thread count.
+pub(crate) fn route_lids<P: Prefer + ?Sized>(
+    net: &Net,
+    job: &Job<'_, P>,
+    lfts: &mut [u8],
+) -> RouteStats {
+    let mut st = RouteStats::default();
+    let len = net.lft_len;
+    if len == 0 || net.n_sw == 0 {
+        return st;
+    }
+    let mut rows: Vec<&mut [u8]> = lfts.chunks_mut(len).collect();
+    let mut loads = Loads::new(net);
+    let threads = job.threads.clamp(1, 64).min(net.n_sw);
+    let sides = if threads > 1 {
+        Sides::new(net, job.rule)
+    } else {
+        None
+    };
+    let mut consume = |plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
+        st.escapes += plan.escaped.len();
+        if st.unreachable.is_none() {
+            st.unreachable = plan.unreachable.map(|s| (s, lids[0].0));
+        }
+        place(plan, lids, &mut rows, net, loads, job.pref, sides.as_ref());
+    };
+    let counted = matches!(job.rule, Rule::UpDown { .. });
+    let mut own = Planner::new(net, job.rule);
+    let mut own_plan = Plan::default();
+    let mut lids = Vec::new();
+    if threads == 1 {
+        for i in 0..net.n_sw {
+            let t = net.dest(i);
+            net.lids_on(t, &mut lids);
+            if lids.is_empty() {
+                continue;
+            }
+            // Switch-LID destinations of up/down rules are balanced by the switch-LID
+            // counts, which this thread holds: it plans them with them.
+            if counted && quick(&lids) {
+                own.plan_switch_lid(t, &mut own_plan, &loads.swl);
+            } else {
+                own.plan(t, quick(&lids), &mut own_plan);
+            }
+            consume(&own_plan, &lids, &mut loads);
+        }
+        st.escape_traffic = loads.escape_traffic;
+        return st;
+    }
+    let plan_bytes = (net.n_arcs() + 2 * net.n_sw) * 4;
+    let ring = Ring {
+        net,
+        counted,
+        slots: (0..(PLAN_BYTES / plan_bytes.max(1)).clamp(2, AHEAD * threads))
+            .map(|_| Slot::default())
+            .collect(),
+        next: AtomicUsize::new(0),
+        placed: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    };
+    std::thread::scope(|sc| {
+        let ring = &ring;
+        for _ in 1..threads {
+            sc.spawn(move || ring.help(job.rule));
+        }
+        let _stop = StopOnDrop(ring);
+        let mut ahead = Vec::new();
+        for i in 0..net.n_sw {
+            net.lids_on(net.dest(i), &mut lids);
+            if !lids.is_empty() {
+                let slot = &ring.slots[i % ring.slots.len()];
+                let mut b = Backoff::default();
+                let mut since: Option<Instant> = None;
+                loop {
+                    if slot.ready.load(Acquire) == i + 1 {
+                        consume(&lock(slot), &lids, &mut loads);
+                        break;
+                    }
+                    // Rather than wait, plan: this destination if nobody has taken it,
+                    // else the next free one.
+                    if let Some(c) = ring.take(&mut ahead) {
+                        if c == i {
+                            ring.plan(&mut own, i, &lids, &mut own_plan);
+                            consume(&own_plan, &lids, &mut loads);
+                            break;
+                        }
+                        ring.fill(&mut own, c, &ahead);
+                        continue;
+                    }
+                    // Another thread has it: if it takes far longer than a plan takes,
+                    // that thread is most likely not running; make the plan here.
+                    let now = Instant::now();
+                    if now - *since.get_or_insert(now) > STUCK {
+                        ring.plan(&mut own, i, &lids, &mut own_plan);
+                        consume(&own_plan, &lids, &mut loads);
+                        break;
+                    }
+                    b.snooze();
+                }
+            }
+            ring.placed.store(i + 1, Release);
+        }
+    });
+    st.escape_traffic = loads.escape_traffic;
+    st
+}
