@@ -4,16 +4,16 @@
 //! One thread, the calling one, places every LID in the routing order with one set of
 //! loads (see [`place`]). The other threads make plans (the load-independent part: a BFS
 //! and the eligible arcs of a destination, [`Planner`]) into a ring of slots, in the
-//! routing order, ahead of it; while the placing thread would wait for a plan it makes
-//! one itself (the next one nobody has taken, or, when another thread seems stuck on the
-//! one it needs, that one on its own), so the work balances whatever the machine gives
-//! each thread. Switch-LID destinations of up/down rules are balanced by the switch-LID
+//! routing order, ahead of it; when they fall behind, the placing thread makes plans too
+//! (the one it needs if nobody took it, else the next free one, or, when the thread that
+//! took the one it needs seems preempted, that one on its own), so the work balances
+//! whatever the machine gives each thread. Switch-LID destinations of up/down rules are balanced by the switch-LID
 //! counts only the placing thread holds: alone it plans them with the counts
 //! ([`Planner::plan_switch_lid`]); with helpers they are planned without
 //! ([`Planner::plan_deferred`]: what the BFS saw) and the placement finds the same hops
 //! and makes the same choice. The tables are byte-identical whatever the thread count.
 
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -30,23 +30,34 @@ const PLAN_BYTES: usize = 32 << 20;
 /// thread was most likely preempted).
 const STUCK: Duration = Duration::from_millis(2);
 
-/// Waits politely: spins briefly, then yields (the machine may have fewer cores than
-/// threads, or other work).
+/// Waits politely: spins briefly (the wait is usually short), then sleeps until woken
+/// ([`std::thread::unpark`]) or for `nap`, so that a waiting thread does not take the CPU
+/// from the one it waits for (the machine may have fewer cores than threads, or other
+/// work).
 #[derive(Default)]
 struct Backoff(u32);
 
 impl Backoff {
-    fn snooze(&mut self) {
-        if self.0 < 6 {
+    /// Whether the spinning is over (the next snooze sleeps).
+    fn spun(&self) -> bool {
+        self.0 >= 8
+    }
+
+    fn snooze(&mut self, nap: Duration) {
+        if self.0 < 8 {
             for _ in 0..1u32 << self.0 {
                 std::hint::spin_loop();
             }
+            self.0 += 1;
         } else {
-            std::thread::yield_now();
+            std::thread::park_timeout(nap);
         }
-        self.0 = self.0.saturating_add(1);
     }
 }
+
+/// How long a planning thread sleeps when the ring is full (it holds many plans' worth of
+/// the placing thread's work, so this is short enough).
+const FULL_NAP: Duration = Duration::from_micros(200);
 
 /// One plan of the ring: `ready` holds the destination index + 1 of the plan in it.
 #[derive(Default)]
@@ -67,6 +78,10 @@ struct Ring<'a> {
     placed: AtomicUsize,
     /// The placing thread is done (or failed): planning threads stop.
     stop: AtomicBool,
+    /// The destination index + 1 whose plan the placing thread sleeps for (0: none), and
+    /// that thread, to wake it when the plan is there.
+    awaited: AtomicUsize,
+    placer: std::thread::Thread,
 }
 
 /// Whether only the switch's own LID lives on a destination.
@@ -100,6 +115,26 @@ impl<'a> Ring<'a> {
         }
     }
 
+    /// Takes destination `i` for the placing thread, which needs it now: true when nobody
+    /// had (the destinations before it that nobody took have no LIDs), false when another
+    /// thread has it.
+    fn take_own(&self, i: usize) -> bool {
+        loop {
+            let c = self.next.load(Acquire);
+            if c > i {
+                return false;
+            }
+            if self
+                .next
+                .compare_exchange(c, c + 1, AcqRel, Acquire)
+                .is_ok()
+                && c == i
+            {
+                return true;
+            }
+        }
+    }
+
     /// Plans destination `c` (with LIDs `lids`) into `out`.
     fn plan(&self, p: &mut Planner<'_>, c: usize, lids: &[(u16, u8, u16)], out: &mut Plan) {
         let t = self.net.dest(c);
@@ -118,7 +153,12 @@ impl<'a> Ring<'a> {
         }
         let slot = &self.slots[c % self.slots.len()];
         self.plan(p, c, lids, &mut lock(slot));
-        slot.ready.store(c + 1, Release);
+        // Sequentially consistent with the placing thread's announcement and check (it
+        // either sees the plan or is woken).
+        slot.ready.store(c + 1, SeqCst);
+        if self.awaited.load(SeqCst) == c + 1 {
+            self.placer.unpark();
+        }
     }
 
     /// A planning thread: plans the next free destination until there is none.
@@ -132,7 +172,7 @@ impl<'a> Ring<'a> {
                     self.fill(&mut p, c, &lids);
                     b = Backoff::default();
                 }
-                None => b.snooze(),
+                None => b.snooze(FULL_NAP),
             }
         }
     }
@@ -209,6 +249,8 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         next: AtomicUsize::new(0),
         placed: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
+        awaited: AtomicUsize::new(0),
+        placer: std::thread::current(),
     };
     std::thread::scope(|sc| {
         let ring = &ring;
@@ -228,26 +270,35 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                         consume(&lock(slot), &lids, &mut loads);
                         break;
                     }
-                    // Rather than wait, plan: this destination if nobody has taken it,
-                    // else the next free one.
-                    if let Some(c) = ring.take(&mut ahead) {
-                        if c == i {
-                            ring.plan(&mut own, i, &lids, &mut own_plan);
-                            consume(&own_plan, &lids, &mut loads);
-                            break;
-                        }
-                        ring.fill(&mut own, c, &ahead);
-                        continue;
-                    }
-                    // Another thread has it: if it takes far longer than a plan takes,
-                    // that thread is most likely not running; make the plan here.
-                    let now = Instant::now();
-                    if now - *since.get_or_insert(now) > STUCK {
+                    // The planning threads are behind: plan it here.
+                    if ring.take_own(i) {
                         ring.plan(&mut own, i, &lids, &mut own_plan);
                         consume(&own_plan, &lids, &mut loads);
                         break;
                     }
-                    b.snooze();
+                    // Another thread is making it. Once a short spin has not seen it
+                    // done, that thread is slow (or preempted): plan the next free one
+                    // rather than wait, which lets the planning threads catch up.
+                    if b.spun() {
+                        if let Some(c) = ring.take(&mut ahead) {
+                            ring.fill(&mut own, c, &ahead);
+                            continue;
+                        }
+                    }
+                    // Another thread has it: if it takes far longer than a plan takes,
+                    // that thread is most likely not running; make the plan here.
+                    let now = Instant::now();
+                    let waited = now - *since.get_or_insert(now);
+                    if waited > STUCK {
+                        ring.plan(&mut own, i, &lids, &mut own_plan);
+                        consume(&own_plan, &lids, &mut loads);
+                        break;
+                    }
+                    ring.awaited.store(i + 1, SeqCst);
+                    if slot.ready.load(SeqCst) != i + 1 {
+                        b.snooze(STUCK - waited);
+                    }
+                    ring.awaited.store(0, Relaxed);
                 }
             }
             ring.placed.store(i + 1, Release);
