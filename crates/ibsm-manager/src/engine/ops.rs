@@ -373,6 +373,11 @@ struct Work {
     data: Option<Box<[u8; 64]>>,
     /// Re-sends, when not the queue's ([`SmpQueue::retries`]).
     retries: Option<u32>,
+    /// [`Op::SetLft`] only: the next `more` blocks of the same switch follow, each its
+    /// own SMP in this order. A sweep of a large fabric queues millions of LFT blocks
+    /// (2.9 million on the 45,056-CA tree, 500 MB as one entry each); they come in runs
+    /// of consecutive blocks per switch.
+    more: u16,
 }
 
 /// The SMPs between the engine and the transaction layer.
@@ -445,11 +450,31 @@ impl SubnetManager {
     /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
     /// building all their MADs up front would cost memory and hash-table time.
     pub(super) fn submit(&mut self, op: Op, attr_mod: u32, data: Option<[u8; 64]>) {
+        if let (Op::SetLft { node, block }, None) = (op, data) {
+            // The block after a queued run of the same switch's blocks joins the run.
+            if let Some(Work {
+                op: Op::SetLft { node: n, block: b },
+                attr_mod: m,
+                data: None,
+                retries: None,
+                more,
+            }) = self.smps.work.back_mut()
+                && *n == node
+                && attr_mod == u32::from(block)
+                && *m == u32::from(*b)
+                && u32::from(*b) + u32::from(*more) + 1 == attr_mod
+                && *more < u16::MAX
+            {
+                *more += 1;
+                return;
+            }
+        }
         self.smps.work.push_back(Work {
             op,
             attr_mod,
             data: data.map(Box::new),
             retries: None,
+            more: 0,
         });
     }
 
@@ -466,6 +491,7 @@ impl SubnetManager {
             attr_mod,
             data: data.map(Box::new),
             retries: Some(retries),
+            more: 0,
         });
     }
 
@@ -505,9 +531,23 @@ impl SubnetManager {
     pub(super) fn pump(&mut self) {
         let limit = self.smps.window.saturating_mul(2).max(8);
         while self.smps.tx.pending() < limit {
-            let Some(w) = self.smps.work.pop_front() else {
+            let Some(mut w) = self.smps.work.pop_front() else {
                 break;
             };
+            if let (Op::SetLft { node, block }, 1..) = (w.op, w.more) {
+                // The rest of the run waits at the front, in order.
+                self.smps.work.push_front(Work {
+                    op: Op::SetLft {
+                        node,
+                        block: block + 1,
+                    },
+                    attr_mod: w.attr_mod + 1,
+                    data: None,
+                    retries: w.retries,
+                    more: w.more - 1,
+                });
+                w.more = 0;
+            }
             self.dispatch(w);
         }
     }
@@ -519,6 +559,7 @@ impl SubnetManager {
             attr_mod,
             data,
             retries,
+            more: _,
         } = w;
         let spec = op.spec();
         let data = data.map(|b| *b).or_else(|| match op {
