@@ -1,5 +1,6 @@
 //! The agent: [`Sma`] answers SMPs, keeps the attribute store, raises traps.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -130,8 +131,10 @@ struct PortData {
     mkey: MKeyState,
     link: PortLink,
     pkeys: Vec<u16>,
-    /// Low-priority entries 0..64 then high-priority 0..64, two bytes each.
-    vlarb: [u8; 256],
+    /// Low-priority entries 0..64 then high-priority 0..64, two bytes each; `None` until
+    /// the first Set (all 0): most ports never have one, and a large fabric has hundreds
+    /// of thousands of ports.
+    vlarb: Option<Box<[u8; 256]>>,
     /// CA/router: the port's SL-to-VL table.
     sl2vl: [u8; 8],
     guids: Vec<u64>,
@@ -150,7 +153,9 @@ struct SwitchData {
     /// `positions` masks per MLID.
     mft: Vec<u16>,
     positions: usize,
-    /// SL-to-VL table per (input, output) port pair: index `in * (n + 1) + out`.
+    /// SL-to-VL table per (input, output) port pair: index `in * (n + 1) + out`; empty
+    /// until the first Set (all 0): (n + 1)^2 tables are 34 KB on a 64-port switch, and
+    /// most fabrics never set them.
     sl2vl: Vec<[u8; 8]>,
 }
 
@@ -292,7 +297,7 @@ impl<S: NvStore> Sma<S> {
                 mkey: MKeyState::new(MKeyConfig::default()),
                 link,
                 pkeys,
-                vlarb: [0; 256],
+                vlarb: None,
                 sl2vl: [0; 8],
                 guids,
                 led: false,
@@ -321,7 +326,7 @@ impl<S: NvStore> Sma<S> {
                 rft: vec![[0; 4]; usize::from(si.random_fdb_cap)],
                 mft: vec![0; mft_len],
                 positions,
-                sl2vl: vec![[0; 8]; (n + 1) * (n + 1)],
+                sl2vl: Vec::new(),
             }
         });
         self.sm_info = cfg.sm_info;
@@ -623,7 +628,7 @@ impl<S: NvStore> Sma<S> {
         if let Some(sw) = &self.switch {
             let n = usize::from(self.num_ports) + 1;
             let (i, o) = (usize::from(in_port), usize::from(out_port));
-            (i < n && o < n).then(|| sw.sl2vl[i * n + o])
+            (i < n && o < n).then(|| sw.sl2vl.get(i * n + o).copied().unwrap_or_default())
         } else {
             self.port_data(out_port).map(|p| p.sl2vl)
         }
@@ -634,7 +639,9 @@ impl<S: NvStore> Sma<S> {
     /// high-priority entries 0..64; entries beyond the port's caps stay 0.
     #[must_use]
     pub fn vl_arbitration(&self, port: u8) -> Option<&[u8; 256]> {
-        self.port_data(port).map(|p| &p.vlarb)
+        static NONE_SET: [u8; 256] = [0; 256];
+        self.port_data(port)
+            .map(|p| p.vlarb.as_deref().unwrap_or(&NONE_SET))
     }
 
     /// The GUIDInfo entries of `port` (entry 0 is the port GUID; a switch: port 0 only).
@@ -715,7 +722,12 @@ impl<S: NvStore> Sma<S> {
         let ports: usize = self
             .ports
             .iter()
-            .map(|p| size_of::<PortData>() + p.pkeys.capacity() * 2 + p.guids.capacity() * 8)
+            .map(|p| {
+                size_of::<PortData>()
+                    + p.pkeys.capacity() * 2
+                    + p.guids.capacity() * 8
+                    + p.vlarb.as_ref().map_or(0, |_| 256)
+            })
             .sum();
         let switch = self.switch.as_ref().map_or(0, |s| {
             s.lft.capacity() + s.mft.capacity() * 2 + s.sl2vl.capacity() * 8
@@ -1230,6 +1242,9 @@ impl<S: NvStore> Sma<S> {
                 return Err(Status::INVALID_VALUE);
             }
             if ctx.set {
+                if sw.sl2vl.is_empty() {
+                    sw.sl2vl = vec![[0; 8]; n * n];
+                }
                 let ins = if all_in { 0..n } else { in_p..in_p + 1 };
                 for i in ins {
                     let outs = if all_out { 0..n } else { out_p..out_p + 1 };
@@ -1238,7 +1253,7 @@ impl<S: NvStore> Sma<S> {
                     }
                 }
             } else {
-                table = sw.sl2vl[in_p * n + out_p];
+                table = sw.sl2vl.get(in_p * n + out_p).copied().unwrap_or_default();
             }
         } else {
             let p = &mut self.ports[usize::from(ctx.rx.port)];
@@ -1292,7 +1307,8 @@ impl<S: NvStore> Sma<S> {
         }
         let entries = (cap - first).min(32);
         if ctx.set {
-            let dst = &mut p.vlarb[off..off + 2 * entries];
+            let table = p.vlarb.get_or_insert_with(|| Box::new([0; 256]));
+            let dst = &mut table[off..off + 2 * entries];
             dst.copy_from_slice(&data[..2 * entries]);
             // The 4 bits above each VL are reserved.
             for e in dst.chunks_exact_mut(2) {
@@ -1300,7 +1316,9 @@ impl<S: NvStore> Sma<S> {
             }
         }
         *data = [0; 64];
-        data[..2 * entries].copy_from_slice(&p.vlarb[off..off + 2 * entries]);
+        if let Some(table) = &p.vlarb {
+            data[..2 * entries].copy_from_slice(&table[off..off + 2 * entries]);
+        }
         Ok(())
     }
 
@@ -1527,7 +1545,7 @@ impl PortData {
             mkey: MKeyState::default(),
             link: PortLink::new_external(),
             pkeys: Vec::new(),
-            vlarb: [0; 256],
+            vlarb: None,
             sl2vl: [0; 8],
             guids: Vec::new(),
             led: false,

@@ -735,6 +735,66 @@ fn sl2vl_tables() {
 }
 
 #[test]
+fn sl2vl_and_vlarb_tables_read_zero_until_set() {
+    // Both tables are kept only once set (most fabrics never set them): until then
+    // every entry reads 0, and a Set of one entry leaves the others 0.
+    let mut s = switch();
+    let get_sl2vl = |s: &mut Sma, i: u32, o: u32| {
+        let req = lid_req(
+            Method::Get,
+            SmAttributeId::SlToVlMappingTable,
+            (i << 8) | o,
+            0,
+            &[],
+        );
+        let r = s.handle(T0, Rx::port(1), &req).unwrap();
+        assert_eq!(status(&r), 0);
+        r[64..72].to_vec()
+    };
+    assert_eq!(get_sl2vl(&mut s, 2, 4), [0; 8]);
+    assert_eq!(s.sl2vl(4, 2), Some([0; 8]));
+    let table = [0x10, 0x32, 0x54, 0x76, 0x10, 0x32, 0x54, 0x76];
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::SlToVlMappingTable,
+        (2 << 8) | 4,
+        0,
+        &table,
+    );
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(get_sl2vl(&mut s, 2, 4), table);
+    assert_eq!(get_sl2vl(&mut s, 4, 2), [0; 8]);
+    assert_eq!(s.sl2vl(0, 0), Some([0; 8]));
+    let get_vlarb = |s: &mut Sma, part: u32| {
+        let req = lid_req(
+            Method::Get,
+            SmAttributeId::VlArbitrationTable,
+            (part << 16) | 2,
+            0,
+            &[],
+        );
+        let r = s.handle(T0, Rx::port(1), &req).unwrap();
+        assert_eq!(status(&r), 0);
+        r[64..128].to_vec()
+    };
+    assert_eq!(get_vlarb(&mut s, 1), [0; 64]);
+    assert_eq!(s.vl_arbitration(2), Some(&[0; 256]));
+    let mut data = [0u8; 64];
+    data[..4].copy_from_slice(&[0x03, 0x20, 0x05, 0x10]);
+    let req = lid_req(
+        Method::Set,
+        SmAttributeId::VlArbitrationTable,
+        (1 << 16) | 2,
+        0,
+        &data,
+    );
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
+    assert_eq!(&get_vlarb(&mut s, 1)[..4], &[0x03, 0x20, 0x05, 0x10]);
+    assert_eq!(get_vlarb(&mut s, 3), [0; 64], "the high-priority part is still 0");
+    assert_eq!(s.vl_arbitration(3), Some(&[0; 256]), "other ports still 0");
+}
+
+#[test]
 fn vlarb_tables() {
     let mut s = switch();
     let mut data = [0u8; 64];
