@@ -790,7 +790,11 @@ fn sl2vl_and_vlarb_tables_read_zero_until_set() {
     );
     assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0);
     assert_eq!(&get_vlarb(&mut s, 1)[..4], &[0x03, 0x20, 0x05, 0x10]);
-    assert_eq!(get_vlarb(&mut s, 3), [0; 64], "the high-priority part is still 0");
+    assert_eq!(
+        get_vlarb(&mut s, 3),
+        [0; 64],
+        "the high-priority part is still 0"
+    );
     assert_eq!(s.vl_arbitration(3), Some(&[0; 256]), "other ports still 0");
 }
 
