@@ -186,11 +186,11 @@ fn expected(s: &Setup) -> BTreeSet<String> {
         miswire(s.x.a, s.x.b, s.y.b, s.y.a),
         miswire(s.y.a, s.y.b, s.x.b, s.x.a),
         Difference::MissingCable {
-            a: pa.clone().min(pb.clone()),
+            a: pa.min(pb),
             b: pa.max(pb),
         },
         Difference::Degraded {
-            a: na.clone().min(nb.clone()),
+            a: na.min(nb),
             b: na.max(nb),
             expected: (planned.width, planned.speed),
             actual: (LinkWidth::X1, planned.speed),
