@@ -14,6 +14,7 @@ use crate::conf::{self, Apply, Loaded, OPTIONS, Setter, Settings, Source};
 use crate::logging::Log;
 use crate::no_sa::RefuseSa;
 use crate::ops::Ops;
+use crate::rest::RestServer;
 use crate::summary::Outcome;
 
 /// How long the engine runs between two calls of [`Daemon::housekeeping`].
@@ -35,6 +36,9 @@ pub(crate) enum Failure {
     /// The control socket or the metrics endpoint cannot be opened (exit 2).
     #[error(transparent)]
     Ops(#[from] crate::ops::OpsError),
+    /// The partition API cannot start (exit 2).
+    #[error(transparent)]
+    Rest(#[from] crate::rest::RestError),
     /// No usable port, or a signal handler that cannot be installed (exit 3).
     #[error(transparent)]
     Umad(#[from] ibsm::umad::Error),
@@ -46,7 +50,10 @@ pub(crate) enum Failure {
 impl Failure {
     /// Whether it is the configuration's fault (exit 2) rather than the port's (3).
     pub(crate) fn is_config(&self) -> bool {
-        matches!(self, Self::Config(_) | Self::Engine(_) | Self::Ops(_))
+        matches!(
+            self,
+            Self::Config(_) | Self::Engine(_) | Self::Ops(_) | Self::Rest(_)
+        )
     }
 }
 
@@ -113,6 +120,8 @@ pub(crate) struct Daemon {
     log: Log,
     /// Dumps, control socket, metrics.
     ops: Ops,
+    /// The partition API (`--rest`).
+    rest: Option<RestServer>,
     stop: StopSignals,
     hangup: HangupSignal,
     user1: User1Signal,
@@ -191,6 +200,10 @@ impl Daemon {
             }
             Err(e) => return Err(e.into()),
         };
+        let rest = RestServer::start(&settings.rest, settings.partition_file.as_deref())?;
+        if let Some(r) = &rest {
+            info!("partition API on {}://{}/ufmRest/", r.scheme(), r.addr());
+        }
         Ok(Self {
             sm,
             port,
@@ -204,6 +217,7 @@ impl Daemon {
             wall,
             log,
             ops,
+            rest,
             stop,
             hangup,
             user1,
@@ -243,6 +257,7 @@ impl Daemon {
         if self.hangup.take() {
             self.on_hangup();
         }
+        self.take_api_changes();
         if self.user1.take() {
             match self.log.reopen() {
                 Ok(Some(path)) => info!("SIGUSR1: log file {} reopened", path.display()),
@@ -316,7 +331,17 @@ impl Daemon {
     /// SIGHUP, as OpenSM: re-read the configuration file (with the flags over it) and
     /// the partitions file, apply what can change at run time, and rebalance.
     fn on_hangup(&mut self) {
-        match conf::load(&self.source) {
+        let source = &self.source;
+        // With the partition API the re-read runs under its lock: no change can be
+        // written between the read and the drop of what the API left for the loop.
+        let loaded = match &self.rest {
+            Some(r) => r.reload(
+                || conf::load(source),
+                |l: &Loaded| l.settings.partition_file.clone(),
+            ),
+            None => conf::load(source),
+        };
+        match loaded {
             Ok(loaded) => self.reconfigure(&loaded),
             Err(e) => error!("SIGHUP: {e}; the configuration in force stays"),
         }
@@ -329,6 +354,18 @@ impl Daemon {
                 role_name(self.sm.role())
             );
         }
+    }
+
+    /// Hands the policy the partition API wrote since the last call (every change
+    /// since, as one policy) to the engine: one heavy sweep applies them all.
+    fn take_api_changes(&mut self) {
+        let Some(mut policy) = self.rest.as_ref().and_then(RestServer::take_pending) else {
+            return;
+        };
+        policy.enforcement = self.settings.part_enforce;
+        policy.allow_both_pkeys = self.settings.allow_both_pkeys;
+        info!("partition API: partitions changed, applied at a heavy sweep");
+        self.sm.set_partitions(self.port.now(), Some(policy));
     }
 
     /// Applies a re-read configuration as the option table says: each changed run-time
