@@ -181,7 +181,7 @@ fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, RestError
         });
     }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<_, _>>())
+        .and_then(Iterator::collect::<Result<_, _>>)
         .map_err(|e| pem("--rest-cert", cert, e.to_string()))?;
     if certs.is_empty() {
         return Err(pem("--rest-cert", cert, "no CERTIFICATE in it".into()));

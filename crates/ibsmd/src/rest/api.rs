@@ -341,8 +341,36 @@ struct RemoveBody {
     guids: Vec<String>,
 }
 
+/// What each field of the bodies must be, for errors that name the field (serde's
+/// type errors name only the line and column).
+const FIELD_TYPES: [(&str, &str); 5] = [
+    ("pkey", "a string"),
+    ("guids", "an array of strings"),
+    ("membership", "a string"),
+    ("index0", "true or false"),
+    ("ip_over_ib", "true or false"),
+];
+
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::Json(e.to_string()))
+    serde_json::from_slice(body).map_err(|e| {
+        // A field of the wrong type: say which.
+        if let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(body) {
+            for (name, want) in FIELD_TYPES {
+                let ok = match (o.get(name), want) {
+                    (None, _) => true,
+                    (Some(v), "a string") => v.is_string(),
+                    (Some(v), "true or false") => v.is_boolean(),
+                    (Some(v), _) => v
+                        .as_array()
+                        .is_some_and(|a| a.iter().all(serde_json::Value::is_string)),
+                };
+                if !ok {
+                    return ApiError::Json(format!("field `{name}` must be {want}: {e}"));
+                }
+            }
+        }
+        ApiError::Json(e.to_string())
+    })
 }
 
 /// The body of `POST /ufmRest/resources/pkeys`.
