@@ -493,7 +493,7 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
     match ev {
         SmEvent::SubnetUp { stats } => {
             info!(
-                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), routing wall {:.1} ms, LFT blocks {} ({} entries changed)",
+                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), routing wall {:.1} ms, LFT blocks {} ({} entries changed), P_Key blocks {}",
                 stats.nodes,
                 stats.switches,
                 stats.lids,
@@ -508,7 +508,8 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
                 // an operator compares when a sweep got slow.
                 stats.routing_wall.as_secs_f64() * 1e3,
                 stats.lft_blocks,
-                stats.lft_entries
+                stats.lft_entries,
+                stats.pkey_blocks
             );
         }
         SmEvent::RoleChanged { role } => info!("{} ({ms:.0} ms)", role_name(*role)),
