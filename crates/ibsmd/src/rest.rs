@@ -44,8 +44,12 @@ use edit::{PartitionFile, PartitionView};
 /// Most connections served at once; more are answered 503 and closed.
 pub(crate) const MAX_CONNECTIONS: usize = 32;
 
-/// How long a connection may take to send its request or take its answer.
+/// How long one read or write on a connection may wait.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a connection may take to send its whole request: a client that trickles
+/// bytes cannot hold one of the [`MAX_CONNECTIONS`] for longer.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The API's options (`rest_*` in the option table).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -363,6 +367,21 @@ fn connection(stream: TcpStream, shared: &Shared) {
 
 /// Reads one request from `s` and writes its answer.
 fn serve(s: &mut (impl Read + Write), shared: &Shared, peer: &str) {
+    let deadline = std::time::Instant::now() + REQUEST_DEADLINE;
+    let read = |s: &mut dyn Read, chunk: &mut [u8]| -> Option<usize> {
+        if std::time::Instant::now() > deadline {
+            debug!("REST {peer}: request not complete within {REQUEST_DEADLINE:?}");
+            return None;
+        }
+        match s.read(chunk) {
+            Ok(0) => None,
+            Ok(n) => Some(n),
+            Err(e) => {
+                debug!("REST {peer}: {e}");
+                None
+            }
+        }
+    };
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     let (head, at) = loop {
@@ -379,25 +398,13 @@ fn serve(s: &mut (impl Read + Write), shared: &Shared, peer: &str) {
                 return;
             }
         }
-        match s.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) => {
-                debug!("REST {peer}: {e}");
-                return;
-            }
-        }
+        let Some(n) = read(s, &mut chunk) else { return };
+        buf.extend_from_slice(&chunk[..n]);
     };
     let mut body = buf.split_off(at);
     while body.len() < head.content_length {
-        match s.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-            Err(e) => {
-                debug!("REST {peer}: {e}");
-                return;
-            }
-        }
+        let Some(n) = read(s, &mut chunk) else { return };
+        body.extend_from_slice(&chunk[..n]);
     }
     body.truncate(head.content_length);
     let (status, extra, text) = answer(shared, &head, &body, peer);

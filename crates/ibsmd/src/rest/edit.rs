@@ -17,6 +17,22 @@ use ibsm::manager::partition::{
 
 use super::api::{Change, Membership};
 
+/// Why the API cannot edit a partitions file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FileError {
+    /// It is not a valid partitions file.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// Its statements and their `;` do not pair up.
+    #[error("{statements} statements but {semicolons} statement ends (`;`): not edited")]
+    Cut {
+        /// Statements the parser read.
+        statements: usize,
+        /// Statement ends found.
+        semicolons: usize,
+    },
+}
+
 /// One statement of the file and what precedes it.
 #[derive(Debug, Clone)]
 struct Chunk {
@@ -93,13 +109,20 @@ impl PartitionFile {
     /// Reads a partitions file's text.
     ///
     /// # Errors
-    /// [`ParseError`] (line and column in the whole text) when it is not a valid
+    /// [`FileError::Parse`] (line and column in the whole text) when it is not a valid
     /// partitions file.
-    pub(crate) fn parse(text: &str) -> Result<Self, ParseError> {
-        // The whole text first: its errors name lines of the file, and a statement
-        // read alone below is then known to parse.
+    pub(crate) fn parse(text: &str) -> Result<Self, FileError> {
+        // The whole text first: its errors name lines of the file.
         let all = PartitionConfig::parse(text)?;
         let (spans, tail_at) = cut(text);
+        // Each statement ends at its one `;` for the parser too; were that ever not
+        // so, an edit would rewrite the wrong text.
+        if spans.len() != all.statements.len() {
+            return Err(FileError::Cut {
+                statements: all.statements.len(),
+                semicolons: spans.len(),
+            });
+        }
         let mut chunks = Vec::with_capacity(spans.len());
         for ((lead, body, end), stmt) in spans.into_iter().zip(all.statements) {
             chunks.push(Chunk {
