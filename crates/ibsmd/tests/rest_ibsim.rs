@@ -7,8 +7,9 @@
 //! A change shows in `smpquery pkeys` once the heavy sweep it asked for is done, and in
 //! the PathRecords `saquery` answers; a wrong password gets 401 and a bad body 400,
 //! with nothing changed; 100 changes in a row are applied by a few heavy sweeps
-//! (counted, with their P_Key Sets, and printed); after 1,000 add/remove cycles the
-//! partitions file and every CA's P_Key table say what the last requests said.
+//! (counted, with their P_Key Sets, and printed); after 1,000 add/remove cycles, with
+//! SIGHUPs and a hand edit of the file among them, the partitions file and every CA's
+//! P_Key table say what the last requests and the hand edit said.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
@@ -423,7 +424,31 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
     model.entry(0x000B).or_default().extend([2, 3]);
     let marks = f.read("ibsmd.err").matches(APPLIED).count();
     let started = Instant::now();
+    let pid = sm.0.as_ref().expect("running").id().to_string();
+    let hangup = || {
+        let st = std::process::Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
     for i in 0..1000usize {
+        if i == 300 {
+            // A hand edit while no request is under way, then SIGHUP while the
+            // requests go on: neither is lost.
+            let mut text = std::fs::read_to_string(&file).unwrap();
+            text.push_str(&format!(
+                "# by hand, mid-run
+hand=0x0020 : {:#x}=full ;
+",
+                guid[3]
+            ));
+            std::fs::write(&file, text).unwrap();
+            hangup();
+        }
+        if i % 200 == 100 {
+            hangup();
+        }
         let pkey = 0x000A + (i % 2) as u16;
         let (a, r) = (1 + i % 3, 1 + (i / 2 + 1) % 3);
         plugin.add(pkey, &[guid[a]]);
@@ -463,6 +488,17 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
             assert!(!t.contains(pkey), "{host} holds limited {pkey:#x}: {t:x?}");
         }
     }
+    assert!(
+        text.contains("# by hand, mid-run\nhand=0x0020 : "),
+        "{text}"
+    );
+    assert!(table(3).contains(&0x8020), "the hand edit: {:x?}", table(3));
+    assert!(
+        f.read("ibsmd.err")
+            .matches("SIGHUP: partitions re-read")
+            .count()
+            >= 5
+    );
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json["subnet_up"], true, "{json}");
 }
