@@ -78,6 +78,15 @@ pub(crate) struct PartitionView {
     pub(crate) guids: Vec<GuidMember>,
 }
 
+/// A membership's word.
+fn word(m: Pm) -> &'static str {
+    match m {
+        Pm::Full => "full",
+        Pm::Limited => "limited",
+        Pm::Both => "both",
+    }
+}
+
 /// Where each statement's text starts and ends: `(start of its lead, start of its
 /// body, one past its ';')`. A `;` inside a `#` comment ends nothing.
 fn cut(text: &str) -> (Vec<(usize, usize, usize)>, usize) {
@@ -174,29 +183,26 @@ impl PartitionFile {
                     return true;
                 };
                 for &g in guids {
-                    let at = ours.iter().find_map(|&i| {
-                        self.chunks[i]
-                            .stmt
-                            .members
-                            .iter()
-                            .position(|e| e.member == Member::Guid(g))
-                            .map(|j| (i, j))
-                    });
-                    match at {
-                        Some((i, j)) => {
-                            let e = &mut self.chunks[i].stmt.members[j];
-                            if e.membership != Some(m) {
-                                e.membership = Some(m);
-                                dirty[i] = true;
+                    // Every entry naming it (the parser merges a port named twice
+                    // into the stronger membership, so all must say the new one).
+                    let mut named = false;
+                    for &i in &ours {
+                        for e in &mut self.chunks[i].stmt.members {
+                            if e.member == Member::Guid(g) {
+                                named = true;
+                                if e.membership != Some(m) {
+                                    e.membership = Some(m);
+                                    dirty[i] = true;
+                                }
                             }
                         }
-                        None => {
-                            self.chunks[first].stmt.members.push(MemberEntry {
-                                member: Member::Guid(g),
-                                membership: Some(m),
-                            });
-                            dirty[first] = true;
-                        }
+                    }
+                    if !named {
+                        self.chunks[first].stmt.members.push(MemberEntry {
+                            member: Member::Guid(g),
+                            membership: Some(m),
+                        });
+                        dirty[first] = true;
                     }
                 }
                 for &i in &ours {
@@ -299,14 +305,20 @@ impl PartitionFile {
             let def = c.stmt.flags.defmember.unwrap_or(Pm::Limited);
             for e in &c.stmt.members {
                 if let Member::Guid(guid) = e.member {
-                    let membership = match e.membership.unwrap_or(def) {
-                        Pm::Full => "full",
-                        Pm::Limited => "limited",
-                        Pm::Both => "both",
-                    };
+                    let ms = e.membership.unwrap_or(def);
+                    // Named twice: the stronger membership, as the policy reads it.
                     match v.guids.iter_mut().find(|m| m.guid == guid) {
-                        Some(m) => m.membership = membership,
-                        None => v.guids.push(GuidMember { guid, membership }),
+                        Some(m) if word(ms) != m.membership && ms == Pm::Both => {
+                            m.membership = word(ms);
+                        }
+                        Some(m) if ms == Pm::Full && m.membership == "limited" => {
+                            m.membership = word(ms);
+                        }
+                        Some(_) => {}
+                        None => v.guids.push(GuidMember {
+                            guid,
+                            membership: word(ms),
+                        }),
                     }
                 }
             }

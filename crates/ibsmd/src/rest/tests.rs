@@ -394,6 +394,32 @@ fn a_remove_keeps_the_partition_when_its_last_guid_goes() {
     assert_eq!(edited(&text, &other), (text.clone(), false));
 }
 
+#[test]
+fn a_guid_named_twice_in_a_partition_gets_the_new_membership_everywhere() {
+    let text = "a=0x0005 : 0x0000000000000009=full ;\nb=0x0005 : 0x0000000000000009=both ;\n";
+    let c = Change::Add {
+        pkey: 5,
+        guids: vec![9],
+        membership: Membership::Limited,
+        index0: None,
+        ip_over_ib: None,
+    };
+    let f = PartitionFile::parse(text).unwrap();
+    assert_eq!(
+        f.view(5).unwrap().guids[0].membership,
+        "both",
+        "the stronger"
+    );
+    let (out, changed) = edited(text, &c);
+    assert!(changed);
+    assert_eq!(
+        out,
+        "a=0x0005 : 0x0000000000000009=limited ;\nb=0x0005 : 0x0000000000000009=limited ;\n"
+    );
+    let f = PartitionFile::parse(&out).unwrap();
+    assert_eq!(f.view(5).unwrap().guids[0].membership, "limited");
+}
+
 /// The model of what the file should say: P_Key -> GUID -> full.
 type Model = BTreeMap<u16, BTreeMap<u64, bool>>;
 
