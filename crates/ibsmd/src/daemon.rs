@@ -136,7 +136,9 @@ impl Daemon {
     /// # Errors
     /// [`Failure::Umad`] or [`Failure::Port`] when no port opens or the engine cannot
     /// start on it, [`Failure::Engine`] when it refuses the configuration,
-    /// [`Failure::Ops`] when the control socket or metrics endpoint cannot be opened.
+    /// [`Failure::Ops`] when the control socket or metrics endpoint cannot be opened,
+    /// [`Failure::Rest`] when the partition API's options or files are refused or its
+    /// address cannot be bound.
     pub(crate) fn start(loaded: Loaded, source: Source, log: Log) -> Result<Self, Failure> {
         let Loaded {
             settings, engine, ..
@@ -145,6 +147,8 @@ impl Daemon {
         let stop = StopSignals::install()?;
         let hangup = HangupSignal::install()?;
         let user1 = User1Signal::install()?;
+        // Its files are read (and refused) before the port is opened.
+        let rest = RestServer::prepare(&settings.rest, settings.partition_file.as_deref())?;
         let run = &settings.run;
         let opts = OpenOptions {
             selector: Selector {
@@ -200,7 +204,7 @@ impl Daemon {
             }
             Err(e) => return Err(e.into()),
         };
-        let rest = RestServer::start(&settings.rest, settings.partition_file.as_deref())?;
+        let rest = rest.map(RestServer::start).transpose()?;
         if let Some(r) = &rest {
             info!("partition API on {}://{}/ufmRest/", r.scheme(), r.addr());
         }

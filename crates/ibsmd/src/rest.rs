@@ -199,17 +199,27 @@ fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig, RestError
         .with_single_cert(certs, key_der)?)
 }
 
+/// The API's options checked and its files read, before anything is opened: what
+/// [`RestServer::start`] binds.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    addr: String,
+    file: PathBuf,
+    users: Credentials,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
 impl RestServer {
-    /// Checks the options, reads the credentials (and certificate), binds the address
-    /// and starts accepting; changes go to `partitions`.
+    /// Checks the options and reads the credentials (and certificate and key): `None`
+    /// without `--rest`. Run before the port is opened, and by `--validate`.
     ///
     /// # Errors
     /// [`RestError`]: an option missing or contradicting another, a file that does
-    /// not read or that others may read, an address that cannot be bound.
-    pub(crate) fn start(
+    /// not read or that others may read.
+    pub(crate) fn prepare(
         opts: &RestSettings,
         partitions: Option<&Path>,
-    ) -> Result<Option<Self>, RestError> {
+    ) -> Result<Option<Prepared>, RestError> {
         let Some(addr) = &opts.address else {
             return Ok(None);
         };
@@ -224,19 +234,35 @@ impl RestServer {
             (None, None, false) => return Err(RestError::NoTls),
             _ => return Err(RestError::TlsHalf),
         };
-        let users = Credentials::load(creds)?;
-        let listener = TcpListener::bind(addr.as_str()).map_err(|source| RestError::Bind {
+        Ok(Some(Prepared {
+            addr: addr.clone(),
+            file: file.to_owned(),
+            users: Credentials::load(creds)?,
+            tls,
+        }))
+    }
+
+    /// Binds the prepared API's address and starts accepting.
+    ///
+    /// # Errors
+    /// [`RestError::Bind`], [`RestError::Thread`].
+    pub(crate) fn start(p: Prepared) -> Result<Self, RestError> {
+        let Prepared {
+            addr,
+            file,
+            users,
+            tls,
+        } = p;
+        let bind = |source| RestError::Bind {
             addr: addr.clone(),
             source,
-        })?;
-        let bound = listener.local_addr().map_err(|source| RestError::Bind {
-            addr: addr.clone(),
-            source,
-        })?;
+        };
+        let listener = TcpListener::bind(addr.as_str()).map_err(bind)?;
+        let bound = listener.local_addr().map_err(bind)?;
         let https = tls.is_some();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                file: file.to_owned(),
+                file,
                 pending: None,
             }),
             users,
@@ -249,12 +275,12 @@ impl RestServer {
             .name("ibsmd-rest".into())
             .spawn(move || accept(&listener, &theirs))
             .map_err(RestError::Thread)?;
-        Ok(Some(Self {
+        Ok(Self {
             shared,
             addr: bound,
             https,
             thread: Some(thread),
-        }))
+        })
     }
 
     /// The address it listens on.

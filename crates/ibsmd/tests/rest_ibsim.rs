@@ -502,3 +502,79 @@ hand=0x0020 : {:#x}=full ;
     let json = stop_ibsmd(&f, sm);
     assert_eq!(json["subnet_up"], true, "{json}");
 }
+
+/// Without a fabric: `--validate` refuses what the API cannot start with (exit 2, the
+/// reason on stderr) and accepts a complete set, as a start would, before any port is
+/// opened; opensm.conf's `rest_*` keys read as the flags do.
+#[test]
+fn ibsmd_validate_checks_the_partition_apis_options_and_files() {
+    let dir = std::env::temp_dir().join(format!("ibsmd_rest_validate_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, creds) = (dir.join("partitions.conf"), dir.join("users"));
+    std::fs::write(&file, START).unwrap();
+    std::fs::write(&creds, format!("{USER}:{PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (f, c) = (file.to_str().unwrap(), creds.to_str().unwrap());
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(IBSMD)
+            .arg("--validate")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let rest = ["--rest", "127.0.0.1:0"];
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["--rest-credentials", c, "--rest-insecure"],
+            "needs a partitions file",
+        ),
+        (
+            vec!["--partitions", f, "--rest-insecure"],
+            "needs --rest-credentials",
+        ),
+        (
+            vec!["--partitions", f, "--rest-credentials", c],
+            "--rest-insecure for plain HTTP",
+        ),
+        (
+            vec!["--partitions", f, "--rest-credentials", c, "--rest-cert", c],
+            "go together",
+        ),
+    ];
+    for (args, want) in cases {
+        let all: Vec<&str> = rest.iter().copied().chain(args).collect();
+        let (code, err) = run(&all);
+        assert_eq!(code, Some(2), "{all:?}: {err}");
+        assert!(err.contains(want), "{all:?}: {want}: {err}");
+    }
+    let ok = [
+        "--rest",
+        "127.0.0.1:0",
+        "--partitions",
+        f,
+        "--rest-credentials",
+        c,
+        "--rest-insecure",
+    ];
+    assert_eq!(run(&ok).0, Some(0), "{}", run(&ok).1);
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let (code, err) = run(&ok);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("chmod 600"), "{err}");
+    // The same from opensm.conf.
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let conf = dir.join("opensm.conf");
+    std::fs::write(
+        &conf,
+        format!("partition_config_file {f}\nrest_address 127.0.0.1:0\nrest_credentials_file {c}\nrest_insecure TRUE\n"),
+    )
+    .unwrap();
+    let (code, err) = run(&["-F", conf.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -572,7 +572,8 @@ impl Api {
             insecure: true,
             ..RestSettings::default()
         };
-        let server = RestServer::start(&opts, Some(&file)).unwrap().unwrap();
+        let server =
+            RestServer::start(RestServer::prepare(&opts, Some(&file)).unwrap().unwrap()).unwrap();
         let base = format!("http://{}", server.addr());
         Self {
             dir,
@@ -869,12 +870,12 @@ fn the_api_refuses_to_start_without_what_it_needs() {
         ..RestSettings::default()
     };
     assert!(
-        RestServer::start(&RestSettings::default(), None)
+        RestServer::prepare(&RestSettings::default(), None)
             .unwrap()
             .is_none()
     );
     assert!(matches!(
-        RestServer::start(&base, None),
+        RestServer::prepare(&base, None),
         Err(RestError::NoPartitionFile)
     ));
     let no_creds = RestSettings {
@@ -882,7 +883,7 @@ fn the_api_refuses_to_start_without_what_it_needs() {
         ..base.clone()
     };
     assert!(matches!(
-        RestServer::start(&no_creds, Some(&file)),
+        RestServer::prepare(&no_creds, Some(&file)),
         Err(RestError::NoCredentials)
     ));
     let plain = RestSettings {
@@ -890,7 +891,7 @@ fn the_api_refuses_to_start_without_what_it_needs() {
         ..base.clone()
     };
     assert!(matches!(
-        RestServer::start(&plain, Some(&file)),
+        RestServer::prepare(&plain, Some(&file)),
         Err(RestError::NoTls)
     ));
     let half = RestSettings {
@@ -898,12 +899,12 @@ fn the_api_refuses_to_start_without_what_it_needs() {
         ..base.clone()
     };
     assert!(matches!(
-        RestServer::start(&half, Some(&file)),
+        RestServer::prepare(&half, Some(&file)),
         Err(RestError::TlsHalf)
     ));
     write_mode(&creds, "a:b\n", 0o644);
     assert!(matches!(
-        RestServer::start(&base, Some(&file)),
+        RestServer::prepare(&base, Some(&file)),
         Err(RestError::Credentials(CredentialsError::Permissions { .. }))
     ));
     let _ = std::fs::remove_dir_all(&d);
@@ -958,11 +959,12 @@ fn https_with_a_certificate_and_key() {
     // A key others may read is refused.
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert!(matches!(
-        RestServer::start(&opts, Some(&file)),
+        RestServer::prepare(&opts, Some(&file)),
         Err(RestError::KeyPermissions { .. })
     ));
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let server = RestServer::start(&opts, Some(&file)).unwrap().unwrap();
+    let server =
+        RestServer::start(RestServer::prepare(&opts, Some(&file)).unwrap().unwrap()).unwrap();
     assert_eq!(server.scheme(), "https");
     // The client trusts the test's certificate only.
     use rustls_pki_types::pem::PemObject;
