@@ -1002,3 +1002,108 @@ fn https_with_a_certificate_and_key() {
     drop(server);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Go's net/http and crypto/tls making the UFM plugin's requests
+/// (`tests/ufm_client/main.go`, stdlib only: the plugin itself needs the Go module
+/// proxy), against the API over HTTPS: verified with `UFM_CERTIFICATE` and not
+/// (the plugin without one), a wrong password, the default partition, add, remove
+/// and the plugin's ListGuidsInUse.
+#[test]
+fn gos_http_stack_drives_the_api_as_the_ufm_plugin_does() {
+    if !ibsm_tests::peers_present(
+        "rest go client (apt-get install golang-go)",
+        &["/usr/bin/go"],
+    ) {
+        return;
+    }
+    let d = tempdir("go");
+    let Some((cert, key)) = self_signed(&d) else {
+        return;
+    };
+    let creds = d.join("users");
+    write_mode(&creds, &format!("{USER}:{PASSWORD}\n"), 0o600);
+    let file = d.join("partitions.conf");
+    std::fs::write(&file, START).unwrap();
+    let opts = RestSettings {
+        address: Some("127.0.0.1:0".into()),
+        credentials: Some(creds),
+        cert: Some(cert.clone()),
+        key: Some(key),
+        insecure: false,
+    };
+    let server =
+        RestServer::start(RestServer::prepare(&opts, Some(&file)).unwrap().unwrap()).unwrap();
+    let bin = d.join("ufm_client");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ufm_client/main.go");
+    let go = |c: &mut std::process::Command| {
+        // Standard library only: no module, no proxy, caches in the test's directory.
+        c.env("GO111MODULE", "off")
+            .env("GOPROXY", "off")
+            .env("GOCACHE", d.join("gocache"))
+            .env("GOPATH", d.join("gopath"))
+            .env("HOME", &d);
+    };
+    let mut build = std::process::Command::new("go");
+    build.arg("build").arg("-o").arg(&bin).arg(src);
+    go(&mut build);
+    let out = build.output().unwrap();
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pem = std::fs::read_to_string(&cert).unwrap();
+    let client = |password: &str, verify: bool, ops: &[&str]| {
+        let mut c = std::process::Command::new(&bin);
+        c.args(ops)
+            .env("UFM_USERNAME", USER)
+            .env("UFM_PASSWORD", password)
+            .env("UFM_ADDRESS", "127.0.0.1")
+            .env("UFM_PORT", server.addr().port().to_string());
+        if verify {
+            c.env("UFM_CERTIFICATE", &pem);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{ops:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    client(PASSWORD, false, &["version"]);
+    client(
+        "wrong",
+        true,
+        &[
+            "status:401:version",
+            "status:401:add:0xA:00:02:c9:03:00:00:10:01",
+        ],
+    );
+    client(
+        PASSWORD,
+        true,
+        &["status:400:add:0x7FFF:00:02:c9:03:00:00:10:01"],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), START);
+    let listed = client(
+        PASSWORD,
+        true,
+        &[
+            "version",
+            "add:0xA:00:02:c9:03:00:00:10:01,00:02:c9:03:00:00:10:02",
+            "remove:0xA:00:02:c9:03:00:00:10:01",
+            "add:0x7FFE:02:00:00:00:00:00:00:3e",
+            "list",
+        ],
+    );
+    assert_eq!(listed, "0002c90300001002 0xa\n020000000000003e 0x7ffe\n");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("api_pkey_0xa=0x000a, ipoib, indx0 : 0x0002c90300001002=full ;"),
+        "{text}"
+    );
+    assert!(server.take_pending().is_some());
+    drop(server);
+    let _ = std::fs::remove_dir_all(&d);
+}
