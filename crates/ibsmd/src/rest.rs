@@ -8,7 +8,8 @@
 //! engine. A change is made to the partitions file's text ([`edit`]) and written
 //! through `persist::write_atomic` under [`Shared`]'s lock, and the policy the file now
 //! holds is left there for the run loop, which takes it between two slices
-//! ([`RestServer::take_pending`]) and hands it to `SubnetManager::set_partitions`: the
+//! ([`RestServer::take_pending`], which only tries the lock: a slow disk under the
+//! API never holds the engine) and hands it to `SubnetManager::set_partitions`: the
 //! changes that arrived meanwhile are one policy and one heavy sweep. A SIGHUP's re-read
 //! of the file runs under the same lock ([`RestServer::reload`]) and, when it reads,
 //! drops the policy left there: what it read holds every change written before, and no
@@ -22,7 +23,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -294,9 +295,14 @@ impl RestServer {
     }
 
     /// The policy the API wrote since the last call (every change since, merged), if
-    /// any.
+    /// any. Never waits: while a change is being written (a slow disk) it says `None`
+    /// and the run loop takes the policy at a later slice.
     pub(crate) fn take_pending(&self) -> Option<PartitionConfig> {
-        self.shared.lock().pending.take()
+        match self.shared.state.try_lock() {
+            Ok(mut st) => st.pending.take(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().pending.take(),
+            Err(TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Runs `read` (a SIGHUP's re-read of the configuration and the partitions file)
@@ -325,10 +331,20 @@ impl RestServer {
 impl Drop for RestServer {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        // Wakes the accepting thread, which sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        // Wakes the accepting thread, which sees the flag (a wildcard address through
+        // the loopback of its family). If nothing connects, the thread is left to the
+        // process's end rather than waited for.
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        if TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok() {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
         }
     }
 }

@@ -856,6 +856,36 @@ fn a_sighup_reread_never_loses_an_api_change() {
     );
 }
 
+/// The run loop never waits for the API's file I/O: while the lock is held (here by
+/// a re-read that blocks until told), `take_pending` answers at once.
+#[test]
+fn the_run_loop_never_waits_for_the_apis_lock() {
+    let api = Api::start("trylock", START);
+    assert_eq!(api.add(0xA, &["0002c90300001001"]).0, 200);
+    let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+    let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+    let server = &api.server;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let _ = server.reload(
+                || {
+                    held_tx.send(()).unwrap();
+                    hold_rx.recv().unwrap();
+                    Ok::<_, ()>(())
+                },
+                |()| None,
+            );
+        });
+        held_rx.recv().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || tx.send(server.take_pending().is_some()).unwrap());
+        // Not a timing assertion: a way out of the deadlock a waiting call would be.
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(10));
+        hold_tx.send(()).unwrap();
+        assert_eq!(answer, Ok(false), "take_pending waited for the lock");
+    });
+}
+
 #[test]
 fn the_api_refuses_to_start_without_what_it_needs() {
     let d = tempdir("start");
