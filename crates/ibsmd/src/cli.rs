@@ -441,6 +441,11 @@ mod tests {
             (&["--json"], Json, "TRUE"),
             (&["--log-format", "json"], LogFormat, "json"),
             (&["--control-socket", "/s"], ControlSocket, "/s"),
+            (&["--rest", "0.0.0.0:8443"], RestAddress, "0.0.0.0:8443"),
+            (&["--rest-credentials", "/u"], RestCredentialsFile, "/u"),
+            (&["--rest-cert", "/c"], RestTlsCertFile, "/c"),
+            (&["--rest-key", "/k"], RestTlsKeyFile, "/k"),
+            (&["--rest-insecure"], RestInsecure, "TRUE"),
         ];
         let d = Settings::default();
         for (args, key, want) in cases {

@@ -93,6 +93,8 @@ pub(crate) struct Settings {
     /// count (one unanswered poll more); applied by [`Settings::engine_config`], so the
     /// file and `-c` keep the number as written.
     pub(crate) polling_retries_as_failures: bool,
+    /// The partition API (`--rest`, `rest_*`).
+    pub(crate) rest: crate::rest::RestSettings,
     /// What only the command line says.
     pub(crate) run: Run,
 }
@@ -183,6 +185,7 @@ impl Default for Settings {
             perfmgr_xmit_wait_log: false,
             perfmgr_xmit_wait_threshold: 65535,
             polling_retries_as_failures: false,
+            rest: crate::rest::RestSettings::default(),
             run: Run::default(),
         }
     }

@@ -14,6 +14,7 @@ use crate::conf::{self, Apply, Loaded, OPTIONS, Setter, Settings, Source};
 use crate::logging::Log;
 use crate::no_sa::RefuseSa;
 use crate::ops::Ops;
+use crate::rest::RestServer;
 use crate::summary::Outcome;
 
 /// How long the engine runs between two calls of [`Daemon::housekeeping`].
@@ -35,6 +36,9 @@ pub(crate) enum Failure {
     /// The control socket or the metrics endpoint cannot be opened (exit 2).
     #[error(transparent)]
     Ops(#[from] crate::ops::OpsError),
+    /// The partition API cannot start (exit 2).
+    #[error(transparent)]
+    Rest(#[from] crate::rest::RestError),
     /// No usable port, or a signal handler that cannot be installed (exit 3).
     #[error(transparent)]
     Umad(#[from] ibsm::umad::Error),
@@ -46,7 +50,10 @@ pub(crate) enum Failure {
 impl Failure {
     /// Whether it is the configuration's fault (exit 2) rather than the port's (3).
     pub(crate) fn is_config(&self) -> bool {
-        matches!(self, Self::Config(_) | Self::Engine(_) | Self::Ops(_))
+        matches!(
+            self,
+            Self::Config(_) | Self::Engine(_) | Self::Ops(_) | Self::Rest(_)
+        )
     }
 }
 
@@ -113,6 +120,8 @@ pub(crate) struct Daemon {
     log: Log,
     /// Dumps, control socket, metrics.
     ops: Ops,
+    /// The partition API (`--rest`).
+    rest: Option<RestServer>,
     stop: StopSignals,
     hangup: HangupSignal,
     user1: User1Signal,
@@ -127,7 +136,9 @@ impl Daemon {
     /// # Errors
     /// [`Failure::Umad`] or [`Failure::Port`] when no port opens or the engine cannot
     /// start on it, [`Failure::Engine`] when it refuses the configuration,
-    /// [`Failure::Ops`] when the control socket or metrics endpoint cannot be opened.
+    /// [`Failure::Ops`] when the control socket or metrics endpoint cannot be opened,
+    /// [`Failure::Rest`] when the partition API's options or files are refused or its
+    /// address cannot be bound.
     pub(crate) fn start(loaded: Loaded, source: Source, log: Log) -> Result<Self, Failure> {
         let Loaded {
             settings, engine, ..
@@ -136,6 +147,8 @@ impl Daemon {
         let stop = StopSignals::install()?;
         let hangup = HangupSignal::install()?;
         let user1 = User1Signal::install()?;
+        // Its files are read (and refused) before the port is opened.
+        let rest = RestServer::prepare(&settings.rest, settings.partition_file.as_deref())?;
         let run = &settings.run;
         let opts = OpenOptions {
             selector: Selector {
@@ -191,6 +204,10 @@ impl Daemon {
             }
             Err(e) => return Err(e.into()),
         };
+        let rest = rest.map(RestServer::start).transpose()?;
+        if let Some(r) = &rest {
+            info!("partition API on {}://{}/ufmRest/", r.scheme(), r.addr());
+        }
         Ok(Self {
             sm,
             port,
@@ -204,6 +221,7 @@ impl Daemon {
             wall,
             log,
             ops,
+            rest,
             stop,
             hangup,
             user1,
@@ -243,6 +261,7 @@ impl Daemon {
         if self.hangup.take() {
             self.on_hangup();
         }
+        self.take_api_changes();
         if self.user1.take() {
             match self.log.reopen() {
                 Ok(Some(path)) => info!("SIGUSR1: log file {} reopened", path.display()),
@@ -316,7 +335,17 @@ impl Daemon {
     /// SIGHUP, as OpenSM: re-read the configuration file (with the flags over it) and
     /// the partitions file, apply what can change at run time, and rebalance.
     fn on_hangup(&mut self) {
-        match conf::load(&self.source) {
+        let source = &self.source;
+        // With the partition API the re-read runs under its lock: no change can be
+        // written between the read and the drop of what the API left for the loop.
+        let loaded = match &self.rest {
+            Some(r) => r.reload(
+                || conf::load(source),
+                |l: &Loaded| l.settings.partition_file.clone(),
+            ),
+            None => conf::load(source),
+        };
+        match loaded {
             Ok(loaded) => self.reconfigure(&loaded),
             Err(e) => error!("SIGHUP: {e}; the configuration in force stays"),
         }
@@ -329,6 +358,18 @@ impl Daemon {
                 role_name(self.sm.role())
             );
         }
+    }
+
+    /// Hands the policy the partition API wrote since the last call (every change
+    /// since, as one policy) to the engine: one heavy sweep applies them all.
+    fn take_api_changes(&mut self) {
+        let Some(mut policy) = self.rest.as_ref().and_then(RestServer::take_pending) else {
+            return;
+        };
+        policy.enforcement = self.settings.part_enforce;
+        policy.allow_both_pkeys = self.settings.allow_both_pkeys;
+        info!("partition API: partitions changed, applied at a heavy sweep");
+        self.sm.set_partitions(self.port.now(), Some(policy));
     }
 
     /// Applies a re-read configuration as the option table says: each changed run-time
@@ -456,7 +497,7 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
     match ev {
         SmEvent::SubnetUp { stats } => {
             info!(
-                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), routing wall {:.1} ms, LFT blocks {} ({} entries changed)",
+                "SUBNET UP ({ms:.0} ms): {} nodes ({} switches), {} LIDs, {} SMPs, routing {} ({}), routing wall {:.1} ms, LFT blocks {} ({} entries changed), P_Key blocks {}",
                 stats.nodes,
                 stats.switches,
                 stats.lids,
@@ -471,7 +512,8 @@ fn on_event(ev: &SmEvent, ms: f64, out: &mut Outcome) {
                 // an operator compares when a sweep got slow.
                 stats.routing_wall.as_secs_f64() * 1e3,
                 stats.lft_blocks,
-                stats.lft_entries
+                stats.lft_entries,
+                stats.pkey_blocks
             );
         }
         SmEvent::RoleChanged { role } => info!("{} ({ms:.0} ms)", role_name(*role)),

@@ -20,6 +20,7 @@ mod metrics;
 mod no_sa;
 mod opensm_keys;
 mod ops;
+mod rest;
 mod service;
 mod status;
 mod summary;
@@ -100,6 +101,11 @@ fn run(inv: Invocation) -> u8 {
     }
     if inv.fixed.validate {
         warn_stderr(&loaded.report);
+        let s = &loaded.settings;
+        if let Err(e) = rest::RestServer::prepare(&s.rest, s.partition_file.as_deref()) {
+            eprintln!("ibsmd: {e}");
+            return exit::CONFIG;
+        }
         println!("configuration valid");
         return exit::OK;
     }

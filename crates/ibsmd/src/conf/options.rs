@@ -953,6 +953,36 @@ options! {
         help: "Counter growth per counter sweep above which PerfMgr reports a port, as\nperfquery's names: SymbolErrorCounter=10,LinkDownedCounter=0 ((null): none)",
         access: at!(s => s.perf.thresholds, spell::thresholds, spell::parse_thresholds),
     }
+    RestAddress "rest_address" {
+        section: Section::Ibsmd,
+        help: "Serve the partition API (UFM's REST routes for P_Key members, as\nMellanox/ib-kubernetes's UFM plugin sends them) on this HOST:PORT ((null): off);\nneeds partition_config_file, rest_credentials_file and a certificate\n(or rest_insecure)",
+        flags: &[Flag::value("rest", "ADDR", "Serve the partition API (UFM's /ufmRest routes that add and remove port GUIDs from P_Keys) on ADDR (HOST:PORT; port 0 picks one, logged); changes are written to the partitions file and applied at the next sweep")],
+        access: at!(s => s.rest.address, text, parse_text),
+    }
+    RestCredentialsFile "rest_credentials_file" {
+        section: Section::Ibsmd,
+        help: "The partition API's users: user:password lines; must be readable by its owner only",
+        flags: &[Flag::value("rest-credentials", "FILE", "The partition API's users for HTTP basic auth: user:password lines (ibsmd refuses a file group or others can read)")],
+        access: at!(s => s.rest.credentials, path, parse_path),
+    }
+    RestTlsCertFile "rest_tls_cert_file" {
+        section: Section::Ibsmd,
+        help: "The partition API's TLS certificate chain (PEM)",
+        flags: &[Flag::value("rest-cert", "FILE", "The partition API's TLS certificate chain (PEM); with --rest-key the API is HTTPS")],
+        access: at!(s => s.rest.cert, path, parse_path),
+    }
+    RestTlsKeyFile "rest_tls_key_file" {
+        section: Section::Ibsmd,
+        help: "The partition API's TLS private key (PEM); must be readable by its owner only",
+        flags: &[Flag::value("rest-key", "FILE", "The private key of --rest-cert (PEM: PKCS#8, PKCS#1 or SEC1; owner-only)")],
+        access: at!(s => s.rest.key, path, parse_path),
+    }
+    RestInsecure "rest_insecure" {
+        section: Section::Ibsmd,
+        help: "Serve the partition API over plain HTTP (passwords in clear) when no\ncertificate is given",
+        flags: &[Flag::switch("rest-insecure", "TRUE", "Serve the partition API over plain HTTP without a certificate (passwords cross the network in clear; the UFM plugin then needs UFM_HTTP_SCHEMA=http)")],
+        access: at!(s => s.rest.insecure, boolean, parse_bool),
+    }
 
     // ---- the command line only ----
     Ca "ca" {
