@@ -403,6 +403,10 @@ impl Daemon {
         if new.partition_file.is_some() || self.settings.partition_file.is_some() {
             due.insert(Setter::Partitions);
         }
+        // The reference topology likewise: the plan may have been edited in place.
+        if new.topology_ref.is_some() || self.settings.topology_ref.is_some() {
+            due.insert(Setter::TopologyRef);
+        }
         for setter in due {
             match self.set(setter, loaded) {
                 Ok(()) => {
@@ -430,6 +434,11 @@ impl Daemon {
                 info!("SIGHUP: partitions re-read");
                 self.sm
                     .set_partitions(now, loaded.engine.partitions.clone());
+            }
+            Setter::TopologyRef => {
+                info!("SIGHUP: reference topology re-read");
+                self.sm
+                    .set_topology_ref(now, loaded.engine.topology_ref.clone());
             }
         }
         Ok(())

@@ -5,12 +5,14 @@
 //! `ibnetdiscover` picture, with that cable planned at the width of the others, is the
 //! reference. Then, on ibsim's console, two cables swap their far ends and a third is
 //! pulled. ibsmd must name exactly those four differences, once, and `ibsm-topodiff REF`
-//! (a live discovery) must print the same and exit non-zero. With
+//! (a live discovery) must print the same and exit non-zero; the plan brought up to date
+//! and re-read at SIGHUP resolves all four. With
 //! `--topology-ref-policy isolate` the miswired cables carry no LFT entry (`ibroute`)
 //! and every CA still reaches every LID.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
@@ -252,6 +254,26 @@ fn topodiff() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// `ibsm-topodiff REF` (a live discovery from the SM's CA) prints `want` and fails.
+fn check_tool(s: &Setup, reference: &str, want: &BTreeSet<String>) {
+    let Some(tool) = topodiff() else {
+        assert!(
+            std::env::var_os("IBSM_REQUIRE_PEERS").is_none(),
+            "ibsm-topodiff not built beside ibsmd"
+        );
+        eprintln!("SKIPPED: ibsm-topodiff not built (run the workspace's tests)");
+        return;
+    };
+    let mut c = client(&s.f, tool.to_str().unwrap(), Some(&s.sm_ca), "tool");
+    c.arg(reference);
+    let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
+    assert!(!ok, "ibsm-topodiff found no difference:\n{out}\n{err}");
+    let lines: Vec<String> = out.lines().map(|l| l.trim().to_owned()).collect();
+    let printed: Vec<String> = named(&lines, want);
+    let printed: BTreeSet<String> = printed.into_iter().collect();
+    assert_eq!(printed, *want, "ibsm-topodiff's differences:\n{out}\n{err}");
+}
+
 #[test]
 fn the_sm_and_the_tool_name_exactly_the_differences() {
     if !peers_present("topo_ref_ibsim", &needed()) {
@@ -284,24 +306,42 @@ fn the_sm_and_the_tool_name_exactly_the_differences() {
         "a difference named twice: {got:?}"
     );
     assert_eq!(got_set, want, "ibsmd's differences");
-    let _ = stop_ibsmd(&s.f, sm);
 
-    let Some(tool) = topodiff() else {
+    check_tool(&s, &reference, &want);
+
+    // The plan is brought up to date and re-read at SIGHUP: everything resolved.
+    std::fs::write(&s.reference, diag(&s.f, "ibnetdiscover", &[])).unwrap();
+    let pid = sm.0.as_ref().unwrap().id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s
+        .f
+        .read("ibsmd.err")
+        .contains("fabric matches the reference topology")
+    {
         assert!(
-            std::env::var_os("IBSM_REQUIRE_PEERS").is_none(),
-            "ibsm-topodiff not built beside ibsmd"
+            Instant::now() < deadline,
+            "no match after SIGHUP:\n{}",
+            s.f.read("ibsmd.err")
         );
-        eprintln!("SKIPPED: ibsm-topodiff not built (run the workspace's tests)");
-        return;
-    };
-    let mut c = client(&s.f, tool.to_str().unwrap(), Some(&s.sm_ca), "tool");
-    c.arg(&reference);
-    let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
-    assert!(!ok, "ibsm-topodiff found no difference:\n{out}\n{err}");
-    let lines: Vec<String> = out.lines().map(|l| l.trim().to_owned()).collect();
-    let printed: Vec<String> = named(&lines, &want);
-    let printed: BTreeSet<String> = printed.into_iter().collect();
-    assert_eq!(printed, want, "ibsm-topodiff's differences:\n{out}\n{err}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let err = s.f.read("ibsmd.err");
+    assert!(err.contains("SIGHUP: reference topology re-read"), "{err}");
+    let resolved: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.split("reference topology: resolved: ").nth(1))
+        .map(|d| d.trim().to_owned())
+        .collect();
+    let resolved: BTreeSet<String> = named(&resolved, &want).into_iter().collect();
+    assert_eq!(resolved, want, "resolved at SIGHUP");
+    let _ = stop_ibsmd(&s.f, sm);
 }
 
 #[test]

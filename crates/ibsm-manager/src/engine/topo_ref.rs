@@ -51,6 +51,22 @@ pub(super) fn check(
 }
 
 impl SubnetManager {
+    /// Replaces the reference topology and its policy (ibsmd re-reads
+    /// `topology_ref_file` at SIGHUP) and asks for a heavy sweep, which compares the
+    /// fabric with the new plan and reports what changed since the last report (the
+    /// differences the new plan no longer has as resolved). `None` stops the check.
+    pub fn set_topology_ref(
+        &mut self,
+        now: ibsm_transport::Instant,
+        reference: Option<crate::topo_ref::TopologyRef>,
+    ) {
+        if reference.is_none() {
+            self.topo_ref = TopoRefState::default();
+        }
+        self.cfg.topology_ref = reference;
+        self.request_heavy_sweep(now);
+    }
+
     /// The reference and policy a routing job compares with (`None`: no reference).
     pub(super) fn topo_ref_input(&self) -> Option<(Arc<Fabric>, TopoPolicy)> {
         self.cfg

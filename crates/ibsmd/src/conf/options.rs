@@ -136,6 +136,8 @@ pub(crate) enum Setter {
     MaxWireSmps,
     /// `SubnetManager::set_partitions` with the re-read policy.
     Partitions,
+    /// `SubnetManager::set_topology_ref` with the re-read reference.
+    TopologyRef,
 }
 
 /// When a changed value takes effect.
@@ -938,15 +940,17 @@ options! {
     }
     TopologyRefFile "topology_ref_file" {
         section: Section::Ibsmd,
-        help: "Reference topology (ibnetdiscover's output of the fabric as planned): every heavy\nsweep compares the fabric with it by GUID and port and reports missing, unexpected,\nmiswired and degraded nodes and cables once per change ((null): no comparison)",
+        help: "Reference topology (ibnetdiscover's output of the fabric as planned): every heavy\nsweep compares the fabric with it by GUID and port and reports missing, unexpected,\nmiswired and degraded nodes and cables once per change ((null): no comparison); re-read at SIGHUP",
         flags: &[Flag::value("topology-ref", "FILE", "Compare the fabric at every heavy sweep with FILE (ibnetdiscover's format, as ibsm-netdiscover prints it) by GUID and port; differences go to the log, events, status and metrics once per change")],
         access: at!(s => s.topology_ref, path, parse_path),
+        apply: Apply::Live(Setter::TopologyRef),
     }
     TopologyRefPolicy "topology_ref_policy" {
         section: Section::Ibsmd,
         help: "What a difference from topology_ref_file leads to: report, or isolate\n(report, and route nothing over a miswired or extra cable)",
         flags: &[Flag::value("topology-ref-policy", "POLICY", "report (default): differences are reported; isolate: reported, and a miswired or extra cable carries no routes")],
         access: at!(s => s.topology_ref_policy, topo_policy, parse_topo_policy),
+        apply: Apply::Live(Setter::TopologyRef),
     }
     PerfmgrErrorThresholds "perfmgr_error_thresholds" {
         section: Section::Ibsmd,

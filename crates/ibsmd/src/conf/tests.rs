@@ -484,7 +484,9 @@ fn a_sighup_applies_the_tables_run_time_options_and_no_other() {
             "sweep_interval",
             "sm_priority",
             "max_wire_smps",
-            "log_flags"
+            "log_flags",
+            "topology_ref_file",
+            "topology_ref_policy"
         ]
     );
     for o in OPTIONS {
