@@ -21,16 +21,15 @@
 //! the fewest switch LIDs so far; a switch LID living with CAs takes the eligible arcs in
 //! turn (a round robin of its own). minhop keeps the first shortest hop its BFS finds.
 //!
-//! Planning (BFS and eligible arcs) does not depend on loads, so any thread may plan any
-//! destination. A switch decides for all LIDs of one destination in a row (its choice
-//! depends only on its own arcs' loads, its own earlier choices and the flow upstream
-//! switches send it), so with several threads each switch has one owner and a chunk of
-//! LIDs is placed one distance at a time ([`Plan::levels`], [`Flows`]): the tables are the
-//! same for any thread count (`threads.rs`). The count-balanced switch-LID plans depend
-//! on the counts: a thread alone plans them with its counts; with several they keep what
-//! their BFS saw and each switch's owner makes the same choice from it
-//! ([`Hops::Deferred`]). Where a contiguous run of eligible arcs has equal loads and every
-//! LID brings the same flow, the least-loaded choice is a rotation.
+//! Planning (BFS and eligible arcs) does not depend on loads, so other threads plan
+//! destinations ahead while one thread places them in destination order (and plans too
+//! whenever it would wait): the tables are the same for any thread count (`threads.rs`).
+//! The count-balanced switch-LID plans depend on the counts: a thread alone plans them
+//! with its counts; with helpers they keep what their BFS saw and the placement makes the
+//! same choices from it ([`Hops::Deferred`]). A switch decides for all LIDs of one
+//! destination in a row (its choice depends only on its own arcs' loads, its own earlier choices and the
+//! flow upstream switches send it), and where a contiguous run of eligible arcs has equal
+//! loads and every LID brings the same flow, the least-loaded choice is a rotation.
 
 use crate::net::{INF, NONE, Net, Peer};
 use crate::routes::NO_ROUTE;
@@ -131,7 +130,7 @@ pub(crate) struct Plan {
     /// (minhop keeps round robin, shared with CA LIDs that carry no flow there).
     pub count_switch_lids: bool,
     /// [`Hops::Deferred`] (`is_deferred`): what the BFS saw, from which the placement
-    /// chooses each switch's hop ([`switch_lid_at`]); no eligible lists then.
+    /// chooses each switch's hop ([`place_switch_lid`]); no eligible lists then.
     deferred: Deferred,
     is_deferred: bool,
 }
@@ -199,7 +198,7 @@ enum Hops<'s> {
     Least(&'s [u32]),
     /// Up/down rules: the BFS's picture ([`Deferred`]), from which the placement finds
     /// the hops [`Hops::Least`] chooses among and makes the same choice with the counts
-    /// of its own time ([`switch_lid_at`]). Needs no loads: any thread may plan it.
+    /// of its own time ([`place_switch_lid`]). Needs no loads: any thread may plan it.
     Deferred,
 }
 
@@ -275,7 +274,7 @@ impl<'a> Planner<'a> {
 
     /// [`Planner::plan_switch_lid`] without the loads, so that other threads than the
     /// placing one may make it: the plan keeps what that plan's BFS saw ([`Deferred`]),
-    /// and [`switch_lid_at`] chooses the same hops from it.
+    /// and [`place_switch_lid`] chooses the same hops from it.
     pub(crate) fn plan_deferred(&mut self, t: usize, out: &mut Plan) {
         self.plan_quick(t, out, Hops::Deferred);
     }
