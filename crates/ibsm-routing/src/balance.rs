@@ -112,10 +112,6 @@ pub(crate) struct Plan {
     pub t: usize,
     /// Switches with a route, farthest first (excludes `t`).
     pub order: Vec<u32>,
-    /// Where each distance's switches start in `order` and, last, its length (plans with
-    /// eligible lists only): a switch passes flow only to switches nearer `t`, so one
-    /// distance's switches can be placed together once the farther ones are.
-    pub levels: Vec<u32>,
     /// Eligible arcs of `order[i]` are `elig[off[i]..off[i + 1]]`.
     off: Vec<u32>,
     elig: Vec<u32>,
@@ -169,7 +165,6 @@ impl Plan {
     fn clear(&mut self, t: usize, cap: usize) {
         self.t = t;
         self.order.clear();
-        self.levels.clear();
         self.off.clear();
         self.off.push(0);
         if self.elig.len() < cap {
@@ -338,14 +333,6 @@ impl<'a> Planner<'a> {
                 let slot = &mut self.buckets[usize::from(d)];
                 out.order[*slot as usize] = s as u32;
                 *slot += 1;
-            }
-        }
-        // Each bucket now ends where its distance's switches end.
-        out.levels.push(0);
-        for d in (1..=maxd).rev() {
-            let end = self.buckets[d];
-            if end > *out.levels.last().unwrap_or(&0) {
-                out.levels.push(end);
             }
         }
         true
@@ -848,26 +835,21 @@ pub(crate) fn place<P: Prefer + ?Sized>(
     }
     for &(lid, w, base) in lids {
         if w == 0 {
-            for (i, &s) in plan.order.iter().enumerate() {
-                let row = &mut *rows[s as usize];
-                if plan.quick {
-                    switch_lid_at(plan, i, lid, row, net, loads, sides);
-                } else {
-                    unweighted_at(plan, i, lid, base, row, net, loads, pref);
-                }
+            if plan.quick {
+                place_switch_lid(plan, lid, rows, net, loads, sides);
+            } else {
+                place_unweighted(plan, lid, base, rows, net, loads, pref);
             }
         }
     }
 }
 
+/// A switch's own LID alone on its switch (a quick plan, one hop per switch: for up/down
+/// rules the one with the fewest switch LIDs so far, chosen by the plan or, from a
+/// [`Hops::Deferred`] plan, here), counted per arc.
 /// Records the first CA traffic of `plan.t`'s LIDs that takes an escape hop (a switch
 /// of `plan.escaped` that CAs send from), for [`place`] and [`repair`] alike.
-pub(crate) fn note_escape_traffic(
-    plan: &Plan,
-    lids: &[(u16, u8, u16)],
-    net: &Net,
-    loads: &mut Loads,
-) {
+fn note_escape_traffic(plan: &Plan, lids: &[(u16, u8, u16)], net: &Net, loads: &mut Loads) {
     if loads.escape_traffic.is_some() {
         return;
     }
@@ -890,30 +872,29 @@ pub(crate) fn note_escape_traffic(
     }
 }
 
-/// A switch's own LID alone on its switch (a quick plan) at the `i`-th switch of
-/// `plan.order` (`row` is its LFT): one hop, for up/down rules the one with the fewest
-/// switch LIDs so far, chosen by the plan or, from a [`Hops::Deferred`] plan, here;
-/// counted per arc.
-#[inline]
-pub(crate) fn switch_lid_at(
+fn place_switch_lid(
     plan: &Plan,
-    i: usize,
     lid: u16,
-    row: &mut [u8],
+    rows: &mut [&mut [u8]],
     net: &Net,
     loads: &mut Loads,
     sides: Option<&Sides>,
 ) {
     let col = usize::from(lid);
-    let s = plan.order[i] as usize;
-    let best = if let (Some(d), Some(sides)) = (plan.deferred(), sides) {
-        least_used_hop(d, s, net, sides, &loads.swl).0
-    } else {
+    if let (Some(d), Some(sides)) = (plan.deferred(), sides) {
+        for &s in &plan.order {
+            let (best, _) = least_used_hop(d, s as usize, net, sides, &loads.swl);
+            loads.swl[best] += 1;
+            rows[s as usize][col] = net.aport[best];
+        }
+        return;
+    }
+    for (i, &s) in plan.order.iter().enumerate() {
         // The plan chose the least used hop already.
-        plan.eligible(i)[0] as usize
-    };
-    loads.swl[best] += 1;
-    row[col] = net.aport[best];
+        let best = plan.eligible(i)[0] as usize;
+        loads.swl[best] += 1;
+        rows[s as usize][col] = net.aport[best];
+    }
 }
 
 /// The hop switch `s` takes for a switch LID from a [`Hops::Deferred`] plan `d`: among the
@@ -1032,99 +1013,38 @@ impl Sides {
     }
 }
 
-/// A LID without CA traffic (a switch's own LID) at the `i`-th switch of `plan.order`
-/// (`row` is its LFT): spread LID counts only.
+/// A LID without CA traffic (a switch's own LID): spread LID counts only.
 #[allow(clippy::too_many_arguments)]
-#[inline]
-pub(crate) fn unweighted_at<P: Prefer + ?Sized>(
+fn place_unweighted<P: Prefer + ?Sized>(
     plan: &Plan,
-    i: usize,
     lid: u16,
     base: u16,
-    row: &mut [u8],
+    rows: &mut [&mut [u8]],
     net: &Net,
     loads: &mut Loads,
     pref: &P,
 ) {
     let col = usize::from(lid);
     let sibs = usize::from(lid - base);
-    let s = plan.order[i] as usize;
-    let el = plan.eligible(i);
-    let mut best = el[0];
-    if el.len() > 1 {
-        best = match pref.prefer(net, s, (lid, sibs), el, loads, row) {
-            Some(a) => a,
-            None if plan.count_switch_lids => {
-                // Round robin of its own (CA LIDs without flow have theirs): O(1),
-                // and the switch-LID destinations' least-used choices even it out.
-                let r = &mut loads.srr[s];
-                *r = r.wrapping_add(1);
-                el[*r as usize % el.len()]
-            }
-            None => pick_rr(net, el, &mut loads.rr[s], sibs, row, col),
-        };
-    }
-    loads.swl[best as usize] += 1;
-    row[col] = net.aport[best as usize];
-}
-
-/// How the flows of a chunk's LIDs move between switches while it is placed: what reaches
-/// a switch (taken once, when it decides) and what it passes on. One thread keeps them in
-/// [`Loads`]' buffer ([`LocalFlows`]); threads that place together keep one buffer each
-/// (`threads.rs`).
-pub(crate) trait Flows {
-    /// The flows reaching switch `s` for the chunk's first `fin.len()` LIDs (its own
-    /// sources included), into `fin`; the switch is left holding its own sources only.
-    fn take(&mut self, s: usize, fin: &mut [u32]);
-    /// Switch `x` receives `f` more of the chunk's `j`-th LID.
-    fn send(&mut self, x: usize, j: usize, f: u32);
-}
-
-/// [`Flows`] in one buffer: `flow[s * stride + j]`, holding each switch's own sources
-/// between chunks.
-struct LocalFlows<'f> {
-    flow: &'f mut [u32],
-    stride: usize,
-    nsrc: &'f [u32],
-}
-
-impl Flows for LocalFlows<'_> {
-    #[inline(always)]
-    fn take(&mut self, s: usize, fin: &mut [u32]) {
-        let own = self.nsrc[s];
-        let fs = s * self.stride;
-        for (f, b) in fin.iter_mut().zip(&mut self.flow[fs..]) {
-            *f = std::mem::replace(b, own);
+    for (i, &s) in plan.order.iter().enumerate() {
+        let s = s as usize;
+        let el = plan.eligible(i);
+        let mut best = el[0];
+        if el.len() > 1 {
+            best = match pref.prefer(net, s, (lid, sibs), el, loads, rows[s]) {
+                Some(a) => a,
+                None if plan.count_switch_lids => {
+                    // Round robin of its own (CA LIDs without flow have theirs): O(1),
+                    // and the switch-LID destinations' least-used choices even it out.
+                    let r = &mut loads.srr[s];
+                    *r = r.wrapping_add(1);
+                    el[*r as usize % el.len()]
+                }
+                None => pick_rr(net, el, &mut loads.rr[s], sibs, rows[s], col),
+            };
         }
-    }
-
-    #[inline(always)]
-    fn send(&mut self, x: usize, j: usize, f: u32) {
-        self.flow[x * self.stride + j] += f;
-    }
-}
-
-/// What every switch needs of a chunk of CA LIDs of one destination.
-pub(crate) struct Chunk<'c> {
-    /// `(LID, base LID)` of each.
-    pub lids: &'c [(u16, u16)],
-    /// Their LFT columns.
-    pub cols: [usize; CHUNK],
-    /// Whether some LID of the chunk has LMC siblings placed before it.
-    pub any_sibs: bool,
-}
-
-impl<'c> Chunk<'c> {
-    pub(crate) fn new(lids: &'c [(u16, u16)]) -> Self {
-        let mut cols = [0usize; CHUNK];
-        for (c, &(lid, _)) in cols.iter_mut().zip(lids) {
-            *c = usize::from(lid);
-        }
-        Chunk {
-            lids,
-            cols,
-            any_sibs: lids.iter().any(|&(lid, base)| lid != base),
-        }
+        loads.swl[best as usize] += 1;
+        rows[s][col] = net.aport[best as usize];
     }
 }
 
@@ -1137,176 +1057,144 @@ fn place_chunk<P: Prefer + ?Sized>(
     loads: &mut Loads,
     pref: &P,
 ) {
+    let stride = loads.stride;
     let k = chunk.len();
-    let ch = Chunk::new(chunk);
-    let mut flow = std::mem::take(&mut loads.flow);
-    let mut flows = LocalFlows {
-        flow: &mut flow,
-        stride: loads.stride,
-        nsrc: &net.nsrc,
-    };
-    let mut fin = [0u32; CHUNK];
+    let use_pref = pref.active();
+    let mut cols = [0usize; CHUNK];
+    for (c, &(lid, _)) in cols.iter_mut().zip(chunk) {
+        *c = usize::from(lid);
+    }
+    let cols = &cols[..k];
+    // Whether some LID of the chunk has LMC siblings placed before it.
+    let any_sibs = chunk.iter().any(|&(lid, base)| lid != base);
+    let (aport, adst, nsrc) = (&net.aport[..], &net.adst[..], &net.nsrc[..]);
     for (i, &s) in plan.order.iter().enumerate() {
         let s = s as usize;
-        flows.take(s, &mut fin[..k]);
-        place_at(
-            plan,
-            i,
-            &ch,
-            &fin[..k],
-            rows[s],
-            net,
-            loads,
-            pref,
-            &mut flows,
-        );
-    }
-    // The destination switch received flow from its neighbours; reset it.
-    let stride = loads.stride;
-    flow[plan.t * stride..plan.t * stride + k].fill(net.nsrc[plan.t]);
-    loads.flow = flow;
-}
-
-/// Places the LIDs of `ch` at the `i`-th switch of `plan.order` (`row` is its LFT), which
-/// the flows `fin` reach: the switch's choice depends only on its own arcs' loads, its own
-/// earlier choices and those flows. What it passes on goes to `flows`.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(crate) fn place_at<P: Prefer + ?Sized, F: Flows>(
-    plan: &Plan,
-    i: usize,
-    ch: &Chunk<'_>,
-    fin: &[u32],
-    row: &mut [u8],
-    net: &Net,
-    loads: &mut Loads,
-    pref: &P,
-    flows: &mut F,
-) {
-    let s = plan.order[i] as usize;
-    let chunk = ch.lids;
-    let cols = &ch.cols[..chunk.len()];
-    let use_pref = pref.active();
-    let (aport, adst) = (&net.aport[..], &net.adst[..]);
-    let el = plan.eligible(i);
-    if el.len() == 1 {
-        let a = el[0] as usize;
-        let (port, x) = (aport[a], adst[a] as usize);
-        // Base LIDs' flow and the siblings'.
-        let (mut tb, mut ts) = (0u64, 0u64);
-        for (j, (&col, &(lid, base))) in cols.iter().zip(chunk).enumerate() {
-            let f = fin[j];
-            row[col] = port;
-            flows.send(x, j, f);
-            if lid == base {
-                tb += u64::from(f);
-            } else {
-                ts += u64::from(f);
+        let el = plan.eligible(i);
+        let own = nsrc[s];
+        let fs = s * stride;
+        let row = &mut *rows[s];
+        if el.len() == 1 {
+            let a = el[0] as usize;
+            let (port, x) = (aport[a], adst[a] as usize * stride);
+            // Base LIDs' flow and the siblings'.
+            let (mut tb, mut ts) = (0u64, 0u64);
+            for (j, (&col, &(lid, base))) in cols.iter().zip(chunk).enumerate() {
+                let f = std::mem::replace(&mut loads.flow[fs + j], own);
+                row[col] = port;
+                loads.flow[x + j] += f;
+                if lid == base {
+                    tb += u64::from(f);
+                } else {
+                    ts += u64::from(f);
+                }
             }
+            if tb > 0 {
+                loads.add(a, tb, 0);
+            }
+            if ts > 0 {
+                loads.add(a, ts, 1);
+            }
+            continue;
         }
-        if tb > 0 {
-            loads.add(a, tb, 0);
-        }
-        if ts > 0 {
-            loads.add(a, ts, 1);
-        }
-        return;
-    }
-    let (lo, hi) = (el[0] as usize, el[el.len() - 1] as usize + 1);
-    if !use_pref && !ch.any_sibs && hi - lo == el.len() {
-        // The hot path (fat trees: all up ports): least loaded arc of a contiguous
-        // run, first one on ties. When the run's loads are all equal and every LID
-        // that brings traffic brings the same amount (a leaf of a balanced tree), the
-        // greedy choice is plain rotation through the run: no scan needed.
-        let common = fin.iter().copied().find(|&f| f > 0).unwrap_or(0);
-        let level = loads.light[lo];
-        if shortcuts()
-            && fin.iter().all(|&f| f == 0 || f == common)
-            && loads.light[lo..hi].iter().all(|&l| l == level)
-        {
-            let mut next = lo;
+        let (lo, hi) = (el[0] as usize, el[el.len() - 1] as usize + 1);
+        if !use_pref && !any_sibs && hi - lo == el.len() {
+            // The hot path (fat trees: all up ports): least loaded arc of a contiguous
+            // run, first one on ties. When the run's loads are all equal and every LID
+            // that brings traffic brings the same amount (a leaf of a balanced tree), the
+            // greedy choice is plain rotation through the run: no scan needed.
+            let flows = &loads.flow[fs..fs + k];
+            let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
+            let level = loads.light[lo];
+            if shortcuts()
+                && flows.iter().all(|&f| f == 0 || f == common)
+                && loads.light[lo..hi].iter().all(|&l| l == level)
+            {
+                let mut next = lo;
+                for (j, &col) in cols.iter().enumerate() {
+                    let f = std::mem::replace(&mut loads.flow[fs + j], own);
+                    let arc = if f == 0 {
+                        pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
+                    } else {
+                        let a = next;
+                        next = if next + 1 == hi { lo } else { next + 1 };
+                        loads.add(a, u64::from(f), 0);
+                        loads.flow[adst[a] as usize * stride + j] += f;
+                        a
+                    };
+                    row[col] = aport[arc];
+                }
+                continue;
+            }
             for (j, &col) in cols.iter().enumerate() {
-                let f = fin[j];
+                let f = std::mem::replace(&mut loads.flow[fs + j], own);
                 let arc = if f == 0 {
                     pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
                 } else {
-                    let a = next;
-                    next = if next + 1 == hi { lo } else { next + 1 };
+                    let a = loads.min_run(lo, hi);
                     loads.add(a, u64::from(f), 0);
-                    flows.send(adst[a] as usize, j, f);
+                    loads.flow[adst[a] as usize * stride + j] += f;
                     a
                 };
                 row[col] = aport[arc];
             }
-            return;
+            continue;
         }
-        for (j, &col) in cols.iter().enumerate() {
-            let f = fin[j];
-            let arc = if f == 0 {
-                pick_rr(net, el, &mut loads.rr[s], 0, row, col) as usize
+        let run = hi - lo == el.len();
+        if !use_pref
+            && run
+            && el.len() <= 64
+            && shortcuts()
+            && sibs_rotation(s, (lo, hi), chunk, cols, row, net, el, loads)
+        {
+            continue;
+        }
+        let mut wants = [NONE; CHUNK];
+        let batch = use_pref && pref.prefer_chunk(net, s, chunk, el, &mut wants[..k]);
+        for (j, &(lid, base)) in chunk.iter().enumerate() {
+            let col = cols[j];
+            let sibs = usize::from(lid - base);
+            let f = std::mem::replace(&mut loads.flow[fs + j], own);
+            let wanted = if batch {
+                Some(wants[j]).filter(|&a| a != NONE)
+            } else if use_pref {
+                pref.prefer(net, s, (lid, sibs), el, loads, row)
             } else {
-                let a = loads.min_run(lo, hi);
-                loads.add(a, u64::from(f), 0);
-                flows.send(adst[a] as usize, j, f);
-                a
+                None
+            };
+            let arc = if let Some(a) = wanted {
+                a as usize
+            } else if f == 0 {
+                // No CA traffic passes here for this LID: only LID counts matter.
+                pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
+            } else if sibs == 0 && run {
+                loads.min_run(lo, hi)
+            } else {
+                // Least loaded, avoiding ports taken by this LID's LMC siblings.
+                let mut best = NONE as usize;
+                let mut bkey = (true, u64::MAX);
+                for &a in el {
+                    let clash = sibs > 0 && {
+                        let port = aport[a as usize];
+                        (1..=sibs).any(|q| row[col - q] == port)
+                    };
+                    let key = (clash, loads.key(sibs, a as usize));
+                    if key < bkey {
+                        bkey = key;
+                        best = a as usize;
+                    }
+                }
+                best
             };
             row[col] = aport[arc];
-        }
-        return;
-    }
-    let run = hi - lo == el.len();
-    if !use_pref
-        && run
-        && el.len() <= 64
-        && shortcuts()
-        && sibs_rotation(s, (lo, hi), ch, fin, row, net, el, loads, flows)
-    {
-        return;
-    }
-    let k = chunk.len();
-    let mut wants = [NONE; CHUNK];
-    let batch = use_pref && pref.prefer_chunk(net, s, chunk, el, &mut wants[..k]);
-    for (j, &(lid, base)) in chunk.iter().enumerate() {
-        let col = cols[j];
-        let sibs = usize::from(lid - base);
-        let f = fin[j];
-        let wanted = if batch {
-            Some(wants[j]).filter(|&a| a != NONE)
-        } else if use_pref {
-            pref.prefer(net, s, (lid, sibs), el, loads, row)
-        } else {
-            None
-        };
-        let arc = if let Some(a) = wanted {
-            a as usize
-        } else if f == 0 {
-            // No CA traffic passes here for this LID: only LID counts matter.
-            pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
-        } else if sibs == 0 && run {
-            loads.min_run(lo, hi)
-        } else {
-            // Least loaded, avoiding ports taken by this LID's LMC siblings.
-            let mut best = NONE as usize;
-            let mut bkey = (true, u64::MAX);
-            for &a in el {
-                let clash = sibs > 0 && {
-                    let port = aport[a as usize];
-                    (1..=sibs).any(|q| row[col - q] == port)
-                };
-                let key = (clash, loads.key(sibs, a as usize));
-                if key < bkey {
-                    bkey = key;
-                    best = a as usize;
-                }
+            if f > 0 {
+                loads.add(arc, u64::from(f), sibs);
+                loads.flow[adst[arc] as usize * stride + j] += f;
             }
-            best
-        };
-        row[col] = aport[arc];
-        if f > 0 {
-            loads.add(arc, u64::from(f), sibs);
-            flows.send(adst[arc] as usize, j, f);
         }
     }
+    // The destination switch received flow from its neighbours; reset it.
+    loads.flow[plan.t * stride..plan.t * stride + k].fill(nsrc[plan.t]);
 }
 
 /// The least-loaded choice with LMC siblings, without scanning, where it is predictable:
@@ -1317,31 +1205,33 @@ pub(crate) fn place_at<P: Prefer + ?Sized, F: Flows>(
 /// per kind of load, and the greedy choice of the scan (no sibling's port first, then the
 /// lowest load, then the lowest arc) is the lowest bit of the lowest level that is not all
 /// siblings' ports. Should an arc climb past the [`LEVELS`] tracked, the rest of the
-/// chunk is scanned as [`place_at`] does. Returns false (nothing done) when the
+/// chunk is scanned as [`place_chunk`] does. Returns false (nothing done) when the
 /// conditions do not hold. Same tables as the scan, byte for byte.
 #[allow(clippy::too_many_arguments)]
-fn sibs_rotation<F: Flows>(
+fn sibs_rotation(
     s: usize,
     (lo, hi): (usize, usize),
-    ch: &Chunk<'_>,
-    fin: &[u32],
+    chunk: &[(u16, u16)],
+    cols: &[usize],
     row: &mut [u8],
     net: &Net,
     el: &[u32],
     loads: &mut Loads,
-    flows: &mut F,
 ) -> bool {
-    let chunk = ch.lids;
-    let cols = &ch.cols[..chunk.len()];
+    let stride = loads.stride;
+    let k = chunk.len();
+    let fs = s * stride;
     let n = hi - lo;
-    let common = fin.iter().copied().find(|&f| f > 0).unwrap_or(0);
+    let flows = &loads.flow[fs..fs + k];
+    let common = flows.iter().copied().find(|&f| f > 0).unwrap_or(0);
     let (light, load) = (&loads.light[lo..hi], &loads.load[lo..hi]);
-    if !fin.iter().all(|&f| f == 0 || f == common)
+    if !flows.iter().all(|&f| f == 0 || f == common)
         || !light.iter().all(|&l| l == light[0])
         || !load.iter().all(|&l| l == load[0])
     {
         return false;
     }
+    let own = net.nsrc[s];
     let (aport, adst) = (&net.aport[..], &net.adst[..]);
     let full = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
     let ports =
@@ -1353,7 +1243,7 @@ fn sibs_rotation<F: Flows>(
     let mut exact = true;
     for (j, (&(lid, base), &col)) in chunk.iter().zip(cols).enumerate() {
         let sibs = usize::from(lid - base);
-        let f = fin[j];
+        let f = std::mem::replace(&mut loads.flow[fs + j], own);
         let arc = if f == 0 {
             pick_rr(net, el, &mut loads.rr[s], sibs, row, col) as usize
         } else if exact {
@@ -1398,7 +1288,7 @@ fn sibs_rotation<F: Flows>(
         row[col] = aport[arc];
         if f > 0 {
             loads.add(arc, u64::from(f), sibs);
-            flows.send(adst[arc] as usize, j, f);
+            loads.flow[adst[arc] as usize * stride + j] += f;
         }
     }
     true
