@@ -95,6 +95,15 @@ impl HealthState {
 }
 
 impl HealthState {
+    /// Whether discovery leaves out what lies behind port `port` of `node` of `subnet`:
+    /// a port that stopped answering.
+    pub(super) fn skips(&self, subnet: &Subnet, node: NodeIx, port: u8) -> bool {
+        let key = PortKey::new(subnet.nodes[node].info.node_guid, port);
+        self.policy
+            .get(key)
+            .is_some_and(|u| matches!(u.reason, Reason::NoAnswer { .. }))
+    }
+
     pub(super) fn new(cfg: crate::health::HealthConfig) -> Self {
         Self {
             policy: Health::new(cfg),
@@ -105,7 +114,7 @@ impl HealthState {
 
 impl SubnetManager {
     fn port_key(&self, n: NodeIx, p: u8) -> PortKey {
-        PortKey::new(self.subnet.nodes[n].info.node_guid, p)
+        PortKey::new(self.model().nodes[n].info.node_guid, p)
     }
 
     /// Whether `key`'s cable is left out of routing and discovery decisions: an
@@ -120,7 +129,7 @@ impl SubnetManager {
         if self.health.linked.is_empty() || self.cfg.health.flap_count == 0 {
             return;
         }
-        for key in self.health.downs(&self.subnet) {
+        for key in self.health.downs(self.model()) {
             tracing::debug!(port = %key, "link went down since the last sweep");
             self.health.policy.link_down(key, now);
         }
@@ -132,7 +141,7 @@ impl SubnetManager {
     /// checks are on) are what the next sweep and traps are compared with.
     pub(super) fn health_after_sweep(&mut self, now: Instant, cabling: Option<Cabling>) {
         let lost = std::mem::take(&mut self.health.lost);
-        let lost = if self.health.lost_sweep == self.latches.sweeps() {
+        let lost = if self.health.lost_sweep == self.latches().sweep() {
             lost
         } else {
             BTreeSet::new()
@@ -151,22 +160,12 @@ impl SubnetManager {
         if m.port == 0 || m.node == 0 {
             return;
         }
-        let sweep = self.latches.sweeps();
+        let sweep = self.latches().sweep();
         if self.health.lost_sweep != sweep {
             self.health.lost.clear();
             self.health.lost_sweep = sweep;
         }
         self.health.lost.insert(PortKey::new(m.node, m.port));
-    }
-
-    /// Whether discovery should not explore out of `port` of `node`: it stopped
-    /// answering, and is not asked again until it is taken back.
-    pub(super) fn health_skips(&self, node: NodeIx, port: u8) -> bool {
-        let key = self.port_key(node, port);
-        self.health
-            .policy
-            .get(key)
-            .is_some_and(|u| matches!(u.reason, Reason::NoAnswer { .. }))
     }
 
     /// A trap: counted against its issuer port. `true` when the port is silenced (a
@@ -183,7 +182,7 @@ impl SubnetManager {
     /// The port a trap is about.
     fn trap_port(&self, notice: &Notice) -> Option<PortKey> {
         let guid = self.lids.guid_of(notice.issuer_lid)?;
-        if self.subnet.by_guid.contains_key(&guid) {
+        if self.model().by_guid.contains_key(&guid) {
             let port = notice.details::<Trap129Details>().map_or(0, |d| d.port_num);
             return Some(PortKey::new(guid, port));
         }
@@ -283,10 +282,10 @@ impl SubnetManager {
             if self.excluded(cause) {
                 continue;
             }
-            let Some(&n) = self.subnet.by_guid.get(&target.node) else {
+            let Some(&n) = self.model().by_guid.get(&target.node) else {
                 continue;
             };
-            let phys = self.subnet.nodes[n]
+            let phys = self.model().nodes[n]
                 .ports
                 .get(usize::from(target.port))
                 .and_then(|r| r.info)
@@ -311,23 +310,23 @@ impl SubnetManager {
     /// The end of `key`'s cable to disable: the one nearer the SM (its Set need not
     /// cross the bad link), not already disabled; none for the SM's own link.
     fn disable_end(&self, key: PortKey) -> Option<(NodeIx, u8)> {
-        let &n = self.subnet.by_guid.get(&key.node)?;
+        let &n = self.model().by_guid.get(&key.node)?;
         let here = (n, key.port);
-        let ends = match self.subnet.nodes[n].ports.get(usize::from(key.port))?.peer {
+        let ends = match self.model().nodes[n].ports.get(usize::from(key.port))?.peer {
             Some(far) => vec![here, far],
             None => vec![here],
         };
         // The SM's own port's cable: disabling either end cuts the SM off.
         let own = |(n, _): (NodeIx, u8)| {
-            let node = &self.subnet.nodes[n];
+            let node = &self.model().nodes[n];
             !node.is_switch() && node.path.is_local()
         };
         if ends.iter().any(|&e| own(e)) {
             return None;
         }
-        let hops = |(n, p): (NodeIx, u8)| self.subnet.nodes[n].path_for(p).hops();
+        let hops = |(n, p): (NodeIx, u8)| self.model().nodes[n].path_for(p).hops();
         let end = ends.into_iter().min_by_key(|&e| hops(e))?;
-        let info = self.subnet.nodes[end.0]
+        let info = self.model().nodes[end.0]
             .ports
             .get(usize::from(end.1))?
             .info?;
@@ -337,7 +336,7 @@ impl SubnetManager {
     /// A PortInfo Set that changes only the physical state (and, to disable, the
     /// logical state to Down, as OpenSM's `disable_port`).
     fn submit_phys_state(&mut self, n: NodeIx, p: u8, phys: PhysPortState) {
-        let Some(mut want) = self.subnet.nodes[n]
+        let Some(mut want) = self.model().nodes[n]
             .ports
             .get(usize::from(p))
             .and_then(|r| r.info)
@@ -353,7 +352,7 @@ impl SubnetManager {
         want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
         want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
         want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
-        let node = &self.subnet.nodes[n];
+        let node = &self.model().nodes[n];
         let guid = node.key_guid(p);
         if let Some(k) = crate::mkey::key_for(self.cfg.m_key, guid) {
             want.m_key = k;
@@ -365,6 +364,7 @@ impl SubnetManager {
             sm_supports_extended_speeds: node.ports[usize::from(p)].ext_speeds,
         };
         self.sweep.count(|s| s.port_sets += 1);
-        self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+        self.smps
+            .submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
     }
 }

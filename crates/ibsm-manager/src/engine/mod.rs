@@ -80,6 +80,13 @@ struct Outbox {
     events: VecDeque<SmEvent>,
 }
 
+impl Outbox {
+    /// An event for the host.
+    fn event(&mut self, ev: SmEvent) {
+        self.events.push_back(ev);
+    }
+}
+
 /// The SM engine. Sans-IO: it never reads a clock, sleeps or touches a device.
 pub struct SubnetManager {
     cfg: SmConfig,
@@ -88,12 +95,10 @@ pub struct SubnetManager {
     smps: ops::SmpQueue,
     /// The sweep running (its data lives and dies with it).
     sweep: sweep::Sweep,
-    /// What the running or last heavy sweep found.
-    subnet: Arc<Subnet>,
-    /// The discovery rules (ibsm-query's) walking `subnet` in a heavy sweep.
-    walk: ibsm_query::discover::Walk,
-    /// The running or last heavy sweep's PortStateChange latches.
-    latches: discovery::Latches,
+    /// What the last heavy sweep found (its model, walk and latches), as it stood when
+    /// that sweep ended: what [`Self::subnet`] shows. A heavy sweep builds its own
+    /// inside [`sweep::Sweep::Heavy`] and hands it over when it ends.
+    last: discovery::Discovery,
     keys: keys::Keys,
     lids: assign::Lids,
     /// Incomplete heavy sweeps in a row (re-sweeps, `resweep.rs`).
@@ -120,7 +125,7 @@ impl std::fmt::Debug for SubnetManager {
         f.debug_struct("SubnetManager")
             .field("election", &self.smi.election.state())
             .field("phase", &self.sweep.phase())
-            .field("nodes", &self.subnet.nodes.len())
+            .field("nodes", &self.sweep.found(&self.last).subnet.nodes.len())
             .field("role", &self.smi.role)
             .finish_non_exhaustive()
     }
@@ -152,9 +157,7 @@ impl SubnetManager {
         Ok(Self {
             smps,
             sweep: sweep::Sweep::default(),
-            subnet: Arc::default(),
-            walk: ibsm_query::discover::Walk::default(),
-            latches: discovery::Latches::default(),
+            last: discovery::Discovery::default(),
             keys: keys::Keys::default(),
             lids: assign::Lids::new(store, local.lid),
             resweeps: resweep::Resweeps::default(),
@@ -207,7 +210,7 @@ impl SubnetManager {
     /// ends.
     #[must_use]
     pub fn subnet(&self) -> &Subnet {
-        self.sweep.before().unwrap_or(&self.subnet)
+        &self.last.subnet
     }
 
     /// The fabric model of the last configured sweep (shared `ibsm-topology` type).
@@ -356,7 +359,7 @@ impl SubnetManager {
         let _in_phase = span.enter();
         self.smps.tx.handle_timeout(now);
         self.election_timeout(now);
-        self.admin_timeout(now);
+        self.admin.handle_timeout(now);
         if self.timers.due(Timer::Rebalance, now) {
             self.timers.clear(Timer::Rebalance);
             self.rebalance_due(now);
@@ -406,7 +409,7 @@ impl SubnetManager {
         self.timers.set(Timer::Transactions, tx);
         let election = self.smi.election.poll_timeout();
         self.timers.set(Timer::Election, election);
-        let admin = self.admin_deadline();
+        let admin = self.admin.poll_timeout();
         self.timers.set(Timer::Admin, admin);
         let perf = self.perf_deadline();
         self.timers.set(Timer::PerfMgr, perf);
@@ -415,6 +418,18 @@ impl SubnetManager {
     }
 
     fn event(&mut self, ev: SmEvent) {
-        self.out.events.push_back(ev);
+        self.out.event(ev);
+    }
+}
+
+impl SubnetManager {
+    /// The model SMPs name nodes of: the running heavy sweep's, else the last one's.
+    fn model(&self) -> &Arc<Subnet> {
+        &self.sweep.found(&self.last).subnet
+    }
+
+    /// The latches of the running or last heavy sweep.
+    fn latches(&self) -> &discovery::Latches {
+        &self.sweep.found(&self.last).latches
     }
 }

@@ -64,15 +64,15 @@ impl SubnetManager {
         }
         self.partitions.warnings.clone_from(&plan.warnings);
         let sweep = &self.sweep;
-        let sets = blocks_to_write(&plan, &self.subnet, |guid| sweep.is_locked(guid));
+        let sets = blocks_to_write(&plan, self.model(), |guid| sweep.is_locked(guid));
         for (node, port, block, data) in sets {
-            let sw = self.subnet.nodes[node].is_switch();
+            let sw = self.model().nodes[node].is_switch();
             let m = PKeyMod {
                 block,
                 port: if sw { u16::from(port) } else { 0 },
             };
             self.sweep.count(|s| s.pkey_blocks += 1);
-            self.submit(
+            self.smps.submit(
                 Op::SetPKeyTable { node, port, block },
                 m.encode(),
                 Some(data),

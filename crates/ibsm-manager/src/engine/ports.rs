@@ -34,7 +34,7 @@ impl SubnetManager {
     /// written, and it saves one SMP per port. Activation waits for every LFT block.
     /// Returns the ports it looked at (the measure of its work, `program.rs`).
     pub(super) fn program_node_ports(&mut self, n: NodeIx, plan: &mut Plan) -> usize {
-        let node = &self.subnet.nodes[n];
+        let node = &self.model().nodes[n];
         let ports: Vec<u8> = if node.is_switch() {
             (0..=node.info.num_ports).collect()
         } else {
@@ -48,7 +48,7 @@ impl SubnetManager {
                 continue;
             };
             plan.0.insert((n, p), want);
-            let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+            let rec = &self.model().nodes[n].ports[usize::from(p)];
             let Some(cur) = rec.info.as_ref() else {
                 continue;
             };
@@ -66,7 +66,7 @@ impl SubnetManager {
     }
 
     fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {
-        let node = &self.subnet.nodes[n];
+        let node = &self.model().nodes[n];
         let rec = node.ports.get(usize::from(p))?;
         let cur = rec.info?;
         let guid = if node.is_switch() {
@@ -107,11 +107,11 @@ impl SubnetManager {
                 .contains(ibsm_wire::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED);
             want.client_reregister = self.cfg.client_reregister
                 && supported
-                && (cur.lid != lid || self.first_master_sweep());
+                && (cur.lid != lid || self.admin.first_master_sweep());
         }
         if p != 0 {
             if let Some((pn, pp)) = rec.peer {
-                let peer_rec = self.subnet.nodes[pn].ports.get(usize::from(pp));
+                let peer_rec = self.model().nodes[pn].ports.get(usize::from(pp));
                 if let Some(peer) = peer_rec.and_then(|r| r.info) {
                     want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
                     want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
@@ -133,7 +133,7 @@ impl SubnetManager {
         self.sweep.count(|s| s.port_sets += 1);
         // Bit 31 where the Get had it: the port then takes the LinkSpeedExtEnabled it
         // is sent and answers with its extended speeds, which the model keeps.
-        let ext = self.subnet.nodes[n]
+        let ext = self.model().nodes[n]
             .ports
             .get(usize::from(p))
             .is_some_and(|r| r.ext_speeds);
@@ -141,13 +141,14 @@ impl SubnetManager {
             port: p,
             sm_supports_extended_speeds: ext,
         };
-        self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+        self.smps
+            .submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
     }
 
     /// Activates port `p` of node `n` if it is linked and Armed (the LFTs are all
     /// written by now); `want` is what the plan gave it. Whether a Set was queued.
     pub(super) fn activate_port(&mut self, n: NodeIx, p: u8, want: &PortInfo) -> bool {
-        let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+        let rec = &self.model().nodes[n].ports[usize::from(p)];
         let armed = p != 0
             && rec.peer.is_some()
             && rec.info.is_some_and(|i| i.port_state == PortState::Armed);
@@ -165,8 +166,10 @@ impl SubnetManager {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
-        self.note_port_key(node, port, &pi);
-        if let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
+        let found = self.sweep.found_mut(&mut self.last);
+        self.keys
+            .note_port_key(&self.cfg, &found.subnet, node, port, &pi);
+        if let Some(p) = Arc::make_mut(&mut found.subnet).nodes[node]
             .ports
             .get_mut(usize::from(port))
         {

@@ -21,6 +21,7 @@ use super::SubnetManager;
 use super::ports::Plan;
 use super::routing::Computed;
 use super::sweep::Stage;
+use super::switches::SwitchCtx;
 use super::timers::Timer;
 use crate::model::NodeIx;
 
@@ -67,7 +68,7 @@ impl SubnetManager {
         let p = Programming {
             computed,
             max_lid: self.lids.max_lid(),
-            tops: self.mft_tops(),
+            tops: self.admin.mft_tops(),
             step: Step::Switches(0),
             plan: Plan::default(),
         };
@@ -114,9 +115,22 @@ impl SubnetManager {
             match p.step {
                 Step::Switches(s) if s < p.computed.csr.switch_count() => {
                     let (csr, routes) = (&p.computed.csr, &p.computed.routes);
-                    done += self
-                        .program_switch(s, csr, routes, p.max_lid, &p.tops)
-                        .max(1);
+                    let ctx = SwitchCtx {
+                        cfg: &self.cfg,
+                        sweep: &self.sweep,
+                        last: &self.last,
+                        lids: &self.lids,
+                        max_lid: p.max_lid,
+                        tops: &p.tops,
+                    };
+                    let w = self
+                        .mirror
+                        .program_switch(&ctx, &mut self.smps, s, csr, routes);
+                    self.sweep.count(|st| {
+                        st.lft_entries += w.lft_entries;
+                        st.lft_blocks += w.lft_blocks;
+                    });
+                    done += w.units.max(1);
                     p.step = Step::Switches(s + 1);
                 }
                 Step::Switches(_) => p.step = Step::PKeys,
@@ -125,10 +139,10 @@ impl SubnetManager {
                     // enforcement on.
                     let plan = p.computed.pkeys.take();
                     self.program_pkeys(plan);
-                    done += self.subnet.nodes.len();
+                    done += self.model().nodes.len();
                     p.step = Step::Ports(0);
                 }
-                Step::Ports(n) if n < self.subnet.nodes.len() => {
+                Step::Ports(n) if n < self.model().nodes.len() => {
                     done += self.program_node_ports(n, &mut p.plan).max(1);
                     p.step = Step::Ports(n + 1);
                 }

@@ -99,9 +99,9 @@ impl SubnetManager {
 
     /// What a lost `op` leaves missing: the attribute, and the node or port it was for.
     fn missing(&self, op: Op) -> Option<Missing> {
-        let node_guid = |n: usize| self.subnet.nodes.get(n).map_or(0, |r| r.info.node_guid);
+        let node_guid = |n: usize| self.model().nodes.get(n).map_or(0, |r| r.info.node_guid);
         let path_of = |n: usize, p: u8| {
-            self.subnet
+            self.model()
                 .nodes
                 .get(n)
                 .map_or_else(DrPath::local, |r| r.path_for(p))

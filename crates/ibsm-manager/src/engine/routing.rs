@@ -178,7 +178,7 @@ impl SubnetManager {
                 .with_allow_unreachable(true),
         );
         RouteInput {
-            subnet: Arc::clone(&self.subnet),
+            subnet: Arc::clone(self.model()),
             lids: self.lids.assigned.clone(),
             cut: self.health_cut(),
             engines: self.cfg.routing.clone(),

@@ -9,7 +9,6 @@ use ibsm_wire::{DrPath, DrSmpView, LidSmpView, MadHeaderView, MgmtClass, SmState
 use super::{Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::{Role, SmEvent};
-use crate::model::NodeIx;
 
 /// The election and the role it gave this SM.
 #[derive(Debug)]
@@ -80,7 +79,7 @@ impl SubnetManager {
             let _ = self.smi.election.handle_response(now, &rx.mad);
         } else {
             let key = presented_key(&rx.mad, header.mgmt_class());
-            let ours = self.key_for_port(self.local.port_guid);
+            let ours = super::keys::key_for_port(&self.cfg, self.local.port_guid);
             let (addr, guid) = self.requester_of(rx);
             let requester = Requester {
                 m_key_authenticated: ours == 0 || key == ours,
@@ -132,26 +131,19 @@ impl SubnetManager {
         let Ok(path) = DrPath::from_ports(&ports) else {
             return (None, None);
         };
-        let guid = self.port_at_path(&path).map(|(node, port)| {
-            let rec = &self.subnet.nodes[node];
-            if rec.is_switch() {
-                rec.info.node_guid
-            } else {
-                rec.ports[usize::from(port)].guid
-            }
-        });
+        let guid = self
+            .sweep
+            .found(&self.last)
+            .port_at_path(&path)
+            .map(|(node, port)| {
+                let rec = &self.model().nodes[node];
+                if rec.is_switch() {
+                    rec.info.node_guid
+                } else {
+                    rec.ports[usize::from(port)].guid
+                }
+            });
         (Some(SmAddr::Directed(path)), guid)
-    }
-
-    /// The node and port a directed route from this SM ends at, walked along the
-    /// cables of the current model (`None` where it leaves what the model knows).
-    pub(super) fn port_at_path(&self, path: &DrPath) -> Option<(NodeIx, u8)> {
-        let mut at = self.subnet.nodes.iter().position(|n| n.path.is_local())?;
-        let mut port = self.subnet.nodes[at].info.local_port_num;
-        for &out in path.ports() {
-            (at, port) = self.subnet.nodes[at].ports.get(usize::from(out))?.peer?;
-        }
-        Some((at, port))
     }
 
     /// Sends what the election wants sent and acts on what it decided.
@@ -175,7 +167,7 @@ impl SubnetManager {
                         role: self.smi.role,
                     });
                     if to == SmState::Master {
-                        self.sa_lost_clients();
+                        self.admin.lose_clients();
                     }
                     if to == SmState::Master && self.sweep.is_idle() {
                         // Taking over (handover or a lost master): configure now, keeping

@@ -14,11 +14,11 @@
 //! (`again`, `heavy_next`) and honoured when it ends.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use ibsm_transport::Instant;
 use ibsm_wire::{SmState, SwitchInfo};
 
+use super::discovery::Discovery;
 use super::ops::Op;
 use super::ports::Plan;
 use super::program::Activation;
@@ -28,7 +28,7 @@ use super::timers::Timer;
 use super::{SubnetManager, keys};
 use crate::error::SmError;
 use crate::event::{Phase, Role, SmEvent, SweepStats};
-use crate::model::{NodeIx, Subnet};
+use crate::model::NodeIx;
 
 /// The sweep the engine is in.
 #[derive(Debug)]
@@ -142,10 +142,11 @@ fn stage_span(stage: Phase, heavy: bool) -> tracing::Span {
 pub(super) struct HeavySweep {
     pub(super) stage: Stage,
     progress: Progress,
-    /// The model of the heavy sweep before this one: what [`SubnetManager::subnet`]
-    /// shows while this one builds its own, and which nodes were known (NodeAdded /
-    /// NodeRemoved, and which switches' tables are known).
-    pub(super) before: Arc<Subnet>,
+    /// What this sweep discovers: a fresh model, walk and latches, handed to the
+    /// engine (its `last`) when the sweep ends. The last one's model stays what
+    /// [`SubnetManager::subnet`] shows meanwhile, and says which nodes were known
+    /// (NodeAdded / NodeRemoved, and which switches' tables are known).
+    found: Discovery,
     /// Ports (switches: node GUIDs) that ignored our M_Key in this sweep: not
     /// configured.
     locked: HashSet<u64>,
@@ -322,20 +323,45 @@ impl Sweep {
         }
     }
 
-    /// The model of the heavy sweep before the running one (`None` outside a heavy
-    /// sweep).
-    pub(super) fn before(&self) -> Option<&Subnet> {
-        self.heavy().map(|h| &*h.before)
+    /// The discovery SMPs name nodes of: the running heavy sweep's, else `last` (the
+    /// last heavy sweep's, which the engine keeps).
+    pub(super) fn found<'a>(&'a self, last: &'a Discovery) -> &'a Discovery {
+        match self {
+            Sweep::Heavy(h) => &h.found,
+            _ => last,
+        }
     }
 
-    /// The nodes the sweep before knew that `found` (this sweep's discovery) has not,
-    /// by GUID in order (none outside a heavy sweep).
-    pub(super) fn gone(&self, found: &Subnet) -> Vec<u64> {
-        let mut gone: Vec<u64> = self
-            .before()
-            .into_iter()
-            .flat_map(|b| b.by_guid.keys())
-            .filter(|g| !found.by_guid.contains_key(g))
+    /// [`Self::found`], to change.
+    pub(super) fn found_mut<'a>(&'a mut self, last: &'a mut Discovery) -> &'a mut Discovery {
+        match self {
+            Sweep::Heavy(h) => &mut h.found,
+            _ => last,
+        }
+    }
+
+    /// Ends the sweep for `next`: a heavy sweep's discovery becomes `last` (however
+    /// the sweep ends). What is replaced, for [`SubnetManager::retire`].
+    fn replace(&mut self, next: Sweep, last: &mut Discovery) -> (Sweep, Option<Discovery>) {
+        let mut old = std::mem::replace(self, next);
+        let replaced = match &mut old {
+            Sweep::Heavy(h) => Some(std::mem::replace(last, std::mem::take(&mut h.found))),
+            _ => None,
+        };
+        (old, replaced)
+    }
+
+    /// The nodes the last heavy sweep (`last`) knew that the running one's discovery
+    /// has not, by GUID in order (none outside a heavy sweep).
+    pub(super) fn gone(&self, last: &Discovery) -> Vec<u64> {
+        let Some(h) = self.heavy() else {
+            return Vec::new();
+        };
+        let mut gone: Vec<u64> = last
+            .subnet
+            .by_guid
+            .keys()
+            .filter(|g| !h.found.subnet.by_guid.contains_key(g))
             .copied()
             .collect();
         // The previous GUIDs are a hash map's keys: their order differs from run to run.
@@ -343,10 +369,10 @@ impl Sweep {
         gone
     }
 
-    /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
-    /// heavy sweep: no).
-    pub(super) fn seen_before(&self, guid: u64) -> bool {
-        self.before().is_some_and(|p| p.by_guid.contains_key(&guid))
+    /// Whether the running heavy sweep knew `guid` from the last one (`last`; outside
+    /// a heavy sweep: no).
+    pub(super) fn seen_before(&self, last: &Discovery, guid: u64) -> bool {
+        self.heavy().is_some() && last.subnet.by_guid.contains_key(&guid)
     }
 }
 
@@ -372,29 +398,26 @@ impl SubnetManager {
     pub(super) fn begin_heavy(&mut self, now: Instant) {
         // A restart while sweeping ends the running stage first.
         self.end_stage(now);
-        self.latches.begin_sweep();
-        // The last model stays on show (and says what was known) while the sweep
-        // builds the next in `subnet`.
-        let before = std::mem::take(&mut self.subnet);
-        let replaced = std::mem::replace(
-            &mut self.sweep,
-            Sweep::Heavy(Box::new(HeavySweep {
-                stage: Stage::Discover,
-                progress: Progress::new(now, true, Phase::Discover),
-                before,
-                locked: HashSet::new(),
-                again: false,
-                lost: Losses::default(),
-            })),
-        );
+        // A fresh discovery, walking from the local node; the last one stays on show
+        // (and says what was known) while the sweep builds the next.
+        let number = self.sweep.found(&self.last).latches.sweep() + 1;
+        let heavy = Sweep::Heavy(Box::new(HeavySweep {
+            stage: Stage::Discover,
+            progress: Progress::new(now, true, Phase::Discover),
+            found: Discovery::new(number),
+            locked: HashSet::new(),
+            again: false,
+            lost: Losses::default(),
+        }));
+        let replaced = self.sweep.replace(heavy, &mut self.last);
         self.retire(replaced);
         // A re-sweep after an incomplete one gives every SMP more attempts.
         self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
         self.smi.election.begin_sweep(now);
-        // The walk starts at the local node.
-        self.walk = ibsm_query::discover::Walk::new();
-        self.drain_walk();
+        self.sweep
+            .found_mut(&mut self.last)
+            .drain_walk(&self.health, &mut self.smps);
     }
 
     fn begin_light(&mut self, now: Instant) {
@@ -409,17 +432,20 @@ impl SubnetManager {
         if self.smi.role == Role::Master {
             self.smi.election.refresh_known_sms(now);
         }
-        let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
-            .filter(|&n| self.subnet.nodes[n].is_switch())
+        // A light sweep looks at what the last heavy sweep found.
+        let subnet = &self.last.subnet;
+        let switches: Vec<NodeIx> = (0..subnet.nodes.len())
+            .filter(|&n| subnet.nodes[n].is_switch())
             .collect();
         for node in switches {
-            self.submit(Op::LightSwitchInfo { node }, 0, None);
+            self.smps.submit(Op::LightSwitchInfo { node }, 0, None);
         }
         // With an M_Key lease, a correctly keyed SMP to every port stops any countdown an
         // intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
         // just reached through port 0; CA ports need their own Get.
         if keys::lease_active(&self.cfg) {
             let ca_ports: Vec<(NodeIx, u8)> = self
+                .last
                 .subnet
                 .nodes
                 .iter()
@@ -434,7 +460,7 @@ impl SubnetManager {
                 })
                 .collect();
             for (node, port) in ca_ports {
-                self.get_port_info(node, port);
+                self.last.get_port_info(node, port, &mut self.smps);
             }
         }
     }
@@ -479,7 +505,7 @@ impl SubnetManager {
         let Some(phase) = self.sweep.phase() else {
             return;
         };
-        let nodes = self.subnet.nodes.len();
+        let nodes = self.sweep.found(&self.last).subnet.nodes.len();
         let Some(p) = self.sweep.progress_mut() else {
             return;
         };
@@ -514,7 +540,7 @@ impl SubnetManager {
     /// The queue is empty: the running stage's work is done. Moves the sweep on;
     /// `false` when it has to wait for input (or there is no sweep).
     pub(super) fn advance(&mut self, now: Instant) -> bool {
-        let stage = match &self.sweep {
+        let h = match &self.sweep {
             Sweep::Idle(_) => return false,
             Sweep::Light(l) => {
                 if l.heavy_next {
@@ -524,10 +550,10 @@ impl SubnetManager {
                 }
                 return true;
             }
-            Sweep::Heavy(h) => &h.stage,
+            Sweep::Heavy(h) => h,
         };
-        match stage {
-            Stage::Discover if self.subnet.nodes.is_empty() => {
+        match &h.stage {
+            Stage::Discover if h.found.subnet.nodes.is_empty() => {
                 // Not even the local node answered (our own port's M_Key is someone
                 // else's, or the port is down): there is nothing to configure, and saying
                 // SUBNET UP would be a lie. The lost SMP makes the next periodic sweep
@@ -541,7 +567,7 @@ impl SubnetManager {
                 self.drain_election(now);
             }
             Stage::Discover => {
-                for guid in self.sweep.gone(&self.subnet) {
+                for guid in self.sweep.gone(&self.last) {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
                 self.health_after_discovery(now);
@@ -587,13 +613,11 @@ impl SubnetManager {
     pub(super) fn stand_aside(&mut self, now: Instant) {
         self.end_stage(now);
         let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
-        let replaced = std::mem::replace(
-            &mut self.sweep,
-            Sweep::Idle(Idle {
-                since: now,
-                heavy_next,
-            }),
-        );
+        let idle = Sweep::Idle(Idle {
+            since: now,
+            heavy_next,
+        });
+        let replaced = self.sweep.replace(idle, &mut self.last);
         self.retire(replaced);
         self.timers.clear(Timer::Sweep);
     }
@@ -601,9 +625,10 @@ impl SubnetManager {
     /// The Program stage's first part, on the engine: counts, LIDs, and the routing
     /// job's input. The routes themselves are computed by a job (`jobs.rs`).
     fn prepare_routes(&mut self) -> Result<super::routing::RouteInput, SmError> {
-        let nodes = self.subnet.nodes.len();
-        let switches = self.subnet.switch_count();
-        let links = self.subnet.link_count();
+        let subnet = &self.sweep.found(&self.last).subnet;
+        let nodes = subnet.nodes.len();
+        let switches = subnet.switch_count();
+        let links = subnet.link_count();
         self.sweep.count(|s| {
             s.nodes = nodes;
             s.switches = switches;
@@ -667,14 +692,14 @@ impl SubnetManager {
             since: now,
             heavy_next: false,
         });
-        let (progress, again, heavy) = match std::mem::replace(&mut self.sweep, idle) {
-            Sweep::Heavy(h) => {
+        let (progress, again, heavy) = match self.sweep.replace(idle, &mut self.last) {
+            (Sweep::Heavy(h), before) => {
                 let h = *h;
-                self.retire(h.before);
+                self.retire(before);
                 (h.progress, h.again, true)
             }
-            Sweep::Light(l) => (l.progress, l.heavy_next, false),
-            Sweep::Idle(_) => return,
+            (Sweep::Light(l), _) => (l.progress, l.heavy_next, false),
+            (Sweep::Idle(_), _) => return,
         };
         self.smps.retries = None;
         let mut stats = progress.stats;

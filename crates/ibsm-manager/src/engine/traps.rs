@@ -7,8 +7,6 @@ use ibsm_wire::{
     LidSmp, MadHeaderView, Method, MgmtClass, Notice, SmAttributeId, SwitchInfo, Trap256Details,
 };
 
-use super::discovery::Latch;
-use super::ops::Op;
 use super::{Outgoing, SubnetManager};
 use crate::event::{Role, SmEvent};
 
@@ -54,7 +52,8 @@ impl SubnetManager {
             return;
         }
         // Subscribers (InformInfo) get the trap as an SA Report.
-        self.forward_to_subscribers(now, &notice);
+        self.admin
+            .forward_to_subscribers(now, &notice, &mut self.out);
         let number = notice.trap_number;
         self.event(SmEvent::Trap {
             number,
@@ -92,23 +91,9 @@ impl SubnetManager {
         if !self.sweep.is_discovering() {
             return false;
         }
-        let Some(guid) = self.lids.guid_of(issuer_lid) else {
-            return false;
-        };
-        // A switch this sweep reached: its ports are read once its PortStateChange
-        // latch is known (`switch_latch_done`).
-        if let Some(latch) = self.latches.get(guid) {
-            return latch == Latch::Pending;
-        }
-        // A switch is keyed by its node GUID; a CA port by its port GUID, recorded once
-        // the sweep reached that port.
-        let reached = self.subnet.by_guid.contains_key(&guid)
-            || self
-                .subnet
-                .nodes
-                .iter()
-                .any(|n| !n.is_switch() && n.ports.iter().any(|p| p.guid == guid));
-        !reached
+        self.lids
+            .guid_of(issuer_lid)
+            .is_some_and(|guid| !self.sweep.found(&self.last).has_read(guid))
     }
 
     /// A trap 128 (a switch port's link went up or down) whose issuer the running or
@@ -122,20 +107,14 @@ impl SubnetManager {
     /// (not Master, an issuer we gave no switch LID, a switch whose latch read failed)
     /// or the Get fails, sweep.
     fn on_port_state_trap(&mut self, now: Instant, issuer_lid: u16) {
-        let target = self
+        let found = self.sweep.found(&self.last);
+        let check = self
             .lids
             .guid_of(issuer_lid)
             .filter(|_| self.smi.role == Role::Master)
-            .filter(|&g| self.latches.get(g) == Some(Latch::Clean))
-            .and_then(|g| {
-                let n = *self.subnet.by_guid.get(&g)?;
-                Some((self.subnet.nodes[n].path, g))
-            });
-        match target {
-            Some((path, guid)) => {
-                let sweep = self.latches.sweeps();
-                self.submit(Op::CheckSwitchInfo { path, guid, sweep }, 0, None);
-            }
+            .and_then(|g| found.latch_check(g));
+        match check {
+            Some(op) => self.smps.submit(op, 0, None),
             None => self.heavy_sweep_wanted(now),
         }
     }
@@ -154,7 +133,7 @@ impl SubnetManager {
         // after the check read it: what the latch showed is that sweep's to see. Unless
         // the check had to be resent, which may have reached the switch after the sweep
         // did.
-        let covered = sweep != self.latches.sweeps() && attempts == 1;
+        let covered = sweep != self.sweep.found(&self.last).latches.sweep() && attempts == 1;
         tracing::debug!(guid, set, covered, "PortStateChange after trap 128");
         if set && !covered {
             self.heavy_sweep_wanted(now);
