@@ -252,6 +252,16 @@ impl Discovery {
         }
     }
 
+    /// A PortInfo Set's answer: the port as it now is.
+    pub(super) fn set_port_info(&mut self, node: NodeIx, port: u8, pi: PortInfo) {
+        if let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
+            .ports
+            .get_mut(usize::from(port))
+        {
+            p.info = Some(pi);
+        }
+    }
+
     /// A P_KeyTable block as read (or as a Set's answer shows it written).
     pub(super) fn on_pkey_block(&mut self, node: NodeIx, port: u8, block: u16, data: &[u8]) {
         let Ok(t) = ibsm_wire::PKeyTable::parse(data) else {
@@ -405,7 +415,7 @@ impl SubnetManager {
         {
             return;
         }
-        if self.reads_pkeys() {
+        if super::partitions::reads_pkeys(&self.cfg) {
             found.read_port_pkeys(node, port, &pi, &mut self.smps);
         }
         // What lies behind the port, after its P_Keys.

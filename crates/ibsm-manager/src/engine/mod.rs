@@ -335,7 +335,7 @@ impl SubnetManager {
     pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
         let span = self.sweep.span();
         let _in_phase = span.enter();
-        if let Some(incoming) = self.perf_incoming(now, incoming) {
+        if let Some(incoming) = self.perf.handle_incoming(&self.cfg, now, incoming) {
             SansIo::handle_incoming(&mut self.smps.tx, now, incoming);
             self.process(now);
         }
@@ -345,7 +345,7 @@ impl SubnetManager {
 
     /// Reports that sending an [`Outgoing`] failed.
     pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        if !self.perf_send_error(now, id, error.clone()) {
+        if !self.perf.handle_send_error(now, id, error.clone()) {
             SansIo::handle_send_error(&mut self.smps.tx, now, id, error);
             self.process(now);
         }
@@ -364,8 +364,8 @@ impl SubnetManager {
             self.timers.clear(Timer::Rebalance);
             self.rebalance_due(now);
         }
-        if self.timers.due(Timer::Health, now) {
-            self.health_timeout(now);
+        if self.timers.due(Timer::Health, now) && self.health.handle_timeout(now) {
+            self.drain_health(now);
         }
         if self.timers.due(Timer::Program, now) {
             self.stage_slice(now);
@@ -382,7 +382,9 @@ impl SubnetManager {
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
         // PerfMgt MADs only when no SMP is waiting for the window.
-        let out = self.next_transmit(now).or_else(|| self.perf_transmit(now));
+        let out = self
+            .next_transmit(now)
+            .or_else(|| self.perf.poll_transmit(now));
         self.refresh_timers();
         out
     }
@@ -411,7 +413,9 @@ impl SubnetManager {
         self.timers.set(Timer::Election, election);
         let admin = self.admin.poll_timeout();
         self.timers.set(Timer::Admin, admin);
-        let perf = self.perf_deadline();
+        let can_start =
+            self.smi.role == Role::Master && self.routing.up_once && self.sweep.is_idle();
+        let perf = self.perf.poll_timeout(&self.cfg, can_start);
         self.timers.set(Timer::PerfMgr, perf);
         let health = self.health.policy.poll_timeout();
         self.timers.set(Timer::Health, health);
@@ -426,10 +430,5 @@ impl SubnetManager {
     /// The model SMPs name nodes of: the running heavy sweep's, else the last one's.
     fn model(&self) -> &Arc<Subnet> {
         &self.sweep.found(&self.last).subnet
-    }
-
-    /// The latches of the running or last heavy sweep.
-    fn latches(&self) -> &discovery::Latches {
-        &self.sweep.found(&self.last).latches
     }
 }

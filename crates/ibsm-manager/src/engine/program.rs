@@ -18,7 +18,7 @@ use ibsm_transport::Instant;
 use ibsm_wire::SmState;
 
 use super::SubnetManager;
-use super::ports::Plan;
+use super::ports::{Plan, PortCtx, activate_port};
 use super::routing::Computed;
 use super::sweep::Stage;
 use super::switches::SwitchCtx;
@@ -138,17 +138,38 @@ impl SubnetManager {
                     // P_Key tables before the PortInfo Sets that turn switch
                     // enforcement on.
                     let plan = p.computed.pkeys.take();
-                    self.program_pkeys(plan);
+                    let subnet = &self.sweep.found(&self.last).subnet;
+                    let sweep = &self.sweep;
+                    let blocks = self.partitions.program(
+                        plan,
+                        subnet,
+                        |guid| sweep.is_locked(guid),
+                        &mut self.smps,
+                        &mut self.out,
+                    );
+                    self.sweep.count(|s| s.pkey_blocks += blocks);
                     done += self.model().nodes.len();
                     p.step = Step::Ports(0);
                 }
                 Step::Ports(n) if n < self.model().nodes.len() => {
-                    done += self.program_node_ports(n, &mut p.plan).max(1);
+                    let ctx = PortCtx {
+                        cfg: &self.cfg,
+                        subnet: &self.sweep.found(&self.last).subnet,
+                        sweep: &self.sweep,
+                        lids: &self.lids,
+                        partitions: &self.partitions,
+                        first_master_sweep: self.admin.first_master_sweep(),
+                    };
+                    let (looked, sets) = p.plan.program_node(&ctx, &mut self.smps, n);
+                    self.sweep.count(|s| s.port_sets += sets);
+                    done += looked.max(1);
                     p.step = Step::Ports(n + 1);
                 }
                 Step::Ports(_) => p.step = Step::Health,
                 Step::Health => {
-                    self.program_health();
+                    let subnet = &self.sweep.found(&self.last).subnet;
+                    let sets = self.health.program(&self.cfg, subnet, &mut self.smps);
+                    self.sweep.count(|s| s.port_sets += sets);
                     let Programming { computed, plan, .. } = *p;
                     self.routes_in_force(now, computed);
                     self.sweep.set_stage(Stage::Program(plan));
@@ -190,7 +211,10 @@ impl SubnetManager {
         };
         a.next = next;
         for ((n, p), want) in todo {
-            self.activate_port(n, p, &want);
+            let subnet = &self.sweep.found(&self.last).subnet;
+            if activate_port(subnet, &mut self.smps, n, p, &want) {
+                self.sweep.count(|s| s.port_sets += 1);
+            }
         }
         if a.next.is_none() {
             self.sweep.set_stage(Stage::Activate);

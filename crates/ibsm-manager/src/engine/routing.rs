@@ -180,7 +180,7 @@ impl SubnetManager {
         RouteInput {
             subnet: Arc::clone(self.model()),
             lids: self.lids.assigned.clone(),
-            cut: self.health_cut(),
+            cut: self.health.cut(),
             engines: self.cfg.routing.clone(),
             opts,
             repair: self.routing.repairable(&self.cfg),
@@ -189,7 +189,7 @@ impl SubnetManager {
                 .partitions
                 .as_ref()
                 .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
-            reference: self.topo_ref_input(),
+            reference: super::topo_ref::input(&self.cfg),
         }
     }
 

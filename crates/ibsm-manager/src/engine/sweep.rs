@@ -570,7 +570,10 @@ impl SubnetManager {
                 for guid in self.sweep.gone(&self.last) {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
-                self.health_after_discovery(now);
+                let subnet = &self.sweep.found(&self.last).subnet;
+                if self.health.after_discovery(&self.cfg, subnet, now) {
+                    self.drain_health(now);
+                }
                 self.enter_stage(now, Stage::Elect);
                 self.smi.election.sweep_complete(now);
                 self.drain_election(now);
@@ -653,7 +656,7 @@ impl SubnetManager {
         }
         match computed {
             Ok(mut c) => {
-                self.topo_ref_found(c.topo_diff.take());
+                self.topo_ref.found(c.topo_diff.take());
                 self.begin_programming(now, c);
             }
             Err(e) => self.routing_failed(now, e),
@@ -683,11 +686,16 @@ impl SubnetManager {
         let up = published.is_some();
         let (snapshot, cabling) = published.map_or((None, None), |p| (p.sa, p.cabling));
         if up {
-            self.health_after_sweep(now, cabling);
+            let sweep = self.sweep.found(&self.last).latches.sweep();
+            self.health.after_sweep(sweep, now, cabling);
+            self.drain_health(now);
         }
-        let incomplete = up && !self.sweep_complete();
+        let incomplete = up
+            && !self
+                .resweeps
+                .sweep_ended(self.sweep.take_losses(), &mut self.out);
         let up = up && !incomplete;
-        self.topo_ref_sweep_end(up);
+        self.topo_ref.sweep_end(&self.cfg, up, &mut self.out);
         let idle = Sweep::Idle(Idle {
             since: now,
             heavy_next: false,
@@ -725,7 +733,7 @@ impl SubnetManager {
         } else if !heavy {
             self.event(SmEvent::LightSweepDone { stats });
         }
-        if again || (incomplete && self.resweep_now()) {
+        if again || (incomplete && self.resweeps.resweep_now()) {
             self.begin_heavy(now);
         } else if !self.sweep_period().is_zero() {
             self.timers

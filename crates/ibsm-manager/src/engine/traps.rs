@@ -48,7 +48,12 @@ impl SubnetManager {
             return;
         };
         // A babbling port's traps are answered, and nothing more (`health.rs`).
-        if self.health_trap(now, &notice) {
+        let subnet = &self.sweep.found(&self.last).subnet;
+        let silenced = self.health.trap(&self.lids, subnet, now, &notice);
+        if silenced.is_some() {
+            self.drain_health(now);
+        }
+        if silenced == Some(true) {
             return;
         }
         // Subscribers (InformInfo) get the trap as an SA Report.
