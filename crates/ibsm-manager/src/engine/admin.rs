@@ -486,7 +486,7 @@ impl SubnetManager {
             .map(|p| p.multicast_groups(self.cfg.packet_life_time))
             .unwrap_or_default();
         if let Some(old) = self.admin.load(snap, &groups) {
-            self.retire(old);
+            self.jobs.retire(old);
         }
         let subnet = &self.sweep.found(&self.last).subnet;
         self.admin

@@ -358,7 +358,7 @@ impl SubnetManager {
         let span = self.sweep.span();
         let _in_phase = span.enter();
         self.smps.tx.handle_timeout(now);
-        self.election_timeout(now);
+        self.smi.handle_timeout(now);
         self.admin.handle_timeout(now);
         if self.timers.due(Timer::Rebalance, now) {
             self.timers.clear(Timer::Rebalance);

@@ -299,7 +299,7 @@ impl SubnetManager {
                 self.on_switch_check(now, guid, sweep, data, attempts);
             }
             Op::PortInfo { node, port } => self.on_port_info(node, port, data),
-            Op::LightSwitchInfo { .. } => self.on_light_switch_info(data),
+            Op::LightSwitchInfo { .. } => self.sweep.on_light_switch_info(data),
             Op::SetPortInfo { node, port } => self.on_port_set(node, port, data),
             Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
                 self.sweep

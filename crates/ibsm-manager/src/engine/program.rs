@@ -27,7 +27,7 @@ use crate::model::NodeIx;
 
 /// Units of planning (LFT blocks, ports) per slice: about a millisecond of work on the
 /// 11,664-CA tree (`quickstart --offload` prints the longest call into the engine).
-const SLICE: usize = 4 * 1024;
+pub(super) const SLICE: usize = 4 * 1024;
 
 /// The Program stage's planning between two slices.
 #[derive(Debug)]
@@ -76,18 +76,6 @@ impl SubnetManager {
         self.stage_slice(now);
     }
 
-    /// Units of work per slice: all of it in one go without offload.
-    fn slice_budget(&self) -> usize {
-        if self.jobs_offloaded() {
-            match self.jobs.slice {
-                0 => SLICE,
-                n => n,
-            }
-        } else {
-            usize::MAX
-        }
-    }
-
     /// Runs the next slice of the stage being queued (`Timer::Program`).
     pub(super) fn stage_slice(&mut self, now: Instant) {
         self.timers.clear(Timer::Program);
@@ -109,7 +97,7 @@ impl SubnetManager {
     /// Runs the next slice of the planning (all of it without offload); once done the
     /// routes go in force and the stage waits for its Sets' answers.
     fn program_slice(&mut self, now: Instant, mut p: Box<Programming>) {
-        let budget = self.slice_budget();
+        let budget = self.jobs.slice_budget();
         let mut done = 0usize;
         while done < budget {
             match p.step {
@@ -200,7 +188,7 @@ impl SubnetManager {
     /// Queues the next slice of activation Sets; once all are out the stage waits for
     /// their answers.
     fn activate_slice(&mut self, now: Instant, mut a: Box<Activation>) {
-        let budget = self.slice_budget();
+        let budget = self.jobs.slice_budget();
         let mut todo: Vec<((NodeIx, u8), ibsm_wire::PortInfo)> = Vec::new();
         let next = {
             let mut rest = a.plan.from(a.next);

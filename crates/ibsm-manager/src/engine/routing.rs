@@ -229,7 +229,7 @@ impl SubnetManager {
             state.csr.replace(Arc::new(c.csr)),
         );
         state.rebalance_pending = false;
-        self.retire(old);
+        self.jobs.retire(old);
     }
 
     pub(super) fn rebalance_wanted(&mut self, now: Instant) {

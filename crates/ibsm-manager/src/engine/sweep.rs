@@ -25,7 +25,8 @@ use super::program::Activation;
 use super::publish::Published;
 use super::resweep::Losses;
 use super::timers::Timer;
-use super::{SubnetManager, keys};
+use super::{Outbox, SubnetManager, keys};
+use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Phase, Role, SmEvent, SweepStats};
 use crate::model::NodeIx;
@@ -341,7 +342,7 @@ impl Sweep {
     }
 
     /// Ends the sweep for `next`: a heavy sweep's discovery becomes `last` (however
-    /// the sweep ends). What is replaced, for [`SubnetManager::retire`].
+    /// the sweep ends). What is replaced, for [`Jobs::retire`](super::jobs::Jobs::retire).
     fn replace(&mut self, next: Sweep, last: &mut Discovery) -> (Sweep, Option<Discovery>) {
         let mut old = std::mem::replace(self, next);
         let replaced = match &mut old {
@@ -376,6 +377,76 @@ impl Sweep {
     }
 }
 
+impl Sweep {
+    /// Ends the current stage: its time goes into the sweep's stats and a
+    /// [`SmEvent::PhaseDone`] (`nodes`: of the discovery, `found(last)`) reports it to
+    /// `out`. Nothing between sweeps.
+    fn end_stage(&mut self, now: Instant, last: &Discovery, out: &mut Outbox) {
+        let Some(phase) = self.phase() else {
+            return;
+        };
+        let nodes = self.found(last).subnet.nodes.len();
+        let Some(p) = self.progress_mut() else {
+            return;
+        };
+        let d = now.saturating_duration_since(p.stage_started);
+        tracing::info!(
+            phase = phase.as_str(),
+            nodes,
+            smps = p.stats.smps,
+            virtual_us = d.as_micros() as u64,
+            "phase done"
+        );
+        p.stats.phases.push((phase, d));
+        let smps = p.stats.smps;
+        out.event(SmEvent::PhaseDone {
+            phase,
+            nodes,
+            smps,
+            elapsed: d,
+        });
+    }
+
+    /// Moves the heavy sweep to its next stage (the current one ends,
+    /// [`Self::end_stage`]).
+    fn enter_stage(&mut self, now: Instant, last: &Discovery, out: &mut Outbox, stage: Stage) {
+        self.end_stage(now, last, out);
+        if let Sweep::Heavy(h) = self {
+            h.progress.stage_started = now;
+            h.progress.span = stage_span(stage.phase(), true);
+            h.stage = stage;
+        }
+    }
+
+    /// A light sweep's SwitchInfo: a set latch is a change to sweep for.
+    pub(super) fn on_light_switch_info(&mut self, data: &[u8]) {
+        if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
+            self.note_change();
+        }
+    }
+
+    /// Whether a change at the switch (node GUID) or CA port (port GUID) `guid` will be
+    /// seen by the running heavy sweep: it is still discovering and has not read that
+    /// port yet ([`Discovery::has_read`]).
+    pub(super) fn discovery_will_see(&self, guid: u64) -> bool {
+        self.heavy()
+            .is_some_and(|h| matches!(h.stage, Stage::Discover) && !h.found.has_read(guid))
+    }
+}
+
+/// Time to the next light sweep: the configured interval, shortened to half the
+/// M_Key lease so that no lease can run out between two refreshes.
+fn sweep_period(cfg: &SmConfig) -> std::time::Duration {
+    let mut d = cfg.sweep_interval;
+    if keys::lease_active(cfg) {
+        let half = std::time::Duration::from_secs(u64::from(cfg.m_key_lease)) / 2;
+        if d.is_zero() || half < d {
+            d = half.max(std::time::Duration::from_millis(100));
+        }
+    }
+    d
+}
+
 impl SubnetManager {
     /// A heavy sweep is wanted: now when idle, else when the running sweep ends.
     pub(super) fn heavy_sweep_wanted(&mut self, now: Instant) {
@@ -397,7 +468,7 @@ impl SubnetManager {
 
     pub(super) fn begin_heavy(&mut self, now: Instant) {
         // A restart while sweeping ends the running stage first.
-        self.end_stage(now);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
         // A fresh discovery, walking from the local node; the last one stays on show
         // (and says what was known) while the sweep builds the next.
         let number = self.sweep.found(&self.last).latches.sweep() + 1;
@@ -410,7 +481,7 @@ impl SubnetManager {
             lost: Losses::default(),
         }));
         let replaced = self.sweep.replace(heavy, &mut self.last);
-        self.retire(replaced);
+        self.jobs.retire(replaced);
         // A re-sweep after an incomplete one gives every SMP more attempts.
         self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
@@ -465,13 +536,6 @@ impl SubnetManager {
         }
     }
 
-    /// A light sweep's SwitchInfo: a set latch is a change to sweep for.
-    pub(super) fn on_light_switch_info(&mut self, data: &[u8]) {
-        if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
-            self.sweep.note_change();
-        }
-    }
-
     /// Changes the time between periodic sweeps (`SmConfig::sweep_interval`; ibsmd
     /// re-reads it on SIGHUP as OpenSM does). A Master between sweeps waits the new
     /// period from `now`; a running sweep uses it when it ends; zero stops periodic
@@ -479,62 +543,11 @@ impl SubnetManager {
     pub fn set_sweep_interval(&mut self, now: Instant, interval: std::time::Duration) {
         self.cfg.sweep_interval = interval;
         if self.sweep.is_idle() && self.smi.role == Role::Master {
-            let period = self.sweep_period();
+            let period = sweep_period(&self.cfg);
             self.timers
                 .set(Timer::Sweep, (!period.is_zero()).then(|| now + period));
         }
         self.refresh_timers();
-    }
-
-    /// Time to the next light sweep: the configured interval, shortened to half the
-    /// M_Key lease so that no lease can run out between two refreshes.
-    fn sweep_period(&self) -> std::time::Duration {
-        let mut d = self.cfg.sweep_interval;
-        if keys::lease_active(&self.cfg) {
-            let half = std::time::Duration::from_secs(u64::from(self.cfg.m_key_lease)) / 2;
-            if d.is_zero() || half < d {
-                d = half.max(std::time::Duration::from_millis(100));
-            }
-        }
-        d
-    }
-
-    /// Ends the current stage: its time goes into the sweep's stats and a
-    /// [`SmEvent::PhaseDone`] reports it. Nothing between sweeps.
-    fn end_stage(&mut self, now: Instant) {
-        let Some(phase) = self.sweep.phase() else {
-            return;
-        };
-        let nodes = self.sweep.found(&self.last).subnet.nodes.len();
-        let Some(p) = self.sweep.progress_mut() else {
-            return;
-        };
-        let d = now.saturating_duration_since(p.stage_started);
-        tracing::info!(
-            phase = phase.as_str(),
-            nodes,
-            smps = p.stats.smps,
-            virtual_us = d.as_micros() as u64,
-            "phase done"
-        );
-        p.stats.phases.push((phase, d));
-        let smps = p.stats.smps;
-        self.event(SmEvent::PhaseDone {
-            phase,
-            nodes,
-            smps,
-            elapsed: d,
-        });
-    }
-
-    /// Moves the heavy sweep to its next stage.
-    fn enter_stage(&mut self, now: Instant, stage: Stage) {
-        self.end_stage(now);
-        if let Sweep::Heavy(h) = &mut self.sweep {
-            h.progress.stage_started = now;
-            h.progress.span = stage_span(stage.phase(), true);
-            h.stage = stage;
-        }
     }
 
     /// The queue is empty: the running stage's work is done. Moves the sweep on;
@@ -574,13 +587,19 @@ impl SubnetManager {
                 if self.health.after_discovery(&self.cfg, subnet, now) {
                     self.drain_health(now);
                 }
-                self.enter_stage(now, Stage::Elect);
+                self.sweep
+                    .enter_stage(now, &self.last, &mut self.out, Stage::Elect);
                 self.smi.election.sweep_complete(now);
                 self.drain_election(now);
             }
             Stage::Elect => match self.smi.election.state() {
                 SmState::Master => {
-                    self.enter_stage(now, Stage::Program(Plan::default()));
+                    self.sweep.enter_stage(
+                        now,
+                        &self.last,
+                        &mut self.out,
+                        Stage::Program(Plan::default()),
+                    );
                     match self.prepare_routes() {
                         Ok(input) => self.start_route_job(now, input),
                         Err(e) => self.routing_failed(now, e),
@@ -603,7 +622,12 @@ impl SubnetManager {
                     },
                     _ => Plan::default(),
                 };
-                self.enter_stage(now, Stage::Activating(Box::new(Activation::new(plan))));
+                self.sweep.enter_stage(
+                    now,
+                    &self.last,
+                    &mut self.out,
+                    Stage::Activating(Box::new(Activation::new(plan))),
+                );
                 self.stage_slice(now);
             }
             Stage::Activate => self.begin_publish(now),
@@ -614,14 +638,14 @@ impl SubnetManager {
     /// Standby or NotActive after discovery: someone else configures; the sweep ends
     /// without SUBNET UP.
     pub(super) fn stand_aside(&mut self, now: Instant) {
-        self.end_stage(now);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
         let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
         let idle = Sweep::Idle(Idle {
             since: now,
             heavy_next,
         });
         let replaced = self.sweep.replace(idle, &mut self.last);
-        self.retire(replaced);
+        self.jobs.retire(replaced);
         self.timers.clear(Timer::Sweep);
     }
 
@@ -682,7 +706,7 @@ impl SubnetManager {
     /// `published`: what the publish job of a heavy sweep that configured the subnet
     /// made (`publish.rs`); `None` for any other end.
     pub(super) fn finish(&mut self, now: Instant, published: Option<Published>) {
-        self.end_stage(now);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
         let up = published.is_some();
         let (snapshot, cabling) = published.map_or((None, None), |p| (p.sa, p.cabling));
         if up {
@@ -703,7 +727,7 @@ impl SubnetManager {
         let (progress, again, heavy) = match self.sweep.replace(idle, &mut self.last) {
             (Sweep::Heavy(h), before) => {
                 let h = *h;
-                self.retire(before);
+                self.jobs.retire(before);
                 (h.progress, h.again, true)
             }
             (Sweep::Light(l), _) => (l.progress, l.heavy_next, false),
@@ -735,9 +759,9 @@ impl SubnetManager {
         }
         if again || (incomplete && self.resweeps.resweep_now()) {
             self.begin_heavy(now);
-        } else if !self.sweep_period().is_zero() {
+        } else if !sweep_period(&self.cfg).is_zero() {
             self.timers
-                .set(Timer::Sweep, Some(now + self.sweep_period()));
+                .set(Timer::Sweep, Some(now + sweep_period(&self.cfg)));
             // A heavy sweep that lost SMPs (after all retries) may have left nodes
             // undiscovered or ports half-configured, and nothing in the fabric will
             // trap about it: one that could not program (or that re-swept too often

@@ -74,7 +74,13 @@ impl SubnetManager {
             }
             // Link state changes and local changes: nothing to do while the running
             // discovery has yet to read the issuer (it will read the new state then).
-            128 | 144 | 145 | 64 | 65 if self.discovery_will_see(notice.issuer_lid) => {}
+            // An issuer the LIDs in force do not name (the first sweep, a LID we did
+            // not give), one already read, or any other phase: not seen, sweep again.
+            128 | 144 | 145 | 64 | 65
+                if self
+                    .lids
+                    .guid_of(notice.issuer_lid)
+                    .is_some_and(|g| self.sweep.discovery_will_see(g)) => {}
             // A switch's link went up or down: its PortStateChange latch tells whether
             // a sweep has seen that (see `on_port_state_trap`).
             128 => self.on_port_state_trap(now, notice.issuer_lid),
@@ -85,20 +91,6 @@ impl SubnetManager {
             144 | 145 | 64 | 65 => self.heavy_sweep_wanted(now),
             _ => {}
         }
-    }
-
-    /// Whether a change reported by the port at `issuer_lid` will be seen by the running
-    /// heavy sweep: it is still discovering and has not reached that port yet, so its
-    /// NodeInfo and PortInfo Gets (and those of the links explored from it) come after
-    /// the change. A port already read, an issuer the LIDs in force do not name (the
-    /// first sweep, a LID we did not give), or any other phase: not seen, sweep again.
-    fn discovery_will_see(&self, issuer_lid: u16) -> bool {
-        if !self.sweep.is_discovering() {
-            return false;
-        }
-        self.lids
-            .guid_of(issuer_lid)
-            .is_some_and(|guid| !self.sweep.found(&self.last).has_read(guid))
     }
 
     /// A trap 128 (a switch port's link went up or down) whose issuer the running or
