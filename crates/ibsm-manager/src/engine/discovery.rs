@@ -1,7 +1,7 @@
 //! Discovery: the heavy sweep's Gets over directed routes. Which NodeInfo,
 //! NodeDescription, SwitchInfo and PortInfo to ask next, and what their answers add to
-//! the [`Subnet`](crate::model::Subnet) model, is ibsm-query's
-//! [`Walk`](ibsm_query::discover::Walk) (the one discovery of the workspace); this
+//! the [`Subnet`] model, is ibsm-query's
+//! [`Walk`] (the one discovery of the workspace); this
 //! module maps its probes to [`Op`]s and keeps the SM's own work on top: the M_Keys of
 //! the routes (`keys.rs`), the PortStateChange latch protocol, SMInfo probes of other
 //! SMs' ports, P_KeyTable reads, NodeAdded and DuplicateGuid events.

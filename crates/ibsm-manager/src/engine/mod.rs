@@ -4,13 +4,16 @@
 //! and events. See the crate docs for the run loop.
 //!
 //! This file holds only the public surface and the engine's fields, each a sub-state
-//! owned by one module (the layout of quinn-proto's `connection/`):
+//! owned by one module (the layout of quinn-proto's `connection/`). The logic lives on
+//! the sub-states, as methods taking what else they touch as arguments (the model as
+//! `&Subnet`, `&mut SmpQueue`, `&mut Outbox`, the config, `now`); `SubnetManager`'s
+//! own methods coordinate: they call the sub-states in order and pass them the pieces.
 //!
 //! | module | owns | does |
 //! |---|---|---|
 //! | [`ops`] | [`ops::SmpQueue`] | the operation table (per SMP: attribute, method, target, what its answer and its failure do), the adaptive window, dispatch, counters |
 //! | [`sweep`] | [`sweep::Sweep`] | `Idle` / `Heavy` (discover, elect, program, activate) / `Light`, each stage's data inside it |
-//! | [`discovery`] | the [`Subnet`] model, [`discovery::Latches`] | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
+//! | [`discovery`] | [`discovery::Discovery`]: the [`Subnet`] model, the walk, [`discovery::Latches`] (a heavy sweep's, inside it; the last one's, as `last`) | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
 //! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
 //! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
 //! | [`health`] | [`health::HealthState`] | port health: flaps, traps and silence fed to [`crate::health`], unhealthy links routed around, babbling links disabled |

@@ -414,7 +414,7 @@ pub(super) struct SmpQueue {
     pub(super) tx: Transactions<Op>,
     /// The adaptive window: grows on every first-try answer, halves on every loss.
     window: usize,
-    /// Requests not yet built (a few bytes each: see [`SubnetManager::submit`]).
+    /// Requests not yet built (a few bytes each: see [`SmpQueue::submit`]).
     work: VecDeque<Work>,
     /// SMPs handed out since creation.
     sent: u64,

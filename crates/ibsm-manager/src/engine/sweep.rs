@@ -1,6 +1,7 @@
-//! Sweeps as typed stages. A sweep's data (counters, the GUIDs of the sweep before, the
-//! locked ports, the port plan) lives inside its variant and is dropped when the sweep
-//! ends: nothing is reset by hand.
+//! Sweeps as typed stages. A sweep's data (counters, the discovery a heavy sweep builds,
+//! the locked ports, the port plan) lives inside its variant and is dropped when the
+//! sweep ends, except the discovery, which the engine keeps as the last one
+//! ([`Sweep::replace`]): nothing is reset by hand.
 //!
 //! ```text
 //! Idle ──(start, trap, timer with heavy_next)──► Heavy: Discover ► Elect ► Program ► Activate ──► Idle
