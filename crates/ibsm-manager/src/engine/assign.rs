@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use ibsm_wire::DrPath;
+
 use super::SubnetManager;
+use super::discovery::Discovery;
 use crate::error::SmError;
 use crate::lids::{self, LidRequest};
 use crate::model::Subnet;
@@ -140,12 +143,44 @@ impl Lids {
     }
 }
 
+impl Lids {
+    /// The LID in force of the port a directed route ends at (its CA port, or a
+    /// switch's port 0) in `found`'s model; 0 when none.
+    pub(super) fn at_path(&self, found: &Discovery, path: DrPath) -> u16 {
+        let subnet = &found.subnet;
+        for n in &subnet.nodes {
+            let guid = if n.is_switch() {
+                (n.path == path).then_some(n.info.node_guid)
+            } else {
+                n.ports
+                    .iter()
+                    .find(|p| p.path == Some(path))
+                    .map(|p| p.guid)
+            };
+            if let Some(g) = guid {
+                return self.assigned.get(&g).map_or(0, |l| l.0);
+            }
+        }
+        // Not a route discovery took (an SM learnt from the return path of its own
+        // request): follow the cables.
+        found.port_at_path(&path).map_or(0, |(n, p)| {
+            let rec = &subnet.nodes[n];
+            let g = if rec.is_switch() {
+                rec.info.node_guid
+            } else {
+                rec.ports[usize::from(p)].guid
+            };
+            self.assigned.get(&g).map_or(0, |l| l.0)
+        })
+    }
+}
+
 impl SubnetManager {
-    /// Assigns the LIDs of the discovered subnet and saves them.
     pub(super) fn assign_lids(&mut self) -> Result<(), SmError> {
+        let subnet = &self.sweep.found(&self.last).subnet;
         let in_use = self
             .lids
-            .assign(&self.subnet, self.cfg.lmc, self.local.port_guid)?;
+            .assign(subnet, self.cfg.lmc, self.local.port_guid)?;
         self.sweep.count(|s| s.lids = in_use);
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Discovery: the heavy sweep's Gets over directed routes. Which NodeInfo,
 //! NodeDescription, SwitchInfo and PortInfo to ask next, and what their answers add to
-//! the [`Subnet`](crate::model::Subnet) model, is ibsm-query's
-//! [`Walk`](ibsm_query::discover::Walk) (the one discovery of the workspace); this
+//! the [`Subnet`] model, is ibsm-query's
+//! [`Walk`] (the one discovery of the workspace); this
 //! module maps its probes to [`Op`]s and keeps the SM's own work on top: the M_Keys of
 //! the routes (`keys.rs`), the PortStateChange latch protocol, SMInfo probes of other
 //! SMs' ports, P_KeyTable reads, NodeAdded and DuplicateGuid events.
@@ -13,16 +13,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ibsm_election::SmAddr;
-use ibsm_query::discover::{PortSeen, Probe, Seen};
+use ibsm_query::discover::{PortSeen, Probe, Seen, Walk};
 use ibsm_wire::attr::modifier::PKeyMod;
 use ibsm_wire::{
     CapabilityMask, DrPath, NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo,
 };
 
 use super::SubnetManager;
-use super::ops::Op;
+use super::health::HealthState;
+use super::ops::{Op, SmpQueue};
 use crate::event::SmEvent;
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
+
 /// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
 /// 65535 entries, and one SMP per 32 of them must stay affordable.
 const MAX_PKEY_BLOCKS: u16 = 64;
@@ -42,24 +44,21 @@ pub(super) enum Latch {
     Unknown,
 }
 
-/// The latches of the running or last heavy sweep. They outlive the sweep: a trap 128
-/// after it is checked against them.
+/// The latches of one heavy sweep. They outlive the sweep (in the last heavy sweep's
+/// [`Discovery`]): a trap 128 after it is checked against them.
 #[derive(Debug, Default)]
 pub(super) struct Latches {
     /// Switch node GUID -> its latch.
     by_guid: HashMap<u64, Latch>,
-    /// Heavy sweeps begun so far (tags trap checks with the sweep they were sent in).
-    sweeps: u64,
+    /// The heavy sweep they belong to, counted from 1 (tags trap checks with the sweep
+    /// they were sent in); 0 before the first.
+    sweep: u64,
 }
 
 impl Latches {
-    pub(super) fn begin_sweep(&mut self) {
-        self.sweeps += 1;
-        self.by_guid.clear();
-    }
-
-    pub(super) fn sweeps(&self) -> u64 {
-        self.sweeps
+    /// The heavy sweep these latches belong to.
+    pub(super) fn sweep(&self) -> u64 {
+        self.sweep
     }
 
     pub(super) fn get(&self, guid: u64) -> Option<Latch> {
@@ -72,17 +71,44 @@ impl Latches {
     }
 }
 
-impl SubnetManager {
-    /// Queues the SMPs the walk wants sent, in its order.
-    pub(super) fn drain_walk(&mut self) {
+/// One heavy sweep's discovery: the [`Subnet`] model it builds, the walk (ibsm-query's
+/// discovery rules) building it, and the PortStateChange latches it read. A heavy
+/// sweep starts with a fresh one ([`Discovery::new`], inside its
+/// [`HeavySweep`](super::sweep::HeavySweep)) and hands it to the engine when it ends,
+/// however it ends: it is then the last heavy sweep's, which [`SubnetManager::subnet`]
+/// shows, light sweeps and trap checks look at, and SMPs between heavy sweeps name
+/// nodes of.
+#[derive(Debug, Default)]
+pub(super) struct Discovery {
+    pub(super) subnet: Arc<Subnet>,
+    walk: Walk,
+    pub(super) latches: Latches,
+}
+
+impl Discovery {
+    /// The discovery of heavy sweep number `sweep`: nothing found yet, the walk at the
+    /// local node.
+    pub(super) fn new(sweep: u64) -> Self {
+        Self {
+            subnet: Arc::default(),
+            walk: Walk::new(),
+            latches: Latches {
+                by_guid: HashMap::new(),
+                sweep,
+            },
+        }
+    }
+
+    /// Queues the SMPs the walk wants sent, in its order; not across a port that
+    /// stopped answering (`health`).
+    pub(super) fn drain_walk(&mut self, health: &HealthState, smps: &mut SmpQueue) {
         while let Some((probe, _path, modifier)) =
             self.walk.poll_probe(Arc::make_mut(&mut self.subnet))
         {
             let op = match probe {
-                // Not across a port that stopped answering (`health.rs`).
                 Probe::NodeInfo {
                     from: Some((n, p)), ..
-                } if self.health_skips(n, p) => continue,
+                } if health.skips(&self.subnet, n, p) => continue,
                 Probe::NodeInfo { path, from } => Op::NodeInfo { path, from },
                 Probe::NodeDescription { node } => Op::NodeDesc { node },
                 Probe::SwitchInfo { node } => {
@@ -95,15 +121,15 @@ impl SubnetManager {
                 }
                 Probe::PortInfo { node, port } => Op::PortInfo { node, port },
             };
-            self.submit(op, modifier, None);
+            smps.submit(op, modifier, None);
         }
     }
 
     /// Queues a Get of one port's PortInfo outside the walk (the light sweep's M_Key
     /// lease refresh), with bit 31 where the model says so.
-    pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8) {
+    pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8, smps: &mut SmpQueue) {
         let m = Arc::make_mut(&mut self.subnet).port_info_get(node, port);
-        self.submit(Op::PortInfo { node, port }, m, None);
+        smps.submit(Op::PortInfo { node, port }, m, None);
     }
 
     pub(super) fn on_node_desc(&mut self, node: NodeIx, data: &[u8]) {
@@ -113,52 +139,21 @@ impl SubnetManager {
         }
     }
 
-    pub(super) fn on_node_info(&mut self, path: DrPath, from: Option<(NodeIx, u8)>, data: &[u8]) {
-        let Ok(ni) = NodeInfo::parse(data) else {
-            return;
-        };
-        let key_guid = if ni.node_type == NodeType::Switch {
-            ni.node_guid
-        } else {
-            ni.port_guid
-        };
-        let key = self.smp_key(key_guid);
-        self.keys.remember_route(path, key);
-        match self
-            .walk
-            .node_info(Arc::make_mut(&mut self.subnet), path, from, &ni)
-        {
-            Seen::New(_) => {
-                if !self.sweep.seen_before(ni.node_guid) && self.routing.up_once {
-                    self.event(SmEvent::NodeAdded {
-                        guid: ni.node_guid,
-                        switch: ni.node_type == NodeType::Switch,
-                    });
-                }
-            }
-            Seen::Again(_) => {}
-            Seen::Duplicate(d) => self.report_duplicate(d),
-        }
-        self.drain_walk();
+    /// A NodeInfo answer, as the walk takes it.
+    fn on_node_info(&mut self, path: DrPath, from: Option<(NodeIx, u8)>, ni: &NodeInfo) -> Seen {
+        self.walk
+            .node_info(Arc::make_mut(&mut self.subnet), path, from, ni)
     }
 
-    fn report_duplicate(&mut self, d: ibsm_query::discover::Duplicate) {
-        tracing::warn!(
-            guid = format_args!("{:#018x}", d.guid),
-            kind = ?d.kind,
-            first = %d.first,
-            second = %d.second,
-            "two nodes or ports answer with one GUID: the second is left out"
-        );
-        self.event(SmEvent::DuplicateGuid {
-            guid: d.guid,
-            port: d.kind == ibsm_query::discover::DuplicateKind::Port,
-            first: d.first,
-            second: d.second,
-        });
-    }
-
-    pub(super) fn on_switch_info(&mut self, node: NodeIx, data: &[u8]) {
+    /// A SwitchInfo answer (or `None`: unreadable): the latch is cleared when set,
+    /// else the switch's ports are read now.
+    pub(super) fn on_switch_info(
+        &mut self,
+        node: NodeIx,
+        data: &[u8],
+        health: &HealthState,
+        smps: &mut SmpQueue,
+    ) {
         let si = SwitchInfo::parse(data).ok();
         match si {
             Some(si) => self
@@ -176,57 +171,63 @@ impl SubnetManager {
             Some(si) if si.port_state_change => {
                 let mut data = [0u8; 64];
                 si.emit_into(&mut data).ok();
-                self.submit(Op::ClearPortStateChange { node }, 0, Some(data));
+                smps.submit(Op::ClearPortStateChange { node }, 0, Some(data));
             }
-            Some(_) => self.switch_latch_done(node, Latch::Clean),
-            None => self.switch_latch_done(node, Latch::Unknown),
+            Some(_) => self.switch_latch_done(node, Latch::Clean, health, smps),
+            None => self.switch_latch_done(node, Latch::Unknown, health, smps),
         }
     }
 
     /// The discovery of a switch's PortStateChange latch is over (read clear, cleared,
     /// or unknown after a lost SMP): its ports are read now, after that point, so a
     /// change before it is in what they show and one after it sets the latch again.
-    pub(super) fn switch_latch_done(&mut self, node: NodeIx, latch: Latch) {
+    pub(super) fn switch_latch_done(
+        &mut self,
+        node: NodeIx,
+        latch: Latch,
+        health: &HealthState,
+        smps: &mut SmpQueue,
+    ) {
         let guid = self.subnet.nodes[node].info.node_guid;
         if self.latches.set(guid, latch) != Some(Latch::Pending) {
             return; // ports already read
         }
         self.walk.read_ports(&self.subnet, node);
-        self.drain_walk();
+        self.drain_walk(health, smps);
     }
 
-    pub(super) fn on_port_info(&mut self, node: NodeIx, port: u8, data: &[u8]) {
-        let Ok(pi) = PortInfo::parse(data) else {
-            return;
-        };
-        match self
-            .walk
-            .port_info(Arc::make_mut(&mut self.subnet), node, port, &pi)
-        {
-            PortSeen::AskedAgain => {
-                self.drain_walk();
-                return;
-            }
-            PortSeen::Duplicate(d) => self.report_duplicate(d),
-            PortSeen::Taken => {}
+    /// A PortInfo Get got no answer: a switch's other ports wait for port 0's
+    /// (`Walk::read_ports`).
+    pub(super) fn port_info_lost(
+        &mut self,
+        node: NodeIx,
+        port: u8,
+        health: &HealthState,
+        smps: &mut SmpQueue,
+    ) {
+        self.walk.port_info_lost(&self.subnet, node, port);
+        self.drain_walk(health, smps);
+    }
+
+    /// Queues the P_KeyTable reads of a port (for the SA and the partition policy):
+    /// every block up to `entries` (PartitionCap for CA ports and switch port 0,
+    /// PartitionEnforcementCap for switch external ports).
+    fn read_pkeys(&self, node: NodeIx, port: u8, entries: u16, smps: &mut SmpQueue) {
+        let blocks = entries.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
+        let sw = self.subnet.nodes[node].is_switch();
+        for block in 0..blocks {
+            let m = PKeyMod {
+                block,
+                port: if sw { u16::from(port) } else { 0 },
+            };
+            smps.submit(Op::PKeyTable { node, port, block }, m.encode(), None);
         }
-        // Another SM's port: ask it for its SMInfo (the election decides).
-        let rec = &self.subnet.nodes[node];
-        let sm_port = if rec.is_switch() {
-            port == 0
-        } else {
-            port != 0
-        };
-        let guid = rec.ports.get(usize::from(port)).map_or(0, |p| p.guid);
-        if sm_port
-            && pi.capability_mask.contains(CapabilityMask::IS_SM)
-            && guid != self.local.port_guid
-        {
-            let path = rec.path_for(port);
-            let at = self.sweep.stage_started();
-            self.smi.election.probe(at, SmAddr::Directed(path));
-        }
-        self.note_port_key(node, port, &pi);
+    }
+
+    /// Queues the P_KeyTable reads a port's PortInfo calls for: switch port 0 (the
+    /// switch's own end port, PathRecords to it), an enforcing external switch port,
+    /// a CA port not read yet.
+    fn read_port_pkeys(&self, node: NodeIx, port: u8, pi: &PortInfo, smps: &mut SmpQueue) {
         let rec = &self.subnet.nodes[node];
         if rec.ports.get(usize::from(port)).is_none() {
             return;
@@ -237,37 +238,27 @@ impl SubnetManager {
             if port == 0 {
                 // The management port: the switch's own end port (PathRecords to it).
                 let cap = rec.info.partition_cap;
-                self.read_pkeys(node, 0, cap);
+                self.read_pkeys(node, 0, cap, smps);
             } else if enforced {
                 // SwitchInfo was asked before the ports; without it, one block.
                 let cap = rec
                     .switch_info
                     .map_or(32, |si| si.partition_enforcement_cap.max(1));
-                self.read_pkeys(node, port, cap);
+                self.read_pkeys(node, port, cap, smps);
             }
         } else if port != 0 && rec.ports[usize::from(port)].pkeys.is_empty() {
             let cap = rec.info.partition_cap;
-            self.read_pkeys(node, port, cap);
+            self.read_pkeys(node, port, cap, smps);
         }
-        // What lies behind the port, after its P_Keys.
-        self.drain_walk();
     }
 
-    /// Queues the P_KeyTable reads of a port (for the SA and the partition policy):
-    /// every block up to `entries` (PartitionCap for CA ports and switch port 0,
-    /// PartitionEnforcementCap for switch external ports).
-    fn read_pkeys(&mut self, node: NodeIx, port: u8, entries: u16) {
-        if !self.reads_pkeys() {
-            return;
-        }
-        let blocks = entries.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
-        let sw = self.subnet.nodes[node].is_switch();
-        for block in 0..blocks {
-            let m = PKeyMod {
-                block,
-                port: if sw { u16::from(port) } else { 0 },
-            };
-            self.submit(Op::PKeyTable { node, port, block }, m.encode(), None);
+    /// A PortInfo Set's answer: the port as it now is.
+    pub(super) fn set_port_info(&mut self, node: NodeIx, port: u8, pi: PortInfo) {
+        if let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
+            .ports
+            .get_mut(usize::from(port))
+        {
+            p.info = Some(pi);
         }
     }
 
@@ -289,5 +280,147 @@ impl SubnetManager {
         for (slot, k) in p.pkeys[at..at + 32].iter_mut().zip(t.pkeys.iter()) {
             *slot = k.0;
         }
+    }
+
+    /// Whether this discovery has read the switch (node GUID) or CA port (port GUID)
+    /// `guid` already (or is about to: a switch is read once its PortStateChange
+    /// latch is known, `switch_latch_done`). A change there after the read is not in
+    /// what it found.
+    pub(super) fn has_read(&self, guid: u64) -> bool {
+        if let Some(latch) = self.latches.get(guid) {
+            return latch != Latch::Pending;
+        }
+        // A switch is keyed by its node GUID; a CA port by its port GUID, recorded once
+        // the sweep reached that port.
+        self.subnet.by_guid.contains_key(&guid)
+            || self
+                .subnet
+                .nodes
+                .iter()
+                .any(|n| !n.is_switch() && n.ports.iter().any(|p| p.guid == guid))
+    }
+
+    /// The SwitchInfo Get that tells whether switch `guid`'s PortStateChange latch is
+    /// set again since this discovery cleared it; `None` when its latch cannot tell
+    /// (not read clean, not a switch found).
+    pub(super) fn latch_check(&self, guid: u64) -> Option<Op> {
+        if self.latches.get(guid) != Some(Latch::Clean) {
+            return None;
+        }
+        let n = *self.subnet.by_guid.get(&guid)?;
+        Some(Op::CheckSwitchInfo {
+            path: self.subnet.nodes[n].path,
+            guid,
+            sweep: self.latches.sweep(),
+        })
+    }
+
+    /// The port of the model at the end of directed route `path` from the SM's node.
+    pub(super) fn port_at_path(&self, path: &DrPath) -> Option<(NodeIx, u8)> {
+        let nodes = &self.subnet.nodes;
+        let mut at = nodes.iter().position(|n| n.path.is_local())?;
+        let mut port = nodes[at].info.local_port_num;
+        for &out in path.ports() {
+            (at, port) = nodes[at].ports.get(usize::from(out))?.peer?;
+        }
+        Some((at, port))
+    }
+}
+
+impl SubnetManager {
+    pub(super) fn on_node_info(&mut self, path: DrPath, from: Option<(NodeIx, u8)>, data: &[u8]) {
+        let Ok(ni) = NodeInfo::parse(data) else {
+            return;
+        };
+        let key_guid = if ni.node_type == NodeType::Switch {
+            ni.node_guid
+        } else {
+            ni.port_guid
+        };
+        let key = self.keys.smp_key(&self.cfg, key_guid);
+        self.keys.remember_route(path, key);
+        let found = self.sweep.found_mut(&mut self.last);
+        match found.on_node_info(path, from, &ni) {
+            Seen::New(_) => {
+                if !self.sweep.seen_before(&self.last, ni.node_guid) && self.routing.up_once {
+                    self.event(SmEvent::NodeAdded {
+                        guid: ni.node_guid,
+                        switch: ni.node_type == NodeType::Switch,
+                    });
+                }
+            }
+            Seen::Again(_) => {}
+            Seen::Duplicate(d) => self.report_duplicate(d),
+        }
+        self.sweep
+            .found_mut(&mut self.last)
+            .drain_walk(&self.health, &mut self.smps);
+    }
+
+    fn report_duplicate(&mut self, d: ibsm_query::discover::Duplicate) {
+        tracing::warn!(
+            guid = format_args!("{:#018x}", d.guid),
+            kind = ?d.kind,
+            first = %d.first,
+            second = %d.second,
+            "two nodes or ports answer with one GUID: the second is left out"
+        );
+        self.event(SmEvent::DuplicateGuid {
+            guid: d.guid,
+            port: d.kind == ibsm_query::discover::DuplicateKind::Port,
+            first: d.first,
+            second: d.second,
+        });
+    }
+
+    pub(super) fn on_port_info(&mut self, node: NodeIx, port: u8, data: &[u8]) {
+        let Ok(pi) = PortInfo::parse(data) else {
+            return;
+        };
+        let found = self.sweep.found_mut(&mut self.last);
+        match found
+            .walk
+            .port_info(Arc::make_mut(&mut found.subnet), node, port, &pi)
+        {
+            PortSeen::AskedAgain => {
+                found.drain_walk(&self.health, &mut self.smps);
+                return;
+            }
+            PortSeen::Duplicate(d) => self.report_duplicate(d),
+            PortSeen::Taken => {}
+        }
+        // Another SM's port: ask it for its SMInfo (the election decides).
+        let found = self.sweep.found(&self.last);
+        let rec = &found.subnet.nodes[node];
+        let sm_port = if rec.is_switch() {
+            port == 0
+        } else {
+            port != 0
+        };
+        let guid = rec.ports.get(usize::from(port)).map_or(0, |p| p.guid);
+        if sm_port
+            && pi.capability_mask.contains(CapabilityMask::IS_SM)
+            && guid != self.local.port_guid
+        {
+            let path = rec.path_for(port);
+            let at = self.sweep.stage_started();
+            self.smi.election.probe(at, SmAddr::Directed(path));
+        }
+        self.keys
+            .note_port_key(&self.cfg, &found.subnet, node, port, &pi);
+        if found.subnet.nodes[node]
+            .ports
+            .get(usize::from(port))
+            .is_none()
+        {
+            return;
+        }
+        if super::partitions::reads_pkeys(&self.cfg) {
+            found.read_port_pkeys(node, port, &pi, &mut self.smps);
+        }
+        // What lies behind the port, after its P_Keys.
+        self.sweep
+            .found_mut(&mut self.last)
+            .drain_walk(&self.health, &mut self.smps);
     }
 }

@@ -31,9 +31,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use ibsm_transport::Instant;
 use ibsm_wire::{Notice, PhysPortState, PortInfo, PortState, Trap129Details};
 
-use super::SubnetManager;
-use super::ops::Op;
+use super::assign::Lids;
+use super::ops::{Op, SmpQueue};
 use super::publish::Cabling;
+use super::{Outbox, SubnetManager};
+use crate::config::SmConfig;
 use crate::event::{Missing, SmEvent};
 use crate::health::{Change, Health, PortKey, Reason};
 use crate::model::{NodeIx, Subnet};
@@ -85,7 +87,7 @@ impl HealthState {
     }
 
     /// The unhealthy external ports, as (node GUID, port).
-    fn cut(&self) -> Vec<(u64, u8)> {
+    pub(super) fn cut(&self) -> Vec<(u64, u8)> {
         self.policy
             .unhealthy()
             .filter(|(k, _)| k.port != 0)
@@ -95,6 +97,15 @@ impl HealthState {
 }
 
 impl HealthState {
+    /// Whether discovery leaves out what lies behind port `port` of `node` of `subnet`:
+    /// a port that stopped answering.
+    pub(super) fn skips(&self, subnet: &Subnet, node: NodeIx, port: u8) -> bool {
+        let key = PortKey::new(subnet.nodes[node].info.node_guid, port);
+        self.policy
+            .get(key)
+            .is_some_and(|u| matches!(u.reason, Reason::NoAnswer { .. }))
+    }
+
     pub(super) fn new(cfg: crate::health::HealthConfig) -> Self {
         Self {
             policy: Health::new(cfg),
@@ -103,190 +114,159 @@ impl HealthState {
     }
 }
 
-impl SubnetManager {
-    fn port_key(&self, n: NodeIx, p: u8) -> PortKey {
-        PortKey::new(self.subnet.nodes[n].info.node_guid, p)
-    }
-
+impl HealthState {
     /// Whether `key`'s cable is left out of routing and discovery decisions: an
     /// unhealthy external port.
     fn excluded(&self, key: PortKey) -> bool {
-        key.port != 0 && self.health.policy.is_unhealthy(key)
+        key.port != 0 && self.policy.is_unhealthy(key)
     }
 
-    /// Discovery is over: ports found Down (or back in Init) where the last configured
-    /// sweep had a cable went down.
-    pub(super) fn health_after_discovery(&mut self, now: Instant) {
-        if self.health.linked.is_empty() || self.cfg.health.flap_count == 0 {
-            return;
+    /// Discovery is over (`subnet`: what it found): ports found Down (or back in Init)
+    /// where the last configured sweep had a cable went down. Whether the policy was
+    /// told (its changes to be drained).
+    pub(super) fn after_discovery(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Subnet,
+        now: Instant,
+    ) -> bool {
+        if self.linked.is_empty() || cfg.health.flap_count == 0 {
+            return false;
         }
-        for key in self.health.downs(&self.subnet) {
+        for key in self.downs(subnet) {
             tracing::debug!(port = %key, "link went down since the last sweep");
-            self.health.policy.link_down(key, now);
+            self.policy.link_down(key, now);
         }
-        self.drain_health(now);
+        true
     }
 
-    /// A heavy sweep configured the subnet: its losses go to the policy, and its cables
-    /// and port GUIDs (`cabling`, made by the sweep's publish job when the flap or trap
-    /// checks are on) are what the next sweep and traps are compared with.
-    pub(super) fn health_after_sweep(&mut self, now: Instant, cabling: Option<Cabling>) {
-        let lost = std::mem::take(&mut self.health.lost);
-        let lost = if self.health.lost_sweep == self.latches.sweeps() {
+    /// Heavy sweep number `sweep` configured the subnet: its losses go to the policy,
+    /// and its cables and port GUIDs (`cabling`, made by the sweep's publish job when
+    /// the flap or trap checks are on) are what the next sweep and traps are compared
+    /// with.
+    pub(super) fn after_sweep(&mut self, sweep: u64, now: Instant, cabling: Option<Cabling>) {
+        let lost = std::mem::take(&mut self.lost);
+        let lost = if self.lost_sweep == sweep {
             lost
         } else {
             BTreeSet::new()
         };
-        self.health.policy.sweep_done(&lost, now);
+        self.policy.sweep_done(&lost, now);
         if let Some((linked, by_port_guid)) = cabling {
-            self.health.linked = linked;
-            self.health.by_port_guid = by_port_guid;
+            self.linked = linked;
+            self.by_port_guid = by_port_guid;
         }
-        self.drain_health(now);
     }
 
-    /// A lost SMP of the running heavy sweep (after all retries): the port it was about,
-    /// or the port across which a node was not found.
-    pub(super) fn health_lost(&mut self, m: &Missing) {
+    /// A lost SMP of heavy sweep number `sweep` (after all retries): the port it was
+    /// about, or the port across which a node was not found.
+    pub(super) fn lost(&mut self, sweep: u64, m: &Missing) {
         if m.port == 0 || m.node == 0 {
             return;
         }
-        let sweep = self.latches.sweeps();
-        if self.health.lost_sweep != sweep {
-            self.health.lost.clear();
-            self.health.lost_sweep = sweep;
+        if self.lost_sweep != sweep {
+            self.lost.clear();
+            self.lost_sweep = sweep;
         }
-        self.health.lost.insert(PortKey::new(m.node, m.port));
+        self.lost.insert(PortKey::new(m.node, m.port));
     }
 
-    /// Whether discovery should not explore out of `port` of `node`: it stopped
-    /// answering, and is not asked again until it is taken back.
-    pub(super) fn health_skips(&self, node: NodeIx, port: u8) -> bool {
-        let key = self.port_key(node, port);
-        self.health
-            .policy
-            .get(key)
-            .is_some_and(|u| matches!(u.reason, Reason::NoAnswer { .. }))
-    }
-
-    /// A trap: counted against its issuer port. `true` when the port is silenced (a
-    /// trap flood): the trap was answered and is otherwise ignored.
-    pub(super) fn health_trap(&mut self, now: Instant, notice: &Notice) -> bool {
-        let Some(key) = self.trap_port(notice) else {
-            return false;
-        };
-        let silenced = self.health.policy.trap(key, now);
-        self.drain_health(now);
-        silenced
+    /// A trap from the port at `issuer`'s LID (`lids`: the LIDs in force; `subnet`: the
+    /// model that names switches): counted against its issuer port. `None` when the
+    /// port is not known; else `true` when the port is silenced (a trap flood): the
+    /// trap was answered and is otherwise ignored.
+    pub(super) fn trap(
+        &mut self,
+        lids: &Lids,
+        subnet: &Subnet,
+        now: Instant,
+        notice: &Notice,
+    ) -> Option<bool> {
+        let key = self.trap_port(lids, subnet, notice)?;
+        Some(self.policy.trap(key, now))
     }
 
     /// The port a trap is about.
-    fn trap_port(&self, notice: &Notice) -> Option<PortKey> {
-        let guid = self.lids.guid_of(notice.issuer_lid)?;
-        if self.subnet.by_guid.contains_key(&guid) {
+    fn trap_port(&self, lids: &Lids, subnet: &Subnet, notice: &Notice) -> Option<PortKey> {
+        let guid = lids.guid_of(notice.issuer_lid)?;
+        if subnet.by_guid.contains_key(&guid) {
             let port = notice.details::<Trap129Details>().map_or(0, |d| d.port_num);
             return Some(PortKey::new(guid, port));
         }
-        self.health.by_port_guid.get(&guid).copied()
+        self.by_port_guid.get(&guid).copied()
     }
 
-    /// Marks `port` unhealthy for a reason judged outside the built-in checks (the
-    /// performance manager: an error counter above its threshold, as
-    /// [`Reason::Counters`]). Report again while the trouble lasts: each report
-    /// starts the quiet period again. The port is then routed around like a lost
-    /// cable from the next heavy sweep on, which this asks for.
-    pub fn report_unhealthy(&mut self, now: Instant, port: PortKey, reason: Reason) {
-        self.health.policy.report(port, reason, now);
-        self.drain_health(now);
-        self.refresh_timers();
-    }
-
-    /// The quiet period of an unhealthy port may have passed.
-    pub(super) fn health_timeout(&mut self, now: Instant) {
-        if self
-            .health
-            .policy
-            .poll_timeout()
-            .is_some_and(|at| at <= now)
-        {
-            self.health.policy.handle_timeout(now);
-            self.drain_health(now);
+    /// The quiet period of an unhealthy port may have passed; whether the policy
+    /// looked (its changes to be drained).
+    pub(super) fn handle_timeout(&mut self, now: Instant) -> bool {
+        if self.policy.poll_timeout().is_some_and(|at| at <= now) {
+            self.policy.handle_timeout(now);
+            return true;
         }
+        false
     }
 
-    /// Reports the policy's changes and asks for the heavy sweep that applies them.
-    fn drain_health(&mut self, now: Instant) {
-        while let Some(c) = self.health.policy.poll_change() {
-            let port = match c {
-                Change::Unhealthy { port, reason } => {
-                    tracing::warn!(port = %port, %reason, "port unhealthy");
-                    self.event(SmEvent::PortUnhealthy {
-                        node: port.node,
-                        port: port.port,
-                        reason,
-                    });
-                    port
-                }
-                Change::Healthy { port, reason } => {
-                    tracing::info!(port = %port, was = %reason, "port healthy again");
-                    self.event(SmEvent::PortHealthy {
-                        node: port.node,
-                        port: port.port,
-                        reason,
-                    });
-                    port
-                }
-            };
-            // A switch's port 0 is only silenced, which needs no sweep; a heavy sweep
-            // still discovering programs what it finds with the change already in.
-            if port.port != 0 && !self.sweep.is_discovering() {
-                self.heavy_sweep_wanted(now);
+    /// The policy's next change, reported to `out`: the port it is about.
+    fn next_change(&mut self, out: &mut Outbox) -> Option<PortKey> {
+        let port = match self.policy.poll_change()? {
+            Change::Unhealthy { port, reason } => {
+                tracing::warn!(port = %port, %reason, "port unhealthy");
+                out.event(SmEvent::PortUnhealthy {
+                    node: port.node,
+                    port: port.port,
+                    reason,
+                });
+                port
             }
-        }
-    }
-
-    /// The unhealthy external ports, as (node GUID, port): their cables are left out of
-    /// the fabric the routes are computed on.
-    pub(super) fn health_cut(&self) -> Vec<(u64, u8)> {
-        self.health.cut()
+            Change::Healthy { port, reason } => {
+                tracing::info!(port = %port, was = %reason, "port healthy again");
+                out.event(SmEvent::PortHealthy {
+                    node: port.node,
+                    port: port.port,
+                    reason,
+                });
+                port
+            }
+        };
+        Some(port)
     }
 
     /// The Program stage: with `babbling_port_policy`, disables the links of ports
     /// marked for flapping or babbling, and enables those this SM disabled for a port
-    /// since taken back.
-    pub(super) fn program_health(&mut self) {
-        if !self.cfg.health.babbling_port_policy && self.health.disabled.is_empty() {
-            return;
+    /// since taken back (`subnet`: the model being programmed). The PortInfo Sets
+    /// queued.
+    pub(super) fn program(&mut self, cfg: &SmConfig, subnet: &Subnet, smps: &mut SmpQueue) -> u64 {
+        if !cfg.health.babbling_port_policy && self.disabled.is_empty() {
+            return 0;
         }
         let mut sets: Vec<(NodeIx, u8, PhysPortState)> = Vec::new();
-        if self.cfg.health.babbling_port_policy {
+        if cfg.health.babbling_port_policy {
             let babbling: Vec<PortKey> = self
-                .health
                 .policy
                 .unhealthy()
                 .filter(|(k, u)| k.port != 0 && u.reason.babbling())
                 .map(|(k, _)| k)
                 .collect();
             for key in babbling {
-                let Some((n, p)) = self.disable_end(key) else {
+                let Some((n, p)) = disable_end(subnet, key) else {
                     continue;
                 };
-                let target = self.port_key(n, p);
+                let target = PortKey::new(subnet.nodes[n].info.node_guid, p);
                 tracing::warn!(port = %target, unhealthy = %key, "disabling a babbling link");
-                self.health.disabled.insert(target, key);
+                self.disabled.insert(target, key);
                 sets.push((n, p, PhysPortState::Disabled));
             }
         }
         let disabled: Vec<(PortKey, PortKey)> =
-            self.health.disabled.iter().map(|(&t, &c)| (t, c)).collect();
+            self.disabled.iter().map(|(&t, &c)| (t, c)).collect();
         for (target, cause) in disabled {
             if self.excluded(cause) {
                 continue;
             }
-            let Some(&n) = self.subnet.by_guid.get(&target.node) else {
+            let Some(&n) = subnet.by_guid.get(&target.node) else {
                 continue;
             };
-            let phys = self.subnet.nodes[n]
+            let phys = subnet.nodes[n]
                 .ports
                 .get(usize::from(target.port))
                 .and_then(|r| r.info)
@@ -298,73 +278,105 @@ impl SubnetManager {
                 }
                 // Read enabled again: done.
                 Some(_) => {
-                    self.health.disabled.remove(&target);
+                    self.disabled.remove(&target);
                 }
                 None => {}
             }
         }
+        let mut queued = 0;
         for (n, p, phys) in sets {
-            self.submit_phys_state(n, p, phys);
+            if submit_phys_state(cfg, subnet, smps, n, p, phys) {
+                queued += 1;
+            }
         }
+        queued
+    }
+}
+
+impl SubnetManager {
+    /// Marks `port` unhealthy for a reason judged outside the built-in checks (the
+    /// performance manager: an error counter above its threshold, as
+    /// [`Reason::Counters`]). Report again while the trouble lasts: each report
+    /// starts the quiet period again. The port is then routed around like a lost
+    /// cable from the next heavy sweep on, which this asks for.
+    pub fn report_unhealthy(&mut self, now: Instant, port: PortKey, reason: Reason) {
+        self.health.policy.report(port, reason, now);
+        self.drain_health(now);
+        self.refresh_timers();
     }
 
-    /// The end of `key`'s cable to disable: the one nearer the SM (its Set need not
-    /// cross the bad link), not already disabled; none for the SM's own link.
-    fn disable_end(&self, key: PortKey) -> Option<(NodeIx, u8)> {
-        let &n = self.subnet.by_guid.get(&key.node)?;
-        let here = (n, key.port);
-        let ends = match self.subnet.nodes[n].ports.get(usize::from(key.port))?.peer {
-            Some(far) => vec![here, far],
-            None => vec![here],
-        };
-        // The SM's own port's cable: disabling either end cuts the SM off.
-        let own = |(n, _): (NodeIx, u8)| {
-            let node = &self.subnet.nodes[n];
-            !node.is_switch() && node.path.is_local()
-        };
-        if ends.iter().any(|&e| own(e)) {
-            return None;
+    /// Reports the policy's changes and asks for the heavy sweep that applies them.
+    pub(super) fn drain_health(&mut self, now: Instant) {
+        while let Some(port) = self.health.next_change(&mut self.out) {
+            // A switch's port 0 is only silenced, which needs no sweep; a heavy sweep
+            // still discovering programs what it finds with the change already in.
+            if port.port != 0 && !self.sweep.is_discovering() {
+                self.heavy_sweep_wanted(now);
+            }
         }
-        let hops = |(n, p): (NodeIx, u8)| self.subnet.nodes[n].path_for(p).hops();
-        let end = ends.into_iter().min_by_key(|&e| hops(e))?;
-        let info = self.subnet.nodes[end.0]
-            .ports
-            .get(usize::from(end.1))?
-            .info?;
-        (info.port_phys_state != PhysPortState::Disabled).then_some(end)
     }
+}
 
-    /// A PortInfo Set that changes only the physical state (and, to disable, the
-    /// logical state to Down, as OpenSM's `disable_port`).
-    fn submit_phys_state(&mut self, n: NodeIx, p: u8, phys: PhysPortState) {
-        let Some(mut want) = self.subnet.nodes[n]
-            .ports
-            .get(usize::from(p))
-            .and_then(|r| r.info)
-        else {
-            return;
-        };
-        want.port_state = if phys == PhysPortState::Disabled {
-            PortState::Down
-        } else {
-            PortState::NoChange
-        };
-        want.port_phys_state = phys;
-        want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
-        want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
-        want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
-        let node = &self.subnet.nodes[n];
-        let guid = node.key_guid(p);
-        if let Some(k) = crate::mkey::key_for(self.cfg.m_key, guid) {
-            want.m_key = k;
-        }
-        let mut data = [0u8; 64];
-        PortInfo::emit_into(&want, &mut data).ok();
-        let m = ibsm_wire::attr::modifier::PortMod {
-            port: p,
-            sm_supports_extended_speeds: node.ports[usize::from(p)].ext_speeds,
-        };
-        self.sweep.count(|s| s.port_sets += 1);
-        self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+/// The end of `key`'s cable to disable: the one nearer the SM (its Set need not
+/// cross the bad link), not already disabled; none for the SM's own link.
+fn disable_end(subnet: &Subnet, key: PortKey) -> Option<(NodeIx, u8)> {
+    let &n = subnet.by_guid.get(&key.node)?;
+    let here = (n, key.port);
+    let ends = match subnet.nodes[n].ports.get(usize::from(key.port))?.peer {
+        Some(far) => vec![here, far],
+        None => vec![here],
+    };
+    // The SM's own port's cable: disabling either end cuts the SM off.
+    let own = |(n, _): (NodeIx, u8)| {
+        let node = &subnet.nodes[n];
+        !node.is_switch() && node.path.is_local()
+    };
+    if ends.iter().any(|&e| own(e)) {
+        return None;
     }
+    let hops = |(n, p): (NodeIx, u8)| subnet.nodes[n].path_for(p).hops();
+    let end = ends.into_iter().min_by_key(|&e| hops(e))?;
+    let info = subnet.nodes[end.0].ports.get(usize::from(end.1))?.info?;
+    (info.port_phys_state != PhysPortState::Disabled).then_some(end)
+}
+
+/// A PortInfo Set that changes only the physical state (and, to disable, the
+/// logical state to Down, as OpenSM's `disable_port`).
+fn submit_phys_state(
+    cfg: &SmConfig,
+    subnet: &Subnet,
+    smps: &mut SmpQueue,
+    n: NodeIx,
+    p: u8,
+    phys: PhysPortState,
+) -> bool {
+    let Some(mut want) = subnet.nodes[n]
+        .ports
+        .get(usize::from(p))
+        .and_then(|r| r.info)
+    else {
+        return false;
+    };
+    want.port_state = if phys == PhysPortState::Disabled {
+        PortState::Down
+    } else {
+        PortState::NoChange
+    };
+    want.port_phys_state = phys;
+    want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
+    want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
+    want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
+    let node = &subnet.nodes[n];
+    let guid = node.key_guid(p);
+    if let Some(k) = crate::mkey::key_for(cfg.m_key, guid) {
+        want.m_key = k;
+    }
+    let mut data = [0u8; 64];
+    PortInfo::emit_into(&want, &mut data).ok();
+    let m = ibsm_wire::attr::modifier::PortMod {
+        port: p,
+        sm_supports_extended_speeds: node.ports[usize::from(p)].ext_speeds,
+    };
+    smps.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+    true
 }

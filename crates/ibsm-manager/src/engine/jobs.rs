@@ -145,6 +145,61 @@ impl std::fmt::Debug for Jobs {
     }
 }
 
+impl Jobs {
+    /// The next job for the host: a queued one, else the garbage retired so far as a
+    /// job that drops it.
+    fn poll(&mut self) -> Option<SmJob> {
+        if let Some(job) = self.queue.pop_front() {
+            return Some(job);
+        }
+        if self.retired.is_empty() {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        Some(SmJob {
+            id,
+            work: Work::Discard(std::mem::take(&mut self.retired)),
+        })
+    }
+
+    /// Hands `garbage` (a model, a snapshot, routes the engine no longer needs) to the
+    /// host to free with the next job, so that freeing it does not hold the engine up;
+    /// freed at once without offload.
+    pub(super) fn retire(&mut self, garbage: impl Any + Send) {
+        if self.offload {
+            self.retired.push(Box::new(garbage));
+        }
+    }
+
+    /// Makes a job of `work`: its id, and the job itself when the engine runs it now
+    /// (no offload; else it waits for the host in the queue).
+    fn start(&mut self, work: Work) -> (u64, Option<SmJob>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let job = SmJob { id, work };
+        if self.offload {
+            tracing::debug!(job = id, kind = job.kind(), "job handed to the host");
+            self.queue.push_back(job);
+            return (id, None);
+        }
+        (id, Some(job))
+    }
+
+    /// Units of work per slice of the Program and Activate stages (`program.rs`): all
+    /// of it in one go without offload.
+    pub(super) fn slice_budget(&self) -> usize {
+        if self.offload {
+            match self.slice {
+                0 => super::program::SLICE,
+                n => n,
+            }
+        } else {
+            usize::MAX
+        }
+    }
+}
+
 impl SubnetManager {
     /// Whether the host runs the engine's long computations itself (`true`: it takes
     /// them with [`Self::poll_job`], runs them, on worker threads say, and hands each
@@ -172,27 +227,7 @@ impl SubnetManager {
 
     /// The next job for the host to run (only with [`Self::set_job_offload`]).
     pub fn poll_job(&mut self) -> Option<SmJob> {
-        if let Some(job) = self.jobs.queue.pop_front() {
-            return Some(job);
-        }
-        if self.jobs.retired.is_empty() {
-            return None;
-        }
-        let id = self.jobs.next_id;
-        self.jobs.next_id += 1;
-        Some(SmJob {
-            id,
-            work: Work::Discard(std::mem::take(&mut self.jobs.retired)),
-        })
-    }
-
-    /// Hands `garbage` (a model, a snapshot, routes the engine no longer needs) to the
-    /// host to free with the next job, so that freeing it does not hold the engine up;
-    /// freed at once without offload.
-    pub(super) fn retire(&mut self, garbage: impl Any + Send) {
-        if self.jobs.offload {
-            self.jobs.retired.push(Box::new(garbage));
-        }
+        self.jobs.poll()
     }
 
     /// The output of a job taken from [`Self::poll_job`]. An output the engine no longer
@@ -225,14 +260,9 @@ impl SubnetManager {
     /// Gives `work` an id, puts the sweep in the stage that waits for it, and runs it
     /// at once or queues it for the host.
     fn start_job(&mut self, now: Instant, work: Work, stage: impl FnOnce(u64) -> Stage) {
-        let id = self.jobs.next_id;
-        self.jobs.next_id += 1;
+        let (id, run_now) = self.jobs.start(work);
         self.sweep.set_stage(stage(id));
-        let job = SmJob { id, work };
-        if self.jobs.offload {
-            tracing::debug!(job = id, kind = job.kind(), "job handed to the host");
-            self.jobs.queue.push_back(job);
-        } else {
+        if let Some(job) = run_now {
             let out = job.run();
             self.job_done(now, out);
         }
@@ -251,12 +281,6 @@ impl SubnetManager {
             Done::Publish(published) => self.published(now, *published),
             Done::Discarded => {}
         }
-    }
-
-    /// Whether the host runs the jobs (and wants an engine that answers while it
-    /// works: the Program stage is planned in slices too, `program.rs`).
-    pub(super) fn jobs_offloaded(&self) -> bool {
-        self.jobs.offload
     }
 
     /// Whether a job this engine made has not come back yet.

@@ -7,10 +7,10 @@ use std::collections::{HashMap, HashSet};
 
 use ibsm_wire::{DrPath, PortInfo};
 
-use super::SubnetManager;
+use super::ops::Target;
 use crate::config::{MKeyMode, SmConfig};
 use crate::mkey;
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
 
 /// M_Keys learnt from the fabric.
 #[derive(Debug, Default)]
@@ -21,7 +21,7 @@ pub(super) struct Keys {
     /// before (NodeInfo is M_Key-checked too: with key 0 a protected port drops it).
     by_route: HashMap<DrPath, u64>,
     /// Ports reported locked ([`crate::SmEvent::PortLocked`] is sent once per port).
-    pub(super) reported_locked: HashSet<u64>,
+    reported_locked: HashSet<u64>,
 }
 
 impl Keys {
@@ -40,32 +40,48 @@ pub(super) fn lease_active(cfg: &SmConfig) -> bool {
     cfg.m_key != MKeyMode::Off && cfg.m_key_lease > 0
 }
 
-impl SubnetManager {
-    /// Our key for a port (0 when the policy sets none).
-    pub(super) fn key_for_port(&self, guid: u64) -> u64 {
-        mkey::key_for(self.cfg.m_key, guid).unwrap_or(0)
-    }
+/// Our key for the port (switches: node) with GUID `guid`: `SmConfig::m_key`'s.
+pub(super) fn key_for_port(cfg: &SmConfig, guid: u64) -> u64 {
+    mkey::key_for(cfg.m_key, guid).unwrap_or(0)
+}
 
-    /// The key to put in an SMP to this port: ours, or the one read off it.
-    pub(super) fn smp_key(&self, guid: u64) -> u64 {
-        self.keys
-            .foreign
+impl Keys {
+    /// The key to present to the port (switches: node) with GUID `guid`: the one it was
+    /// found holding when not ours, else ours.
+    pub(super) fn smp_key(&self, cfg: &SmConfig, guid: u64) -> u64 {
+        self.foreign
             .get(&guid)
             .copied()
-            .unwrap_or_else(|| self.key_for_port(guid))
+            .unwrap_or_else(|| key_for_port(cfg, guid))
     }
 
-    /// The key of an SMP to `port` of `node`: a switch has one M_Key (port 0's), a CA
-    /// port its own; node-wide attributes (port 0) of a CA go through the port it was
-    /// reached by.
-    pub(super) fn node_key(&self, node: NodeIx, port: u8) -> u64 {
-        self.smp_key(self.subnet.nodes[node].key_guid(port))
+    /// The key for an SMP to `node` of `subnet` through `port` (switches: port 0's).
+    pub(super) fn node_key(&self, cfg: &SmConfig, subnet: &Subnet, node: NodeIx, port: u8) -> u64 {
+        self.smp_key(cfg, subnet.nodes[node].key_guid(port))
     }
 
-    /// Remembers the M_Key a Get or Set showed on a port that holds one (switch port 0,
-    /// CA ports): a foreign key is used from now on, ours ends the exception.
-    pub(super) fn note_port_key(&mut self, node: NodeIx, port: u8, pi: &PortInfo) {
-        let rec = &self.subnet.nodes[node];
+    /// The key an SMP to `target` carries (`subnet`: the model it names nodes of).
+    pub(super) fn target_key(&self, cfg: &SmConfig, subnet: &Subnet, target: &Target) -> u64 {
+        match *target {
+            Target::Route(path) => self.route_key(&path),
+            Target::Switch(_, guid) => self.smp_key(cfg, guid),
+            Target::Node(n) => self.node_key(cfg, subnet, n, 0),
+            Target::Port(n, p) => self.node_key(cfg, subnet, n, p),
+        }
+    }
+
+    /// Learns the key a PortInfo answer shows (a key port's: switch port 0, CA ports):
+    /// a foreign one is used from now on, ours forgets the foreign one; the route to
+    /// the port keeps it for the next NodeInfo.
+    pub(super) fn note_port_key(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Subnet,
+        node: NodeIx,
+        port: u8,
+        pi: &PortInfo,
+    ) {
+        let rec = &subnet.nodes[node];
         let key_port = if rec.is_switch() {
             port == 0
         } else {
@@ -77,13 +93,18 @@ impl SubnetManager {
         if !key_port || pi.m_key == 0 {
             return; // level 1 hides the key; nothing to learn
         }
-        if pi.m_key == self.key_for_port(guid) {
-            self.keys.foreign.remove(&guid);
+        if pi.m_key == key_for_port(cfg, guid) {
+            self.foreign.remove(&guid);
         } else {
-            self.keys.foreign.insert(guid, pi.m_key);
+            self.foreign.insert(guid, pi.m_key);
         }
         let path = rec.path_for(port);
-        let key = self.smp_key(guid);
-        self.keys.remember_route(path, key);
+        let key = self.smp_key(cfg, guid);
+        self.remember_route(path, key);
+    }
+
+    /// Notes a port that ignores our M_Key; whether it is reported for the first time.
+    pub(super) fn note_locked(&mut self, guid: u64) -> bool {
+        self.reported_locked.insert(guid)
     }
 }

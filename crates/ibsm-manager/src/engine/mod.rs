@@ -4,13 +4,16 @@
 //! and events. See the crate docs for the run loop.
 //!
 //! This file holds only the public surface and the engine's fields, each a sub-state
-//! owned by one module (the layout of quinn-proto's `connection/`):
+//! owned by one module (the layout of quinn-proto's `connection/`). The logic lives on
+//! the sub-states, as methods taking what else they touch as arguments (the model as
+//! `&Subnet`, `&mut SmpQueue`, `&mut Outbox`, the config, `now`); `SubnetManager`'s
+//! own methods coordinate: they call the sub-states in order and pass them the pieces.
 //!
 //! | module | owns | does |
 //! |---|---|---|
 //! | [`ops`] | [`ops::SmpQueue`] | the operation table (per SMP: attribute, method, target, what its answer and its failure do), the adaptive window, dispatch, counters |
 //! | [`sweep`] | [`sweep::Sweep`] | `Idle` / `Heavy` (discover, elect, program, activate) / `Light`, each stage's data inside it |
-//! | [`discovery`] | the [`Subnet`] model, [`discovery::Latches`] | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
+//! | [`discovery`] | [`discovery::Discovery`]: the [`Subnet`] model, the walk, [`discovery::Latches`] (a heavy sweep's, inside it; the last one's, as `last`) | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
 //! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
 //! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
 //! | [`health`] | [`health::HealthState`] | port health: flaps, traps and silence fed to [`crate::health`], unhealthy links routed around, babbling links disabled |
@@ -80,6 +83,13 @@ struct Outbox {
     events: VecDeque<SmEvent>,
 }
 
+impl Outbox {
+    /// An event for the host.
+    fn event(&mut self, ev: SmEvent) {
+        self.events.push_back(ev);
+    }
+}
+
 /// The SM engine. Sans-IO: it never reads a clock, sleeps or touches a device.
 pub struct SubnetManager {
     cfg: SmConfig,
@@ -88,12 +98,10 @@ pub struct SubnetManager {
     smps: ops::SmpQueue,
     /// The sweep running (its data lives and dies with it).
     sweep: sweep::Sweep,
-    /// What the running or last heavy sweep found.
-    subnet: Arc<Subnet>,
-    /// The discovery rules (ibsm-query's) walking `subnet` in a heavy sweep.
-    walk: ibsm_query::discover::Walk,
-    /// The running or last heavy sweep's PortStateChange latches.
-    latches: discovery::Latches,
+    /// What the last heavy sweep found (its model, walk and latches), as it stood when
+    /// that sweep ended: what [`Self::subnet`] shows. A heavy sweep builds its own
+    /// inside [`sweep::Sweep::Heavy`] and hands it over when it ends.
+    last: discovery::Discovery,
     keys: keys::Keys,
     lids: assign::Lids,
     /// Incomplete heavy sweeps in a row (re-sweeps, `resweep.rs`).
@@ -120,7 +128,7 @@ impl std::fmt::Debug for SubnetManager {
         f.debug_struct("SubnetManager")
             .field("election", &self.smi.election.state())
             .field("phase", &self.sweep.phase())
-            .field("nodes", &self.subnet.nodes.len())
+            .field("nodes", &self.sweep.found(&self.last).subnet.nodes.len())
             .field("role", &self.smi.role)
             .finish_non_exhaustive()
     }
@@ -152,9 +160,7 @@ impl SubnetManager {
         Ok(Self {
             smps,
             sweep: sweep::Sweep::default(),
-            subnet: Arc::default(),
-            walk: ibsm_query::discover::Walk::default(),
-            latches: discovery::Latches::default(),
+            last: discovery::Discovery::default(),
             keys: keys::Keys::default(),
             lids: assign::Lids::new(store, local.lid),
             resweeps: resweep::Resweeps::default(),
@@ -207,7 +213,7 @@ impl SubnetManager {
     /// ends.
     #[must_use]
     pub fn subnet(&self) -> &Subnet {
-        self.sweep.before().unwrap_or(&self.subnet)
+        &self.last.subnet
     }
 
     /// The fabric model of the last configured sweep (shared `ibsm-topology` type).
@@ -332,7 +338,7 @@ impl SubnetManager {
     pub fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
         let span = self.sweep.span();
         let _in_phase = span.enter();
-        if let Some(incoming) = self.perf_incoming(now, incoming) {
+        if let Some(incoming) = self.perf.handle_incoming(&self.cfg, now, incoming) {
             SansIo::handle_incoming(&mut self.smps.tx, now, incoming);
             self.process(now);
         }
@@ -342,7 +348,7 @@ impl SubnetManager {
 
     /// Reports that sending an [`Outgoing`] failed.
     pub fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        if !self.perf_send_error(now, id, error.clone()) {
+        if !self.perf.handle_send_error(now, id, error.clone()) {
             SansIo::handle_send_error(&mut self.smps.tx, now, id, error);
             self.process(now);
         }
@@ -355,14 +361,14 @@ impl SubnetManager {
         let span = self.sweep.span();
         let _in_phase = span.enter();
         self.smps.tx.handle_timeout(now);
-        self.election_timeout(now);
-        self.admin_timeout(now);
+        self.smi.handle_timeout(now);
+        self.admin.handle_timeout(now);
         if self.timers.due(Timer::Rebalance, now) {
             self.timers.clear(Timer::Rebalance);
             self.rebalance_due(now);
         }
-        if self.timers.due(Timer::Health, now) {
-            self.health_timeout(now);
+        if self.timers.due(Timer::Health, now) && self.health.handle_timeout(now) {
+            self.drain_health(now);
         }
         if self.timers.due(Timer::Program, now) {
             self.stage_slice(now);
@@ -379,7 +385,9 @@ impl SubnetManager {
     /// The next MAD to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
         // PerfMgt MADs only when no SMP is waiting for the window.
-        let out = self.next_transmit(now).or_else(|| self.perf_transmit(now));
+        let out = self
+            .next_transmit(now)
+            .or_else(|| self.perf.poll_transmit(now));
         self.refresh_timers();
         out
     }
@@ -406,15 +414,24 @@ impl SubnetManager {
         self.timers.set(Timer::Transactions, tx);
         let election = self.smi.election.poll_timeout();
         self.timers.set(Timer::Election, election);
-        let admin = self.admin_deadline();
+        let admin = self.admin.poll_timeout();
         self.timers.set(Timer::Admin, admin);
-        let perf = self.perf_deadline();
+        let can_start =
+            self.smi.role == Role::Master && self.routing.up_once && self.sweep.is_idle();
+        let perf = self.perf.poll_timeout(&self.cfg, can_start);
         self.timers.set(Timer::PerfMgr, perf);
         let health = self.health.policy.poll_timeout();
         self.timers.set(Timer::Health, health);
     }
 
     fn event(&mut self, ev: SmEvent) {
-        self.out.events.push_back(ev);
+        self.out.event(ev);
+    }
+}
+
+impl SubnetManager {
+    /// The model SMPs name nodes of: the running heavy sweep's, else the last one's.
+    fn model(&self) -> &Arc<Subnet> {
+        &self.sweep.found(&self.last).subnet
     }
 }

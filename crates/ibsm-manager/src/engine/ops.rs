@@ -10,13 +10,13 @@ use std::collections::VecDeque;
 use ibsm_transport::{
     Address, DrAddress, Event as TxEvent, Instant, Received, Request, Transactions, TxConfig,
 };
-use ibsm_wire::{DrPath, DrSmp, DrSmpView, LinearForwardingTable, Method, SmAttributeId};
+use ibsm_wire::{DrPath, DrSmp, DrSmpView, Method, SmAttributeId};
 
 use super::SubnetManager;
 use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub(super) enum Op {
 
 /// Where an SMP goes, which names the M_Key it carries.
 #[derive(Debug, Clone, Copy)]
-enum Target {
+pub(super) enum Target {
     /// A route discovery has not reached the end of yet: the key the node found there
     /// before had (NodeInfo is M_Key-checked too).
     Route(DrPath),
@@ -281,17 +281,30 @@ impl SubnetManager {
     fn on_answer(&mut self, now: Instant, op: Op, data: &[u8], attempts: u32) {
         match op {
             Op::NodeInfo { path, from } => self.on_node_info(path, from, data),
-            Op::NodeDesc { node } => self.on_node_desc(node, data),
-            Op::SwitchInfo { node } => self.on_switch_info(node, data),
-            Op::ClearPortStateChange { node } => self.switch_latch_done(node, Latch::Clean),
+            Op::NodeDesc { node } => self
+                .sweep
+                .found_mut(&mut self.last)
+                .on_node_desc(node, data),
+            Op::SwitchInfo { node } => self.sweep.found_mut(&mut self.last).on_switch_info(
+                node,
+                data,
+                &self.health,
+                &mut self.smps,
+            ),
+            Op::ClearPortStateChange { node } => self
+                .sweep
+                .found_mut(&mut self.last)
+                .switch_latch_done(node, Latch::Clean, &self.health, &mut self.smps),
             Op::CheckSwitchInfo { guid, sweep, .. } => {
                 self.on_switch_check(now, guid, sweep, data, attempts);
             }
             Op::PortInfo { node, port } => self.on_port_info(node, port, data),
-            Op::LightSwitchInfo { .. } => self.on_light_switch_info(data),
+            Op::LightSwitchInfo { .. } => self.sweep.on_light_switch_info(data),
             Op::SetPortInfo { node, port } => self.on_port_set(node, port, data),
             Op::PKeyTable { node, port, block } | Op::SetPKeyTable { node, port, block } => {
-                self.on_pkey_block(node, port, block, data);
+                self.sweep
+                    .found_mut(&mut self.last)
+                    .on_pkey_block(node, port, block, data);
             }
             Op::SetMft { slot, .. } => self.mft_confirmed(slot, data),
             Op::SetSwitchInfo { .. }
@@ -304,11 +317,16 @@ impl SubnetManager {
     /// What a request without an answer (after all retries, or refused with a bad
     /// status) does, from its row of the table.
     pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
-        self.forget_unwritten(op);
+        let subnet = &self.sweep.found(&self.last).subnet;
+        self.mirror.forget_unwritten(subnet, op);
         if let Op::PortInfo { node, port } = op {
             // A switch's other ports wait for port 0's answer (`Walk::read_ports`).
-            self.walk.port_info_lost(&self.subnet, node, port);
-            self.drain_walk();
+            self.sweep.found_mut(&mut self.last).port_info_lost(
+                node,
+                port,
+                &self.health,
+                &mut self.smps,
+            );
         }
         // An MFT block is sent again (or held) until its switch confirms it; only
         // one given up on for good means what the table says.
@@ -330,7 +348,12 @@ impl SubnetManager {
             }
             OnFailure::LatchUnknown => {
                 if let Some(n) = latch_node {
-                    self.switch_latch_done(n, Latch::Unknown);
+                    self.sweep.found_mut(&mut self.last).switch_latch_done(
+                        n,
+                        Latch::Unknown,
+                        &self.health,
+                        &mut self.smps,
+                    );
                 }
                 return;
             }
@@ -340,7 +363,12 @@ impl SubnetManager {
             }
             OnFailure::LatchUnknownAndLock => {
                 if let Some(n) = latch_node {
-                    self.switch_latch_done(n, Latch::Unknown);
+                    self.sweep.found_mut(&mut self.last).switch_latch_done(
+                        n,
+                        Latch::Unknown,
+                        &self.health,
+                        &mut self.smps,
+                    );
                 }
             }
             OnFailure::Lock => {}
@@ -349,11 +377,11 @@ impl SubnetManager {
             // A CA's node-wide attribute went through the port it was reached by, with
             // that port's key: it is that port that ignores us.
             // (An SMP sent for a model a heavy sweep has since rebuilt names no node.)
-            Target::Node(n) => match self.subnet.nodes.get(n) {
+            Target::Node(n) => match self.sweep.found(&self.last).subnet.nodes.get(n) {
                 Some(node) => node.key_guid(0),
                 None => return,
             },
-            Target::Port(n, p) => match self.subnet.nodes.get(n) {
+            Target::Port(n, p) => match self.sweep.found(&self.last).subnet.nodes.get(n) {
                 Some(node) => node.key_guid(p),
                 None => return,
             },
@@ -386,7 +414,7 @@ pub(super) struct SmpQueue {
     pub(super) tx: Transactions<Op>,
     /// The adaptive window: grows on every first-try answer, halves on every loss.
     window: usize,
-    /// Requests not yet built (a few bytes each: see [`SubnetManager::submit`]).
+    /// Requests not yet built (a few bytes each: see [`SmpQueue::submit`]).
     work: VecDeque<Work>,
     /// SMPs handed out since creation.
     sent: u64,
@@ -445,7 +473,7 @@ impl SmpQueue {
     }
 }
 
-impl SubnetManager {
+impl SmpQueue {
     /// Queues one SMP. Requests wait here, as a few bytes each, until the window has
     /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
     /// building all their MADs up front would cost memory and hash-table time.
@@ -458,7 +486,7 @@ impl SubnetManager {
                 data: None,
                 retries: None,
                 more,
-            }) = self.smps.work.back_mut()
+            }) = self.work.back_mut()
                 && *n == node
                 && attr_mod == u32::from(block)
                 && *m == u32::from(*b)
@@ -469,7 +497,7 @@ impl SubnetManager {
                 return;
             }
         }
-        self.smps.work.push_back(Work {
+        self.work.push_back(Work {
             op,
             attr_mod,
             data: data.map(Box::new),
@@ -486,7 +514,7 @@ impl SubnetManager {
         data: Option<[u8; 64]>,
         retries: u32,
     ) {
-        self.smps.work.push_back(Work {
+        self.work.push_back(Work {
             op,
             attr_mod,
             data: data.map(Box::new),
@@ -494,7 +522,9 @@ impl SubnetManager {
             more: 0,
         });
     }
+}
 
+impl SubnetManager {
     /// The next MAD for the host: answers and election SMPs first, then the SA's own
     /// sends, then the window's.
     pub(super) fn next_transmit(&mut self, now: Instant) -> Option<super::Outgoing> {
@@ -503,16 +533,16 @@ impl SubnetManager {
             let smp = ibsm_wire::MadHeaderView::new_checked(&o.mad[..])
                 .is_ok_and(|h| h.mgmt_class().is_smp());
             if smp {
-                self.smps.sent += 1;
+                self.smps.count_sent();
             }
             return Some(o);
         }
-        if let Some(o) = self.poll_admin_transmit(now) {
+        if let Some(o) = self.admin.poll_transmit(now) {
             return Some(o);
         }
         self.pump();
         let t = self.smps.tx.next_attempt(now)?;
-        self.smps.sent += 1;
+        self.smps.count_sent();
         self.sweep.count(|s| {
             s.smps += 1;
             if t.attempt > 1 {
@@ -529,70 +559,16 @@ impl SubnetManager {
     /// Hands queued SMPs to the transaction layer while fewer than two windows' worth
     /// are pending there.
     pub(super) fn pump(&mut self) {
-        let limit = self.smps.window.saturating_mul(2).max(8);
-        while self.smps.tx.pending() < limit {
-            let Some(mut w) = self.smps.work.pop_front() else {
-                break;
-            };
-            if let (Op::SetLft { node, block }, 1..) = (w.op, w.more) {
-                // The rest of the run waits at the front, in order.
-                self.smps.work.push_front(Work {
-                    op: Op::SetLft {
-                        node,
-                        block: block + 1,
-                    },
-                    attr_mod: w.attr_mod + 1,
-                    data: None,
-                    retries: w.retries,
-                    more: w.more - 1,
-                });
-                w.more = 0;
+        while let Some(w) = self.smps.next_work() {
+            let subnet = &self.sweep.found(&self.last).subnet;
+            let keys = &self.keys;
+            let cfg = &self.cfg;
+            let lft = |node, block| self.mirror.lft_block(subnet, node, block);
+            let key = |t: &Target| keys.target_key(cfg, subnet, t);
+            if let Some(name) = self.smps.dispatch(w, subnet, key, lft, cfg) {
+                self.sweep.count_attribute(name);
             }
-            self.dispatch(w);
         }
-    }
-
-    /// Builds one SMP from its row of the table and submits it.
-    fn dispatch(&mut self, w: Work) {
-        let Work {
-            op,
-            attr_mod,
-            data,
-            retries,
-            more: _,
-        } = w;
-        let spec = op.spec();
-        let data = data.map(|b| *b).or_else(|| match op {
-            Op::SetLft { node, block } => self.lft_block(node, block),
-            _ => None,
-        });
-        let (path, key) = match spec.target {
-            Target::Route(path) => (path, self.keys.route_key(&path)),
-            Target::Switch(path, guid) => (path, self.smp_key(guid)),
-            // Work queued for a model a restarted heavy sweep has since dropped (an MFT
-            // block the SA asked for between sweeps): its node is gone.
-            Target::Node(n) | Target::Port(n, _) if n >= self.subnet.nodes.len() => {
-                tracing::debug!(?op, "node gone before the SMP left");
-                return;
-            }
-            Target::Node(n) => (self.subnet.nodes[n].path, self.node_key(n, 0)),
-            Target::Port(n, p) => (self.subnet.nodes[n].path_for(p), self.node_key(n, p)),
-        };
-        let mut smp = DrSmp::request(spec.method, spec.attr.into(), attr_mod, 0, key, &path);
-        if let Some(d) = data {
-            smp.data = d;
-        }
-        self.sweep.count_attribute(spec.name);
-        let mut req = Request::new(
-            Address::Directed(DrAddress::direct(path)),
-            smp.to_bytes().to_vec(),
-            op,
-        );
-        req.timeout = Some(self.cfg.transaction_timeout);
-        req.retries = retries.or(self.smps.retries);
-        // Only the queueing window limits submissions; a duplicate TID cannot happen
-        // with assigned TIDs.
-        let _ = self.smps.tx.submit(req);
     }
 
     /// Drains the transaction layer's outcomes and moves the sweep on until it waits
@@ -607,13 +583,15 @@ impl SubnetManager {
                         attempts,
                         ..
                     } => {
-                        if attempts == 1 {
-                            self.grow_window();
+                        if attempts == 1
+                            && let Some(w) = self.smps.grow_window(self.cfg.max_wire_smps_limit)
+                        {
+                            self.sweep.count(|s| s.max_window = s.max_window.max(w));
                         }
                         self.on_response(now, cookie, &response, attempts);
                     }
                     TxEvent::Failed { cookie, .. } => {
-                        self.shrink_window(now);
+                        self.smps.shrink_window(now, &self.cfg);
                         self.sweep.count(|s| s.timeouts += 1);
                         self.note_lost(cookie);
                         self.on_failure(now, cookie);
@@ -643,13 +621,104 @@ impl SubnetManager {
         self.on_answer(now, op, view.attr_data(), attempts);
     }
 
-    fn grow_window(&mut self) {
-        if self.smps.window < self.cfg.max_wire_smps_limit {
-            self.smps.window += 1;
-            self.smps.tx.set_window(self.smps.window);
-            let w = self.smps.window;
-            self.sweep.count(|s| s.max_window = s.max_window.max(w));
+    /// A port that ignores our M_Key: reported once, and not configured again in this
+    /// heavy sweep.
+    fn lock_port(&mut self, guid: u64) {
+        self.sweep.lock(guid);
+        if self.keys.note_locked(guid) {
+            self.event(SmEvent::PortLocked { guid });
         }
+    }
+}
+
+impl SmpQueue {
+    /// The next request to build, while fewer than two windows' worth are pending in
+    /// the transaction layer. A run of LFT blocks gives its first; the rest waits at
+    /// the front, in order.
+    fn next_work(&mut self) -> Option<Work> {
+        let limit = self.window.saturating_mul(2).max(8);
+        if self.tx.pending() >= limit {
+            return None;
+        }
+        let mut w = self.work.pop_front()?;
+        if let (Op::SetLft { node, block }, 1..) = (w.op, w.more) {
+            self.work.push_front(Work {
+                op: Op::SetLft {
+                    node,
+                    block: block + 1,
+                },
+                attr_mod: w.attr_mod + 1,
+                data: None,
+                retries: w.retries,
+                more: w.more - 1,
+            });
+            w.more = 0;
+        }
+        Some(w)
+    }
+
+    /// Builds one SMP from its row of the table and submits it: its route and key from
+    /// `subnet` (the model SMPs index into) and `key`, an LFT block's data from `lft`.
+    /// The attribute's name to count, `None` when the SMP names a node the model no
+    /// longer has.
+    fn dispatch(
+        &mut self,
+        w: Work,
+        subnet: &Subnet,
+        key: impl Fn(&Target) -> u64,
+        lft: impl Fn(NodeIx, u16) -> Option<[u8; 64]>,
+        cfg: &SmConfig,
+    ) -> Option<&'static str> {
+        let Work {
+            op,
+            attr_mod,
+            data,
+            retries,
+            more: _,
+        } = w;
+        let spec = op.spec();
+        let data = data.map(|b| *b).or_else(|| match op {
+            Op::SetLft { node, block } => lft(node, block),
+            _ => None,
+        });
+        let path = match spec.target {
+            Target::Route(path) | Target::Switch(path, _) => path,
+            // Work queued for a model a restarted heavy sweep has since dropped (an MFT
+            // block the SA asked for between sweeps): its node is gone.
+            Target::Node(n) | Target::Port(n, _) if n >= subnet.nodes.len() => {
+                tracing::debug!(?op, "node gone before the SMP left");
+                return None;
+            }
+            Target::Node(n) => subnet.nodes[n].path,
+            Target::Port(n, p) => subnet.nodes[n].path_for(p),
+        };
+        let key = key(&spec.target);
+        let mut smp = DrSmp::request(spec.method, spec.attr.into(), attr_mod, 0, key, &path);
+        if let Some(d) = data {
+            smp.data = d;
+        }
+        let mut req = Request::new(
+            Address::Directed(DrAddress::direct(path)),
+            smp.to_bytes().to_vec(),
+            op,
+        );
+        req.timeout = Some(cfg.transaction_timeout);
+        req.retries = retries.or(self.retries);
+        // Only the queueing window limits submissions; a duplicate TID cannot happen
+        // with assigned TIDs.
+        let _ = self.tx.submit(req);
+        Some(spec.name)
+    }
+
+    /// Grows the window by one on a first-try answer, up to `limit`; the new window
+    /// when it grew.
+    fn grow_window(&mut self, limit: usize) -> Option<usize> {
+        if self.window >= limit {
+            return None;
+        }
+        self.window += 1;
+        self.tx.set_window(self.window);
+        Some(self.window)
     }
 
     /// Halves the window on a loss, once per transaction timeout: every SMP in flight
@@ -657,39 +726,20 @@ impl SubnetManager {
     /// halving once per lost SMP would take the window to its floor on a fabric that
     /// merely loses a few per cent at random (4 SMPs in flight, each loss waiting out
     /// its timeout, would take hours of virtual time on the 11,664-CA tree).
-    fn shrink_window(&mut self, now: Instant) {
+    fn shrink_window(&mut self, now: Instant, cfg: &SmConfig) {
         if self
-            .smps
             .last_shrink
-            .is_some_and(|t| now < t + self.cfg.transaction_timeout)
+            .is_some_and(|t| now < t + cfg.transaction_timeout)
         {
             return;
         }
-        self.smps.last_shrink = Some(now);
-        self.smps.window = (self.smps.window / 2).max(self.cfg.max_wire_smps);
-        self.smps.tx.set_window(self.smps.window);
+        self.last_shrink = Some(now);
+        self.window = (self.window / 2).max(cfg.max_wire_smps);
+        self.tx.set_window(self.window);
     }
 
-    /// An LFT block as the mirror holds it (what this sweep writes).
-    fn lft_block(&self, node: NodeIx, block: u16) -> Option<[u8; 64]> {
-        let guid = self.subnet.nodes.get(node)?.info.node_guid;
-        let lft = self.mirror.lft.get(&guid)?;
-        let start = usize::from(block) * 64;
-        let mut ports = [0xFFu8; 64];
-        for (i, p) in ports.iter_mut().enumerate() {
-            *p = lft.get(start + i).copied().unwrap_or(0xFF);
-        }
-        let mut d = [0u8; 64];
-        LinearForwardingTable { ports }.emit_into(&mut d).ok()?;
-        Some(d)
-    }
-
-    /// A port that ignores our M_Key: reported once, and not configured again in this
-    /// heavy sweep.
-    fn lock_port(&mut self, guid: u64) {
-        self.sweep.lock(guid);
-        if self.keys.reported_locked.insert(guid) {
-            self.event(SmEvent::PortLocked { guid });
-        }
+    /// Counts an SMP handed out that bypassed the window (answers, election SMInfo).
+    pub(super) fn count_sent(&mut self) {
+        self.sent += 1;
     }
 }

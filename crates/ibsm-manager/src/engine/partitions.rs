@@ -6,8 +6,9 @@
 use ibsm_transport::Instant;
 use ibsm_wire::attr::modifier::PKeyMod;
 
-use super::SubnetManager;
-use super::ops::Op;
+use super::ops::{Op, SmpQueue};
+use super::{Outbox, SubnetManager};
+use crate::config::SmConfig;
 use crate::event::SmEvent;
 use crate::model::{NodeIx, Subnet};
 use crate::partition::{Enforce, PKeyPlan, PartitionConfig, PartitionWarning};
@@ -34,57 +35,65 @@ impl SubnetManager {
         self.cfg.partitions = partitions;
         self.request_heavy_sweep(now);
     }
+}
 
-    /// Whether the heavy sweep reads P_Key tables: the SA serves them, or the SM
-    /// programs them.
-    pub(super) fn reads_pkeys(&self) -> bool {
-        self.cfg.sa || self.cfg.partitions.is_some()
-    }
+/// Whether the heavy sweep reads P_Key tables: the SA serves them, or the SM programs
+/// them.
+pub(super) fn reads_pkeys(cfg: &SmConfig) -> bool {
+    cfg.sa || cfg.partitions.is_some()
+}
 
+impl Partitions {
     /// Queues a Set for every block of the policy's plan (made by the routing job,
     /// `None` when the SM does not manage P_Key tables) that differs from what the port
-    /// holds (all of them where the sweep could not read it). Called in the programming
+    /// of `subnet` holds (all of them where the sweep could not read it; none to a port
+    /// `locked` names), reporting new warnings to `out`. Called in the programming
     /// phase before the PortInfo Sets, so an enforcing switch port has its table before
-    /// its enforcement bits go on.
-    pub(super) fn program_pkeys(&mut self, plan: Option<PKeyPlan>) {
+    /// its enforcement bits go on. The blocks queued.
+    pub(super) fn program(
+        &mut self,
+        plan: Option<PKeyPlan>,
+        subnet: &Subnet,
+        locked: impl Fn(u64) -> bool,
+        smps: &mut SmpQueue,
+        out: &mut Outbox,
+    ) -> u64 {
         let Some(plan) = plan else {
-            self.partitions = Partitions::default();
-            return;
+            *self = Partitions::default();
+            return 0;
         };
         // Only what the last plan did not warn about: a table that stays too small
         // would otherwise be reported on every heavy sweep.
         for w in &plan.warnings {
-            if self.partitions.warnings.contains(w) {
+            if self.warnings.contains(w) {
                 continue;
             }
             tracing::warn!(%w, "partition policy");
-            self.out
-                .events
-                .push_back(SmEvent::PartitionWarning { warning: w.clone() });
+            out.event(SmEvent::PartitionWarning { warning: w.clone() });
         }
-        self.partitions.warnings.clone_from(&plan.warnings);
-        let sweep = &self.sweep;
-        let sets = blocks_to_write(&plan, &self.subnet, |guid| sweep.is_locked(guid));
+        self.warnings.clone_from(&plan.warnings);
+        let sets = blocks_to_write(&plan, subnet, locked);
+        let mut queued = 0;
         for (node, port, block, data) in sets {
-            let sw = self.subnet.nodes[node].is_switch();
+            let sw = subnet.nodes[node].is_switch();
             let m = PKeyMod {
                 block,
                 port: if sw { u16::from(port) } else { 0 },
             };
-            self.sweep.count(|s| s.pkey_blocks += 1);
-            self.submit(
+            queued += 1;
+            smps.submit(
                 Op::SetPKeyTable { node, port, block },
                 m.encode(),
                 Some(data),
             );
         }
-        self.partitions.plan = Some(plan);
+        self.plan = Some(plan);
+        queued
     }
 
     /// The enforcement bits the policy gives a switch port (`None`: leave them).
     pub(super) fn planned_enforcement(&self, node: NodeIx, port: u8) -> Option<Enforce> {
-        self.partitions
-            .plan
+        self.plan
             .as_ref()
             .and_then(|p: &PKeyPlan| p.enforcement.get(&(node, port)).copied())
     }

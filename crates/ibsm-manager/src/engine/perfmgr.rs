@@ -14,8 +14,12 @@ use ibsm_transport::{Incoming, Instant, SansIo, TransportError, TxConfig, TxId};
 use ibsm_wire::{MadHeaderView, MgmtClass};
 
 use super::{Outgoing, SubnetManager};
+use crate::config::SmConfig;
 use crate::event::{Role, SmEvent};
-use crate::perfmgr::{Counter, PerfSweepStats, PortPerf, PortSample, ThresholdExceeded};
+use crate::perfmgr::{
+    Counter, PerfMgrConfig, PerfSweepStats, PortPerf, PortSample, ThresholdExceeded,
+};
+use ibsm_topology::Fabric;
 
 /// Marks the [`TxId`]s of PerfMgt MADs handed to the host, so that
 /// [`SubnetManager::handle_send_error`] tells them from the SMPs' (whose ids count up
@@ -67,12 +71,19 @@ impl SubnetManager {
     pub fn is_perf_sweeping(&self) -> bool {
         self.perf.running.is_some()
     }
+}
 
+impl PerfMgr {
     /// Takes a PerfMgt answer (or a failed PerfMgt send) for the counter sweep;
     /// everything else comes back. Without PerfMgr nothing is taken, so the engine
     /// sees what it always saw.
-    pub(super) fn perf_incoming(&mut self, now: Instant, incoming: Incoming) -> Option<Incoming> {
-        if self.cfg.perfmgr.is_none() {
+    pub(super) fn handle_incoming(
+        &mut self,
+        cfg: &SmConfig,
+        now: Instant,
+        incoming: Incoming,
+    ) -> Option<Incoming> {
+        if cfg.perfmgr.is_none() {
             return Some(incoming);
         }
         let ours = match &incoming {
@@ -87,14 +98,14 @@ impl SubnetManager {
             return Some(incoming);
         }
         // An answer after its sweep ended (or was dropped) is simply late.
-        if let Some(r) = self.perf.running.as_mut() {
+        if let Some(r) = self.running.as_mut() {
             SansIo::handle_incoming(&mut r.scrape, now, incoming);
         }
         None
     }
 
     /// Whether `id` is a PerfMgt MAD's; if so its sweep learns the send failed.
-    pub(super) fn perf_send_error(
+    pub(super) fn handle_send_error(
         &mut self,
         now: Instant,
         id: TxId,
@@ -103,15 +114,15 @@ impl SubnetManager {
         if id.0 & PERF_ID == 0 {
             return false;
         }
-        if let Some(r) = self.perf.running.as_mut() {
+        if let Some(r) = self.running.as_mut() {
             SansIo::handle_send_error(&mut r.scrape, now, TxId(id.0 & !PERF_ID), error);
         }
         true
     }
 
     /// The next PerfMgt MAD, when the SMPs have nothing to send.
-    pub(super) fn perf_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        let t = self.perf.running.as_mut()?.scrape.next_attempt(now)?;
+    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
+        let t = self.running.as_mut()?.scrape.next_attempt(now)?;
         Some(Outgoing {
             id: Some(TxId(t.id.0 | PERF_ID)),
             addr: t.addr,
@@ -121,44 +132,45 @@ impl SubnetManager {
 
     /// The counter sweep's next deadline: its queries' timeouts while it runs, else
     /// when the next one may start (only while one could: Master, up, not sweeping).
-    pub(super) fn perf_deadline(&mut self) -> Option<Instant> {
-        self.cfg.perfmgr.as_ref()?;
-        if let Some(r) = self.perf.running.as_mut() {
+    pub(super) fn poll_timeout(&mut self, cfg: &SmConfig, can_start: bool) -> Option<Instant> {
+        cfg.perfmgr.as_ref()?;
+        if let Some(r) = self.running.as_mut() {
             return r.scrape.poll_timeout();
         }
-        let can_start =
-            self.smi.role == Role::Master && self.routing.up_once && self.sweep.is_idle();
         // No deadline before the first sweep: it starts from `perf_tick` at once.
-        can_start.then_some(self.perf.next).flatten()
+        can_start.then_some(self.next).flatten()
     }
 
     /// Lets the counter sweep see `now`: its timeouts, its end, the next one's start.
-    pub(super) fn perf_tick(&mut self, now: Instant) {
-        let Some(cfg) = self.cfg.perfmgr.as_ref() else {
-            return;
-        };
-        if self.smi.role != Role::Master {
-            if self.perf.running.take().is_some() {
+    pub(super) fn tick(
+        &mut self,
+        cfg: &SmConfig,
+        now: Instant,
+        master: bool,
+        may_start: bool,
+        fabric: Option<&Fabric>,
+    ) -> Option<Vec<SmEvent>> {
+        let cfg = cfg.perfmgr.as_ref()?;
+        if !master {
+            if self.running.take().is_some() {
                 tracing::debug!("counter sweep dropped: no longer master");
             }
-            return;
+            return None;
         }
-        if let Some(r) = self.perf.running.as_mut() {
+        if let Some(r) = self.running.as_mut() {
             if r.scrape.poll_timeout().is_some_and(|t| t <= now) {
                 r.scrape.handle_timeout(now);
             }
             if r.scrape.is_done() {
-                self.perf_finish(now);
+                return self.finish(cfg, now);
             }
-            return;
+            return None;
         }
-        let due = self.perf.next.is_none_or(|t| t <= now);
-        if !(due && self.routing.up_once && self.sweep.is_idle()) {
-            return;
+        let due = self.next.is_none_or(|t| t <= now);
+        if !(due && may_start) {
+            return None;
         }
-        let Some(fabric) = self.routing.fabric.as_ref() else {
-            return;
-        };
+        let fabric = fabric?;
         let mut targets = Vec::new();
         let mut owners = BTreeMap::new();
         for (id, node) in fabric.nodes() {
@@ -197,19 +209,18 @@ impl SubnetManager {
             assign_tids: true,
         };
         let mut scrape = Scrape::new(targets, ScrapeMode::PerPort, tx);
-        scrape.set_tid_start(self.perf.tid_start);
+        scrape.set_tid_start(self.tid_start);
         tracing::debug!(agents = owners.len(), "counter sweep started");
-        self.perf.running = Some(Running {
+        self.running = Some(Running {
             scrape,
             started: now,
             owners,
         });
+        None
     }
 
-    fn perf_finish(&mut self, now: Instant) {
-        let (Some(r), Some(cfg)) = (self.perf.running.take(), self.cfg.perfmgr.as_ref()) else {
-            return;
-        };
+    fn finish(&mut self, cfg: &PerfMgrConfig, now: Instant) -> Option<Vec<SmEvent>> {
+        let r = self.running.take()?;
         let submitted = r.scrape.stats().submitted;
         let report = r.scrape.into_report();
         let mut stats = PerfSweepStats {
@@ -231,7 +242,7 @@ impl SubnetManager {
                 continue;
             };
             stats.ports_read += 1;
-            let previous = self.perf.last.insert((guid, port), (r.started, sample));
+            let previous = self.last.insert((guid, port), (r.started, sample));
             let (delta, interval) = match previous {
                 Some((at, before)) => (Some(sample.delta_since(&before)), Some(r.started - at)),
                 None => (None, None),
@@ -274,15 +285,31 @@ impl SubnetManager {
         }
         // Nodes no longer in the fabric are forgotten (OpenSM's perfmgr_rm_nodes).
         let present: BTreeSet<u64> = r.owners.values().map(|&(g, _)| g).collect();
-        self.perf.last.retain(|(g, _), _| present.contains(g));
-        self.perf.tid_start = self
-            .perf
+        self.last.retain(|(g, _), _| present.contains(g));
+        self.tid_start = self
             .tid_start
             .wrapping_add(u32::try_from(submitted).unwrap_or(u32::MAX))
             .wrapping_add(1);
-        self.perf.next = Some((r.started + cfg.sweep_time).max(now));
-        self.perf.stats = Some(stats);
+        self.next = Some((r.started + cfg.sweep_time).max(now));
+        self.stats = Some(stats);
         tracing::debug!(?stats, "counter sweep done");
+        events.push(SmEvent::PerfSweepDone { stats });
+        Some(events)
+    }
+}
+
+impl SubnetManager {
+    /// Runs the PerfMgr's counter sweep on: starts one when due (Master, the subnet
+    /// up, no SM sweep running), times it out, and reports a finished one's events; a
+    /// counter over its threshold also marks its port unhealthy
+    /// ([`Self::report_unhealthy`]).
+    pub(super) fn perf_tick(&mut self, now: Instant) {
+        let master = self.smi.role == Role::Master;
+        let may_start = self.routing.up_once && self.sweep.is_idle();
+        let fabric = self.routing.fabric.as_ref();
+        let Some(events) = self.perf.tick(&self.cfg, now, master, may_start, fabric) else {
+            return;
+        };
         for ev in events {
             // A counter over its threshold is trouble the health policy judges too:
             // the port is marked unhealthy (routed around, reported, taken back after
@@ -300,7 +327,6 @@ impl SubnetManager {
             }
             self.event(ev);
         }
-        self.event(SmEvent::PerfSweepDone { stats });
     }
 }
 

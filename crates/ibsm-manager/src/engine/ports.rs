@@ -3,14 +3,17 @@
 //! trained links, and the activation once every switch table is written.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use ibsm_wire::{Mtu, PortInfo, PortState, VlCap};
 
 use super::SubnetManager;
-use super::ops::Op;
+use super::assign::Lids;
+use super::ops::{Op, SmpQueue};
+use super::partitions::Partitions;
+use super::sweep::Sweep;
+use crate::config::SmConfig;
 use crate::mkey;
-use crate::model::NodeIx;
+use crate::model::{NodeIx, Subnet};
 
 /// (node, port) -> the PortInfo the heavy sweep wants there (for the activation).
 #[derive(Debug, Default)]
@@ -27,14 +30,35 @@ impl Plan {
     }
 }
 
-impl SubnetManager {
-    /// Plans the ports of node `n` into `plan` and queues the Sets of those that
+/// What planning a port reads.
+pub(super) struct PortCtx<'a> {
+    pub(super) cfg: &'a SmConfig,
+    /// The model being programmed.
+    pub(super) subnet: &'a Subnet,
+    /// The running heavy sweep (which ports are locked).
+    pub(super) sweep: &'a Sweep,
+    /// The LIDs in force.
+    pub(super) lids: &'a Lids,
+    /// The partition policy's plan (switch enforcement bits).
+    pub(super) partitions: &'a Partitions,
+    /// The first sweep as master: every port re-registers.
+    pub(super) first_master_sweep: bool,
+}
+
+impl Plan {
+    /// Plans the ports of node `n` into the plan and queues the Sets of those that
     /// differ from it. Ports whose link is trained (Init) are armed in the same Set
     /// that configures them: Armed carries no data, so it is safe before the LFTs are
     /// written, and it saves one SMP per port. Activation waits for every LFT block.
-    /// Returns the ports it looked at (the measure of its work, `program.rs`).
-    pub(super) fn program_node_ports(&mut self, n: NodeIx, plan: &mut Plan) -> usize {
-        let node = &self.subnet.nodes[n];
+    /// Returns the ports it looked at (the measure of its work, `program.rs`) and the
+    /// Sets queued.
+    pub(super) fn program_node(
+        &mut self,
+        ctx: &PortCtx<'_>,
+        smps: &mut SmpQueue,
+        n: NodeIx,
+    ) -> (usize, u64) {
+        let node = &ctx.subnet.nodes[n];
         let ports: Vec<u8> = if node.is_switch() {
             (0..=node.info.num_ports).collect()
         } else {
@@ -43,12 +67,13 @@ impl SubnetManager {
                 .collect()
         };
         let looked = ports.len();
+        let mut sets = 0;
         for p in ports {
-            let Some(mut want) = self.desired_port_info(n, p) else {
+            let Some(mut want) = desired_port_info(ctx, n, p) else {
                 continue;
             };
-            plan.0.insert((n, p), want);
-            let rec = &self.subnet.nodes[n].ports[usize::from(p)];
+            self.0.insert((n, p), want);
+            let rec = &ctx.subnet.nodes[n].ports[usize::from(p)];
             let Some(cur) = rec.info.as_ref() else {
                 continue;
             };
@@ -59,119 +84,126 @@ impl SubnetManager {
             // A port told to re-register gets its Set even where nothing else
             // changed (an SM restarted on its old LID).
             if arm || want.client_reregister || needs_set(cur, &want) {
-                self.submit_port_set(n, p, want);
+                submit_port_set(ctx.subnet, smps, n, p, want);
+                sets += 1;
             }
         }
-        looked
+        (looked, sets)
     }
+}
 
-    fn desired_port_info(&self, n: NodeIx, p: u8) -> Option<PortInfo> {
-        let node = &self.subnet.nodes[n];
-        let rec = node.ports.get(usize::from(p))?;
-        let cur = rec.info?;
-        let guid = if node.is_switch() {
-            node.info.node_guid
-        } else {
-            rec.guid
-        };
-        if self.sweep.is_locked(guid) {
-            return None;
+/// The PortInfo port `p` of node `n` should hold; `None` for a port not read or
+/// locked.
+fn desired_port_info(ctx: &PortCtx<'_>, n: NodeIx, p: u8) -> Option<PortInfo> {
+    let cfg = ctx.cfg;
+    let node = &ctx.subnet.nodes[n];
+    let rec = node.ports.get(usize::from(p))?;
+    let cur = rec.info?;
+    let guid = if node.is_switch() {
+        node.info.node_guid
+    } else {
+        rec.guid
+    };
+    if ctx.sweep.is_locked(guid) {
+        return None;
+    }
+    let mut want = cur;
+    // Fields that request no change on Set.
+    want.port_state = PortState::NoChange;
+    want.port_phys_state = ibsm_wire::PhysPortState::from(0);
+    want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
+    want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
+    want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
+    let is_lid_port = !node.is_switch() || p == 0;
+    if is_lid_port {
+        let (lid, lmc) = ctx.lids.assigned.get(&guid).copied().unwrap_or((0, 0));
+        want.lid = lid;
+        want.lmc = lmc;
+        want.master_sm_lid = ctx.lids.sm_lid;
+        want.master_sm_sl = cfg.sm_sl;
+        want.gid_prefix = cfg.subnet_prefix;
+        want.subnet_timeout = cfg.subnet_timeout;
+        if let Some(k) = mkey::key_for(cfg.m_key, guid) {
+            want.m_key = k;
+            want.m_key_protect_bits = cfg.m_key_protect;
+            want.m_key_lease_period = cfg.m_key_lease;
         }
-        let mut want = cur;
-        // Fields that request no change on Set.
-        want.port_state = PortState::NoChange;
-        want.port_phys_state = ibsm_wire::PhysPortState::from(0);
-        want.link_down_default_state = ibsm_wire::LinkDownDefaultState::from(0);
-        want.link_width_enabled = ibsm_wire::LinkWidthMask(0);
-        want.link_speed_enabled = ibsm_wire::LinkSpeedMask(0);
-        let is_lid_port = !node.is_switch() || p == 0;
-        if is_lid_port {
-            let (lid, lmc) = self.lids.assigned.get(&guid).copied().unwrap_or((0, 0));
-            want.lid = lid;
-            want.lmc = lmc;
-            want.master_sm_lid = self.lids.sm_lid;
-            want.master_sm_sl = self.cfg.sm_sl;
-            want.gid_prefix = self.cfg.subnet_prefix;
-            want.subnet_timeout = self.cfg.subnet_timeout;
-            if let Some(k) = mkey::key_for(self.cfg.m_key, guid) {
-                want.m_key = k;
-                want.m_key_protect_bits = self.cfg.m_key_protect;
-                want.m_key_lease_period = self.cfg.m_key_lease;
+        // Re-register where the port's clients registered with another SA, or under
+        // another LID: a port new to this SM or moved, and every port on the first
+        // sweep as master (OpenSM's first_time_master_sweep). Only where the port
+        // says it honours the bit; elsewhere it is reserved.
+        let supported = cur
+            .capability_mask
+            .contains(ibsm_wire::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED);
+        want.client_reregister =
+            cfg.client_reregister && supported && (cur.lid != lid || ctx.first_master_sweep);
+    }
+    if p != 0 {
+        if let Some((pn, pp)) = rec.peer {
+            let peer_rec = ctx.subnet.nodes[pn].ports.get(usize::from(pp));
+            if let Some(peer) = peer_rec.and_then(|r| r.info) {
+                want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
+                want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
             }
-            // Re-register where the port's clients registered with another SA, or under
-            // another LID: a port new to this SM or moved, and every port on the first
-            // sweep as master (OpenSM's first_time_master_sweep). Only where the port
-            // says it honours the bit; elsewhere it is reserved.
-            let supported = cur
-                .capability_mask
-                .contains(ibsm_wire::CapabilityMask::IS_CLIENT_REREGISTRATION_SUPPORTED);
-            want.client_reregister = self.cfg.client_reregister
-                && supported
-                && (cur.lid != lid || self.first_master_sweep());
+            let ext = rec.ext_speeds && peer_rec.is_some_and(|r| r.ext_speeds);
+            force_link(cfg, &cur, &mut want, ext);
         }
-        if p != 0 {
-            if let Some((pn, pp)) = rec.peer {
-                let peer_rec = self.subnet.nodes[pn].ports.get(usize::from(pp));
-                if let Some(peer) = peer_rec.and_then(|r| r.info) {
-                    want.neighbor_mtu = min_mtu(cur.mtu_cap, peer.mtu_cap);
-                    want.operational_vls = VlCap::from(min_vls(cur.vl_cap, peer.vl_cap));
-                }
-                let ext = rec.ext_speeds && peer_rec.is_some_and(|r| r.ext_speeds);
-                force_link(&self.cfg, &cur, &mut want, ext);
-            }
-        }
-        if let Some(e) = self.planned_enforcement(n, p) {
-            want.partition_enforcement_inbound = e.inbound;
-            want.partition_enforcement_outbound = e.outbound;
-        }
-        Some(want)
     }
-
-    fn submit_port_set(&mut self, n: NodeIx, p: u8, want: PortInfo) {
-        let mut data = [0u8; 64];
-        want.emit_into(&mut data).ok();
-        self.sweep.count(|s| s.port_sets += 1);
-        // Bit 31 where the Get had it: the port then takes the LinkSpeedExtEnabled it
-        // is sent and answers with its extended speeds, which the model keeps.
-        let ext = self.subnet.nodes[n]
-            .ports
-            .get(usize::from(p))
-            .is_some_and(|r| r.ext_speeds);
-        let m = ibsm_wire::attr::modifier::PortMod {
-            port: p,
-            sm_supports_extended_speeds: ext,
-        };
-        self.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+    if let Some(e) = ctx.partitions.planned_enforcement(n, p) {
+        want.partition_enforcement_inbound = e.inbound;
+        want.partition_enforcement_outbound = e.outbound;
     }
+    Some(want)
+}
 
-    /// Activates port `p` of node `n` if it is linked and Armed (the LFTs are all
-    /// written by now); `want` is what the plan gave it. Whether a Set was queued.
-    pub(super) fn activate_port(&mut self, n: NodeIx, p: u8, want: &PortInfo) -> bool {
-        let rec = &self.subnet.nodes[n].ports[usize::from(p)];
-        let armed = p != 0
-            && rec.peer.is_some()
-            && rec.info.is_some_and(|i| i.port_state == PortState::Armed);
-        if armed {
-            let mut want = *want;
-            want.port_state = PortState::Active;
-            want.client_reregister = false;
-            self.submit_port_set(n, p, want);
-        }
-        armed
+/// Queues the Set of `want` to port `p` of node `n` of `subnet`.
+fn submit_port_set(subnet: &Subnet, smps: &mut SmpQueue, n: NodeIx, p: u8, want: PortInfo) {
+    let mut data = [0u8; 64];
+    want.emit_into(&mut data).ok();
+    // Bit 31 where the Get had it: the port then takes the LinkSpeedExtEnabled it
+    // is sent and answers with its extended speeds, which the model keeps.
+    let ext = subnet.nodes[n]
+        .ports
+        .get(usize::from(p))
+        .is_some_and(|r| r.ext_speeds);
+    let m = ibsm_wire::attr::modifier::PortMod {
+        port: p,
+        sm_supports_extended_speeds: ext,
+    };
+    smps.submit(Op::SetPortInfo { node: n, port: p }, m.encode(), Some(data));
+}
+
+/// Activates port `p` of node `n` of `subnet` if it is linked and Armed (the LFTs are
+/// all written by now); `want` is what the plan gave it. Whether a Set was queued.
+pub(super) fn activate_port(
+    subnet: &Subnet,
+    smps: &mut SmpQueue,
+    n: NodeIx,
+    p: u8,
+    want: &PortInfo,
+) -> bool {
+    let rec = &subnet.nodes[n].ports[usize::from(p)];
+    let armed =
+        p != 0 && rec.peer.is_some() && rec.info.is_some_and(|i| i.port_state == PortState::Armed);
+    if armed {
+        let mut want = *want;
+        want.port_state = PortState::Active;
+        want.client_reregister = false;
+        submit_port_set(subnet, smps, n, p, want);
     }
+    armed
+}
 
+impl SubnetManager {
     /// A PortInfo Set's answer: the port as it now is.
     pub(super) fn on_port_set(&mut self, node: NodeIx, port: u8, data: &[u8]) {
         let Ok(pi) = PortInfo::parse(data) else {
             return;
         };
-        self.note_port_key(node, port, &pi);
-        if let Some(p) = Arc::make_mut(&mut self.subnet).nodes[node]
-            .ports
-            .get_mut(usize::from(port))
-        {
-            p.info = Some(pi);
-        }
+        let found = self.sweep.found_mut(&mut self.last);
+        self.keys
+            .note_port_key(&self.cfg, &found.subnet, node, port, &pi);
+        found.set_port_info(node, port, pi);
     }
 }
 

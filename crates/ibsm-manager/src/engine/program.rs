@@ -18,15 +18,16 @@ use ibsm_transport::Instant;
 use ibsm_wire::SmState;
 
 use super::SubnetManager;
-use super::ports::Plan;
+use super::ports::{Plan, PortCtx, activate_port};
 use super::routing::Computed;
 use super::sweep::Stage;
+use super::switches::SwitchCtx;
 use super::timers::Timer;
 use crate::model::NodeIx;
 
 /// Units of planning (LFT blocks, ports) per slice: about a millisecond of work on the
 /// 11,664-CA tree (`quickstart --offload` prints the longest call into the engine).
-const SLICE: usize = 4 * 1024;
+pub(super) const SLICE: usize = 4 * 1024;
 
 /// The Program stage's planning between two slices.
 #[derive(Debug)]
@@ -67,24 +68,12 @@ impl SubnetManager {
         let p = Programming {
             computed,
             max_lid: self.lids.max_lid(),
-            tops: self.mft_tops(),
+            tops: self.admin.mft_tops(),
             step: Step::Switches(0),
             plan: Plan::default(),
         };
         self.sweep.set_stage(Stage::Programming(Box::new(p)));
         self.stage_slice(now);
-    }
-
-    /// Units of work per slice: all of it in one go without offload.
-    fn slice_budget(&self) -> usize {
-        if self.jobs_offloaded() {
-            match self.jobs.slice {
-                0 => SLICE,
-                n => n,
-            }
-        } else {
-            usize::MAX
-        }
     }
 
     /// Runs the next slice of the stage being queued (`Timer::Program`).
@@ -108,15 +97,28 @@ impl SubnetManager {
     /// Runs the next slice of the planning (all of it without offload); once done the
     /// routes go in force and the stage waits for its Sets' answers.
     fn program_slice(&mut self, now: Instant, mut p: Box<Programming>) {
-        let budget = self.slice_budget();
+        let budget = self.jobs.slice_budget();
         let mut done = 0usize;
         while done < budget {
             match p.step {
                 Step::Switches(s) if s < p.computed.csr.switch_count() => {
                     let (csr, routes) = (&p.computed.csr, &p.computed.routes);
-                    done += self
-                        .program_switch(s, csr, routes, p.max_lid, &p.tops)
-                        .max(1);
+                    let ctx = SwitchCtx {
+                        cfg: &self.cfg,
+                        sweep: &self.sweep,
+                        last: &self.last,
+                        lids: &self.lids,
+                        max_lid: p.max_lid,
+                        tops: &p.tops,
+                    };
+                    let w = self
+                        .mirror
+                        .program_switch(&ctx, &mut self.smps, s, csr, routes);
+                    self.sweep.count(|st| {
+                        st.lft_entries += w.lft_entries;
+                        st.lft_blocks += w.lft_blocks;
+                    });
+                    done += w.units.max(1);
                     p.step = Step::Switches(s + 1);
                 }
                 Step::Switches(_) => p.step = Step::PKeys,
@@ -124,17 +126,38 @@ impl SubnetManager {
                     // P_Key tables before the PortInfo Sets that turn switch
                     // enforcement on.
                     let plan = p.computed.pkeys.take();
-                    self.program_pkeys(plan);
-                    done += self.subnet.nodes.len();
+                    let subnet = &self.sweep.found(&self.last).subnet;
+                    let sweep = &self.sweep;
+                    let blocks = self.partitions.program(
+                        plan,
+                        subnet,
+                        |guid| sweep.is_locked(guid),
+                        &mut self.smps,
+                        &mut self.out,
+                    );
+                    self.sweep.count(|s| s.pkey_blocks += blocks);
+                    done += self.model().nodes.len();
                     p.step = Step::Ports(0);
                 }
-                Step::Ports(n) if n < self.subnet.nodes.len() => {
-                    done += self.program_node_ports(n, &mut p.plan).max(1);
+                Step::Ports(n) if n < self.model().nodes.len() => {
+                    let ctx = PortCtx {
+                        cfg: &self.cfg,
+                        subnet: &self.sweep.found(&self.last).subnet,
+                        sweep: &self.sweep,
+                        lids: &self.lids,
+                        partitions: &self.partitions,
+                        first_master_sweep: self.admin.first_master_sweep(),
+                    };
+                    let (looked, sets) = p.plan.program_node(&ctx, &mut self.smps, n);
+                    self.sweep.count(|s| s.port_sets += sets);
+                    done += looked.max(1);
                     p.step = Step::Ports(n + 1);
                 }
                 Step::Ports(_) => p.step = Step::Health,
                 Step::Health => {
-                    self.program_health();
+                    let subnet = &self.sweep.found(&self.last).subnet;
+                    let sets = self.health.program(&self.cfg, subnet, &mut self.smps);
+                    self.sweep.count(|s| s.port_sets += sets);
                     let Programming { computed, plan, .. } = *p;
                     self.routes_in_force(now, computed);
                     self.sweep.set_stage(Stage::Program(plan));
@@ -165,7 +188,7 @@ impl SubnetManager {
     /// Queues the next slice of activation Sets; once all are out the stage waits for
     /// their answers.
     fn activate_slice(&mut self, now: Instant, mut a: Box<Activation>) {
-        let budget = self.slice_budget();
+        let budget = self.jobs.slice_budget();
         let mut todo: Vec<((NodeIx, u8), ibsm_wire::PortInfo)> = Vec::new();
         let next = {
             let mut rest = a.plan.from(a.next);
@@ -176,7 +199,10 @@ impl SubnetManager {
         };
         a.next = next;
         for ((n, p), want) in todo {
-            self.activate_port(n, p, &want);
+            let subnet = &self.sweep.found(&self.last).subnet;
+            if activate_port(subnet, &mut self.smps, n, p, &want) {
+                self.sweep.count(|s| s.port_sets += 1);
+            }
         }
         if a.next.is_none() {
             self.sweep.set_stage(Stage::Activate);

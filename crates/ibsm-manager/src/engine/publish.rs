@@ -166,7 +166,7 @@ impl SubnetManager {
     fn publish_input(&self) -> PublishInput {
         let checks = self.cfg.health;
         PublishInput {
-            subnet: Arc::clone(&self.subnet),
+            subnet: Arc::clone(self.model()),
             sa: self.sa().is_some().then(|| self.sa_input()),
             cabling: checks.flap_count != 0 || checks.trap_limit != 0,
         }

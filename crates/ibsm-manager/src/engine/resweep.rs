@@ -12,9 +12,10 @@
 
 use ibsm_wire::DrPath;
 
-use super::SubnetManager;
 use super::ops::Op;
+use super::{Outbox, SubnetManager};
 use crate::event::{Missing, SmEvent};
+use crate::model::Subnet;
 
 /// Most attempts (first send and retries) an SMP gets in a re-sweep.
 pub(super) const MAX_ATTEMPTS: u32 = 64;
@@ -90,73 +91,36 @@ impl SubnetManager {
         if self.sweep.heavy().is_none() {
             return;
         }
-        let Some(m) = self.missing(op) else {
+        let found = self.sweep.found(&self.last);
+        let Some(m) = missing(&found.subnet, op) else {
             return;
         };
-        self.health_lost(&m);
+        self.health.lost(found.latches.sweep(), &m);
         self.sweep.lost(|l| l.add(m));
     }
+}
 
-    /// What a lost `op` leaves missing: the attribute, and the node or port it was for.
-    fn missing(&self, op: Op) -> Option<Missing> {
-        let node_guid = |n: usize| self.subnet.nodes.get(n).map_or(0, |r| r.info.node_guid);
-        let path_of = |n: usize, p: u8| {
-            self.subnet
-                .nodes
-                .get(n)
-                .map_or_else(DrPath::local, |r| r.path_for(p))
-        };
-        let (node, port, path) = match op {
-            // The node at the end of the route was never found: named by the port
-            // that leads to it.
-            Op::NodeInfo { path, from } => match from {
-                Some((n, p)) => (node_guid(n), p, path),
-                None => (0, 0, path),
-            },
-            Op::NodeDesc { node }
-            | Op::SwitchInfo { node }
-            | Op::SetSwitchInfo { node }
-            | Op::ClearPortStateChange { node }
-            | Op::SetLft { node, .. } => (node_guid(node), 0, path_of(node, 0)),
-            Op::PortInfo { node, port }
-            | Op::SetPortInfo { node, port }
-            | Op::SetSl2Vl { node, port }
-            | Op::SetVlArb { node, port }
-            | Op::PKeyTable { node, port, .. }
-            | Op::SetPKeyTable { node, port, .. } => (node_guid(node), port, path_of(node, port)),
-            Op::LightSwitchInfo { .. } | Op::CheckSwitchInfo { .. } | Op::SetMft { .. } => {
-                return None;
-            }
-        };
-        let (attribute, set) = op.describe();
-        Some(Missing {
-            attribute,
-            set,
-            node,
-            port,
-            path,
-        })
-    }
-
-    /// The heavy sweep is over and found the subnet: `true` when it was complete (say
-    /// SUBNET UP). Otherwise reports what it lost and counts it in the re-sweeps in a
-    /// row; the caller starts the next heavy sweep at once when [`Self::resweep_now`].
-    pub(super) fn sweep_complete(&mut self) -> bool {
-        let Some(lost) = self.sweep.take_losses() else {
+impl Resweeps {
+    /// A heavy sweep that found the subnet is over, having lost `lost` (`None`: not a
+    /// heavy sweep): `true` when it was complete (say SUBNET UP). Otherwise reports
+    /// what it lost to `out` and counts it in the re-sweeps in a row; the caller starts
+    /// the next heavy sweep at once when [`Self::resweep_now`].
+    pub(super) fn sweep_ended(&mut self, lost: Option<Losses>, out: &mut Outbox) -> bool {
+        let Some(lost) = lost else {
             return true;
         };
         if lost.is_empty() {
-            self.resweeps.in_a_row = 0;
+            self.in_a_row = 0;
             return true;
         }
-        self.resweeps.in_a_row = self.resweeps.in_a_row.saturating_add(1);
+        self.in_a_row = self.in_a_row.saturating_add(1);
         tracing::warn!(
-            sweep = self.resweeps.in_a_row,
+            sweep = self.in_a_row,
             lost = lost.total,
             "errors during initialization: heavy sweep incomplete"
         );
-        self.event(SmEvent::SweepIncomplete {
-            sweep: self.resweeps.in_a_row,
+        out.event(SmEvent::SweepIncomplete {
+            sweep: self.in_a_row,
             lost: lost.total,
             by_attribute: lost.by_attribute,
             missing: lost.missing,
@@ -167,8 +131,50 @@ impl SubnetManager {
     /// Whether an incomplete sweep is followed by another at once (not yet
     /// [`MAX_RESWEEPS`] in a row).
     pub(super) fn resweep_now(&self) -> bool {
-        self.resweeps.in_a_row < MAX_RESWEEPS
+        self.in_a_row < MAX_RESWEEPS
     }
+}
+
+/// What a lost `op` leaves missing: the attribute, and the node or port of `subnet`
+/// it was for.
+fn missing(subnet: &Subnet, op: Op) -> Option<Missing> {
+    let node_guid = |n: usize| subnet.nodes.get(n).map_or(0, |r| r.info.node_guid);
+    let path_of = |n: usize, p: u8| {
+        subnet
+            .nodes
+            .get(n)
+            .map_or_else(DrPath::local, |r| r.path_for(p))
+    };
+    let (node, port, path) = match op {
+        // The node at the end of the route was never found: named by the port
+        // that leads to it.
+        Op::NodeInfo { path, from } => match from {
+            Some((n, p)) => (node_guid(n), p, path),
+            None => (0, 0, path),
+        },
+        Op::NodeDesc { node }
+        | Op::SwitchInfo { node }
+        | Op::SetSwitchInfo { node }
+        | Op::ClearPortStateChange { node }
+        | Op::SetLft { node, .. } => (node_guid(node), 0, path_of(node, 0)),
+        Op::PortInfo { node, port }
+        | Op::SetPortInfo { node, port }
+        | Op::SetSl2Vl { node, port }
+        | Op::SetVlArb { node, port }
+        | Op::PKeyTable { node, port, .. }
+        | Op::SetPKeyTable { node, port, .. } => (node_guid(node), port, path_of(node, port)),
+        Op::LightSwitchInfo { .. } | Op::CheckSwitchInfo { .. } | Op::SetMft { .. } => {
+            return None;
+        }
+    };
+    let (attribute, set) = op.describe();
+    Some(Missing {
+        attribute,
+        set,
+        node,
+        port,
+        path,
+    })
 }
 
 #[cfg(test)]

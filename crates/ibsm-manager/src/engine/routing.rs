@@ -178,9 +178,9 @@ impl SubnetManager {
                 .with_allow_unreachable(true),
         );
         RouteInput {
-            subnet: Arc::clone(&self.subnet),
+            subnet: Arc::clone(self.model()),
             lids: self.lids.assigned.clone(),
-            cut: self.health_cut(),
+            cut: self.health.cut(),
             engines: self.cfg.routing.clone(),
             opts,
             repair: self.routing.repairable(&self.cfg),
@@ -189,7 +189,7 @@ impl SubnetManager {
                 .partitions
                 .as_ref()
                 .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
-            reference: self.topo_ref_input(),
+            reference: super::topo_ref::input(&self.cfg),
         }
     }
 
@@ -229,7 +229,7 @@ impl SubnetManager {
             state.csr.replace(Arc::new(c.csr)),
         );
         state.rebalance_pending = false;
-        self.retire(old);
+        self.jobs.retire(old);
     }
 
     pub(super) fn rebalance_wanted(&mut self, now: Instant) {

@@ -6,10 +6,11 @@ use ibsm_election::{Election, Event as ElectionEvent, Requester, SmAddr};
 use ibsm_transport::{Address, DrAddress, Instant, LidAddress, LocalPort, Received};
 use ibsm_wire::{DrPath, DrSmpView, LidSmpView, MadHeaderView, MgmtClass, SmState};
 
-use super::{Outgoing, SubnetManager};
+use super::assign::Lids;
+use super::discovery::Discovery;
+use super::{Outbox, Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::{Role, SmEvent};
-use crate::model::NodeIx;
 
 /// The election and the role it gave this SM.
 #[derive(Debug)]
@@ -61,112 +62,134 @@ fn presented_key(mad: &[u8], class: MgmtClass) -> u64 {
     }
 }
 
-impl SubnetManager {
+impl Smi {
     /// The election's own deadline (polls, probe timeouts, handover steps).
-    pub(super) fn election_timeout(&mut self, now: Instant) {
-        let due = self.smi.election.poll_timeout().is_some_and(|t| t <= now);
+    pub(super) fn handle_timeout(&mut self, now: Instant) {
+        let due = self.election.poll_timeout().is_some_and(|t| t <= now);
         if due {
-            self.smi.election.handle_timeout(now);
+            self.election.handle_timeout(now);
         }
     }
 
     /// SMInfo from another SM: an answer to the election's probes and polls, or a
-    /// request (Get, or a Set with a control code) to answer.
-    pub(super) fn on_sm_info(&mut self, now: Instant, rx: &Received) {
+    /// request (Get, or a Set with a control code) to answer through `out`. `ours`:
+    /// the M_Key of the SM's port; `requester`: what is known of the sender of a
+    /// request ([`requester_of`]). `false` when it is not a MAD at all (nothing done).
+    pub(super) fn on_sm_info(
+        &mut self,
+        now: Instant,
+        rx: &Received,
+        ours: u64,
+        requester: impl FnOnce() -> (Option<SmAddr>, Option<u64>),
+        out: &mut Outbox,
+    ) -> bool {
         let Ok(header) = MadHeaderView::new_checked(&rx.mad[..]) else {
-            return;
+            return false;
         };
         if header.response() {
-            let _ = self.smi.election.handle_response(now, &rx.mad);
-        } else {
-            let key = presented_key(&rx.mad, header.mgmt_class());
-            let ours = self.key_for_port(self.local.port_guid);
-            let (addr, guid) = self.requester_of(rx);
-            let requester = Requester {
-                m_key_authenticated: ours == 0 || key == ours,
-                guid,
-                addr,
-            };
-            if let Ok(resp) = self.smi.election.handle_request(now, &rx.mad, &requester) {
-                self.out.mads.push_back(Outgoing {
-                    id: None,
-                    addr: rx.reply_address(),
-                    mad: resp.to_vec(),
-                });
-                // An SM we do not know yet (one started on a port that was already up:
-                // no trap, and no sweep of ours has probed it): ask for its SMInfo now
-                // rather than at the next heavy sweep.
-                self.smi.election.learn(now, &requester);
-            }
+            let _ = self.election.handle_response(now, &rx.mad);
+            return true;
         }
-        self.drain_election(now);
+        let key = presented_key(&rx.mad, header.mgmt_class());
+        let (addr, guid) = requester();
+        let requester = Requester {
+            m_key_authenticated: ours == 0 || key == ours,
+            guid,
+            addr,
+        };
+        if let Ok(resp) = self.election.handle_request(now, &rx.mad, &requester) {
+            out.mads.push_back(Outgoing {
+                id: None,
+                addr: rx.reply_address(),
+                mad: resp.to_vec(),
+            });
+            // An SM we do not know yet (one started on a port that was already up:
+            // no trap, and no sweep of ours has probed it): ask for its SMInfo now
+            // rather than at the next heavy sweep.
+            self.election.learn(now, &requester);
+        }
+        true
     }
 
-    /// What this SM can tell about the sender of a request: how to reach it (its source
-    /// LID; for a directed-route request, the return path read backwards, a route from
-    /// here to it) and its port GUID (from the LIDs in force, or the port that route
-    /// ends at in the last sweep's model).
-    fn requester_of(&self, rx: &Received) -> (Option<SmAddr>, Option<u64>) {
-        let by_lid = |lid: u16| {
-            (lid != 0 && lid != ibsm_wire::PERMISSIVE_LID)
-                .then(|| (Some(SmAddr::Lid(lid)), self.lids.guid_of(lid)))
-        };
-        let directed = MadHeaderView::new_checked(&rx.mad[..])
-            .is_ok_and(|h| h.mgmt_class() == MgmtClass::SubnDirected);
-        if !directed {
-            return by_lid(rx.slid).unwrap_or((None, None));
-        }
-        let Ok(v) = DrSmpView::new_checked(&rx.mad[..]) else {
-            return (None, None);
-        };
-        // A request whose first part was LID-routed: its sender has that LID.
-        if let Some(found) = by_lid(v.dr_slid()) {
-            return found;
-        }
-        let n = usize::from(v.hop_count());
-        let back = v.return_path();
-        if n == 0 || n > ibsm_wire::smp::MAX_HOPS {
-            return (None, None);
-        }
-        let ports: Vec<u8> = (1..=n).rev().map(|i| back[i]).collect();
-        let Ok(path) = DrPath::from_ports(&ports) else {
-            return (None, None);
-        };
-        let guid = self.port_at_path(&path).map(|(node, port)| {
-            let rec = &self.subnet.nodes[node];
-            if rec.is_switch() {
-                rec.info.node_guid
-            } else {
-                rec.ports[usize::from(port)].guid
-            }
-        });
-        (Some(SmAddr::Directed(path)), guid)
-    }
-
-    /// The node and port a directed route from this SM ends at, walked along the
-    /// cables of the current model (`None` where it leaves what the model knows).
-    pub(super) fn port_at_path(&self, path: &DrPath) -> Option<(NodeIx, u8)> {
-        let mut at = self.subnet.nodes.iter().position(|n| n.path.is_local())?;
-        let mut port = self.subnet.nodes[at].info.local_port_num;
-        for &out in path.ports() {
-            (at, port) = self.subnet.nodes[at].ports.get(usize::from(out))?.peer?;
-        }
-        Some((at, port))
-    }
-
-    /// Sends what the election wants sent and acts on what it decided.
-    pub(super) fn drain_election(&mut self, now: Instant) {
-        while let Some(t) = self.smi.election.poll_transmit() {
+    /// Hands the election's SMPs to `out`.
+    fn drain_transmit(&mut self, out: &mut Outbox) {
+        while let Some(t) = self.election.poll_transmit() {
             let addr = match t.to {
                 SmAddr::Lid(lid) => Address::Lid(LidAddress::smp(lid)),
                 SmAddr::Directed(path) => Address::Directed(DrAddress::direct(path)),
             };
-            self.out.mads.push_back(Outgoing {
+            out.mads.push_back(Outgoing {
                 id: None,
                 addr,
                 mad: t.mad.to_vec(),
             });
         }
+    }
+}
+
+/// What this SM can tell about the sender of a request: how to reach it (its source
+/// LID; for a directed-route request, the return path read backwards, a route from
+/// here to it) and its port GUID (from the LIDs in force, `lids`, or the port that
+/// route ends at in `found`'s model).
+fn requester_of(lids: &Lids, found: &Discovery, rx: &Received) -> (Option<SmAddr>, Option<u64>) {
+    let by_lid = |lid: u16| {
+        (lid != 0 && lid != ibsm_wire::PERMISSIVE_LID)
+            .then(|| (Some(SmAddr::Lid(lid)), lids.guid_of(lid)))
+    };
+    let directed = MadHeaderView::new_checked(&rx.mad[..])
+        .is_ok_and(|h| h.mgmt_class() == MgmtClass::SubnDirected);
+    if !directed {
+        return by_lid(rx.slid).unwrap_or((None, None));
+    }
+    let Ok(v) = DrSmpView::new_checked(&rx.mad[..]) else {
+        return (None, None);
+    };
+    // A request whose first part was LID-routed: its sender has that LID.
+    if let Some(found) = by_lid(v.dr_slid()) {
+        return found;
+    }
+    let n = usize::from(v.hop_count());
+    let back = v.return_path();
+    if n == 0 || n > ibsm_wire::smp::MAX_HOPS {
+        return (None, None);
+    }
+    let ports: Vec<u8> = (1..=n).rev().map(|i| back[i]).collect();
+    let Ok(path) = DrPath::from_ports(&ports) else {
+        return (None, None);
+    };
+    let guid = found.port_at_path(&path).map(|(node, port)| {
+        let rec = &found.subnet.nodes[node];
+        if rec.is_switch() {
+            rec.info.node_guid
+        } else {
+            rec.ports[usize::from(port)].guid
+        }
+    });
+    (Some(SmAddr::Directed(path)), guid)
+}
+
+impl SubnetManager {
+    /// SMInfo from another SM ([`Smi::on_sm_info`]), then what the election does.
+    pub(super) fn on_sm_info(&mut self, now: Instant, rx: &Received) {
+        let ours = super::keys::key_for_port(&self.cfg, self.local.port_guid);
+        let found = self.sweep.found(&self.last);
+        let lids = &self.lids;
+        let parsed = self.smi.on_sm_info(
+            now,
+            rx,
+            ours,
+            || requester_of(lids, found, rx),
+            &mut self.out,
+        );
+        // Nothing for the election in what is not a MAD.
+        if parsed {
+            self.drain_election(now);
+        }
+    }
+
+    /// Sends what the election wants sent and acts on what it decided.
+    pub(super) fn drain_election(&mut self, now: Instant) {
+        self.smi.drain_transmit(&mut self.out);
         while let Some(ev) = self.smi.election.poll_event() {
             match ev {
                 ElectionEvent::StateChanged { to, .. } => {
@@ -175,7 +198,7 @@ impl SubnetManager {
                         role: self.smi.role,
                     });
                     if to == SmState::Master {
-                        self.sa_lost_clients();
+                        self.admin.lose_clients();
                     }
                     if to == SmState::Master && self.sweep.is_idle() {
                         // Taking over (handover or a lost master): configure now, keeping

@@ -1,6 +1,7 @@
-//! Sweeps as typed stages. A sweep's data (counters, the GUIDs of the sweep before, the
-//! locked ports, the port plan) lives inside its variant and is dropped when the sweep
-//! ends: nothing is reset by hand.
+//! Sweeps as typed stages. A sweep's data (counters, the discovery a heavy sweep builds,
+//! the locked ports, the port plan) lives inside its variant and is dropped when the
+//! sweep ends, except the discovery, which the engine keeps as the last one
+//! ([`Sweep::replace`]): nothing is reset by hand.
 //!
 //! ```text
 //! Idle ──(start, trap, timer with heavy_next)──► Heavy: Discover ► Elect ► Program ► Activate ──► Idle
@@ -14,21 +15,22 @@
 //! (`again`, `heavy_next`) and honoured when it ends.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use ibsm_transport::Instant;
 use ibsm_wire::{SmState, SwitchInfo};
 
+use super::discovery::Discovery;
 use super::ops::Op;
 use super::ports::Plan;
 use super::program::Activation;
 use super::publish::Published;
 use super::resweep::Losses;
 use super::timers::Timer;
-use super::{SubnetManager, keys};
+use super::{Outbox, SubnetManager, keys};
+use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Phase, Role, SmEvent, SweepStats};
-use crate::model::{NodeIx, Subnet};
+use crate::model::NodeIx;
 
 /// The sweep the engine is in.
 #[derive(Debug)]
@@ -142,10 +144,11 @@ fn stage_span(stage: Phase, heavy: bool) -> tracing::Span {
 pub(super) struct HeavySweep {
     pub(super) stage: Stage,
     progress: Progress,
-    /// The model of the heavy sweep before this one: what [`SubnetManager::subnet`]
-    /// shows while this one builds its own, and which nodes were known (NodeAdded /
-    /// NodeRemoved, and which switches' tables are known).
-    pub(super) before: Arc<Subnet>,
+    /// What this sweep discovers: a fresh model, walk and latches, handed to the
+    /// engine (its `last`) when the sweep ends. The last one's model stays what
+    /// [`SubnetManager::subnet`] shows meanwhile, and says which nodes were known
+    /// (NodeAdded / NodeRemoved, and which switches' tables are known).
+    found: Discovery,
     /// Ports (switches: node GUIDs) that ignored our M_Key in this sweep: not
     /// configured.
     locked: HashSet<u64>,
@@ -322,20 +325,45 @@ impl Sweep {
         }
     }
 
-    /// The model of the heavy sweep before the running one (`None` outside a heavy
-    /// sweep).
-    pub(super) fn before(&self) -> Option<&Subnet> {
-        self.heavy().map(|h| &*h.before)
+    /// The discovery SMPs name nodes of: the running heavy sweep's, else `last` (the
+    /// last heavy sweep's, which the engine keeps).
+    pub(super) fn found<'a>(&'a self, last: &'a Discovery) -> &'a Discovery {
+        match self {
+            Sweep::Heavy(h) => &h.found,
+            _ => last,
+        }
     }
 
-    /// The nodes the sweep before knew that `found` (this sweep's discovery) has not,
-    /// by GUID in order (none outside a heavy sweep).
-    pub(super) fn gone(&self, found: &Subnet) -> Vec<u64> {
-        let mut gone: Vec<u64> = self
-            .before()
-            .into_iter()
-            .flat_map(|b| b.by_guid.keys())
-            .filter(|g| !found.by_guid.contains_key(g))
+    /// [`Self::found`], to change.
+    pub(super) fn found_mut<'a>(&'a mut self, last: &'a mut Discovery) -> &'a mut Discovery {
+        match self {
+            Sweep::Heavy(h) => &mut h.found,
+            _ => last,
+        }
+    }
+
+    /// Ends the sweep for `next`: a heavy sweep's discovery becomes `last` (however
+    /// the sweep ends). What is replaced, for [`Jobs::retire`](super::jobs::Jobs::retire).
+    fn replace(&mut self, next: Sweep, last: &mut Discovery) -> (Sweep, Option<Discovery>) {
+        let mut old = std::mem::replace(self, next);
+        let replaced = match &mut old {
+            Sweep::Heavy(h) => Some(std::mem::replace(last, std::mem::take(&mut h.found))),
+            _ => None,
+        };
+        (old, replaced)
+    }
+
+    /// The nodes the last heavy sweep (`last`) knew that the running one's discovery
+    /// has not, by GUID in order (none outside a heavy sweep).
+    pub(super) fn gone(&self, last: &Discovery) -> Vec<u64> {
+        let Some(h) = self.heavy() else {
+            return Vec::new();
+        };
+        let mut gone: Vec<u64> = last
+            .subnet
+            .by_guid
+            .keys()
+            .filter(|g| !h.found.subnet.by_guid.contains_key(g))
             .copied()
             .collect();
         // The previous GUIDs are a hash map's keys: their order differs from run to run.
@@ -343,11 +371,81 @@ impl Sweep {
         gone
     }
 
-    /// Whether the running heavy sweep knew `guid` from the sweep before (outside a
-    /// heavy sweep: no).
-    pub(super) fn seen_before(&self, guid: u64) -> bool {
-        self.before().is_some_and(|p| p.by_guid.contains_key(&guid))
+    /// Whether the running heavy sweep knew `guid` from the last one (`last`; outside
+    /// a heavy sweep: no).
+    pub(super) fn seen_before(&self, last: &Discovery, guid: u64) -> bool {
+        self.heavy().is_some() && last.subnet.by_guid.contains_key(&guid)
     }
+}
+
+impl Sweep {
+    /// Ends the current stage: its time goes into the sweep's stats and a
+    /// [`SmEvent::PhaseDone`] (`nodes`: of the discovery, `found(last)`) reports it to
+    /// `out`. Nothing between sweeps.
+    fn end_stage(&mut self, now: Instant, last: &Discovery, out: &mut Outbox) {
+        let Some(phase) = self.phase() else {
+            return;
+        };
+        let nodes = self.found(last).subnet.nodes.len();
+        let Some(p) = self.progress_mut() else {
+            return;
+        };
+        let d = now.saturating_duration_since(p.stage_started);
+        tracing::info!(
+            phase = phase.as_str(),
+            nodes,
+            smps = p.stats.smps,
+            virtual_us = d.as_micros() as u64,
+            "phase done"
+        );
+        p.stats.phases.push((phase, d));
+        let smps = p.stats.smps;
+        out.event(SmEvent::PhaseDone {
+            phase,
+            nodes,
+            smps,
+            elapsed: d,
+        });
+    }
+
+    /// Moves the heavy sweep to its next stage (the current one ends,
+    /// [`Self::end_stage`]).
+    fn enter_stage(&mut self, now: Instant, last: &Discovery, out: &mut Outbox, stage: Stage) {
+        self.end_stage(now, last, out);
+        if let Sweep::Heavy(h) = self {
+            h.progress.stage_started = now;
+            h.progress.span = stage_span(stage.phase(), true);
+            h.stage = stage;
+        }
+    }
+
+    /// A light sweep's SwitchInfo: a set latch is a change to sweep for.
+    pub(super) fn on_light_switch_info(&mut self, data: &[u8]) {
+        if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
+            self.note_change();
+        }
+    }
+
+    /// Whether a change at the switch (node GUID) or CA port (port GUID) `guid` will be
+    /// seen by the running heavy sweep: it is still discovering and has not read that
+    /// port yet ([`Discovery::has_read`]).
+    pub(super) fn discovery_will_see(&self, guid: u64) -> bool {
+        self.heavy()
+            .is_some_and(|h| matches!(h.stage, Stage::Discover) && !h.found.has_read(guid))
+    }
+}
+
+/// Time to the next light sweep: the configured interval, shortened to half the
+/// M_Key lease so that no lease can run out between two refreshes.
+fn sweep_period(cfg: &SmConfig) -> std::time::Duration {
+    let mut d = cfg.sweep_interval;
+    if keys::lease_active(cfg) {
+        let half = std::time::Duration::from_secs(u64::from(cfg.m_key_lease)) / 2;
+        if d.is_zero() || half < d {
+            d = half.max(std::time::Duration::from_millis(100));
+        }
+    }
+    d
 }
 
 impl SubnetManager {
@@ -371,30 +469,27 @@ impl SubnetManager {
 
     pub(super) fn begin_heavy(&mut self, now: Instant) {
         // A restart while sweeping ends the running stage first.
-        self.end_stage(now);
-        self.latches.begin_sweep();
-        // The last model stays on show (and says what was known) while the sweep
-        // builds the next in `subnet`.
-        let before = std::mem::take(&mut self.subnet);
-        let replaced = std::mem::replace(
-            &mut self.sweep,
-            Sweep::Heavy(Box::new(HeavySweep {
-                stage: Stage::Discover,
-                progress: Progress::new(now, true, Phase::Discover),
-                before,
-                locked: HashSet::new(),
-                again: false,
-                lost: Losses::default(),
-            })),
-        );
-        self.retire(replaced);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
+        // A fresh discovery, walking from the local node; the last one stays on show
+        // (and says what was known) while the sweep builds the next.
+        let number = self.sweep.found(&self.last).latches.sweep() + 1;
+        let heavy = Sweep::Heavy(Box::new(HeavySweep {
+            stage: Stage::Discover,
+            progress: Progress::new(now, true, Phase::Discover),
+            found: Discovery::new(number),
+            locked: HashSet::new(),
+            again: false,
+            lost: Losses::default(),
+        }));
+        let replaced = self.sweep.replace(heavy, &mut self.last);
+        self.jobs.retire(replaced);
         // A re-sweep after an incomplete one gives every SMP more attempts.
         self.smps.retries = self.resweeps.retries(self.cfg.transaction_retries);
         self.event(SmEvent::SweepStarted { heavy: true });
         self.smi.election.begin_sweep(now);
-        // The walk starts at the local node.
-        self.walk = ibsm_query::discover::Walk::new();
-        self.drain_walk();
+        self.sweep
+            .found_mut(&mut self.last)
+            .drain_walk(&self.health, &mut self.smps);
     }
 
     fn begin_light(&mut self, now: Instant) {
@@ -409,17 +504,20 @@ impl SubnetManager {
         if self.smi.role == Role::Master {
             self.smi.election.refresh_known_sms(now);
         }
-        let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
-            .filter(|&n| self.subnet.nodes[n].is_switch())
+        // A light sweep looks at what the last heavy sweep found.
+        let subnet = &self.last.subnet;
+        let switches: Vec<NodeIx> = (0..subnet.nodes.len())
+            .filter(|&n| subnet.nodes[n].is_switch())
             .collect();
         for node in switches {
-            self.submit(Op::LightSwitchInfo { node }, 0, None);
+            self.smps.submit(Op::LightSwitchInfo { node }, 0, None);
         }
         // With an M_Key lease, a correctly keyed SMP to every port stops any countdown an
         // intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
         // just reached through port 0; CA ports need their own Get.
         if keys::lease_active(&self.cfg) {
             let ca_ports: Vec<(NodeIx, u8)> = self
+                .last
                 .subnet
                 .nodes
                 .iter()
@@ -434,15 +532,8 @@ impl SubnetManager {
                 })
                 .collect();
             for (node, port) in ca_ports {
-                self.get_port_info(node, port);
+                self.last.get_port_info(node, port, &mut self.smps);
             }
-        }
-    }
-
-    /// A light sweep's SwitchInfo: a set latch is a change to sweep for.
-    pub(super) fn on_light_switch_info(&mut self, data: &[u8]) {
-        if SwitchInfo::parse(data).is_ok_and(|si| si.port_state_change) {
-            self.sweep.note_change();
         }
     }
 
@@ -453,68 +544,17 @@ impl SubnetManager {
     pub fn set_sweep_interval(&mut self, now: Instant, interval: std::time::Duration) {
         self.cfg.sweep_interval = interval;
         if self.sweep.is_idle() && self.smi.role == Role::Master {
-            let period = self.sweep_period();
+            let period = sweep_period(&self.cfg);
             self.timers
                 .set(Timer::Sweep, (!period.is_zero()).then(|| now + period));
         }
         self.refresh_timers();
     }
 
-    /// Time to the next light sweep: the configured interval, shortened to half the
-    /// M_Key lease so that no lease can run out between two refreshes.
-    fn sweep_period(&self) -> std::time::Duration {
-        let mut d = self.cfg.sweep_interval;
-        if keys::lease_active(&self.cfg) {
-            let half = std::time::Duration::from_secs(u64::from(self.cfg.m_key_lease)) / 2;
-            if d.is_zero() || half < d {
-                d = half.max(std::time::Duration::from_millis(100));
-            }
-        }
-        d
-    }
-
-    /// Ends the current stage: its time goes into the sweep's stats and a
-    /// [`SmEvent::PhaseDone`] reports it. Nothing between sweeps.
-    fn end_stage(&mut self, now: Instant) {
-        let Some(phase) = self.sweep.phase() else {
-            return;
-        };
-        let nodes = self.subnet.nodes.len();
-        let Some(p) = self.sweep.progress_mut() else {
-            return;
-        };
-        let d = now.saturating_duration_since(p.stage_started);
-        tracing::info!(
-            phase = phase.as_str(),
-            nodes,
-            smps = p.stats.smps,
-            virtual_us = d.as_micros() as u64,
-            "phase done"
-        );
-        p.stats.phases.push((phase, d));
-        let smps = p.stats.smps;
-        self.event(SmEvent::PhaseDone {
-            phase,
-            nodes,
-            smps,
-            elapsed: d,
-        });
-    }
-
-    /// Moves the heavy sweep to its next stage.
-    fn enter_stage(&mut self, now: Instant, stage: Stage) {
-        self.end_stage(now);
-        if let Sweep::Heavy(h) = &mut self.sweep {
-            h.progress.stage_started = now;
-            h.progress.span = stage_span(stage.phase(), true);
-            h.stage = stage;
-        }
-    }
-
     /// The queue is empty: the running stage's work is done. Moves the sweep on;
     /// `false` when it has to wait for input (or there is no sweep).
     pub(super) fn advance(&mut self, now: Instant) -> bool {
-        let stage = match &self.sweep {
+        let h = match &self.sweep {
             Sweep::Idle(_) => return false,
             Sweep::Light(l) => {
                 if l.heavy_next {
@@ -524,10 +564,10 @@ impl SubnetManager {
                 }
                 return true;
             }
-            Sweep::Heavy(h) => &h.stage,
+            Sweep::Heavy(h) => h,
         };
-        match stage {
-            Stage::Discover if self.subnet.nodes.is_empty() => {
+        match &h.stage {
+            Stage::Discover if h.found.subnet.nodes.is_empty() => {
                 // Not even the local node answered (our own port's M_Key is someone
                 // else's, or the port is down): there is nothing to configure, and saying
                 // SUBNET UP would be a lie. The lost SMP makes the next periodic sweep
@@ -541,17 +581,26 @@ impl SubnetManager {
                 self.drain_election(now);
             }
             Stage::Discover => {
-                for guid in self.sweep.gone(&self.subnet) {
+                for guid in self.sweep.gone(&self.last) {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
-                self.health_after_discovery(now);
-                self.enter_stage(now, Stage::Elect);
+                let subnet = &self.sweep.found(&self.last).subnet;
+                if self.health.after_discovery(&self.cfg, subnet, now) {
+                    self.drain_health(now);
+                }
+                self.sweep
+                    .enter_stage(now, &self.last, &mut self.out, Stage::Elect);
                 self.smi.election.sweep_complete(now);
                 self.drain_election(now);
             }
             Stage::Elect => match self.smi.election.state() {
                 SmState::Master => {
-                    self.enter_stage(now, Stage::Program(Plan::default()));
+                    self.sweep.enter_stage(
+                        now,
+                        &self.last,
+                        &mut self.out,
+                        Stage::Program(Plan::default()),
+                    );
                     match self.prepare_routes() {
                         Ok(input) => self.start_route_job(now, input),
                         Err(e) => self.routing_failed(now, e),
@@ -574,7 +623,12 @@ impl SubnetManager {
                     },
                     _ => Plan::default(),
                 };
-                self.enter_stage(now, Stage::Activating(Box::new(Activation::new(plan))));
+                self.sweep.enter_stage(
+                    now,
+                    &self.last,
+                    &mut self.out,
+                    Stage::Activating(Box::new(Activation::new(plan))),
+                );
                 self.stage_slice(now);
             }
             Stage::Activate => self.begin_publish(now),
@@ -585,25 +639,24 @@ impl SubnetManager {
     /// Standby or NotActive after discovery: someone else configures; the sweep ends
     /// without SUBNET UP.
     pub(super) fn stand_aside(&mut self, now: Instant) {
-        self.end_stage(now);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
         let heavy_next = self.sweep.heavy().is_some_and(|h| h.again);
-        let replaced = std::mem::replace(
-            &mut self.sweep,
-            Sweep::Idle(Idle {
-                since: now,
-                heavy_next,
-            }),
-        );
-        self.retire(replaced);
+        let idle = Sweep::Idle(Idle {
+            since: now,
+            heavy_next,
+        });
+        let replaced = self.sweep.replace(idle, &mut self.last);
+        self.jobs.retire(replaced);
         self.timers.clear(Timer::Sweep);
     }
 
     /// The Program stage's first part, on the engine: counts, LIDs, and the routing
     /// job's input. The routes themselves are computed by a job (`jobs.rs`).
     fn prepare_routes(&mut self) -> Result<super::routing::RouteInput, SmError> {
-        let nodes = self.subnet.nodes.len();
-        let switches = self.subnet.switch_count();
-        let links = self.subnet.link_count();
+        let subnet = &self.sweep.found(&self.last).subnet;
+        let nodes = subnet.nodes.len();
+        let switches = subnet.switch_count();
+        let links = subnet.link_count();
         self.sweep.count(|s| {
             s.nodes = nodes;
             s.switches = switches;
@@ -628,7 +681,7 @@ impl SubnetManager {
         }
         match computed {
             Ok(mut c) => {
-                self.topo_ref_found(c.topo_diff.take());
+                self.topo_ref.found(c.topo_diff.take());
                 self.begin_programming(now, c);
             }
             Err(e) => self.routing_failed(now, e),
@@ -654,27 +707,32 @@ impl SubnetManager {
     /// `published`: what the publish job of a heavy sweep that configured the subnet
     /// made (`publish.rs`); `None` for any other end.
     pub(super) fn finish(&mut self, now: Instant, published: Option<Published>) {
-        self.end_stage(now);
+        self.sweep.end_stage(now, &self.last, &mut self.out);
         let up = published.is_some();
         let (snapshot, cabling) = published.map_or((None, None), |p| (p.sa, p.cabling));
         if up {
-            self.health_after_sweep(now, cabling);
+            let sweep = self.sweep.found(&self.last).latches.sweep();
+            self.health.after_sweep(sweep, now, cabling);
+            self.drain_health(now);
         }
-        let incomplete = up && !self.sweep_complete();
+        let incomplete = up
+            && !self
+                .resweeps
+                .sweep_ended(self.sweep.take_losses(), &mut self.out);
         let up = up && !incomplete;
-        self.topo_ref_sweep_end(up);
+        self.topo_ref.sweep_end(&self.cfg, up, &mut self.out);
         let idle = Sweep::Idle(Idle {
             since: now,
             heavy_next: false,
         });
-        let (progress, again, heavy) = match std::mem::replace(&mut self.sweep, idle) {
-            Sweep::Heavy(h) => {
+        let (progress, again, heavy) = match self.sweep.replace(idle, &mut self.last) {
+            (Sweep::Heavy(h), before) => {
                 let h = *h;
-                self.retire(h.before);
+                self.jobs.retire(before);
                 (h.progress, h.again, true)
             }
-            Sweep::Light(l) => (l.progress, l.heavy_next, false),
-            Sweep::Idle(_) => return,
+            (Sweep::Light(l), _) => (l.progress, l.heavy_next, false),
+            (Sweep::Idle(_), _) => return,
         };
         self.smps.retries = None;
         let mut stats = progress.stats;
@@ -700,11 +758,11 @@ impl SubnetManager {
         } else if !heavy {
             self.event(SmEvent::LightSweepDone { stats });
         }
-        if again || (incomplete && self.resweep_now()) {
+        if again || (incomplete && self.resweeps.resweep_now()) {
             self.begin_heavy(now);
-        } else if !self.sweep_period().is_zero() {
+        } else if !sweep_period(&self.cfg).is_zero() {
             self.timers
-                .set(Timer::Sweep, Some(now + self.sweep_period()));
+                .set(Timer::Sweep, Some(now + sweep_period(&self.cfg)));
             // A heavy sweep that lost SMPs (after all retries) may have left nodes
             // undiscovered or ports half-configured, and nothing in the fabric will
             // trap about it: one that could not program (or that re-swept too often

@@ -8,13 +8,16 @@ use ibsm_routing::Routes;
 use ibsm_topology::Csr;
 use ibsm_wire::attr::modifier::{SlToVlMod, VlArbMod, VlArbPart};
 use ibsm_wire::{
-    CapabilityMask, SlToVlMap, SlToVlMappingTable, SwitchInfo, VlArbBlock, VlArbEntry,
-    VlArbitrationTable,
+    CapabilityMask, LinearForwardingTable, SlToVlMap, SlToVlMappingTable, SwitchInfo, VlArbBlock,
+    VlArbEntry, VlArbitrationTable,
 };
 
-use super::SubnetManager;
-use super::ops::Op;
-use crate::model::NodeIx;
+use super::assign::Lids;
+use super::discovery::Discovery;
+use super::ops::{Op, SmpQueue};
+use super::sweep::Sweep;
+use crate::config::SmConfig;
+use crate::model::{NodeIx, Subnet};
 
 /// MulticastFDBTop of a switch with no MFT entry in use (below the first MLID).
 pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
@@ -35,90 +38,116 @@ pub(super) struct Mirror {
     unsure: HashSet<(u64, u16)>,
 }
 
-impl SubnetManager {
-    /// A switch table Set was lost or refused: what the mirror holds for it is not on
-    /// the switch, so the next heavy sweep writes it again.
-    pub(super) fn forget_unwritten(&mut self, op: Op) {
-        let guid = |n: NodeIx| self.subnet.nodes.get(n).map(|r| r.info.node_guid);
+impl Mirror {
+    /// An LFT block as the mirror holds it (what this sweep writes) for `node` of
+    /// `subnet`.
+    pub(super) fn lft_block(&self, subnet: &Subnet, node: NodeIx, block: u16) -> Option<[u8; 64]> {
+        let guid = subnet.nodes.get(node)?.info.node_guid;
+        let lft = self.lft.get(&guid)?;
+        let start = usize::from(block) * 64;
+        let mut ports = [0xFFu8; 64];
+        for (i, p) in ports.iter_mut().enumerate() {
+            *p = lft.get(start + i).copied().unwrap_or(0xFF);
+        }
+        let mut d = [0u8; 64];
+        LinearForwardingTable { ports }.emit_into(&mut d).ok()?;
+        Some(d)
+    }
+}
+
+impl Mirror {
+    /// A switch table Set for a node of `subnet` was lost or refused: what the mirror
+    /// holds for it is not on the switch, so the next heavy sweep writes it again.
+    pub(super) fn forget_unwritten(&mut self, subnet: &Subnet, op: Op) {
+        let guid = |n: NodeIx| subnet.nodes.get(n).map(|r| r.info.node_guid);
         match op {
             Op::SetLft { node, block } => {
                 if let Some(g) = guid(node) {
-                    self.mirror.unsure.insert((g, block));
+                    self.unsure.insert((g, block));
                 }
             }
             Op::SetSwitchInfo { node } => {
                 if let Some(g) = guid(node) {
-                    self.mirror.switch_info.remove(&g);
+                    self.switch_info.remove(&g);
                 }
             }
             // The VL arbitration table goes out with the SL2VL map it serves.
             Op::SetSl2Vl { node, port } | Op::SetVlArb { node, port } => {
                 if let Some(g) = guid(node) {
-                    self.mirror.sl2vl.remove(&(g, port));
+                    self.sl2vl.remove(&(g, port));
                 }
             }
             _ => {}
         }
     }
-}
 
-impl SubnetManager {
     /// Queues the SwitchInfo, LFT, SL2VL and VLArb Sets of switch `s` of `csr` for
     /// `routes`, up to LID `max_lid`; `tops` are the SA's MulticastFDBTops. Returns the
     /// LFT blocks it looked at (the measure of its work, `program.rs`).
     pub(super) fn program_switch(
         &mut self,
+        ctx: &SwitchCtx<'_>,
+        smps: &mut SmpQueue,
         s: usize,
         csr: &Csr,
         routes: &Routes,
-        max_lid: u16,
-        tops: &HashMap<u64, u16>,
-    ) -> usize {
+    ) -> Written {
+        let (cfg, subnet, max_lid) = (ctx.cfg, ctx.subnet(), ctx.max_lid);
         let guid = csr.switch_guid[s].0;
-        let Some(&n) = self.subnet.by_guid.get(&guid) else {
-            return 0;
+        let Some(&n) = subnet.by_guid.get(&guid) else {
+            return Written::default();
         };
-        if self.sweep.is_locked(guid) {
-            return 0;
+        if ctx.sweep.is_locked(guid) {
+            return Written::default();
         }
-        let top = tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
-        self.program_switch_info(n, max_lid, top);
+        let top = ctx.tops.get(&guid).copied().unwrap_or(NO_MFT_TOP);
+        self.program_switch_info(cfg, subnet, smps, n, max_lid, top);
         // The mirror of what was written is only good while the switch keeps it: one
         // that missed the previous sweep or whose port-0 LID is not the one we gave
         // it (power-cycled: LID, LFT and SL2VL are volatile) gets every table again.
-        let cur_lid = self.subnet.nodes[n]
+        let cur_lid = subnet.nodes[n]
             .ports
             .first()
             .and_then(|p| p.info.as_ref())
             .map_or(0, |i| i.lid);
-        let assigned = self.lids.assigned.get(&guid).map_or(0, |l| l.0);
-        if cur_lid != assigned || !self.sweep.seen_before(guid) {
-            self.mirror.lft.remove(&guid);
-            self.mirror.sl2vl.retain(|&(g, _), _| g != guid);
+        let assigned = ctx.lids.assigned.get(&guid).map_or(0, |l| l.0);
+        if cur_lid != assigned || !ctx.sweep.seen_before(ctx.last, guid) {
+            self.lft.remove(&guid);
+            self.sl2vl.retain(|&(g, _), _| g != guid);
         }
-        self.program_lft(n, guid, routes.lft(s), max_lid);
+        let (lft_entries, lft_blocks) = self.program_lft(smps, n, guid, routes.lft(s), max_lid);
         if routes.vls_used() > 1 || routes.has_sls() {
-            self.program_vls(n, guid, s, routes);
+            self.program_vls(subnet, smps, n, guid, s, routes);
         }
-        usize::from(max_lid) / 64 + 1
+        Written {
+            units: usize::from(max_lid) / 64 + 1,
+            lft_entries,
+            lft_blocks,
+        }
     }
 
     /// SwitchInfo: LinearFDBTop `max_lid`, LifeTimeValue, and where the switch honours
     /// it MulticastFDBTop `mft_top`.
-    fn program_switch_info(&mut self, n: NodeIx, max_lid: u16, mft_top: u16) {
-        let read = self.subnet.nodes[n].switch_info;
+    fn program_switch_info(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Subnet,
+        smps: &mut SmpQueue,
+        n: NodeIx,
+        max_lid: u16,
+        mft_top: u16,
+    ) {
+        let read = subnet.nodes[n].switch_info;
         let mut si = read.unwrap_or_default();
         si.linear_fdb_top = max_lid;
-        si.life_time_value = self.cfg.packet_life_time;
-        if self.uses_mft_top(n) {
+        si.life_time_value = cfg.packet_life_time;
+        if uses_mft_top(cfg, subnet, n) {
             si.multicast_fdb_top = mft_top;
         }
         // Discovery cleared the latch before reading the ports; clearing it again
         // here would swallow a change made since, which that discovery missed.
         si.port_state_change = false;
-        self.mirror
-            .switch_info
-            .insert(self.subnet.nodes[n].info.node_guid, si);
+        self.switch_info.insert(subnet.nodes[n].info.node_guid, si);
         // Nothing to write when the switch already holds these values.
         let same = read.is_some_and(|r| {
             r.linear_fdb_top == si.linear_fdb_top
@@ -128,34 +157,27 @@ impl SubnetManager {
         if !same {
             let mut data = [0u8; 64];
             si.emit_into(&mut data).ok();
-            self.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
+            smps.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
         }
-    }
-
-    /// Whether MulticastFDBTop is written to switch `n`: `SmConfig::use_mfttop` and
-    /// its port 0 says IsMulticastFDBTopSupported (as OpenSM); a switch that does not
-    /// say so may take the field for something else, or ignore it.
-    pub(super) fn uses_mft_top(&self, n: NodeIx) -> bool {
-        self.cfg.use_mfttop
-            && self.subnet.nodes[n]
-                .ports
-                .first()
-                .and_then(|p| p.info.as_ref())
-                .is_some_and(|pi| {
-                    pi.capability_mask
-                        .contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
-                })
     }
 
     /// A switch's MulticastFDBTop moved (groups changed between sweeps): SwitchInfo
     /// as last written with the new top, where the switch honours it.
-    pub(super) fn set_mft_top(&mut self, n: NodeIx, top: u16) {
-        let guid = self.subnet.nodes[n].info.node_guid;
-        if !self.uses_mft_top(n) || self.sweep.is_locked(guid) {
+    pub(super) fn set_mft_top(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Subnet,
+        sweep: &Sweep,
+        smps: &mut SmpQueue,
+        n: NodeIx,
+        top: u16,
+    ) {
+        let guid = subnet.nodes[n].info.node_guid;
+        if !uses_mft_top(cfg, subnet, n) || sweep.is_locked(guid) {
             return;
         }
         // Not written yet: the next sweep's SwitchInfo Set carries it.
-        let Some(si) = self.mirror.switch_info.get_mut(&guid) else {
+        let Some(si) = self.switch_info.get_mut(&guid) else {
             return;
         };
         if si.multicast_fdb_top == top {
@@ -164,13 +186,21 @@ impl SubnetManager {
         si.multicast_fdb_top = top;
         let mut data = [0u8; 64];
         si.emit_into(&mut data).ok();
-        self.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
+        smps.submit(Op::SetSwitchInfo { node: n }, 0, Some(data));
     }
 
     /// The LFT blocks up to `max_lid` that differ from the mirror (all of them where
-    /// the mirror has none); the mirror then holds what is written.
-    fn program_lft(&mut self, n: NodeIx, guid: u64, lft: &[u8], max_lid: u16) {
-        let old = self.mirror.lft.get(&guid).cloned();
+    /// the mirror has none); the mirror then holds what is written. The entries and
+    /// blocks written.
+    fn program_lft(
+        &mut self,
+        smps: &mut SmpQueue,
+        n: NodeIx,
+        guid: u64,
+        lft: &[u8],
+        max_lid: u16,
+    ) -> (u64, u64) {
+        let old = self.lft.get(&guid).cloned();
         let mut written = old.clone().unwrap_or_default();
         // Whole blocks, so the mirror holds every byte that is written.
         let blocks = usize::from(max_lid) / 64 + 1;
@@ -184,7 +214,7 @@ impl SubnetManager {
             let before = old
                 .as_ref()
                 .and_then(|o| o.get(block * 64..block * 64 + 64));
-            let unsure = self.mirror.unsure.remove(&(guid, block as u16));
+            let unsure = self.unsure.remove(&(guid, block as u16));
             let changed = before.filter(|_| !unsure).map_or(ports.len(), |b| {
                 b.iter().zip(&ports).filter(|(x, y)| x != y).count()
             });
@@ -196,17 +226,14 @@ impl SubnetManager {
                 node: n,
                 block: block as u16,
             };
-            self.submit(op, block as u32, None);
+            smps.submit(op, block as u32, None);
             sent += 1;
             if let Some(dst) = written.get_mut(block * 64..block * 64 + 64) {
                 dst.copy_from_slice(&ports);
             }
         }
-        self.sweep.count(|s| {
-            s.lft_entries += entries;
-            s.lft_blocks += sent;
-        });
-        self.mirror.lft.insert(guid, written);
+        self.lft.insert(guid, written);
+        (entries, sent)
     }
 
     /// Engines that use VLs for deadlock freedom (DOR on tori, LASH, DFSSSP) give an
@@ -216,8 +243,16 @@ impl SubnetManager {
     /// (SwitchInfo.OptimizedSLtoVLMappingProgramming); elsewhere (ibsim's switches,
     /// older silicon) one Set per input port (0 and every cabled one), or the unset
     /// pairs keep the switch's default map.
-    fn program_vls(&mut self, n: NodeIx, guid: u64, s: usize, routes: &Routes) {
-        let node = &self.subnet.nodes[n];
+    fn program_vls(
+        &mut self,
+        subnet: &Subnet,
+        smps: &mut SmpQueue,
+        n: NodeIx,
+        guid: u64,
+        s: usize,
+        routes: &Routes,
+    ) {
+        let node = &subnet.nodes[n];
         let wildcard = node
             .switch_info
             .is_some_and(|si| si.optimized_sl_to_vl_mapping_programming != 0);
@@ -233,7 +268,7 @@ impl SubnetManager {
             let Some(vls) = routes.sl2vl(s, p) else {
                 continue;
             };
-            if self.mirror.sl2vl.get(&(guid, p)) == Some(&vls) {
+            if self.sl2vl.get(&(guid, p)) == Some(&vls) {
                 continue;
             }
             let mut data = [0u8; 64];
@@ -244,12 +279,12 @@ impl SubnetManager {
             .ok();
             let op = Op::SetSl2Vl { node: n, port: p };
             if wildcard {
-                self.submit(op, SlToVlMod::all_inputs_to(p).encode(), Some(data));
+                smps.submit(op, SlToVlMod::all_inputs_to(p).encode(), Some(data));
             }
             for &i in &inputs {
-                self.submit(op, SlToVlMod::pair(i, p).encode(), Some(data));
+                smps.submit(op, SlToVlMod::pair(i, p).encode(), Some(data));
             }
-            self.mirror.sl2vl.insert((guid, p), vls);
+            self.sl2vl.insert((guid, p), vls);
             // Every VL in use gets an equal share of the low-priority table, so no lane
             // the engine relies on is starved.
             let mut block = VlArbBlock::default();
@@ -268,7 +303,53 @@ impl SubnetManager {
                 port: u16::from(p),
             }
             .encode();
-            self.submit(Op::SetVlArb { node: n, port: p }, modifier, Some(data));
+            smps.submit(Op::SetVlArb { node: n, port: p }, modifier, Some(data));
         }
     }
+}
+
+/// What programming a switch reads besides the mirror.
+pub(super) struct SwitchCtx<'a> {
+    pub(super) cfg: &'a SmConfig,
+    /// The running heavy sweep (which switches are locked) and the last one's
+    /// discovery (which switches the sweep before knew).
+    pub(super) sweep: &'a Sweep,
+    pub(super) last: &'a Discovery,
+    /// The LIDs in force.
+    pub(super) lids: &'a Lids,
+    /// The highest LID in use: the LFTs' top.
+    pub(super) max_lid: u16,
+    /// The MulticastFDBTop each switch needs (the SA's).
+    pub(super) tops: &'a HashMap<u64, u16>,
+}
+
+impl SwitchCtx<'_> {
+    /// The model being programmed.
+    fn subnet(&self) -> &Subnet {
+        &self.sweep.found(self.last).subnet
+    }
+}
+
+/// What programming one switch did, for the sweep's counters.
+#[derive(Debug, Default)]
+pub(super) struct Written {
+    /// LFT blocks looked at: the measure of the work (`program.rs`).
+    pub(super) units: usize,
+    pub(super) lft_entries: u64,
+    pub(super) lft_blocks: u64,
+}
+
+/// Whether MulticastFDBTop is written to switch `n`: `SmConfig::use_mfttop` and
+/// its port 0 says IsMulticastFDBTopSupported (as OpenSM); a switch that does not
+/// say so may take the field for something else, or ignore it.
+pub(super) fn uses_mft_top(cfg: &SmConfig, subnet: &Subnet, n: NodeIx) -> bool {
+    cfg.use_mfttop
+        && subnet.nodes[n]
+            .ports
+            .first()
+            .and_then(|p| p.info.as_ref())
+            .is_some_and(|pi| {
+                pi.capability_mask
+                    .contains(CapabilityMask::IS_MULTICAST_FDB_TOP_SUPPORTED)
+            })
 }

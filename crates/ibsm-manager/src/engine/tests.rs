@@ -465,7 +465,7 @@ fn work_for_a_node_the_model_no_longer_has_is_dropped() {
     // Queued for the model of the last sweep, then a heavy sweep rebuilt it: the index
     // names nothing now. Neither sending nor losing it may panic.
     let gone = super::ops::Op::NodeDesc { node: 99 };
-    b.sm.submit(gone, 0, None);
+    b.sm.smps.submit(gone, 0, None);
     let before = b.fabric.seen.len();
     b.sm.request_heavy_sweep(b.now);
     b.run(Instant::from_secs(10));

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use ibsm_topology::{Fabric, NodeId};
 
-use super::SubnetManager;
+use super::{Outbox, SubnetManager};
+use crate::config::SmConfig;
 use crate::event::SmEvent;
 use crate::topo_ref::{Difference, TopoPolicy};
 
@@ -66,42 +67,42 @@ impl SubnetManager {
         self.cfg.topology_ref = reference;
         self.request_heavy_sweep(now);
     }
+}
 
-    /// The reference and policy a routing job compares with (`None`: no reference).
-    pub(super) fn topo_ref_input(&self) -> Option<(Arc<Fabric>, TopoPolicy)> {
-        self.cfg
-            .topology_ref
-            .as_ref()
-            .map(|r| (Arc::clone(&r.fabric), r.policy))
-    }
+/// The reference and policy a routing job compares with (`None`: no reference).
+pub(super) fn input(cfg: &SmConfig) -> Option<(Arc<Fabric>, TopoPolicy)> {
+    cfg.topology_ref
+        .as_ref()
+        .map(|r| (Arc::clone(&r.fabric), r.policy))
+}
 
+impl TopoRefState {
     /// The routing job came back with what it found: kept until the sweep ends.
-    pub(super) fn topo_ref_found(&mut self, found: Option<Vec<Difference>>) {
-        self.topo_ref.pending = found;
+    pub(super) fn found(&mut self, found: Option<Vec<Difference>>) {
+        self.pending = found;
     }
 
     /// The heavy sweep ends; `up`: it brought the subnet up with no SMP lost. Reports
-    /// its differences when they are not those of the last report.
-    pub(super) fn topo_ref_sweep_end(&mut self, up: bool) {
-        let Some(now) = self.topo_ref.pending.take() else {
+    /// its differences to `out` when they are not those of the last report.
+    pub(super) fn sweep_end(&mut self, cfg: &SmConfig, up: bool, out: &mut Outbox) {
+        let Some(now) = self.pending.take() else {
             return;
         };
         if !up {
             return;
         }
-        let before = self.topo_ref.reported.as_deref().unwrap_or(&[]);
-        if self.topo_ref.reported.is_some() && before == now.as_slice() {
+        let before = self.reported.as_deref().unwrap_or(&[]);
+        if self.reported.is_some() && before == now.as_slice() {
             return;
         }
         let old: BTreeSet<&Difference> = before.iter().collect();
         let new: BTreeSet<&Difference> = now.iter().collect();
         let appeared: Vec<Difference> = new.difference(&old).map(|d| (*d).clone()).collect();
         let resolved: Vec<Difference> = old.difference(&new).map(|d| (*d).clone()).collect();
-        if appeared.is_empty() && resolved.is_empty() && self.topo_ref.reported.is_some() {
+        if appeared.is_empty() && resolved.is_empty() && self.reported.is_some() {
             return;
         }
-        let policy = self
-            .cfg
+        let policy = cfg
             .topology_ref
             .as_ref()
             .map_or("report", |r| r.policy.name());
@@ -115,14 +116,16 @@ impl SubnetManager {
             tracing::info!("fabric matches the reference topology");
         }
         let total = now.len();
-        self.topo_ref.reported = Some(now);
-        self.event(SmEvent::TopologyChanged {
+        self.reported = Some(now);
+        out.event(SmEvent::TopologyChanged {
             appeared,
             resolved,
             total,
         });
     }
+}
 
+impl SubnetManager {
     /// The differences from the reference topology that the last report found
     /// (sorted, [`ibsm_topology::diff::diff`]); empty when the fabric matched; `None`
     /// without a reference or before the first heavy sweep that brought the subnet up.

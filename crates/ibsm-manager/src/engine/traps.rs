@@ -7,8 +7,6 @@ use ibsm_wire::{
     LidSmp, MadHeaderView, Method, MgmtClass, Notice, SmAttributeId, SwitchInfo, Trap256Details,
 };
 
-use super::discovery::Latch;
-use super::ops::Op;
 use super::{Outgoing, SubnetManager};
 use crate::event::{Role, SmEvent};
 
@@ -50,11 +48,17 @@ impl SubnetManager {
             return;
         };
         // A babbling port's traps are answered, and nothing more (`health.rs`).
-        if self.health_trap(now, &notice) {
+        let subnet = &self.sweep.found(&self.last).subnet;
+        let silenced = self.health.trap(&self.lids, subnet, now, &notice);
+        if silenced.is_some() {
+            self.drain_health(now);
+        }
+        if silenced == Some(true) {
             return;
         }
         // Subscribers (InformInfo) get the trap as an SA Report.
-        self.forward_to_subscribers(now, &notice);
+        self.admin
+            .forward_to_subscribers(now, &notice, &mut self.out);
         let number = notice.trap_number;
         self.event(SmEvent::Trap {
             number,
@@ -70,7 +74,13 @@ impl SubnetManager {
             }
             // Link state changes and local changes: nothing to do while the running
             // discovery has yet to read the issuer (it will read the new state then).
-            128 | 144 | 145 | 64 | 65 if self.discovery_will_see(notice.issuer_lid) => {}
+            // An issuer the LIDs in force do not name (the first sweep, a LID we did
+            // not give), one already read, or any other phase: not seen, sweep again.
+            128 | 144 | 145 | 64 | 65
+                if self
+                    .lids
+                    .guid_of(notice.issuer_lid)
+                    .is_some_and(|g| self.sweep.discovery_will_see(g)) => {}
             // A switch's link went up or down: its PortStateChange latch tells whether
             // a sweep has seen that (see `on_port_state_trap`).
             128 => self.on_port_state_trap(now, notice.issuer_lid),
@@ -81,34 +91,6 @@ impl SubnetManager {
             144 | 145 | 64 | 65 => self.heavy_sweep_wanted(now),
             _ => {}
         }
-    }
-
-    /// Whether a change reported by the port at `issuer_lid` will be seen by the running
-    /// heavy sweep: it is still discovering and has not reached that port yet, so its
-    /// NodeInfo and PortInfo Gets (and those of the links explored from it) come after
-    /// the change. A port already read, an issuer the LIDs in force do not name (the
-    /// first sweep, a LID we did not give), or any other phase: not seen, sweep again.
-    fn discovery_will_see(&self, issuer_lid: u16) -> bool {
-        if !self.sweep.is_discovering() {
-            return false;
-        }
-        let Some(guid) = self.lids.guid_of(issuer_lid) else {
-            return false;
-        };
-        // A switch this sweep reached: its ports are read once its PortStateChange
-        // latch is known (`switch_latch_done`).
-        if let Some(latch) = self.latches.get(guid) {
-            return latch == Latch::Pending;
-        }
-        // A switch is keyed by its node GUID; a CA port by its port GUID, recorded once
-        // the sweep reached that port.
-        let reached = self.subnet.by_guid.contains_key(&guid)
-            || self
-                .subnet
-                .nodes
-                .iter()
-                .any(|n| !n.is_switch() && n.ports.iter().any(|p| p.guid == guid));
-        !reached
     }
 
     /// A trap 128 (a switch port's link went up or down) whose issuer the running or
@@ -122,20 +104,14 @@ impl SubnetManager {
     /// (not Master, an issuer we gave no switch LID, a switch whose latch read failed)
     /// or the Get fails, sweep.
     fn on_port_state_trap(&mut self, now: Instant, issuer_lid: u16) {
-        let target = self
+        let found = self.sweep.found(&self.last);
+        let check = self
             .lids
             .guid_of(issuer_lid)
             .filter(|_| self.smi.role == Role::Master)
-            .filter(|&g| self.latches.get(g) == Some(Latch::Clean))
-            .and_then(|g| {
-                let n = *self.subnet.by_guid.get(&g)?;
-                Some((self.subnet.nodes[n].path, g))
-            });
-        match target {
-            Some((path, guid)) => {
-                let sweep = self.latches.sweeps();
-                self.submit(Op::CheckSwitchInfo { path, guid, sweep }, 0, None);
-            }
+            .and_then(|g| found.latch_check(g));
+        match check {
+            Some(op) => self.smps.submit(op, 0, None),
             None => self.heavy_sweep_wanted(now),
         }
     }
@@ -154,7 +130,7 @@ impl SubnetManager {
         // after the check read it: what the latch showed is that sweep's to see. Unless
         // the check had to be resent, which may have reached the switch after the sweep
         // did.
-        let covered = sweep != self.latches.sweeps() && attempts == 1;
+        let covered = sweep != self.sweep.found(&self.last).latches.sweep() && attempts == 1;
         tracing::debug!(guid, set, covered, "PortStateChange after trap 128");
         if set && !covered {
             self.heavy_sweep_wanted(now);
