@@ -61,7 +61,7 @@ fn main() -> ExitCode {
 fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
     let names = args.names.load()?;
     let mut port = args.port.open(false)?;
-    let mut walk = Discovery::new(args.tx.smp(args.m_key));
+    let mut walk = Discovery::lean(args.tx.smp(args.m_key));
     run(
         &mut walk,
         &mut port,
