@@ -4,8 +4,13 @@
 //!
 //! ```text
 //! ibsm-netdiscover [-C CA] [-P PORT] [--node-name-map FILE] [--timeout MS] [--retries N]
-//!                  [--m-key KEY] [--window N] [--slurm-topology]
+//!                  [--m-key KEY] [--window N] [-p | --json | --slurm-topology]
 //! ```
+//!
+//! `-p`/`--ports` prints `ibnetdiscover -p`'s per-port report instead
+//! (`ibsm_topology::ibnet::write_ports_report`), `--json` the fabric as JSON (the
+//! `serde` form of `ibsm_topology::Fabric`: nodes with their ports, cables by node GUID
+//! and port).
 //!
 //! `--slurm-topology` prints Slurm's tree `topology.conf` instead
 //! (`ibsm_topology::slurm`): `SwitchName=... Nodes=...` for the switches CAs are cabled
@@ -42,8 +47,14 @@ struct Args {
     m_key: u64,
     /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
     /// ibnetdiscover format.
-    #[arg(long = "slurm-topology")]
+    #[arg(long = "slurm-topology", group = "format")]
     slurm_topology: bool,
+    /// Print the per-port report of `ibnetdiscover -p` instead.
+    #[arg(short = 'p', long = "ports", group = "format")]
+    ports: bool,
+    /// Print the fabric as JSON (nodes with their ports, cables by node GUID and port).
+    #[arg(long, group = "format")]
+    json: bool,
     /// Give up after this many seconds.
     #[arg(long = "time-limit", default_value_t = 120)]
     time_limit: u64,
@@ -92,6 +103,13 @@ fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
     }
     let text = if args.slurm_topology {
         slurm::tree_topology(&fabric, |_, n| n.description.clone())
+    } else if args.ports {
+        ibnet::write_ports_report(&fabric)
+    } else if args.json {
+        let mut j = serde_json::to_string_pretty(&fabric)
+            .map_err(|e| ToolError::Failed(format!("JSON: {e}")))?;
+        j.push('\n');
+        j
     } else {
         ibnet::write(&fabric, &WriteOptions::default())
             .map_err(|e| ToolError::Failed(e.to_string()))?
