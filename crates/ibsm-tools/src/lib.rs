@@ -9,6 +9,7 @@
 
 pub mod decode;
 pub mod exporter;
+pub mod lft;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
