@@ -538,11 +538,12 @@ fn line(
     );
 }
 
-/// Links whose ports say something is wrong: an end not Active (the link trained but
-/// was not brought up, or went down at one end only), or a link narrower or slower than
+/// Links whose ports say something is wrong: with `states`, an end not Active (the
+/// link trained but was not brought up, or went down at one end only; leave it out for
+/// a model read before an SM brought the ports up); and a link narrower or slower than
 /// the widest, fastest link between the same two nodes (a degraded cable of a bundle).
 #[must_use]
-pub fn state_marks(f: &Fabric) -> HashMap<LinkId, String> {
+pub fn state_marks(f: &Fabric, states: bool) -> HashMap<LinkId, String> {
     use crate::types::PortState;
     let mut best: HashMap<(NodeId, NodeId), (u8, crate::types::LinkSpeed)> = HashMap::new();
     let key = |a: NodeId, b: NodeId| if a < b { (a, b) } else { (b, a) };
@@ -562,7 +563,7 @@ pub fn state_marks(f: &Fabric) -> HashMap<LinkId, String> {
         };
         let mut why = Vec::new();
         for (p, e) in [(pa, l.a), (pb, l.b)] {
-            if !matches!(p.state, PortState::Active | PortState::Unknown) {
+            if states && !matches!(p.state, PortState::Active | PortState::Unknown) {
                 why.push(format!("port {} {:?}", e.port, p.state));
             }
         }
@@ -646,6 +647,30 @@ mod tests {
         // Leaves are below the spines.
         let lev = levels(&f);
         assert_eq!(lev.values().copied().max(), Some(2));
+    }
+
+    #[test]
+    fn a_narrow_cable_and_a_port_not_active_are_marked() {
+        let mut f = generate::k_ary_n_tree(2, 2).unwrap();
+        let ids: Vec<NodeId> = f.node_ids().collect();
+        for id in &ids {
+            for p in 1..=f.node(*id).unwrap().num_ports() {
+                let port = f.node_mut(*id).unwrap().port_mut(p).unwrap();
+                port.width = crate::types::LinkWidth::X4;
+                port.speed = crate::types::LinkSpeed::Edr;
+                port.state = crate::types::PortState::Active;
+            }
+        }
+        assert!(state_marks(&f, true).is_empty());
+        // Two leaves and two spines, one cable between each pair: a bundle of one, so
+        // a narrow cable is only marked where a wider one runs beside it.
+        let (l, link) = f.links().next().map(|(l, k)| (l, *k)).unwrap();
+        let e = link.a;
+        f.node_mut(e.node).unwrap().port_mut(e.port).unwrap().state = crate::types::PortState::Init;
+        let m = state_marks(&f, true);
+        assert_eq!(m.len(), 1);
+        assert!(m[&l].contains("Init"), "{m:?}");
+        assert!(state_marks(&f, false).is_empty());
     }
 
     #[test]

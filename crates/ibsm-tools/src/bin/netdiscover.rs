@@ -199,7 +199,7 @@ fn picture(
             title: Some("ibsm-netdiscover".into()),
             link_weight: counts.is_some().then_some(&weight as &dyn Fn(_) -> _),
             weight_unit: "routes".into(),
-            unhealthy: svg::state_marks(fabric),
+            unhealthy: svg::state_marks(fabric, true),
             ..SvgOptions::default()
         },
     ))
