@@ -287,3 +287,105 @@ fn json_reads_back_as_the_fabric_ibnetdiscover_finds() {
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Runs our tool with `args`; (exit code, stdout, stderr).
+fn ours(p: &Peer, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut c = client(p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), None, "diag");
+    c.args(args);
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code() {
+    if !ready() {
+        return;
+    }
+    let topo = generate::k_ary_n_tree(2, 2).unwrap();
+    let p = Peer::start("nd_bad", &net_file(&topo, "nd_bad"));
+    // A CA that is not there: exit 1, naming what was asked and what there is.
+    let (code, out, err) = ours(&p, &["-C", "mlx5_9"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("ibsm-netdiscover: opening the local port")
+            && err.contains("CA \"mlx5_9\"")
+            && err.contains("(there are: ibsim0 port "),
+        "{err}"
+    );
+    let ours_lines = |e: &str| e.lines().filter(|l| !l.starts_with("ibwarn")).count();
+    assert_eq!(ours_lines(&err), 1, "{err}");
+    // A port the CA does not have.
+    let (code, _, err) = ours(&p, &["-C", "ibsim0", "-P", "3"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("CA \"ibsim0\", port 3"), "{err}");
+    // A node-name map line the format does not know: exit 2 with file and line; a GUID
+    // the fabric does not have is no error.
+    let map = p.path("bad.map");
+    std::fs::write(
+        &map,
+        "0x99999 \"not here\"\n0x1 two words unquoted x\n\"x\"\n",
+    )
+    .unwrap();
+    let (code, out, err) = ours(&p, &["--node-name-map", map.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("bad.map") && err.contains("line 3"), "{err}");
+    std::fs::write(&map, "0x99999 \"not here\"\n").unwrap();
+    let (code, _, err) = ours(&p, &["--node-name-map", map.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    // A bad option value is clap's usage error.
+    let (code, _, err) = ours(&p, &["--window", "many"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--window"), "{err}");
+    // --routes without --svg, and --routes with no LIDs (no SM ran): refused.
+    let (code, _, err) = ours(&p, &["--routes"]);
+    assert_eq!(code, Some(2), "{err}");
+    let svg = p.path("x.svg");
+    let (code, _, err) = ours(&p, &["--svg", svg.to_str().unwrap(), "--routes"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no port has a LID"), "{err}");
+    // An SVG file that cannot be written names the file.
+    let (code, _, err) = ours(&p, &["--svg", "/nonexistent/dir/x.svg"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/nonexistent/dir/x.svg"), "{err}");
+}
+
+#[test]
+fn an_unreachable_port_is_reported_and_the_rest_printed() {
+    if !ready() {
+        return;
+    }
+    let topo = generate::k_ary_n_tree(2, 2).unwrap();
+    let net = net_file(&topo, "nd_unreach");
+    let mut p = Peer::start("nd_unreach", &net);
+    // One CA (not the one the tools run on) answers no NodeInfo: its route is
+    // unreachable (ibsim reports the loss at once; a real fabric times out).
+    let host = first_ca(&net);
+    let (_, lost) = topo.cas().find(|(_, n)| n.description != host).unwrap();
+    p.sim
+        .console(&format!("Error \"{}\"[1] 100 17", lost.description));
+    let (code, out, err) = ours(&p, &["--timeout", "50", "--retries", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    // One line for it (the preload's own "ibwarn" lines aside).
+    assert_eq!(
+        err.lines()
+            .filter(|l| !l.starts_with("ibwarn"))
+            .collect::<Vec<_>>(),
+        err.lines()
+            .filter(|l| l.starts_with("unreachable: route "))
+            .collect::<Vec<_>>(),
+        "{err}"
+    );
+    assert_eq!(err.matches("unreachable: route ").count(), 1, "{err}");
+    let found = ibnet::parse(&out).unwrap().fabric;
+    assert_eq!(found.node_count(), topo.node_count() - 1);
+    assert!(found.node_by_guid(lost.guid()).is_none());
+    // ibnetdiscover does not see it either, and everything else alike.
+    let theirs = ibnet::parse(&run(&p, IBNETDISCOVER, &[])).unwrap().fabric;
+    assert_eq!(nodes(&found), nodes(&theirs));
+}
