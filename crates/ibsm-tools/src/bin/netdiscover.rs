@@ -5,7 +5,12 @@
 //! ```text
 //! ibsm-netdiscover [-C CA] [-P PORT] [--node-name-map FILE] [--timeout MS] [--retries N]
 //!                  [--m-key KEY] [--window N] [-p | --json | --slurm-topology]
+//!                  [--svg FILE [--routes]]
 //! ```
+//!
+//! The walk reads what the dump needs and nothing twice (`Discovery::lean`): a NodeInfo
+//! per cable, a NodeDescription per node, port 0 of each switch, one end of each cable
+//! between switches, both ends of each CA's cable (no SwitchInfo).
 //!
 //! `--svg FILE` also writes a picture of the fabric (`ibsm_topology::svg`: switches by
 //! level, tori as grids, CAs folded per switch, links whose ends are not Active or that
@@ -33,8 +38,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ibsm_query::discover::Discovered;
-use ibsm_query::discover::Discovery;
+use ibsm_query::discover::{Discovered, Discovery};
 use ibsm_tools::lft::LftReader;
 use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run, write_atomic};
 use ibsm_topology::ibnet::{self, WriteOptions};
