@@ -1,15 +1,19 @@
 //! Draws a small, slightly damaged fat tree with link load as colour and width.
 //!
 //! ```text
-//! cargo run --example fat_tree_svg [-- out.svg]
+//! cargo run --example fat_tree_svg [-- [OUT.svg] [--radix 8] [--levels 2] [--degrade 0.15] [--dot]]
 //! ```
-//! Builds the radix-8 two-level fat tree (4 spines, 8 leaves, 32 CAs), removes 15 % of
-//! the switch-to-switch cables, estimates each cable's load under uniform all-to-all
-//! traffic spread evenly over all shortest paths (edge betweenness on the [`Csr`]
-//! snapshot), and writes `out.dot` and, when Graphviz `dot` is installed, `out.svg`.
+//! Builds a fat tree (by default radix 8, two levels: 4 spines, 8 leaves, 32 CAs),
+//! removes a share of the switch-to-switch cables, estimates each cable's load under
+//! uniform all-to-all traffic spread evenly over all shortest paths (edge betweenness on
+//! the [`Csr`] snapshot), and draws it with `ibsm_topology::svg` (the writer behind
+//! `ibsm-netdiscover --svg` and ibsmd's `/fabric.svg`) to `OUT.svg`; `--dot` also writes
+//! Graphviz input to `OUT.dot`.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
+use clap::Parser;
+use ibsm_topology::svg::{self, SvgOptions};
 use ibsm_topology::{Csr, Fabric, LinkId, dot, generate};
 
 /// Load per switch-to-switch cable: for every ordered pair of CAs on different switches,
@@ -78,19 +82,41 @@ fn loads(f: &Fabric) -> Vec<(LinkId, f64)> {
         .collect()
 }
 
+/// Draw a damaged fat tree, its links coloured by all-to-all load.
+#[derive(Debug, Parser)]
+#[command(name = "fat_tree_svg")]
+struct Args {
+    /// Where to write the picture.
+    #[arg(default_value = "fat_tree.svg")]
+    out: std::path::PathBuf,
+    /// Switch radix.
+    #[arg(long, default_value_t = 8)]
+    radix: u8,
+    /// Switch levels.
+    #[arg(long, default_value_t = 2)]
+    levels: usize,
+    /// Share of switch-to-switch cables removed.
+    #[arg(long, default_value_t = 0.15)]
+    degrade: f64,
+    /// Also write Graphviz input beside it (OUT with .dot).
+    #[arg(long)]
+    dot: bool,
+}
+
 fn main() -> ExitCode {
-    let out = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "fat_tree.svg".to_owned());
-    let stem = out.strip_suffix(".svg").unwrap_or(&out).to_owned();
-    let mut fabric = match generate::fat_tree(8, 2) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("fat_tree_svg: {e}");
-            return ExitCode::FAILURE;
-        }
+    let args = Args::parse();
+    let fail = |what: String| {
+        eprintln!("fat_tree_svg: {what}");
+        ExitCode::FAILURE
     };
-    let removed = fabric.degrade(0.15, 3).unwrap_or(0);
+    let mut fabric = match generate::fat_tree(args.radix, args.levels) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string()),
+    };
+    let removed = match fabric.degrade(args.degrade, 3) {
+        Ok(n) => n,
+        Err(e) => return fail(e.to_string()),
+    };
     let mut loads = loads(&fabric);
     loads.sort_by_key(|x| x.0);
     let lookup = |l: LinkId| {
@@ -99,37 +125,37 @@ fn main() -> ExitCode {
             .ok()
             .map(|i| loads[i].1)
     };
-    let text = dot::to_dot(
+    let title = format!(
+        "radix-{} {}-level fat tree, {removed} switch cables removed",
+        args.radix, args.levels
+    );
+    let picture = svg::to_svg(
         &fabric,
-        &dot::DotOptions {
+        &SvgOptions {
+            title: Some(title.clone()),
             link_weight: Some(&lookup),
-            title: Some(format!(
-                "radix-8 fat tree, {removed} spine cables removed; colour/width = all-to-all load"
-            )),
-            ..Default::default()
+            weight_unit: "all-to-all load".into(),
+            ..SvgOptions::default()
         },
     );
-    let dot_path = format!("{stem}.dot");
-    if let Err(e) = std::fs::write(&dot_path, &text) {
-        eprintln!("fat_tree_svg: {dot_path}: {e}");
-        return ExitCode::FAILURE;
+    if let Err(e) = std::fs::write(&args.out, picture) {
+        return fail(format!("{}: {e}", args.out.display()));
     }
-    eprintln!("wrote {dot_path}");
-    match Command::new("dot")
-        .args(["-Tsvg", "-o", &out, &dot_path])
-        .status()
-    {
-        Ok(s) if s.success() => {
-            eprintln!("wrote {out}");
-            ExitCode::SUCCESS
+    eprintln!("wrote {}", args.out.display());
+    if args.dot {
+        let path = args.out.with_extension("dot");
+        let text = dot::to_dot(
+            &fabric,
+            &dot::DotOptions {
+                link_weight: Some(&lookup),
+                title: Some(format!("{title}; colour/width = all-to-all load")),
+                ..Default::default()
+            },
+        );
+        if let Err(e) = std::fs::write(&path, text) {
+            return fail(format!("{}: {e}", path.display()));
         }
-        Ok(s) => {
-            eprintln!("fat_tree_svg: dot failed ({s})");
-            ExitCode::FAILURE
-        }
-        Err(_) => {
-            eprintln!("Graphviz `dot` is not installed: render {dot_path} elsewhere");
-            ExitCode::SUCCESS
-        }
+        eprintln!("wrote {}", path.display());
     }
+    ExitCode::SUCCESS
 }

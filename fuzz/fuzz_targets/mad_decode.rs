@@ -1,8 +1,8 @@
-//! The example decoder (`mad_decode`) on arbitrary bytes: never panics, renders text and
+//! The MAD decoder of `ibsm-mad-decode` on arbitrary bytes: never panics, renders text and
 //! JSON for whatever it accepts.
 #![no_main]
 
-use ibsm_examples::decode::decode_mad;
+use ibsm_tools::decode::decode_mad;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

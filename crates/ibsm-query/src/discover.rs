@@ -23,7 +23,7 @@
 //! answer with one GUID are recorded in [`Discovered::duplicates`] and the second is
 //! left out, so the rest of the subnet is found as if it were not there.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 
 use ibsm_transport::{
@@ -104,6 +104,25 @@ pub enum PortSeen {
 #[derive(Debug, Default)]
 pub struct Walk {
     out: VecDeque<Probe>,
+    /// [`Walk::lean`]: NodeInfos across cables go out first, switch ports' PortInfos
+    /// last (in `ports`), and each is dropped at its turn if the cable it would find
+    /// or read is known by then.
+    lean: bool,
+    /// A lean walk's NodeInfos across cables, ready to go.
+    explore: VecDeque<Probe>,
+    /// A lean walk's NodeInfos across cables queued while other NodeInfos were on the
+    /// wire, each with the count handed out by then: it waits until all of those have
+    /// come back, as one of them may cross its cable from the other end.
+    waiting: VecDeque<(u64, Probe)>,
+    /// NodeInfos across cables handed out so far.
+    ni_sent: u64,
+    /// Those on the wire, by sequence number and by the port they leave through.
+    ni_flight: BTreeSet<u64>,
+    ni_of: HashMap<(usize, u8), u64>,
+    /// Ports a lean walk asked again without modifier bit 31, as the SMA refused it.
+    plain: HashSet<(usize, u8)>,
+    /// A lean walk's PortInfos of switches' external ports.
+    ports: VecDeque<(u64, Probe)>,
     /// Switches whose ports have been queued.
     ports_read: HashSet<usize>,
     /// Switches whose external ports wait for port 0's PortInfo (its CapabilityMask
@@ -123,22 +142,141 @@ impl Walk {
         });
         Self {
             out,
-            ports_read: HashSet::new(),
-            wait_port0: HashSet::new(),
+            ..Self::default()
         }
+    }
+
+    /// A walk starting at the local node that reads what a topology dump needs and no
+    /// more (what `ibsm-netdiscover` runs; the SM reads every port, [`Walk::new`]): a
+    /// switch port whose cable was found from its other end, by a NodeInfo through that
+    /// end, is not read (a link has one state, width and speed, read at the end it was
+    /// explored from; [`Discovered::to_fabric`] gives the port its peer's), and a
+    /// NodeInfo through a port whose cable got known meanwhile is not sent. To find
+    /// more cables before their ports' turn, NodeInfos across cables go out before
+    /// anything else (each after the NodeInfos on the wire when it was queued have come
+    /// back: one of them may cross its cable from the other end) and switch ports'
+    /// PortInfos after everything else. SwitchInfo is not read (a switch's ports are
+    /// read at once), and every PortInfo is asked with modifier bit 31 the first time
+    /// (an SMA that refuses it is asked again without). On a tree walked from a CA that
+    /// is one SMP per fact: a NodeInfo per cable, a NodeDescription per node, port 0 of
+    /// each switch, one end of each cable between switches, both ends of each CA's
+    /// cable. A node answering with a GUID already seen behind an unread port is taken
+    /// for that node (a [`Walk::new`] walk reads the port and, finding it Down, reports
+    /// the duplicate).
+    #[must_use]
+    pub fn lean() -> Self {
+        Self {
+            lean: true,
+            ..Self::new()
+        }
+    }
+
+    /// A lean walk's NodeInfo out of `from` came back or failed.
+    fn ni_done(&mut self, from: Option<(usize, u8)>) {
+        if let Some(seq) = from.and_then(|f| self.ni_of.remove(&f)) {
+            self.ni_flight.remove(&seq);
+        }
+    }
+
+    fn push(&mut self, probe: Probe) {
+        if !self.lean {
+            self.out.push_back(probe);
+            return;
+        }
+        match probe {
+            Probe::NodeInfo { from: Some(_), .. } => {
+                self.waiting.push_back((self.ni_sent, probe));
+            }
+            Probe::PortInfo { port, .. } if port != 0 => {
+                self.ports.push_back((self.ni_sent, probe));
+            }
+            _ => self.out.push_back(probe),
+        }
+    }
+
+    /// The next probe of a lean walk, skipping those whose answer is known by now.
+    fn pop_lean(&mut self, found: &Discovered) -> Option<Probe> {
+        let linked = |node: usize, port: u8| {
+            found
+                .nodes
+                .get(node)
+                .and_then(|n| n.ports.get(usize::from(port)))
+                .and_then(|p| p.peer)
+        };
+        while let Some(&(tag, probe)) = self.waiting.front() {
+            if self.ni_flight.first().is_some_and(|&s| s < tag) {
+                break;
+            }
+            self.waiting.pop_front();
+            self.explore.push_back(probe);
+        }
+        while let Some(probe) = self.explore.pop_front() {
+            if let Probe::NodeInfo {
+                from: Some((n, p)), ..
+            } = probe
+            {
+                if linked(n, p).is_some() {
+                    continue;
+                }
+                self.ni_flight.insert(self.ni_sent);
+                self.ni_of.insert((n, p), self.ni_sent);
+                self.ni_sent += 1;
+            }
+            return Some(probe);
+        }
+        if let Some(probe) = self.out.pop_front() {
+            return Some(probe);
+        }
+        while let Some(&(tag, probe)) = self.ports.front() {
+            if self.ni_flight.first().is_some_and(|&s| s < tag) {
+                break;
+            }
+            self.ports.pop_front();
+            if let Probe::PortInfo { node, port } = probe {
+                let switch = found.nodes.get(node).is_some_and(FoundNode::is_switch);
+                let peer_read = linked(node, port).is_some_and(|(m, q)| {
+                    found
+                        .nodes
+                        .get(m)
+                        .and_then(|n| n.ports.get(usize::from(q)))
+                        .is_some_and(|p| p.info.is_some())
+                });
+                if switch && peer_read {
+                    continue;
+                }
+            }
+            return Some(probe);
+        }
+        None
     }
 
     /// The next probe to send, and its route and attribute modifier (a PortInfo's
     /// carries bit 31 where `found` knows the port supports extended speeds, which is
     /// remembered on the port).
     pub fn poll_probe(&mut self, found: &mut Discovered) -> Option<(Probe, DrPath, u32)> {
-        let probe = self.out.pop_front()?;
+        let probe = if self.lean {
+            self.pop_lean(found)?
+        } else {
+            self.out.pop_front()?
+        };
         let (path, modifier) = match probe {
             Probe::NodeInfo { path, .. } => (path, 0),
             Probe::NodeDescription { node } | Probe::SwitchInfo { node } => {
                 (found.nodes.get(node).map_or(DrPath::local(), |n| n.path), 0)
             }
             Probe::PortInfo { node, port } => {
+                if self.lean && !self.plain.contains(&(node, port)) {
+                    // Bit 31 at once: LinkSpeedExt* come back with the first answer
+                    // instead of a second Get after the CapabilityMask says so (an SMA
+                    // that refuses the bit is asked again without it: `failed`).
+                    if let Some(p) = found
+                        .nodes
+                        .get_mut(node)
+                        .and_then(|n| n.ports.get_mut(usize::from(port)))
+                    {
+                        p.ext_speeds = true;
+                    }
+                }
                 let path = found
                     .nodes
                     .get(node)
@@ -153,6 +291,9 @@ impl Walk {
     #[must_use]
     pub fn has_probes(&self) -> bool {
         !self.out.is_empty()
+            || !self.explore.is_empty()
+            || !self.waiting.is_empty()
+            || !self.ports.is_empty()
     }
 
     /// A NodeInfo answer at `path`, reached through `from`.
@@ -163,6 +304,7 @@ impl Walk {
         from: Option<(usize, u8)>,
         ni: &NodeInfo,
     ) -> Seen {
+        self.ni_done(from);
         let in_port = ni.local_port_num;
         let switch = ni.node_type == NodeType::Switch;
         if let Some(&n) = found.by_guid.get(&ni.node_guid) {
@@ -204,11 +346,14 @@ impl Walk {
         if let Some(f) = from {
             found.link(f, (n, in_port));
         }
-        self.out.push_back(Probe::NodeDescription { node: n });
-        if switch {
-            self.out.push_back(Probe::SwitchInfo { node: n });
+        self.push(Probe::NodeDescription { node: n });
+        if switch && self.lean {
+            // Nothing of SwitchInfo is in a topology dump.
+            self.read_ports(found, n);
+        } else if switch {
+            self.push(Probe::SwitchInfo { node: n });
         } else if usize::from(in_port) <= usize::from(ni.num_ports) {
-            self.out.push_back(Probe::PortInfo {
+            self.push(Probe::PortInfo {
                 node: n,
                 port: in_port,
             });
@@ -275,7 +420,7 @@ impl Walk {
                 p.guid = ni.port_guid;
             }
             found.by_port_guid.insert(ni.port_guid, (n, in_port));
-            self.out.push_back(Probe::PortInfo {
+            self.push(Probe::PortInfo {
                 node: n,
                 port: in_port,
             });
@@ -308,7 +453,7 @@ impl Walk {
         if !self.ports_read.insert(node) {
             return;
         }
-        self.out.push_back(Probe::PortInfo { node, port: 0 });
+        self.push(Probe::PortInfo { node, port: 0 });
         if n.info.num_ports > 0 {
             self.wait_port0.insert(node);
         }
@@ -321,7 +466,7 @@ impl Walk {
         }
         let ports = found.nodes.get(node).map_or(0, |n| n.info.num_ports);
         for port in 1..=ports {
-            self.out.push_back(Probe::PortInfo { node, port });
+            self.push(Probe::PortInfo { node, port });
         }
     }
 
@@ -349,9 +494,9 @@ impl Walk {
         let Some(p) = rec.ports.get_mut(usize::from(port)) else {
             return PortSeen::Taken;
         };
-        if !p.ext_speeds && ext_speeds_supported(pi) {
+        if !p.ext_speeds && ext_speeds_supported(pi) && !self.plain.contains(&(node, port)) {
             p.ext_speeds = true;
-            self.out.push_back(Probe::PortInfo { node, port });
+            self.push(Probe::PortInfo { node, port });
             if is_switch && port == 0 {
                 // The capability is known now: the other ports go with bit 31.
                 self.release_ports(found, node);
@@ -395,7 +540,7 @@ impl Walk {
         );
         if explore && up && !linked && path.hops() < MAX_HOPS {
             if let Ok(child) = path.child(port) {
-                self.out.push_back(Probe::NodeInfo {
+                self.push(Probe::NodeInfo {
                     path: child,
                     from: Some((node, port)),
                 });
@@ -433,13 +578,28 @@ impl Walk {
     /// [`Self::read_ports`].
     pub fn failed(&mut self, found: &mut Discovered, probe: &Probe, error: SmpError) {
         match *probe {
-            Probe::NodeInfo { path, .. } => found.unreachable.push((path, error)),
+            Probe::NodeInfo { path, from } => {
+                self.ni_done(from);
+                found.unreachable.push((path, error));
+            }
             Probe::NodeDescription { node } | Probe::SwitchInfo { node } => {
                 if let Some(n) = found.nodes.get_mut(node) {
                     n.error = Some(Box::new(error));
                 }
             }
             Probe::PortInfo { node, port } => {
+                let refused = matches!(error, SmpError::Status { .. });
+                if self.lean && refused && self.plain.insert((node, port)) {
+                    if let Some(p) = found
+                        .nodes
+                        .get_mut(node)
+                        .and_then(|n| n.ports.get_mut(usize::from(port)))
+                    {
+                        p.ext_speeds = false;
+                    }
+                    self.push(*probe);
+                    return;
+                }
                 self.port_info_lost(found, node, port);
                 if let Some(p) = found
                     .nodes
@@ -488,6 +648,16 @@ impl Discovery {
             walk: Walk::new(),
             found: Discovered::default(),
             smps: SmpClient::new(cfg),
+        }
+    }
+
+    /// A discovery from the local port that reads only what a topology dump needs
+    /// ([`Walk::lean`]).
+    #[must_use]
+    pub fn lean(cfg: SmpConfig) -> Self {
+        Self {
+            walk: Walk::lean(),
+            ..Self::new(cfg)
         }
     }
 

@@ -423,3 +423,112 @@ fn ports_disabled_polling_or_asleep_are_not_crossed_whatever_their_link_state() 
         );
     }
 }
+
+/// Every port of the model with a cable: (node GUID, port) -> (state, width, speed, LID).
+fn port_facts(
+    f: &Fabric,
+) -> std::collections::BTreeMap<
+    (u64, u8),
+    (
+        ibsm_topology::PortState,
+        ibsm_topology::LinkWidth,
+        ibsm_topology::LinkSpeed,
+        u16,
+    ),
+> {
+    f.nodes()
+        .flat_map(|(_, n)| {
+            n.ports()
+                .filter(|(_, p)| p.is_connected())
+                .map(move |(q, p)| ((n.guid().0, q), (p.state, p.width, p.speed, p.lid)))
+        })
+        .collect()
+}
+
+fn run_lean(port: &mut SimPort<SmaAgent>, cfg: SmpConfig) -> (Discovered, TxStats) {
+    let mut d = Discovery::lean(cfg);
+    let until = port.now() + Duration::from_secs(120);
+    crate::run_to_idle(&mut d, port, until).unwrap();
+    assert!(d.is_done());
+    let stats = d.stats();
+    (d.into_found(), stats)
+}
+
+#[test]
+fn a_lean_walk_finds_the_same_fabric_with_one_smp_per_fact() {
+    for (tag, fabric) in [
+        ("tree", generate::k_ary_n_tree(4, 3).unwrap()),
+        (
+            "torus",
+            generate::grid(&generate::Grid {
+                dims: vec![3, 4],
+                torus: true,
+                cas_per_switch: 2,
+            })
+            .unwrap(),
+        ),
+    ] {
+        let (_sim, mut port) = sim_of(&fabric);
+        let (full, full_stats) = run(&mut port, SmpConfig::default());
+        let (lean, lean_stats) = run_lean(&mut port, SmpConfig::default());
+        let (full, lean_f) = (full.to_fabric().unwrap(), lean.to_fabric().unwrap());
+        assert_eq!(nodes(&lean_f), nodes(&full), "{tag}");
+        assert_eq!(shape(&lean_f), shape(&full), "{tag}");
+        // Ports not read take their peer's state, width and speed: the same as read.
+        assert_eq!(port_facts(&lean_f), port_facts(&full), "{tag}");
+        // One NodeInfo per cable (and the local node), one NodeDescription per node,
+        // port 0 of each switch, one end of each switch-to-switch cable, both ends of
+        // each CA cable but the local CA's (read from the CA): nothing twice, no
+        // SwitchInfo, no second Get for extended speeds.
+        let sw = fabric.switch_count();
+        let links = fabric.link_count();
+        let ca_links = fabric
+            .links()
+            .filter(|(_, l)| {
+                !fabric.node(l.a.node).unwrap().is_switch()
+                    || !fabric.node(l.b.node).unwrap().is_switch()
+            })
+            .count();
+        let sw_links = links - ca_links;
+        let want = (links + 1) + fabric.node_count() + sw + sw_links + 2 * ca_links - 1;
+        // A torus's rings let both ends of a cable be read before either NodeInfo
+        // is back; a tree walked from a CA never does.
+        if tag == "tree" {
+            assert_eq!(lean_stats.sent as usize, want, "{tag}: {lean_stats:?}");
+        } else {
+            assert!(
+                lean_stats.sent as usize <= want + want / 10,
+                "{tag}: {lean_stats:?}"
+            );
+        }
+        assert_eq!(lean_stats.retried, 0);
+        assert!(lean_stats.sent < full_stats.sent, "{tag}");
+    }
+}
+
+#[test]
+fn a_lean_walk_keeps_down_ports_and_cut_cables() {
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let (mut sim, mut port) = sim_of(&fabric);
+    let (_, leaf) = fabric.switches().next().unwrap();
+    let up = leaf
+        .ports()
+        .filter_map(|(p, port)| Some((p, port.peer()?)))
+        .find(|(_, e)| fabric.node(e.node).unwrap().is_switch())
+        .unwrap()
+        .0;
+    let leaf_ix = sim.node_by_guid(leaf.guid().0).unwrap();
+    sim.apply(Fault::LinkDown {
+        node: leaf_ix,
+        port: up,
+    });
+    let (full, _) = run(&mut port, SmpConfig::default());
+    let (lean, _) = run_lean(&mut port, SmpConfig::default());
+    let (full, lean) = (full.to_fabric().unwrap(), lean.to_fabric().unwrap());
+    assert_eq!(shape(&lean), shape(&full));
+    assert_eq!(shape(&lean).len() + 1, fabric.link_count());
+    assert_eq!(port_facts(&lean), port_facts(&full));
+    let id = lean.node_by_guid(leaf.guid()).unwrap();
+    let p = lean.node(id).unwrap().port(up).unwrap();
+    assert_eq!(p.state, ibsm_topology::PortState::Down);
+}

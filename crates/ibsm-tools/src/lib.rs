@@ -7,7 +7,9 @@
 //! diags': 0 done, 1 a port, transport or fabric failure, 2 a bad argument or input file
 //! ([`ToolError::exit_code`]).
 
+pub mod decode;
 pub mod exporter;
+pub mod lft;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

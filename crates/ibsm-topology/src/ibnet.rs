@@ -1074,6 +1074,97 @@ fn ports_end(s: &str, line: usize) -> Result<PortsEnd<'_>, ParseError> {
     })
 }
 
+/// The per-port report `ibnetdiscover -p` prints: one line per port, the local end
+/// (`SW`/`CA`/`RT`, LID, port, port GUID, width, speed) and, for a port with a cable,
+/// ` - ` and the remote end and both nodes' descriptions in quotes; a port without one
+/// has its node's description after a 36-column gap. A switch's LID is its port 0's,
+/// a terminal's its port's. Widths print as `4x` (`??` unknown), speeds as `SDR` ..
+/// `NDR` (`???` unknown), as ibnetdiscover's compatibility names do. Every port of a
+/// switch is listed, a terminal's ports only where something is known (a cable or a
+/// state read); highest port first, switches then CAs then routers, each in GUID order.
+/// [`parse_ports_report`] reads it back.
+#[must_use]
+pub fn write_ports_report(fabric: &Fabric) -> String {
+    let mut out = String::with_capacity(fabric.node_count() * 4 * 120);
+    let ty = |t: NodeType| match t {
+        NodeType::Switch => "SW",
+        NodeType::Ca => "CA",
+        NodeType::Router => "RT",
+    };
+    let width = |w: LinkWidth| {
+        if w == LinkWidth::Unknown {
+            "??".to_owned()
+        } else {
+            format!("{}x", w.lanes())
+        }
+    };
+    let speed = |s: LinkSpeed| {
+        if s == LinkSpeed::Unknown {
+            "???"
+        } else {
+            s.name()
+        }
+    };
+    let mut order: Vec<(NodeType, u64, NodeId)> = fabric
+        .nodes()
+        .map(|(id, n)| (n.node_type(), n.guid().0, id))
+        .collect();
+    order.sort_unstable_by_key(|&(t, g, _)| {
+        let rank = match t {
+            NodeType::Switch => 0,
+            NodeType::Ca => 1,
+            NodeType::Router => 2,
+        };
+        (rank, g)
+    });
+    let lid_of = |n: &crate::fabric::Node, p: PortNum| {
+        if n.is_switch() {
+            n.lid()
+        } else {
+            n.port(p).map_or(0, |x| x.lid)
+        }
+    };
+    for (t, _, id) in order {
+        let Some(n) = fabric.node(id) else { continue };
+        for (p, port) in n.ports().collect::<Vec<_>>().into_iter().rev() {
+            let known = n.is_switch()
+                || port.is_connected()
+                || port.state != crate::types::PortState::Unknown;
+            if !known {
+                continue;
+            }
+            let _ = write!(
+                out,
+                "{:>2} {:>5} {:>2} 0x{:016x} {} {}",
+                ty(t),
+                lid_of(n, p),
+                p,
+                port.guid.0,
+                width(port.width),
+                speed(port.speed)
+            );
+            match port.peer().and_then(|e| Some((e, fabric.node(e.node)?))) {
+                Some((e, r)) => {
+                    let _ = writeln!(
+                        out,
+                        " - {:>2} {:>5} {:>2} 0x{:016x} ( '{}' - '{}' )",
+                        ty(r.node_type()),
+                        lid_of(r, e.port),
+                        e.port,
+                        r.port(e.port).map_or(0, |x| x.guid.0),
+                        n.description,
+                        r.description
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "{:36}'{}'", "", n.description);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Reads the per-port report of `ibnetdiscover -p` (`SW  2  3 0x.. 4x SDR - CA ...`).
 ///
 /// That report names switches by node GUID but CA and router ports only by port GUID,

@@ -57,6 +57,7 @@ pub mod ibnet;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod slurm;
+pub mod svg;
 mod types;
 
 pub use algo::{DegreeStats, Summary};

@@ -211,7 +211,37 @@ pub fn select(ports: &[PortDesc], sel: &Selector) -> Result<PortDesc> {
         .find(|p| p.link_up())
         .or_else(|| ports.iter().find(matches))
         .cloned()
-        .ok_or_else(|| Error::NoPort(format!("{sel:?} among {} umad ports", ports.len())))
+        .ok_or_else(|| Error::NoPort(what_was_asked(sel, ports)))
+}
+
+/// What was asked and what there is, in the diags' words: `CA "mlx5_9" (there are:
+/// mlx5_0 port 1, mlx5_0 port 2)`.
+fn what_was_asked(sel: &Selector, ports: &[PortDesc]) -> String {
+    let mut asked = Vec::new();
+    if let Some(c) = &sel.ca {
+        asked.push(format!("CA {c:?}"));
+    }
+    if let Some(p) = sel.port {
+        asked.push(format!("port {p}"));
+    }
+    if let Some(g) = sel.guid {
+        asked.push(format!("GUID {g:#018x}"));
+    }
+    let asked = if asked.is_empty() {
+        "any InfiniBand port".to_owned()
+    } else {
+        asked.join(", ")
+    };
+    let there: Vec<String> = ports
+        .iter()
+        .filter(|p| p.is_infiniband())
+        .map(|p| format!("{} port {}", p.ca, p.port))
+        .collect();
+    if there.is_empty() {
+        format!("{asked} (there is no InfiniBand umad port)")
+    } else {
+        format!("{asked} (there are: {})", there.join(", "))
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod metrics;
 mod no_sa;
 mod opensm_keys;
 mod ops;
+mod picture;
 mod rest;
 mod service;
 mod status;

@@ -1,6 +1,6 @@
 //! `--metrics ADDR`: Prometheus metrics at `/metrics` (OpenMetrics text from
-//! `prometheus-client`) and the JSON [`Status`] at `/status`, over HTTP (`tiny_http`) on
-//! a thread of its own.
+//! `prometheus-client`), the JSON [`Status`] at `/status` and a picture of the fabric at
+//! `/fabric.svg` ([`crate::picture`]), over HTTP (`tiny_http`) on a thread of its own.
 //!
 //! The run loop publishes a [`Status`] after every slice ([`MetricsServer::publish`]);
 //! the HTTP thread only reads the last one, so a scrape never waits for the engine and
@@ -42,13 +42,23 @@ use prometheus_client::registry::Registry;
 
 use ibsm::query::counters::Counter as PortCounter;
 
+use crate::picture::Source;
 use crate::status::{Perf, Status};
 
 type Labels = Vec<(&'static str, String)>;
 
+/// The picture's source as last published, and the SVG drawn from it (drawn on the
+/// first request after each publish).
+#[derive(Debug, Default)]
+struct Picture {
+    source: Option<Arc<Source>>,
+    drawn: Option<Arc<String>>,
+}
+
 /// The metrics endpoint's thread and the snapshot it serves.
 pub(crate) struct MetricsServer {
     snapshot: Arc<Mutex<Status>>,
+    picture: Arc<Mutex<Picture>>,
     server: Arc<tiny_http::Server>,
     addr: SocketAddr,
     thread: Option<JoinHandle<()>>,
@@ -97,13 +107,19 @@ impl MetricsServer {
             .ok_or_else(|| fail("not an IP address".into()))?;
         let server = Arc::new(server);
         let snapshot = Arc::new(Mutex::new(initial));
-        let (srv, snap) = (Arc::clone(&server), Arc::clone(&snapshot));
+        let picture = Arc::new(Mutex::new(Picture::default()));
+        let (srv, snap, pic) = (
+            Arc::clone(&server),
+            Arc::clone(&snapshot),
+            Arc::clone(&picture),
+        );
         let thread = std::thread::Builder::new()
             .name("ibsmd-metrics".into())
-            .spawn(move || serve(&srv, &snap))
+            .spawn(move || serve(&srv, &snap, &pic))
             .map_err(|e| fail(e.to_string()))?;
         Ok(Self {
             snapshot,
+            picture,
             server,
             addr: bound,
             thread: Some(thread),
@@ -120,6 +136,13 @@ impl MetricsServer {
     pub(crate) fn publish(&self, status: Status) {
         *self.snapshot.lock().unwrap_or_else(PoisonError::into_inner) = status;
     }
+
+    /// Replaces what `/fabric.svg` draws.
+    pub(crate) fn publish_picture(&self, source: Source) {
+        let mut p = self.picture.lock().unwrap_or_else(PoisonError::into_inner);
+        p.source = Some(Arc::new(source));
+        p.drawn = None;
+    }
 }
 
 impl Drop for MetricsServer {
@@ -131,7 +154,25 @@ impl Drop for MetricsServer {
     }
 }
 
-fn serve(server: &tiny_http::Server, snapshot: &Mutex<Status>) {
+/// The SVG of the last published source, drawn once per source (outside the lock).
+fn fabric_svg(picture: &Mutex<Picture>) -> Option<Arc<String>> {
+    let source = {
+        let p = picture.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(d) = &p.drawn {
+            return Some(Arc::clone(d));
+        }
+        Arc::clone(p.source.as_ref()?)
+    };
+    let drawn = Arc::new(source.render());
+    let mut p = picture.lock().unwrap_or_else(PoisonError::into_inner);
+    // Kept only if no newer source came meanwhile.
+    if p.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &source)) {
+        p.drawn = Some(Arc::clone(&drawn));
+    }
+    Some(drawn)
+}
+
+fn serve(server: &tiny_http::Server, snapshot: &Mutex<Status>, picture: &Mutex<Picture>) {
     for req in server.incoming_requests() {
         let status = snapshot
             .lock()
@@ -149,9 +190,17 @@ fn serve(server: &tiny_http::Server, snapshot: &Mutex<Status>) {
                 serde_json::to_string(&status).unwrap_or_default() + "\n",
                 "application/json",
             ),
+            (tiny_http::Method::Get, "/fabric.svg") => match fabric_svg(picture) {
+                Some(svg) => (200, svg.as_str().to_owned(), "image/svg+xml"),
+                None => (
+                    503,
+                    "no fabric yet: the subnet has not been configured\n".into(),
+                    "text/plain",
+                ),
+            },
             (tiny_http::Method::Get, _) => (
                 404,
-                "not found: try /metrics or /status\n".into(),
+                "not found: try /metrics, /status or /fabric.svg\n".into(),
                 "text/plain",
             ),
             _ => (405, "only GET\n".into(), "text/plain"),

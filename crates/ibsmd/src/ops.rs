@@ -49,6 +49,12 @@ pub(crate) struct Ops {
     writer: Option<DumpWriter>,
     /// A heavy sweep brought the subnet up since the last dump.
     dump_due: bool,
+    /// The fabric picture's source is out of date (a heavy sweep brought the subnet up).
+    picture_due: bool,
+    /// PerfMgr's port rates for the picture.
+    rates: crate::picture::Rates,
+    /// Unhealthy ports when the picture was last made.
+    picture_unhealthy: usize,
     started: WallInstant,
 }
 
@@ -85,6 +91,9 @@ impl Ops {
             dump_dir,
             writer,
             dump_due: false,
+            picture_due: false,
+            rates: crate::picture::Rates::default(),
+            picture_unhealthy: 0,
             started: WallInstant::now(),
         })
     }
@@ -99,6 +108,7 @@ impl Ops {
         self.tracker.observe(ev);
         if matches!(ev, SmEvent::SubnetUp { stats } if stats.heavy) {
             self.dump_due = true;
+            self.picture_due = true;
         }
     }
 
@@ -133,7 +143,21 @@ impl Ops {
             });
         }
         if let Some(m) = &self.metrics {
-            m.publish(self.tracker.status(sm, uptime));
+            let status = self.tracker.status(sm, uptime);
+            let rated = status
+                .perfmgr
+                .as_ref()
+                .is_some_and(|p| self.rates.update(p, WallInstant::now()));
+            let unhealthy = sm.health().unhealthy().count();
+            let marks_changed = unhealthy != self.picture_unhealthy;
+            if std::mem::take(&mut self.picture_due) || rated || marks_changed {
+                // A copy of the fabric and the tables; drawn on the HTTP thread.
+                if let Some(src) = crate::picture::Source::of(sm, self.rates.get()) {
+                    self.picture_unhealthy = unhealthy;
+                    m.publish_picture(src);
+                }
+            }
+            m.publish(status);
         }
     }
 

@@ -256,7 +256,13 @@ impl Discovered {
                 let Some(port) = node.port_mut(p) else {
                     continue;
                 };
-                if let Some(info) = &rec.info {
+                // A port not read because its cable was found from the other end
+                // (`Walk::lean`) has the link's state, width and speed: its peer's.
+                let info = rec.info.as_ref().or_else(|| {
+                    let (m, q) = rec.peer.filter(|_| rec.error.is_none())?;
+                    self.nodes.get(m)?.ports.get(usize::from(q))?.info.as_ref()
+                });
+                if let Some(info) = info {
                     port.state = topo_state(info.port_state);
                     port.speed = topo_speed(info);
                     port.width = topo_width(info);

@@ -4,8 +4,24 @@
 //!
 //! ```text
 //! ibsm-netdiscover [-C CA] [-P PORT] [--node-name-map FILE] [--timeout MS] [--retries N]
-//!                  [--m-key KEY] [--window N] [--slurm-topology]
+//!                  [--m-key KEY] [--window N] [-p | --json | --slurm-topology]
+//!                  [--svg FILE [--routes]]
 //! ```
+//!
+//! The walk reads what the dump needs and nothing twice (`Discovery::lean`): a NodeInfo
+//! per cable, a NodeDescription per node, port 0 of each switch, one end of each cable
+//! between switches, both ends of each CA's cable (no SwitchInfo).
+//!
+//! `--svg FILE` also writes a picture of the fabric (`ibsm_topology::svg`: switches by
+//! level, tori as grids, CAs folded per switch, links whose ends are not Active or that
+//! are narrower or slower than their neighbours dashed red); with `--routes` every
+//! switch's linear forwarding table is read too (one Get per 64 LIDs per switch, as
+//! `ibroute` reads it) and links are coloured by the routes through them.
+//!
+//! `-p`/`--ports` prints `ibnetdiscover -p`'s per-port report instead
+//! (`ibsm_topology::ibnet::write_ports_report`), `--json` the fabric as JSON (the
+//! `serde` form of `ibsm_topology::Fabric`: nodes with their ports, cables by node GUID
+//! and port).
 //!
 //! `--slurm-topology` prints Slurm's tree `topology.conf` instead
 //! (`ibsm_topology::slurm`): `SwitchName=... Nodes=...` for the switches CAs are cabled
@@ -22,10 +38,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ibsm_query::discover::Discovery;
-use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run};
+use ibsm_query::discover::{Discovered, Discovery};
+use ibsm_tools::lft::LftReader;
+use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run, write_atomic};
 use ibsm_topology::ibnet::{self, WriteOptions};
 use ibsm_topology::slurm;
+use ibsm_topology::svg::{self, SvgOptions};
+use ibsm_topology::{Fabric, NodeId};
 
 /// Discover the fabric over directed routes and print it in ibnetdiscover's format.
 #[derive(Debug, Parser)]
@@ -42,8 +61,21 @@ struct Args {
     m_key: u64,
     /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
     /// ibnetdiscover format.
-    #[arg(long = "slurm-topology")]
+    #[arg(long = "slurm-topology", group = "format")]
     slurm_topology: bool,
+    /// Print the per-port report of `ibnetdiscover -p` instead.
+    #[arg(short = 'p', long = "ports", group = "format")]
+    ports: bool,
+    /// Print the fabric as JSON (nodes with their ports, cables by node GUID and port).
+    #[arg(long, group = "format")]
+    json: bool,
+    /// Also write a picture of the fabric (SVG) to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<std::path::PathBuf>,
+    /// With --svg: read every switch's forwarding table (LinearForwardingTable, one SMP
+    /// per 64 LIDs per switch) and colour links by the routes through them.
+    #[arg(long, requires = "svg")]
+    routes: bool,
     /// Give up after this many seconds.
     #[arg(long = "time-limit", default_value_t = 120)]
     time_limit: u64,
@@ -61,7 +93,7 @@ fn main() -> ExitCode {
 fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
     let names = args.names.load()?;
     let mut port = args.port.open(false)?;
-    let mut walk = Discovery::new(args.tx.smp(args.m_key));
+    let mut walk = Discovery::lean(args.tx.smp(args.m_key));
     run(
         &mut walk,
         &mut port,
@@ -80,11 +112,11 @@ fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
             }
         }
     }
-    let mut fabric = found
-        .to_fabric()
+    let (mut fabric, ids) = found
+        .to_fabric_with(|p| p.info.map(|i| (i.lid, i.lmc)))
         .map_err(|e| ToolError::Failed(format!("the answers contradict each other: {e}")))?;
-    let ids: Vec<_> = fabric.node_ids().collect();
-    for id in ids {
+    let all: Vec<_> = fabric.node_ids().collect();
+    for id in all {
         if let Some(node) = fabric.node_mut(id) {
             // Printed as ibnetdiscover prints it (the model holds the node's own bytes).
             node.description = names.name(node.guid().0, node.description.as_bytes());
@@ -92,10 +124,21 @@ fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
     }
     let text = if args.slurm_topology {
         slurm::tree_topology(&fabric, |_, n| n.description.clone())
+    } else if args.ports {
+        ibnet::write_ports_report(&fabric)
+    } else if args.json {
+        let mut j = serde_json::to_string_pretty(&fabric)
+            .map_err(|e| ToolError::Failed(format!("JSON: {e}")))?;
+        j.push('\n');
+        j
     } else {
         ibnet::write(&fabric, &WriteOptions::default())
             .map_err(|e| ToolError::Failed(e.to_string()))?
     };
+    if let Some(path) = &args.svg {
+        let picture = picture(args, &mut port, &found, &fabric, &ids)?;
+        write_atomic(path, &picture)?;
+    }
     print!("{text}");
     if finished {
         Ok(ExitCode::SUCCESS)
@@ -103,4 +146,65 @@ fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
         eprintln!("{TOOL}: time limit reached; the topology is partial");
         Ok(ExitCode::from(1))
     }
+}
+
+/// The SVG picture; with `--routes`, after reading every switch's forwarding table.
+fn picture(
+    args: &Args,
+    port: &mut ibsm_umad::UmadTransport,
+    found: &Discovered,
+    fabric: &Fabric,
+    ids: &[NodeId],
+) -> Result<String, ToolError> {
+    let mut counts = None;
+    if args.routes {
+        let switches: Vec<usize> = (0..found.nodes.len())
+            .filter(|&i| found.nodes[i].is_switch())
+            .collect();
+        let paths: Vec<_> = switches.iter().map(|&i| found.nodes[i].path).collect();
+        let top = fabric
+            .nodes()
+            .flat_map(|(_, n)| n.ports().map(|(_, p)| p.lid).chain([n.lid()]))
+            .max()
+            .unwrap_or(0);
+        if top == 0 {
+            return Err(ToolError::Failed(
+                "--routes: no port has a LID (no SM has brought the subnet up)".into(),
+            ));
+        }
+        let mut reader = LftReader::new(args.tx.smp(args.m_key), &paths, top);
+        run(
+            &mut reader,
+            port,
+            Duration::from_secs(args.time_limit),
+            "reading forwarding tables",
+        )?;
+        for (i, b, e) in &reader.errors {
+            eprintln!(
+                "{:#018x} forwarding table block {b}: {e}",
+                found.nodes[switches[*i]].info.node_guid
+            );
+        }
+        let row: std::collections::HashMap<NodeId, usize> = switches
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (ids[i], k))
+            .collect();
+        let tables = &reader.tables;
+        counts = Some(svg::route_counts(fabric, |sw, lid| {
+            let p = *tables.get(*row.get(&sw)?)?.get(usize::from(lid))?;
+            (p != 0 && p != 0xFF).then_some(p)
+        }));
+    }
+    let weight = |l| counts.as_ref().and_then(|c| c.get(&l)).map(|&c| c as f64);
+    Ok(svg::to_svg(
+        fabric,
+        &SvgOptions {
+            title: Some("ibsm-netdiscover".into()),
+            link_weight: counts.is_some().then_some(&weight as &dyn Fn(_) -> _),
+            weight_unit: "routes".into(),
+            unhealthy: svg::state_marks(fabric, true),
+            ..SvgOptions::default()
+        },
+    ))
 }

@@ -75,7 +75,7 @@ fn read(path: &PathBuf) -> Result<Fabric, ToolError> {
 /// The fabric behind the local port, as `ibsm-netdiscover` finds it.
 fn discover(args: &Args) -> Result<Fabric, ToolError> {
     let mut port = args.port.open(false)?;
-    let mut walk = Discovery::new(args.tx.smp(args.m_key));
+    let mut walk = Discovery::lean(args.tx.smp(args.m_key));
     run(
         &mut walk,
         &mut port,

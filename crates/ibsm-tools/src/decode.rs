@@ -1,4 +1,4 @@
-//! Decoding any MAD into a printable tree: the logic behind `examples/mad_decode.rs`.
+//! Decoding any MAD into a printable tree: the logic behind `ibsm-mad-decode`.
 //!
 //! [`decode_mad`] splits a MAD into the common header, the class-specific header (SMP
 //! directed-route or LID-routed, SA, general-services, vendor range 2) and the attribute
@@ -763,6 +763,34 @@ fn text_items(out: &mut String, items: &[Item], depth: usize) {
     }
 }
 
+/// Decodes hex text, ignoring whitespace, `:` and `-` separators and an optional `0x`.
+///
+/// # Errors
+/// A one-line message naming the offending character position.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let text = text.trim();
+    let text = text.strip_prefix("0x").unwrap_or(text);
+    let digits: Vec<(usize, u8)> = text
+        .char_indices()
+        .filter(|(_, c)| !c.is_whitespace() && *c != ':' && *c != '-')
+        .map(|(i, c)| (i, c as u32 as u8))
+        .collect();
+    if let Some(&(pos, _)) = digits.iter().find(|(_, c)| !c.is_ascii_hexdigit()) {
+        return Err(format!("not a hex digit at character {pos}"));
+    }
+    if digits.len() % 2 != 0 {
+        return Err(format!("odd number of hex digits ({})", digits.len()));
+    }
+    Ok(digits
+        .chunks(2)
+        .map(|p| {
+            let hi = (p[0].1 as char).to_digit(16).unwrap_or(0) as u8;
+            let lo = (p[1].1 as char).to_digit(16).unwrap_or(0) as u8;
+            hi << 4 | lo
+        })
+        .collect())
+}
+
 /// Removes `#` comments (to the end of the line), so annotated hex files decode as is.
 #[must_use]
 pub fn strip_comments(text: &str) -> String {
@@ -776,6 +804,17 @@ pub fn strip_comments(text: &str) -> String {
 mod tests {
     use super::*;
     use ibsm_wire::{DrPath, DrSmp, Method};
+
+    #[test]
+    fn hex() {
+        assert_eq!(
+            parse_hex("01 81\n0a:FF").unwrap(),
+            vec![1, 0x81, 0x0a, 0xff]
+        );
+        assert_eq!(parse_hex("0x0102").unwrap(), vec![1, 2]);
+        assert!(parse_hex("0g").unwrap_err().contains("character 1"));
+        assert!(parse_hex("012").unwrap_err().contains("odd"));
+    }
 
     fn nodeinfo_resp() -> Vec<u8> {
         let path = DrPath::parse_str("0,1,3").unwrap();
@@ -925,8 +964,8 @@ mod tests {
 
     #[test]
     fn golden_portinfo_names_code_points() {
-        let text = include_str!("../../tests/fixtures/golden/portinfo.resp.hex");
-        let bytes = crate::parse_hex(&strip_comments(text)).unwrap();
+        let text = include_str!("../../../tests/fixtures/golden/portinfo.resp.hex");
+        let bytes = parse_hex(&strip_comments(text)).unwrap();
         let t = decode_mad(&bytes).unwrap().to_text();
         assert!(t.contains("# PortInfo\n"), "{t}");
         assert!(t.contains("4 (Active)"), "{t}");
@@ -992,7 +1031,8 @@ mod tests {
     /// Every MAD captured from ibsim decodes, with the attribute or records it carries.
     #[test]
     fn every_golden_capture_decodes() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/golden");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/golden");
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -1001,7 +1041,7 @@ mod tests {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            let bytes = crate::parse_hex(&strip_comments(&text)).unwrap();
+            let bytes = parse_hex(&strip_comments(&text)).unwrap();
             let d = decode_mad(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
             let last = &d.sections.last().unwrap().title;
             let want = match name.split('.').next().unwrap() {

@@ -1,49 +1,29 @@
-//! The `mad_decode` example as a user runs it: arguments, stdin, `--json`, exit codes.
-//!
-//! `cargo test` builds the examples before running tests; the binary sits in
-//! `target/<profile>/examples/` next to this test's `deps/` directory.
+//! `ibsm-mad-decode` as a user runs it: arguments, stdin, `--json`, exit codes.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps");
-    let bin = profile_dir
-        .join("examples")
-        .join(format!("mad_decode{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} not built (cargo test builds examples first)",
-        bin.display()
-    );
-    bin
-}
-
 fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(example())
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ibsm-mad-decode"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start mad_decode");
+        .expect("start ibsm-mad-decode");
     child
         .stdin
         .take()
         .expect("stdin")
         .write_all(stdin.as_bytes())
         .expect("write stdin");
-    child.wait_with_output().expect("mad_decode output")
+    child.wait_with_output().expect("ibsm-mad-decode output")
 }
 
 fn golden(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/golden")
+        .join("../../tests/fixtures/golden")
         .join(format!("{name}.hex"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -109,18 +89,27 @@ fn bad_input_is_one_line_and_exit_2() {
         (&["01 81 zz"][..], "", "not a hex digit"),
         (&[][..], "0181", "truncated"),
         (&[][..], "", "no hex digits"),
-        (&["--frobnicate"][..], "", "unknown option"),
     ] {
         let out = run(args, stdin);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
-            err.starts_with("mad_decode: ") && err.contains(want),
+            err.starts_with("ibsm-mad-decode: ") && err.contains(want),
             "{args:?}: {err}"
         );
         assert!(out.stdout.is_empty());
     }
+    // An unknown option is clap's usage error: exit 2, the option named.
+    let out = run(&["--frobnicate"], "");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--frobnicate"), "{err}");
+    assert!(out.stdout.is_empty());
+    // --help is help, not hex.
+    let out = run(&["--help"], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("--json"));
 }
 
 /// A PerfMgt GetResp(PortCounters) as a PMA sends it, in hex.
