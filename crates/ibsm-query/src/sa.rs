@@ -1,3 +1,4 @@
+// Over 800 lines: one sans-IO client; queries, RMPP reassembly, retries share its state.
 //! A sans-IO Subnet Administration client: Get, GetTable, Set and Delete of any SA
 //! record, with RMPP reassembly of the answers (what `saquery` does), many queries in
 //! flight, per-query timeouts and retries, and every failure reported per query.
@@ -832,5 +833,4 @@ fn control(mad: &[u8], kind: RmppType, status: RmppStatus) -> [u8; MAD_SIZE] {
 }
 
 #[cfg(test)]
-#[path = "sa_tests.rs"]
 mod tests;

@@ -436,5 +436,4 @@ pub fn query<A: SmpAttribute, T: Transport + ?Sized>(
 }
 
 #[cfg(test)]
-#[path = "smp_tests.rs"]
 mod tests;

@@ -1,3 +1,4 @@
+// Over 800 lines: dispatch, RMPP transfers, Report resends share the server's state (see server/).
 //! [`SaServer`]: request in, response MADs out.
 
 use std::collections::{HashMap, VecDeque};

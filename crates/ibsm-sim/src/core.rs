@@ -1,3 +1,4 @@
+// Over 800 lines: the event loop and the port/link table every event mutates are one state.
 //! The simulation proper: nodes, the port/link table, the event queue and forwarding.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};

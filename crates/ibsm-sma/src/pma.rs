@@ -787,5 +787,4 @@ impl Pma {
 }
 
 #[cfg(test)]
-#[path = "pma_tests.rs"]
 mod tests;

@@ -72,7 +72,7 @@ pub mod smp;
 pub mod time;
 
 #[cfg(test)]
-mod nesting_tests;
+mod tests;
 
 pub use attr::*;
 pub use error::{Error, Result};
