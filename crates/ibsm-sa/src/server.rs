@@ -11,7 +11,10 @@ use ibsm_wire::sa::{
     SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord,
     SwitchInfoRecord, Template, sa_cap,
 };
-use ibsm_wire::{ClassPortInfo, Instant, Method, RmppFlags, RmppStatus, RmppType, Status};
+use ibsm_wire::{
+    ClassPortInfo, Instant, MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader,
+    RmppHeaderView, RmppStatus, RmppType, Status,
+};
 
 use crate::db::Db;
 use crate::mcast::{Groups, MftUpdate};
@@ -379,16 +382,22 @@ impl SaServer {
     /// (further segments after a time-out, ABORTs, Report resends) comes from
     /// [`Self::poll_transmit`].
     pub fn handle(&mut self, now: Instant, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
-        if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE || mad.get(1) != Some(&0x03) {
+        if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE {
             self.counters.malformed += 1;
             return Vec::new();
         }
-        let rmpp_type = RmppType::from(mad[25]);
+        let sa = MadHeaderView::new_unchecked(mad);
+        if sa.mgmt_class() != MgmtClass::SubnAdm {
+            self.counters.malformed += 1;
+            return Vec::new();
+        }
+        let rmpp_type =
+            RmppHeaderView::new_unchecked(&mad[ibsm_wire::mad::RMPP_HEADER_OFFSET..]).rmpp_type();
         if matches!(rmpp_type, RmppType::Ack | RmppType::Stop | RmppType::Abort) {
             return self.on_rmpp_control(now, mad, from);
         }
-        if mad[3] & 0x80 != 0 {
-            if mad[3] == ibsm_wire::mad::METHOD_REPORT_RESP {
+        if sa.response() {
+            if sa.method_byte() == ibsm_wire::mad::METHOD_REPORT_RESP {
                 self.on_report_resp(mad, from);
             }
             return Vec::new();
@@ -491,7 +500,7 @@ impl SaServer {
             self.counters.malformed += 1;
             return Vec::new();
         }
-        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        let tid = MadHeaderView::new_unchecked(mad).transaction_id();
         let key = (from.lid, from.qpn, tid);
         let Some(t) = self.transfers.get_mut(&key) else {
             // Late or stray: the transfer is over (or never was).
@@ -519,7 +528,8 @@ impl SaServer {
     }
 
     fn on_report_resp(&mut self, mad: &[u8], from: &Requester) {
-        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        // `handle` checked it holds an SA header.
+        let tid = MadHeaderView::new_unchecked(mad).transaction_id();
         let before = self.reports.len();
         // The low 32 bits only: a kernel (umad) sending our Report puts its agent's
         // number into the upper half of the TID, and the answer carries that.
@@ -624,7 +634,7 @@ impl SaServer {
             self.counters.malformed += 1;
             return Err(SaError::Mad(Status::BAD_VERSION));
         }
-        if req.rmpp_type != RmppType::None {
+        if req.rmpp.rmpp_type != RmppType::None {
             // Multi-MAD requests (GetMulti) are not served.
             self.counters.unsupported += 1;
             return Err(SaError::Mad(Status::METHOD_UNSUPPORTED));
@@ -645,7 +655,7 @@ impl SaServer {
         let read = m == Method::Get || table;
         let unsupported = || SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED);
         use SaAttributeId as A;
-        match req.attribute_id {
+        match req.attribute() {
             A::ClassPortInfo if m == Method::Get => {
                 let cpi = self.class_port_info();
                 Ok(self.single(req, Status::OK, &cpi))
@@ -809,16 +819,13 @@ impl SaServer {
             req.method
         };
         SaMad {
-            response: true,
-            method,
-            status,
-            rmpp_version: 0,
-            rmpp_type: RmppType::None,
-            rmpp_resp_time: 0,
-            rmpp_flags: RmppFlags::NONE,
-            rmpp_status: RmppStatus::Normal,
-            rmpp_data1: 0,
-            rmpp_data2: 0,
+            header: MadHeader {
+                response: true,
+                method,
+                status,
+                ..req.header
+            },
+            rmpp: RmppHeader::default(),
             // Never echo a key back.
             sm_key: 0,
             attribute_offset,
@@ -860,13 +867,13 @@ impl SaServer {
 
     fn table(&self, req: &SaMad, status: Status, offset: u16, data: &[u8]) -> Vec<Vec<u8>> {
         let mut h = Self::header(req, status, offset);
-        h.rmpp_version = RMPP_VERSION;
-        h.rmpp_type = RmppType::Data;
-        h.rmpp_resp_time = self.cfg.resp_time_value.min(0x1F);
+        h.rmpp.version = RMPP_VERSION;
+        h.rmpp.rmpp_type = RmppType::Data;
+        h.rmpp.resp_time = self.cfg.resp_time_value.min(0x1F);
         // Exactly header + table: the kernel (or, in segments mode, `start_transfer`)
         // pads the last segment itself, and padding here would read as extra (empty)
         // records.
-        h.rmpp_flags = RmppFlags::ACTIVE;
+        h.rmpp.flags = RmppFlags::ACTIVE;
         let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
         out.extend_from_slice(data);
         vec![out]

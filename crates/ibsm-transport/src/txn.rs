@@ -251,7 +251,9 @@ impl<C> Transactions<C> {
         if let Address::Directed(dr) = &req.addr {
             dr.write_to(&mut req.mad)?;
         }
-        let class = req.mad[1];
+        // A MAD shorter than its header fails `TidKey::of` below.
+        let class = ibsm_wire::MadHeaderView::new_checked(&req.mad[..])
+            .map_or(0, |h| u8::from(h.mgmt_class()));
         if self.config.assign_tids {
             let by_key = &self.by_key;
             let tid = self
@@ -260,7 +262,9 @@ impl<C> Transactions<C> {
                 .ok_or(TransportError::DuplicateTid {
                     key: TidKey { low: 0, class },
                 })?;
-            req.mad[8..16].copy_from_slice(&tid.to_be_bytes());
+            if let Ok(mut h) = ibsm_wire::MadHeaderView::new_checked(&mut req.mad[..]) {
+                h.set_transaction_id(tid);
+            }
         }
         let key = TidKey::of(&req.mad).ok_or(TransportError::InvalidMad {
             reason: "shorter than the 24-byte MAD header",

@@ -85,6 +85,6 @@ pub use mad::{
 };
 pub use smp::{
     DrAction, DrDiscard, DrNode, DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, PERMISSIVE_LID,
-    dr_outbound, dr_returning, dr_turn_around,
+    dr_outbound, dr_returning, dr_turn_around, smp_data, smp_data_mut,
 };
 pub use time::Instant;

@@ -7,7 +7,7 @@ use ibsm_wire::sa::{
     InformInfo, InformInfoRecord, SA_CLASS_VERSION, SaAttributeId, SaMad, SaStatus, ServiceRecord,
     Template,
 };
-use ibsm_wire::{Gid, Instant, Method, MgmtClass, Notice, Status};
+use ibsm_wire::{Gid, Instant, MadHeader, MadHeaderView, Method, MgmtClass, Notice, Status};
 
 use super::{Answer, PendingReport, Report, SaServer, Service, Subscription, collect, invalid};
 use crate::db::Db;
@@ -178,12 +178,15 @@ impl SaServer {
             }
             self.report_tid += 1;
             let mut m = SaMad {
-                base_version: 1,
-                mgmt_class: MgmtClass::SubnAdm,
-                class_version: SA_CLASS_VERSION,
-                method: Method::Report,
-                transaction_id: self.report_tid,
-                attribute_id: SaAttributeId::Notice,
+                header: MadHeader {
+                    base_version: 1,
+                    mgmt_class: MgmtClass::SubnAdm,
+                    class_version: SA_CLASS_VERSION,
+                    method: Method::Report,
+                    transaction_id: self.report_tid,
+                    attribute_id: SaAttributeId::Notice.into(),
+                    ..MadHeader::default()
+                },
                 ..SaMad::default()
             };
             let _ = notice.emit_into(&mut m.data);
@@ -199,7 +202,7 @@ impl SaServer {
                     lid: r.dlid,
                     qpn: r.qpn,
                 },
-                tid: u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or([0; 8])),
+                tid: MadHeaderView::new_checked(&r.mad[..]).map_or(0, |h| h.transaction_id()),
                 mad: r.mad.clone(),
                 deadline: now + self.cfg.report_timeout,
                 resends: 0,
