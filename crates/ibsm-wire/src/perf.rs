@@ -32,6 +32,10 @@
 //! # Ok::<(), ibsm_wire::Error>(())
 //! ```
 
+mod counter;
+
+pub use counter::Counter;
+
 use crate::attr::bit_flags;
 use crate::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMad, Method, MgmtClass};
 
