@@ -36,14 +36,16 @@ pub fn scheme_guid(kind: u8, group: u16, index: u32) -> Guid {
     Guid((u64::from(kind) << 56) | (u64::from(group) << 40) | (u64::from(index) << 8))
 }
 
-/// SplitMix64: tiny, fast, statistically fine for shuffling, identical everywhere.
-#[derive(Clone, Debug)]
+/// SplitMix64: tiny, fast, statistically fine for shuffling, identical everywhere, so
+/// one seed always gives one result (the generators here, routing's metrics, and the
+/// simulator's faults, which re-exports it as `ibsm_sim::SplitMix64`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
     /// A generator from a seed.
     #[must_use]
-    pub fn new(seed: u64) -> Self {
+    pub const fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
 
@@ -66,6 +68,26 @@ impl SplitMix64 {
         for i in (1..v.len()).rev() {
             let j = self.below(i + 1);
             v.swap(i, j);
+        }
+    }
+
+    /// True with probability `ppm` parts per million (0 never draws, so a fault-free run
+    /// consumes no randomness and adding a drop rate elsewhere does not shift it).
+    pub fn chance_ppm(&mut self, ppm: u32) -> bool {
+        if ppm == 0 {
+            return false;
+        }
+        if ppm >= 1_000_000 {
+            return true;
+        }
+        self.next_u64() % 1_000_000 < u64::from(ppm)
+    }
+
+    /// Fills `buf` with random bytes.
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            let r = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
         }
     }
 }
