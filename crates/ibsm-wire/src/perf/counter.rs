@@ -160,23 +160,19 @@ impl Counter {
         Self::MulticastRcvPkts,
     ];
 
-    /// PortCountersExtended.CounterSelect2: bit `i` selects the `i`-th.
-    pub const EXT_COUNTER_SELECT2: [Counter; 14] = [
-        Self::SymbolErrors,
-        Self::LinkErrorRecovery,
-        Self::LinkDowned,
-        Self::RcvErrors,
-        Self::RcvRemotePhysicalErrors,
-        Self::RcvSwitchRelayErrors,
-        Self::XmitDiscards,
-        Self::XmitConstraintErrors,
-        Self::RcvConstraintErrors,
-        Self::LocalLinkIntegrityErrors,
-        Self::ExcessiveBufferOverrunErrors,
-        Self::Vl15Dropped,
-        Self::XmitWait,
-        Self::Qp1Dropped,
-    ];
+    /// PortCountersExtended.CounterSelect2: bit `i` selects the `i`-th: the twelve
+    /// error counters of PortCounters' CounterSelect (its bits 0..=11), then
+    /// PortXmitWait and QP1Dropped.
+    pub const EXT_COUNTER_SELECT2: [Counter; 14] = {
+        let mut a = [Self::XmitWait; 14];
+        let mut i = 0;
+        while i < 12 {
+            a[i] = Self::COUNTER_SELECT[i];
+            i += 1;
+        }
+        a[13] = Self::Qp1Dropped;
+        a
+    };
 
     /// PortRcvErrorDetails.CounterSelect: bit `i` selects the `i`-th.
     pub const RCV_ERROR_DETAILS_SELECT: [Counter; 6] = [
