@@ -1,3 +1,4 @@
+// Over 800 lines: one state machine: each state's transitions read best side by side.
 //! The election state machine.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

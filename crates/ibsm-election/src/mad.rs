@@ -2,8 +2,8 @@
 //! and turning a received request into its response.
 
 use ibsm_wire::{
-    DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, MAD_SIZE, Method, MgmtClass, SmAttributeId,
-    Status, dr_turn_around,
+    DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, MAD_SIZE, MadHeaderView, Method, MgmtClass,
+    SmAttributeId, Status, dr_turn_around, smp_data,
 };
 
 use crate::error::Error;
@@ -34,19 +34,23 @@ impl Transmit {
     /// The TransactionID of the MAD.
     #[must_use]
     pub fn tid(&self) -> u64 {
-        u64::from_be_bytes(self.mad[8..16].try_into().unwrap_or_default())
+        self.header().transaction_id()
+    }
+
+    fn header(&self) -> MadHeaderView<&[u8]> {
+        MadHeaderView::new_unchecked(&self.mad[..])
     }
 
     /// AttributeModifier (the control code of a Set, 0 for a Get).
     #[must_use]
     pub fn attribute_modifier(&self) -> u32 {
-        u32::from_be_bytes(self.mad[20..24].try_into().unwrap_or_default())
+        self.header().attribute_modifier()
     }
 
     /// Whether this is a SubnSet (else a SubnGet).
     #[must_use]
     pub fn is_set(&self) -> bool {
-        self.mad[3] & 0x7F == u8::from(Method::Set)
+        self.header().method() == Method::Set
     }
 
     /// The SMInfo carried in the data area (the sender's own for a Set).
@@ -54,7 +58,7 @@ impl Transmit {
     /// # Errors
     /// Never for MADs built by this crate.
     pub fn sm_info(&self) -> Result<SmInfo, Error> {
-        Ok(SmInfo::parse(&self.mad[64..128])?)
+        Ok(SmInfo::parse(smp_data(&self.mad).unwrap_or_default())?)
     }
 }
 

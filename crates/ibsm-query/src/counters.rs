@@ -18,204 +18,13 @@ use ibsm_wire::perf::{PortCounters, PortCountersExtended};
 
 use crate::perf::PortReading;
 
-macro_rules! counters {
-    ($($(#[$m:meta])* $v:ident => $name:literal, $stem:literal, $error:literal;)*) => {
-        /// A port counter, by the name `perfquery` prints.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-        #[non_exhaustive]
-        pub enum Counter {
-            $($(#[$m])* $v,)*
-        }
+pub use ibsm_wire::perf::Counter;
 
-        impl Counter {
-            /// Every counter, in `perfquery -x` order (traffic, then errors).
-            pub const ALL: &'static [Counter] = &[$(Counter::$v,)*];
-
-            /// The name `perfquery` prints (`SymbolErrorCounter`, `PortXmitData`, ...).
-            #[must_use]
-            pub fn perfquery_name(self) -> &'static str {
-                match self { $(Counter::$v => $name,)* }
-            }
-
-            /// The stem of treydock/infiniband_exporter's metric
-            /// (`infiniband_{switch,hca}_port_<stem>_total`).
-            #[must_use]
-            pub fn exporter_stem(self) -> &'static str {
-                match self { $(Counter::$v => $stem,)* }
-            }
-
-            /// Whether it counts data in 4-byte words (PortXmitData, PortRcvData), as
-            /// the agent and `perfquery` do; multiply by 4 for bytes.
-            #[must_use]
-            pub fn is_data_words(self) -> bool {
-                matches!(self, Counter::XmitData | Counter::RcvData)
-            }
-
-            /// Whether it counts errors (rather than traffic or congestion).
-            #[must_use]
-            pub fn is_error(self) -> bool {
-                match self { $(Counter::$v => $error,)* }
-            }
-
-            /// The family of infiniband_exporter's metric for a switch port
-            /// (`infiniband_switch_port_<stem>`) or a CA port
-            /// (`infiniband_hca_port_<stem>`); its samples are `<family>_total`.
-            #[must_use]
-            pub fn exporter_family(self, switch: bool) -> String {
-                format!("infiniband_{}_port_{}", exporter_kind(switch), self.exporter_stem())
-            }
-
-            /// The HELP text of that family (`Infiniband switch port PortXmitData`).
-            #[must_use]
-            pub fn exporter_help(self, switch: bool) -> String {
-                format!("Infiniband {} port {}", exporter_kind(switch), self.perfquery_name())
-            }
-
-            /// What the exporter reports for a reading `value` of this counter: data
-            /// in bytes (4 per word, saturating), every other counter as read.
-            #[must_use]
-            pub fn exporter_value(self, value: u64) -> u64 {
-                if self.is_data_words() {
-                    value.saturating_mul(4)
-                } else {
-                    value
-                }
-            }
-        }
-    };
-}
-
-counters! {
-    /// PortXmitData (4-byte words).
-    XmitData => "PortXmitData", "transmit_data_bytes", false;
-    /// PortRcvData (4-byte words).
-    RcvData => "PortRcvData", "receive_data_bytes", false;
-    /// PortXmitPkts.
-    XmitPkts => "PortXmitPkts", "transmit_packets", false;
-    /// PortRcvPkts.
-    RcvPkts => "PortRcvPkts", "receive_packets", false;
-    /// PortUnicastXmitPkts (PortCountersExtended only).
-    UnicastXmitPkts => "PortUnicastXmitPkts", "unicast_transmit_packets", false;
-    /// PortUnicastRcvPkts (PortCountersExtended only).
-    UnicastRcvPkts => "PortUnicastRcvPkts", "unicast_receive_packets", false;
-    /// PortMulticastXmitPkts (PortCountersExtended only).
-    MulticastXmitPkts => "PortMulticastXmitPkts", "multicast_transmit_packets", false;
-    /// PortMulticastRcvPkts (PortCountersExtended only).
-    MulticastRcvPkts => "PortMulticastRcvPkts", "multicast_receive_packets", false;
-    /// SymbolErrorCounter.
-    SymbolErrors => "SymbolErrorCounter", "symbol_error", true;
-    /// LinkErrorRecoveryCounter.
-    LinkErrorRecovery => "LinkErrorRecoveryCounter", "link_error_recovery", true;
-    /// LinkDownedCounter.
-    LinkDowned => "LinkDownedCounter", "link_downed", true;
-    /// PortRcvErrors.
-    RcvErrors => "PortRcvErrors", "receive_errors", true;
-    /// PortRcvRemotePhysicalErrors.
-    RcvRemotePhysicalErrors => "PortRcvRemotePhysicalErrors", "receive_remote_physical_errors", true;
-    /// PortRcvSwitchRelayErrors.
-    RcvSwitchRelayErrors => "PortRcvSwitchRelayErrors", "receive_switch_relay_errors", true;
-    /// PortXmitDiscards.
-    XmitDiscards => "PortXmitDiscards", "transmit_discards", true;
-    /// PortXmitConstraintErrors.
-    XmitConstraintErrors => "PortXmitConstraintErrors", "transmit_constraint_errors", true;
-    /// PortRcvConstraintErrors.
-    RcvConstraintErrors => "PortRcvConstraintErrors", "receive_constraint_errors", true;
-    /// LocalLinkIntegrityErrors.
-    LocalLinkIntegrityErrors => "LocalLinkIntegrityErrors", "local_link_integrity_errors", true;
-    /// ExcessiveBufferOverrunErrors.
-    ExcessiveBufferOverrunErrors => "ExcessiveBufferOverrunErrors", "excessive_buffer_overrun_errors", true;
-    /// VL15Dropped.
-    Vl15Dropped => "VL15Dropped", "vl15_dropped", true;
-    /// QP1Dropped (the same bits as VL15Dropped, on agents with QP1Dropped).
-    Qp1Dropped => "QP1Dropped", "qp1_dropped", true;
-    /// PortXmitWait (ticks with data to send and no credits: congestion, not errors).
-    XmitWait => "PortXmitWait", "transmit_wait", false;
-}
-
-/// infiniband_exporter's word for a switch port's or a CA port's metrics.
-fn exporter_kind(switch: bool) -> &'static str {
-    if switch { "switch" } else { "hca" }
-}
-
-impl Counter {
-    /// This counter as a PortCounters holds it; `None` for the unicast and multicast
-    /// packet counters, which only PortCountersExtended has.
-    #[must_use]
-    pub fn of_counters(self, pc: &PortCounters) -> Option<u64> {
-        Some(match self {
-            Counter::XmitData => pc.port_xmit_data.into(),
-            Counter::RcvData => pc.port_rcv_data.into(),
-            Counter::XmitPkts => pc.port_xmit_pkts.into(),
-            Counter::RcvPkts => pc.port_rcv_pkts.into(),
-            Counter::UnicastXmitPkts
-            | Counter::UnicastRcvPkts
-            | Counter::MulticastXmitPkts
-            | Counter::MulticastRcvPkts => return None,
-            Counter::SymbolErrors => pc.symbol_error_counter.into(),
-            Counter::LinkErrorRecovery => pc.link_error_recovery_counter.into(),
-            Counter::LinkDowned => pc.link_downed_counter.into(),
-            Counter::RcvErrors => pc.port_rcv_errors.into(),
-            Counter::RcvRemotePhysicalErrors => pc.port_rcv_remote_physical_errors.into(),
-            Counter::RcvSwitchRelayErrors => pc.port_rcv_switch_relay_errors.into(),
-            Counter::XmitDiscards => pc.port_xmit_discards.into(),
-            Counter::XmitConstraintErrors => pc.port_xmit_constraint_errors.into(),
-            Counter::RcvConstraintErrors => pc.port_rcv_constraint_errors.into(),
-            Counter::LocalLinkIntegrityErrors => pc.local_link_integrity_errors.into(),
-            Counter::ExcessiveBufferOverrunErrors => pc.excessive_buffer_overrun_errors.into(),
-            Counter::Vl15Dropped => pc.vl15_dropped.into(),
-            Counter::Qp1Dropped => pc.qp1_dropped().into(),
-            Counter::XmitWait => pc.port_xmit_wait.into(),
-        })
-    }
-
-    /// This counter as a PortCountersExtended holds it. Its error counters (from
-    /// SymbolErrors on) mean something only where the agent has
-    /// [`PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS`](ibsm_wire::perf::PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS).
-    #[must_use]
-    pub fn of_extended(self, e: &PortCountersExtended) -> u64 {
-        match self {
-            Counter::XmitData => e.port_xmit_data,
-            Counter::RcvData => e.port_rcv_data,
-            Counter::XmitPkts => e.port_xmit_pkts,
-            Counter::RcvPkts => e.port_rcv_pkts,
-            Counter::UnicastXmitPkts => e.port_unicast_xmit_pkts,
-            Counter::UnicastRcvPkts => e.port_unicast_rcv_pkts,
-            Counter::MulticastXmitPkts => e.port_multicast_xmit_pkts,
-            Counter::MulticastRcvPkts => e.port_multicast_rcv_pkts,
-            Counter::SymbolErrors => e.symbol_error_counter,
-            Counter::LinkErrorRecovery => e.link_error_recovery_counter,
-            Counter::LinkDowned => e.link_downed_counter,
-            Counter::RcvErrors => e.port_rcv_errors,
-            Counter::RcvRemotePhysicalErrors => e.port_rcv_remote_physical_errors,
-            Counter::RcvSwitchRelayErrors => e.port_rcv_switch_relay_errors,
-            Counter::XmitDiscards => e.port_xmit_discards,
-            Counter::XmitConstraintErrors => e.port_xmit_constraint_errors,
-            Counter::RcvConstraintErrors => e.port_rcv_constraint_errors,
-            Counter::LocalLinkIntegrityErrors => e.local_link_integrity_errors,
-            Counter::ExcessiveBufferOverrunErrors => e.excessive_buffer_overrun_errors,
-            Counter::Vl15Dropped => e.vl15_dropped,
-            Counter::Qp1Dropped => e.qp1_dropped,
-            Counter::XmitWait => e.port_xmit_wait,
-        }
-    }
-
-    /// Whether a [`PortSample`] takes it from PortCountersExtended where that was read:
-    /// the traffic counters (64 bits wide there). The error counters come from
-    /// PortCounters, which every agent has.
-    fn extended_first(self) -> bool {
-        matches!(
-            self,
-            Counter::XmitData
-                | Counter::RcvData
-                | Counter::XmitPkts
-                | Counter::RcvPkts
-                | Counter::UnicastXmitPkts
-                | Counter::UnicastRcvPkts
-                | Counter::MulticastXmitPkts
-                | Counter::MulticastRcvPkts
-        )
-    }
+/// Whether a [`PortSample`] takes `c` from PortCountersExtended where that was read:
+/// the traffic counters (64 bits wide there, its CounterSelect). The error counters
+/// come from PortCounters, which every agent has.
+fn extended_first(c: Counter) -> bool {
+    Counter::EXT_COUNTER_SELECT.contains(&c)
 }
 
 const N: usize = Counter::ALL.len();
@@ -250,8 +59,9 @@ impl PortSample {
         let mut s = Self::default();
         for &c in Counter::ALL {
             let basic = pc.and_then(|p| c.of_counters(p));
-            s.values[c as usize] = if c.extended_first() {
-                ext.map(|e| c.of_extended(e)).or(basic)
+            // `Counter::ALL` is the first N of `Counter::EVERY`: `c as usize` < N.
+            s.values[c as usize] = if extended_first(c) {
+                ext.and_then(|e| c.of_extended(e)).or(basic)
             } else {
                 basic
             };
@@ -259,15 +69,18 @@ impl PortSample {
         s
     }
 
-    /// Counter `c`, `None` when it was not read.
+    /// Counter `c`, `None` when it was not read (always for the detail counters,
+    /// which a sample does not hold).
     #[must_use]
     pub fn get(&self, c: Counter) -> Option<u64> {
-        self.values[c as usize]
+        self.values.get(c as usize).copied().flatten()
     }
 
-    /// Sets counter `c`.
+    /// Sets counter `c` (one of [`Counter::ALL`]; a detail counter is not kept).
     pub fn set(&mut self, c: Counter, value: Option<u64>) {
-        self.values[c as usize] = value;
+        if let Some(v) = self.values.get_mut(c as usize) {
+            *v = value;
+        }
     }
 
     /// Every counter that was read, in [`Counter::ALL`] order.
@@ -475,22 +288,22 @@ mod tests {
             "QP1Dropped",
         ];
         for (name, v) in extended.iter().zip(101..) {
-            assert_eq!(by_name(name).of_extended(&ext), v, "{name}");
+            assert_eq!(by_name(name).of_extended(&ext), Some(v), "{name}");
         }
         // A sample: traffic from the extended attribute, errors from PortCounters.
         let s = PortSample::from_parts(Some(&pc), Some(&ext));
         for (name, v) in basic {
             let c = by_name(name);
             let want = if c.is_error() || c == Counter::XmitWait {
-                v
+                Some(v)
             } else {
                 c.of_extended(&ext)
             };
-            assert_eq!(s.get(c), Some(want), "{name}");
+            assert_eq!(s.get(c), want, "{name}");
         }
         for name in only_extended {
             let c = by_name(name);
-            assert_eq!(s.get(c), Some(c.of_extended(&ext)), "{name}");
+            assert_eq!(s.get(c), c.of_extended(&ext), "{name}");
         }
     }
 

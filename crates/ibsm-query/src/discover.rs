@@ -792,5 +792,4 @@ pub fn discover<T: Transport + ?Sized>(
 }
 
 #[cfg(test)]
-#[path = "discover_tests.rs"]
 mod tests;

@@ -1,3 +1,4 @@
+// Over 800 lines: PerfClient and Scrape share the ClassPortInfo rules and transaction state.
 //! Performance counters (class 0x04, what `perfquery` and `ibqueryerrors` do): typed
 //! Get/Set of the PerfMgt attributes by LID, and [`Scrape`], a whole-fabric counter
 //! read that asks each agent's ClassPortInfo first and then reads what it supports:
@@ -840,5 +841,4 @@ impl SansIo for Scrape {
 }
 
 #[cfg(test)]
-#[path = "perf_tests.rs"]
 mod tests;

@@ -1,3 +1,4 @@
+// Over 800 lines: one sans-IO client; queries, RMPP reassembly, retries share its state.
 //! A sans-IO Subnet Administration client: Get, GetTable, Set and Delete of any SA
 //! record, with RMPP reassembly of the answers (what `saquery` does), many queries in
 //! flight, per-query timeouts and retries, and every failure reported per query.
@@ -31,8 +32,8 @@ use ibsm_wire::sa::{
     ComponentMask, SA_HEADER_SIZE, SaAttributeId, SaMad, SaMadView, SaRecord, SaStatus, records,
 };
 use ibsm_wire::{
-    MAD_SIZE, Method, MgmtClass, RmppFlags, RmppHeader, RmppHeaderView, RmppStatus, RmppType,
-    Status,
+    MAD_SIZE, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader, RmppHeaderView, RmppStatus,
+    RmppType, Status,
 };
 
 /// Offset of the RMPP header in a MAD.
@@ -172,7 +173,7 @@ impl SaResponse {
     /// [`QueryError::Malformed`] when the attribute differs from `R`'s, or the
     /// AttributeOffset of a table cannot hold an `R`, or a single record is short.
     pub fn records<R: SaRecord>(&self) -> Result<Vec<R>, QueryError> {
-        let attribute = self.header.attribute_id;
+        let attribute = self.header.attribute();
         let bad = |why: String| QueryError::Malformed { attribute, why };
         if attribute != R::ATTRIBUTE_ID {
             return Err(bad(format!(
@@ -427,18 +428,14 @@ impl<C> SaClient<C> {
         };
         let mad = &r.mad;
         mad.len() >= SA_HEADER_SIZE
-            && mad[1] == u8::from(MgmtClass::SubnAdm)
-            && mad[3] & 0x80 != 0
+            && is_sa_response(mad)
             && low_tid(mad).is_some_and(|tid| self.active.contains_key(&tid))
     }
 
     /// Takes an SA response (the client's own ones are those [`Self::accepts`] names).
     fn handle_mad(&mut self, r: &Received, now: Instant) {
         let mad = &r.mad;
-        if mad.len() < SA_HEADER_SIZE
-            || mad[1] != u8::from(MgmtClass::SubnAdm)
-            || mad[3] & 0x80 == 0
-        {
+        if mad.len() < SA_HEADER_SIZE || !is_sa_response(mad) {
             return;
         }
         let Some(tid) = low_tid(mad) else {
@@ -459,7 +456,7 @@ impl<C> SaClient<C> {
             return;
         }
         let view = SaMadView::new_unchecked(&mad[..]);
-        let attribute = self.active[&tid].request.attribute_id;
+        let attribute = self.active[&tid].request.attribute();
         // A kernel-joined answer: header and all the data in one buffer, as long as the
         // data is: longer than a MAD, or shorter with the RMPP header of its transfer
         // (one 64-byte PathRecord makes 120 bytes). Its status is read as a single
@@ -489,9 +486,9 @@ impl<C> SaClient<C> {
         }
         let status = view.status();
         let flags = RmppFlags(mad[RMPP_OFFSET + 2] & 0x07);
-        let rmpp_type = view.rmpp_type();
+        let rmpp_type = view.rmpp().rmpp_type;
         if flags.active() && matches!(rmpp_type, RmppType::Stop | RmppType::Abort) {
-            let status = view.rmpp_status();
+            let status = view.rmpp().status;
             self.fail(
                 tid,
                 QueryError::Aborted {
@@ -524,7 +521,7 @@ impl<C> SaClient<C> {
         // RMPP is in use only with a version, the Active flag and a type: OpenSM marks
         // its answers Active for the kernel to segment, and where no kernel does (the
         // umad2sim preload) they arrive as one plain MAD.
-        let rmpp = flags.active() && view.rmpp_version() != 0 && rmpp_type != RmppType::None;
+        let rmpp = flags.active() && view.rmpp().version != 0 && rmpp_type != RmppType::None;
         if !rmpp {
             match parse_header(mad) {
                 Ok(h) => {
@@ -559,7 +556,7 @@ impl<C> SaClient<C> {
         let Some(q) = self.active.get_mut(&tid) else {
             return;
         };
-        let attribute = q.request.attribute_id;
+        let attribute = q.request.attribute();
         let t = q.rx.get_or_insert_with(|| Transfer {
             reasm: Reassembler::sa(VecBuffer::with_limit(max)),
             granted: 1,
@@ -622,15 +619,15 @@ impl<C> SaClient<C> {
 
     fn finish(&mut self, tid: u32, header: SaMad, data: Vec<u8>) {
         if let Some(q) = self.active.remove(&tid) {
-            let attribute = q.request.attribute_id;
-            if header.attribute_id != attribute {
+            let attribute = q.request.attribute();
+            if header.attribute() != attribute {
                 self.stats.failed += 1;
                 self.events.push_back(SaEvent::Failed {
                     id: q.id,
                     cookie: q.cookie,
                     error: QueryError::Malformed {
                         attribute,
-                        why: format!("answer carries {:?}", header.attribute_id),
+                        why: format!("answer carries {:?}", header.attribute()),
                     },
                 });
                 return;
@@ -668,7 +665,7 @@ impl<C> SansIo for SaClient<C> {
         let Ok(tid) = u32::try_from(id.0) else {
             return;
         };
-        let attribute = self.active.get(&tid).map(|q| q.request.attribute_id);
+        let attribute = self.active.get(&tid).map(|q| q.request.attribute());
         if let Some(attribute) = attribute {
             self.fail(tid, QueryError::Transport { attribute, error });
         }
@@ -706,7 +703,7 @@ impl<C> SansIo for SaClient<C> {
                 }
                 _ => {
                     let segments = q.rx.as_ref().map_or(0, |t| t.reasm.last_segment());
-                    let attribute = q.request.attribute_id;
+                    let attribute = q.request.attribute();
                     let attempts = q.attempts;
                     self.fail(
                         tid,
@@ -802,8 +799,14 @@ fn outgoing(tid: u32, addr: Address, mad: Vec<u8>) -> Outgoing {
 }
 
 fn low_tid(mad: &[u8]) -> Option<u32> {
-    let b = mad.get(12..16)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    let h = MadHeaderView::new_checked(mad).ok()?;
+    Some(h.transaction_id() as u32)
+}
+
+/// Whether `mad` (at least a MAD header long) is an SA response.
+fn is_sa_response(mad: &[u8]) -> bool {
+    MadHeaderView::new_checked(mad)
+        .is_ok_and(|h| h.mgmt_class() == MgmtClass::SubnAdm && h.response())
 }
 
 fn parse_header(bytes: &[u8]) -> Result<SaMad, String> {
@@ -832,5 +835,4 @@ fn control(mad: &[u8], kind: RmppType, status: RmppStatus) -> [u8; MAD_SIZE] {
 }
 
 #[cfg(test)]
-#[path = "sa_tests.rs"]
 mod tests;

@@ -22,7 +22,8 @@ use ibsm_transport::{
     Transactions, Transport, TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::{
-    DrPath, DrSmpView, LidSmpView, MAD_SIZE, Method, MgmtClass, SmAttributeId, SmpAttribute,
+    DrPath, DrSmpView, LidSmpView, MAD_SIZE, MadHeaderView, Method, MgmtClass, SmAttributeId,
+    SmpAttribute, smp_data,
 };
 use ibsm_wire::{DrSmp, LidSmp};
 
@@ -386,7 +387,7 @@ fn answer(mad: &[u8]) -> Result<[u8; 64], Failure> {
             mad.len()
         )));
     }
-    let status = if mad[1] == u8::from(MgmtClass::SubnDirected) {
+    let status = if MadHeaderView::new_unchecked(mad).mgmt_class() == MgmtClass::SubnDirected {
         DrSmpView::new_unchecked(mad).status()
     } else {
         LidSmpView::new_unchecked(mad).status().0
@@ -395,7 +396,7 @@ fn answer(mad: &[u8]) -> Result<[u8; 64], Failure> {
         return Err(Failure::Status(status));
     }
     let mut data = [0u8; 64];
-    data.copy_from_slice(&mad[64..128]);
+    data.copy_from_slice(smp_data(mad).unwrap_or(&[0; 64]));
     Ok(data)
 }
 
@@ -436,5 +437,4 @@ pub fn query<A: SmpAttribute, T: Transport + ?Sized>(
 }
 
 #[cfg(test)]
-#[path = "smp_tests.rs"]
 mod tests;

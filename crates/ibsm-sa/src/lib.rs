@@ -49,6 +49,8 @@
 
 mod db;
 mod mcast;
+mod request;
+mod select;
 mod server;
 mod snapshot;
 
@@ -57,7 +59,6 @@ mod tests;
 
 pub use db::PathFacts;
 pub use mcast::{MLID_BASE, MLID_LAST, MftUpdate};
-pub use server::{
-    IndexedSnapshot, Report, Requester, RmppMode, SaConfig, SaCounters, SaServer, SaTransmit,
-};
+pub use request::Requester;
+pub use server::{IndexedSnapshot, Report, RmppMode, SaConfig, SaCounters, SaServer, SaTransmit};
 pub use snapshot::{NodeIx, SaNode, SaPort, SaSnapshot};

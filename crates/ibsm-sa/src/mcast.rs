@@ -11,7 +11,8 @@ use ibsm_wire::sa::{ComponentMask, McMemberRecord, SaStatus, Selector, join_stat
 use ibsm_wire::{Gid, Mtu, MulticastForwardingTable};
 
 use crate::db::{Db, rate_code};
-use crate::server::{Requester, select_life, select_rate, select_up};
+use crate::request::{Requester, SaError};
+use crate::select::{select_life, select_rate, select_up};
 
 /// First multicast LID.
 pub const MLID_BASE: u16 = 0xC000;
@@ -181,7 +182,7 @@ impl Groups {
         mask: ComponentMask,
         trusted: bool,
         from: &Requester,
-    ) -> Result<McMemberRecord, crate::server::SaError> {
+    ) -> Result<McMemberRecord, SaError> {
         Ok(self.join_inner(db, t, mask, trusted, from)?)
     }
 
@@ -341,7 +342,7 @@ impl Groups {
         mask: ComponentMask,
         trusted: bool,
         from: &Requester,
-    ) -> Result<McMemberRecord, crate::server::SaError> {
+    ) -> Result<McMemberRecord, SaError> {
         let need =
             McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
         if !mask.contains(need) {

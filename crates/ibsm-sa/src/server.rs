@@ -1,3 +1,4 @@
+// Over 800 lines: dispatch, RMPP transfers, Report resends share the server's state (see server/).
 //! [`SaServer`]: request in, response MADs out.
 
 use std::collections::{HashMap, VecDeque};
@@ -5,18 +6,23 @@ use std::time::Duration;
 
 use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderState};
 use ibsm_wire::sa::{
-    ComponentMask, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
-    LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, Rate,
-    SA_CLASS_VERSION, SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, Selector,
-    ServiceRecord, SmInfoRecord, SwitchInfoRecord, Template, sa_cap,
+    ComponentMask, GuidInfoRecord, InformInfoRecord, LinearForwardingTableRecord, LinkRecord,
+    McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SA_CLASS_VERSION,
+    SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord, Template, sa_cap,
 };
 use ibsm_wire::{
-    ClassPortInfo, Gid, Instant, Method, MgmtClass, Notice, RmppFlags, RmppStatus, RmppType, Status,
+    ClassPortInfo, Instant, MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader,
+    RmppHeaderView, RmppStatus, RmppType, Status,
 };
 
-use crate::db::{Db, EndPort, rate_code};
+use crate::db::Db;
 use crate::mcast::{Groups, MftUpdate};
+use crate::request::{Requester, SaError};
 use crate::snapshot::SaSnapshot;
+
+mod path;
+mod registry;
 
 /// How multi-MAD answers (GetTableResp) leave the SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -112,15 +118,6 @@ impl SaConfig {
             ..Self::default()
         }
     }
-}
-
-/// Who sent a request (from the receive path: LRH SLID and source QP).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Requester {
-    /// Source LID.
-    pub lid: u16,
-    /// Source QP.
-    pub qpn: u32,
 }
 
 /// What the SA has seen.
@@ -245,19 +242,6 @@ pub struct SaServer {
 }
 
 type Answer = Result<Vec<Vec<u8>>, SaError>;
-
-/// Why a request gets an error status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SaError {
-    Sa(SaStatus),
-    Mad(Status),
-}
-
-impl From<SaStatus> for SaError {
-    fn from(s: SaStatus) -> Self {
-        SaError::Sa(s)
-    }
-}
 
 impl SaServer {
     /// An SA with an empty database (every query finds nothing until [`Self::load`]).
@@ -398,16 +382,22 @@ impl SaServer {
     /// (further segments after a time-out, ABORTs, Report resends) comes from
     /// [`Self::poll_transmit`].
     pub fn handle(&mut self, now: Instant, mad: &[u8], from: &Requester) -> Vec<Vec<u8>> {
-        if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE || mad.get(1) != Some(&0x03) {
+        if mad.len() < ibsm_wire::sa::SA_HEADER_SIZE {
             self.counters.malformed += 1;
             return Vec::new();
         }
-        let rmpp_type = RmppType::from(mad[25]);
+        let sa = MadHeaderView::new_unchecked(mad);
+        if sa.mgmt_class() != MgmtClass::SubnAdm {
+            self.counters.malformed += 1;
+            return Vec::new();
+        }
+        let rmpp_type =
+            RmppHeaderView::new_unchecked(&mad[ibsm_wire::mad::RMPP_HEADER_OFFSET..]).rmpp_type();
         if matches!(rmpp_type, RmppType::Ack | RmppType::Stop | RmppType::Abort) {
             return self.on_rmpp_control(now, mad, from);
         }
-        if mad[3] & 0x80 != 0 {
-            if mad[3] == ibsm_wire::mad::METHOD_REPORT_RESP {
+        if sa.response() {
+            if sa.method_byte() == ibsm_wire::mad::METHOD_REPORT_RESP {
                 self.on_report_resp(mad, from);
             }
             return Vec::new();
@@ -510,7 +500,7 @@ impl SaServer {
             self.counters.malformed += 1;
             return Vec::new();
         }
-        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        let tid = MadHeaderView::new_unchecked(mad).transaction_id();
         let key = (from.lid, from.qpn, tid);
         let Some(t) = self.transfers.get_mut(&key) else {
             // Late or stray: the transfer is over (or never was).
@@ -538,7 +528,8 @@ impl SaServer {
     }
 
     fn on_report_resp(&mut self, mad: &[u8], from: &Requester) {
-        let tid = u64::from_be_bytes(mad[8..16].try_into().unwrap_or([0; 8]));
+        // `handle` checked it holds an SA header.
+        let tid = MadHeaderView::new_unchecked(mad).transaction_id();
         let before = self.reports.len();
         // The low 32 bits only: a kernel (umad) sending our Report puts its agent's
         // number into the upper half of the TID, and the answer carries that.
@@ -643,7 +634,7 @@ impl SaServer {
             self.counters.malformed += 1;
             return Err(SaError::Mad(Status::BAD_VERSION));
         }
-        if req.rmpp_type != RmppType::None {
+        if req.rmpp.rmpp_type != RmppType::None {
             // Multi-MAD requests (GetMulti) are not served.
             self.counters.unsupported += 1;
             return Err(SaError::Mad(Status::METHOD_UNSUPPORTED));
@@ -664,7 +655,7 @@ impl SaServer {
         let read = m == Method::Get || table;
         let unsupported = || SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED);
         use SaAttributeId as A;
-        match req.attribute_id {
+        match req.attribute() {
             A::ClassPortInfo if m == Method::Get => {
                 let cpi = self.class_port_info();
                 Ok(self.single(req, Status::OK, &cpi))
@@ -828,16 +819,13 @@ impl SaServer {
             req.method
         };
         SaMad {
-            response: true,
-            method,
-            status,
-            rmpp_version: 0,
-            rmpp_type: RmppType::None,
-            rmpp_resp_time: 0,
-            rmpp_flags: RmppFlags::NONE,
-            rmpp_status: RmppStatus::Normal,
-            rmpp_data1: 0,
-            rmpp_data2: 0,
+            header: MadHeader {
+                response: true,
+                method,
+                status,
+                ..req.header
+            },
+            rmpp: RmppHeader::default(),
             // Never echo a key back.
             sm_key: 0,
             attribute_offset,
@@ -879,398 +867,16 @@ impl SaServer {
 
     fn table(&self, req: &SaMad, status: Status, offset: u16, data: &[u8]) -> Vec<Vec<u8>> {
         let mut h = Self::header(req, status, offset);
-        h.rmpp_version = RMPP_VERSION;
-        h.rmpp_type = RmppType::Data;
-        h.rmpp_resp_time = self.cfg.resp_time_value.min(0x1F);
+        h.rmpp.version = RMPP_VERSION;
+        h.rmpp.rmpp_type = RmppType::Data;
+        h.rmpp.resp_time = self.cfg.resp_time_value.min(0x1F);
         // Exactly header + table: the kernel (or, in segments mode, `start_transfer`)
         // pads the last segment itself, and padding here would read as extra (empty)
         // records.
-        h.rmpp_flags = RmppFlags::ACTIVE;
+        h.rmpp.flags = RmppFlags::ACTIVE;
         let mut out = h.to_bytes()[..ibsm_wire::sa::SA_HEADER_SIZE].to_vec();
         out.extend_from_slice(data);
         vec![out]
-    }
-
-    // ------------------------------------------------------------------ paths
-
-    /// The PathRecord from the end port owning `slid` to the one owning `dlid`, as a
-    /// query giving only the two LIDs gets it (`None`: no such LID or no route).
-    #[must_use]
-    pub fn path_record(&self, slid: u16, dlid: u16) -> Option<PathRecord> {
-        let src = *self.db.end_by_lid(slid)?;
-        let dst = *self.db.end_by_lid(dlid)?;
-        self.build_path(
-            &src,
-            slid,
-            &dst,
-            dlid,
-            &PathRecord::default(),
-            ComponentMask::NONE,
-        )
-    }
-
-    /// Hop count, MTU, rate and SL of the routed path from the end port owning `slid` to
-    /// the one owning `dlid` (`None`: no such LID or no route).
-    #[must_use]
-    pub fn path_facts(&self, slid: u16, dlid: u16) -> Option<crate::PathFacts> {
-        self.db.walk(self.db.end_by_lid(slid)?, dlid)
-    }
-
-    /// The (end port, LID) sources or destinations a query names: a given LID alone;
-    /// otherwise every LID of the port(s) (2^LMC each, base first).
-    fn ends_for(&self, gid: Option<Gid>, lid: Option<u16>) -> Result<Vec<(EndPort, u16)>, SaError> {
-        let all_lids = |e: EndPort| (0..1u16 << e.lmc).map(move |i| (e, e.lid + i));
-        if let Some(g) = gid {
-            let e = *self
-                .db
-                .end_by_gid(g)
-                .ok_or(SaError::Sa(SaStatus::ReqInvalidGid))?;
-            return Ok(match lid {
-                Some(l) if e.owns(l) => vec![(e, l)],
-                Some(_) => Vec::new(),
-                None => all_lids(e).collect(),
-            });
-        }
-        if let Some(l) = lid {
-            return Ok(self.db.end_by_lid(l).map(|e| (*e, l)).into_iter().collect());
-        }
-        Ok(self.db.ends.iter().flat_map(|e| all_lids(*e)).collect())
-    }
-
-    fn path_records(
-        &self,
-        t: &PathRecord,
-        mask: ComponentMask,
-        limit: usize,
-    ) -> Result<Vec<PathRecord>, SaError> {
-        if mask.contains(PathRecord::CM_RAW_TRAFFIC) && t.raw_traffic {
-            return Ok(Vec::new());
-        }
-        let srcs = self.ends_for(
-            mask.contains(PathRecord::CM_SGID).then_some(t.sgid),
-            mask.contains(PathRecord::CM_SLID).then_some(t.slid),
-        )?;
-        let dsts = self.ends_for(
-            mask.contains(PathRecord::CM_DGID).then_some(t.dgid),
-            mask.contains(PathRecord::CM_DLID).then_some(t.dlid),
-        )?;
-        if mask.contains(PathRecord::CM_NUMB_PATH) && t.numb_path == 0 {
-            return Ok(Vec::new());
-        }
-        // NumbPath caps the paths of each (source port, destination port) pair; with
-        // LMC > 0 a pair has up to 2^LMC x 2^LMC LID combinations, base LIDs first
-        // (preference 0), the others after (preference 1).
-        let per_pair = if mask.contains(PathRecord::CM_NUMB_PATH) {
-            usize::from(t.numb_path)
-        } else {
-            usize::MAX
-        };
-        let mut out = Vec::new();
-        let mut count: HashMap<(u64, u64), usize> = HashMap::new();
-        'outer: for (s, slid) in &srcs {
-            for (d, dlid) in &dsts {
-                if out.len() >= limit {
-                    break 'outer;
-                }
-                let n = count.entry((s.guid, d.guid)).or_default();
-                if *n >= per_pair {
-                    continue;
-                }
-                if let Some(mut pr) = self.build_path(s, *slid, d, *dlid, t, mask) {
-                    pr.preference = u8::from(*slid != s.lid || *dlid != d.lid);
-                    *n += 1;
-                    out.push(pr);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn build_path(
-        &self,
-        s: &EndPort,
-        slid: u16,
-        d: &EndPort,
-        dlid: u16,
-        t: &PathRecord,
-        mask: ComponentMask,
-    ) -> Option<PathRecord> {
-        let f = self.db.walk(s, dlid)?;
-        let reversible = self.db.walk(d, slid).is_some();
-        if mask.contains(PathRecord::CM_REVERSIBLE) && t.reversible && !reversible {
-            return None;
-        }
-        let pkey =
-            self.db
-                .common_pkey(s, d, mask.contains(PathRecord::CM_PKEY).then_some(t.pkey))?;
-        let routed_sls = self.db.snap.routes.as_ref().is_some_and(|r| r.has_sls());
-        let sl = if routed_sls {
-            // The engine needs this SL for deadlock freedom: no other will do.
-            if mask.contains(PathRecord::CM_SL) && t.sl != f.sl {
-                return None;
-            }
-            f.sl
-        } else if mask.contains(PathRecord::CM_SL) {
-            t.sl
-        } else {
-            0
-        };
-        let mtu = select_up(
-            f.mtu,
-            mask.contains(PathRecord::CM_MTU_SELECTOR)
-                .then_some(t.mtu_selector),
-            mask.contains(PathRecord::CM_MTU).then_some(u8::from(t.mtu)),
-        )?;
-        let rate = select_rate(
-            f.mbps,
-            mask.contains(PathRecord::CM_RATE_SELECTOR)
-                .then_some(t.rate_selector),
-            mask.contains(PathRecord::CM_RATE).then_some(t.rate),
-        )?;
-        let plt = select_life(
-            self.db.snap.packet_life_time,
-            mask.contains(PathRecord::CM_PACKET_LIFE_TIME_SELECTOR)
-                .then_some(t.packet_life_time_selector),
-            mask.contains(PathRecord::CM_PACKET_LIFE_TIME)
-                .then_some(t.packet_life_time),
-        )?;
-        let pick = |bit: ComponentMask| mask.contains(bit);
-        Some(PathRecord {
-            service_id: if pick(PathRecord::CM_SERVICE_ID_MSB)
-                || pick(PathRecord::CM_SERVICE_ID_LSB)
-            {
-                t.service_id
-            } else {
-                0
-            },
-            dgid: self.db.gid_of(d),
-            sgid: self.db.gid_of(s),
-            dlid,
-            slid,
-            raw_traffic: false,
-            flow_label: if pick(PathRecord::CM_FLOW_LABEL) {
-                t.flow_label
-            } else {
-                0
-            },
-            hop_limit: if pick(PathRecord::CM_HOP_LIMIT) {
-                t.hop_limit
-            } else {
-                0
-            },
-            tclass: if pick(PathRecord::CM_TCLASS) {
-                t.tclass
-            } else {
-                0
-            },
-            reversible,
-            numb_path: 0,
-            pkey,
-            qos_class: if pick(PathRecord::CM_QOS_CLASS) {
-                t.qos_class
-            } else {
-                0
-            },
-            sl,
-            mtu_selector: Selector::Exactly,
-            mtu: ibsm_wire::Mtu::from(mtu),
-            rate_selector: Selector::Exactly,
-            rate,
-            packet_life_time_selector: Selector::Exactly,
-            packet_life_time: plt,
-            preference: 0,
-        })
-    }
-
-    // ------------------------------------------------------------------ services
-
-    fn service(&mut self, now: Instant, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
-        self.services.retain(|s| s.expires.is_none_or(|t| t > now));
-        let t: ServiceRecord = req.record(0).map_err(|_| invalid())?;
-        let mask = req.component_mask;
-        let own = |db: &Db, g: Gid| trusted || db.end_by_gid(g).is_some_and(|e| e.owns(from.lid));
-        match req.method {
-            Method::Set => {
-                let need = ServiceRecord::CM_SERVICE_ID | ServiceRecord::CM_SERVICE_GID;
-                if !mask.contains(need) {
-                    return Err(SaStatus::ReqInsufficientComponents.into());
-                }
-                if self.db.end_by_gid(t.service_gid).is_none() {
-                    return Err(SaStatus::ReqInvalidGid.into());
-                }
-                if !own(&self.db, t.service_gid) {
-                    return Err(SaStatus::ReqDenied.into());
-                }
-                let expires = (t.service_lease != ServiceRecord::INFINITE_LEASE)
-                    .then(|| now + Duration::from_secs(u64::from(t.service_lease)));
-                let same = |s: &Service| {
-                    s.rec.service_id == t.service_id
-                        && s.rec.service_gid == t.service_gid
-                        && s.rec.service_pkey == t.service_pkey
-                };
-                if let Some(s) = self.services.iter_mut().find(|s| same(s)) {
-                    s.rec = t;
-                    s.expires = expires;
-                } else if self.services.len() >= self.cfg.max_registrations {
-                    return Err(SaStatus::NoResources.into());
-                } else {
-                    self.services.push(Service { rec: t, expires });
-                }
-                Ok(self.single(req, Status::OK, &t))
-            }
-            Method::Delete => {
-                let tmpl = Template::new(&t, mask);
-                let pos = self
-                    .services
-                    .iter()
-                    .position(|s| tmpl.matches(&s.rec) && own(&self.db, s.rec.service_gid))
-                    .ok_or(SaError::Sa(SaStatus::NoRecords))?;
-                let gone = self.services.remove(pos);
-                Ok(self.single(req, Status::OK, &gone.rec))
-            }
-            Method::Get | Method::GetTable => {
-                let table = req.method == Method::GetTable;
-                let recs: Vec<ServiceRecord> = self
-                    .services
-                    .iter()
-                    .map(|s| {
-                        let mut r = s.rec;
-                        if let Some(t) = s.expires {
-                            r.service_lease =
-                                u32::try_from((t - now).as_secs()).unwrap_or(u32::MAX - 1);
-                        }
-                        r
-                    })
-                    .collect();
-                let (n, data) =
-                    collect::<ServiceRecord>(req, mask, recs.into_iter(), self.limit(table))?;
-                self.answer::<ServiceRecord>(req, n, &data)
-            }
-            _ => Err(SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED)),
-        }
-    }
-
-    // ------------------------------------------------------------------ InformInfo
-
-    fn inform(&mut self, req: &SaMad, trusted: bool, from: &Requester) -> Answer {
-        let t: InformInfo = req.record(0).map_err(|_| invalid())?;
-        let Some(me) = self.db.end_by_lid(from.lid).copied() else {
-            return Err(SaStatus::ReqInvalid.into());
-        };
-        if t.gid != Gid::default() && !trusted && self.db.end_by_gid(t.gid).is_none() {
-            return Err(SaStatus::ReqInvalidGid.into());
-        }
-        let gid = self.db.gid_of(&me);
-        let same = |s: &Subscription| {
-            let i = &s.rec.inform_info;
-            s.lid == from.lid
-                && i.gid == t.gid
-                && i.lid_range_begin == t.lid_range_begin
-                && i.lid_range_end == t.lid_range_end
-                && i.is_generic == t.is_generic
-                && i.notice_type == t.notice_type
-                && i.trap_number == t.trap_number
-                && i.producer_type == t.producer_type
-                && i.qpn == t.qpn
-        };
-        if t.subscribe == 1 {
-            if !self.subs.iter().any(&same) {
-                if self.subs.len() >= self.cfg.max_registrations {
-                    return Err(SaStatus::NoResources.into());
-                }
-                let e = self
-                    .subs
-                    .iter()
-                    .filter(|s| s.lid == from.lid)
-                    .map(|s| s.rec.subscriber_enum + 1)
-                    .max()
-                    .unwrap_or(0);
-                self.subs.push(Subscription {
-                    rec: InformInfoRecord {
-                        subscriber_gid: gid,
-                        subscriber_enum: e,
-                        inform_info: t,
-                    },
-                    lid: from.lid,
-                });
-            }
-        } else {
-            let before = self.subs.len();
-            self.subs.retain(|s| !same(s));
-            if before == self.subs.len() {
-                return Err(SaStatus::NoRecords.into());
-            }
-        }
-        Ok(self.single(req, Status::OK, &t))
-    }
-
-    /// A trap the SM received: the Reports to send now to every subscriber it
-    /// concerns. Each stays pending until the subscriber's SubnAdmReportResp arrives
-    /// ([`Self::handle`]); unanswered ones are resent through [`Self::poll_transmit`]
-    /// after [`SaConfig::report_timeout`], at most [`SaConfig::report_retries`] times.
-    pub fn notice(&mut self, now: Instant, notice: &Notice) -> Vec<Report> {
-        let mut out = Vec::new();
-        let producer = notice.producer_type & 0x00FF_FFFF;
-        for s in &self.subs {
-            let i = &s.rec.inform_info;
-            if i.is_generic != u8::from(notice.is_generic) {
-                continue;
-            }
-            if i.trap_number != InformInfo::ALL && i.trap_number != notice.trap_number {
-                continue;
-            }
-            if i.notice_type != InformInfo::ALL
-                && i.notice_type != u16::from(u8::from(notice.notice_type))
-            {
-                continue;
-            }
-            if i.producer_type != InformInfo::ALL_PRODUCERS && i.producer_type != producer {
-                continue;
-            }
-            let lid = notice.issuer_lid;
-            let in_range = if i.gid != Gid::default() {
-                self.db.end_by_gid(i.gid).is_some_and(|e| e.owns(lid))
-            } else if i.lid_range_begin == InformInfo::ALL_LIDS {
-                true
-            } else if i.lid_range_end == 0 {
-                lid == i.lid_range_begin
-            } else {
-                (i.lid_range_begin..=i.lid_range_end).contains(&lid)
-            };
-            if !in_range {
-                continue;
-            }
-            self.report_tid += 1;
-            let mut m = SaMad {
-                base_version: 1,
-                mgmt_class: MgmtClass::SubnAdm,
-                class_version: SA_CLASS_VERSION,
-                method: Method::Report,
-                transaction_id: self.report_tid,
-                attribute_id: SaAttributeId::Notice,
-                ..SaMad::default()
-            };
-            let _ = notice.emit_into(&mut m.data);
-            out.push(Report {
-                dlid: s.lid,
-                qpn: i.qpn,
-                mad: m.to_bytes().to_vec(),
-            });
-        }
-        for r in &out {
-            self.reports.push(PendingReport {
-                to: Requester {
-                    lid: r.dlid,
-                    qpn: r.qpn,
-                },
-                tid: u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or([0; 8])),
-                mad: r.mad.clone(),
-                deadline: now + self.cfg.report_timeout,
-                resends: 0,
-            });
-        }
-        self.counters.reports += out.len() as u64;
-        out
     }
 }
 
@@ -1319,63 +925,6 @@ fn collect<R: SaRecord>(
         }
     }
     Ok((n, data))
-}
-
-/// An MTU (or any "larger is better" code) under a selector.
-pub(crate) fn select_up(avail: u8, sel: Option<Selector>, want: Option<u8>) -> Option<u8> {
-    let Some(w) = want else {
-        return Some(avail);
-    };
-    match sel.unwrap_or(Selector::Exactly) {
-        Selector::GreaterThan => (avail > w).then_some(avail),
-        Selector::LessThan => {
-            if avail < w {
-                Some(avail)
-            } else {
-                w.checked_sub(1).filter(|&v| v >= 1)
-            }
-        }
-        Selector::Exactly => (avail >= w).then_some(w),
-        _ => Some(avail),
-    }
-}
-
-pub(crate) fn select_rate(
-    avail_mbps: u32,
-    sel: Option<Selector>,
-    want: Option<Rate>,
-) -> Option<Rate> {
-    let have = rate_code(avail_mbps);
-    let Some(w) = want else {
-        return Some(have);
-    };
-    let wm = w.mbps()?;
-    match sel.unwrap_or(Selector::Exactly) {
-        Selector::GreaterThan => (avail_mbps > wm).then_some(have),
-        Selector::LessThan => {
-            if avail_mbps < wm {
-                Some(have)
-            } else {
-                let r = rate_code(wm - 1);
-                (r.mbps()? < wm).then_some(r)
-            }
-        }
-        Selector::Exactly => (avail_mbps >= wm).then_some(w),
-        _ => Some(have),
-    }
-}
-
-/// PacketLifeTime: the SM's value is a floor; longer is always acceptable.
-pub(crate) fn select_life(plt: u8, sel: Option<Selector>, want: Option<u8>) -> Option<u8> {
-    let Some(w) = want else {
-        return Some(plt);
-    };
-    match sel.unwrap_or(Selector::Exactly) {
-        Selector::GreaterThan => Some(plt.max(w.saturating_add(1))).filter(|&v| v < 64),
-        Selector::LessThan => (plt < w).then_some(plt),
-        Selector::Exactly => (w >= plt).then_some(w),
-        _ => Some(plt),
-    }
 }
 
 /// A snapshot with the indexes the SA answers from (by LID, by port GUID, the switch

@@ -788,10 +788,8 @@ fn malformed_and_unsupported_requests_get_statuses() {
     b[3] |= 0x80;
     assert!(sa.handle(T0, &b, &from(1)).is_empty());
     // ClassPortInfo.
-    let cpi = SaMad {
-        attribute_id: SaAttributeId::ClassPortInfo,
-        ..req
-    };
+    let mut cpi = req;
+    cpi.attribute_id = SaAttributeId::ClassPortInfo.into();
     let out = sa.handle(T0, &cpi.to_bytes(), &from(1));
     let r = SaMad::parse(&out[0]).unwrap();
     assert!(r.status.is_ok());
@@ -1692,7 +1690,9 @@ proptest! {
             let n = rx.records::<NodeRecord>().unwrap().count();
             prop_assert_eq!(n, f.fabric.cas().count() + f.fabric.switches().count());
             // Byte for byte what a loss-free fetch gets.
-            let again = sa.handle(now, &SaMad { transaction_id: 10, ..req }.to_bytes(), &from(lid));
+            let mut again = req;
+            again.transaction_id = 10;
+            let again = sa.handle(now, &again.to_bytes(), &from(lid));
             let (clean, _) = receive(&mut sa, now, again, lid);
             prop_assert_eq!(clean.data(), rx.data());
         }

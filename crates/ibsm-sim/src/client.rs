@@ -253,7 +253,7 @@ impl SaClient {
                 }
             }
             self.answers.push(SaAnswer {
-                attribute: m.attribute_id,
+                attribute: m.attribute(),
                 method: m.method,
                 status: m.status,
                 record: m.data.to_vec(),

@@ -1,3 +1,4 @@
+// Over 800 lines: the event loop and the port/link table every event mutates are one state.
 //! The simulation proper: nodes, the port/link table, the event queue and forwarding.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -5,7 +6,8 @@ use std::time::Duration;
 
 use ibsm_transport::{Incoming, Instant, Received};
 use ibsm_wire::{
-    DrAction, DrDiscard, DrNode, DrSmpView, PERMISSIVE_LID, dr_outbound, dr_returning,
+    DrAction, DrDiscard, DrNode, DrSmpView, MadHeaderView, MgmtClass, PERMISSIVE_LID, dr_outbound,
+    dr_returning,
 };
 
 use crate::SimConfig;
@@ -499,7 +501,7 @@ impl<A: Agent> Core<A> {
     }
 
     fn is_smp(mad: &[u8; 256]) -> bool {
-        matches!(mad[1], 0x01 | 0x81)
+        header(mad).mgmt_class().is_smp()
     }
 
     /// Whether `node` owns `dlid` when it arrives on `port`.
@@ -667,9 +669,10 @@ impl<A: Agent> Core<A> {
         self.mcast_sent += 1;
         let mut mad = [0u8; 256];
         // Not a MAD of any class the nodes answer: plain data.
-        mad[0] = 1;
-        mad[1] = 0xFF;
-        mad[8..16].copy_from_slice(&self.mcast_sent.to_be_bytes());
+        let mut h = MadHeaderView::new_unchecked(&mut mad[..]);
+        h.set_base_version(1);
+        h.set_mgmt_class(MgmtClass::from(0xFF));
+        h.set_transaction_id(self.mcast_sent);
         let slid = self.nodes[node as usize].agent.lid(port).0;
         let pkt = self.alloc(Packet {
             mad,
@@ -716,9 +719,9 @@ impl<A: Agent> Core<A> {
 
     /// The packet's LRH destination is this node: apply directed-route rules or deliver.
     fn at_destination(&mut self, node: u32, in_port: Option<u8>, via_lid: bool, pkt: u32) {
-        let class = self.packets[pkt as usize].mad[1];
+        let class = header(&self.packets[pkt as usize].mad).mgmt_class();
         let port_here = in_port.unwrap_or(self.packets[pkt as usize].src_port);
-        if class != 0x81 {
+        if class != MgmtClass::SubnDirected {
             return self.dispatch(node, port_here, via_lid, pkt);
         }
         let n = &self.nodes[node as usize];
@@ -728,7 +731,7 @@ impl<A: Agent> Core<A> {
             in_port,
             via_lid,
         };
-        let returning = self.packets[pkt as usize].mad[4] & 0x80 != 0;
+        let returning = DrSmpView::new_unchecked(&self.packets[pkt as usize].mad[..]).direction();
         let action = {
             let Ok(mut v) = DrSmpView::new_checked(&mut self.packets[pkt as usize].mad[..]) else {
                 return self.drop_pkt(node, port_here, pkt, DropReason::Malformed);
@@ -841,18 +844,19 @@ impl<A: Agent> Core<A> {
         let p = &mut self.packets[pkt as usize];
         p.arrived_by_lid = via_lid;
         let mad = &p.mad;
-        let response = mad[3] & 0x80 != 0;
-        let method = mad[3] & 0x7F;
-        let attr = u16::from_be_bytes([mad[16], mad[17]]);
+        let h = header(mad);
+        let response = h.response();
+        let method = u8::from(h.method());
+        let attr = h.attribute_id();
         if !Self::is_smp(mad) {
-            let to_pma = mad[1] == CLASS_PERF && !response;
+            let to_pma = u8::from(h.mgmt_class()) == CLASS_PERF && !response;
             self.nodes[node as usize].agent.data_packet(self.now, port);
             if to_pma && self.nodes[node as usize].agent.pma().is_some() {
                 return self.schedule_process(node, port, pkt);
             }
             return self.deliver_to_sm(node, port, pkt);
         }
-        if mad[0] != 1 {
+        if h.base_version() != 1 {
             return self.drop_pkt(node, port, pkt, DropReason::Malformed);
         }
         let for_sm = response
@@ -902,7 +906,7 @@ impl<A: Agent> Core<A> {
         let slid = self.packets[pkt as usize].slid;
         let mad = &mut self.packets[pkt as usize].mad;
         let agent = &mut self.nodes[node as usize].agent;
-        let answered = if mad[1] == CLASS_PERF {
+        let answered = if u8::from(header(mad).mgmt_class()) == CLASS_PERF {
             agent
                 .pma_mut()
                 .is_some_and(|pma| pma.handle_in_place(now, mad))
@@ -924,9 +928,9 @@ impl<A: Agent> Core<A> {
         self.note_sent(pkt);
         let p = &mut self.packets[pkt as usize];
         p.src_port = port;
-        let class = p.mad[1];
-        let dr_dlid = u16::from_be_bytes([p.mad[34], p.mad[35]]);
-        if class == 0x81 && !(p.arrived_by_lid && dr_dlid != PERMISSIVE_LID) {
+        let class = header(&p.mad).mgmt_class();
+        let dr_dlid = DrSmpView::new_unchecked(&p.mad[..]).dr_dlid();
+        if class == MgmtClass::SubnDirected && !(p.arrived_by_lid && dr_dlid != PERMISSIVE_LID) {
             self.at_destination(node, None, false, pkt);
         } else {
             // LID-routed answer back to the requester (for a DR SMP that came over a
@@ -1235,15 +1239,22 @@ impl<A: Agent> Core<A> {
         }
         let mut mad = [0u8; 256];
         self.rng.fill(&mut mad);
-        mad[0] = 1;
-        let directed = mad[1] & 1 == 1;
-        mad[1] = if directed { 0x81 } else { 0x01 };
+        let mut h = MadHeaderView::new_unchecked(&mut mad[..]);
+        h.set_base_version(1);
+        let directed = u8::from(h.mgmt_class()) & 1 == 1;
+        h.set_mgmt_class(if directed {
+            MgmtClass::SubnDirected
+        } else {
+            MgmtClass::SubnLid
+        });
+        // A random LID from two of the random bytes: ClassVersion and the status's low
+        // byte.
         let dlid = if directed {
             PERMISSIVE_LID
         } else {
-            u16::from_be_bytes([mad[2], mad[5]])
+            u16::from_be_bytes([h.class_version(), h.status().0 as u8])
         };
-        mad[2] = 1;
+        h.set_class_version(1);
         let pkt = self.alloc(Packet {
             mad,
             slid: PERMISSIVE_LID,
@@ -1275,15 +1286,16 @@ impl<A: Agent> Core<A> {
     /// prepared the bytes; `dlid` is the first leg's LRH DLID.
     pub(crate) fn inject(&mut self, a: usize, mad: [u8; 256], dlid: u16, sl: u8) {
         let (node, port) = (self.attach[a].node, self.attach[a].port);
-        let response = mad[3] & 0x80 != 0 || (mad[1] == 0x81 && mad[4] & 0x80 != 0);
+        let h = header(&mad);
+        let response = h.response()
+            || (h.mgmt_class() == MgmtClass::SubnDirected
+                && DrSmpView::new_unchecked(&mad[..]).direction());
         if !response {
             let sent = &mut self.attach[a].sent;
             if sent.len() >= 1024 {
                 sent.pop_front();
             }
-            sent.push_back(u64::from_be_bytes([
-                mad[8], mad[9], mad[10], mad[11], mad[12], mad[13], mad[14], mad[15],
-            ]));
+            sent.push_back(h.transaction_id());
         }
         let slid = if dlid == PERMISSIVE_LID {
             PERMISSIVE_LID
@@ -1306,4 +1318,9 @@ impl<A: Agent> Core<A> {
             self.route_from(node, port, pkt);
         }
     }
+}
+
+/// The common header of a packet's MAD (every packet holds a whole 256-byte MAD).
+fn header(mad: &[u8; 256]) -> MadHeaderView<&[u8]> {
+    MadHeaderView::new_unchecked(&mad[..])
 }

@@ -718,6 +718,4 @@ impl<A: Agent> Sim<A> {
 }
 
 #[cfg(test)]
-mod sma_tests;
-#[cfg(test)]
 mod tests;

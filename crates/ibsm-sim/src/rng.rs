@@ -1,48 +1,8 @@
-//! The simulator's seeded PRNG: splitmix64, small, fast and identical on every platform,
-//! so one seed always gives one run.
+//! The simulator's seeded PRNG: ibsm-topology's splitmix64 (small, fast and identical on
+//! every platform, so one seed always gives one run), and fault rates in parts per
+//! million.
 
-/// A splitmix64 generator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator from `seed` (any value, 0 included).
-    #[must_use]
-    pub const fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `ppm` parts per million (0 never draws, so a fault-free run
-    /// consumes no randomness and adding a drop rate elsewhere does not shift it).
-    pub fn chance_ppm(&mut self, ppm: u32) -> bool {
-        if ppm == 0 {
-            return false;
-        }
-        if ppm >= 1_000_000 {
-            return true;
-        }
-        self.next_u64() % 1_000_000 < u64::from(ppm)
-    }
-
-    /// Fills `buf` with random bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let r = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
-    }
-}
+pub use ibsm_topology::generate::SplitMix64;
 
 /// A probability in parts per million, from a fraction (clamped to 0..=1).
 #[must_use]

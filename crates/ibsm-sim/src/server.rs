@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ibsm_transport::{Address, DrAddress, Incoming, Instant, LidAddress, Transport};
-use ibsm_wire::{DrPath, DrSmpView, NodeInfo, PERMISSIVE_LID};
+use ibsm_wire::{DrPath, DrSmpView, MadHeaderView, MgmtClass, NodeInfo, PERMISSIVE_LID};
 
 use crate::{NodeIdx, NodeKind, Sim, SimPort, SmaAgent};
 
@@ -390,7 +390,7 @@ impl IbsimServer {
         let dlid = u16::from_be(u32_at(req, 0) as u16);
         let dqp = u32::from_be(u32_at(req, 8));
         let mad = &req[MAD_OFFSET..MAD_OFFSET + 256];
-        let addr = if mad[1] == 0x81 {
+        let addr = if MadHeaderView::new_unchecked(mad).mgmt_class() == MgmtClass::SubnDirected {
             let Ok(v) = DrSmpView::new_checked(mad) else {
                 return;
             };

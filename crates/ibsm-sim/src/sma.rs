@@ -2,7 +2,7 @@
 
 use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma};
 use ibsm_transport::Instant;
-use ibsm_wire::{NodeDescription, NodeType};
+use ibsm_wire::{MadHeaderView, Method, NodeDescription, NodeType};
 
 use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
 
@@ -205,7 +205,8 @@ impl Agent for SmaAgent {
     }
 
     fn handle_smp(&mut self, now: Instant, in_port: u8, slid: u16, mad: &mut [u8; 256]) -> bool {
-        let set = mad[3] == 0x02;
+        let h = MadHeaderView::new_unchecked(&mad[..]);
+        let set = !h.response() && h.method() == Method::Set;
         let out = self.sma.handle_in_place(
             now,
             Rx {

@@ -5,7 +5,10 @@
 //! `ibsm-sma`.
 
 use ibsm_transport::Instant;
-use ibsm_wire::{DrSmpView, NodeInfo, NodeType, dr_turn_around};
+use ibsm_wire::{
+    DrSmpView, MadHeaderView, Method, MgmtClass, NodeInfo, NodeType, Status, dr_turn_around,
+    smp_data_mut,
+};
 
 use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
 
@@ -56,13 +59,16 @@ impl MiniAgent {
     }
 
     fn respond(mad: &mut [u8; 256], status: u16) {
-        if mad[1] == 0x81 {
+        let mut h = MadHeaderView::new_unchecked(&mut mad[..]);
+        if h.mgmt_class() == MgmtClass::SubnDirected {
             if let Ok(mut v) = DrSmpView::new_checked(&mut mad[..]) {
                 dr_turn_around(&mut v, status);
             }
         } else {
-            mad[3] = 0x81;
-            mad[4..6].copy_from_slice(&status.to_be_bytes());
+            // GetResp, whatever the request's method.
+            h.set_response(true);
+            h.set_method(Method::Get);
+            h.set_status(Status(status));
         }
     }
 }
@@ -91,14 +97,15 @@ impl Agent for MiniAgent {
     }
 
     fn handle_smp(&mut self, _now: Instant, in_port: u8, _slid: u16, mad: &mut [u8; 256]) -> bool {
-        let method = mad[3];
-        let attr = u16::from_be_bytes([mad[16], mad[17]]);
-        let modifier = u32::from_be_bytes([mad[20], mad[21], mad[22], mad[23]]);
-        if method != 0x01 && method != 0x02 {
+        let h = MadHeaderView::new_unchecked(&mad[..]);
+        let (method, attr, modifier) = (h.method(), h.attribute_id(), h.attribute_modifier());
+        if h.response() || !matches!(method, Method::Get | Method::Set) {
             return false;
         }
-        let set = method == 0x02;
-        let data: &mut [u8] = &mut mad[64..128];
+        let set = method == Method::Set;
+        let Some(data) = smp_data_mut(mad) else {
+            return false;
+        };
         let status = match attr {
             0x0011 if !set => {
                 let kind = match self.setup.kind {

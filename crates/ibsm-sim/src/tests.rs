@@ -12,6 +12,8 @@ use ibsm_wire::{DrPath, DrSmp, DrSmpView, LidSmp, Method, NodeInfo, PERMISSIVE_L
 use crate::testing::MiniAgent;
 use crate::*;
 
+mod sma;
+
 type S = Sim<MiniAgent>;
 
 /// CA(0x10) port 1 -- 5 SwA(0xA0) 9 -- 3 SwB(0xB0) 4 -- 1 CA(0x20); SwA 2 -- 1 CA(0x30)

@@ -1,3 +1,4 @@
+// Over 800 lines: one agent answering every SMP attribute over one store and M_Key state.
 //! The agent: [`Sma`] answers SMPs, keeps the attribute store, raises traps.
 
 use alloc::boxed::Box;
@@ -1504,7 +1505,6 @@ impl<S: NvStore> Sma<S> {
 }
 
 #[cfg(test)]
-#[path = "agent_tests.rs"]
 mod tests;
 
 /// Internal marker: SMInfo on a node without an SM is dropped, not answered.

@@ -32,211 +32,25 @@ use ibsm_wire::perf::{
 };
 use ibsm_wire::{ClassPortInfo, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status};
 
-/// One counter of a port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum Counter {
-    /// SymbolErrorCounter.
-    SymbolErrors,
-    /// LinkErrorRecoveryCounter.
-    LinkErrorRecovery,
-    /// LinkDownedCounter.
-    LinkDowned,
-    /// PortRcvErrors.
-    RcvErrors,
-    /// PortRcvRemotePhysicalErrors.
-    RcvRemotePhysicalErrors,
-    /// PortRcvSwitchRelayErrors.
-    RcvSwitchRelayErrors,
-    /// PortXmitDiscards.
-    XmitDiscards,
-    /// PortXmitConstraintErrors.
-    XmitConstraintErrors,
-    /// PortRcvConstraintErrors.
-    RcvConstraintErrors,
-    /// LocalLinkIntegrityErrors.
-    LocalLinkIntegrityErrors,
-    /// ExcessiveBufferOverrunErrors.
-    ExcessiveBufferOverrunErrors,
-    /// VL15Dropped.
-    Vl15Dropped,
-    /// PortXmitData, in 4-byte words.
-    XmitData,
-    /// PortRcvData, in 4-byte words.
-    RcvData,
-    /// PortXmitPkts.
-    XmitPkts,
-    /// PortRcvPkts.
-    RcvPkts,
-    /// PortXmitWait.
-    XmitWait,
-    /// QP1Dropped.
-    Qp1Dropped,
-    /// PortUnicastXmitPkts.
-    UnicastXmitPkts,
-    /// PortUnicastRcvPkts.
-    UnicastRcvPkts,
-    /// PortMulticastXmitPkts.
-    MulticastXmitPkts,
-    /// PortMulticastRcvPkts.
-    MulticastRcvPkts,
-    /// PortRcvErrorDetails.PortLocalPhysicalErrors.
-    RcvLocalPhysicalErrors,
-    /// PortRcvErrorDetails.PortMalformedPktErrors.
-    RcvMalformedPacketErrors,
-    /// PortRcvErrorDetails.PortBufferOverrunErrors.
-    RcvBufferOverrunErrors,
-    /// PortRcvErrorDetails.PortDLIDMappingErrors.
-    RcvDlidMappingErrors,
-    /// PortRcvErrorDetails.PortVLMappingErrors.
-    RcvVlMappingErrors,
-    /// PortRcvErrorDetails.PortLoopingErrors.
-    RcvLoopingErrors,
-    /// PortXmitDiscardDetails.PortInactiveDiscards.
-    XmitInactiveDiscards,
-    /// PortXmitDiscardDetails.PortNeighborMTUDiscards.
-    XmitNeighborMtuDiscards,
-    /// PortXmitDiscardDetails.PortSwLifetimeLimitDiscards.
-    XmitSwLifetimeLimitDiscards,
-    /// PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards.
-    XmitSwHoqLifetimeLimitDiscards,
-}
+pub use ibsm_wire::perf::Counter;
 
 /// Number of [`Counter`]s.
-const N: usize = 32;
-
-impl Counter {
-    /// Every counter, in declaration order.
-    pub const ALL: [Self; N] = [
-        Self::SymbolErrors,
-        Self::LinkErrorRecovery,
-        Self::LinkDowned,
-        Self::RcvErrors,
-        Self::RcvRemotePhysicalErrors,
-        Self::RcvSwitchRelayErrors,
-        Self::XmitDiscards,
-        Self::XmitConstraintErrors,
-        Self::RcvConstraintErrors,
-        Self::LocalLinkIntegrityErrors,
-        Self::ExcessiveBufferOverrunErrors,
-        Self::Vl15Dropped,
-        Self::XmitData,
-        Self::RcvData,
-        Self::XmitPkts,
-        Self::RcvPkts,
-        Self::XmitWait,
-        Self::Qp1Dropped,
-        Self::UnicastXmitPkts,
-        Self::UnicastRcvPkts,
-        Self::MulticastXmitPkts,
-        Self::MulticastRcvPkts,
-        Self::RcvLocalPhysicalErrors,
-        Self::RcvMalformedPacketErrors,
-        Self::RcvBufferOverrunErrors,
-        Self::RcvDlidMappingErrors,
-        Self::RcvVlMappingErrors,
-        Self::RcvLoopingErrors,
-        Self::XmitInactiveDiscards,
-        Self::XmitNeighborMtuDiscards,
-        Self::XmitSwLifetimeLimitDiscards,
-        Self::XmitSwHoqLifetimeLimitDiscards,
-    ];
-
-    /// Width of the counter in PortCounters or the detail attribute (the 64-bit
-    /// PortCountersExtended-only counters: 64).
-    #[must_use]
-    pub const fn width(self) -> u32 {
-        match self {
-            Self::LocalLinkIntegrityErrors | Self::ExcessiveBufferOverrunErrors => 4,
-            Self::LinkErrorRecovery
-            | Self::LinkDowned
-            | Self::XmitConstraintErrors
-            | Self::RcvConstraintErrors => 8,
-            Self::XmitData | Self::RcvData | Self::XmitPkts | Self::RcvPkts | Self::XmitWait => 32,
-            Self::Qp1Dropped
-            | Self::UnicastXmitPkts
-            | Self::UnicastRcvPkts
-            | Self::MulticastXmitPkts
-            | Self::MulticastRcvPkts => 64,
-            _ => 16,
-        }
-    }
-
-    /// The largest value the narrow attribute shows.
-    #[must_use]
-    pub const fn max(self) -> u64 {
-        let w = self.width();
-        if w >= 64 { u64::MAX } else { (1u64 << w) - 1 }
-    }
-}
+const N: usize = Counter::EVERY.len();
 
 /// PortCounters.CounterSelect bit i selects this counter.
-const PC_SELECT: [Counter; 16] = [
-    Counter::SymbolErrors,
-    Counter::LinkErrorRecovery,
-    Counter::LinkDowned,
-    Counter::RcvErrors,
-    Counter::RcvRemotePhysicalErrors,
-    Counter::RcvSwitchRelayErrors,
-    Counter::XmitDiscards,
-    Counter::XmitConstraintErrors,
-    Counter::RcvConstraintErrors,
-    Counter::LocalLinkIntegrityErrors,
-    Counter::ExcessiveBufferOverrunErrors,
-    Counter::Vl15Dropped,
-    Counter::XmitData,
-    Counter::RcvData,
-    Counter::XmitPkts,
-    Counter::RcvPkts,
-];
+const PC_SELECT: [Counter; 16] = Counter::COUNTER_SELECT;
 
 /// PortCountersExtended.CounterSelect bit i.
-const EXT_SELECT: [Counter; 8] = [
-    Counter::XmitData,
-    Counter::RcvData,
-    Counter::XmitPkts,
-    Counter::RcvPkts,
-    Counter::UnicastXmitPkts,
-    Counter::UnicastRcvPkts,
-    Counter::MulticastXmitPkts,
-    Counter::MulticastRcvPkts,
-];
+const EXT_SELECT: [Counter; 8] = Counter::EXT_COUNTER_SELECT;
 
 /// PortCountersExtended.CounterSelect2 bit i.
-const EXT_SELECT2: [Counter; 14] = [
-    Counter::SymbolErrors,
-    Counter::LinkErrorRecovery,
-    Counter::LinkDowned,
-    Counter::RcvErrors,
-    Counter::RcvRemotePhysicalErrors,
-    Counter::RcvSwitchRelayErrors,
-    Counter::XmitDiscards,
-    Counter::XmitConstraintErrors,
-    Counter::RcvConstraintErrors,
-    Counter::LocalLinkIntegrityErrors,
-    Counter::ExcessiveBufferOverrunErrors,
-    Counter::Vl15Dropped,
-    Counter::XmitWait,
-    Counter::Qp1Dropped,
-];
+const EXT_SELECT2: [Counter; 14] = Counter::EXT_COUNTER_SELECT2;
 
 /// PortRcvErrorDetails.CounterSelect bit i.
-const RCV_DETAIL_SELECT: [Counter; 6] = [
-    Counter::RcvLocalPhysicalErrors,
-    Counter::RcvMalformedPacketErrors,
-    Counter::RcvBufferOverrunErrors,
-    Counter::RcvDlidMappingErrors,
-    Counter::RcvVlMappingErrors,
-    Counter::RcvLoopingErrors,
-];
+const RCV_DETAIL_SELECT: [Counter; 6] = Counter::RCV_ERROR_DETAILS_SELECT;
 
 /// PortXmitDiscardDetails.CounterSelect bit i.
-const XMIT_DETAIL_SELECT: [Counter; 4] = [
-    Counter::XmitInactiveDiscards,
-    Counter::XmitNeighborMtuDiscards,
-    Counter::XmitSwLifetimeLimitDiscards,
-    Counter::XmitSwHoqLifetimeLimitDiscards,
-];
+const XMIT_DETAIL_SELECT: [Counter; 4] = Counter::XMIT_DISCARD_DETAILS_SELECT;
 
 /// The counters every packet bumps ([`Pma::count_xmit`], [`Pma::count_rcv`]): the
 /// eight PortCountersExtended.CounterSelect names.
@@ -285,7 +99,7 @@ impl PortCounts {
 
     /// Clamped to the narrow attribute's width.
     fn narrow(&self, c: Counter) -> u64 {
-        self.get(c).min(c.max())
+        self.get(c).min(c.narrow_max())
     }
 
     #[inline]
@@ -787,5 +601,4 @@ impl Pma {
 }
 
 #[cfg(test)]
-#[path = "pma_tests.rs"]
 mod tests;

@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use ibsm_wire::{
     DrSmpView, Instant, LidSmp, MAD_SIZE, Method, NodeType, Notice, ProducerType, SmAttributeId,
-    Trap128Details, Trap144ChangeFlags, Trap144Details, Trap256Details,
+    Trap128Details, Trap144ChangeFlags, Trap144Details, Trap256Details, smp_data,
 };
 
 /// A SubnTrap ready to send: LID-routed (class 0x01) from `slid` to `dlid` on SL `sl`.
@@ -31,7 +31,7 @@ impl Trap {
     #[must_use]
     pub fn notice(&self) -> Notice {
         // 64 bytes are always there.
-        Notice::parse(&self.mad[64..128]).unwrap_or_default()
+        Notice::parse(smp_data(&self.mad).unwrap_or_default()).unwrap_or_default()
     }
 }
 

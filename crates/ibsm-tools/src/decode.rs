@@ -321,7 +321,7 @@ pub fn sa_record(id: u16) -> Option<SaKind> {
 /// or every record of a GetTable/GetMulti/GetTraceTable response.
 fn decode_sa(bytes: &[u8], d: &mut Decoded) -> Result<(), DecodeError> {
     let sa = SaMad::parse(bytes).map_err(err)?;
-    let id = u16::from(sa.attribute_id);
+    let id = sa.attribute_id;
     let kind = sa_record(id);
     let mut s = without_header(&sa, "SA header", &["data"]);
     if let Some(k) = kind {
@@ -375,7 +375,7 @@ fn decode_sa(bytes: &[u8], d: &mut Decoded) -> Result<(), DecodeError> {
         d.notes.push("SA table holds no record".into());
     }
     let rest = payload.len() - count * stride;
-    if rest > 0 && (sa.rmpp_flags.active() || rest >= kind.size) {
+    if rest > 0 && (sa.rmpp.flags.active() || rest >= kind.size) {
         d.notes.push(format!(
             "{rest} trailing bytes: part of a record continued in the next RMPP segment"
         ));

@@ -1,3 +1,4 @@
+// Over 800 lines: reader, writer and `-p` report of one format share its token helpers.
 //! The `ibnetdiscover` topology file format, and the ibsim net-file dialect of it.
 //!
 //! # What is read

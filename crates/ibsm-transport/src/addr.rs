@@ -1,6 +1,6 @@
 //! Where a MAD goes and where a received one came from.
 
-use ibsm_wire::{DrPath, MAD_HEADER_SIZE, PERMISSIVE_LID};
+use ibsm_wire::{DrPath, MadHeaderView, MgmtClass, PERMISSIVE_LID};
 
 use crate::clock::Instant;
 use crate::error::TransportError;
@@ -132,19 +132,21 @@ impl Address {
     /// [`TransportError::InvalidMad`] for a MAD shorter than its header, an SMP that is
     /// not 256 bytes, a directed address on a non-0x81 MAD or the reverse.
     pub fn check(&self, mad: &[u8]) -> Result<(), TransportError> {
-        if mad.len() < MAD_HEADER_SIZE {
+        let Ok(h) = MadHeaderView::new_checked(mad) else {
             return Err(TransportError::InvalidMad {
                 reason: "shorter than the 24-byte MAD header",
             });
-        }
-        let class = mad[1];
+        };
+        let class = h.mgmt_class();
         let directed = matches!(self, Self::Directed(_) | Self::DirectedResponse { .. });
-        if directed != (class == 0x81) {
+        if directed != (class == MgmtClass::SubnDirected) {
             return Err(TransportError::InvalidMad {
                 reason: "directed-route addressing needs class 0x81 and only it",
             });
         }
-        if (class == 0x81 || class == 0x01) && mad.len() != ibsm_wire::MAD_SIZE {
+        if matches!(class, MgmtClass::SubnDirected | MgmtClass::SubnLid)
+            && mad.len() != ibsm_wire::MAD_SIZE
+        {
             return Err(TransportError::InvalidMad {
                 reason: "an SMP must be exactly 256 bytes",
             });

@@ -460,5 +460,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "sansio_tests.rs"]
 mod tests;

@@ -17,13 +17,10 @@ impl TidKey {
     /// The key of a MAD; `None` if it is shorter than the common header.
     #[must_use]
     pub fn of(mad: &[u8]) -> Option<Self> {
-        if mad.len() < ibsm_wire::MAD_HEADER_SIZE {
-            return None;
-        }
-        let tid = u64::from_be_bytes(mad[8..16].try_into().ok()?);
+        let h = ibsm_wire::MadHeaderView::new_checked(mad).ok()?;
         Some(Self {
-            low: tid as u32,
-            class: mad[1],
+            low: h.transaction_id() as u32,
+            class: u8::from(h.mgmt_class()),
         })
     }
 }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ibsm_wire::{MadHeaderView, MgmtClass};
+
 use crate::error::{Error, Result};
 use crate::hdr::{
     HeaderLen, IOCTL_ENABLE_PKEY, IOCTL_REGISTER_AGENT, RegReq, UmadHdr, method_mask,
@@ -284,13 +286,13 @@ impl UmadPort {
     /// [`Error::BadMad`] for a MAD shorter than 24 bytes or of a class without an agent;
     /// [`Error::Io`] when `write` fails.
     pub fn send(&self, to: &SendTo, mad: &[u8], track: Option<Duration>) -> Result<()> {
-        if mad.len() < 24 {
+        let Ok(h) = MadHeaderView::new_checked(mad) else {
             return Err(Error::BadMad(format!(
                 "{} bytes, a MAD header needs 24",
                 mad.len()
             )));
-        }
-        let agent_id = match mad[1] {
+        };
+        let agent_id = match u8::from(h.mgmt_class()) {
             0x81 => self.agent_dr,
             0x01 => self.agent_lid,
             0x03 => self.agent_sa.ok_or_else(|| {
@@ -357,7 +359,9 @@ impl UmadPort {
                         return Ok(None);
                     };
                     let mut mad = buf[hl..n].to_vec();
-                    if self.preload && mad.len() >= 256 && mad[1] != 0x03 {
+                    let sa = MadHeaderView::new_checked(&mad[..])
+                        .is_ok_and(|h| h.mgmt_class() == MgmtClass::SubnAdm);
+                    if self.preload && mad.len() >= 256 && !sa {
                         // umad2sim leaves garbage in the last 24 bytes of a received MAD.
                         mad[232..256].fill(0);
                     }

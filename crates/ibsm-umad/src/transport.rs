@@ -6,6 +6,8 @@ use ibsm_transport::{
     Address, Clock, Incoming, Instant, LocalPort, Received, SystemClock, Transport, TransportError,
 };
 
+use ibsm_wire::{MadHeaderView, Method};
+
 use crate::error::Error;
 use crate::port::{OpenOptions, SendTo, UmadPort};
 
@@ -57,8 +59,8 @@ impl UmadTransport {
 
 /// Whether a MAD is a request that gets a response (so the kernel must track it).
 fn expects_response(mad: &[u8]) -> bool {
-    let method = mad[3];
-    method & 0x80 == 0 && !matches!(method, 0x03 | 0x07)
+    MadHeaderView::new_checked(mad)
+        .is_ok_and(|h| !h.response() && !matches!(h.method(), Method::Send | Method::TrapRepress))
 }
 
 impl Transport for UmadTransport {
@@ -132,7 +134,8 @@ impl Transport for UmadTransport {
             if rx.mad.len() < 24 {
                 continue;
             }
-            let tid = u64::from_be_bytes(rx.mad[8..16].try_into().unwrap_or([0; 8]));
+            let h = MadHeaderView::new_unchecked(&rx.mad[..]);
+            let (tid, class) = (h.transaction_id(), u8::from(h.mgmt_class()));
             if rx.timed_out() {
                 // Under ibsim, status 110 comes back at once for an unroutable request;
                 // on a kernel it only means the kernel stopped tracking the request, and
@@ -140,7 +143,7 @@ impl Transport for UmadTransport {
                 if self.port.under_ibsim() {
                     return Ok(Incoming::SendFailed {
                         tid,
-                        class: rx.mad[1],
+                        class,
                         error: TransportError::Unreachable {
                             reason: "umad status 110 (no route)".into(),
                         },

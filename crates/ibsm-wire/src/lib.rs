@@ -72,7 +72,7 @@ pub mod smp;
 pub mod time;
 
 #[cfg(test)]
-mod nesting_tests;
+mod tests;
 
 pub use attr::*;
 pub use error::{Error, Result};
@@ -85,6 +85,6 @@ pub use mad::{
 };
 pub use smp::{
     DrAction, DrDiscard, DrNode, DrPath, DrSmp, DrSmpView, LidSmp, LidSmpView, PERMISSIVE_LID,
-    dr_outbound, dr_returning, dr_turn_around,
+    dr_outbound, dr_returning, dr_turn_around, smp_data, smp_data_mut,
 };
 pub use time::Instant;

@@ -1,6 +1,7 @@
 //! The common 24-byte MAD header, management classes, methods and the status word
 //! (IBA Vol. 1 §13.4).
 
+use crate::attr::bit_flags;
 use crate::field::{Field, FieldType, FieldValue, get_uint, set_uint};
 use crate::gid::Gid;
 
@@ -219,6 +220,139 @@ impl MadHeader {
     }
 }
 
+/// Gives a MAD form that nests [`MadHeader`] as its `header` field the header's fields
+/// directly, so that the 24 header bytes are declared once (in `MadHeader`): the owned
+/// value dereferences to its header (`smp.transaction_id`), and the view reads and
+/// writes them through a [`MadHeaderView`] of its first 24 bytes. `$attr` is the type
+/// the view's `attribute_id` speaks (a class's own attribute ID enum, or `u16`).
+macro_rules! mad_form {
+    ($name:ident, $view:ident, $attr:ty) => {
+        impl core::ops::Deref for $name {
+            type Target = $crate::mad::MadHeader;
+            fn deref(&self) -> &Self::Target {
+                &self.header
+            }
+        }
+
+        impl core::ops::DerefMut for $name {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.header
+            }
+        }
+
+        impl<T: AsRef<[u8]>> $view<T> {
+            // Over the whole buffer, not `as_bytes` (cut at the form's size, so it would
+            // need all of it): a header reads on a MAD shorter than its form, as the
+            // form's own accessors do.
+            fn mad_header(&self) -> $crate::mad::MadHeaderView<&[u8]> {
+                $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_ref())
+            }
+            /// Base version (1).
+            #[must_use]
+            pub fn base_version(&self) -> u8 {
+                self.mad_header().base_version()
+            }
+            /// Management class.
+            #[must_use]
+            pub fn mgmt_class(&self) -> $crate::mad::MgmtClass {
+                self.mad_header().mgmt_class()
+            }
+            /// Class version.
+            #[must_use]
+            pub fn class_version(&self) -> u8 {
+                self.mad_header().class_version()
+            }
+            /// R bit: this MAD is a response.
+            #[must_use]
+            pub fn response(&self) -> bool {
+                self.mad_header().response()
+            }
+            /// Method without the R bit.
+            #[must_use]
+            pub fn method(&self) -> $crate::mad::Method {
+                self.mad_header().method()
+            }
+            /// The whole method byte (R bit included).
+            #[must_use]
+            pub fn method_byte(&self) -> u8 {
+                self.mad_header().method_byte()
+            }
+            /// Status word.
+            #[must_use]
+            pub fn status(&self) -> $crate::mad::Status {
+                self.mad_header().status()
+            }
+            /// Class-specific word.
+            #[must_use]
+            pub fn class_specific(&self) -> u16 {
+                self.mad_header().class_specific()
+            }
+            /// Transaction ID.
+            #[must_use]
+            pub fn transaction_id(&self) -> u64 {
+                self.mad_header().transaction_id()
+            }
+            /// Attribute ID.
+            #[must_use]
+            pub fn attribute_id(&self) -> $attr {
+                <$attr>::from(self.mad_header().attribute_id())
+            }
+            /// Attribute modifier.
+            #[must_use]
+            pub fn attribute_modifier(&self) -> u32 {
+                self.mad_header().attribute_modifier()
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+            fn mad_header_mut(&mut self) -> $crate::mad::MadHeaderView<&mut [u8]> {
+                $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_mut())
+            }
+            /// Sets the base version.
+            pub fn set_base_version(&mut self, v: u8) {
+                self.mad_header_mut().set_base_version(v);
+            }
+            /// Sets the management class.
+            pub fn set_mgmt_class(&mut self, v: $crate::mad::MgmtClass) {
+                self.mad_header_mut().set_mgmt_class(v);
+            }
+            /// Sets the class version.
+            pub fn set_class_version(&mut self, v: u8) {
+                self.mad_header_mut().set_class_version(v);
+            }
+            /// Sets the R bit.
+            pub fn set_response(&mut self, v: bool) {
+                self.mad_header_mut().set_response(v);
+            }
+            /// Sets the method (R bit apart).
+            pub fn set_method(&mut self, v: $crate::mad::Method) {
+                self.mad_header_mut().set_method(v);
+            }
+            /// Sets the status word.
+            pub fn set_status(&mut self, v: $crate::mad::Status) {
+                self.mad_header_mut().set_status(v);
+            }
+            /// Sets the class-specific word.
+            pub fn set_class_specific(&mut self, v: u16) {
+                self.mad_header_mut().set_class_specific(v);
+            }
+            /// Sets the transaction ID.
+            pub fn set_transaction_id(&mut self, v: u64) {
+                self.mad_header_mut().set_transaction_id(v);
+            }
+            /// Sets the attribute ID.
+            pub fn set_attribute_id(&mut self, v: $attr) {
+                self.mad_header_mut().set_attribute_id(u16::from(v));
+            }
+            /// Sets the attribute modifier.
+            pub fn set_attribute_modifier(&mut self, v: u32) {
+                self.mad_header_mut().set_attribute_modifier(v);
+            }
+        }
+    };
+}
+pub(crate) use mad_form;
+
 /// Offset of the RMPP header in every class that can use RMPP (SA, vendor range 2).
 pub const RMPP_HEADER_OFFSET: usize = 24;
 /// Size of the RMPP header.
@@ -240,69 +374,36 @@ code_enum! {
     }
 }
 
-/// The three RMPP flags (low 3 bits of byte 26): Active, First, Last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct RmppFlags(pub u8);
+bit_flags! {
+    /// The three RMPP flags (low 3 bits of byte 26): Active, First, Last.
+    pub struct RmppFlags: u8 {
+        /// RMPP is in use for this MAD.
+        const ACTIVE = 0x1;
+        /// First segment of a transfer.
+        const FIRST = 0x2;
+        /// Last segment of a transfer.
+        const LAST = 0x4;
+    }
+}
 
 impl RmppFlags {
     /// No flag set (RMPP not in use).
-    pub const NONE: Self = Self(0);
-    /// RMPP is in use for this MAD.
-    pub const ACTIVE: Self = Self(0x1);
-    /// First segment of a transfer.
-    pub const FIRST: Self = Self(0x2);
-    /// Last segment of a transfer.
-    pub const LAST: Self = Self(0x4);
+    pub const NONE: Self = Self::EMPTY;
 
     /// Active flag.
     #[must_use]
     pub const fn active(self) -> bool {
-        self.0 & 0x1 != 0
+        self.contains(Self::ACTIVE)
     }
     /// First flag.
     #[must_use]
     pub const fn first(self) -> bool {
-        self.0 & 0x2 != 0
+        self.contains(Self::FIRST)
     }
     /// Last flag.
     #[must_use]
     pub const fn last(self) -> bool {
-        self.0 & 0x4 != 0
-    }
-    /// Whether every flag of `other` is set here.
-    #[must_use]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-impl core::ops::BitOr for RmppFlags {
-    type Output = Self;
-    fn bitor(self, rhs: Self) -> Self {
-        Self(self.0 | rhs.0)
-    }
-}
-
-impl core::ops::BitOrAssign for RmppFlags {
-    fn bitor_assign(&mut self, rhs: Self) {
-        self.0 |= rhs.0;
-    }
-}
-
-impl FieldType for RmppFlags {
-    #[inline(always)]
-    fn read(buf: &[u8], f: Field) -> Self {
-        Self(get_uint(buf, f) as u8)
-    }
-    #[inline(always)]
-    fn write(self, buf: &mut [u8], f: Field) {
-        set_uint(buf, f, u64::from(self.0));
-    }
-    fn to_value(&self) -> FieldValue<'_> {
-        FieldValue::Uint(u64::from(self.0))
-    }
-    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
-        u8::from_value(v, f).map(Self)
+        self.contains(Self::LAST)
     }
 }
 
@@ -426,40 +527,10 @@ wire_struct! {
     /// header, RMPP header, OUI and 216 data bytes.
     pub struct Vendor2Mad, view Vendor2MadView, size 256, label "vendor range-2 MAD";
     fields {
-        /// Base version (1).
-        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
-        /// Management class (0x30..=0x4F).
-        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
-        /// Class version.
-        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
-        /// R bit.
-        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
-        /// Method without the R bit.
-        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
-        /// Status word.
-        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
-        /// Class-specific word.
-        class_specific, set_class_specific: u16 = (6, 0, 16);
-        /// Transaction ID.
-        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
-        /// Attribute ID.
-        attribute_id, set_attribute_id: u16 = (16, 0, 16), "IB_MAD_ATTRID_F";
-        /// Attribute modifier.
-        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
-        /// RMPPVersion (1 when RMPP is in use).
-        rmpp_version, set_rmpp_version: u8 = (24, 0, 8);
-        /// RMPPType.
-        rmpp_type, set_rmpp_type: RmppType = (25, 0, 8);
-        /// RRespTime: 4.096 us * 2^value, 0x1F = none given.
-        rmpp_resp_time, set_rmpp_resp_time: u8 = (26, 0, 5);
-        /// RMPP flags.
-        rmpp_flags, set_rmpp_flags: RmppFlags = (26, 5, 3);
-        /// RMPPStatus.
-        rmpp_status, set_rmpp_status: RmppStatus = (27, 0, 8);
-        /// Data1: SegmentNumber of DATA and ACK.
-        rmpp_data1, set_rmpp_data1: u32 = (28, 0, 32);
-        /// Data2: PayloadLength of DATA, NewWindowLast of ACK.
-        rmpp_data2, set_rmpp_data2: u32 = (32, 0, 32);
+        /// The common MAD header.
+        header, set_header: MadHeader = (0, 0, 192);
+        /// The RMPP header.
+        rmpp, set_rmpp: RmppHeader = (24, 0, 96);
         /// IEEE OUI of the vendor class owner.
         oui, set_oui: u32 = (37, 0, 24), "IB_VEND2_OUI_F";
         /// The 216 vendor data bytes.
@@ -470,31 +541,15 @@ wire_struct! {
 /// Offset of the data area of a vendor range-2 MAD (also its RMPP header length).
 pub const VENDOR2_DATA_OFFSET: usize = 40;
 
+mad_form!(Vendor2Mad, Vendor2MadView, u16);
+
 wire_struct! {
     /// A general-services MAD of the PerfMgt / DevMgt / BM kind (`mad.md` 8): common
     /// header, 40 class-specific bytes and 192 data bytes.
     pub struct GsMad, view GsMadView, size 256, label "GS MAD";
     fields {
-        /// Base version (1).
-        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
-        /// Management class.
-        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
-        /// Class version.
-        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
-        /// R bit.
-        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
-        /// Method without the R bit.
-        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
-        /// Status word.
-        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
-        /// Class-specific word.
-        class_specific, set_class_specific: u16 = (6, 0, 16);
-        /// Transaction ID.
-        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
-        /// Attribute ID.
-        attribute_id, set_attribute_id: u16 = (16, 0, 16), "IB_MAD_ATTRID_F";
-        /// Attribute modifier.
-        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
+        /// The common MAD header.
+        header, set_header: MadHeader = (0, 0, 192);
         /// Bytes 24..63: class-specific (BM: B_Key at 24), reserved for PerfMgt/DevMgt.
         class_header, set_class_header: [u8; 40] = (24, 0, 320);
         /// The 192 bytes of class data.
@@ -504,6 +559,8 @@ wire_struct! {
 
 /// Offset of the data area of a [`GsMad`].
 pub const GS_DATA_OFFSET: usize = 64;
+
+mad_form!(GsMad, GsMadView, u16);
 
 #[cfg(test)]
 mod tests {
@@ -611,9 +668,9 @@ mod tests {
         b[255] = 0xBB;
         let v = Vendor2Mad::parse(&b).unwrap();
         assert!(v.mgmt_class.is_vendor());
-        assert_eq!(v.rmpp_type, RmppType::Data);
+        assert_eq!(v.rmpp.rmpp_type, RmppType::Data);
         assert_eq!(
-            v.rmpp_flags,
+            v.rmpp.flags,
             RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
         );
         assert_eq!(v.oui, 0x001405);

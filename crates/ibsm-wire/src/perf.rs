@@ -32,6 +32,10 @@
 //! # Ok::<(), ibsm_wire::Error>(())
 //! ```
 
+mod counter;
+
+pub use counter::Counter;
+
 use crate::attr::bit_flags;
 use crate::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMad, Method, MgmtClass};
 
@@ -498,16 +502,18 @@ pub fn perf_request(method: Method, attr: PerfAttributeId, tid: u64, data: &[u8]
     let n = data.len().min(buf.len());
     buf[..n].copy_from_slice(&data[..n]);
     GsMad {
-        base_version: 1,
-        mgmt_class: MgmtClass::PerfMgt,
-        class_version: PERF_CLASS_VERSION,
-        response: false,
-        method,
-        status: crate::mad::Status::OK,
-        class_specific: 0,
-        transaction_id: tid,
-        attribute_id: attr.into(),
-        attribute_modifier: 0,
+        header: crate::mad::MadHeader {
+            base_version: 1,
+            mgmt_class: MgmtClass::PerfMgt,
+            class_version: PERF_CLASS_VERSION,
+            response: false,
+            method,
+            status: crate::mad::Status::OK,
+            class_specific: 0,
+            transaction_id: tid,
+            attribute_id: attr.into(),
+            attribute_modifier: 0,
+        },
         class_header: [0; 40],
         data: buf,
     }

@@ -5,7 +5,7 @@
 use core::fmt;
 
 use crate::error::{Error, Result};
-use crate::mad::{Method, MgmtClass, Status};
+use crate::mad::{MadHeader, Method, MgmtClass, mad_form};
 
 /// The permissive LID: "whoever receives this", and the unused value of DrSLID/DrDLID.
 pub const PERMISSIVE_LID: u16 = 0xFFFF;
@@ -16,28 +16,25 @@ pub const SMP_DATA_OFFSET: usize = 64;
 /// Size of the SMP attribute data area.
 pub const SMP_DATA_SIZE: usize = 64;
 
+/// The 64 attribute data bytes of an SMP of either form (LID-routed or directed-route
+/// alike), or `None` if `mad` is too short to hold them.
+#[must_use]
+pub fn smp_data(mad: &[u8]) -> Option<&[u8]> {
+    mad.get(SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_SIZE)
+}
+
+/// [`smp_data`], writable.
+#[must_use]
+pub fn smp_data_mut(mad: &mut [u8]) -> Option<&mut [u8]> {
+    mad.get_mut(SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_SIZE)
+}
+
 wire_struct! {
     /// A LID-routed SMP (management class 0x01), all 256 bytes.
     pub struct LidSmp, view LidSmpView, size 256, label "LID-routed SMP";
     fields {
-        /// Base version (1).
-        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
-        /// Management class (0x01).
-        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
-        /// Class version (1).
-        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
-        /// R bit.
-        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
-        /// Method without the R bit.
-        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
-        /// Status word.
-        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
-        /// Transaction ID.
-        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
-        /// Attribute ID (see [`SmAttributeId`](crate::attr::SmAttributeId)).
-        attribute_id, set_attribute_id: u16 = (16, 0, 16), "IB_MAD_ATTRID_F";
-        /// Attribute modifier.
-        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
+        /// The common MAD header (bytes 6..8 reserved in a LID-routed SMP).
+        header, set_header: MadHeader = (0, 0, 192);
         /// M_Key presented by the sender.
         m_key, set_m_key: u64 = (24, 0, 64), "IB_MAD_MKEY_F";
         /// The 64 bytes of attribute data.
@@ -312,6 +309,8 @@ impl DrSmp {
     }
 }
 
+mad_form!(LidSmp, LidSmpView, u16);
+
 impl LidSmp {
     /// A LID-routed request.
     #[must_use]
@@ -323,13 +322,16 @@ impl LidSmp {
         m_key: u64,
     ) -> Self {
         Self {
-            base_version: 1,
-            mgmt_class: MgmtClass::SubnLid,
-            class_version: 1,
-            method,
-            transaction_id,
-            attribute_id,
-            attribute_modifier,
+            header: MadHeader {
+                base_version: 1,
+                mgmt_class: MgmtClass::SubnLid,
+                class_version: 1,
+                method,
+                transaction_id,
+                attribute_id,
+                attribute_modifier,
+                ..MadHeader::default()
+            },
             m_key,
             ..Self::default()
         }

@@ -281,7 +281,7 @@ fn send_only_full_member_joins_create_the_group() {
     // The SA says it takes them (older kernels check before using 0x8).
     let mut cpi =
         SaMad::request(Method::Get, 1, ComponentMask::NONE, &NodeRecord::default()).unwrap();
-    cpi.attribute_id = SaAttributeId::ClassPortInfo;
+    cpi.attribute_id = SaAttributeId::ClassPortInfo.into();
     let out = sa.handle(T0, &cpi.to_bytes(), &from(la));
     let cpi = ibsm_wire::mad::ClassPortInfo::parse(&SaMad::parse(&out[0]).unwrap().data).unwrap();
     assert_ne!(

@@ -70,20 +70,11 @@ fn line(out: &mut String, name: &str, value: impl std::fmt::Display) {
     let _ = writeln!(out, "{label:.<33}{value}");
 }
 
-/// PortCounters' counters before CounterSelect2, in the order perfquery prints them.
-const BASIC_HEAD: &[Counter] = &[
-    Counter::SymbolErrors,
-    Counter::LinkErrorRecovery,
-    Counter::LinkDowned,
-    Counter::RcvErrors,
-    Counter::RcvRemotePhysicalErrors,
-    Counter::RcvSwitchRelayErrors,
-    Counter::XmitDiscards,
-    Counter::XmitConstraintErrors,
-    Counter::RcvConstraintErrors,
-];
+/// PortCounters' counters before CounterSelect2, in the order perfquery prints them:
+/// CounterSelect's first nine.
+const BASIC_HEAD: &[Counter] = Counter::COUNTER_SELECT.split_at(9).0;
 
-/// PortCounters' counters after CounterSelect2.
+/// PortCounters' counters after CounterSelect2, in perfquery's own order.
 const BASIC_TAIL: &[Counter] = &[
     Counter::LocalLinkIntegrityErrors,
     Counter::ExcessiveBufferOverrunErrors,
@@ -96,27 +87,12 @@ const BASIC_TAIL: &[Counter] = &[
     Counter::XmitWait,
 ];
 
-/// PortCountersExtended's traffic counters, in perfquery -x order.
-const EXTENDED_TRAFFIC: &[Counter] = &[
-    Counter::XmitData,
-    Counter::RcvData,
-    Counter::XmitPkts,
-    Counter::RcvPkts,
-    Counter::UnicastXmitPkts,
-    Counter::UnicastRcvPkts,
-    Counter::MulticastXmitPkts,
-    Counter::MulticastRcvPkts,
-];
+/// PortCountersExtended's traffic counters, in perfquery -x order: CounterSelect's.
+const EXTENDED_TRAFFIC: &[Counter] = &Counter::EXT_COUNTER_SELECT;
 
-/// PortCountersExtended's error counters after the nine it prints first, those of
-/// [`BASIC_HEAD`] (printed where the agent has them).
-const EXTENDED_ERRORS_TAIL: &[Counter] = &[
-    Counter::LocalLinkIntegrityErrors,
-    Counter::ExcessiveBufferOverrunErrors,
-    Counter::Vl15Dropped,
-    Counter::XmitWait,
-    Counter::Qp1Dropped,
-];
+/// PortCountersExtended's error counters (printed where the agent has them), in
+/// perfquery -x order: CounterSelect2's.
+const EXTENDED_ERRORS: &[Counter] = &Counter::EXT_COUNTER_SELECT2;
 
 /// PortCounters' counters of `counters`, by the names [`Counter`] gives them.
 fn basic_lines(out: &mut String, counters: &[Counter], pc: &PortCounters) {
@@ -168,16 +144,15 @@ fn extended_block(
         "CounterSelect",
         format_args!("{:#06x}", pc.counter_select.0),
     );
-    let errors: &[&[Counter]] = if cpi.capability_mask2 & 0x2 != 0 {
-        &[BASIC_HEAD, EXTENDED_ERRORS_TAIL]
+    let errors: &[Counter] = if cpi.capability_mask2 & 0x2 != 0 {
+        EXTENDED_ERRORS
     } else {
         &[]
     };
-    for &c in EXTENDED_TRAFFIC
-        .iter()
-        .chain(errors.iter().copied().flatten())
-    {
-        line(out, c.perfquery_name(), c.of_extended(pc));
+    for &c in EXTENDED_TRAFFIC.iter().chain(errors) {
+        if let Some(v) = c.of_extended(pc) {
+            line(out, c.perfquery_name(), v);
+        }
     }
 }
 
@@ -307,16 +282,11 @@ fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
         "CounterSelect",
         format_args!("{:#06x}", d.counter_select),
     );
-    line(out, "PortLocalPhysicalErrors", d.port_local_physical_errors);
-    line(
-        out,
-        "PortMalformedPktErrors",
-        d.port_malformed_packet_errors,
-    );
-    line(out, "PortBufferOverrunErrors", d.port_buffer_overrun_errors);
-    line(out, "PortDLIDMappingErrors", d.port_dlid_mapping_errors);
-    line(out, "PortVLMappingErrors", d.port_vl_mapping_errors);
-    line(out, "PortLoopingErrors", d.port_looping_errors);
+    for c in Counter::RCV_ERROR_DETAILS_SELECT {
+        if let Some(v) = c.of_rcv_error_details(d) {
+            line(out, c.perfquery_name(), v);
+        }
+    }
 }
 
 fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
@@ -326,18 +296,11 @@ fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
         "CounterSelect",
         format_args!("{:#06x}", d.counter_select),
     );
-    line(out, "PortInactiveDiscards", d.port_inactive_discards);
-    line(out, "PortNeighborMTUDiscards", d.port_neighbor_mtu_discards);
-    line(
-        out,
-        "PortSwLifetimeLimitDiscards",
-        d.port_sw_lifetime_limit_discards,
-    );
-    line(
-        out,
-        "PortSwHOQLifetimeLimitDiscards",
-        d.port_sw_hoq_lifetime_limit_discards,
-    );
+    for c in Counter::XMIT_DISCARD_DETAILS_SELECT {
+        if let Some(v) = c.of_xmit_discard_details(d) {
+            line(out, c.perfquery_name(), v);
+        }
+    }
 }
 
 fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), String> {

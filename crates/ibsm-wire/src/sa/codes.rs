@@ -61,6 +61,20 @@ code_enum! {
     }
 }
 
+// A MAD header holds the attribute ID as a raw `u16` ([`crate::MadHeader`], nested in
+// [`super::SaMad`]): comparing it with the SA's code needs no conversion at the call.
+impl PartialEq<SaAttributeId> for u16 {
+    fn eq(&self, other: &SaAttributeId) -> bool {
+        *self == u16::from(*other)
+    }
+}
+
+impl PartialEq<u16> for SaAttributeId {
+    fn eq(&self, other: &u16) -> bool {
+        u16::from(*self) == *other
+    }
+}
+
 code_enum! {
     /// SA error code: bits 8..15 of the status word of an SA response (`mad.md` 4).
     pub enum SaStatus: u8 {

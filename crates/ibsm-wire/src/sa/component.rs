@@ -1,23 +1,26 @@
 //! ComponentMask: which template fields of an SA query must match (`sa.md` 3).
 
 use core::marker::PhantomData;
-use core::ops::{BitAnd, BitOr, BitOrAssign, Not};
+use core::ops::Not;
 
-use crate::field::{Field, FieldType, FieldValue, WireStruct, get_uint, set_uint};
+use crate::attr::bit_flags;
+use crate::field::{Field, WireStruct, get_uint};
 
 use super::codes::SaAttributeId;
 
-/// The 64-bit ComponentMask of an SA MAD: bit `i` (value `1 << i`) selects the `i`-th
-/// component of the record, reserved fields included.
-///
-/// Each record names its bits as associated constants (`PathRecord::CM_SGID`) and lists
-/// them with their positions in [`SaRecord::COMPONENTS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct ComponentMask(pub u64);
+bit_flags! {
+    /// The 64-bit ComponentMask of an SA MAD: bit `i` (value `1 << i`) selects the `i`-th
+    /// component of the record, reserved fields included.
+    ///
+    /// The bits mean something only per record, so they are named there: each record
+    /// names its bits as associated constants (`PathRecord::CM_SGID`) and lists them with
+    /// their positions in [`SaRecord::COMPONENTS`].
+    pub struct ComponentMask: u64 {}
+}
 
 impl ComponentMask {
     /// No component: everything matches.
-    pub const NONE: Self = Self(0);
+    pub const NONE: Self = Self::EMPTY;
 
     /// The mask with only bit `bit` set (`bit` is taken modulo 64).
     #[must_use]
@@ -29,18 +32,6 @@ impl ComponentMask {
     #[must_use]
     pub const fn has(self, bit: u8) -> bool {
         self.0 & (1u64 << (bit & 63)) != 0
-    }
-
-    /// Whether every bit of `other` is set here.
-    #[must_use]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Whether no bit is set.
-    #[must_use]
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
     }
 
     /// The mask of the components of `R` whose field is named in `names` (dotted names
@@ -55,29 +46,9 @@ impl ComponentMask {
         Some(m)
     }
 
-    /// The set bits, lowest first.
-    pub fn bits(self) -> impl Iterator<Item = u8> {
+    /// The numbers of the set bits, lowest first.
+    pub fn bit_numbers(self) -> impl Iterator<Item = u8> {
         (0u8..64).filter(move |&b| self.has(b))
-    }
-}
-
-impl BitOr for ComponentMask {
-    type Output = Self;
-    fn bitor(self, rhs: Self) -> Self {
-        Self(self.0 | rhs.0)
-    }
-}
-
-impl BitOrAssign for ComponentMask {
-    fn bitor_assign(&mut self, rhs: Self) {
-        self.0 |= rhs.0;
-    }
-}
-
-impl BitAnd for ComponentMask {
-    type Output = Self;
-    fn bitand(self, rhs: Self) -> Self {
-        Self(self.0 & rhs.0)
     }
 }
 
@@ -85,35 +56,6 @@ impl Not for ComponentMask {
     type Output = Self;
     fn not(self) -> Self {
         Self(!self.0)
-    }
-}
-
-impl From<u64> for ComponentMask {
-    fn from(v: u64) -> Self {
-        Self(v)
-    }
-}
-
-impl From<ComponentMask> for u64 {
-    fn from(m: ComponentMask) -> u64 {
-        m.0
-    }
-}
-
-impl FieldType for ComponentMask {
-    #[inline(always)]
-    fn read(buf: &[u8], f: Field) -> Self {
-        Self(get_uint(buf, f))
-    }
-    #[inline(always)]
-    fn write(self, buf: &mut [u8], f: Field) {
-        set_uint(buf, f, self.0);
-    }
-    fn to_value(&self) -> FieldValue<'_> {
-        FieldValue::Uint(self.0)
-    }
-    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
-        u64::from_value(v, f).map(Self)
     }
 }
 
@@ -266,7 +208,7 @@ mod tests {
         assert!(m.has(12) && !m.has(11));
         assert!(m.contains(ComponentMask::bit(2)));
         assert_eq!((m & ComponentMask::bit(3)).0, 8);
-        assert_eq!(m.bits().collect::<std::vec::Vec<_>>(), [2, 3, 12]);
+        assert_eq!(m.bit_numbers().collect::<std::vec::Vec<_>>(), [2, 3, 12]);
         assert!(ComponentMask::NONE.is_empty());
         assert_eq!(ComponentMask::bit(63).0, 1 << 63);
     }

@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 
 use crate::error::{Error, Result};
 use crate::field::WireStruct;
-use crate::mad::{Method, MgmtClass, RmppFlags, RmppStatus, RmppType, Status};
+use crate::mad::{MadHeader, Method, MgmtClass, RmppHeader, RmppType, Status, mad_form};
 
 use super::codes::SaAttributeId;
 use super::component::{ComponentMask, SaRecord};
@@ -32,40 +32,10 @@ wire_struct! {
     /// [`Self::LIBIBMAD_ALIASES`].
     pub struct SaMad, view SaMadView, size 256, label "SA MAD";
     fields {
-        /// Base version (1).
-        base_version, set_base_version: u8 = (0, 0, 8), "IB_MAD_BASEVER_F";
-        /// Management class (0x03).
-        mgmt_class, set_mgmt_class: MgmtClass = (1, 0, 8), "IB_MAD_MGMTCLASS_F";
-        /// Class version (2).
-        class_version, set_class_version: u8 = (2, 0, 8), "IB_MAD_CLASSVER_F";
-        /// R bit.
-        response, set_response: bool = (3, 0, 1), "IB_MAD_RESPONSE_F";
-        /// Method without the R bit.
-        method, set_method: Method = (3, 1, 7), "IB_MAD_METHOD_F";
-        /// Status word; bits 8..15 are the SA code ([`Status::sa_status`]).
-        status, set_status: Status = (4, 0, 16), "IB_MAD_STATUS_F";
-        /// Class-specific word (reserved for SA).
-        class_specific, set_class_specific: u16 = (6, 0, 16);
-        /// Transaction ID.
-        transaction_id, set_transaction_id: u64 = (8, 0, 64), "IB_MAD_TRID_F";
-        /// Attribute ID.
-        attribute_id, set_attribute_id: SaAttributeId = (16, 0, 16), "IB_MAD_ATTRID_F";
-        /// Attribute modifier (0 for SA requests).
-        attribute_modifier, set_attribute_modifier: u32 = (20, 0, 32), "IB_MAD_ATTRMOD_F";
-        /// RMPPVersion (1 when RMPP is in use).
-        rmpp_version, set_rmpp_version: u8 = (24, 0, 8), "IB_SA_RMPP_VERS_F";
-        /// RMPPType.
-        rmpp_type, set_rmpp_type: RmppType = (25, 0, 8), "IB_SA_RMPP_TYPE_F";
-        /// RRespTime: 4.096 us * 2^value; 0x1F = no value given.
-        rmpp_resp_time, set_rmpp_resp_time: u8 = (26, 0, 5), "IB_SA_RMPP_RESP_F";
-        /// RMPP flags (Active, First, Last).
-        rmpp_flags, set_rmpp_flags: RmppFlags = (26, 5, 3), "IB_SA_RMPP_FLAGS_F";
-        /// RMPPStatus.
-        rmpp_status, set_rmpp_status: RmppStatus = (27, 0, 8), "IB_SA_RMPP_STATUS_F";
-        /// Data1: SegmentNumber of DATA and ACK segments.
-        rmpp_data1, set_rmpp_data1: u32 = (28, 0, 32), "IB_SA_RMPP_D1_F";
-        /// Data2: PayloadLength of DATA segments, NewWindowLast of ACKs.
-        rmpp_data2, set_rmpp_data2: u32 = (32, 0, 32), "IB_SA_RMPP_D2_F";
+        /// The common MAD header (its attribute ID an [`SaAttributeId`]: [`SaMad::attribute`]).
+        header, set_header: MadHeader = (0, 0, 192);
+        /// The RMPP header.
+        rmpp, set_rmpp: RmppHeader = (24, 0, 96);
         /// SM_Key (0 for ordinary clients).
         sm_key, set_sm_key: u64 = (36, 0, 64), "IB_SA_MKEY_F";
         /// Record spacing in 8-byte words (responses); 0 in requests.
@@ -77,12 +47,14 @@ wire_struct! {
     }
 }
 
+mad_form!(SaMad, SaMadView, SaAttributeId);
+
 impl SaMad {
     /// Other libibmad names of fields held once here: `(field, libibmad name)`.
     pub const LIBIBMAD_ALIASES: &'static [(&'static str, &'static str)] = &[
-        ("rmpp_data1", "IB_SA_RMPP_SEGNUM_F"),
-        ("rmpp_data2", "IB_SA_RMPP_LEN_F"),
-        ("rmpp_data2", "IB_SA_RMPP_NEWWIN_F"),
+        ("rmpp.data1", "IB_SA_RMPP_SEGNUM_F"),
+        ("rmpp.data2", "IB_SA_RMPP_LEN_F"),
+        ("rmpp.data2", "IB_SA_RMPP_NEWWIN_F"),
     ];
 
     /// An SA request (class 0x03, version 2, RMPP off, AttributeOffset 0) carrying
@@ -98,12 +70,15 @@ impl SaMad {
         template: &R,
     ) -> Result<Self> {
         let mut m = Self {
-            base_version: 1,
-            mgmt_class: MgmtClass::SubnAdm,
-            class_version: SA_CLASS_VERSION,
-            method,
-            transaction_id,
-            attribute_id: R::ATTRIBUTE_ID,
+            header: MadHeader {
+                base_version: 1,
+                mgmt_class: MgmtClass::SubnAdm,
+                class_version: SA_CLASS_VERSION,
+                method,
+                transaction_id,
+                attribute_id: R::ATTRIBUTE_ID.into(),
+                ..MadHeader::default()
+            },
             component_mask,
             ..Self::default()
         };
@@ -122,38 +97,41 @@ impl SaMad {
             self.method
         };
         Self {
-            response: true,
-            method,
-            status: Status::OK,
-            rmpp_version: 0,
-            rmpp_type: RmppType::None,
-            rmpp_resp_time: 0,
-            rmpp_flags: RmppFlags::NONE,
-            rmpp_status: RmppStatus::Normal,
-            rmpp_data1: 0,
-            rmpp_data2: 0,
+            header: MadHeader {
+                response: true,
+                method,
+                status: Status::OK,
+                ..self.header
+            },
+            rmpp: RmppHeader::default(),
             attribute_offset: R::ATTRIBUTE_OFFSET,
             data: [0; SA_DATA_SIZE],
             ..*self
         }
     }
 
-    /// SegmentNumber (DATA and ACK segments): alias of `rmpp_data1`.
+    /// The attribute ID as the SA's code.
+    #[must_use]
+    pub fn attribute(&self) -> SaAttributeId {
+        SaAttributeId::from(self.header.attribute_id)
+    }
+
+    /// SegmentNumber (DATA and ACK segments): alias of `rmpp.data1`.
     #[must_use]
     pub const fn segment_number(&self) -> u32 {
-        self.rmpp_data1
+        self.rmpp.data1
     }
 
-    /// PayloadLength (DATA segments): alias of `rmpp_data2`.
+    /// PayloadLength (DATA segments): alias of `rmpp.data2`.
     #[must_use]
     pub const fn payload_length(&self) -> u32 {
-        self.rmpp_data2
+        self.rmpp.data2
     }
 
-    /// NewWindowLast (ACK segments): alias of `rmpp_data2`.
+    /// NewWindowLast (ACK segments): alias of `rmpp.data2`.
     #[must_use]
     pub const fn new_window_last(&self) -> u32 {
-        self.rmpp_data2
+        self.rmpp.data2
     }
 
     /// The record spacing in bytes (`AttributeOffset * 8`).
@@ -194,9 +172,9 @@ impl SaMad {
     /// first and last, `PayloadLength - 20` (capped at 200); otherwise all 200.
     #[must_use]
     pub fn payload(&self) -> &[u8] {
-        let f = self.rmpp_flags;
-        if self.rmpp_type == RmppType::Data && f.active() && f.first() && f.last() {
-            let len = (self.rmpp_data2 as usize)
+        let f = self.rmpp.flags;
+        if self.rmpp.rmpp_type == RmppType::Data && f.active() && f.first() && f.last() {
+            let len = (self.rmpp.data2 as usize)
                 .saturating_sub(20)
                 .min(SA_DATA_SIZE);
             &self.data[..len]

@@ -1,3 +1,4 @@
+// Over 800 lines: Segmenter, Sender and Reassembler share the RMPP header rules and windows.
 //! Sans-IO RMPP for multi-MAD messages (`sa.md` 2): a [`Segmenter`] that cuts a
 //! payload (raw bytes or a table of records) into 256-byte DATA segments, and a
 //! [`Reassembler`] that checks incoming DATA segments and joins their data.

@@ -330,14 +330,14 @@ fn sa_header_vector() {
     assert_eq!(m.status, Status::OK);
     assert_eq!(m.transaction_id, 0x01_2345_6789);
     assert_eq!(m.attribute_id, SaAttributeId::PathRecord);
-    assert_eq!(m.rmpp_version, 1);
-    assert_eq!(m.rmpp_type, RmppType::Data);
-    assert_eq!(m.rmpp_resp_time, 0x1C);
+    assert_eq!(m.rmpp.version, 1);
+    assert_eq!(m.rmpp.rmpp_type, RmppType::Data);
+    assert_eq!(m.rmpp.resp_time, 0x1C);
     assert_eq!(
-        m.rmpp_flags,
+        m.rmpp.flags,
         RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST
     );
-    assert_eq!(m.rmpp_status, RmppStatus::Normal);
+    assert_eq!(m.rmpp.status, RmppStatus::Normal);
     assert_eq!(m.segment_number(), 1);
     assert_eq!(m.payload_length(), 84);
     assert_eq!(m.new_window_last(), 84);
@@ -354,7 +354,7 @@ fn sa_header_vector() {
     assert_eq!(m.to_bytes(), bytes);
     // The view reads the same bits without copying.
     let v = SaMadView::new_checked(&bytes[..]).unwrap();
-    assert_eq!(v.rmpp_flags(), m.rmpp_flags);
+    assert_eq!(v.rmpp().flags, m.rmpp.flags);
     assert_eq!(v.record_bytes(0).unwrap(), &path_record_bytes()[..]);
     assert_eq!(v.record_bytes(3), None);
     // Records of the answer.
@@ -362,9 +362,13 @@ fn sa_header_vector() {
     assert_eq!(prs.len(), 1);
     assert_eq!(prs[0], m.record::<PathRecord>(0).unwrap());
     // The libibmad fields of the header are where the TSV says.
+    for (name, byte, bit, len) in [("resp_time", 2, 0, 5), ("flags", 2, 5, 3)] {
+        let d = RmppHeader::FIELDS.iter().find(|d| d.name == name).unwrap();
+        assert_eq!(d.field, Field::new(byte, bit, len), "{name}");
+    }
     for (name, byte, bit, len) in [
-        ("rmpp_resp_time", 26, 0, 5),
-        ("rmpp_flags", 26, 5, 3),
+        ("header", 0, 0, 192),
+        ("rmpp", 24, 0, 96),
         ("sm_key", 36, 0, 64),
         ("attribute_offset", 44, 0, 16),
         ("component_mask", 48, 0, 64),
@@ -703,13 +707,13 @@ fn segment_payload_lengths() {
     assert_eq!(seg.segment_count(), 2);
     let s1 = SaMad::parse(&seg.segment(1).unwrap()).unwrap();
     let s2 = SaMad::parse(&seg.segment(2).unwrap()).unwrap();
-    assert_eq!(s1.rmpp_flags, RmppFlags::ACTIVE | RmppFlags::FIRST);
-    assert_eq!(s2.rmpp_flags, RmppFlags::ACTIVE | RmppFlags::LAST);
+    assert_eq!(s1.rmpp.flags, RmppFlags::ACTIVE | RmppFlags::FIRST);
+    assert_eq!(s2.rmpp.flags, RmppFlags::ACTIVE | RmppFlags::LAST);
     assert_eq!((s1.segment_number(), s2.segment_number()), (1, 2));
     assert_eq!(s1.payload_length(), 320 + 20 * 2);
     assert_eq!(s2.payload_length(), 220 - 80);
-    assert_eq!(s1.rmpp_type, RmppType::Data);
-    assert_eq!(s1.rmpp_version, 1);
+    assert_eq!(s1.rmpp.rmpp_type, RmppType::Data);
+    assert_eq!(s1.rmpp.version, 1);
     assert_eq!(s1.attribute_offset, 1);
     assert_eq!(s1.record::<LinkRecord>(24).unwrap(), links[24]);
     assert_eq!(s2.record::<LinkRecord>(0).unwrap(), links[25]);
@@ -721,7 +725,7 @@ fn segment_payload_lengths() {
     assert_eq!(seg.segment_count(), 4);
     let mid = SaMad::parse(&seg.segment(2).unwrap()).unwrap();
     assert_eq!(
-        (mid.rmpp_flags, mid.payload_length()),
+        (mid.rmpp.flags, mid.payload_length()),
         (RmppFlags::ACTIVE, 0)
     );
     // An empty table is one segment with PayloadLength 20.
@@ -822,7 +826,7 @@ fn reassembly_errors_leave_state_unchanged() {
     assert_eq!(rx.data().len(), 200);
     // The ACK: R bit flipped, ACK type, window.
     let a = SaMad::parse(&ack).unwrap();
-    assert_eq!(a.rmpp_type, RmppType::Ack);
+    assert_eq!(a.rmpp.rmpp_type, RmppType::Ack);
     assert_eq!((a.segment_number(), a.new_window_last()), (1, 9));
     assert!(!a.response);
     // The rest arrives and completes.
@@ -935,9 +939,9 @@ fn vendor2_layout_roundtrip() {
     assert_eq!(seg.segment_count(), 5); // 216 bytes each
     let first = Vendor2Mad::parse(&seg.segment(1).unwrap()).unwrap();
     assert_eq!(first.oui, 0x001405);
-    assert_eq!(first.rmpp_data2 as usize, 1000 + 4 * 5);
+    assert_eq!(first.rmpp.data2 as usize, 1000 + 4 * 5);
     let last = Vendor2Mad::parse(&seg.segment(5).unwrap()).unwrap();
-    assert_eq!(last.rmpp_data2 as usize, 220 - (5 * 216 - 1000));
+    assert_eq!(last.rmpp.data2 as usize, 220 - (5 * 216 - 1000));
     let mut rx = Reassembler::new(RmppLayout::VENDOR2, VecBuffer::with_limit(4096));
     for m in seg.iter() {
         rx.push(&m).unwrap();
@@ -958,9 +962,9 @@ fn rmpp_roundtrip<R: SaRecord>(recs: &[R]) -> Result<(), TestCaseError> {
     for (i, m) in seg.iter().enumerate() {
         let v = SaMad::parse(&m).unwrap();
         prop_assert_eq!(v.segment_number() as usize, i + 1);
-        prop_assert_eq!(v.rmpp_flags.first(), i == 0);
-        prop_assert_eq!(v.rmpp_flags.last(), i + 1 == s);
-        prop_assert!(v.rmpp_flags.active());
+        prop_assert_eq!(v.rmpp.flags.first(), i == 0);
+        prop_assert_eq!(v.rmpp.flags.last(), i + 1 == s);
+        prop_assert!(v.rmpp.flags.active());
         let want = if i == 0 { d + 20 * s } else { 0 };
         if i + 1 < s {
             prop_assert_eq!(v.payload_length() as usize, want);
@@ -1138,7 +1142,7 @@ fn sender_gives_up_and_aborts() {
     assert_eq!(tx.state(), SenderState::Aborted(RmppStatus::TooManyRetries));
     let abort = SaMad::parse(&tx.poll_transmit(at(3 * TIMEOUT)).unwrap()).unwrap();
     assert_eq!(
-        (abort.rmpp_type, abort.rmpp_status),
+        (abort.rmpp.rmpp_type, abort.rmpp.status),
         (RmppType::Abort, RmppStatus::TooManyRetries)
     );
     assert!(tx.poll_transmit(at(3 * TIMEOUT)).is_none());
@@ -1158,7 +1162,7 @@ fn sender_total_timer_cuts_off_a_slow_receiver() {
     // The receiver ACKs one segment at a time, each just before the ACK time-out.
     while tx.state() == SenderState::Sending {
         while let Some(m) = tx.poll_transmit(now) {
-            if SaMad::parse(&m).unwrap().rmpp_type == RmppType::Abort {
+            if SaMad::parse(&m).unwrap().rmpp.rmpp_type == RmppType::Abort {
                 assert_eq!(m[27], 118);
                 continue;
             }
@@ -1184,7 +1188,7 @@ fn sender_total_timer_cuts_off_a_slow_receiver() {
     assert!((5..12).contains(&sent), "{sent} segments, none resent");
     let abort = SaMad::parse(&tx.poll_transmit(now).unwrap()).unwrap();
     assert_eq!(
-        (abort.rmpp_type, abort.rmpp_status),
+        (abort.rmpp.rmpp_type, abort.rmpp.status),
         (RmppType::Abort, RmppStatus::TotalTimeTooLong)
     );
     assert_eq!(tx.poll_timeout(), None);
@@ -1214,6 +1218,7 @@ fn sender_handles_bad_acks_stop_and_abort() {
     assert_eq!(
         SaMad::parse(&tx.poll_transmit(T0).unwrap())
             .unwrap()
+            .rmpp
             .rmpp_type,
         RmppType::Abort
     );

@@ -78,7 +78,7 @@ impl FakeSa {
         if req.response {
             return Vec::new();
         }
-        if req.rmpp_flags.active() {
+        if req.rmpp.flags.active() {
             // An ACK or ABORT for our transfer.
             if let Some(s) = &mut self.sender {
                 let _ = s.handle(mad, now);

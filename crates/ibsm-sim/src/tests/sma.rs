@@ -616,7 +616,7 @@ mod perf {
             )
             .unwrap();
         assert_eq!(r.status, Status::OK);
-        for k in Counter::ALL {
+        for &k in Counter::EVERY {
             let v = c(&sim, swb, 4, k);
             let kept = matches!(
                 k,

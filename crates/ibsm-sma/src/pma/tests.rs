@@ -98,7 +98,7 @@ fn counters_saturate_at_their_width_and_data_is_in_words() {
 #[test]
 fn set_resets_only_the_selected_counters() {
     let mut pma = Pma::new(PmaConfig::ca(2));
-    for c in Counter::ALL {
+    for &c in Counter::EVERY {
         pma.add(1, c, 3);
         pma.add(2, c, 3);
     }
@@ -348,10 +348,10 @@ proptest! {
         for op in &ops {
             match *op {
                 Op::Add(p, c, n) => {
-                    pma.add(p, Counter::ALL[c], n);
+                    pma.add(p, Counter::EVERY[c], n);
                     if p != ALL_PORTS {
                         for i in ports(p) {
-                            let data = matches!(Counter::ALL[c], Counter::XmitData | Counter::RcvData);
+                            let data = matches!(Counter::EVERY[c], Counter::XmitData | Counter::RcvData);
                             let add = if data { u128::from(n.saturating_mul(4)) } else { u128::from(n) };
                             model[i][c] = (model[i][c] + add).min(if data { u128::from(u64::MAX) * 4 + 3 } else { u128::from(u64::MAX) });
                         }
@@ -422,7 +422,7 @@ proptest! {
                 prop_assert_eq!(u64::from(pc.port_xmit_data), want(Counter::XmitData).min(0xFFFF_FFFF));
                 prop_assert_eq!(u64::from(pc.port_rcv_pkts), want(Counter::RcvPkts).min(0xFFFF_FFFF));
                 prop_assert_eq!(u64::from(pc.port_xmit_wait), want(Counter::XmitWait).min(0xFFFF_FFFF));
-                for c in Counter::ALL {
+                for &c in Counter::EVERY {
                     prop_assert_eq!(pma.get(i, c), want(c), "port {} {:?}", i, c);
                 }
             }
@@ -454,7 +454,7 @@ proptest! {
 #[test]
 fn every_counter_has_its_own_slot_and_traffic_comes_first() {
     let mut seen = [false; N];
-    for c in Counter::ALL {
+    for &c in Counter::EVERY {
         let s = usize::from(SLOT[c as usize]);
         assert!(!seen[s], "{c:?} shares slot {s}");
         seen[s] = true;
@@ -466,10 +466,10 @@ fn every_counter_has_its_own_slot_and_traffic_comes_first() {
     assert!(TRAFFIC[..TRAFFIC.len() - 1].len() <= first_line);
     // Each counter keeps its own count.
     let mut p = PortCounts::default();
-    for (i, c) in Counter::ALL.iter().enumerate() {
+    for (i, c) in Counter::EVERY.iter().enumerate() {
         p.add(*c, i as u64 + 1);
     }
-    for (i, c) in Counter::ALL.iter().enumerate() {
+    for (i, c) in Counter::EVERY.iter().enumerate() {
         assert_eq!(p.get(*c), i as u64 + 1, "{c:?}");
     }
 }
