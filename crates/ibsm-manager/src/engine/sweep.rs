@@ -15,6 +15,7 @@
 //! (`again`, `heavy_next`) and honoured when it ends.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use ibsm_transport::Instant;
 use ibsm_wire::{SmState, SwitchInfo};
@@ -663,7 +664,12 @@ impl SubnetManager {
             s.links = links;
         });
         self.assign_lids()?;
-        Ok(self.route_input())
+        let subnet = Arc::clone(&self.sweep.found(&self.last).subnet);
+        let cut = self.health.cut();
+        let (cfg, lids) = (&self.cfg, &self.lids.assigned);
+        Ok(self
+            .routing
+            .input(cfg, subnet, lids, cut, self.local.port_guid))
     }
 
     /// The routing job came back (`jobs.rs`): program what it computed, or report why
