@@ -449,7 +449,8 @@ impl SubnetManager {
     /// The SA's view of the subnet as configured by the last sweep.
     #[must_use]
     pub fn sa_snapshot(&self) -> SaSnapshot {
-        self.sa_input().snapshot(self.model())
+        self.sa_input()
+            .snapshot(&self.sweep.found(&self.last).subnet)
     }
 
     /// What the SA's snapshot is made of besides the discovered model (all of it cheap

@@ -125,9 +125,43 @@ impl Discovery {
         }
     }
 
+    /// Queues a light sweep's SMPs to this (the last) discovery's model: every switch's
+    /// SwitchInfo (its PortStateChange latch) and, with an M_Key `lease`, every CA
+    /// port's PortInfo: a correctly keyed SMP to every port stops any countdown an
+    /// intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
+    /// just reached through port 0; CA ports need their own Get.
+    pub(super) fn queue_light_sweep(&mut self, lease: bool, smps: &mut SmpQueue) {
+        let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
+            .filter(|&n| self.subnet.nodes[n].is_switch())
+            .collect();
+        for node in switches {
+            smps.submit(Op::LightSwitchInfo { node }, 0, None);
+        }
+        if !lease {
+            return;
+        }
+        let ca_ports: Vec<(NodeIx, u8)> = self
+            .subnet
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.is_switch())
+            .flat_map(|(i, n)| {
+                n.ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.path.is_some())
+                    .map(move |(p, _)| (i, p as u8))
+            })
+            .collect();
+        for (node, port) in ca_ports {
+            self.get_port_info(node, port, smps);
+        }
+    }
+
     /// Queues a Get of one port's PortInfo outside the walk (the light sweep's M_Key
     /// lease refresh), with bit 31 where the model says so.
-    pub(super) fn get_port_info(&mut self, node: NodeIx, port: u8, smps: &mut SmpQueue) {
+    fn get_port_info(&mut self, node: NodeIx, port: u8, smps: &mut SmpQueue) {
         let m = Arc::make_mut(&mut self.subnet).port_info_get(node, port);
         smps.submit(Op::PortInfo { node, port }, m, None);
     }

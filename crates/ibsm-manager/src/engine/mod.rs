@@ -32,7 +32,6 @@
 //! | [`jobs`] | [`jobs::Jobs`] | long computations (routing) as jobs the host may run on other threads, their outputs applied by [`SubnetManager::handle_job`] |
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 
 use ibsm_routing::Routes;
 use ibsm_topology::Fabric;
@@ -426,12 +425,5 @@ impl SubnetManager {
 
     fn event(&mut self, ev: SmEvent) {
         self.out.event(ev);
-    }
-}
-
-impl SubnetManager {
-    /// The model SMPs name nodes of: the running heavy sweep's, else the last one's.
-    fn model(&self) -> &Arc<Subnet> {
-        &self.sweep.found(&self.last).subnet
     }
 }

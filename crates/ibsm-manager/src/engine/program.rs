@@ -136,10 +136,10 @@ impl SubnetManager {
                         &mut self.out,
                     );
                     self.sweep.count(|s| s.pkey_blocks += blocks);
-                    done += self.model().nodes.len();
+                    done += self.sweep.found(&self.last).subnet.nodes.len();
                     p.step = Step::Ports(0);
                 }
-                Step::Ports(n) if n < self.model().nodes.len() => {
+                Step::Ports(n) if n < self.sweep.found(&self.last).subnet.nodes.len() => {
                     let ctx = PortCtx {
                         cfg: &self.cfg,
                         subnet: &self.sweep.found(&self.last).subnet,
@@ -159,7 +159,14 @@ impl SubnetManager {
                     let sets = self.health.program(&self.cfg, subnet, &mut self.smps);
                     self.sweep.count(|s| s.port_sets += sets);
                     let Programming { computed, plan, .. } = *p;
-                    self.routes_in_force(now, computed);
+                    let old = self.routing.in_force(
+                        &self.cfg,
+                        now,
+                        computed,
+                        &mut self.timers,
+                        &mut self.out,
+                    );
+                    self.jobs.retire(old);
                     self.sweep.set_stage(Stage::Program(plan));
                     return;
                 }

@@ -16,7 +16,7 @@ use ibsm_wire::{PortState, SmInfo, SmState};
 
 use super::SubnetManager;
 use crate::config::MKeyMode;
-use crate::health::PortKey;
+use crate::health::{HealthConfig, PortKey};
 use crate::mkey;
 use crate::model::Subnet;
 
@@ -161,21 +161,25 @@ impl PublishInput {
     }
 }
 
-impl SubnetManager {
-    /// What the end of this sweep publishes, taken from the engine.
-    fn publish_input(&self) -> PublishInput {
-        let checks = self.cfg.health;
+impl PublishInput {
+    /// What the end of a sweep publishes: the SA's snapshot of `subnet` when `sa`
+    /// (the SA is on), and the cabling when the health checks (`checks`) compare it.
+    fn new(checks: &HealthConfig, subnet: Arc<Subnet>, sa: Option<SaInput>) -> Self {
         PublishInput {
-            subnet: Arc::clone(self.model()),
-            sa: self.sa().is_some().then(|| self.sa_input()),
+            subnet,
+            sa,
             cabling: checks.flap_count != 0 || checks.trap_limit != 0,
         }
     }
+}
 
+impl SubnetManager {
     /// The activation Sets are answered: the sweep publishes what it configured, then
     /// ends.
     pub(super) fn begin_publish(&mut self, now: Instant) {
-        let input = self.publish_input();
+        let subnet = Arc::clone(&self.sweep.found(&self.last).subnet);
+        let sa = self.sa().is_some().then(|| self.sa_input());
+        let input = PublishInput::new(&self.cfg.health, subnet, sa);
         self.start_publish_job(now, input);
     }
 

@@ -13,8 +13,8 @@ use ibsm_routing::{
 use ibsm_topology::{Csr, Fabric};
 use ibsm_transport::Instant;
 
-use super::SubnetManager;
-use super::timers::Timer;
+use super::timers::{Timer, Timers};
+use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
@@ -166,37 +166,51 @@ impl RouteInput {
     }
 }
 
-impl SubnetManager {
+impl RouteState {
     /// What a routing job needs, taken from the engine on its own thread: the discovered
-    /// subnet, the LIDs just assigned, the links the health policy cuts, the options,
-    /// and the routes in force where they may be repaired instead of recomputed. All of
-    /// it is cheap to take; the work is the job's.
-    pub(super) fn route_input(&self) -> RouteInput {
-        let opts = self.cfg.routing_inputs.apply(
+    /// `subnet`, the LIDs just assigned (`lids`), the links the health policy cuts
+    /// (`cut`), the options, and the routes in force where they may be repaired instead
+    /// of recomputed. All of it is cheap to take; the work is the job's.
+    pub(super) fn input(
+        &self,
+        cfg: &SmConfig,
+        subnet: Arc<Subnet>,
+        lids: &BTreeMap<u64, (u16, u8)>,
+        cut: Vec<(u64, u8)>,
+        local_port_guid: u64,
+    ) -> RouteInput {
+        let opts = cfg.routing_inputs.apply(
             RouteOptions::default()
-                .with_threads(self.cfg.routing_threads)
+                .with_threads(cfg.routing_threads)
                 .with_allow_unreachable(true),
         );
         RouteInput {
-            subnet: Arc::clone(self.model()),
-            lids: self.lids.assigned.clone(),
-            cut: self.health.cut(),
-            engines: self.cfg.routing.clone(),
+            subnet,
+            lids: lids.clone(),
+            cut,
+            engines: cfg.routing.clone(),
             opts,
-            repair: self.routing.repairable(&self.cfg),
-            partitions: self
-                .cfg
+            repair: self.repairable(cfg),
+            partitions: cfg
                 .partitions
                 .as_ref()
-                .map(|p| (Arc::new(p.clone()), self.local.port_guid)),
-            reference: super::topo_ref::input(&self.cfg),
+                .map(|p| (Arc::new(p.clone()), local_port_guid)),
+            reference: super::topo_ref::input(cfg),
         }
     }
 
-    /// Puts computed routes in force (their tables are queued by now). The automatic
-    /// rebalance waits for quiet after the last change the routes were repaired for; a
-    /// sweep that finds nothing new keeps the wait, a recompute ends it.
-    pub(super) fn routes_in_force(&mut self, now: Instant, c: Computed) {
+    /// Puts computed routes in force (their tables are queued by now), a fallback
+    /// reported to `out`. The automatic rebalance waits for quiet after the last change
+    /// the routes were repaired for (`timers`); a sweep that finds nothing new keeps
+    /// the wait, a recompute ends it. What it replaces, to drop.
+    pub(super) fn in_force(
+        &mut self,
+        cfg: &SmConfig,
+        now: Instant,
+        c: Computed,
+        timers: &mut Timers,
+        out: &mut Outbox,
+    ) -> Replaced {
         if !c.failed.is_empty() {
             let why: Vec<String> = c
                 .failed
@@ -204,34 +218,37 @@ impl SubnetManager {
                 .map(|(k, e)| format!("{}: {e}", k.name()))
                 .collect();
             tracing::warn!(engine = c.engine.name(), failed = %why.join("; "), "routing fell back");
-            self.event(SmEvent::RoutingFallback {
+            out.event(SmEvent::RoutingFallback {
                 engine: c.engine,
                 failed: c.failed.clone(),
             });
         }
         if c.rerouted {
             let changed = self
-                .routing
                 .csr
                 .as_ref()
                 .is_none_or(|prev| !crate::reroute::same_fabric(prev, &c.csr));
-            if changed || self.timers.get(Timer::Rebalance).is_none() {
-                let at = self.cfg.rebalance_after.map(|d| now + d);
-                self.timers.set(Timer::Rebalance, at);
+            if changed || timers.get(Timer::Rebalance).is_none() {
+                let at = cfg.rebalance_after.map(|d| now + d);
+                timers.set(Timer::Rebalance, at);
             }
         } else {
-            self.timers.clear(Timer::Rebalance);
+            timers.clear(Timer::Rebalance);
         }
-        let state = &mut self.routing;
         let old = (
-            state.fabric.replace(c.fabric),
-            state.routes.replace(Arc::new(c.routes)),
-            state.csr.replace(Arc::new(c.csr)),
+            self.fabric.replace(c.fabric),
+            self.routes.replace(Arc::new(c.routes)),
+            self.csr.replace(Arc::new(c.csr)),
         );
-        state.rebalance_pending = false;
-        self.jobs.retire(old);
+        self.rebalance_pending = false;
+        old
     }
+}
 
+/// The routes [`RouteState::in_force`] replaced.
+pub(super) type Replaced = (Option<Fabric>, Option<Arc<Routes>>, Option<Arc<Csr>>);
+
+impl SubnetManager {
     pub(super) fn rebalance_wanted(&mut self, now: Instant) {
         self.routing.rebalance_pending = true;
         self.heavy_sweep_wanted(now);

@@ -15,12 +15,12 @@
 //! (`again`, `heavy_next`) and honoured when it ends.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use ibsm_transport::Instant;
 use ibsm_wire::{SmState, SwitchInfo};
 
 use super::discovery::Discovery;
-use super::ops::Op;
 use super::ports::Plan;
 use super::program::Activation;
 use super::publish::Published;
@@ -30,7 +30,6 @@ use super::{Outbox, SubnetManager, keys};
 use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Phase, Role, SmEvent, SweepStats};
-use crate::model::NodeIx;
 
 /// The sweep the engine is in.
 #[derive(Debug)]
@@ -505,36 +504,8 @@ impl SubnetManager {
             self.smi.election.refresh_known_sms(now);
         }
         // A light sweep looks at what the last heavy sweep found.
-        let subnet = &self.last.subnet;
-        let switches: Vec<NodeIx> = (0..subnet.nodes.len())
-            .filter(|&n| subnet.nodes[n].is_switch())
-            .collect();
-        for node in switches {
-            self.smps.submit(Op::LightSwitchInfo { node }, 0, None);
-        }
-        // With an M_Key lease, a correctly keyed SMP to every port stops any countdown an
-        // intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
-        // just reached through port 0; CA ports need their own Get.
-        if keys::lease_active(&self.cfg) {
-            let ca_ports: Vec<(NodeIx, u8)> = self
-                .last
-                .subnet
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| !n.is_switch())
-                .flat_map(|(i, n)| {
-                    n.ports
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, p)| p.path.is_some())
-                        .map(move |(p, _)| (i, p as u8))
-                })
-                .collect();
-            for (node, port) in ca_ports {
-                self.last.get_port_info(node, port, &mut self.smps);
-            }
-        }
+        let lease = keys::lease_active(&self.cfg);
+        self.last.queue_light_sweep(lease, &mut self.smps);
     }
 
     /// Changes the time between periodic sweeps (`SmConfig::sweep_interval`; ibsmd
@@ -663,7 +634,12 @@ impl SubnetManager {
             s.links = links;
         });
         self.assign_lids()?;
-        Ok(self.route_input())
+        let subnet = Arc::clone(&self.sweep.found(&self.last).subnet);
+        let cut = self.health.cut();
+        let (cfg, lids) = (&self.cfg, &self.lids.assigned);
+        Ok(self
+            .routing
+            .input(cfg, subnet, lids, cut, self.local.port_guid))
     }
 
     /// The routing job came back (`jobs.rs`): program what it computed, or report why
