@@ -187,3 +187,43 @@ impl Rates {
         self.rates.as_ref()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::PortCounters;
+    use std::time::Duration;
+
+    fn perf(sweeps: u64, words: u64) -> Perf {
+        let mut counters = std::collections::BTreeMap::new();
+        counters.insert("PortXmitData".to_owned(), words);
+        counters.insert("PortRcvData".to_owned(), words);
+        Perf {
+            sweeps,
+            ports: vec![PortCounters {
+                node_guid: "0x0000000000200000".into(),
+                port: 3,
+                counters,
+                ..PortCounters::default()
+            }],
+            ..Perf::default()
+        }
+    }
+
+    #[test]
+    fn rates_come_from_the_last_two_sweeps_in_bytes_per_second() {
+        let t0 = Instant::now();
+        let mut r = Rates::default();
+        assert!(!r.update(&perf(1, 100), t0), "one sweep is no rate");
+        assert!(r.get().is_none());
+        // The same sweep seen again changes nothing.
+        assert!(!r.update(&perf(1, 100), t0 + Duration::from_secs(1)));
+        assert!(r.update(&perf(2, 600), t0 + Duration::from_secs(2)));
+        // (500 + 500) words of 4 bytes in 2 s.
+        assert_eq!(r.get().unwrap()[&(0x20_0000, 3)], 2000.0);
+        // A sweep still running is not taken.
+        let mut running = perf(3, 700);
+        running.sweeping = true;
+        assert!(!r.update(&running, t0 + Duration::from_secs(3)));
+    }
+}
