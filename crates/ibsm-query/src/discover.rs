@@ -155,11 +155,11 @@ impl Walk {
     /// more cables before their ports' turn, NodeInfos across cables go out before
     /// anything else (each after the NodeInfos on the wire when it was queued have come
     /// back: one of them may cross its cable from the other end) and switch ports'
-    /// PortInfos after everything else. SwitchInfo is not read (a switch's ports are
-    /// read at once), and every PortInfo is asked with modifier bit 31 the first time
+    /// PortInfos after everything else. A switch's ports are read at once, beside its
+    /// SwitchInfo (only its EnhancedPort0 is shown), and every PortInfo is asked with modifier bit 31 the first time
     /// (an SMA that refuses it is asked again without). On a tree walked from a CA that
-    /// is one SMP per fact: a NodeInfo per cable, a NodeDescription per node, port 0 of
-    /// each switch, one end of each cable between switches, both ends of each CA's
+    /// is one SMP per fact: a NodeInfo per cable, a NodeDescription per node, a SwitchInfo
+    /// and port 0 of each switch, one end of each cable between switches, both ends of each CA's
     /// cable. A node answering with a GUID already seen behind an unread port is taken
     /// for that node (a [`Walk::new`] walk reads the port and, finding it Down, reports
     /// the duplicate).
@@ -348,7 +348,9 @@ impl Walk {
         }
         self.push(Probe::NodeDescription { node: n });
         if switch && self.lean {
-            // Nothing of SwitchInfo is in a topology dump.
+            // Of SwitchInfo a topology dump shows only EnhancedPort0 (`enhanced port
+            // 0`): asked beside the ports, which need not wait for it.
+            self.push(Probe::SwitchInfo { node: n });
             self.read_ports(found, n);
         } else if switch {
             self.push(Probe::SwitchInfo { node: n });

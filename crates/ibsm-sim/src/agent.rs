@@ -57,6 +57,8 @@ pub struct NodeSetup {
     pub mft_cap: u16,
     /// Lane speed of every port (see [`SimConfig::link_speed`](crate::SimConfig)).
     pub link_speed: ibsm_topology::LinkSpeed,
+    /// A switch's SwitchInfo.EnhancedPort0.
+    pub enhanced_port0: bool,
 }
 
 impl NodeSetup {
@@ -84,6 +86,7 @@ impl NodeSetup {
             lft_cap: if kind == NodeKind::Switch { 0xC000 } else { 0 },
             mft_cap: 0,
             link_speed: ibsm_topology::LinkSpeed::Qdr,
+            enhanced_port0: false,
         }
     }
 

@@ -42,6 +42,7 @@ impl<A: Agent> Sim<A> {
             setup.link_speed = cfg.link_speed;
             if kind == NodeKind::Switch {
                 setup.lft_cap = cfg.lft_cap;
+                setup.enhanced_port0 = node.enhanced_port0;
                 let g = node.port(0).map_or(guid, |p| p.guid.0);
                 let g = if g == 0 { guid } else { g };
                 setup.port_guids.iter_mut().for_each(|x| *x = g);

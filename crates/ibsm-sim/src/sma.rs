@@ -83,6 +83,7 @@ impl SmaAgent {
                 if setup.mft_cap != 0 {
                     si.multicast_fdb_cap = setup.mft_cap;
                 }
+                si.enhanced_port0 = setup.enhanced_port0;
             }
             // As current switches: MLIDs above SwitchInfo.MulticastFDBTop are not
             // forwarded, so an SM must write it (OpenSM `use_mfttop`).

@@ -153,6 +153,9 @@ pub struct Node {
     pub vendor_id: u32,
     /// Device ID.
     pub device_id: u16,
+    /// Switches: port 0 is an enhanced port (SwitchInfo.EnhancedPort0); what
+    /// `ibnetdiscover` prints as `enhanced port 0` rather than `base port 0`.
+    pub enhanced_port0: bool,
     /// Index = port number; entry 0 is the switch management port (for CAs and routers
     /// it exists but is never used).
     ports: Box<[Port]>,
@@ -350,6 +353,7 @@ impl Fabric {
             },
             vendor_id: spec.vendor_id,
             device_id: spec.device_id,
+            enhanced_port0: false,
             ports: ports.into_boxed_slice(),
         };
         let idx = self.graph.add_node(node);

@@ -237,6 +237,8 @@ struct Record<'a> {
     devid: u16,
     lid: u16,
     lmc: u8,
+    /// A switch header's `enhanced port 0` (rather than `base port 0`).
+    enhanced: bool,
     /// Port GUIDs (CAs/routers) from `[p](guid)`, filled lazily.
     port_guids: Vec<u64>,
     /// Per-port LID/LMC from CA port comments, filled lazily.
@@ -600,9 +602,11 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         let mut description = None;
         let mut lid = 0;
         let mut lmc = 0;
+        let mut enhanced = false;
         if let Some(h) = tail.find_byte(b'#') {
             let (_, desc, post) = split_comment(&tail[h + 1..]);
             description = desc;
+            enhanced = post.contains("enhanced port 0");
             let (l2, m2) = lid_lmc(post);
             lid = l2.unwrap_or(0);
             lmc = m2.unwrap_or(0);
@@ -631,6 +635,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             devid: p.devid.unwrap_or(0),
             lid,
             lmc,
+            enhanced,
             port_guids: Vec::new(),
             port_lids: Vec::new(),
         };
@@ -722,6 +727,7 @@ fn build(
             .node_mut(id)
             .ok_or_else(|| trunc(r.line, "node vanished"))?;
         if r.node_type == NodeType::Switch {
+            node.enhanced_port0 = r.enhanced;
             if let Some(p0) = node.port_mut(0) {
                 p0.lid = r.lid;
                 p0.lmc = r.lmc;
@@ -959,7 +965,8 @@ pub fn write_into(
                     let p0 = n.port(0);
                     let _ = write!(
                         out,
-                        " base port 0 lid {} lmc {}",
+                        " {} port 0 lid {} lmc {}",
+                        if n.enhanced_port0 { "enhanced" } else { "base" },
                         p0.map_or(0, |p| p.lid),
                         p0.map_or(0, |p| p.lmc)
                     );

@@ -31,6 +31,9 @@ struct NodeRepr {
     system_image_guid: Guid,
     vendor_id: u32,
     device_id: u16,
+    /// Switches: SwitchInfo.EnhancedPort0 (absent in older dumps: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    enhanced_port0: bool,
     /// Port 0 (switches) and 1..=num_ports.
     ports: Vec<PortRepr>,
 }
@@ -76,6 +79,7 @@ fn node_repr(n: &Node) -> NodeRepr {
         system_image_guid: n.system_image_guid,
         vendor_id: n.vendor_id,
         device_id: n.device_id,
+        enhanced_port0: n.enhanced_port0,
         ports,
     }
 }
@@ -101,6 +105,7 @@ fn add_repr(fabric: &mut Fabric, r: NodeRepr) -> Result<(), String> {
     let node = fabric
         .node_mut(id)
         .ok_or_else(|| format!("node {} vanished", r.guid))?;
+    node.enhanced_port0 = r.enhanced_port0;
     for p in r.ports {
         let port = node
             .port_mut(p.port)

@@ -605,3 +605,31 @@ fn ports_report_lines_are_ibnetdiscovers_for_every_cable() {
         assert_eq!(back.link_count(), topo.link_count(), "{name}");
     }
 }
+
+/// A switch whose port 0 is enhanced (SwitchInfo.EnhancedPort0) is printed
+/// `enhanced port 0`, as ibnetdiscover prints it, and read back so; others `base port 0`.
+#[test]
+fn enhanced_port_0_is_read_and_written_as_ibnetdiscover_prints_it() {
+    let mut f = generate::k_ary_n_tree(2, 2).unwrap();
+    let (first, _) = f.switches().next().unwrap();
+    f.node_mut(first).unwrap().enhanced_port0 = true;
+    let text = ibnet::write(&f, &WriteOptions::default()).unwrap();
+    let guid = f.guid_of(first).0;
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("Switch") && l.contains(&format!("S-{guid:016x}")))
+        .unwrap();
+    assert!(
+        header.contains("# \"") && header.contains(" enhanced port 0 lid "),
+        "{header}"
+    );
+    assert_eq!(
+        text.matches(" base port 0 lid ").count(),
+        f.switch_count() - 1,
+        "{text}"
+    );
+    let back = ibnet::parse(&text).unwrap().fabric;
+    for (_, n) in back.switches() {
+        assert_eq!(n.enhanced_port0, n.guid().0 == guid, "{}", n.description);
+    }
+}

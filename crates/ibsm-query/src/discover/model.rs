@@ -251,6 +251,7 @@ impl Discovered {
             }
             let id = fabric.add_node(spec)?;
             let node = fabric.node_mut(id).ok_or(FabricError::UnknownNode(id))?;
+            node.enhanced_port0 = n.switch_info.is_some_and(|si| si.enhanced_port0);
             for (p, rec) in n.ports.iter().enumerate() {
                 let Ok(p) = u8::try_from(p) else { continue };
                 let Some(port) = node.port_mut(p) else {

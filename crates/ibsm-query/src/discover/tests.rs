@@ -477,9 +477,9 @@ fn a_lean_walk_finds_the_same_fabric_with_one_smp_per_fact() {
         // Ports not read take their peer's state, width and speed: the same as read.
         assert_eq!(port_facts(&lean_f), port_facts(&full), "{tag}");
         // One NodeInfo per cable (and the local node), one NodeDescription per node,
-        // port 0 of each switch, one end of each switch-to-switch cable, both ends of
-        // each CA cable but the local CA's (read from the CA): nothing twice, no
-        // SwitchInfo, no second Get for extended speeds.
+        // a SwitchInfo (for `enhanced port 0`) and port 0 of each switch, one end of
+        // each switch-to-switch cable, both ends of each CA cable but the local CA's
+        // (read from the CA): nothing twice, no second Get for extended speeds.
         let sw = fabric.switch_count();
         let links = fabric.link_count();
         let ca_links = fabric
@@ -490,7 +490,7 @@ fn a_lean_walk_finds_the_same_fabric_with_one_smp_per_fact() {
             })
             .count();
         let sw_links = links - ca_links;
-        let want = (links + 1) + fabric.node_count() + sw + sw_links + 2 * ca_links - 1;
+        let want = (links + 1) + fabric.node_count() + 2 * sw + sw_links + 2 * ca_links - 1;
         // A torus's rings let both ends of a cable be read before either NodeInfo
         // is back; a tree walked from a CA never does.
         if tag == "tree" {
