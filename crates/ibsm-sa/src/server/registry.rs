@@ -143,7 +143,7 @@ impl SaServer {
     /// A trap the SM received: the Reports to send now to every subscriber it
     /// concerns. Each stays pending until the subscriber's SubnAdmReportResp arrives
     /// ([`Self::handle`]); unanswered ones are resent through [`Self::poll_transmit`]
-    /// after [`SaConfig::report_timeout`], at most [`SaConfig::report_retries`] times.
+    /// after [`SaConfig::report_timeout`](crate::SaConfig::report_timeout), at most [`SaConfig::report_retries`](crate::SaConfig::report_retries) times.
     pub fn notice(&mut self, now: Instant, notice: &Notice) -> Vec<Report> {
         let mut out = Vec::new();
         let producer = notice.producer_type & 0x00FF_FFFF;
