@@ -281,7 +281,7 @@ pub enum SmEvent {
     /// the next periodic sweep is heavy again.
     SweepFailed {
         /// Why.
-        reason: String,
+        reason: SweepFailure,
     },
     /// The heavy sweep could not program the subnet (every engine of the routing list
     /// failed and it says `no_fallback`, the LID space is exhausted, the LID store could not be written); the
@@ -331,4 +331,14 @@ pub enum SmEvent {
         /// What it did.
         stats: crate::perfmgr::PerfSweepStats,
     },
+}
+
+/// Why a heavy sweep could not configure anything ([`SmEvent::SweepFailed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepFailure {
+    /// Discovery found no node: the SM's own port did not answer its NodeInfo (its M_Key
+    /// is someone else's, or the port is down).
+    #[error("discovery found no node: the local port did not answer")]
+    LocalPortSilent,
 }

@@ -75,7 +75,7 @@ pub mod topo_ref;
 pub use config::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
 pub use engine::{Outgoing, SmJob, SmJobOutput, SubnetManager};
 pub use error::{SharedError, SmError};
-pub use event::{Missing, Phase, Role, SmEvent, SweepStats};
+pub use event::{Missing, Phase, Role, SmEvent, SweepFailure, SweepStats};
 /// The Subnet Administrator the engine can run (`SmConfig::sa`).
 pub use ibsm_sa as sa;
 pub use store::{FileLidStore, LidStore, MemoryLidStore, StoreError};

@@ -544,7 +544,7 @@ impl SubnetManager {
                 // SUBNET UP would be a lie. The lost SMP makes the next periodic sweep
                 // heavy again (see `finish`).
                 self.event(SmEvent::SweepFailed {
-                    reason: "discovery found no node: the local port did not answer".into(),
+                    reason: crate::event::SweepFailure::LocalPortSilent,
                 });
                 // Close the election's sweep too: it saw no other SM.
                 self.smi.election.sweep_complete(now);

@@ -402,7 +402,15 @@ fn no_local_answer_fails_the_sweep_and_retries_heavy() {
     let mut b = Bench::new(every(Duration::from_secs(1)));
     b.fabric.drop.push((SmAttributeId::NodeInfo, vec![]));
     b.run(Instant::from_millis(900));
-    assert_eq!(b.count(|e| matches!(e, SmEvent::SweepFailed { .. })), 1);
+    assert_eq!(
+        b.count(|e| matches!(
+            e,
+            SmEvent::SweepFailed {
+                reason: crate::SweepFailure::LocalPortSilent
+            }
+        )),
+        1
+    );
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 0);
     // Closing the failed sweep told the election it is alone: Master, and a Master
     // that is idle sweeps at once.
