@@ -14,7 +14,8 @@
 # 0.55-0.64 s); the walk before the lean one 0.49 (0.27-0.30 s fastest). SMPs (a counting
 # transport; strace -c for ibnetdiscover): 29,088 (NodeInfo 10,369, NodeDescription
 # 4,176, PortInfo 14,543) where ibnetdiscover sends about 42,900 and the walk before
-# sent 40,956. Per SMP the preload costs our process about 4 us of CPU (a write, its
+# sent 40,956; since then one SwitchInfo per switch more (216 here) for ibnetdiscover's
+# `enhanced port 0`. Per SMP the preload costs our process about 4 us of CPU (a write, its
 # reader thread's poll and read, futex hand-offs) and ibsim about 2 us; start-up (the
 # preload's fake sysfs) about 6 ms of CPU, as for ibnetdiscover.
 # Needs: cargo build --release -p ibsm-tools -p ibsm-examples --example gen_topology;

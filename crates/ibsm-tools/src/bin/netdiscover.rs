@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The walk reads what the dump needs and nothing twice (`Discovery::lean`): a NodeInfo
-//! per cable, a NodeDescription per node, port 0 of each switch, one end of each cable
-//! between switches, both ends of each CA's cable (no SwitchInfo).
+//! per cable, a NodeDescription per node, a SwitchInfo (for `enhanced port 0`) and port 0
+//! of each switch, one end of each cable between switches, both ends of each CA's cable.
 //!
 //! `--svg FILE` also writes a picture of the fabric (`ibsm_topology::svg`: switches by
 //! level, tori as grids, CAs folded per switch, links whose ends are not Active or that
