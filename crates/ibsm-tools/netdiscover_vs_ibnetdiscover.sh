@@ -15,10 +15,13 @@
 # transport; strace -c for ibnetdiscover): 29,088 (NodeInfo 10,369, NodeDescription
 # 4,176, PortInfo 14,543) where ibnetdiscover sends about 42,900 and the walk before
 # sent 40,956; since then one SwitchInfo per switch more (216 here) for ibnetdiscover's
-# `enhanced port 0`. Per SMP the preload costs our process about 4 us of CPU (a write, its
+# `enhanced port 0`. Re-run with it, load 1.4-2.3 (the machine otherwise idle), 9 pairs:
+# ibsm-netdiscover 178-222 ms, ibnetdiscover 1718-1806 ms, median ratio 0.115, node
+# blocks identical (4,176 nodes); why ibnetdiscover took 3x its time of the runs above
+# was not looked into (the ratio is of pairs run side by side). Per SMP the preload costs our process about 4 us of CPU (a write, its
 # reader thread's poll and read, futex hand-offs) and ibsim about 2 us; start-up (the
 # preload's fake sysfs) about 6 ms of CPU, as for ibnetdiscover.
-# Needs: cargo build --release -p ibsm-tools -p ibsm-examples --example gen_topology;
+# Needs: cargo build --release -p ibsm-tools --bins && cargo build --release -p ibsm-examples --example gen_topology;
 # ibsim-utils, opensm, infiniband-diags.
 set -eu
 RADIX=${1:-24}; LEVELS=${2:-3}; RUNS=${3:-9}
@@ -50,7 +53,7 @@ now_ns() { date +%s%N; }
 timed() { # $1 = dir, rest = command
     d=$1; shift
     t0=$(now_ns)
-    (cd "$DIR/$d" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD "$@" >topo 2>err)
+    (cd "$DIR/$d" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD "$@" >topo 2>err) || { echo "$* failed:" >&2; cat "$DIR/$d/err" >&2; exit 1; }
     t1=$(now_ns)
     echo $(((t1 - t0) / 1000000))
 }
