@@ -331,7 +331,7 @@ impl Walk {
             found.by_port_guid.insert(ni.port_guid, (n, 0));
         } else if let Some(p) = ports.get_mut(usize::from(in_port)) {
             p.guid = ni.port_guid;
-            p.path = Some(path);
+            p.path = Some(Box::new(path));
             found.by_port_guid.insert(ni.port_guid, (n, in_port));
         }
         found.nodes.push(FoundNode {
@@ -418,7 +418,7 @@ impl Walk {
         }
         if new_port {
             if let Some(p) = found.nodes[n].ports.get_mut(usize::from(in_port)) {
-                p.path = Some(path);
+                p.path = Some(Box::new(path));
                 p.guid = ni.port_guid;
             }
             found.by_port_guid.insert(ni.port_guid, (n, in_port));

@@ -20,6 +20,17 @@ impl<A: Agent> Sim<A> {
     pub fn from_fabric(fabric: &Fabric, cfg: SimConfig) -> Result<Self, SimError> {
         let mut sim = Self::new(cfg);
         let cfg = sim.core.borrow().cfg;
+        {
+            // Sized once: grown by doubling, the node table of the largest fabrics
+            // would hold a third more than it needs at its peak.
+            let mut core = sim.core.borrow_mut();
+            core.nodes.reserve_exact(fabric.node_count());
+            let slots: usize = fabric
+                .nodes()
+                .map(|(_, n)| usize::from(n.num_ports()) + 1)
+                .sum();
+            core.slots.reserve_exact(slots);
+        }
         let mut map: HashMap<ibsm_topology::NodeId, NodeIdx> =
             HashMap::with_capacity(fabric.node_count());
         for (id, node) in fabric.nodes() {

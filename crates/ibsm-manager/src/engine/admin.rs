@@ -183,7 +183,7 @@ impl Admin {
         m.rounds += 1;
         m.attempts = m.attempts.saturating_add(retries.saturating_add(1));
         let op = Op::SetMft {
-            path: m.path,
+            path: Box::new(m.path),
             guid: m.guid,
             slot,
         };

@@ -154,7 +154,7 @@ impl Lids {
             } else {
                 n.ports
                     .iter()
-                    .find(|p| p.path == Some(path))
+                    .find(|p| p.path.as_deref() == Some(&path))
                     .map(|p| p.guid)
             };
             if let Some(g) = guid {

@@ -109,7 +109,10 @@ impl Discovery {
                 Probe::NodeInfo {
                     from: Some((n, p)), ..
                 } if health.skips(&self.subnet, n, p) => continue,
-                Probe::NodeInfo { path, from } => Op::NodeInfo { path, from },
+                Probe::NodeInfo { path, from } => Op::NodeInfo {
+                    path: Box::new(path),
+                    from,
+                },
                 Probe::NodeDescription { node } => Op::NodeDesc { node },
                 Probe::SwitchInfo { node } => {
                     // The ports are read once the PortStateChange latch is known clear
@@ -343,7 +346,7 @@ impl Discovery {
         }
         let n = *self.subnet.by_guid.get(&guid)?;
         Some(Op::CheckSwitchInfo {
-            path: self.subnet.nodes[n].path,
+            path: Box::new(self.subnet.nodes[n].path),
             guid,
             sweep: self.latches.sweep(),
         })

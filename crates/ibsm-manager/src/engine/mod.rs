@@ -228,12 +228,15 @@ impl SubnetManager {
     }
 
     /// The LFT this SM last wrote to the switch with node GUID `guid`, indexed by LID
-    /// (whole 64-entry blocks up to the highest LID in use; 0xFF: no route); `None` for
+    /// (up to the highest LID in use; 0xFF: no route); `None` for
     /// a switch it has not programmed (locked, or not seen by a configuring sweep).
     /// What OpenSM's `opensm-lfts.dump` shows ([`crate::dump`]).
     #[must_use]
     pub fn programmed_lft(&self, guid: u64) -> Option<&[u8]> {
-        self.mirror.lft.get(&guid).map(Vec::as_slice)
+        self.mirror
+            .lft
+            .get(&guid)
+            .map(switches::WrittenLft::entries)
     }
 
     /// The SL -> VL maps this SM wrote to the output ports of the switch with node GUID

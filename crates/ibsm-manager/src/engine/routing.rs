@@ -61,7 +61,9 @@ impl RouteState {
 pub(super) struct Computed {
     pub(super) fabric: Fabric,
     pub(super) csr: Csr,
-    pub(super) routes: Routes,
+    /// Shared from the start: the mirror of what is written refers to these tables
+    /// rather than copying them (`switches.rs`).
+    pub(super) routes: Arc<Routes>,
     /// Repaired from the routes in force rather than recomputed.
     pub(super) rerouted: bool,
     /// The engine whose tables these are.
@@ -155,7 +157,7 @@ impl RouteInput {
         Ok(Computed {
             fabric,
             csr,
-            routes,
+            routes: Arc::new(routes),
             rerouted,
             engine,
             failed,
@@ -237,7 +239,7 @@ impl RouteState {
         }
         let old = (
             self.fabric.replace(c.fabric),
-            self.routes.replace(Arc::new(c.routes)),
+            self.routes.replace(c.routes),
             self.csr.replace(Arc::new(c.csr)),
         );
         self.rebalance_pending = false;

@@ -17,8 +17,9 @@ pub struct FoundPort {
     pub guid: u64,
     /// For CA and router ports: the route that enters the node through this port (each
     /// port of a multi-port CA has its own); `None` for a port not reached, and always
-    /// for switch ports (a switch is reached at its node's route).
-    pub path: Option<DrPath>,
+    /// for switch ports (a switch is reached at its node's route). Boxed: most ports are
+    /// a switch's, and 65 bytes on each of them would be a fifth of a large model.
+    pub path: Option<Box<DrPath>>,
     /// Its PortInfo, once read.
     pub info: Option<PortInfo>,
     /// The other end of its cable, once known.
@@ -69,7 +70,7 @@ impl FoundNode {
         }
         self.ports
             .get(usize::from(port))
-            .and_then(|p| p.path)
+            .and_then(|p| p.path.as_deref().copied())
             .unwrap_or(self.path)
     }
 

@@ -294,7 +294,7 @@ fn duplicate_guids_are_reported_and_left_out() {
     .collect();
     assert_eq!(links, want);
     let dn = &found.nodes[found.by_guid[&0x500]];
-    assert_eq!((dn.ports[2].guid, dn.ports[2].path), (0, None));
+    assert_eq!((dn.ports[2].guid, dn.ports[2].path.clone()), (0, None));
     // The node left out has the description of the one kept, not its own.
     assert_eq!(found.nodes[found.by_guid[&0x300]].description, "b");
 }

@@ -317,7 +317,7 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
     let port = |guid, path: bool| PortRec {
         guid,
         info: Some(PortInfo::default()),
-        path: path.then(DrPath::local),
+        path: path.then(|| Box::new(DrPath::local())),
         peer: None,
         pkeys: vec![0xffff, 0, 0, 0],
         ext_speeds: false,
