@@ -22,6 +22,9 @@
 //!                          CA ports and switch port 0 for it); --sa is still accepted
 //! --until SECS           give up after SECS of virtual time (default 600); a very lossy
 //!                          large fabric needs more (every lost SMP waits its timeout)
+//! --topology-ref FILE    reference topology (ibnetdiscover format) the SM compares
+//!                          the fabric with at every heavy sweep (policy report); the
+//!                          differences are printed at SUBNET UP
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
 //!                          and switch enforcement programmed from it (without one,
 //!                          OpenSM's default `Default=0x7fff, ipoib : ALL=full ;`)
@@ -74,6 +77,8 @@ struct Args {
     json: bool,
     sa: bool,
     partitions: Option<ibsm::manager::partition::PartitionConfig>,
+    /// `--topology-ref FILE`.
+    topology_ref: Option<String>,
     /// OpenSM's routing input files, read.
     inputs: RoutingInputs,
     /// OpenSM's force_link_speed, force_link_speed_ext, force_link_width.
@@ -91,7 +96,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] \
+         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] [--topology-ref FILE] \
          [--root-guid-file FILE] [--cn-guid-file FILE] [--io-guid-file FILE] [--guid-routing-order-file FILE] \
          [--force-link-speed N] [--force-link-speed-ext N] [--force-link-width N] [--offload] [--rebalances N] [--routing-threads N] [--no-verify] [--json]"
     )
@@ -111,6 +116,7 @@ fn parse_args() -> Result<Args, String> {
         json: false,
         sa: true,
         partitions: None,
+        topology_ref: None,
         inputs: RoutingInputs::default(),
         force_link: {
             let d = SmConfig::default();
@@ -223,6 +229,7 @@ fn parse_args() -> Result<Args, String> {
                         .map_err(|e| format!("--partitions {path}: {e}"))?,
                 );
             }
+            "--topology-ref" => a.topology_ref = Some(value("--topology-ref")?),
             "--root-guid-file" => a.inputs.roots = guids(value("--root-guid-file")?)?,
             "--cn-guid-file" => a.inputs.compute_nodes = guids(value("--cn-guid-file")?)?,
             "--io-guid-file" => a.inputs.io_nodes = guids(value("--io-guid-file")?)?,
@@ -393,6 +400,14 @@ fn run(a: &Args) -> Result<bool, String> {
         cfg.force_link_speed_ext,
         cfg.force_link_width,
     ) = a.force_link;
+    if let Some(path) = &a.topology_ref {
+        let plan = ibnet::read_file(path).map_err(|e| format!("--topology-ref {path}: {e}"))?;
+        cfg.topology_ref = Some(ibsm::manager::topo_ref::TopologyRef::new(
+            plan.fabric,
+            ibsm::manager::topo_ref::TopoPolicy::Report,
+            path.clone(),
+        ));
+    }
     // Without a file, OpenSM's default policy (SmConfig's default) stays in force.
     if let Some(p) = &a.partitions {
         cfg.partitions = Some(p.clone());
@@ -473,6 +488,14 @@ fn run(a: &Args) -> Result<bool, String> {
                 }
                 SmEvent::PartitionWarning { warning } => {
                     eprintln!("warning: partitions: {warning}");
+                }
+                SmEvent::TopologyChanged {
+                    appeared, total, ..
+                } => {
+                    eprintln!("  reference topology: {total} differences");
+                    for d in appeared.iter().take(5) {
+                        eprintln!("    {d}");
+                    }
                 }
                 _ => {}
             }
