@@ -538,7 +538,7 @@ impl<A: Agent> Core<A> {
         let passes = if smp {
             state.passes_smps()
         } else {
-            state == crate::agent::PortState::Active
+            state == crate::agent::ForwardingState::Active
         };
         if !passes {
             self.count_discard(node, port);
@@ -620,7 +620,7 @@ impl<A: Agent> Core<A> {
         }
         let mlid = p.dlid;
         let n = &self.nodes[node as usize];
-        if in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+        if in_port != 0 && n.agent.port_state(in_port) != crate::agent::ForwardingState::Active {
             return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
         }
         let mut out = Vec::new();
@@ -711,7 +711,10 @@ impl<A: Agent> Core<A> {
             // The management port only owns the switch's own LIDs.
             return self.drop_pkt(node, in_port, pkt, DropReason::WrongEndpoint);
         }
-        if !smp && in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+        if !smp
+            && in_port != 0
+            && n.agent.port_state(in_port) != crate::agent::ForwardingState::Active
+        {
             return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
         }
         self.transmit(node, out, pkt);

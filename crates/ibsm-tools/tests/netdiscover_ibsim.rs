@@ -263,19 +263,19 @@ fn json_reads_back_as_the_fabric_ibnetdiscover_finds() {
         for (q, port) in n.ports().filter(|(_, p)| p.is_connected()) {
             assert_ne!(
                 port.state,
-                ibsm_topology::PortState::Unknown,
+                ibsm_topology::LinkState::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );
             assert_ne!(
                 port.width,
-                ibsm_topology::LinkWidth::Unknown,
+                ibsm_topology::ActiveWidth::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );
             assert_ne!(
                 port.speed,
-                ibsm_topology::LinkSpeed::Unknown,
+                ibsm_topology::ActiveSpeed::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );

@@ -22,7 +22,7 @@ use ibsm_tests::peer::{
 use ibsm_tests::peers_present;
 use ibsm_topology::diff::{Difference, PortRef, WiredEnd};
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
-use ibsm_topology::{Endpoint, Link, LinkWidth, NodeId, generate};
+use ibsm_topology::{ActiveWidth, Endpoint, Link, NodeId, generate};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 
@@ -89,7 +89,7 @@ fn setup(name: &str) -> Setup {
             .unwrap()
             .port_mut(e.port)
             .unwrap()
-            .width = LinkWidth::X1;
+            .width = ActiveWidth::X1;
     }
     let net = net_file(&plan, "2-level radix-8 fat tree, one cable at 1x");
     let f = Fabric::start(name, &net);
@@ -100,12 +100,12 @@ fn setup(name: &str) -> Setup {
         [picked[0], picked[1], picked[2], narrow].map(|l| translate(&plan, &seen, l));
     assert_eq!(
         seen.port(narrow.a.node, narrow.a.port).unwrap().width,
-        LinkWidth::X1,
+        ActiveWidth::X1,
         "ibsim did not train the narrow cable at 1x"
     );
     // The plan: the narrow cable as wide as the others.
     let planned = seen.port(x.a.node, x.a.port).unwrap().width;
-    assert_ne!(planned, LinkWidth::X1);
+    assert_ne!(planned, ActiveWidth::X1);
     for e in [narrow.a, narrow.b] {
         seen.node_mut(e.node)
             .unwrap()
@@ -195,7 +195,7 @@ fn expected(s: &Setup) -> BTreeSet<String> {
             a: na.min(nb),
             b: na.max(nb),
             expected: (planned.width, planned.speed),
-            actual: (LinkWidth::X1, planned.speed),
+            actual: (ActiveWidth::X1, planned.speed),
         },
     ]
     .iter()

@@ -16,7 +16,7 @@ use super::SubnetManager;
 use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{NodeIx, Discovered};
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -664,7 +664,7 @@ impl SmpQueue {
     fn dispatch(
         &mut self,
         w: Work,
-        subnet: &Subnet,
+        subnet: &Discovered,
         key: impl Fn(&Target) -> u64,
         lft: impl Fn(NodeIx, u16) -> Option<[u8; 64]>,
         cfg: &SmConfig,

@@ -18,7 +18,7 @@ use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
-use crate::model::Subnet;
+use crate::model::Discovered;
 use crate::partition::{PKeyPlan, PartitionConfig};
 
 /// What the SM has configured: the fabric model, the routes in force and the snapshot
@@ -81,7 +81,7 @@ pub(super) struct Computed {
 /// model is shared, not copied: the engine does not change it while the job runs (and
 /// would copy it first if it did, `Arc::make_mut`).
 pub(super) struct RouteInput {
-    subnet: Arc<Subnet>,
+    subnet: Arc<Discovered>,
     /// The LIDs just assigned, by port GUID (switches: node GUID).
     lids: BTreeMap<u64, (u16, u8)>,
     /// Links the health policy leaves out of routing: (node GUID, port).
@@ -174,7 +174,7 @@ impl RouteState {
     pub(super) fn input(
         &self,
         cfg: &SmConfig,
-        subnet: Arc<Subnet>,
+        subnet: Arc<Discovered>,
         lids: &BTreeMap<u64, (u16, u8)>,
         cut: Vec<(u64, u8)>,
         local_port_guid: u64,

@@ -51,7 +51,7 @@
 //! unknown membership word, an unknown member keyword or flag, and a bad or
 //! non-multicast MGID or group flag are errors naming the line, column and token.
 //!
-//! [`PartitionConfig::plan`] turns a configuration and a discovered [`Subnet`] into the
+//! [`PartitionConfig::plan`] turns a configuration and a [`Discovered`] subnet into the
 //! table of every CA and router port and switch port 0 (index 0 holds the default
 //! partition, or the partition flagged `indx0`; every P_Key a port already holds stays at
 //! its index, so queue pairs bound to an index keep working when the policy changes), the
@@ -86,7 +86,7 @@
 //! # Ok::<(), ibsm_manager::partition::ParseError>(())
 //! ```
 //!
-//! [`Subnet`]: crate::model::Subnet
+//! [`Discovered`]: crate::model::Discovered
 
 mod parse;
 mod policy;
