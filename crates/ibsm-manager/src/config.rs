@@ -84,7 +84,7 @@ pub struct RoutingInputs {
     pub io_nodes: Vec<Guid>,
     /// `max_reverse_hops`: how many reverse hops (a switch used the wrong way round)
     /// ftree gives the I/O nodes' traffic where no up/down path exists
-    /// ([`ibsm_routing::Options::max_reverse_hops`]). Default 0: none.
+    /// ([`ibsm_routing::RouteOptions::max_reverse_hops`]). Default 0: none.
     pub max_reverse_hops: u16,
     /// `guid_routing_order_file`: port GUIDs minhop, updn, dnup and dfsssp route first,
     /// in this order.
@@ -94,7 +94,7 @@ pub struct RoutingInputs {
 impl RoutingInputs {
     /// The route options carrying these lists.
     #[must_use]
-    pub fn apply(&self, opts: ibsm_routing::Options) -> ibsm_routing::Options {
+    pub fn apply(&self, opts: ibsm_routing::RouteOptions) -> ibsm_routing::RouteOptions {
         opts.with_roots(self.roots.clone())
             .with_compute_nodes(self.compute_nodes.clone())
             .with_io_nodes(self.io_nodes.clone())

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use ibsm_wire::{LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortState};
 
 use crate::engine::SubnetManager;
-use crate::model::{FoundNode, Discovered};
+use crate::model::{Discovered, FoundNode};
 
 /// The unicast forwarding tables (OpenSM `opensm-lfts.dump`).
 pub const LFTS_FILE: &str = "opensm-lfts.dump";

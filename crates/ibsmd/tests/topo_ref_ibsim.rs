@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
-    Fabric, Verified, ca_ports, client, diag, needed, net_file, run_bounded, start_ibsmd,
+    PeerFabric, Verified, ca_ports, client, diag, needed, net_file, run_bounded, start_ibsmd,
     stop_ibsmd, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
@@ -28,7 +28,7 @@ const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 
 /// The fabric as planned and as cabled, the cables involved and the reference file.
 struct Setup {
-    f: Fabric,
+    f: PeerFabric,
     /// `ibnetdiscover`'s picture before the rewiring (GUIDs as ibsim gave them).
     seen: ibsm_topology::Fabric,
     /// The cables of `seen` that the test swaps (x, y), pulls and narrows.
@@ -92,7 +92,7 @@ fn setup(name: &str) -> Setup {
             .width = ActiveWidth::X1;
     }
     let net = net_file(&plan, "2-level radix-8 fat tree, one cable at 1x");
-    let f = Fabric::start(name, &net);
+    let f = PeerFabric::start(name, &net);
     let mut seen = ibnet::parse(&diag(&f, "ibnetdiscover", &[]))
         .unwrap()
         .fabric;
@@ -205,7 +205,7 @@ fn expected(s: &Setup) -> BTreeSet<String> {
 
 /// The lines of ibsmd's log that name a difference (`reference topology: ...`
 /// warnings; the message is followed by the event's fields).
-fn logged(f: &Fabric) -> Vec<String> {
+fn logged(f: &PeerFabric) -> Vec<String> {
     f.read("ibsmd.err")
         .lines()
         .filter_map(|l| {
@@ -215,7 +215,7 @@ fn logged(f: &Fabric) -> Vec<String> {
         .collect()
 }
 
-fn wait_logged(f: &Fabric, n: usize) -> Vec<String> {
+fn wait_logged(f: &PeerFabric, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let l = logged(f);

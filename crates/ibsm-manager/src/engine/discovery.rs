@@ -23,7 +23,7 @@ use super::SubnetManager;
 use super::health::HealthState;
 use super::ops::{Op, SmpQueue};
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
 /// 65535 entries, and one SMP per 32 of them must stay affordable.

@@ -38,7 +38,7 @@ use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::{Missing, SmEvent};
 use crate::health::{Change, Health, PortKey, Reason};
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// The health policy and what the engine keeps to feed it.
 #[derive(Debug, Default)]
@@ -235,7 +235,12 @@ impl HealthState {
     /// marked for flapping or babbling, and enables those this SM disabled for a port
     /// since taken back (`subnet`: the model being programmed). The PortInfo Sets
     /// queued.
-    pub(super) fn program(&mut self, cfg: &SmConfig, subnet: &Discovered, smps: &mut SmpQueue) -> u64 {
+    pub(super) fn program(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Discovered,
+        smps: &mut SmpQueue,
+    ) -> u64 {
         if !cfg.health.babbling_port_policy && self.disabled.is_empty() {
             return 0;
         }

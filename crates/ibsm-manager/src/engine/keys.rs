@@ -10,7 +10,7 @@ use ibsm_wire::{DrPath, PortInfo};
 use super::ops::Target;
 use crate::config::{MKeyMode, SmConfig};
 use crate::mkey;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// M_Keys learnt from the fabric.
 #[derive(Debug, Default)]
@@ -56,7 +56,13 @@ impl Keys {
     }
 
     /// The key for an SMP to `node` of `subnet` through `port` (switches: port 0's).
-    pub(super) fn node_key(&self, cfg: &SmConfig, subnet: &Discovered, node: NodeIx, port: u8) -> u64 {
+    pub(super) fn node_key(
+        &self,
+        cfg: &SmConfig,
+        subnet: &Discovered,
+        node: NodeIx,
+        port: u8,
+    ) -> u64 {
         self.smp_key(cfg, subnet.nodes[node].key_guid(port))
     }
 

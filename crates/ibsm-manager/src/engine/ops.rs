@@ -16,7 +16,7 @@ use super::SubnetManager;
 use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// What a request is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

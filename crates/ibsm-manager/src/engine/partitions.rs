@@ -10,7 +10,7 @@ use super::ops::{Op, SmpQueue};
 use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 use crate::partition::{Enforce, PKeyPlan, PartitionConfig, PartitionWarning};
 
 /// P_Keys per P_KeyTable block.

@@ -13,7 +13,7 @@ use super::partitions::Partitions;
 use super::sweep::Sweep;
 use crate::config::SmConfig;
 use crate::mkey;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// (node, port) -> the PortInfo the heavy sweep wants there (for the activation).
 #[derive(Debug, Default)]

@@ -7,9 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ibsm_routing::{
-    EngineKind, EngineList, LidAssignment, Options as RouteOptions, Routes, RoutingError,
-};
+use ibsm_routing::{EngineKind, EngineList, LidAssignment, RouteOptions, Routes, RoutingError};
 use ibsm_topology::{Csr, Fabric};
 use ibsm_transport::Instant;
 

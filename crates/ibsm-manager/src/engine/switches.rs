@@ -17,7 +17,7 @@ use super::discovery::Discovery;
 use super::ops::{Op, SmpQueue};
 use super::sweep::Sweep;
 use crate::config::SmConfig;
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// MulticastFDBTop of a switch with no MFT entry in use (below the first MLID).
 pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
@@ -41,7 +41,12 @@ pub(super) struct Mirror {
 impl Mirror {
     /// An LFT block as the mirror holds it (what this sweep writes) for `node` of
     /// `subnet`.
-    pub(super) fn lft_block(&self, subnet: &Discovered, node: NodeIx, block: u16) -> Option<[u8; 64]> {
+    pub(super) fn lft_block(
+        &self,
+        subnet: &Discovered,
+        node: NodeIx,
+        block: u16,
+    ) -> Option<[u8; 64]> {
         let guid = subnet.nodes.get(node)?.info.node_guid;
         let lft = self.lft.get(&guid)?;
         let start = usize::from(block) * 64;

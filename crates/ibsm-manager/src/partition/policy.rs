@@ -9,7 +9,7 @@ use super::{
     DEFAULT_PKEY, Enforcement, FULL_MEMBER, MAX_TABLE_ENTRIES, Member, Membership, Partition,
     PartitionConfig,
 };
-use crate::model::{NodeIx, Discovered};
+use crate::model::{Discovered, NodeIx};
 
 /// The partition enforcement bits a switch port gets (PortInfo
 /// PartitionEnforcementInbound / Outbound).

@@ -84,7 +84,7 @@ pub(crate) enum Section {
     Debug,
     /// ibsmd's own options of the file.
     Ibsmd,
-    /// Options of the command line only (the port, the daemon's endpoints, the run's
+    /// RouteOptions of the command line only (the port, the daemon's endpoints, the run's
     /// mode): not in the file, not written by `-c`.
     CommandLine,
 }

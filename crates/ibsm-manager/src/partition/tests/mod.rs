@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{FoundNode, FoundPort, Discovered};
+use crate::model::{Discovered, FoundNode, FoundPort};
 use ibsm_wire::{DrPath, NodeInfo, NodeType, PortInfo, SwitchInfo};
 
 mod generated;
