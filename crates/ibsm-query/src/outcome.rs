@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ibsm_transport::{Event, Received, TransportError};
+use ibsm_transport::{Received, TransportError, TxEvent};
 
 /// A query in flight: the caller's cookie and what was asked.
 #[derive(Debug)]
@@ -56,9 +56,9 @@ pub(crate) trait Outcome<C>: Sized {
 }
 
 /// The client outcome of one event of the transaction layer.
-pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
+pub(crate) fn outcome<C, E: Outcome<C>>(event: TxEvent<Slot<C, E::Asked>>) -> E {
     let (cookie, asked, failure) = match event {
-        Event::Completed {
+        TxEvent::Completed {
             cookie: Slot { cookie, asked },
             response,
             attempts,
@@ -68,7 +68,7 @@ pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
             Ok(data) => return E::done(cookie, asked, data, attempts, elapsed),
             Err(failure) => (cookie, asked, failure),
         },
-        Event::Failed {
+        TxEvent::Failed {
             cookie: Slot { cookie, asked },
             error,
             attempts,
@@ -80,7 +80,7 @@ pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
             };
             (cookie, asked, failure)
         }
-        Event::Unsolicited(received) => return E::unsolicited(received),
+        TxEvent::Unsolicited(received) => return E::unsolicited(received),
     };
     let error = E::error(&asked, failure);
     E::failed(cookie, asked, error)
@@ -137,8 +137,8 @@ mod tests {
         }
     }
 
-    fn completed(mad: &[u8]) -> Event<Slot<u8, &'static str>> {
-        Event::Completed {
+    fn completed(mad: &[u8]) -> TxEvent<Slot<u8, &'static str>> {
+        TxEvent::Completed {
             id: TxId(1),
             cookie: Slot {
                 cookie: 7,
@@ -150,8 +150,8 @@ mod tests {
         }
     }
 
-    fn failed(error: TransportError) -> Event<Slot<u8, &'static str>> {
-        Event::Failed {
+    fn failed(error: TransportError) -> TxEvent<Slot<u8, &'static str>> {
+        TxEvent::Failed {
             id: TxId(1),
             cookie: Slot {
                 cookie: 7,
@@ -186,7 +186,7 @@ mod tests {
             Seen::Failed(7, "q", ("q", Failure::Transport(TransportError::Closed)))
         );
         assert_eq!(
-            outcome::<u8, Seen>(Event::Unsolicited(received(&[3, 4]))),
+            outcome::<u8, Seen>(TxEvent::Unsolicited(received(&[3, 4]))),
             Seen::Unsolicited(vec![3, 4])
         );
     }

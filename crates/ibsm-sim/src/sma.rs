@@ -1,6 +1,6 @@
 //! [`SmaAgent`]: `ibsm-sma` as the agent of every simulated node.
 
-use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma};
+use ibsm_sma::{MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma, SmaEvent};
 use ibsm_transport::Instant;
 use ibsm_wire::{MadHeaderView, Method, NodeDescription, NodeType};
 
@@ -235,7 +235,7 @@ impl Agent for SmaAgent {
     fn poll_link_request(&mut self) -> Option<(u8, LinkRequest)> {
         while let Some(ev) = self.sma.poll_event() {
             match ev {
-                Event::Link { port, request } => {
+                SmaEvent::Link { port, request } => {
                     let r = match request {
                         ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
                         ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
@@ -245,7 +245,7 @@ impl Agent for SmaAgent {
                     return Some((port, r));
                 }
                 // Bounded: nobody may be taking them.
-                Event::ClientReregister { port } if self.reregisters.len() < 1024 => {
+                SmaEvent::ClientReregister { port } if self.reregisters.len() < 1024 => {
                     self.reregisters.push(port);
                 }
                 _ => {}

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Event, Incoming, Instant, JobRunner, LidAddress, Request, Transactions,
-    Transport, TransportError, TxConfig,
+    Address, DrAddress, Incoming, Instant, JobRunner, LidAddress, Request, Transactions, Transport,
+    TransportError, TxConfig, TxEvent,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, LidSmp, Method, NodeInfo, PERMISSIVE_LID};
 
@@ -492,7 +492,7 @@ fn lossy_run(seed: u64) -> (Counters, u64, Vec<TraceRecord>, u64) {
     let mut done = 0;
     let stop = ibsm_transport::Stop::when_idle(Instant::from_secs(1));
     ibsm_transport::drive(&mut txns, &mut sm, &mut JobRunner::inline(), stop, |e| {
-        if let Event::Completed {
+        if let TxEvent::Completed {
             response, cookie, ..
         } = e
         {

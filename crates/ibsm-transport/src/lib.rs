@@ -63,7 +63,7 @@
 //! })?;
 //! assert_eq!(stopped, Stopped::Idle);
 //! match &events[..] {
-//!     [Event::Completed { id: done, cookie, attempts, .. }] => {
+//!     [TxEvent::Completed { id: done, cookie, attempts, .. }] => {
 //!         assert_eq!((*done, *cookie, *attempts), (id, "node", 1));
 //!     }
 //!     other => panic!("{other:?}"),
@@ -89,7 +89,7 @@ pub use sansio::{
     JOB_POLL, Job, JobPolicy, JobRunner, NoJob, Outgoing, SansIo, Stop, Stopped, drive,
 };
 pub use tid::{TidAllocator, TidKey};
-pub use txn::{Event, Request, Transactions, Transmit, TxConfig, TxId, TxStats};
+pub use txn::{Request, Transactions, Transmit, TxConfig, TxEvent, TxId, TxStats};
 
 /// A way to send and receive MADs on one local port.
 ///

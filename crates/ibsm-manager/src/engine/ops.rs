@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use ibsm_transport::{
-    Address, DrAddress, Event as TxEvent, Instant, Received, Request, Transactions, TxConfig,
+    Address, DrAddress, Instant, Received, Request, Transactions, TxConfig, TxEvent,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, Method, SmAttributeId};
 

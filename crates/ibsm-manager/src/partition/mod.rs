@@ -398,7 +398,7 @@ pub enum Enforcement {
 /// Why [`PartitionConfig::load`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum LoadError {
+pub enum PartitionLoadError {
     /// The file could not be read.
     #[error("{}: {source}", path.display())]
     Io {
@@ -486,13 +486,13 @@ impl PartitionConfig {
     /// Reads and parses a partition file.
     ///
     /// # Errors
-    /// [`LoadError`] naming the file, with the line, column and token of a syntax error.
-    pub fn load(path: &std::path::Path) -> Result<Self, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    /// [`PartitionLoadError`] naming the file, with the line, column and token of a syntax error.
+    pub fn load(path: &std::path::Path) -> Result<Self, PartitionLoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PartitionLoadError::Io {
             path: path.to_owned(),
             source,
         })?;
-        Self::parse(&text).map_err(|source| LoadError::Parse {
+        Self::parse(&text).map_err(|source| PartitionLoadError::Parse {
             path: path.to_owned(),
             source,
         })

@@ -595,7 +595,7 @@ fn load_names_the_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let missing = dir.join("missing.conf");
     match PartitionConfig::load(&missing) {
-        Err(LoadError::Io { path, source }) => {
+        Err(PartitionLoadError::Io { path, source }) => {
             assert_eq!(path, missing);
             assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
         }
@@ -604,9 +604,9 @@ fn load_names_the_file() {
     let bad = dir.join("bad.conf");
     std::fs::write(&bad, "Default=0x7fff : ALL ;\nx=0x8001 : ALL ;\n").unwrap();
     match PartitionConfig::load(&bad) {
-        Err(e @ LoadError::Parse { .. }) => {
+        Err(e @ PartitionLoadError::Parse { .. }) => {
             let text = e.to_string();
-            let LoadError::Parse { path, source } = e else {
+            let PartitionLoadError::Parse { path, source } = e else {
                 unreachable!()
             };
             assert_eq!((path, source.line), (bad.clone(), 2));
