@@ -229,16 +229,30 @@ impl Names {
     }
 }
 
+/// A number argument that is not a 64-bit number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?}: {source}")]
+pub struct NumberError {
+    /// The text given.
+    pub text: String,
+    /// Why it is not a number.
+    #[source]
+    pub source: std::num::ParseIntError,
+}
+
 /// A number as the diags read one: `0x` hex, else decimal (a clap value parser).
 ///
 /// # Errors
-/// The text and why it is not a 64-bit number.
-pub fn parse_u64(s: &str) -> Result<u64, String> {
+/// [`NumberError`]: the text and why it is not a 64-bit number.
+pub fn parse_u64(s: &str) -> Result<u64, NumberError> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|e| format!("{s:?}: {e}"))
+    r.map_err(|source| NumberError {
+        text: s.to_owned(),
+        source,
+    })
 }
 
 /// Runs a client with no events and no jobs (a discovery, a scrape) until it is idle or
@@ -310,7 +324,8 @@ mod tests {
         assert_eq!(parse_u64("17"), Ok(17));
         assert_eq!(parse_u64("0xffffffffffffffff"), Ok(u64::MAX));
         let e = parse_u64("0xg").unwrap_err();
-        assert!(e.contains("\"0xg\""), "{e}");
+        assert_eq!(e.text, "0xg");
+        assert!(e.to_string().starts_with("\"0xg\": "), "{e}");
         assert!(parse_u64("").is_err());
         assert!(parse_u64("0x1ffffffffffffffff").is_err());
     }
