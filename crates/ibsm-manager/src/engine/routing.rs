@@ -99,7 +99,7 @@ impl RouteInput {
     /// then its routes: a repair of the routes in force when the fabric only lost links
     /// or nodes since they were computed, else the first engine of the list that fits;
     /// and the P_Key tables the partition policy asks for. A pure function of the input
-    /// (invariant 5).
+    /// (invariant 6).
     pub(super) fn run(self) -> Result<Computed, SmError> {
         let t0 = std::time::Instant::now();
         let RouteInput {
