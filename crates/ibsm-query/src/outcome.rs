@@ -55,6 +55,59 @@ pub(crate) trait Outcome<C>: Sized {
     fn unsolicited(received: Received) -> Self;
 }
 
+/// Implements [`SansIo`](ibsm_transport::SansIo) for a client that is its transaction
+/// layer (`txns: Transactions<Slot<C, _>>`) and nothing more: every input goes to it,
+/// every event comes out through [`outcome`], and it is idle when no query waits.
+macro_rules! sans_io_over_txns {
+    ($client:ident, $event:ident) => {
+        impl<C> ibsm_transport::SansIo for $client<C> {
+            type Event = $event<C>;
+            type Job = ibsm_transport::NoJob;
+
+            fn handle_incoming(
+                &mut self,
+                now: ibsm_transport::Instant,
+                incoming: ibsm_transport::Incoming,
+            ) {
+                ibsm_transport::SansIo::handle_incoming(&mut self.txns, now, incoming);
+            }
+
+            fn handle_send_error(
+                &mut self,
+                now: ibsm_transport::Instant,
+                id: ibsm_transport::TxId,
+                error: ibsm_transport::TransportError,
+            ) {
+                ibsm_transport::SansIo::handle_send_error(&mut self.txns, now, id, error);
+            }
+
+            fn handle_timeout(&mut self, now: ibsm_transport::Instant) {
+                self.txns.handle_timeout(now);
+            }
+
+            fn poll_transmit(
+                &mut self,
+                now: ibsm_transport::Instant,
+            ) -> Option<ibsm_transport::Outgoing> {
+                ibsm_transport::SansIo::poll_transmit(&mut self.txns, now)
+            }
+
+            fn poll_timeout(&mut self) -> Option<ibsm_transport::Instant> {
+                self.txns.poll_timeout()
+            }
+
+            fn poll_event(&mut self) -> Option<$event<C>> {
+                self.txns.poll_event().map($crate::outcome::outcome)
+            }
+
+            fn is_idle(&self) -> bool {
+                self.txns.pending() == 0
+            }
+        }
+    };
+}
+pub(crate) use sans_io_over_txns;
+
 /// The client outcome of one event of the transaction layer.
 pub(crate) fn outcome<C, E: Outcome<C>>(event: TxEvent<Slot<C, E::Asked>>) -> E {
     let (cookie, asked, failure) = match event {

@@ -25,7 +25,7 @@ use ibsm_wire::perf::{
 use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
 
 use crate::discover::Discovered;
-use crate::outcome::{Failure, Outcome, Slot, outcome};
+use crate::outcome::{Failure, Outcome, Slot, sans_io_over_txns};
 
 /// A PerfMgt attribute selected by port.
 pub trait PerfAttribute: WireStruct {
@@ -362,38 +362,7 @@ impl<C> PerfClient<C> {
     }
 }
 
-impl<C> SansIo for PerfClient<C> {
-    type Event = PerfEvent<C>;
-    type Job = NoJob;
-
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        SansIo::handle_incoming(&mut self.txns, now, incoming);
-    }
-
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        SansIo::handle_send_error(&mut self.txns, now, id, error);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.txns.handle_timeout(now);
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        SansIo::poll_transmit(&mut self.txns, now)
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        self.txns.poll_timeout()
-    }
-
-    fn poll_event(&mut self) -> Option<PerfEvent<C>> {
-        self.txns.poll_event().map(outcome)
-    }
-
-    fn is_idle(&self) -> bool {
-        self.txns.pending() == 0
-    }
-}
+sans_io_over_txns!(PerfClient, PerfEvent);
 
 impl<C> Outcome<C> for PerfEvent<C> {
     type Asked = PerfAsked;
