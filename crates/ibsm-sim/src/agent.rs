@@ -120,21 +120,10 @@ impl ForwardingState {
     }
 }
 
-/// What the agent asks of the physical link after a SubnSet(PortInfo).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LinkRequest {
-    /// Take the link down and let it train again.
-    Retrain,
-    /// Disable the port: the link stays down.
-    Disable,
-    /// Re-enable a disabled port: the link may train.
-    Enable,
-    /// The port's enabled widths or speeds changed: the link retrains (goes down for
-    /// `SimConfig::retrain_time` and comes back at Init, with the traps that brings)
-    /// when link training would now give other active values, as width and speed are
-    /// negotiated only while a link trains (see [`ibsm_sma::LinkRequest::Renegotiate`]).
-    Renegotiate,
-}
+/// What the agent asks of the physical link after a SubnSet(PortInfo): the SMA's own
+/// requests (for `Renegotiate`, the simulator retrains the link when link training
+/// would now give other active values, going down for `SimConfig::retrain_time`).
+pub use ibsm_sma::LinkRequest;
 
 /// A MAD the agent sends on its own (a trap), LID-routed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -235,15 +235,7 @@ impl Agent for SmaAgent {
     fn poll_link_request(&mut self) -> Option<(u8, LinkRequest)> {
         while let Some(ev) = self.sma.poll_event() {
             match ev {
-                SmaEvent::Link { port, request } => {
-                    let r = match request {
-                        ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
-                        ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
-                        ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
-                        ibsm_sma::LinkRequest::Renegotiate => LinkRequest::Renegotiate,
-                    };
-                    return Some((port, r));
-                }
+                SmaEvent::Link { port, request } => return Some((port, request)),
                 // Bounded: nobody may be taking them.
                 SmaEvent::ClientReregister { port } if self.reregisters.len() < 1024 => {
                     self.reregisters.push(port);
