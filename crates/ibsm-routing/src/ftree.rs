@@ -332,14 +332,12 @@ fn reverse_hops(net: &Net, pos: &[u32], r: &mut Routes) -> Result<()> {
 
 /// The compact picture with the roots and the compute nodes.
 fn ftree_input(csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
-    let mut net = lids.net(csr)?;
     let uses = Uses {
         roots: true,
         nodes: true,
-        ..Uses::default()
+        order: false,
     };
-    crate::inputs::apply(&mut net, csr, opts, uses)?;
-    Ok(net)
+    crate::inputs::net(csr, lids, opts, uses)
 }
 
 impl RoutingEngine for FatTree {

@@ -10,6 +10,7 @@ use ibsm_topology::{Csr, Guid};
 
 use crate::engine::RouteOptions;
 use crate::error::{Result, RoutingError};
+use crate::lids::LidAssignment;
 use crate::net::Net;
 
 /// Which inputs an engine reads (OpenSM's engines each read a different subset).
@@ -23,11 +24,20 @@ pub(crate) struct Uses {
     pub order: bool,
 }
 
-/// Resolves the inputs `uses` names into `net`.
+/// The compact picture of `csr` under `lids`, with the inputs `uses` names resolved
+/// into it: what every engine that reads input files starts from.
 ///
 /// # Errors
-/// [`RoutingError::InvalidInput`] when roots are given and none of them is in the fabric.
-pub(crate) fn apply(net: &mut Net, csr: &Csr, opts: &RouteOptions, uses: Uses) -> Result<()> {
+/// As [`LidAssignment::net`]; [`RoutingError::InvalidInput`] when roots are given and
+/// none of them is in the fabric.
+pub(crate) fn net(csr: &Csr, lids: &LidAssignment, opts: &RouteOptions, uses: Uses) -> Result<Net> {
+    let mut net = lids.net(csr)?;
+    apply(&mut net, csr, opts, uses)?;
+    Ok(net)
+}
+
+/// Resolves the inputs `uses` names into `net`.
+fn apply(net: &mut Net, csr: &Csr, opts: &RouteOptions, uses: Uses) -> Result<()> {
     if uses.roots && !opts.roots.is_empty() {
         net.roots = roots(csr, &opts.roots)?;
     }

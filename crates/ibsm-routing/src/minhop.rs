@@ -28,13 +28,12 @@ impl RoutingEngine for MinHop {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        let mut net = lids.net(csr)?;
         let uses = crate::inputs::Uses {
+            roots: false,
+            nodes: false,
             order: true,
-            ..crate::inputs::Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        minhop_net(&net, opts)
+        minhop_net(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 
     fn reroute(

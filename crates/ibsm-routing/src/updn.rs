@@ -143,14 +143,12 @@ pub(crate) fn updn_net(net: &Net, opts: &RouteOptions, reverse: bool) -> Result<
 impl UpDn {
     /// The compact picture with the roots and the routing order.
     fn net(self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
-        let mut net = lids.net(csr)?;
         let uses = Uses {
             roots: true,
+            nodes: false,
             order: true,
-            ..Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        Ok(net)
+        crate::inputs::net(csr, lids, opts, uses)
     }
 }
 

@@ -21,14 +21,12 @@ impl RoutingEngine for Dfsssp {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        let mut net = lids.net(csr)?;
         let uses = crate::inputs::Uses {
             roots: true,
+            nodes: false,
             order: true,
-            ..crate::inputs::Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        routes(&net, opts)
+        routes(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 }
 
