@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ibsm_query::discover::Discovery;
 use ibsm_query::nodemap::{NodeMapFileError, NodeNameMap, clean_description};
 use ibsm_query::smp::SmpConfig;
 use ibsm_transport::{JobRunner, NoJob, SansIo, Stop, Transport, TransportError, TxConfig, drive};
@@ -118,6 +119,40 @@ impl PortArgs {
     /// [`ToolError::Open`] when no such port exists or it cannot be opened.
     pub fn open(&self, perf_agent: bool) -> Result<UmadTransport, ToolError> {
         UmadTransport::open(&self.options(perf_agent)).map_err(ToolError::Open)
+    }
+}
+
+/// The discovery a fabric tool runs: the M_Key its SMPs carry and how long it may take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiscoverArgs {
+    /// M_Key sent with every SMP (hex with 0x, or decimal).
+    #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
+    pub m_key: u64,
+    /// Give the discovery (and each reading after it) up after this many seconds.
+    #[arg(long = "time-limit", default_value_t = 120)]
+    pub time_limit: u64,
+}
+
+impl DiscoverArgs {
+    /// How long each stage may take.
+    #[must_use]
+    pub fn limit(&self) -> Duration {
+        Duration::from_secs(self.time_limit)
+    }
+
+    /// The lean walk (what `ibsm-netdiscover` prints) of the fabric behind `port`, run
+    /// until it is done or the time limit passes; see [`Discovery::is_done`].
+    ///
+    /// # Errors
+    /// [`ToolError::Transport`] when the transport fails.
+    pub fn discover<T: Transport>(
+        &self,
+        tx: &TxArgs,
+        port: &mut T,
+    ) -> Result<Discovery, ToolError> {
+        let mut walk = Discovery::lean(tx.smp(self.m_key));
+        run(&mut walk, port, self.limit(), "discovery")?;
+        Ok(walk)
     }
 }
 
