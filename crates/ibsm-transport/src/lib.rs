@@ -138,38 +138,26 @@ pub trait Transport {
     }
 }
 
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn now(&self) -> Instant {
-        (**self).now()
-    }
-    fn local_port(&self) -> LocalPort {
-        (**self).local_port()
-    }
-    fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
-        (**self).send(addr, mad)
-    }
-    fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
-        (**self).recv(deadline)
-    }
-    fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
-        (**self).set_is_sm(on)
-    }
+/// A borrowed or boxed transport is one: every method goes to what it points at.
+macro_rules! forward_transport {
+    ($($pointer:ty),*) => {$(
+        impl<T: Transport + ?Sized> Transport for $pointer {
+            fn now(&self) -> Instant {
+                (**self).now()
+            }
+            fn local_port(&self) -> LocalPort {
+                (**self).local_port()
+            }
+            fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
+                (**self).send(addr, mad)
+            }
+            fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
+                (**self).recv(deadline)
+            }
+            fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
+                (**self).set_is_sm(on)
+            }
+        }
+    )*};
 }
-
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn now(&self) -> Instant {
-        (**self).now()
-    }
-    fn local_port(&self) -> LocalPort {
-        (**self).local_port()
-    }
-    fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
-        (**self).send(addr, mad)
-    }
-    fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
-        (**self).recv(deadline)
-    }
-    fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
-        (**self).set_is_sm(on)
-    }
-}
+forward_transport!(&mut T, Box<T>);
