@@ -254,16 +254,7 @@ impl<C> PerfClient<C> {
         port: u8,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let mut data = [0u8; 192];
-        A::for_port(port)
-            .emit_into(&mut data)
-            .map_err(|e| PerfError::Malformed {
-                lid,
-                port,
-                attribute: A::ID,
-                why: e.to_string(),
-            })?;
-        self.submit(Method::Get, A::ID, lid, port, &data, cookie)
+        self.submit_attr(Method::Get, lid, port, &A::for_port(port), cookie)
     }
 
     /// Reads the agent's ClassPortInfo at `lid`.
@@ -294,18 +285,10 @@ impl<C> PerfClient<C> {
         cookie: C,
     ) -> Result<TxId, PerfError> {
         let pc = PortCounters {
-            port_select: port,
             counter_select: select,
-            ..PortCounters::default()
+            ..PortCounters::for_port(port)
         };
-        self.submit(
-            Method::Set,
-            PerfAttributeId::PortCounters,
-            lid,
-            port,
-            &pc.to_bytes(),
-            cookie,
-        )
+        self.submit_attr(Method::Set, lid, port, &pc, cookie)
     }
 
     /// Resets the PortCountersExtended `select` names on `port`.
@@ -320,18 +303,31 @@ impl<C> PerfClient<C> {
         cookie: C,
     ) -> Result<TxId, PerfError> {
         let pc = PortCountersExtended {
-            port_select: port,
             counter_select: select,
-            ..PortCountersExtended::default()
+            ..PortCountersExtended::for_port(port)
         };
-        self.submit(
-            Method::Set,
-            PerfAttributeId::PortCountersExtended,
-            lid,
-            port,
-            &pc.to_bytes(),
-            cookie,
-        )
+        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+    }
+
+    /// Sends `value` of `port` at `lid` with `method` (a Get's template, a reset's Set).
+    fn submit_attr<A: PerfAttribute>(
+        &mut self,
+        method: Method,
+        lid: u16,
+        port: u8,
+        value: &A,
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let mut data = [0u8; 192];
+        value
+            .emit_into(&mut data)
+            .map_err(|e| PerfError::Malformed {
+                lid,
+                port,
+                attribute: A::ID,
+                why: e.to_string(),
+            })?;
+        self.submit(method, A::ID, lid, port, &data, cookie)
     }
 
     fn submit(
