@@ -186,7 +186,7 @@ impl<C> SmpEvent<C> {
     }
 }
 
-/// The SMP client. `C` is the caller's per-query cookie. It is [`SansIo`]: its events
+/// The SMP client. `C` is the caller's per-query cookie. It is [`SansIo`](ibsm_transport::SansIo): its events
 /// are the queries' outcomes, and it is idle when no query is waiting or in flight.
 #[derive(Debug)]
 pub struct SmpClient<C> {
