@@ -293,32 +293,41 @@ fn details<T: Transport>(
     Ok((out, failed))
 }
 
-fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
-    line(out, "PortSelect", d.port_select);
-    line(
-        out,
-        "CounterSelect",
-        format_args!("{:#06x}", d.counter_select),
-    );
-    for c in Counter::RCV_ERROR_DETAILS_SELECT {
-        if let Some(v) = c.of_rcv_error_details(d) {
+/// A details block as perfquery prints it: the selects, then each counter `of` gives.
+fn details_block(
+    out: &mut String,
+    port_select: u8,
+    counter_select: u16,
+    counters: &[Counter],
+    of: impl Fn(Counter) -> Option<u64>,
+) {
+    line(out, "PortSelect", port_select);
+    line(out, "CounterSelect", format_args!("{counter_select:#06x}"));
+    for &c in counters {
+        if let Some(v) = of(c) {
             line(out, c.perfquery_name(), v);
         }
     }
 }
 
-fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
-    line(out, "PortSelect", d.port_select);
-    line(
+fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
+    details_block(
         out,
-        "CounterSelect",
-        format_args!("{:#06x}", d.counter_select),
+        d.port_select,
+        d.counter_select,
+        &Counter::RCV_ERROR_DETAILS_SELECT,
+        |c| c.of_rcv_error_details(d),
     );
-    for c in Counter::XMIT_DISCARD_DETAILS_SELECT {
-        if let Some(v) = c.of_xmit_discard_details(d) {
-            line(out, c.perfquery_name(), v);
-        }
-    }
+}
+
+fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
+    details_block(
+        out,
+        d.port_select,
+        d.counter_select,
+        &Counter::XMIT_DISCARD_DETAILS_SELECT,
+        |c| c.of_xmit_discard_details(d),
+    );
 }
 
 fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), QueryError> {
