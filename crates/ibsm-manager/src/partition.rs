@@ -142,7 +142,9 @@ impl Membership {
         }
     }
 
-    fn word(self) -> &'static str {
+    /// The word partitions.conf (and UFM's API) spells it with.
+    #[must_use]
+    pub fn word(self) -> &'static str {
         match self {
             Membership::Limited => "limited",
             Membership::Full => "full",
