@@ -70,7 +70,7 @@ struct Args {
     torus: Option<(Vec<u32>, u32)>,
     routing: EngineList,
     lmc: u8,
-    link_speed: ibsm::topology::LinkSpeed,
+    link_speed: ibsm::topology::ActiveSpeed,
     drop: f64,
     seed: u64,
     until: u64,
@@ -109,7 +109,7 @@ fn parse_args() -> Result<Args, String> {
         torus: None,
         routing: EngineList::default(),
         lmc: 0,
-        link_speed: ibsm::topology::LinkSpeed::Qdr,
+        link_speed: ibsm::topology::ActiveSpeed::Qdr,
         drop: 0.0,
         seed: 1,
         until: 600,
@@ -184,7 +184,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--link-speed" => {
                 let v = value("--link-speed")?;
-                a.link_speed = ibsm::topology::LinkSpeed::from_name(&v.to_uppercase())
+                a.link_speed = ibsm::topology::ActiveSpeed::from_name(&v.to_uppercase())
                     .filter(|s| s.lane_mbps() >= 10_000)
                     .ok_or_else(|| usage("--link-speed wants QDR, FDR, EDR, HDR, NDR or XDR"))?;
             }

@@ -81,7 +81,7 @@ pub enum DropReason {
 /// Something the host must act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum SmaEvent {
     /// A SubnSet(PortInfo) asked for a link change on `port`.
     Link {
         /// Port number.
@@ -185,7 +185,7 @@ pub struct Sma<S: NvStore = NoNvStore> {
     /// Earliest lease deadline of any port (may be stale-early, never late).
     lease_due: Option<Instant>,
     traps: TrapQueue,
-    events: VecDeque<Event>,
+    events: VecDeque<SmaEvent>,
     stats: Stats,
 }
 
@@ -592,7 +592,7 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// The next host event, if any.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<SmaEvent> {
         self.events.pop_front()
     }
 
@@ -752,7 +752,7 @@ impl<S: NvStore> Sma<S> {
             + ports
             + switch
             + cfg
-            + self.events.capacity() * size_of::<Event>()
+            + self.events.capacity() * size_of::<SmaEvent>()
             + self.traps.memory_bytes()
     }
 
@@ -1202,10 +1202,10 @@ impl<S: NvStore> Sma<S> {
             link_req = Some(LinkRequest::Renegotiate);
         }
         if let Some(request) = link_req {
-            self.events.push_back(Event::Link { port, request });
+            self.events.push_back(SmaEvent::Link { port, request });
         }
         if reregister {
-            self.events.push_back(Event::ClientReregister { port });
+            self.events.push_back(SmaEvent::ClientReregister { port });
         }
         Ok(())
     }
@@ -1398,7 +1398,7 @@ impl<S: NvStore> Sma<S> {
         if ctx.set {
             decode_sm_info_control(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
             let sender = SmInfo::from_view(&SmInfoView::new_unchecked(&data[..]));
-            self.events.push_back(Event::SmInfoSet {
+            self.events.push_back(SmaEvent::SmInfoSet {
                 control: ctx.am,
                 sender,
                 authenticated,

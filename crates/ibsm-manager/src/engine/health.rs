@@ -38,7 +38,7 @@ use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::{Missing, SmEvent};
 use crate::health::{Change, Health, PortKey, Reason};
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// The health policy and what the engine keeps to feed it.
 #[derive(Debug, Default)]
@@ -60,7 +60,7 @@ impl HealthState {
     /// The ports of `subnet` found Down (or back in Init after they were Active) where
     /// the last configured sweep had a cable, with their far ends: links that went down
     /// since.
-    fn downs(&self, subnet: &Subnet) -> BTreeSet<PortKey> {
+    fn downs(&self, subnet: &Discovered) -> BTreeSet<PortKey> {
         let mut downs = BTreeSet::new();
         for node in &subnet.nodes {
             for (p, rec) in node.ports.iter().enumerate().skip(1) {
@@ -99,7 +99,7 @@ impl HealthState {
 impl HealthState {
     /// Whether discovery leaves out what lies behind port `port` of `node` of `subnet`:
     /// a port that stopped answering.
-    pub(super) fn skips(&self, subnet: &Subnet, node: NodeIx, port: u8) -> bool {
+    pub(super) fn skips(&self, subnet: &Discovered, node: NodeIx, port: u8) -> bool {
         let key = PortKey::new(subnet.nodes[node].info.node_guid, port);
         self.policy
             .get(key)
@@ -127,7 +127,7 @@ impl HealthState {
     pub(super) fn after_discovery(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         now: Instant,
     ) -> bool {
         if self.linked.is_empty() || cfg.health.flap_count == 0 {
@@ -178,7 +178,7 @@ impl HealthState {
     pub(super) fn trap(
         &mut self,
         lids: &Lids,
-        subnet: &Subnet,
+        subnet: &Discovered,
         now: Instant,
         notice: &Notice,
     ) -> Option<bool> {
@@ -187,7 +187,7 @@ impl HealthState {
     }
 
     /// The port a trap is about.
-    fn trap_port(&self, lids: &Lids, subnet: &Subnet, notice: &Notice) -> Option<PortKey> {
+    fn trap_port(&self, lids: &Lids, subnet: &Discovered, notice: &Notice) -> Option<PortKey> {
         let guid = lids.guid_of(notice.issuer_lid)?;
         if subnet.by_guid.contains_key(&guid) {
             let port = notice.details::<Trap129Details>().map_or(0, |d| d.port_num);
@@ -235,7 +235,12 @@ impl HealthState {
     /// marked for flapping or babbling, and enables those this SM disabled for a port
     /// since taken back (`subnet`: the model being programmed). The PortInfo Sets
     /// queued.
-    pub(super) fn program(&mut self, cfg: &SmConfig, subnet: &Subnet, smps: &mut SmpQueue) -> u64 {
+    pub(super) fn program(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Discovered,
+        smps: &mut SmpQueue,
+    ) -> u64 {
         if !cfg.health.babbling_port_policy && self.disabled.is_empty() {
             return 0;
         }
@@ -319,7 +324,7 @@ impl SubnetManager {
 
 /// The end of `key`'s cable to disable: the one nearer the SM (its Set need not
 /// cross the bad link), not already disabled; none for the SM's own link.
-fn disable_end(subnet: &Subnet, key: PortKey) -> Option<(NodeIx, u8)> {
+fn disable_end(subnet: &Discovered, key: PortKey) -> Option<(NodeIx, u8)> {
     let &n = subnet.by_guid.get(&key.node)?;
     let here = (n, key.port);
     let ends = match subnet.nodes[n].ports.get(usize::from(key.port))?.peer {
@@ -344,7 +349,7 @@ fn disable_end(subnet: &Subnet, key: PortKey) -> Option<(NodeIx, u8)> {
 /// logical state to Down, as OpenSM's `disable_port`).
 fn submit_phys_state(
     cfg: &SmConfig,
-    subnet: &Subnet,
+    subnet: &Discovered,
     smps: &mut SmpQueue,
     n: NodeIx,
     p: u8,

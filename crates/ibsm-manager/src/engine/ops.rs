@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use ibsm_transport::{
-    Address, DrAddress, Event as TxEvent, Instant, Received, Request, Transactions, TxConfig,
+    Address, DrAddress, Instant, Received, Request, Transactions, TxConfig, TxEvent,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, Method, SmAttributeId};
 
@@ -16,7 +16,7 @@ use super::SubnetManager;
 use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// What a request is for. Routes are boxed: a sweep of the largest fabrics queues
 /// hundreds of thousands of requests at once, and a 65-byte route in each (most need
@@ -666,7 +666,7 @@ impl SmpQueue {
     fn dispatch(
         &mut self,
         w: Work,
-        subnet: &Subnet,
+        subnet: &Discovered,
         key: impl Fn(&Target) -> u64,
         lft: impl Fn(NodeIx, u16) -> Option<[u8; 64]>,
         cfg: &SmConfig,

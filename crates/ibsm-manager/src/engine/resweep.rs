@@ -15,7 +15,7 @@ use ibsm_wire::DrPath;
 use super::ops::Op;
 use super::{Outbox, SubnetManager};
 use crate::event::{Missing, SmEvent};
-use crate::model::Subnet;
+use crate::model::Discovered;
 
 /// Most attempts (first send and retries) an SMP gets in a re-sweep.
 pub(super) const MAX_ATTEMPTS: u32 = 64;
@@ -137,7 +137,7 @@ impl Resweeps {
 
 /// What a lost `op` leaves missing: the attribute, and the node or port of `subnet`
 /// it was for.
-fn missing(subnet: &Subnet, op: &Op) -> Option<Missing> {
+fn missing(subnet: &Discovered, op: &Op) -> Option<Missing> {
     let node_guid = |n: usize| subnet.nodes.get(n).map_or(0, |r| r.info.node_guid);
     let path_of = |n: usize, p: u8| {
         subnet

@@ -18,7 +18,7 @@ use super::discovery::Discovery;
 use super::ops::{Op, SmpQueue};
 use super::sweep::Sweep;
 use crate::config::SmConfig;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// MulticastFDBTop of a switch with no MFT entry in use (below the first MLID).
 pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
@@ -42,7 +42,12 @@ pub(super) struct Mirror {
 impl Mirror {
     /// An LFT block as the mirror holds it (what this sweep writes) for `node` of
     /// `subnet`.
-    pub(super) fn lft_block(&self, subnet: &Subnet, node: NodeIx, block: u16) -> Option<[u8; 64]> {
+    pub(super) fn lft_block(
+        &self,
+        subnet: &Discovered,
+        node: NodeIx,
+        block: u16,
+    ) -> Option<[u8; 64]> {
         let guid = subnet.nodes.get(node)?.info.node_guid;
         let ports = self.lft.get(&guid)?.block(usize::from(block))?;
         let mut d = [0u8; 64];
@@ -54,7 +59,7 @@ impl Mirror {
 impl Mirror {
     /// A switch table Set for a node of `subnet` was lost or refused: what the mirror
     /// holds for it is not on the switch, so the next heavy sweep writes it again.
-    pub(super) fn forget_unwritten(&mut self, subnet: &Subnet, op: &Op) {
+    pub(super) fn forget_unwritten(&mut self, subnet: &Discovered, op: &Op) {
         let guid = |n: NodeIx| subnet.nodes.get(n).map(|r| r.info.node_guid);
         match *op {
             Op::SetLft { node, block } => {
@@ -127,7 +132,7 @@ impl Mirror {
     fn program_switch_info(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         n: NodeIx,
         max_lid: u16,
@@ -162,7 +167,7 @@ impl Mirror {
     pub(super) fn set_mft_top(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         sweep: &Sweep,
         smps: &mut SmpQueue,
         n: NodeIx,
@@ -236,7 +241,7 @@ impl Mirror {
     /// pairs keep the switch's default map.
     fn program_vls(
         &mut self,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         n: NodeIx,
         guid: u64,
@@ -348,7 +353,7 @@ pub(super) struct SwitchCtx<'a> {
 
 impl SwitchCtx<'_> {
     /// The model being programmed.
-    fn subnet(&self) -> &Subnet {
+    fn subnet(&self) -> &Discovered {
         &self.sweep.found(self.last).subnet
     }
 }
@@ -365,7 +370,7 @@ pub(super) struct Written {
 /// Whether MulticastFDBTop is written to switch `n`: `SmConfig::use_mfttop` and
 /// its port 0 says IsMulticastFDBTopSupported (as OpenSM); a switch that does not
 /// say so may take the field for something else, or ignore it.
-pub(super) fn uses_mft_top(cfg: &SmConfig, subnet: &Subnet, n: NodeIx) -> bool {
+pub(super) fn uses_mft_top(cfg: &SmConfig, subnet: &Discovered, n: NodeIx) -> bool {
     cfg.use_mfttop
         && subnet.nodes[n]
             .ports

@@ -491,7 +491,7 @@ fn port_state_transitions_via_set() {
     assert_eq!(st(&s), LogicalState::Down);
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Retrain
         })
@@ -534,7 +534,7 @@ fn enabled_mask_changes_ask_for_renegotiation() {
     assert_eq!(status(&r), 0);
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Renegotiate
         })
@@ -560,7 +560,7 @@ fn enabled_mask_changes_ask_for_renegotiation() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Retrain
         })
@@ -956,7 +956,7 @@ fn port_info_set_fields() {
     assert_eq!(pi.neighbor_mtu, Mtu::Mtu2048);
     assert!(!pi.client_reregister);
     assert_eq!(pi.operational_vls, VlCap::Vl0To7);
-    assert_eq!(s.poll_event(), Some(Event::ClientReregister { port: 1 }));
+    assert_eq!(s.poll_event(), Some(SmaEvent::ClientReregister { port: 1 }));
     for bad in [
         |pi: &mut PortInfo| pi.link_width_enabled = LinkWidthMask::X12,
         |pi: &mut PortInfo| pi.neighbor_mtu = Mtu::from(6),
@@ -993,7 +993,7 @@ fn sm_info_answers_only_with_an_sm() {
     s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::SmInfoSet {
+        Some(SmaEvent::SmInfoSet {
             control: 1,
             sender: info,
             authenticated: true
@@ -1101,7 +1101,7 @@ fn armed_port_goes_active_on_data_and_disable_enable_events() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Disable
         })
@@ -1112,7 +1112,7 @@ fn armed_port_goes_active_on_data_and_disable_enable_events() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Enable
         })
