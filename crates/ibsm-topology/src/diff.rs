@@ -33,11 +33,10 @@
 //! # Ok::<(), ibsm_topology::FabricError>(())
 //! ```
 
-use std::collections::HashMap;
 use std::fmt;
 
 use crate::fabric::Fabric;
-use crate::types::{ActiveSpeed, ActiveWidth, Guid, NodeKind, PortNum};
+use crate::types::{ActiveSpeed, ActiveWidth, Endpoint, Guid, NodeId, NodeKind, PortNum};
 
 /// One port, by node GUID and port number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -217,14 +216,13 @@ impl fmt::Display for Difference {
     }
 }
 
-/// The cables of a fabric by port: each cabled port -> its peer, both directions.
-fn cables(f: &Fabric) -> HashMap<PortRef, PortRef> {
-    let mut out = HashMap::with_capacity(f.link_count() * 2);
-    for (_, link) in f.links() {
-        let a = PortRef::new(f.guid_of(link.a.node), link.a.port);
-        let b = PortRef::new(f.guid_of(link.b.node), link.b.port);
-        out.insert(a, b);
-        out.insert(b, a);
+/// For each node of `from` (by [`NodeId::index`]), the node of `to` with its GUID: one
+/// hash lookup per node, so that cables are then compared by index alone.
+fn counterparts(from: &Fabric, to: &Fabric) -> Vec<Option<NodeId>> {
+    let len = from.node_ids().map(|id| id.index() + 1).max().unwrap_or(0);
+    let mut out = vec![None; len];
+    for (id, node) in from.nodes() {
+        out[id.index()] = to.node_by_guid(node.guid());
     }
     out
 }
@@ -238,10 +236,9 @@ fn node_ref(f: &Fabric, guid: Guid) -> Option<NodeRef> {
     })
 }
 
-/// The width and speed of the port `p` of `f` (`Unknown` when not known).
-fn active(f: &Fabric, p: PortRef) -> (ActiveWidth, ActiveSpeed) {
-    f.node_by_guid(p.guid)
-        .and_then(|id| f.port(id, p.port))
+/// The width and speed of port `e` of `f` (`Unknown` when not known).
+fn active(f: &Fabric, e: Endpoint) -> (ActiveWidth, ActiveSpeed) {
+    f.port(e.node, e.port)
         .map_or((ActiveWidth::Unknown, ActiveSpeed::Unknown), |port| {
             (port.width, port.speed)
         })
@@ -259,7 +256,7 @@ fn below(planned: (ActiveWidth, ActiveSpeed), actual: (ActiveWidth, ActiveSpeed)
 
 /// The width and speed of a cable: its first end's, the other's where that is unknown
 /// (both ends of a trained link share them; a file may state them at one end only).
-fn cable_rate(f: &Fabric, a: PortRef, b: PortRef) -> (ActiveWidth, ActiveSpeed) {
+fn cable_rate(f: &Fabric, a: Endpoint, b: Endpoint) -> (ActiveWidth, ActiveSpeed) {
     let (wa, sa) = active(f, a);
     let (wb, sb) = active(f, b);
     (
@@ -274,27 +271,41 @@ fn cable_rate(f: &Fabric, a: PortRef, b: PortRef) -> (ActiveWidth, ActiveSpeed) 
 #[must_use]
 pub fn diff(reference: &Fabric, current: &Fabric) -> Vec<Difference> {
     let mut out = Vec::new();
-    for (_, node) in reference.nodes() {
-        if current.node_by_guid(node.guid()).is_none() {
+    let to_ref = counterparts(current, reference);
+    let to_cur = counterparts(reference, current);
+    for (id, node) in reference.nodes() {
+        if to_cur[id.index()].is_none() {
             out.extend(node_ref(reference, node.guid()).map(Difference::MissingNode));
         }
     }
-    for (_, node) in current.nodes() {
-        if reference.node_by_guid(node.guid()).is_none() {
+    for (id, node) in current.nodes() {
+        if to_ref[id.index()].is_none() {
             out.extend(node_ref(current, node.guid()).map(Difference::UnexpectedNode));
         }
     }
-    let planned = cables(reference);
-    let cabled = cables(current);
-    let known = |p: &PortRef| reference.node_by_guid(p.guid).is_some();
-    let present = |p: &PortRef| current.node_by_guid(p.guid).is_some();
+    let port_ref = |f: &Fabric, e: Endpoint| PortRef::new(f.guid_of(e.node), e.port);
+    // Where the plan cables port `e` of the current fabric (its end in the reference).
+    let planned = |e: Endpoint| {
+        let r = to_ref[e.node.index()]?;
+        reference.port_peer(r, e.port)
+    };
     for (_, link) in current.links() {
-        let a = PortRef::new(current.guid_of(link.a.node), link.a.port);
-        let b = PortRef::new(current.guid_of(link.b.node), link.b.port);
-        let (ea, eb) = (planned.get(&a).copied(), planned.get(&b).copied());
-        if ea == Some(b) {
-            let plan = cable_rate(reference, a, b);
-            let now = cable_rate(current, a, b);
+        let (a, b) = (port_ref(current, link.a), port_ref(current, link.b));
+        let (ea, eb) = (planned(link.a), planned(link.b));
+        let (ea_ref, eb_ref) = (
+            ea.map(|e| port_ref(reference, e)),
+            eb.map(|e| port_ref(reference, e)),
+        );
+        if ea_ref == Some(b)
+            && let (Some(a_node), Some(b_ref)) = (to_ref[link.a.node.index()], ea)
+        {
+            // The plan's cable between the same two ports, from a's end as above.
+            let a_ref = Endpoint {
+                node: a_node,
+                port: link.a.port,
+            };
+            let plan = cable_rate(reference, a_ref, b_ref);
+            let now = cable_rate(current, link.a, link.b);
             if below(plan, now) {
                 out.push(Difference::Degraded {
                     a,
@@ -303,27 +314,33 @@ pub fn diff(reference: &Fabric, current: &Fabric) -> Vec<Difference> {
                     actual: now,
                 });
             }
-        } else if ea.is_some() || eb.is_some() {
+        } else if ea_ref.is_some() || eb_ref.is_some() {
             out.push(Difference::Miswired {
                 a: WiredEnd {
                     port: a,
-                    expected: ea,
+                    expected: ea_ref,
                 },
                 b: WiredEnd {
                     port: b,
-                    expected: eb,
+                    expected: eb_ref,
                 },
             });
-        } else if known(&a) && known(&b) {
+        } else if to_ref[link.a.node.index()].is_some() && to_ref[link.b.node.index()].is_some() {
             out.push(Difference::ExtraCable { a, b });
         }
         // Otherwise a cable of an unexpected node, which that node's entry covers.
     }
     for (_, link) in reference.links() {
-        let a = PortRef::new(reference.guid_of(link.a.node), link.a.port);
-        let b = PortRef::new(reference.guid_of(link.b.node), link.b.port);
-        if present(&a) && present(&b) && !cabled.contains_key(&a) && !cabled.contains_key(&b) {
-            out.push(Difference::MissingCable { a, b });
+        let (Some(ca), Some(cb)) = (to_cur[link.a.node.index()], to_cur[link.b.node.index()])
+        else {
+            continue;
+        };
+        let cabled = |n: NodeId, p: PortNum| current.port_peer(n, p).is_some();
+        if !cabled(ca, link.a.port) && !cabled(cb, link.b.port) {
+            out.push(Difference::MissingCable {
+                a: port_ref(reference, link.a),
+                b: port_ref(reference, link.b),
+            });
         }
     }
     out.sort();
@@ -480,8 +497,136 @@ mod tests {
         assert!(diff(&plan, &now).is_empty());
     }
 
+    /// The comparison as first written: every cable looked up by (GUID, port) in hash
+    /// maps of both fabrics. Slow (a dozen hashes per cable), plainly right: the oracle
+    /// for [`diff`], which compares by index.
+    fn diff_by_guid(reference: &Fabric, current: &Fabric) -> Vec<Difference> {
+        use std::collections::HashMap;
+        let cables = |f: &Fabric| {
+            let mut out = HashMap::new();
+            for (_, link) in f.links() {
+                let a = PortRef::new(f.guid_of(link.a.node), link.a.port);
+                let b = PortRef::new(f.guid_of(link.b.node), link.b.port);
+                out.insert(a, b);
+                out.insert(b, a);
+            }
+            out
+        };
+        let end = |f: &Fabric, p: PortRef| Endpoint {
+            node: f.node_by_guid(p.guid).unwrap(),
+            port: p.port,
+        };
+        let mut out = Vec::new();
+        for (_, node) in reference.nodes() {
+            if current.node_by_guid(node.guid()).is_none() {
+                out.extend(node_ref(reference, node.guid()).map(Difference::MissingNode));
+            }
+        }
+        for (_, node) in current.nodes() {
+            if reference.node_by_guid(node.guid()).is_none() {
+                out.extend(node_ref(current, node.guid()).map(Difference::UnexpectedNode));
+            }
+        }
+        let (planned, cabled) = (cables(reference), cables(current));
+        let known = |p: &PortRef| reference.node_by_guid(p.guid).is_some();
+        let present = |p: &PortRef| current.node_by_guid(p.guid).is_some();
+        for (_, link) in current.links() {
+            let a = PortRef::new(current.guid_of(link.a.node), link.a.port);
+            let b = PortRef::new(current.guid_of(link.b.node), link.b.port);
+            let (ea, eb) = (planned.get(&a).copied(), planned.get(&b).copied());
+            if ea == Some(b) {
+                let plan = cable_rate(reference, end(reference, a), end(reference, b));
+                let now = cable_rate(current, link.a, link.b);
+                if below(plan, now) {
+                    out.push(Difference::Degraded {
+                        a,
+                        b,
+                        expected: plan,
+                        actual: now,
+                    });
+                }
+            } else if ea.is_some() || eb.is_some() {
+                out.push(Difference::Miswired {
+                    a: WiredEnd {
+                        port: a,
+                        expected: ea,
+                    },
+                    b: WiredEnd {
+                        port: b,
+                        expected: eb,
+                    },
+                });
+            } else if known(&a) && known(&b) {
+                out.push(Difference::ExtraCable { a, b });
+            }
+        }
+        for (_, link) in reference.links() {
+            let a = PortRef::new(reference.guid_of(link.a.node), link.a.port);
+            let b = PortRef::new(reference.guid_of(link.b.node), link.b.port);
+            if present(&a) && present(&b) && !cabled.contains_key(&a) && !cabled.contains_key(&b) {
+                out.push(Difference::MissingCable { a, b });
+            }
+        }
+        out.sort();
+        out
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Whatever is pulled, recabled, slowed or left out, the comparison by index
+        /// finds what the comparison by GUID finds, in either direction.
+        #[test]
+        fn the_same_differences_as_by_guid(
+            k in 2u32..=4,
+            n in 2usize..=3,
+            edits in proptest::collection::vec((0u8..4, any::<prop::sample::Index>(), any::<prop::sample::Index>()), 0..12),
+        ) {
+            let mut plan = generate::k_ary_n_tree(k, n).unwrap();
+            for id in plan.node_ids().collect::<Vec<_>>() {
+                let nd = plan.node_mut(id).unwrap();
+                for p in 1..=nd.num_ports() {
+                    let port = nd.port_mut(p).unwrap();
+                    port.width = ActiveWidth::X4;
+                    port.speed = ActiveSpeed::Edr;
+                }
+            }
+            let mut now = plan.clone();
+            for (what, i, j) in edits {
+                let ids: Vec<crate::NodeId> = now.node_ids().collect();
+                if ids.is_empty() {
+                    break;
+                }
+                let x = ids[i.index(ids.len())];
+                let ports = now.node(x).map_or(0, crate::fabric::Node::num_ports);
+                if ports == 0 {
+                    continue;
+                }
+                let p = 1 + (j.index(usize::from(ports)) as u8);
+                match what {
+                    0 => { now.disconnect(x, p).ok(); }
+                    1 => {
+                        // Cable two free ports (of any two nodes).
+                        let y = ids[j.index(ids.len())];
+                        let free = |f: &Fabric, n: crate::NodeId| {
+                            let np = f.node(n).map_or(0, crate::fabric::Node::num_ports);
+                            (1..=np).find(|&q| f.port_peer(n, q).is_none())
+                        };
+                        if let (Some(px), Some(py)) = (free(&now, x), free(&now, y)) {
+                            now.connect(x, px, y, py).ok();
+                        }
+                    }
+                    2 => {
+                        if let Some(port) = now.node_mut(x).and_then(|nd| nd.port_mut(p)) {
+                            port.width = ActiveWidth::X1;
+                        }
+                    }
+                    _ => { now.remove_node(x).ok(); }
+                }
+            }
+            prop_assert_eq!(diff(&plan, &now), diff_by_guid(&plan, &now));
+            prop_assert_eq!(diff(&now, &plan), diff_by_guid(&now, &plan));
+        }
 
         /// A fabric compared with itself has no difference; swapping the far ends of two
         /// cables with four distinct nodes gives exactly those two cables as miswires,
