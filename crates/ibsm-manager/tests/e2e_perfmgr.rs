@@ -236,7 +236,9 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
         .events
         .iter()
         .filter_map(|e| match e {
-            SmEvent::PortUnhealthy { node, port, reason } => Some((*node, *port, reason.clone())),
+            SmEvent::PortUnhealthy {
+                node, port, reason, ..
+            } => Some((*node, *port, reason.clone())),
             _ => None,
         })
         .collect();
