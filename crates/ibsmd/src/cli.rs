@@ -427,8 +427,16 @@ mod tests {
             (&["--reboot-window", "30"], HealthRebootWindow, "30"),
             (&["--set-err-count", "7"], HealthSetErrCount, "7"),
             (&["--set-err-window", "31"], HealthSetErrWindow, "31"),
-            (&["--action-reboot", "disable"], HealthActionReboot, "disable"),
-            (&["--action-flapping", "report"], HealthActionFlapping, "report"),
+            (
+                &["--action-reboot", "disable"],
+                HealthActionReboot,
+                "disable",
+            ),
+            (
+                &["--action-flapping", "report"],
+                HealthActionFlapping,
+                "report",
+            ),
             (
                 &["--action-unresponsive", "isolate"],
                 HealthActionUnresponsive,
@@ -444,8 +452,16 @@ mod tests {
                 HealthActionSetErr,
                 "no_discover",
             ),
-            (&["--action-manual", "disable"], HealthActionManual, "disable"),
-            (&["--action-high-ber", "report"], HealthActionHighBer, "report"),
+            (
+                &["--action-manual", "disable"],
+                HealthActionManual,
+                "disable",
+            ),
+            (
+                &["--action-high-ber", "report"],
+                HealthActionHighBer,
+                "report",
+            ),
             (&["--isolation-cap-min", "3"], HealthIsolationCapMin, "3"),
             (
                 &["--isolation-cap-permille", "20"],

@@ -15,8 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
-    Fabric, needed, net_file, start_ibsmd, stop_ibsmd, switch_link, verify_topology,
-    wait_settled,
+    Fabric, needed, net_file, start_ibsmd, stop_ibsmd, switch_link, verify_topology, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::{generate, ibnet};
@@ -119,7 +118,11 @@ fn a_port_isolated_by_hand_stays_isolated_across_a_restart_until_cleared() {
     let now = verify_topology(&f, &topo, 0);
     assert_eq!(now.peer(ga, pa), Some((gb, pb)), "the cable is up");
     assert_eq!(now.lft_uses(ga, pa), 0, "LFT uses the isolated port");
-    assert_eq!(now.lft_uses(gb, pb), 0, "LFT uses the isolated cable's far end");
+    assert_eq!(
+        now.lft_uses(gb, pb),
+        0,
+        "LFT uses the isolated cable's far end"
+    );
     assert_eq!(now.lids, before.lids, "LIDs moved");
     let (code, out) = ctl(&sock, &["status"]);
     assert_eq!(code, 0, "{out}");
