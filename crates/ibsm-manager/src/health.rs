@@ -164,9 +164,10 @@ impl Reason {
         }
     }
 
-    /// Whether the port's link is the trouble, so that with
-    /// [`HealthConfig::babbling_port_policy`] it is disabled: a flapping link or a
-    /// babbling port (OpenSM disables ports that flood traps).
+    /// Whether the port's link is the trouble: a flapping link or a babbling port
+    /// (OpenSM disables ports that flood traps), the conditions that
+    /// [`HealthConfig::babbling_port_policy`] turns from `isolate` to `disable`
+    /// ([`HealthConfig::action`] decides what is done).
     #[must_use]
     pub fn babbling(&self) -> bool {
         matches!(self, Reason::Flapping { .. } | Reason::TrapFlood { .. })
