@@ -259,7 +259,8 @@ pub enum SmEvent {
     /// `action` is what is done with it from the next heavy sweep on: `report` only,
     /// or its cable routed around (`isolate`; its traps ignored for a trap flood),
     /// discovery not exploring across it (`no_discover`) or its link disabled
-    /// (`disable`). Sent once per mark.
+    /// (`disable`). Sent once per mark, and once more for a port the isolation cap
+    /// held back when an isolation ends and it takes its place (`capped` false).
     PortUnhealthy {
         /// Node GUID.
         node: u64,

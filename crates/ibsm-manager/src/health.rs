@@ -30,7 +30,8 @@
 //! isolations are capped ([`IsolationCap`]: by default at most max(10, 0.5 %) of the
 //! fabric's ports, as NVIDIA's PDR plugin), so a fault that makes many ports look bad
 //! at once (a firmware bug, a bad counter threshold) cannot cut a large part of the
-//! fabric: beyond the cap a port is only reported ([`Unhealthy::capped`]).
+//! fabric: beyond the cap a port is only reported ([`Unhealthy::capped`]), and
+//! isolated (the longest held back first) once an isolation ends and leaves room.
 //!
 //! An unhealthy port is taken back once it has been quiet for
 //! [`HealthConfig::quiet_period`]: no flap, trap, lost SMP or report since, whatever it
@@ -712,9 +713,11 @@ impl Health {
         }
     }
 
-    /// The fabric now has `ports` physical ports (the isolation cap's base).
+    /// The fabric now has `ports` physical ports (the isolation cap's base); a cap
+    /// grown with it isolates ports it held back.
     pub fn set_fabric_ports(&mut self, ports: usize) {
         self.fabric_ports = ports;
+        self.promote();
     }
 
     /// The most ports the automatic checks may isolate now.
@@ -910,7 +913,41 @@ impl Health {
             reason: u.reason.clone(),
             action: u.action,
         });
+        self.promote();
         Some(u.reason)
+    }
+
+    /// Ports the cap held back get the action of their condition, the longest
+    /// marked first (then by key), while the cap has room (an isolation ended, the
+    /// fabric grew): one [`Change::Unhealthy`] each, not capped.
+    fn promote(&mut self) {
+        loop {
+            if self.auto_isolated() >= self.isolation_cap() {
+                return;
+            }
+            let next = self
+                .ports
+                .iter()
+                .filter_map(|(k, r)| r.unhealthy.as_ref().map(|u| (*k, u)))
+                .filter(|(_, u)| u.capped)
+                .min_by_key(|(k, u)| (u.since, *k))
+                .map(|(k, _)| k);
+            let Some(port) = next else {
+                return;
+            };
+            let Some(u) = self.ports.get_mut(&port).and_then(|r| r.unhealthy.as_mut()) else {
+                return;
+            };
+            u.action = self.cfg.action(u.reason.condition());
+            u.capped = false;
+            let (reason, action) = (u.reason.clone(), u.action);
+            self.changes.push_back(Change::Unhealthy {
+                port,
+                reason,
+                action,
+                capped: false,
+            });
+        }
     }
 
     /// Marks `port` as the isolation file says at `now` (start, takeover): manual
@@ -993,6 +1030,7 @@ impl Health {
                 }
             }
         }
+        self.promote();
     }
 
     /// The next change, oldest first.
@@ -1312,6 +1350,31 @@ mod tests {
         assert!(h.isolate(PortKey::new(9, 1), secs(2)));
         assert!(h.isolated(PortKey::new(9, 1)));
         assert_eq!(h.auto_isolated(), 2);
+        // An isolation ends: the longest held back (port 2) takes its place.
+        assert_eq!(h.clear(PortKey::new(0, 1)), Some(r()));
+        assert!(h.isolated(PortKey::new(2, 1)));
+        assert!(!h.isolated(PortKey::new(3, 1)));
+        assert_eq!(h.auto_isolated(), 2);
+        let ch = changes(&mut h);
+        assert!(
+            matches!(
+                &ch[1..],
+                [
+                    Change::Healthy { .. },
+                    Change::Unhealthy {
+                        port: PortKey { node: 2, port: 1 },
+                        action: Action::Isolate,
+                        capped: false,
+                        ..
+                    }
+                ]
+            ),
+            "{ch:?}"
+        );
+        // A grown fabric grows the cap: the rest are isolated too.
+        h.set_fabric_ports(1000);
+        assert_eq!(h.auto_isolated(), 4);
+        assert!(!h.cap_reached());
     }
 
     #[test]

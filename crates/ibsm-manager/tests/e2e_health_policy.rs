@@ -250,8 +250,10 @@ fn failed_sets_stop_discovery_across_the_port() {
 
 /// 20 % of the fabric's ports report a high bit error rate at once: only the cap's
 /// number (max(10, 0.5 %) = 10 here) are isolated, the others only reported, and
-/// a reported one still carries routes. Planted: the cap check left out of `bad` ->
-/// every port isolated, test fails.
+/// a reported one still carries routes; when an isolation ends, the port held back
+/// longest takes its place. Planted: the cap check left out of `bad` -> every port
+/// isolated, test fails; no `promote` after `clear` -> the held-back port stays
+/// reported, test fails.
 #[test]
 fn the_isolation_cap_holds_when_a_fifth_of_the_ports_go_bad() {
     let f = tree();
@@ -338,6 +340,22 @@ fn the_isolation_cap_holds_when_a_fifth_of_the_ports_go_bad() {
             .any(|k| lft_uses(&nodes[0], k.node, k.port) > 0),
         "a capped port still carries routes"
     );
+    // The operator clears an isolated port: the port held back longest takes its
+    // place (all were marked at once: the lowest GUID and port), so the cap's number
+    // stay isolated.
+    let first = *capped.iter().min().expect("some held back");
+    let now = nodes[0].port.now();
+    nodes[0].sm.clear_port(now, isolated[0]).unwrap();
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(20));
+    let h = nodes[0].sm.health();
+    assert!(!h.is_unhealthy(isolated[0]));
+    assert!(h.isolated(first), "the first held back is isolated now");
+    assert_eq!(
+        marks(&nodes[0], first),
+        [Some((Action::Report, true)), Some((Action::Isolate, false))]
+    );
+    assert_eq!(bad.iter().filter(|&&k| h.isolated(k)).count(), 10);
+    assert_eq!(lft_uses(&nodes[0], first.node, first.port), 0);
 }
 
 /// The operator isolates an ISL: no route uses it at either end until cleared, and
