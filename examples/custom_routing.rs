@@ -5,7 +5,7 @@
 //! built-in engines. Run with `cargo run -p ibsm-examples --example custom_routing`.
 
 use ibsm_routing::{
-    EngineKind, LidAssignment, Options, Result, Routes, RoutingEngine, check_deadlock_free,
+    EngineKind, LidAssignment, Result, RouteOptions, Routes, RoutingEngine, check_deadlock_free,
     check_reachability, metrics,
 };
 use ibsm_topology::{Csr, generate};
@@ -18,7 +18,7 @@ impl RoutingEngine for LowestPort {
         "lowest-port"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, _opts: &Options) -> Result<Routes> {
+    fn route(&self, csr: &Csr, lids: &LidAssignment, _opts: &RouteOptions) -> Result<Routes> {
         let n = csr.switch_count();
         let mut routes = Routes::new(self.name(), n, usize::from(lids.max_lid()) + 1);
         for t in 0..n as u32 {
@@ -50,7 +50,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let fabric = generate::fat_tree(16, 3)?; // 320 switches, 1,024 CAs
     let csr = Csr::new(&fabric);
     let lids = LidAssignment::sequential(&csr, 0)?;
-    let opts = Options::default();
+    let opts = RouteOptions::default();
     let engines: Vec<Box<dyn RoutingEngine>> =
         vec![Box::new(LowestPort), EngineKind::MinHop.engine()];
     for engine in engines {

@@ -10,7 +10,8 @@
 use std::time::Instant;
 
 use ibsm_routing::{
-    EngineKind, Options, Routes, check_deadlock_free, check_reachability, metrics, read_opensm_lfts,
+    EngineKind, RouteOptions, Routes, check_deadlock_free, check_reachability, metrics,
+    read_opensm_lfts,
 };
 use ibsm_topology::{Csr, ibnet};
 
@@ -69,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         EngineKind::Dfsssp,
     ] {
         let t0 = Instant::now();
-        match kind.engine().route(&csr, &lids, &Options::default()) {
+        match kind.engine().route(&csr, &lids, &RouteOptions::default()) {
             Ok(r) => report(
                 &format!("ibsm {}", kind.name()),
                 &csr,

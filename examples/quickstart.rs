@@ -22,6 +22,9 @@
 //!                          CA ports and switch port 0 for it); --sa is still accepted
 //! --until SECS           give up after SECS of virtual time (default 600); a very lossy
 //!                          large fabric needs more (every lost SMP waits its timeout)
+//! --topology-ref FILE    reference topology (ibnetdiscover format) the SM compares
+//!                          the fabric with at every heavy sweep (policy report); the
+//!                          differences are printed at SUBNET UP
 //! --partitions FILE      partition policy (OpenSM partitions.conf syntax): P_Key tables
 //!                          and switch enforcement programmed from it (without one,
 //!                          OpenSM's default `Default=0x7fff, ipoib : ALL=full ;`)
@@ -67,13 +70,15 @@ struct Args {
     torus: Option<(Vec<u32>, u32)>,
     routing: EngineList,
     lmc: u8,
-    link_speed: ibsm::topology::LinkSpeed,
+    link_speed: ibsm::topology::ActiveSpeed,
     drop: f64,
     seed: u64,
     until: u64,
     json: bool,
     sa: bool,
     partitions: Option<ibsm::manager::partition::PartitionConfig>,
+    /// `--topology-ref FILE`.
+    topology_ref: Option<String>,
     /// OpenSM's routing input files, read.
     inputs: RoutingInputs,
     /// OpenSM's force_link_speed, force_link_speed_ext, force_link_width.
@@ -91,7 +96,7 @@ struct Args {
 fn usage(msg: &str) -> String {
     format!(
         "{msg}\nusage: quickstart [--topology FILE | --fat-tree LEVELS,RADIX | --torus X,Y[,Z],CAS] \
-         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] \
+         [--routing LIST] [--lmc N] [--link-speed SPEED] [--drop RATE] [--seed N] [--until SECS] [--no-sa] [--partitions FILE] [--topology-ref FILE] \
          [--root-guid-file FILE] [--cn-guid-file FILE] [--io-guid-file FILE] [--guid-routing-order-file FILE] \
          [--force-link-speed N] [--force-link-speed-ext N] [--force-link-width N] [--offload] [--rebalances N] [--routing-threads N] [--no-verify] [--json]"
     )
@@ -104,13 +109,14 @@ fn parse_args() -> Result<Args, String> {
         torus: None,
         routing: EngineList::default(),
         lmc: 0,
-        link_speed: ibsm::topology::LinkSpeed::Qdr,
+        link_speed: ibsm::topology::ActiveSpeed::Qdr,
         drop: 0.0,
         seed: 1,
         until: 600,
         json: false,
         sa: true,
         partitions: None,
+        topology_ref: None,
         inputs: RoutingInputs::default(),
         force_link: {
             let d = SmConfig::default();
@@ -178,7 +184,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--link-speed" => {
                 let v = value("--link-speed")?;
-                a.link_speed = ibsm::topology::LinkSpeed::from_name(&v.to_uppercase())
+                a.link_speed = ibsm::topology::ActiveSpeed::from_name(&v.to_uppercase())
                     .filter(|s| s.lane_mbps() >= 10_000)
                     .ok_or_else(|| usage("--link-speed wants QDR, FDR, EDR, HDR, NDR or XDR"))?;
             }
@@ -223,6 +229,7 @@ fn parse_args() -> Result<Args, String> {
                         .map_err(|e| format!("--partitions {path}: {e}"))?,
                 );
             }
+            "--topology-ref" => a.topology_ref = Some(value("--topology-ref")?),
             "--root-guid-file" => a.inputs.roots = guids(value("--root-guid-file")?)?,
             "--cn-guid-file" => a.inputs.compute_nodes = guids(value("--cn-guid-file")?)?,
             "--io-guid-file" => a.inputs.io_nodes = guids(value("--io-guid-file")?)?,
@@ -243,6 +250,31 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(a)
+}
+
+/// The process's resident set now and its peak so far (Linux), in MiB, to see which
+/// phase costs the memory.
+fn rss_mib() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib / 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// ", RSS now/peak" for a progress line, or nothing where the OS does not say.
+fn rss_note() -> String {
+    rss_mib().map_or(String::new(), |(now, peak)| {
+        format!(", RSS {now} MiB, peak {peak} MiB")
+    })
 }
 
 /// Runs the SM until `stop` says so or `until` seconds of virtual time. With a meter
@@ -352,6 +384,10 @@ fn run(a: &Args) -> Result<bool, String> {
     let node = sim
         .node_by_guid(ca.guid().0)
         .ok_or("SM node missing in the simulator")?;
+    // The simulator holds the fabric now, and the SM builds its own model: a third copy
+    // kept to the end would be 200 MB of the 45,056-CA tree's peak.
+    drop(fabric);
+    eprintln!("  simulator built{}", rss_note());
     let mut port = sim.attach_sm(node, 1).map_err(|e| e.to_string())?;
     port.set_is_sm(true).map_err(|e| e.to_string())?;
     let mut cfg = SmConfig::default();
@@ -364,6 +400,14 @@ fn run(a: &Args) -> Result<bool, String> {
         cfg.force_link_speed_ext,
         cfg.force_link_width,
     ) = a.force_link;
+    if let Some(path) = &a.topology_ref {
+        let plan = ibnet::read_file(path).map_err(|e| format!("--topology-ref {path}: {e}"))?;
+        cfg.topology_ref = Some(ibsm::manager::topo_ref::TopologyRef::new(
+            plan.fabric,
+            ibsm::manager::topo_ref::TopoPolicy::Report,
+            path.clone(),
+        ));
+    }
     // Without a file, OpenSM's default policy (SmConfig's default) stays in force.
     if let Some(p) = &a.partitions {
         cfg.partitions = Some(p.clone());
@@ -427,8 +471,9 @@ fn run(a: &Args) -> Result<bool, String> {
                     phase, nodes, smps, ..
                 } => {
                     eprintln!(
-                        "  {phase} done: {nodes} nodes, {smps} SMPs so far ({:.0} ms wall)",
-                        t.elapsed().as_secs_f64() * 1e3
+                        "  {phase} done: {nodes} nodes, {smps} SMPs so far ({:.0} ms wall{})",
+                        t.elapsed().as_secs_f64() * 1e3,
+                        rss_note()
                     );
                 }
                 SmEvent::RoutingFailed { error } => {
@@ -444,6 +489,14 @@ fn run(a: &Args) -> Result<bool, String> {
                 SmEvent::PartitionWarning { warning } => {
                     eprintln!("warning: partitions: {warning}");
                 }
+                SmEvent::TopologyChanged {
+                    appeared, total, ..
+                } => {
+                    eprintln!("  reference topology: {total} differences");
+                    for d in appeared.iter().take(5) {
+                        eprintln!("    {d}");
+                    }
+                }
                 _ => {}
             }
             false
@@ -451,6 +504,8 @@ fn run(a: &Args) -> Result<bool, String> {
     )
     .map_err(|e| e.to_string())?;
     let sm_wall_ms = t.elapsed().as_secs_f64() * 1e3;
+    // Before verification and the route metrics, which are the example's, not the SM's.
+    let sm_peak_rss_mib = rss_mib().map(|(_, peak)| peak);
     if a.offload {
         print_busy(&meter);
     }
@@ -619,6 +674,9 @@ fn run(a: &Args) -> Result<bool, String> {
     eprintln!(
         "  wall: build {build_ms:.0} ms, SM {sm_wall_ms:.0} ms, verify {verify_ms:.0} ms, total {total_wall_ms:.0} ms"
     );
+    if let Some(m) = sm_peak_rss_mib {
+        eprintln!("  peak RSS up to SUBNET UP: {m} MiB (simulator and SM together)");
+    }
     if let Some((max, imb)) = max_link_load {
         eprintln!("  all-to-all max link load {max} (max/mean {imb:.3})");
     }
@@ -647,6 +705,7 @@ fn run(a: &Args) -> Result<bool, String> {
             smps_by_attribute: stats.by_attribute.iter().copied().collect(),
             wall_ms: round(total_wall_ms, 10.0),
             sm_wall_ms: round(sm_wall_ms, 10.0),
+            sm_peak_rss_mib,
             virtual_ms: round(virtual_ms, 1000.0),
             routing_ms: round(stats.routing_wall.as_secs_f64() * 1e3, 10.0),
             routing: &stats.routing_engine,
@@ -676,6 +735,8 @@ struct Summary<'a> {
     smps_by_attribute: std::collections::BTreeMap<&'static str, u64>,
     wall_ms: f64,
     sm_wall_ms: f64,
+    /// Peak resident set (simulator and SM) up to SUBNET UP, where the OS says.
+    sm_peak_rss_mib: Option<u64>,
     virtual_ms: f64,
     routing_ms: f64,
     routing: &'a str,

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ibsm_routing::{EngineKind, LidAssignment, Options};
+use ibsm_routing::{EngineKind, LidAssignment, RouteOptions};
 use ibsm_topology::{Csr, Fabric, generate};
 
 fn xgft(m: &[u32], w: &[u32]) -> Fabric {
@@ -43,11 +43,11 @@ fn small(c: &mut Criterion) {
         let lids = LidAssignment::sequential(&csr, 0).expect("lids");
         for kind in EngineKind::ALL {
             let eng = kind.engine();
-            if eng.route(&csr, &lids, &Options::default()).is_err() {
+            if eng.route(&csr, &lids, &RouteOptions::default()).is_err() {
                 continue; // e.g. ftree on a torus, dor on a fat tree
             }
             g.bench_function(format!("{name}/{}", kind.name()), |b| {
-                b.iter(|| black_box(eng.route(&csr, &lids, &Options::default())));
+                b.iter(|| black_box(eng.route(&csr, &lids, &RouteOptions::default())));
             });
         }
     }
@@ -68,14 +68,14 @@ fn big(c: &mut Criterion) {
     ] {
         let eng = kind.engine();
         for threads in [1, 2] {
-            let opts = Options::default().with_threads(threads);
+            let opts = RouteOptions::default().with_threads(threads);
             g.bench_function(format!("{}/threads{threads}", kind.name()), |b| {
                 b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
             });
         }
     }
     // One leaf-to-spine cable fails; re-route from the previous tables.
-    let opts = Options::default();
+    let opts = RouteOptions::default();
     for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
         let eng = kind.engine();
         let before = eng.route(&csr, &lids, &opts).expect("routes");
@@ -98,7 +98,7 @@ fn big_lmc(c: &mut Criterion) {
     let lids = LidAssignment::sequential(&csr, 1).expect("lids");
     let mut g = c.benchmark_group("route_xgft_11k_lmc1");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
-    let opts = Options::default();
+    let opts = RouteOptions::default();
     for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
         let eng = kind.engine();
         g.bench_function(format!("{}/threads1", kind.name()), |b| {
@@ -117,7 +117,7 @@ fn lid_limit(c: &mut Criterion) {
     for kind in [EngineKind::MinHop, EngineKind::FatTree] {
         let eng = kind.engine();
         for threads in [1, 2] {
-            let opts = Options::default().with_threads(threads);
+            let opts = RouteOptions::default().with_threads(threads);
             g.bench_function(format!("{}/threads{threads}", kind.name()), |b| {
                 b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
             });

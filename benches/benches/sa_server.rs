@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
+use ibsm_routing::{EngineKind, LidAssignment, RouteOptions, route_with_fallback};
 use ibsm_sa::{Requester, SaConfig, SaServer, SaSnapshot};
 use ibsm_topology::{Csr, generate};
 use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
@@ -30,7 +30,7 @@ fn setup() -> (SaServer, Vec<(u16, u16)>) {
         &*EngineKind::FatTree.engine(),
         &csr,
         &lids,
-        &Options::default().with_fallback(vec![EngineKind::MinHop]),
+        &RouteOptions::default().with_fallback(vec![EngineKind::MinHop]),
     )
     .expect("routes");
     let snap = SaSnapshot::from_routed(&fabric, &lids, routes, DEFAULT_SUBNET_PREFIX);

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
+use ibsm_routing::{EngineKind, LidAssignment, RouteOptions, route_with_fallback};
 use ibsm_sa::{Requester, SaConfig, SaServer, SaSnapshot};
 use ibsm_topology::{Csr, generate};
 use ibsm_wire::Instant;
@@ -22,7 +22,7 @@ fn build() -> SaServer {
     let fabric = generate::k_ary_n_tree(4, 2).expect("fabric");
     let csr = Csr::new(&fabric);
     let lids = LidAssignment::sequential(&csr, 1).expect("lids");
-    let routes = route_with_fallback(&*EngineKind::MinHop.engine(), &csr, &lids, &Options::default())
+    let routes = route_with_fallback(&*EngineKind::MinHop.engine(), &csr, &lids, &RouteOptions::default())
         .expect("routes");
     let mut sa = SaServer::new(SaConfig::with_sm_key(0x42));
     sa.load(SaSnapshot::from_routed(&fabric, &lids, routes, ibsm_wire::DEFAULT_SUBNET_PREFIX));

@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ibsm_topology::{Fabric as Topology, Link, NodeId};
+use ibsm_topology::{Fabric, Link, NodeId};
 
 use crate::failover::{Kind, SMINFO, line_time, now_tod, opensm_conf, rel, wait_text};
-use crate::peer::{ClientEnv, Fabric, OPENSM, client, run_bounded};
+use crate::peer::{ClientEnv, OPENSM, PeerFabric, client, run_bounded};
 
 /// `saquery` (infiniband-diags).
 pub const SAQUERY: &str = "/usr/sbin/saquery";
@@ -436,7 +436,7 @@ impl Sm {
     /// # Errors
     /// When it cannot be started.
     pub fn start(
-        f: &Fabric,
+        f: &PeerFabric,
         kind: &Kind,
         host: &str,
         priority: u8,
@@ -451,7 +451,7 @@ impl Sm {
     /// # Errors
     /// When it cannot be started.
     pub fn start_with_env(
-        f: &Fabric,
+        f: &PeerFabric,
         kind: &Kind,
         host: &str,
         priority: u8,
@@ -758,7 +758,7 @@ pub fn routing_wall(line: &str) -> Option<Duration> {
 ///
 /// # Errors
 /// When ibaddr fails or prints no LID.
-pub fn lid_of(f: &Fabric, host: &str) -> Result<u16, String> {
+pub fn lid_of(f: &PeerFabric, host: &str) -> Result<u16, String> {
     let c = client(f, IBADDR, Some(host), "probe");
     let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
     let lid = out
@@ -774,7 +774,7 @@ pub fn lid_of(f: &Fabric, host: &str) -> Result<u16, String> {
 
 /// The leaf switch of CA `ca` (its port 1's neighbour).
 #[must_use]
-pub fn leaf_of(topo: &Topology, ca: NodeId) -> Option<NodeId> {
+pub fn leaf_of(topo: &Fabric, ca: NodeId) -> Option<NodeId> {
     topo.neighbour(ca, 1)
 }
 
@@ -787,7 +787,7 @@ pub fn leaf_of(topo: &Topology, ca: NodeId) -> Option<NodeId> {
 /// # Panics
 /// When the fabric has no leaf with three CAs or no such cable.
 #[must_use]
-pub fn hosts_and_cable(topo: &Topology) -> ([String; 3], Link) {
+pub fn hosts_and_cable(topo: &Fabric) -> ([String; 3], Link) {
     let cas: Vec<NodeId> = topo.cas().map(|(id, _)| id).collect();
     let leaf = leaf_of(topo, cas[0]).expect("the first CA has a cable");
     let on_leaf: Vec<NodeId> = cas
@@ -814,7 +814,7 @@ pub fn hosts_and_cable(topo: &Topology) -> ([String; 3], Link) {
 /// ibsim's console commands that cut `cable` and put it back: `Unlink "sw"[port]`,
 /// `ReLink "sw"[port]`, at its first end.
 #[must_use]
-pub fn cut_and_mend(topo: &Topology, cable: Link) -> (String, String) {
+pub fn cut_and_mend(topo: &Fabric, cable: Link) -> (String, String) {
     let sw = &topo.node(cable.a.node).expect("cable end").description;
     (
         format!("Unlink \"{sw}\"[{}]", cable.a.port),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::peer::{Fabric, OPENSM, client};
+use crate::peer::{OPENSM, PeerFabric, client};
 
 /// `sminfo` (infiniband-diags).
 pub const SMINFO: &str = "/usr/sbin/sminfo";
@@ -274,7 +274,7 @@ pub fn load_average() -> f64 {
 ///
 /// # Errors
 /// When ibnetdiscover fails or prints nothing parseable.
-pub fn port_lids(f: &Fabric, host: &str) -> Result<(Lids, BTreeMap<String, u64>), String> {
+pub fn port_lids(f: &PeerFabric, host: &str) -> Result<(Lids, BTreeMap<String, u64>), String> {
     let mut c = client(f, IBNETDISCOVER, Some(host), "disc");
     c.arg("-p");
     let (ok, out, err) = crate::peer::run_bounded(c, Duration::from_secs(60));
@@ -324,7 +324,7 @@ pub fn port_lids(f: &Fabric, host: &str) -> Result<(Lids, BTreeMap<String, u64>)
 /// # Errors
 /// When none does within [`PATIENCE`].
 pub fn watch_sminfo(
-    f: &Fabric,
+    f: &PeerFabric,
     host: &str,
     guid: u64,
     t0: Instant,
@@ -381,7 +381,13 @@ pub fn watch_sminfo(
 
 /// Starts one SM of the pair on `host` with `priority`, its files named after `name`
 /// in the fabric's directory.
-fn start(f: &Fabric, s: &Setup, host: &str, priority: u8, name: &str) -> Result<Running, String> {
+fn start(
+    f: &PeerFabric,
+    s: &Setup,
+    host: &str,
+    priority: u8,
+    name: &str,
+) -> Result<Running, String> {
     let dir = f.path(name);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let out = std::fs::File::create(dir.join("out")).map_err(|e| e.to_string())?;
@@ -482,7 +488,7 @@ pub fn opensm_conf(path: &Path, set: &[(&str, String)]) -> Result<(), String> {
 ///
 /// # Errors
 /// When a step does not come within [`PATIENCE`] or a diagnostic fails.
-pub fn run_once(f: &Fabric, s: &Setup) -> Result<Outcome, String> {
+pub fn run_once(f: &PeerFabric, s: &Setup) -> Result<Outcome, String> {
     let [master_host, standby_host, client_host] = &s.hosts;
     let mut master = start(f, s, master_host, 10, "a")?;
     let up = |t: &str| t.contains("SUBNET UP");

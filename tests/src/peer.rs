@@ -1,6 +1,6 @@
 //! Running SMs and infiniband-diags against one ibsim, and checking what they configured.
 //!
-//! Shared by the `ibsmd` peer tests: [`Fabric`] owns an ibsim and every process a test
+//! Shared by the `ibsmd` peer tests: [`PeerFabric`] owns an ibsim and every process a test
 //! starts on it (all killed by PID when dropped); [`client`] builds a command under the
 //! umad2sim preload; [`verify_with_diags`] checks a configured fabric with the real
 //! diagnostics and walks the dumped forwarding tables offline.
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_topology::Fabric as Topology;
+use ibsm_topology::Fabric;
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
 
 use crate::{Ibsim, PRELOAD, wait_for};
@@ -41,7 +41,7 @@ pub fn needed() -> Vec<&'static str> {
 /// # Panics
 /// When the writer refuses the topology.
 #[must_use]
-pub fn net_file(topo: &Topology, title: &str) -> String {
+pub fn net_file(topo: &Fabric, title: &str) -> String {
     ibnet::write(
         topo,
         &WriteOptions {
@@ -54,14 +54,14 @@ pub fn net_file(topo: &Topology, title: &str) -> String {
 
 /// ibsim plus whatever else a test starts, all killed by PID when dropped.
 #[derive(Debug)]
-pub struct Fabric {
+pub struct PeerFabric {
     /// Other processes (OpenSM, ...), killed before ibsim.
     pub others: Vec<Child>,
     /// The simulator.
     pub sim: Ibsim,
 }
 
-impl Drop for Fabric {
+impl Drop for PeerFabric {
     fn drop(&mut self) {
         for mut c in self.others.drain(..) {
             // SIGKILL: OpenSM ignores SIGTERM when ibsim is gone.
@@ -72,7 +72,7 @@ impl Drop for Fabric {
     }
 }
 
-impl Fabric {
+impl PeerFabric {
     /// Starts ibsim on `net` in a directory named after `tag`.
     #[must_use]
     pub fn start(tag: &str, net: &str) -> Self {
@@ -86,7 +86,7 @@ impl Fabric {
     /// [`crate::ibsim_size_args`]), in a directory named after `tag`, waiting up to 60 s
     /// for it to be ready (the 11,664-CA tree's net file takes ibsim seconds to read).
     #[must_use]
-    pub fn start_sized(tag: &str, net: &str, topo: &Topology) -> Self {
+    pub fn start_sized(tag: &str, net: &str, topo: &Fabric) -> Self {
         Self {
             others: Vec::new(),
             sim: Ibsim::start_with(
@@ -99,7 +99,7 @@ impl Fabric {
     }
 
     /// What a client of this fabric needs, apart from the fabric: for threads that
-    /// start clients while the test holds the [`Fabric`].
+    /// start clients while the test holds the [`PeerFabric`].
     #[must_use]
     pub fn client_env(&self) -> ClientEnv {
         ClientEnv {
@@ -127,7 +127,7 @@ impl Fabric {
 /// # Panics
 /// When the directory cannot be created.
 #[must_use]
-pub fn client(f: &Fabric, program: &str, host: Option<&str>, workdir: &str) -> Command {
+pub fn client(f: &PeerFabric, program: &str, host: Option<&str>, workdir: &str) -> Command {
     f.client_env().command(program, host, workdir)
 }
 
@@ -240,7 +240,7 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String, String) 
 /// # Panics
 /// When it fails.
 #[must_use]
-pub fn diag(f: &Fabric, program: &str, args: &[&str]) -> String {
+pub fn diag(f: &PeerFabric, program: &str, args: &[&str]) -> String {
     let mut c = client(f, program, None, "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
@@ -362,7 +362,7 @@ fn first_hop(trace: &str) -> u8 {
 /// # Panics
 /// On the first check that fails, with the diagnostic's output.
 pub fn verify_with_diags(
-    f: &Fabric,
+    f: &PeerFabric,
     links: usize,
     ca_ports: usize,
     switches: usize,
@@ -526,7 +526,7 @@ pub fn verify_with_diags(
 ///
 /// # Panics
 /// See [`verify_with_diags`].
-pub fn verify_topology(f: &Fabric, topo: &Topology, lmc: u8) -> Verified {
+pub fn verify_topology(f: &PeerFabric, topo: &Fabric, lmc: u8) -> Verified {
     verify_with_diags(
         f,
         topo.link_count(),
@@ -538,7 +538,7 @@ pub fn verify_topology(f: &Fabric, topo: &Topology, lmc: u8) -> Verified {
 
 /// CA ports with a cable in `topo`.
 #[must_use]
-pub fn ca_ports(topo: &Topology) -> usize {
+pub fn ca_ports(topo: &Fabric) -> usize {
     topo.links()
         .flat_map(|(_, l)| [l.a, l.b])
         .filter(|e| topo.node(e.node).is_some_and(|n| !n.is_switch()))
@@ -551,7 +551,12 @@ pub fn ca_ports(topo: &Topology) -> usize {
 /// # Panics
 /// When ibsmd fails.
 #[must_use]
-pub fn bring_up(f: &Fabric, ibsmd: &str, host: Option<&str>, extra: &[&str]) -> serde_json::Value {
+pub fn bring_up(
+    f: &PeerFabric,
+    ibsmd: &str,
+    host: Option<&str>,
+    extra: &[&str],
+) -> serde_json::Value {
     let mut c = client(f, ibsmd, host, "sm");
     c.args(["--once", "--json", "--time-limit", "30"])
         .args(extra);
@@ -572,7 +577,7 @@ pub fn bring_up(f: &Fabric, ibsmd: &str, host: Option<&str>, extra: &[&str]) -> 
 ///
 /// # Panics
 /// When OpenSM does not start or bring the subnet up within 30 s.
-pub fn start_opensm(f: &mut Fabric, host: &str, priority: u8, extra: &[(&str, &str)]) -> usize {
+pub fn start_opensm(f: &mut PeerFabric, host: &str, priority: u8, extra: &[(&str, &str)]) -> usize {
     let conf = f.path("osm.conf");
     let st = Command::new(OPENSM)
         .arg("-c")
@@ -621,7 +626,7 @@ pub fn start_opensm(f: &mut Fabric, host: &str, priority: u8, extra: &[(&str, &s
 }
 
 /// Kills `f.others[index]` by PID (SIGKILL) and reaps it.
-pub fn kill_other(f: &mut Fabric, index: usize) {
+pub fn kill_other(f: &mut PeerFabric, index: usize) {
     let mut o = f.others.remove(index);
     let _ = o.kill();
     let _ = o.wait();
@@ -664,7 +669,7 @@ pub fn switch_link(topo: &ibsm_topology::Fabric) -> ibsm_topology::Link {
 ///
 /// # Panics
 /// When that does not happen within `limit`, with the log.
-pub fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
+pub fn wait_settled(f: &PeerFabric, ups: usize, limit: Duration) -> usize {
     let deadline = std::time::Instant::now() + limit;
     loop {
         let err = f.read("ibsmd.err");
@@ -690,7 +695,13 @@ pub fn wait_settled(f: &Fabric, ups: usize, limit: Duration) -> usize {
 /// # Panics
 /// When it cannot be started.
 #[must_use]
-pub fn start_ibsmd(f: &Fabric, ibsmd: &str, host: &str, priority: u8, extra: &[&str]) -> Daemon {
+pub fn start_ibsmd(
+    f: &PeerFabric,
+    ibsmd: &str,
+    host: &str,
+    priority: u8,
+    extra: &[&str],
+) -> Daemon {
     let out = std::fs::File::create(f.path("ibsmd.out")).unwrap();
     let err = std::fs::File::create(f.path("ibsmd.err")).unwrap();
     let mut c = client(f, ibsmd, Some(host), "sm");
@@ -720,7 +731,7 @@ pub fn start_ibsmd(f: &Fabric, ibsmd: &str, host: &str, priority: u8, extra: &[&
 /// # Panics
 /// When it does not stop within 10 s or stops uncleanly.
 #[must_use]
-pub fn stop_ibsmd(f: &Fabric, mut daemon: Daemon) -> serde_json::Value {
+pub fn stop_ibsmd(f: &PeerFabric, mut daemon: Daemon) -> serde_json::Value {
     let mut child = daemon.0.take().expect("running");
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

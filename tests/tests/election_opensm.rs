@@ -20,7 +20,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric, OPENSM, after, client, diag, json_field, kill_other, start_opensm, wait_within,
+    OPENSM, PeerFabric, after, client, diag, json_field, kill_other, start_opensm, wait_within,
 };
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, tail, wait_until};
 
@@ -42,8 +42,8 @@ Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\nHca\t1 \
 
 /// Starts ibsim and an OpenSM with `priority` on Hca1 (polling 1 s x 2, sweeps every
 /// 2 s), and waits for SUBNET UP.
-fn start(tag: &str, priority: u8) -> Fabric {
-    let mut f = Fabric::start(&format!("election_osm_{tag}"), NET);
+fn start(tag: &str, priority: u8) -> PeerFabric {
+    let mut f = PeerFabric::start(&format!("election_osm_{tag}"), NET);
     start_opensm(&mut f, "Hca1", priority, &[]);
     f
 }
@@ -66,7 +66,7 @@ struct Port {
 }
 
 impl OurSm {
-    fn start(f: &Fabric, priority: u8) -> Self {
+    fn start(f: &PeerFabric, priority: u8) -> Self {
         let (err, out) = (f.path("peer.err"), f.path("peer.out"));
         let mut cmd = client(f, PEER, Some("Hca2"), "peer");
         cmd.args([
@@ -170,7 +170,7 @@ fn left_standby(osm: &str) -> bool {
     since.contains("Entering MASTER state") || since.contains("Entering DISCOVERING state")
 }
 
-fn osm_log(f: &Fabric) -> String {
+fn osm_log(f: &PeerFabric) -> String {
     f.read("osm/osm.log")
 }
 
@@ -181,7 +181,7 @@ fn json_u64(json: &str, key: &str) -> u64 {
 }
 
 /// `sminfo <lid>`: the SMInfo of the SM at that LID, as (port GUID, state name).
-fn sminfo(f: &Fabric, lid: u16) -> (u64, String) {
+fn sminfo(f: &PeerFabric, lid: u16) -> (u64, String) {
     let out = diag(f, SMINFO, &[&lid.to_string()]);
     let guid = out
         .split("sm guid 0x")

@@ -2,8 +2,8 @@
 //! `Election::sm_info` and reports SubnSet(SMInfo) as an event, which the host feeds to
 //! `Election::handle_control`. A Standby elsewhere polls that SMA.
 
-use ibsm_election::{Config, Election, Event, Requester, SmAddr, SmState};
-use ibsm_sma::{Event as SmaEvent, NodeConfig, Rx, Sma};
+use ibsm_election::{Config, Election, ElectionEvent, Requester, SmAddr, SmState};
+use ibsm_sma::{NodeConfig, Rx, Sma, SmaEvent};
 use ibsm_wire::Instant;
 
 const KEY: u64 = 0x5EC;
@@ -90,7 +90,7 @@ fn setup() -> (Host, Election) {
 }
 
 /// Runs both until `end`: b's MADs go to a's SMA, answers come straight back.
-fn run(a: &mut Host, b: &mut Election, end: Instant) -> Vec<(Instant, Event)> {
+fn run(a: &mut Host, b: &mut Election, end: Instant) -> Vec<(Instant, ElectionEvent)> {
     let mut events = Vec::new();
     let mut now = Instant::ZERO;
     loop {
@@ -139,7 +139,7 @@ fn standby_polls_the_master_through_its_sma() {
     assert_eq!(b.following(), Some(0x10));
     assert!(
         !ev.iter()
-            .any(|(_, e)| matches!(e, Event::MasterLost { .. }))
+            .any(|(_, e)| matches!(e, ElectionEvent::MasterLost { .. }))
     );
 }
 
@@ -154,7 +154,7 @@ fn hung_master_behind_a_live_sma_is_detected_by_its_frozen_act_count() {
         .find(|(_, e)| {
             matches!(
                 e,
-                Event::MasterLost {
+                ElectionEvent::MasterLost {
                     guid: 0x10,
                     stalled: true
                 }
@@ -232,7 +232,7 @@ fn handover_through_the_sma_reaches_the_election() {
     assert_eq!(u16::from_be_bytes([r[4], r[5]]), 0);
     assert!(
         core::iter::from_fn(|| a.sm.poll_event())
-            .any(|e| e == Event::HandoverAcknowledged { guid: 0x20 })
+            .any(|e| e == ElectionEvent::HandoverAcknowledged { guid: 0x20 })
     );
     // b, now Master, disables a through a's SMA.
     b.send_control(

@@ -12,7 +12,7 @@
 use std::net::Ipv6Addr;
 use std::time::Duration;
 
-use ibsm_tests::peer::{Fabric, client, run_bounded, start_opensm};
+use ibsm_tests::peer::{PeerFabric, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
 const OPENSM: &str = "/usr/sbin/opensm";
@@ -23,7 +23,7 @@ Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
 /// `saquery ARGS` on Hca4; its stdout.
-fn saquery(f: &Fabric, args: &[&str]) -> String {
+fn saquery(f: &PeerFabric, args: &[&str]) -> String {
     let mut c = client(f, SAQUERY, Some("Hca4"), "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
@@ -70,7 +70,7 @@ fn our_sa_client_reads_what_saquery_reads_from_opensm() {
     if !peers_present("query_sa_opensm", &[IBSIM, PRELOAD, OPENSM, SAQUERY]) {
         return;
     }
-    let mut f = Fabric::start("query_sa", NET);
+    let mut f = PeerFabric::start("query_sa", NET);
     start_opensm(&mut f, "Hca1", 0, &[]);
 
     let c = client(&f, peer, Some("Hca4"), "query");

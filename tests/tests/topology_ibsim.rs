@@ -108,7 +108,7 @@ fn links(f: &Fabric) -> Vec<(u64, u8, u64, u8)> {
         .collect()
 }
 
-fn nodes(f: &Fabric) -> Vec<(u64, ibsm_topology::NodeType, u8, String)> {
+fn nodes(f: &Fabric) -> Vec<(u64, ibsm_topology::NodeKind, u8, String)> {
     f.nodes()
         .map(|(_, n)| {
             (

@@ -7,7 +7,7 @@ use ibsm_wire::{SmInfoControl, SmState};
 /// [`Election::poll_event`](crate::Election::poll_event).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum ElectionEvent {
     /// The SM changed state. On `to == Master` the host starts configuring the subnet
     /// (a heavy sweep); on leaving Master it stops touching the fabric.
     StateChanged {

@@ -34,7 +34,7 @@
 //! * **SM_Key**: a peer counts only when its SMInfo shows our SM_Key (a peer that hid its
 //!   key, showing 0, counts once we have seen its real key). Unauthenticated peers are
 //!   never followed or handed control; one that outranks us is reported
-//!   ([`Event::UnauthenticatedHigherPrioritySm`]). HANDOVER, DISABLE, STANDBY and DISCOVER
+//!   ([`ElectionEvent::UnauthenticatedHigherPrioritySm`]). HANDOVER, DISABLE, STANDBY and DISCOVER
 //!   are obeyed only from an authenticated Master, and our own SM_Key reads as 0 unless
 //!   the requester passed the M_Key check or is the Master we verified. SM_Key 0 in the
 //!   configuration means "no key": everyone is accepted.
@@ -50,7 +50,7 @@
 //!
 //! # Failover times (virtual time, `tests/failover.rs`)
 //!
-//! From the Master's death to a Standby's [`Event::MasterLost`]: 1.0 to 11.0 s with
+//! From the Master's death to a Standby's [`ElectionEvent::MasterLost`]: 1.0 to 11.0 s with
 //! OpenSM's defaults ([`Config::opensm_defaults`], 10 s × 4 retries: the next poll, then
 //! five unanswered rounds of 200 ms; OpenSM 3.3 itself takes 50 to 60 s), 150 to 350 ms
 //! with [`Config::fast`] (200 ms × 2, 50 ms transactions), 300 to 400 ms with 100 ms × 2
@@ -58,11 +58,11 @@
 //! sweep later; configuring the fabric comes on top.
 //!
 //! ```
-//! use ibsm_election::{Config, Election, Event, SmAddr, SmState};
+//! use ibsm_election::{Config, Election, ElectionEvent, SmAddr, SmState};
 //! use ibsm_wire::Instant;
 //!
 //! let mut sm = Election::new(Config::fast(0x0002_c903_0000_0001), Instant::ZERO)?;
-//! assert_eq!(sm.poll_event(), Some(Event::SweepNeeded));
+//! assert_eq!(sm.poll_event(), Some(ElectionEvent::SweepNeeded));
 //!
 //! // The host sweeps: one other SM port (IsSM) found at LID 7.
 //! sm.begin_sweep(Instant::ZERO);
@@ -97,7 +97,7 @@ mod tests;
 
 pub use config::Config;
 pub use error::{ConfigError, Error};
-pub use event::{Event, RejectReason};
+pub use event::{ElectionEvent, RejectReason};
 pub use ibsm_wire::{SmInfo, SmInfoControl, SmState};
 pub use machine::{Election, KnownSm, Requester, outranks};
 pub use mad::{SmAddr, Transmit};

@@ -9,7 +9,7 @@ use ibsm_wire::{Instant, MAD_SIZE, Method, Status};
 
 use crate::config::Config;
 use crate::error::{ConfigError, Error};
-use crate::event::{Event, RejectReason};
+use crate::event::{ElectionEvent, RejectReason};
 use crate::mad::{SmAddr, Transmit, build_request, build_response, parse};
 use ibsm_wire::{SmInfo, SmInfoControl, SmState};
 
@@ -225,12 +225,12 @@ pub struct Election {
     handed_over_to: Option<u64>,
     owed_ack: Option<OwedAck>,
     transmits: VecDeque<Transmit>,
-    events: VecDeque<Event>,
+    events: VecDeque<ElectionEvent>,
     state_changes: u64,
 }
 
 impl Election {
-    /// A new SM in the Discovering state. Its first event is [`Event::SweepNeeded`].
+    /// A new SM in the Discovering state. Its first event is [`ElectionEvent::SweepNeeded`].
     ///
     /// # Errors
     /// What [`Config::validate`] rejects: [`ConfigError::Priority`] for a priority above
@@ -255,7 +255,7 @@ impl Election {
             events: VecDeque::new(),
             state_changes: 0,
         };
-        e.events.push_back(Event::SweepNeeded);
+        e.events.push_back(ElectionEvent::SweepNeeded);
         Ok(e)
     }
 
@@ -441,7 +441,7 @@ impl Election {
     }
 
     /// Next event for the host.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<ElectionEvent> {
         self.events.pop_front()
     }
 
@@ -525,7 +525,7 @@ impl Election {
         self.enter(now, State::NotActive);
     }
 
-    /// From NotActive, starts again in Discovering (emits [`Event::SweepNeeded`]).
+    /// From NotActive, starts again in Discovering (emits [`ElectionEvent::SweepNeeded`]).
     pub fn enable(&mut self, now: Instant) {
         if matches!(self.state, State::NotActive) {
             self.enter(now, State::Discovering);
@@ -533,7 +533,7 @@ impl Election {
     }
 
     /// As Master, sends SubnSet(SMInfo) DISABLE, STANDBY or DISCOVER to the SM at `addr`.
-    /// The outcome arrives as [`Event::ControlCompleted`].
+    /// The outcome arrives as [`ElectionEvent::ControlCompleted`].
     ///
     /// # Errors
     /// [`Error::ControlNotAllowed`] when not Master or for HANDOVER/ACKNOWLEDGE, which
@@ -712,14 +712,14 @@ impl Election {
                 if ok && p.info.guid == to {
                     self.complete_handover(now, to, pend.tx.to);
                 } else {
-                    self.events.push_back(Event::HandoverFailed {
+                    self.events.push_back(ElectionEvent::HandoverFailed {
                         to,
                         status: Some(p.status),
                     });
                     self.set_handover(None);
                 }
             }
-            PendingKind::Control(code) => self.events.push_back(Event::ControlCompleted {
+            PendingKind::Control(code) => self.events.push_back(ElectionEvent::ControlCompleted {
                 to: pend.tx.to,
                 code,
                 status: Some(p.status),
@@ -820,7 +820,7 @@ impl Election {
         if report {
             peer.reported = true;
             self.events
-                .push_back(Event::UnauthenticatedHigherPrioritySm {
+                .push_back(ElectionEvent::UnauthenticatedHigherPrioritySm {
                     guid: info.guid,
                     priority: info.priority,
                     sm_key: info.sm_key,
@@ -909,7 +909,7 @@ impl Election {
                         PendingKind::Handover(g),
                     );
                     self.set_handover(Some(g));
-                    self.events.push_back(Event::HandoverSent { to: g });
+                    self.events.push_back(ElectionEvent::HandoverSent { to: g });
                     return;
                 }
                 let lower: BTreeSet<u64> = cands
@@ -920,7 +920,7 @@ impl Election {
                 if let State::Master(m) = &mut self.state {
                     for g in lower.difference(&m.lower_masters) {
                         self.events
-                            .push_back(Event::OtherMasterDetected { guid: *g });
+                            .push_back(ElectionEvent::OtherMasterDetected { guid: *g });
                     }
                     m.lower_masters = lower;
                 }
@@ -946,7 +946,8 @@ impl Election {
     fn complete_handover(&mut self, now: Instant, to: u64, addr: SmAddr) {
         self.pending.retain(|p| p.kind != PendingKind::Handover(to));
         self.handed_over_to = Some(to);
-        self.events.push_back(Event::HandoverCompleted { to });
+        self.events
+            .push_back(ElectionEvent::HandoverCompleted { to });
         self.follow(now, to, addr);
     }
 
@@ -963,7 +964,7 @@ impl Election {
             last_act: None,
         };
         self.enter(now, State::Standby(st));
-        self.events.push_back(Event::Following { guid });
+        self.events.push_back(ElectionEvent::Following { guid });
         self.send_poll_round(now, 1);
     }
 
@@ -1064,7 +1065,7 @@ impl Election {
         if let (Some(a), Some(p)) = (stalled_at, self.peers.get_mut(&guid)) {
             p.dead_act_count = Some(a);
         }
-        self.events.push_back(Event::MasterLost {
+        self.events.push_back(ElectionEvent::MasterLost {
             guid,
             stalled: stalled_at.is_some(),
         });
@@ -1083,10 +1084,11 @@ impl Election {
         }
         if from != to {
             self.state_changes += 1;
-            self.events.push_back(Event::StateChanged { from, to });
+            self.events
+                .push_back(ElectionEvent::StateChanged { from, to });
         }
         if to == SmState::Discovering && from != SmState::Discovering {
-            self.events.push_back(Event::SweepNeeded);
+            self.events.push_back(ElectionEvent::SweepNeeded);
         }
         if to == SmState::Master && from != SmState::Master {
             self.handed_over_to = None;
@@ -1111,7 +1113,7 @@ impl Election {
             pre.sm_key = self.cfg.sm_key;
         }
         let reject = |me: &mut Self, reason| {
-            me.events.push_back(Event::ControlRejected {
+            me.events.push_back(ElectionEvent::ControlRejected {
                 from: sender.guid,
                 code,
                 reason,
@@ -1153,14 +1155,14 @@ impl Election {
                 State::Master(m) => {
                     m.lower_masters.remove(&sender.guid);
                     self.events
-                        .push_back(Event::HandoverReceived { from: sender.guid });
-                    self.events.push_back(Event::SweepNeeded);
+                        .push_back(ElectionEvent::HandoverReceived { from: sender.guid });
+                    self.events.push_back(ElectionEvent::SweepNeeded);
                 }
                 State::Discovering | State::Standby(_) => {
                     let m = self.new_master(now);
                     self.enter(now, State::Master(m));
                     self.events
-                        .push_back(Event::HandoverReceived { from: sender.guid });
+                        .push_back(ElectionEvent::HandoverReceived { from: sender.guid });
                     if let Some(addr) = sender_addr {
                         // The ACKNOWLEDGE says Standby even when the HANDOVER found us
                         // Discovering: OpenSM refuses one whose SMInfo says anything else
@@ -1184,7 +1186,7 @@ impl Election {
             SmInfoControl::Acknowledge => match &self.state {
                 State::Master(m) if m.handover_to == Some(sender.guid) => {
                     self.events
-                        .push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                        .push_back(ElectionEvent::HandoverAcknowledged { guid: sender.guid });
                     match sender_addr {
                         Some(addr) => self.complete_handover(now, sender.guid, addr),
                         // Without an address to poll, rediscover the new Master.
@@ -1193,14 +1195,14 @@ impl Election {
                                 .retain(|p| p.kind != PendingKind::Handover(sender.guid));
                             self.handed_over_to = Some(sender.guid);
                             self.events
-                                .push_back(Event::HandoverCompleted { to: sender.guid });
+                                .push_back(ElectionEvent::HandoverCompleted { to: sender.guid });
                             self.enter(now, State::Discovering);
                         }
                     }
                 }
                 State::Standby(_) if self.handed_over_to == Some(sender.guid) => {
                     self.events
-                        .push_back(Event::HandoverAcknowledged { guid: sender.guid });
+                        .push_back(ElectionEvent::HandoverAcknowledged { guid: sender.guid });
                 }
                 _ => return reject(self, RejectReason::OurState),
             },
@@ -1216,7 +1218,7 @@ impl Election {
                         None => self.enter(now, State::Discovering),
                     },
                 }
-                self.events.push_back(Event::ControlObeyed {
+                self.events.push_back(ElectionEvent::ControlObeyed {
                     from: sender.guid,
                     code,
                 });
@@ -1241,7 +1243,7 @@ impl Election {
             PendingKind::Handover(to) => {
                 self.set_handover(None);
                 self.events
-                    .push_back(Event::HandoverFailed { to, status: None });
+                    .push_back(ElectionEvent::HandoverFailed { to, status: None });
                 // A target that never answers is hung or gone: skip it while its ActCount
                 // stands still, and try the next best SM of the last sweep at once.
                 if let Some(peer) = self.peers.get_mut(&to) {
@@ -1251,7 +1253,7 @@ impl Election {
                     self.decide(now);
                 }
             }
-            PendingKind::Control(code) => self.events.push_back(Event::ControlCompleted {
+            PendingKind::Control(code) => self.events.push_back(ElectionEvent::ControlCompleted {
                 to: p.tx.to,
                 code,
                 status: None,

@@ -9,7 +9,9 @@ use ibsm_wire::{
 use proptest::prelude::*;
 
 use crate::mad::{build_request, build_response};
-use crate::{Config, Election, Error, Event, KnownSm, RejectReason, Requester, SmAddr, Transmit};
+use crate::{
+    Config, Election, ElectionEvent, Error, KnownSm, RejectReason, Requester, SmAddr, Transmit,
+};
 
 const KEY: u64 = 0xABCD;
 const ME: u64 = 0x100;
@@ -42,7 +44,7 @@ fn info(guid: u64, priority: u8, key: u64, state: SmState, act: u32) -> SmInfo {
     }
 }
 
-fn events(e: &mut Election) -> Vec<Event> {
+fn events(e: &mut Election) -> Vec<ElectionEvent> {
     core::iter::from_fn(|| e.poll_event()).collect()
 }
 
@@ -117,7 +119,7 @@ fn standby_under(priority: u8, m: &SmInfo) -> Election {
 fn starts_discovering_and_asks_for_a_sweep() {
     let mut e = sm(3);
     assert_eq!(e.state(), SmState::Discovering);
-    assert_eq!(events(&mut e), vec![Event::SweepNeeded]);
+    assert_eq!(events(&mut e), vec![ElectionEvent::SweepNeeded]);
     assert_eq!(e.sm_info().sm_state, SmState::Discovering);
     assert_eq!(e.sm_info().priority, 3);
     assert!(e.poll_timeout().is_none());
@@ -140,7 +142,7 @@ fn alone_becomes_master_and_heartbeats() {
     assert_eq!(e.state(), SmState::Master);
     assert_eq!(
         events(&mut e),
-        vec![Event::StateChanged {
+        vec![ElectionEvent::StateChanged {
             from: SmState::Discovering,
             to: SmState::Master
         }]
@@ -163,7 +165,7 @@ fn discovering_follows_any_authenticated_master_even_a_lower_one() {
     sweep_with(&mut e, T0, &[m]);
     assert_eq!(e.state(), SmState::Standby);
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::Following { guid: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::Following { guid: 0x200 }));
     // The first poll goes out at once, to the Master's address.
     let polls = txs(&mut e);
     assert_eq!(polls.len(), 1);
@@ -211,17 +213,19 @@ fn wrong_key_master_is_reported_and_ignored() {
         "a foreign-key Master is not followed"
     );
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::UnauthenticatedHigherPrioritySm {
-        guid: 0x200,
-        priority: 15,
-        sm_key: 0x9999
-    }));
+    assert!(
+        ev.contains(&ElectionEvent::UnauthenticatedHigherPrioritySm {
+            guid: 0x200,
+            priority: 15,
+            sm_key: 0x9999
+        })
+    );
     // Reported once, not on every sweep.
     sweep_with(&mut e, ms(300), &[other]);
     assert!(
         !events(&mut e)
             .iter()
-            .any(|x| matches!(x, Event::UnauthenticatedHigherPrioritySm { .. }))
+            .any(|x| matches!(x, ElectionEvent::UnauthenticatedHigherPrioritySm { .. }))
     );
 }
 
@@ -234,7 +238,7 @@ fn hidden_key_counts_only_once_verified() {
     sweep_with(&mut e, T0, &[hidden]);
     assert_eq!(e.state(), SmState::Master);
     assert!(
-        events(&mut e).contains(&Event::UnauthenticatedHigherPrioritySm {
+        events(&mut e).contains(&ElectionEvent::UnauthenticatedHigherPrioritySm {
             guid: 0x200,
             priority: 9,
             sm_key: 0
@@ -376,11 +380,11 @@ fn detection(c: Config) -> (Duration, Vec<(Duration, usize)>) {
         }
     }
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::MasterLost {
+    assert!(ev.contains(&ElectionEvent::MasterLost {
         guid: 0x200,
         stalled: false
     }));
-    assert!(ev.contains(&Event::SweepNeeded));
+    assert!(ev.contains(&ElectionEvent::SweepNeeded));
     assert_eq!(e.state(), SmState::Discovering);
     (now - T0, sent)
 }
@@ -671,7 +675,7 @@ fn machine_rounds(
         if e.state() != SmState::Standby {
             let lost_at = events(&mut e)
                 .iter()
-                .any(|ev| matches!(ev, Event::MasterLost { stalled: false, .. }))
+                .any(|ev| matches!(ev, ElectionEvent::MasterLost { stalled: false, .. }))
                 .then_some(now - T0);
             return (rounds, lost_at);
         }
@@ -750,7 +754,7 @@ fn stalled_act_count_means_a_dead_master_which_stays_ignored_while_frozen() {
     run_polls(&mut e, ms(5_000), &mut m, true, false);
     assert_eq!(e.state(), SmState::Discovering);
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::MasterLost {
+    assert!(ev.contains(&ElectionEvent::MasterLost {
         guid: 0x200,
         stalled: true
     }));
@@ -821,7 +825,7 @@ fn master_hands_over_to_a_higher_authenticated_standby() {
         (sent.guid, sent.sm_state, sent.sm_key),
         (ME, SmState::Master, KEY)
     );
-    assert!(events(&mut e).contains(&Event::HandoverSent { to: 0x200 }));
+    assert!(events(&mut e).contains(&ElectionEvent::HandoverSent { to: 0x200 }));
     assert_eq!(
         e.state(),
         SmState::Master,
@@ -832,14 +836,14 @@ fn master_hands_over_to_a_higher_authenticated_standby() {
     assert_eq!(e.state(), SmState::Standby);
     assert_eq!(e.following(), Some(0x200));
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::HandoverCompleted { to: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::HandoverCompleted { to: 0x200 }));
     // The new Master's ACKNOWLEDGE is welcome afterwards.
     let ack = info(0x200, 7, KEY, SmState::Standby, 2);
     let r = e
         .handle_request(ms(102), &set_from(&ack, 2), &from_lid(10))
         .unwrap();
     assert_eq!(resp_status(&r), 0);
-    assert!(events(&mut e).contains(&Event::HandoverAcknowledged { guid: 0x200 }));
+    assert!(events(&mut e).contains(&ElectionEvent::HandoverAcknowledged { guid: 0x200 }));
 }
 
 #[test]
@@ -850,7 +854,7 @@ fn master_never_hands_over_to_a_higher_sm_with_a_wrong_key() {
     assert!(txs(&mut e).is_empty());
     assert_eq!(e.state(), SmState::Master);
     assert!(
-        events(&mut e).contains(&Event::UnauthenticatedHigherPrioritySm {
+        events(&mut e).contains(&ElectionEvent::UnauthenticatedHigherPrioritySm {
             guid: 0x200,
             priority: 15,
             sm_key: 0x9999
@@ -891,11 +895,11 @@ fn unanswered_handover_fails_and_the_next_best_is_tried() {
         to_next = txs(&mut e).into_iter().find(|t| t.to == SmAddr::Lid(11));
     }
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::HandoverFailed {
+    assert!(ev.contains(&ElectionEvent::HandoverFailed {
         to: 0x200,
         status: None
     }));
-    assert!(ev.contains(&Event::HandoverSent { to: 0x300 }));
+    assert!(ev.contains(&ElectionEvent::HandoverSent { to: 0x300 }));
     assert_eq!(e.state(), SmState::Master);
     e.handle_response(now, &reply(&to_next.unwrap(), 0, &next))
         .unwrap();
@@ -911,7 +915,7 @@ fn refused_handover_keeps_the_master() {
     e.handle_response(ms(101), &reply(&ho[0], 0x001C, &hi))
         .unwrap();
     assert_eq!(e.state(), SmState::Master);
-    assert!(events(&mut e).contains(&Event::HandoverFailed {
+    assert!(events(&mut e).contains(&ElectionEvent::HandoverFailed {
         to: 0x200,
         status: Some(0x001C)
     }));
@@ -929,8 +933,8 @@ fn acknowledge_completes_a_pending_handover() {
     assert_eq!(resp_status(&r), 0);
     assert_eq!(e.following(), Some(0x200));
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::HandoverAcknowledged { guid: 0x200 }));
-    assert!(ev.contains(&Event::HandoverCompleted { to: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::HandoverAcknowledged { guid: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::HandoverCompleted { to: 0x200 }));
     // The GetResp that comes later matches nothing any more.
     assert!(!e.handle_response(ms(102), &reply(&ho[0], 0, &hi)).unwrap());
     assert_eq!(e.state(), SmState::Standby);
@@ -944,7 +948,7 @@ fn unexpected_or_ill_formed_acknowledge_is_refused() {
         .handle_request(ms(1), &set_from(&hi, 2), &from_lid(10))
         .unwrap();
     assert_eq!(resp_status(&r), 0x001C);
-    assert!(events(&mut e).contains(&Event::ControlRejected {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
         from: 0x200,
         code: SmInfoControl::Acknowledge,
         reason: RejectReason::OurState
@@ -954,7 +958,7 @@ fn unexpected_or_ill_formed_acknowledge_is_refused() {
         .handle_request(ms(1), &set_from(&as_master, 2), &from_lid(10))
         .unwrap();
     assert_eq!(resp_status(&r), 0x001C);
-    assert!(events(&mut e).contains(&Event::ControlRejected {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
         from: 0x200,
         code: SmInfoControl::Acknowledge,
         reason: RejectReason::SenderState
@@ -967,7 +971,7 @@ fn lower_master_is_detected_and_its_handover_received() {
     let lo = info(0x200, 1, KEY, SmState::Master, 1);
     sweep_with(&mut e, ms(100), &[lo]);
     assert!(txs(&mut e).is_empty());
-    assert!(events(&mut e).contains(&Event::OtherMasterDetected { guid: 0x200 }));
+    assert!(events(&mut e).contains(&ElectionEvent::OtherMasterDetected { guid: 0x200 }));
     // Not re-reported on the next sweep.
     sweep_with(&mut e, ms(200), &[lo]);
     assert!(events(&mut e).is_empty());
@@ -977,8 +981,8 @@ fn lower_master_is_detected_and_its_handover_received() {
     assert_eq!(resp_status(&r), 0);
     assert_eq!(e.state(), SmState::Master);
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::HandoverReceived { from: 0x200 }));
-    assert!(ev.contains(&Event::SweepNeeded));
+    assert!(ev.contains(&ElectionEvent::HandoverReceived { from: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::SweepNeeded));
     assert!(
         txs(&mut e).is_empty(),
         "no ACKNOWLEDGE when mastership did not move"
@@ -1016,7 +1020,7 @@ fn standby_takes_over_on_handover_and_acknowledges() {
     );
     assert_eq!(e.state(), SmState::Master);
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::HandoverReceived { from: 0x200 }));
+    assert!(ev.contains(&ElectionEvent::HandoverReceived { from: 0x200 }));
     // First the old Master is asked whether it has stepped down.
     let check = txs(&mut e);
     assert_eq!(check.len(), 1);
@@ -1250,16 +1254,18 @@ fn handover_with_a_wrong_key_is_refused_and_reported() {
     );
     assert_eq!(e.state(), SmState::Discovering);
     let ev = events(&mut e);
-    assert!(ev.contains(&Event::ControlRejected {
+    assert!(ev.contains(&ElectionEvent::ControlRejected {
         from: 0x200,
         code: SmInfoControl::Handover,
         reason: RejectReason::Unauthenticated
     }));
-    assert!(ev.contains(&Event::UnauthenticatedHigherPrioritySm {
-        guid: 0x200,
-        priority: 15,
-        sm_key: 0x9999
-    }));
+    assert!(
+        ev.contains(&ElectionEvent::UnauthenticatedHigherPrioritySm {
+            guid: 0x200,
+            priority: 15,
+            sm_key: 0x9999
+        })
+    );
     // A hidden key from a never-verified sender is refused too.
     let hidden = info(0x300, 1, 0, SmState::Master, 1);
     let r = e
@@ -1276,7 +1282,7 @@ fn handover_from_a_non_master_or_to_a_disabled_sm_is_refused() {
         .handle_request(ms(1), &set_from(&not_master, 1), &from_lid(3))
         .unwrap();
     assert_eq!(resp_status(&r), 0x001C);
-    assert!(events(&mut e).contains(&Event::ControlRejected {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
         from: 0x200,
         code: SmInfoControl::Handover,
         reason: RejectReason::SenderState
@@ -1300,7 +1306,7 @@ fn disable_standby_discover_from_the_authenticated_master() {
         .unwrap();
     assert_eq!(resp_status(&r), 0);
     assert_eq!(e.state(), SmState::NotActive);
-    assert!(events(&mut e).contains(&Event::ControlObeyed {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlObeyed {
         from: 0x200,
         code: SmInfoControl::Disable
     }));
@@ -1325,7 +1331,7 @@ fn disable_standby_discover_from_the_authenticated_master() {
         .unwrap();
     assert_eq!(resp_status(&r), 0);
     assert_eq!(e.state(), SmState::Discovering);
-    assert!(events(&mut e).contains(&Event::SweepNeeded));
+    assert!(events(&mut e).contains(&ElectionEvent::SweepNeeded));
     // DISCOVER while Discovering: accepted, nothing changes.
     let n = e.state_changes();
     let r = e
@@ -1379,7 +1385,7 @@ fn controls_from_unauthenticated_or_non_master_senders_are_refused() {
                 .unwrap();
             assert_eq!(resp_status(&r), 0x001C);
             assert_eq!(e.state(), SmState::Standby);
-            assert!(events(&mut e).contains(&Event::ControlRejected {
+            assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
                 from: sender.guid,
                 code: SmInfoControl::from(code),
                 reason
@@ -1398,7 +1404,7 @@ fn master_obeys_controls_only_from_a_higher_master() {
             .unwrap();
         assert_eq!(resp_status(&r), 0x001C);
         assert_eq!(e.state(), SmState::Master);
-        assert!(events(&mut e).contains(&Event::ControlRejected {
+        assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
             from: 0x200,
             code: SmInfoControl::from(code),
             reason: RejectReason::SenderOutranked
@@ -1422,7 +1428,7 @@ fn unknown_control_code_is_refused() {
             .handle_request(ms(1), &set_from(&m, code), &from_lid(5))
             .unwrap();
         assert_eq!(resp_status(&r), 0x001C);
-        assert!(events(&mut e).contains(&Event::ControlRejected {
+        assert!(events(&mut e).contains(&ElectionEvent::ControlRejected {
             from: 0x200,
             code: SmInfoControl::from(code),
             reason: RejectReason::UnknownCode
@@ -1512,7 +1518,7 @@ fn send_control_only_as_master() {
     assert_eq!(tx[0].sm_info().unwrap().sm_state, SmState::Master);
     let peer = info(0x200, 1, KEY, SmState::Standby, 1);
     e.handle_response(ms(2), &reply(&tx[0], 0, &peer)).unwrap();
-    assert!(events(&mut e).contains(&Event::ControlCompleted {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlCompleted {
         to: SmAddr::Lid(3),
         code: SmInfoControl::Standby,
         status: Some(0)
@@ -1526,7 +1532,7 @@ fn send_control_only_as_master() {
         }
         e.handle_timeout(t);
     }
-    assert!(events(&mut e).contains(&Event::ControlCompleted {
+    assert!(events(&mut e).contains(&ElectionEvent::ControlCompleted {
         to: SmAddr::Lid(4),
         code: SmInfoControl::Discover,
         status: None
@@ -1559,7 +1565,7 @@ fn disable_and_enable() {
     assert_eq!(e.state(), SmState::NotActive);
     e.enable(ms(2));
     assert_eq!(e.state(), SmState::Discovering);
-    assert!(events(&mut e).contains(&Event::SweepNeeded));
+    assert!(events(&mut e).contains(&ElectionEvent::SweepNeeded));
     let n = e.state_changes();
     e.enable(ms(3));
     assert_eq!(e.state_changes(), n, "enable only leaves NotActive");
@@ -1914,7 +1920,7 @@ fn an_unknown_requester_is_asked_once_and_listed() {
     assert!(
         !events(&mut e)
             .iter()
-            .any(|ev| matches!(ev, Event::HandoverSent { .. }))
+            .any(|ev| matches!(ev, ElectionEvent::HandoverSent { .. }))
     );
     // The next sweep that does not find it drops it from the last sweep's SMs.
     sweep_with(&mut e, ms(30), &[]);
@@ -1935,7 +1941,7 @@ fn a_master_hands_over_at_once_to_a_higher_standby_it_learns() {
         ho[0].attribute_modifier(),
         u32::from(SmInfoControl::Handover)
     );
-    assert!(events(&mut e).contains(&Event::HandoverSent { to: 0x200 }));
+    assert!(events(&mut e).contains(&ElectionEvent::HandoverSent { to: 0x200 }));
     // Another Master learnt: reported; one with a wrong key: never handed control.
     let mut e = master(5);
     assert!(e.learn(ms(1), &req(20, None)));
@@ -1945,7 +1951,7 @@ fn a_master_hands_over_at_once_to_a_higher_standby_it_learns() {
         e.handle_response(ms(2), &reply(&get, 0, &lower_master))
             .unwrap()
     );
-    assert!(events(&mut e).contains(&Event::OtherMasterDetected { guid: 0x300 }));
+    assert!(events(&mut e).contains(&ElectionEvent::OtherMasterDetected { guid: 0x300 }));
     let mut e = master(5);
     assert!(e.learn(ms(1), &req(20, None)));
     let get = txs(&mut e).remove(0);
@@ -1957,7 +1963,7 @@ fn a_master_hands_over_at_once_to_a_higher_standby_it_learns() {
     assert!(txs(&mut e).is_empty());
     assert!(events(&mut e).iter().any(|ev| matches!(
         ev,
-        Event::UnauthenticatedHigherPrioritySm { guid: 0x400, .. }
+        ElectionEvent::UnauthenticatedHigherPrioritySm { guid: 0x400, .. }
     )));
     assert_eq!(e.state(), SmState::Master);
 }

@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::{HostParams, Net, Spec};
-use ibsm_election::{Config, Event, SmState};
+use ibsm_election::{Config, ElectionEvent, SmState};
 use ibsm_wire::Instant;
 
 const KEY: u64 = 0x0000_0000_0000_0001;
@@ -241,7 +241,7 @@ fn measure(base: &Config, host: HostParams, hang: bool) -> Sample {
         let lost_at = |n: &common::Node| {
             n.events
                 .iter()
-                .filter(|(t, e)| *t >= kill && matches!(e, Event::MasterLost { .. }))
+                .filter(|(t, e)| *t >= kill && matches!(e, ElectionEvent::MasterLost { .. }))
                 .map(|(t, _)| *t)
                 .min()
         };
@@ -310,7 +310,7 @@ fn measure_handover(base: &Config, host: HostParams) -> Joins {
             .events
             .iter()
             .rev()
-            .filter(|(at, e)| *at <= t && matches!(e, Event::HandoverSent { .. }))
+            .filter(|(at, e)| *at <= t && matches!(e, ElectionEvent::HandoverSent { .. }))
             .map(|(at, _)| *at)
             .next()
             .expect("the Master sent HANDOVER");

@@ -21,6 +21,94 @@ pub enum MKeyMode {
     },
 }
 
+/// A field of [`SmConfig`] (or of a part of it: `perfmgr.`, `health.`) that a
+/// [`ConfigError`] is about; shown as its path (`lmc`, `perfmgr.timeout`), the name
+/// the error text has always used, so a host maps a refusal to its own option by
+/// matching this, not the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ConfigField {
+    /// `priority`.
+    Priority,
+    /// `lmc`.
+    Lmc,
+    /// `m_key_protect`.
+    MKeyProtect,
+    /// `subnet_timeout`.
+    SubnetTimeout,
+    /// `packet_life_time`.
+    PacketLifeTime,
+    /// `sm_sl`.
+    SmSl,
+    /// `force_link_speed`.
+    ForceLinkSpeed,
+    /// `force_link_speed_ext`.
+    ForceLinkSpeedExt,
+    /// `force_link_width`.
+    ForceLinkWidth,
+    /// `polling_timeout`.
+    PollingTimeout,
+    /// `transaction_timeout`.
+    TransactionTimeout,
+    /// `max_wire_smps`.
+    MaxWireSmps,
+    /// `routing_threads`.
+    RoutingThreads,
+    /// `perfmgr.max_outstanding_queries`.
+    PerfmgrMaxOutstandingQueries,
+    /// `perfmgr.timeout`.
+    PerfmgrTimeout,
+    /// `perfmgr.sweep_time`.
+    PerfmgrSweepTime,
+    /// `health.flap_window`.
+    HealthFlapWindow,
+    /// `health.trap_window`.
+    HealthTrapWindow,
+    /// `health.quiet_period`.
+    HealthQuietPeriod,
+    /// `health.reboot_window`.
+    HealthRebootWindow,
+    /// `health.set_err_window`.
+    HealthSetErrWindow,
+}
+
+impl ConfigField {
+    /// The field's path in [`SmConfig`] (`perfmgr.timeout`: the `timeout` of
+    /// [`SmConfig::perfmgr`]).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Priority => "priority",
+            Self::Lmc => "lmc",
+            Self::MKeyProtect => "m_key_protect",
+            Self::SubnetTimeout => "subnet_timeout",
+            Self::PacketLifeTime => "packet_life_time",
+            Self::SmSl => "sm_sl",
+            Self::ForceLinkSpeed => "force_link_speed",
+            Self::ForceLinkSpeedExt => "force_link_speed_ext",
+            Self::ForceLinkWidth => "force_link_width",
+            Self::PollingTimeout => "polling_timeout",
+            Self::TransactionTimeout => "transaction_timeout",
+            Self::MaxWireSmps => "max_wire_smps",
+            Self::RoutingThreads => "routing_threads",
+            Self::PerfmgrMaxOutstandingQueries => "perfmgr.max_outstanding_queries",
+            Self::PerfmgrTimeout => "perfmgr.timeout",
+            Self::PerfmgrSweepTime => "perfmgr.sweep_time",
+            Self::HealthFlapWindow => "health.flap_window",
+            Self::HealthTrapWindow => "health.trap_window",
+            Self::HealthQuietPeriod => "health.quiet_period",
+            Self::HealthRebootWindow => "health.reboot_window",
+            Self::HealthSetErrWindow => "health.set_err_window",
+        }
+    }
+}
+
+impl core::fmt::Display for ConfigField {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Why [`SmConfig::validate`] refused a configuration: the field, the value and what
 /// it must be. The engine is built only from a configuration that passed, so nothing
 /// further down clamps, masks or panics on one of these.
@@ -31,7 +119,7 @@ pub enum ConfigError {
     #[error("{field} {value} is outside {min}..={max} ({why})")]
     OutOfRange {
         /// The [`SmConfig`] field.
-        field: &'static str,
+        field: ConfigField,
         /// The value given.
         value: u64,
         /// Smallest allowed value.
@@ -45,7 +133,7 @@ pub enum ConfigError {
     #[error("{field} must be greater than zero ({why})")]
     Zero {
         /// The [`SmConfig`] field.
-        field: &'static str,
+        field: ConfigField,
         /// What a zero would break.
         why: &'static str,
     },
@@ -84,7 +172,7 @@ pub struct RoutingInputs {
     pub io_nodes: Vec<Guid>,
     /// `max_reverse_hops`: how many reverse hops (a switch used the wrong way round)
     /// ftree gives the I/O nodes' traffic where no up/down path exists
-    /// ([`ibsm_routing::Options::max_reverse_hops`]). Default 0: none.
+    /// ([`ibsm_routing::RouteOptions::max_reverse_hops`]). Default 0: none.
     pub max_reverse_hops: u16,
     /// `guid_routing_order_file`: port GUIDs minhop, updn, dnup and dfsssp route first,
     /// in this order.
@@ -94,7 +182,7 @@ pub struct RoutingInputs {
 impl RoutingInputs {
     /// The route options carrying these lists.
     #[must_use]
-    pub fn apply(&self, opts: ibsm_routing::Options) -> ibsm_routing::Options {
+    pub fn apply(&self, opts: ibsm_routing::RouteOptions) -> ibsm_routing::RouteOptions {
         opts.with_roots(self.roots.clone())
             .with_compute_nodes(self.compute_nodes.clone())
             .with_io_nodes(self.io_nodes.clone())
@@ -253,7 +341,7 @@ pub struct SmConfig {
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
-fn at_most(field: &'static str, value: u8, max: u8, why: &'static str) -> Result<(), ConfigError> {
+fn at_most(field: ConfigField, value: u8, max: u8, why: &'static str) -> Result<(), ConfigError> {
     if value > max {
         return Err(ConfigError::OutOfRange {
             field,
@@ -277,42 +365,52 @@ impl SmConfig {
     /// # Errors
     /// [`ConfigError`] for the first field found wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        at_most("priority", self.priority, 15, "4-bit SMInfo.Priority")?;
-        at_most("lmc", self.lmc, 7, "3-bit PortInfo.LMC")?;
         at_most(
-            "m_key_protect",
+            ConfigField::Priority,
+            self.priority,
+            15,
+            "4-bit SMInfo.Priority",
+        )?;
+        at_most(ConfigField::Lmc, self.lmc, 7, "3-bit PortInfo.LMC")?;
+        at_most(
+            ConfigField::MKeyProtect,
             self.m_key_protect,
             3,
             "2-bit PortInfo.M_KeyProtectBits",
         )?;
         at_most(
-            "subnet_timeout",
+            ConfigField::SubnetTimeout,
             self.subnet_timeout,
             31,
             "5-bit PortInfo.SubnetTimeout",
         )?;
         at_most(
-            "packet_life_time",
+            ConfigField::PacketLifeTime,
             self.packet_life_time,
             31,
             "5-bit SwitchInfo.LifeTimeValue",
         )?;
-        at_most("sm_sl", self.sm_sl, 15, "4-bit PortInfo.MasterSMSL")?;
         at_most(
-            "force_link_speed",
+            ConfigField::SmSl,
+            self.sm_sl,
+            15,
+            "4-bit PortInfo.MasterSMSL",
+        )?;
+        at_most(
+            ConfigField::ForceLinkSpeed,
             self.force_link_speed,
             15,
             "4-bit PortInfo.LinkSpeedEnabled",
         )?;
         at_most(
-            "force_link_speed_ext",
+            ConfigField::ForceLinkSpeedExt,
             self.force_link_speed_ext,
             31,
             "5-bit PortInfo.LinkSpeedExtEnabled",
         )?;
         if self.force_link_width != 0xFF {
             at_most(
-                "force_link_width",
+                ConfigField::ForceLinkWidth,
                 self.force_link_width,
                 31,
                 "PortInfo.LinkWidthEnabled: 32..=254 are reserved, 255 is \"supported\"",
@@ -320,19 +418,19 @@ impl SmConfig {
         }
         if self.polling_timeout.is_zero() {
             return Err(ConfigError::Zero {
-                field: "polling_timeout",
+                field: ConfigField::PollingTimeout,
                 why: "the election polls the master every polling_timeout",
             });
         }
         if self.transaction_timeout.is_zero() {
             return Err(ConfigError::Zero {
-                field: "transaction_timeout",
+                field: ConfigField::TransactionTimeout,
                 why: "every SMP would time out as it is sent",
             });
         }
         if self.max_wire_smps == 0 {
             return Err(ConfigError::Zero {
-                field: "max_wire_smps",
+                field: ConfigField::MaxWireSmps,
                 why: "no SMP could ever be in flight",
             });
         }
@@ -344,26 +442,26 @@ impl SmConfig {
         }
         if self.routing_threads == 0 {
             return Err(ConfigError::Zero {
-                field: "routing_threads",
+                field: ConfigField::RoutingThreads,
                 why: "routing needs at least one thread",
             });
         }
         if let Some(p) = &self.perfmgr {
             if p.max_outstanding_queries == 0 {
                 return Err(ConfigError::Zero {
-                    field: "perfmgr.max_outstanding_queries",
+                    field: ConfigField::PerfmgrMaxOutstandingQueries,
                     why: "no counter query could ever be in flight",
                 });
             }
             if p.timeout.is_zero() {
                 return Err(ConfigError::Zero {
-                    field: "perfmgr.timeout",
+                    field: ConfigField::PerfmgrTimeout,
                     why: "every counter query would time out as it is sent",
                 });
             }
             if p.sweep_time.is_zero() {
                 return Err(ConfigError::Zero {
-                    field: "perfmgr.sweep_time",
+                    field: ConfigField::PerfmgrSweepTime,
                     why: "counter sweeps would follow each other without a pause",
                 });
             }
@@ -435,7 +533,7 @@ mod tests {
         c.validate().expect_err("should be refused")
     }
 
-    fn out_of_range(field: &'static str, value: u64, max: u64) -> impl Fn(&ConfigError) -> bool {
+    fn out_of_range(field: ConfigField, value: u64, max: u64) -> impl Fn(&ConfigError) -> bool {
         move |e| {
             matches!(e, ConfigError::OutOfRange { field: f, value: v, min: 0, max: m, .. }
                 if *f == field && *v == value && *m == max)
@@ -468,29 +566,54 @@ mod tests {
 
     #[test]
     fn bit_fields_one_above_their_width_are_refused() {
-        let cases: [(&str, Edit, u64, u64); 10] = [
-            ("priority", |c| c.priority = 16, 16, 15),
-            ("lmc", |c| c.lmc = 8, 8, 7),
-            ("m_key_protect", |c| c.m_key_protect = 4, 4, 3),
-            ("subnet_timeout", |c| c.subnet_timeout = 32, 32, 31),
-            ("packet_life_time", |c| c.packet_life_time = 32, 32, 31),
-            ("sm_sl", |c| c.sm_sl = 16, 16, 15),
-            ("force_link_speed", |c| c.force_link_speed = 16, 16, 15),
+        let cases: [(ConfigField, Edit, u64, u64); 10] = [
+            (ConfigField::Priority, |c| c.priority = 16, 16, 15),
+            (ConfigField::Lmc, |c| c.lmc = 8, 8, 7),
+            (ConfigField::MKeyProtect, |c| c.m_key_protect = 4, 4, 3),
             (
-                "force_link_speed_ext",
+                ConfigField::SubnetTimeout,
+                |c| c.subnet_timeout = 32,
+                32,
+                31,
+            ),
+            (
+                ConfigField::PacketLifeTime,
+                |c| c.packet_life_time = 32,
+                32,
+                31,
+            ),
+            (ConfigField::SmSl, |c| c.sm_sl = 16, 16, 15),
+            (
+                ConfigField::ForceLinkSpeed,
+                |c| c.force_link_speed = 16,
+                16,
+                15,
+            ),
+            (
+                ConfigField::ForceLinkSpeedExt,
                 |c| c.force_link_speed_ext = 32,
                 32,
                 31,
             ),
-            ("force_link_width", |c| c.force_link_width = 32, 32, 31),
-            ("force_link_width", |c| c.force_link_width = 254, 254, 31),
+            (
+                ConfigField::ForceLinkWidth,
+                |c| c.force_link_width = 32,
+                32,
+                31,
+            ),
+            (
+                ConfigField::ForceLinkWidth,
+                |c| c.force_link_width = 254,
+                254,
+                31,
+            ),
         ];
         for (field, edit, value, max) in cases {
             let e = refused(edit);
             assert!(out_of_range(field, value, max)(&e), "{field}: {e:?}");
             let text = e.to_string();
             assert!(
-                text.contains(field) && text.contains(&value.to_string()),
+                text.contains(field.name()) && text.contains(&value.to_string()),
                 "{text}"
             );
         }
@@ -498,13 +621,15 @@ mod tests {
 
     #[test]
     fn zero_periods_and_counts_are_refused() {
-        let cases: [(&str, Edit); 4] = [
-            ("polling_timeout", |c| c.polling_timeout = Duration::ZERO),
-            ("transaction_timeout", |c| {
+        let cases: [(ConfigField, Edit); 4] = [
+            (ConfigField::PollingTimeout, |c| {
+                c.polling_timeout = Duration::ZERO;
+            }),
+            (ConfigField::TransactionTimeout, |c| {
                 c.transaction_timeout = Duration::ZERO;
             }),
-            ("max_wire_smps", |c| c.max_wire_smps = 0),
-            ("routing_threads", |c| c.routing_threads = 0),
+            (ConfigField::MaxWireSmps, |c| c.max_wire_smps = 0),
+            (ConfigField::RoutingThreads, |c| c.routing_threads = 0),
         ];
         for (field, edit) in cases {
             let e = refused(edit);

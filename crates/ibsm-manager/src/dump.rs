@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use ibsm_wire::{LinkSpeed, LinkSpeedExt, LinkWidth, NodeType, PortState};
 
 use crate::engine::SubnetManager;
-use crate::model::{NodeRec, Subnet};
+use crate::model::{Discovered, FoundNode};
 
 /// The unicast forwarding tables (OpenSM `opensm-lfts.dump`).
 pub const LFTS_FILE: &str = "opensm-lfts.dump";
@@ -307,7 +307,7 @@ impl LftDump {
                 owner.insert(lid, dest.clone());
             }
         }
-        let mut switches: Vec<&NodeRec> = subnet.nodes.iter().filter(|n| n.is_switch()).collect();
+        let mut switches: Vec<&FoundNode> = subnet.nodes.iter().filter(|n| n.is_switch()).collect();
         switches.sort_by_key(|n| n.info.node_guid);
         let mut out = Vec::with_capacity(switches.len());
         for node in switches {
@@ -495,7 +495,7 @@ impl fmt::Display for LftDump {
 }
 
 /// Port GUID -> its node (switches: the node GUID, which is port 0's).
-fn port_owners(subnet: &Subnet) -> BTreeMap<u64, &NodeRec> {
+fn port_owners(subnet: &Discovered) -> BTreeMap<u64, &FoundNode> {
     let mut m = BTreeMap::new();
     for node in &subnet.nodes {
         if node.is_switch() {
@@ -510,7 +510,7 @@ fn port_owners(subnet: &Subnet) -> BTreeMap<u64, &NodeRec> {
 }
 
 /// OpenSM's node type names (`ib_get_node_type_str`).
-fn node_type_str(node: &NodeRec) -> &'static str {
+fn node_type_str(node: &FoundNode) -> &'static str {
     match node.info.node_type {
         NodeType::Ca => "Channel Adapter",
         NodeType::Switch => "Switch",
@@ -527,7 +527,7 @@ fn print_desc(desc: &str) -> String {
         .collect()
 }
 
-fn short_type(node: &NodeRec) -> &'static str {
+fn short_type(node: &FoundNode) -> &'static str {
     match node.info.node_type {
         NodeType::Switch => "SW",
         NodeType::Ca => "CA",
@@ -539,7 +539,7 @@ fn short_type(node: &NodeRec) -> &'static str {
 /// `slurm-topology.conf` of the subnet the last heavy sweep found, each node named by
 /// its NodeDescription (a CA by its first word); a subnet whose answers contradict
 /// each other is a comment saying so.
-fn slurm_topology(subnet: &Subnet) -> String {
+fn slurm_topology(subnet: &Discovered) -> String {
     match subnet.to_fabric() {
         Ok(f) => ibsm_topology::slurm::tree_topology(&f, |_, n| n.description.clone()),
         Err(e) => format!("# no topology: the discovered subnet contradicts itself: {e}\n"),
@@ -549,8 +549,8 @@ fn slurm_topology(subnet: &Subnet) -> String {
 /// `opensm-subnet.lst`: for every node (by GUID) and every cabled port, `{ this end }
 /// { far end } PHY=width LOG=state SPD=speed`, each end's LID that of its port (a
 /// switch's port 0), `-SM` after the type where that port is the master SM's.
-fn subnet_lst(subnet: &Subnet) -> String {
-    let mut nodes: Vec<&NodeRec> = subnet.nodes.iter().collect();
+fn subnet_lst(subnet: &Discovered) -> String {
+    let mut nodes: Vec<&FoundNode> = subnet.nodes.iter().collect();
     nodes.sort_by_key(|n| n.info.node_guid);
     let mut s = String::new();
     for node in nodes {
@@ -602,14 +602,14 @@ fn subnet_lst(subnet: &Subnet) -> String {
 }
 
 /// The PortInfo that holds the LID of `port` (a switch's port 0).
-fn lid_port(node: &NodeRec, port: u8) -> Option<ibsm_wire::PortInfo> {
+fn lid_port(node: &FoundNode, port: u8) -> Option<ibsm_wire::PortInfo> {
     let p = if node.is_switch() { 0 } else { port };
     node.ports.get(usize::from(p))?.info
 }
 
 /// One `{ ... }` end of a cable; `ven_width` is 6 for the near end, 8 for the far end
 /// (as OpenSM prints them).
-fn end(s: &mut String, node: &NodeRec, port: u8, ven_width: usize) {
+fn end(s: &mut String, node: &FoundNode, port: u8, ven_width: usize) {
     let info = lid_port(node, port).unwrap_or_default();
     let sm = if info.lid != 0 && info.lid == info.master_sm_lid {
         "-SM"
@@ -657,7 +657,7 @@ fn mfts_dump(ports: &[(u64, u16, Vec<u8>)]) -> String {
 /// written and the input ports the SM set for it (0 and every cabled one).
 fn sl2vl_dump(sm: &SubnetManager) -> String {
     let subnet = sm.subnet();
-    let mut nodes: Vec<&NodeRec> = subnet.nodes.iter().filter(|n| n.is_switch()).collect();
+    let mut nodes: Vec<&FoundNode> = subnet.nodes.iter().filter(|n| n.is_switch()).collect();
     nodes.sort_by_key(|n| n.info.node_guid);
     let mut s = String::new();
     for node in nodes {

@@ -3,7 +3,7 @@
 use ibsm_transport::TransportError;
 
 use crate::config::ConfigError;
-use crate::partition::LoadError as PartitionLoadError;
+use crate::partition::PartitionLoadError;
 use crate::store::StoreError;
 
 /// What can stop the SM engine.

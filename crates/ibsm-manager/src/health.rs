@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use ibsm_transport::Instant;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, ConfigField};
 
 /// A port, by identity: the node GUID and the port number (0: a switch's management
 /// port, or a CA node as a whole).
@@ -554,31 +554,31 @@ impl HealthConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.flap_count > 0 && self.flap_window.is_zero() {
             return Err(ConfigError::Zero {
-                field: "health.flap_window",
+                field: ConfigField::HealthFlapWindow,
                 why: "no flap could be counted within an empty window",
             });
         }
         if self.trap_limit > 0 && self.trap_window.is_zero() {
             return Err(ConfigError::Zero {
-                field: "health.trap_window",
+                field: ConfigField::HealthTrapWindow,
                 why: "no trap could be counted within an empty window",
             });
         }
         if self.reboot_count > 0 && self.reboot_window.is_zero() {
             return Err(ConfigError::Zero {
-                field: "health.reboot_window",
+                field: ConfigField::HealthRebootWindow,
                 why: "no reboot could be counted within an empty window",
             });
         }
         if self.set_err_count > 0 && self.set_err_window.is_zero() {
             return Err(ConfigError::Zero {
-                field: "health.set_err_window",
+                field: ConfigField::HealthSetErrWindow,
                 why: "no failed Set could be counted within an empty window",
             });
         }
         if self.any_check() && self.quiet_period.is_zero() {
             return Err(ConfigError::Zero {
-                field: "health.quiet_period",
+                field: ConfigField::HealthQuietPeriod,
                 why: "an unhealthy port would be taken back as it is marked",
             });
         }
@@ -1243,15 +1243,15 @@ mod tests {
         };
         assert_eq!(
             zero(|c| c.flap_window = Duration::ZERO),
-            "health.flap_window"
+            ConfigField::HealthFlapWindow
         );
         assert_eq!(
             zero(|c| c.trap_window = Duration::ZERO),
-            "health.trap_window"
+            ConfigField::HealthTrapWindow
         );
         assert_eq!(
             zero(|c| c.quiet_period = Duration::ZERO),
-            "health.quiet_period"
+            ConfigField::HealthQuietPeriod
         );
     }
 

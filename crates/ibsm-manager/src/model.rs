@@ -3,9 +3,7 @@
 //! ([`ibsm_query::discover::Discovered`]): the engine's discovery is that crate's
 //! [`Walk`](ibsm_query::discover::Walk), so the two cannot drift apart.
 
-pub use ibsm_query::discover::{
-    Discovered as Subnet, FoundNode as NodeRec, FoundPort as PortRec, ext_speeds_supported,
-};
+pub use ibsm_query::discover::{Discovered, FoundNode, FoundPort, ext_speeds_supported};
 
-/// Index of a node in [`Subnet::nodes`].
+/// Index of a node in [`Discovered::nodes`].
 pub type NodeIx = usize;

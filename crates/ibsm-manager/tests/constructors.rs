@@ -2,7 +2,7 @@
 //! local port the election cannot use, with typed errors instead of clamping or
 //! panicking.
 
-use ibsm_manager::{ConfigError, MemoryLidStore, SmConfig, SmError, SubnetManager};
+use ibsm_manager::{ConfigError, ConfigField, MemoryLidStore, SmConfig, SmError, SubnetManager};
 use ibsm_transport::LocalPort;
 
 fn port(guid: u64) -> LocalPort {
@@ -23,7 +23,7 @@ fn invalid_configuration_is_an_error_not_a_clamp() {
         matches!(
             e,
             SmError::Config(ConfigError::OutOfRange {
-                field: "priority",
+                field: ConfigField::Priority,
                 value: 16,
                 ..
             })
@@ -47,7 +47,7 @@ fn zero_polling_timeout_is_an_error_not_a_panic() {
         matches!(
             e,
             SmError::Config(ConfigError::Zero {
-                field: "polling_timeout",
+                field: ConfigField::PollingTimeout,
                 ..
             })
         ),

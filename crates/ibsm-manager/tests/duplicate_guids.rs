@@ -105,7 +105,7 @@ fn duplicates_are_reported_left_out_and_the_rest_comes_up() {
     assert_eq!(subnet.nodes.len(), 5);
     let d = &subnet.nodes[subnet.by_guid[&D]];
     assert_eq!(d.ports[1].guid, D_PORT);
-    assert_eq!((d.ports[2].guid, d.ports[2].path), (0, None));
+    assert_eq!((d.ports[2].guid, d.ports[2].path.clone()), (0, None));
     // Not configured: no LID on the clone or D's second port; the others have theirs.
     let lid = |n: NodeIdx, p: u8| s.sim.with_agent(n, |a| a.sma().lid(p)).unwrap_or(0);
     assert_eq!(lid(s.clone, 1), 0);

@@ -1,4 +1,4 @@
-//! Multicast that the switches forward: hosts (`ibsm_sim::SaClient`) join the IPoIB
+//! Multicast that the switches forward: hosts (`ibsm_sim::HostSaClient`) join the IPoIB
 //! broadcast group and an IPv4 group, some send-only; the SM writes the MFTs and
 //! MulticastFDBTop; the simulator's `verify()` walks every group from every member
 //! (each receiver gets a copy exactly once, no loops, nothing for send-only members or
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{Node, attach, ca_nodes, drive, isl_ends, sim_of, until_clean, until_up};
 use ibsm_manager::SmConfig;
-use ibsm_sim::{Fault, NodeIdx, SaClient, Sim, SimConfig, SmaAgent, VerifyReport};
+use ibsm_sim::{Fault, HostSaClient, NodeIdx, Sim, SimConfig, SmaAgent, VerifyReport};
 use ibsm_topology::{Fabric, generate};
 use ibsm_transport::Instant;
 use ibsm_wire::Gid;
@@ -57,7 +57,7 @@ fn v4() -> [u8; 16] {
 struct Rig {
     sim: Sim<SmaAgent>,
     nodes: Vec<Node>,
-    clients: Vec<SaClient>,
+    clients: Vec<HostSaClient>,
     cas: Vec<NodeIdx>,
 }
 
@@ -96,7 +96,7 @@ impl Rig {
             Some(k) => k,
             None => {
                 self.clients
-                    .push(SaClient::attach(&mut self.sim, ca, 1).unwrap());
+                    .push(HostSaClient::attach(&mut self.sim, ca, 1).unwrap());
                 self.clients.len() - 1
             }
         };
@@ -136,11 +136,11 @@ impl Rig {
     fn settle(&mut self) {
         for _ in 0..50 {
             self.run(Duration::from_millis(100));
-            if self.clients.iter().all(SaClient::all_done) && !self.nodes[0].sm.is_sweeping() {
+            if self.clients.iter().all(HostSaClient::all_done) && !self.nodes[0].sm.is_sweeping() {
                 break;
             }
         }
-        assert!(self.clients.iter().all(SaClient::all_done));
+        assert!(self.clients.iter().all(HostSaClient::all_done));
         self.run(Duration::from_millis(200));
     }
 
@@ -407,7 +407,7 @@ fn a_switch_with_a_smaller_mft_cap_gets_no_entry_beyond_it() {
     let mlid = |rig: &Rig, g: [u8; 16]| {
         rig.clients
             .iter()
-            .flat_map(SaClient::joined)
+            .flat_map(HostSaClient::joined)
             .find(|(m, _)| *m == Gid(g))
             .map(|(_, l)| l)
     };
@@ -532,7 +532,7 @@ fn a_lost_mft_set_holds_every_later_step_until_confirmed() {
     rig.join(4, v4(), join_state::FULL_MEMBER);
     rig.run(Duration::from_secs(30));
     assert!(
-        rig.clients.iter().all(SaClient::all_done),
+        rig.clients.iter().all(HostSaClient::all_done),
         "the SA took the join"
     );
     let sets = mft_sets(rig.nodes[0].sent.as_deref().unwrap());
@@ -794,7 +794,10 @@ fn loss_run(seed: u64) -> (u64, u64) {
     rig.sim.apply(Fault::DropRate { ppm: 0 });
     rig.sim.pause_after_sets(None);
     rig.run(Duration::from_secs(40));
-    assert!(rig.clients.iter().all(SaClient::all_done), "seed {seed}");
+    assert!(
+        rig.clients.iter().all(HostSaClient::all_done),
+        "seed {seed}"
+    );
     let want = rig.nodes[0].sm.sa().unwrap().mft_ports();
     for &s in &switches {
         let guid = rig.sim.node_setup(s).unwrap().guid;

@@ -1,7 +1,7 @@
 //! ClientReregister after a takeover: the master with a host's multicast group and
 //! service dies, the standby takes over, and on its first sweep as master it sets
 //! PortInfo.ClientReregister on every end port that supports it, so the host's SA
-//! client (`ibsm_sim::SaClient`) joins and registers again and the group exists on the
+//! client (`ibsm_sim::HostSaClient`) joins and registers again and the group exists on the
 //! new master's SA. Later sweeps of the same master do not set it.
 
 mod common;
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{Node, attach, ca_nodes, drive, sim_of, until_up};
 use ibsm_manager::{Role, SmConfig};
-use ibsm_sim::{SaClient, Sim, SimConfig, SmaAgent};
+use ibsm_sim::{HostSaClient, Sim, SimConfig, SmaAgent};
 use ibsm_topology::generate;
 use ibsm_wire::sa::{ComponentMask, McMemberRecord, SaAttributeId, ServiceRecord, join_state};
 use ibsm_wire::{Gid, Method};
@@ -27,7 +27,7 @@ fn cfg(priority: u8) -> SmConfig {
 
 /// Drives the SMs and the client for `d` of virtual time, in steps short enough for
 /// the client's retries.
-fn run(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], client: &mut SaClient, d: Duration) {
+fn run(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], client: &mut HostSaClient, d: Duration) {
     let end = sim.now() + d;
     while sim.now() < end {
         let step = (sim.now() + Duration::from_millis(20)).min(end);
@@ -78,7 +78,7 @@ fn v4_join(port_gid: Gid) -> (McMemberRecord, ComponentMask) {
 fn sa_knows(
     sim: &mut Sim<SmaAgent>,
     nodes: &mut [Node],
-    client: &mut SaClient,
+    client: &mut HostSaClient,
     rec: &McMemberRecord,
 ) -> bool {
     let mask = McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID;
@@ -111,7 +111,7 @@ fn a_new_master_has_clients_rejoin_once() {
     let host = cas[3];
     let host_guid = sim.node_setup(host).unwrap().port_guid(1);
     let gid = Gid::new(ibsm_wire::DEFAULT_SUBNET_PREFIX, host_guid);
-    let mut client = SaClient::attach(&mut sim, host, 1).unwrap();
+    let mut client = HostSaClient::attach(&mut sim, host, 1).unwrap();
     let (rec, mask) = v4_join(gid);
     client.join(&sim, rec, mask);
     let mut svc = ServiceRecord {

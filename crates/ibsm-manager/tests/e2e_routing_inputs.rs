@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{assert_configured, attach, until_up};
 use ibsm_manager::{RoutingInputs, SmConfig};
 use ibsm_sim::{NodeIdx, SimConfig};
-use ibsm_topology::{Fabric, Guid, LinkSpeed, LinkWidth, NodeId, NodeSpec, generate};
+use ibsm_topology::{ActiveSpeed, ActiveWidth, Fabric, Guid, NodeId, NodeSpec, generate};
 use ibsm_wire::sa::Rate;
 use ibsm_wire::{LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
 
@@ -167,7 +167,7 @@ fn max_reverse_hops_lets_ftree_reach_storage_on_a_spine_from_every_leaf() {
 struct Link {
     port: String,
     enabled: (LinkSpeedMask, LinkSpeedExtMask, LinkWidthMask),
-    active: (LinkSpeed, LinkWidth),
+    active: (ActiveSpeed, ActiveWidth),
 }
 
 fn links(sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>) -> Vec<Link> {
@@ -195,24 +195,24 @@ fn links(sim: &ibsm_sim::Sim<ibsm_sim::SmaAgent>) -> Vec<Link> {
 }
 
 /// The lane speed a port reports active, in the model's terms.
-fn active_speed(pi: &ibsm_wire::PortInfo) -> LinkSpeed {
-    use ibsm_wire::{LinkSpeed as S, LinkSpeedExt as E};
+fn active_speed(pi: &ibsm_wire::PortInfo) -> ActiveSpeed {
+    use ibsm_wire::{LinkSpeed, LinkSpeedExt};
     match (pi.link_speed_active, pi.link_speed_ext_active) {
-        (S::Sdr, _) => LinkSpeed::Sdr,
-        (S::Ddr, _) => LinkSpeed::Ddr,
-        (S::Qdr, _) => LinkSpeed::Qdr,
-        (_, E::Fdr) => LinkSpeed::Fdr,
-        (_, E::Edr) => LinkSpeed::Edr,
-        (_, E::Hdr) => LinkSpeed::Hdr,
-        (_, E::Ndr) => LinkSpeed::Ndr,
+        (LinkSpeed::Sdr, _) => ActiveSpeed::Sdr,
+        (LinkSpeed::Ddr, _) => ActiveSpeed::Ddr,
+        (LinkSpeed::Qdr, _) => ActiveSpeed::Qdr,
+        (_, LinkSpeedExt::Fdr) => ActiveSpeed::Fdr,
+        (_, LinkSpeedExt::Edr) => ActiveSpeed::Edr,
+        (_, LinkSpeedExt::Hdr) => ActiveSpeed::Hdr,
+        (_, LinkSpeedExt::Ndr) => ActiveSpeed::Ndr,
         other => panic!("unexpected active speed {other:?}"),
     }
 }
 
-fn width_of(w: ibsm_wire::LinkWidth) -> LinkWidth {
+fn width_of(w: ibsm_wire::LinkWidth) -> ActiveWidth {
     match w.lanes() {
-        Some(1) => LinkWidth::X1,
-        Some(4) => LinkWidth::X4,
+        Some(1) => ActiveWidth::X1,
+        Some(4) => ActiveWidth::X4,
         other => panic!("unexpected active width {other:?}"),
     }
 }
@@ -221,10 +221,10 @@ fn width_of(w: ibsm_wire::LinkWidth) -> LinkWidth {
 /// SM's forced masks retrain go down and come back at Init, so the first SUBNET UP is
 /// not the last); checks every link and the SM's model run at `speed` x `width`, and
 /// that a PathRecord between two CAs carries `rate`.
-fn forced(cfg: SmConfig, speed: LinkSpeed, width: LinkWidth, rate: Rate) -> Vec<Link> {
+fn forced(cfg: SmConfig, speed: ActiveSpeed, width: ActiveWidth, rate: Rate) -> Vec<Link> {
     let f = generate::k_ary_n_tree(2, 2).unwrap();
     let ndr = SimConfig {
-        link_speed: LinkSpeed::Ndr,
+        link_speed: ActiveSpeed::Ndr,
         ..SimConfig::default()
     };
     let (mut sim, mut nodes) = up(&f, ndr, cfg);
@@ -263,8 +263,8 @@ fn forced(cfg: SmConfig, speed: LinkSpeed, width: LinkWidth, rate: Rate) -> Vec<
 fn forced_link_speeds_and_widths_are_what_every_port_enables_and_trains_to() {
     let before = forced(
         SmConfig::default(),
-        LinkSpeed::Ndr,
-        LinkWidth::X4,
+        ActiveSpeed::Ndr,
+        ActiveWidth::X4,
         Rate::G400,
     );
     for l in &before {
@@ -286,7 +286,7 @@ fn forced_link_speeds_and_widths_are_what_every_port_enables_and_trains_to() {
     cfg.force_link_speed = 1;
     cfg.force_link_speed_ext = 2;
     cfg.force_link_width = 1;
-    let after = forced(cfg, LinkSpeed::Edr, LinkWidth::X1, Rate::G25);
+    let after = forced(cfg, ActiveSpeed::Edr, ActiveWidth::X1, Rate::G25);
     assert_eq!(after.len(), before.len());
     for l in after {
         assert_eq!(
@@ -300,7 +300,7 @@ fn forced_link_speeds_and_widths_are_what_every_port_enables_and_trains_to() {
     cfg.force_link_speed = 2;
     cfg.force_link_speed_ext = LinkSpeedExtMask::DISABLE_ALL.bits();
     cfg.force_link_width = 1;
-    let base = forced(cfg, LinkSpeed::Ddr, LinkWidth::X1, Rate::G5);
+    let base = forced(cfg, ActiveSpeed::Ddr, ActiveWidth::X1, Rate::G5);
     for l in base {
         assert_eq!(
             l.enabled,

@@ -12,7 +12,7 @@ use common::{Node, attach, ca_nodes, drive, sim_of, until_clean};
 use ibsm_manager::topo_ref::{Difference, PortRef, TopoPolicy, TopologyRef, WiredEnd};
 use ibsm_manager::{SmConfig, SmEvent};
 use ibsm_sim::{Fault, Sim, SimConfig, SmaAgent};
-use ibsm_topology::{Endpoint, Fabric, Link, LinkSpeed, LinkWidth, generate};
+use ibsm_topology::{ActiveSpeed, ActiveWidth, Endpoint, Fabric, Link, generate};
 
 /// The plan, the fabric as cabled, and the cables involved: (swapped x, swapped y,
 /// pulled, narrow).
@@ -50,7 +50,7 @@ fn setup() -> Setup {
             .unwrap()
             .port_mut(e.port)
             .unwrap()
-            .width = LinkWidth::X12;
+            .width = ActiveWidth::X12;
     }
     let mut cabled = plan.clone();
     cabled.disconnect(x.a.node, x.a.port).unwrap();
@@ -115,8 +115,8 @@ fn degraded(s: &Setup) -> Difference {
     Difference::Degraded {
         a: at(f, s.narrow.a),
         b: at(f, s.narrow.b),
-        expected: (LinkWidth::X12, port.speed),
-        actual: (LinkWidth::X4, LinkSpeed::Qdr),
+        expected: (ActiveWidth::X12, port.speed),
+        actual: (ActiveWidth::X4, ActiveSpeed::Qdr),
     }
 }
 

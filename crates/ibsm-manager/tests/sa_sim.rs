@@ -312,14 +312,14 @@ fn path_record_between_two_lids() {
 /// their rates (4x: 200, 400, 800 Gb/s), as 4x QDR gives 40 Gb/s.
 #[test]
 fn path_records_carry_hdr_ndr_and_xdr_rates() {
-    use ibsm_topology::{LinkSpeed, LinkWidth};
+    use ibsm_topology::{ActiveSpeed, ActiveWidth};
     use ibsm_wire::sa::Rate;
     let fabric = generate::k_ary_n_tree(4, 2).unwrap();
     for (speed, rate) in [
-        (LinkSpeed::Qdr, Rate::G40),
-        (LinkSpeed::Hdr, Rate::G200),
-        (LinkSpeed::Ndr, Rate::G400),
-        (LinkSpeed::Xdr, Rate::G800),
+        (ActiveSpeed::Qdr, Rate::G40),
+        (ActiveSpeed::Hdr, Rate::G200),
+        (ActiveSpeed::Ndr, Rate::G400),
+        (ActiveSpeed::Xdr, Rate::G800),
     ] {
         let sc = SimConfig {
             link_speed: speed,
@@ -341,7 +341,7 @@ fn path_records_carry_hdr_ndr_and_xdr_rates() {
                 if f.port_peer(id, p).is_some() {
                     assert_eq!(
                         (port.speed, port.width),
-                        (speed, LinkWidth::X4),
+                        (speed, ActiveWidth::X4),
                         "{speed:?}"
                     );
                 }

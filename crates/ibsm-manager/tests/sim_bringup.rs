@@ -57,6 +57,31 @@ fn small_fat_tree_comes_up_verified() {
     eprintln!("{stats:?}");
 }
 
+/// What the SM wrote is the routes in force, not a copy of them: on the largest fabrics
+/// a copy of every LFT is 190 MB. Each switch's programmed LFT is a row of `routes()`,
+/// and holds what the switch in the simulator holds.
+#[test]
+fn programmed_lfts_share_the_routes_in_force() {
+    let fabric = generate::k_ary_n_tree(4, 2).unwrap();
+    let (sim, _port, sm, _stats) = bring_up(&fabric, SmConfig::default());
+    let routes = sm.routes().expect("routes in force");
+    let rows: Vec<&[u8]> = (0..routes.switch_count()).map(|s| routes.lft(s)).collect();
+    let mut checked = 0;
+    for (_, node) in fabric.switches() {
+        let guid = node.guid().0;
+        let lft = sm.programmed_lft(guid).expect("switch programmed");
+        assert!(
+            rows.iter().any(|r| std::ptr::eq(r.as_ptr(), lft.as_ptr())),
+            "{guid:#x}: the programmed LFT is a copy"
+        );
+        let idx = sim.node_by_guid(guid).expect("switch in sim");
+        let held = sim.with_agent(idx, |a| a.sma().lft()[..lft.len()].to_vec());
+        assert_eq!(held, lft, "{guid:#x}");
+        checked += 1;
+    }
+    assert_eq!(checked, fabric.switch_count());
+}
+
 /// On a torus, DOR needs two VLs (datelines); the SL -> VL maps it computed must be on
 /// the switches, or the deadlock freedom exists only on paper.
 #[test]

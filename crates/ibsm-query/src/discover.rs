@@ -312,15 +312,8 @@ impl Walk {
         }
         // A node GUID not seen, but its port GUID held by another port: a cloned or
         // broken board.
-        if let Some(&(m, q)) = found.by_port_guid.get(&ni.port_guid) {
-            let first = found.nodes[m].path_for(q);
-            return Seen::Duplicate(duplicate(
-                found,
-                ni.port_guid,
-                DuplicateKind::Port,
-                first,
-                path,
-            ));
+        if let Some(d) = port_guid_taken(found, ni.port_guid, path) {
+            return Seen::Duplicate(d);
         }
         let n = found.nodes.len();
         let mut ports = vec![FoundPort::default(); usize::from(ni.num_ports) + 1];
@@ -331,7 +324,7 @@ impl Walk {
             found.by_port_guid.insert(ni.port_guid, (n, 0));
         } else if let Some(p) = ports.get_mut(usize::from(in_port)) {
             p.guid = ni.port_guid;
-            p.path = Some(path);
+            p.path = Some(Box::new(path));
             found.by_port_guid.insert(ni.port_guid, (n, in_port));
         }
         found.nodes.push(FoundNode {
@@ -401,16 +394,9 @@ impl Walk {
         let is_switch = node.is_switch();
         let new_port = !is_switch && entry.is_some_and(|p| p.path.is_none());
         if new_port {
-            if let Some(&(m, q)) = found.by_port_guid.get(&ni.port_guid) {
-                // Another port of this CA (or another node) has this port's GUID.
-                let first = found.nodes[m].path_for(q);
-                return Seen::Duplicate(duplicate(
-                    found,
-                    ni.port_guid,
-                    DuplicateKind::Port,
-                    first,
-                    path,
-                ));
+            // Another port of this CA (or another node) has this port's GUID.
+            if let Some(d) = port_guid_taken(found, ni.port_guid, path) {
+                return Seen::Duplicate(d);
             }
         }
         if let Some(f) = from {
@@ -418,7 +404,7 @@ impl Walk {
         }
         if new_port {
             if let Some(p) = found.nodes[n].ports.get_mut(usize::from(in_port)) {
-                p.path = Some(path);
+                p.path = Some(Box::new(path));
                 p.guid = ni.port_guid;
             }
             found.by_port_guid.insert(ni.port_guid, (n, in_port));
@@ -613,6 +599,20 @@ impl Walk {
             }
         }
     }
+}
+
+/// The duplicate, recorded, when a port already found has `port_guid`: the port met
+/// at `path` is then left out.
+fn port_guid_taken(found: &mut Discovered, port_guid: u64, path: DrPath) -> Option<Duplicate> {
+    let &(m, q) = found.by_port_guid.get(&port_guid)?;
+    let first = found.nodes[m].path_for(q);
+    Some(duplicate(
+        found,
+        port_guid,
+        DuplicateKind::Port,
+        first,
+        path,
+    ))
 }
 
 fn duplicate(

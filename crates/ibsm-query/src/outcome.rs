@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ibsm_transport::{Event, Received, TransportError};
+use ibsm_transport::{Received, TransportError, TxEvent};
 
 /// A query in flight: the caller's cookie and what was asked.
 #[derive(Debug)]
@@ -55,10 +55,63 @@ pub(crate) trait Outcome<C>: Sized {
     fn unsolicited(received: Received) -> Self;
 }
 
+/// Implements [`SansIo`](ibsm_transport::SansIo) for a client that is its transaction
+/// layer (`txns: Transactions<Slot<C, _>>`) and nothing more: every input goes to it,
+/// every event comes out through [`outcome`], and it is idle when no query waits.
+macro_rules! sans_io_over_txns {
+    ($client:ident, $event:ident) => {
+        impl<C> ibsm_transport::SansIo for $client<C> {
+            type Event = $event<C>;
+            type Job = ibsm_transport::NoJob;
+
+            fn handle_incoming(
+                &mut self,
+                now: ibsm_transport::Instant,
+                incoming: ibsm_transport::Incoming,
+            ) {
+                ibsm_transport::SansIo::handle_incoming(&mut self.txns, now, incoming);
+            }
+
+            fn handle_send_error(
+                &mut self,
+                now: ibsm_transport::Instant,
+                id: ibsm_transport::TxId,
+                error: ibsm_transport::TransportError,
+            ) {
+                ibsm_transport::SansIo::handle_send_error(&mut self.txns, now, id, error);
+            }
+
+            fn handle_timeout(&mut self, now: ibsm_transport::Instant) {
+                self.txns.handle_timeout(now);
+            }
+
+            fn poll_transmit(
+                &mut self,
+                now: ibsm_transport::Instant,
+            ) -> Option<ibsm_transport::Outgoing> {
+                ibsm_transport::SansIo::poll_transmit(&mut self.txns, now)
+            }
+
+            fn poll_timeout(&mut self) -> Option<ibsm_transport::Instant> {
+                self.txns.poll_timeout()
+            }
+
+            fn poll_event(&mut self) -> Option<$event<C>> {
+                self.txns.poll_event().map($crate::outcome::outcome)
+            }
+
+            fn is_idle(&self) -> bool {
+                self.txns.pending() == 0
+            }
+        }
+    };
+}
+pub(crate) use sans_io_over_txns;
+
 /// The client outcome of one event of the transaction layer.
-pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
+pub(crate) fn outcome<C, E: Outcome<C>>(event: TxEvent<Slot<C, E::Asked>>) -> E {
     let (cookie, asked, failure) = match event {
-        Event::Completed {
+        TxEvent::Completed {
             cookie: Slot { cookie, asked },
             response,
             attempts,
@@ -68,7 +121,7 @@ pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
             Ok(data) => return E::done(cookie, asked, data, attempts, elapsed),
             Err(failure) => (cookie, asked, failure),
         },
-        Event::Failed {
+        TxEvent::Failed {
             cookie: Slot { cookie, asked },
             error,
             attempts,
@@ -80,7 +133,7 @@ pub(crate) fn outcome<C, E: Outcome<C>>(event: Event<Slot<C, E::Asked>>) -> E {
             };
             (cookie, asked, failure)
         }
-        Event::Unsolicited(received) => return E::unsolicited(received),
+        TxEvent::Unsolicited(received) => return E::unsolicited(received),
     };
     let error = E::error(&asked, failure);
     E::failed(cookie, asked, error)
@@ -137,8 +190,8 @@ mod tests {
         }
     }
 
-    fn completed(mad: &[u8]) -> Event<Slot<u8, &'static str>> {
-        Event::Completed {
+    fn completed(mad: &[u8]) -> TxEvent<Slot<u8, &'static str>> {
+        TxEvent::Completed {
             id: TxId(1),
             cookie: Slot {
                 cookie: 7,
@@ -150,8 +203,8 @@ mod tests {
         }
     }
 
-    fn failed(error: TransportError) -> Event<Slot<u8, &'static str>> {
-        Event::Failed {
+    fn failed(error: TransportError) -> TxEvent<Slot<u8, &'static str>> {
+        TxEvent::Failed {
             id: TxId(1),
             cookie: Slot {
                 cookie: 7,
@@ -186,7 +239,7 @@ mod tests {
             Seen::Failed(7, "q", ("q", Failure::Transport(TransportError::Closed)))
         );
         assert_eq!(
-            outcome::<u8, Seen>(Event::Unsolicited(received(&[3, 4]))),
+            outcome::<u8, Seen>(TxEvent::Unsolicited(received(&[3, 4]))),
             Seen::Unsolicited(vec![3, 4])
         );
     }

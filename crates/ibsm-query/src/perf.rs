@@ -25,7 +25,7 @@ use ibsm_wire::perf::{
 use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
 
 use crate::discover::Discovered;
-use crate::outcome::{Failure, Outcome, Slot, outcome};
+use crate::outcome::{Failure, Outcome, Slot, sans_io_over_txns};
 
 /// A PerfMgt attribute selected by port.
 pub trait PerfAttribute: WireStruct {
@@ -254,16 +254,7 @@ impl<C> PerfClient<C> {
         port: u8,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let mut data = [0u8; 192];
-        A::for_port(port)
-            .emit_into(&mut data)
-            .map_err(|e| PerfError::Malformed {
-                lid,
-                port,
-                attribute: A::ID,
-                why: e.to_string(),
-            })?;
-        self.submit(Method::Get, A::ID, lid, port, &data, cookie)
+        self.submit_attr(Method::Get, lid, port, &A::for_port(port), cookie)
     }
 
     /// Reads the agent's ClassPortInfo at `lid`.
@@ -294,18 +285,10 @@ impl<C> PerfClient<C> {
         cookie: C,
     ) -> Result<TxId, PerfError> {
         let pc = PortCounters {
-            port_select: port,
             counter_select: select,
-            ..PortCounters::default()
+            ..PortCounters::for_port(port)
         };
-        self.submit(
-            Method::Set,
-            PerfAttributeId::PortCounters,
-            lid,
-            port,
-            &pc.to_bytes(),
-            cookie,
-        )
+        self.submit_attr(Method::Set, lid, port, &pc, cookie)
     }
 
     /// Resets the PortCountersExtended `select` names on `port`.
@@ -320,18 +303,31 @@ impl<C> PerfClient<C> {
         cookie: C,
     ) -> Result<TxId, PerfError> {
         let pc = PortCountersExtended {
-            port_select: port,
             counter_select: select,
-            ..PortCountersExtended::default()
+            ..PortCountersExtended::for_port(port)
         };
-        self.submit(
-            Method::Set,
-            PerfAttributeId::PortCountersExtended,
-            lid,
-            port,
-            &pc.to_bytes(),
-            cookie,
-        )
+        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+    }
+
+    /// Sends `value` of `port` at `lid` with `method` (a Get's template, a reset's Set).
+    fn submit_attr<A: PerfAttribute>(
+        &mut self,
+        method: Method,
+        lid: u16,
+        port: u8,
+        value: &A,
+        cookie: C,
+    ) -> Result<TxId, PerfError> {
+        let mut data = [0u8; 192];
+        value
+            .emit_into(&mut data)
+            .map_err(|e| PerfError::Malformed {
+                lid,
+                port,
+                attribute: A::ID,
+                why: e.to_string(),
+            })?;
+        self.submit(method, A::ID, lid, port, &data, cookie)
     }
 
     fn submit(
@@ -362,38 +358,7 @@ impl<C> PerfClient<C> {
     }
 }
 
-impl<C> SansIo for PerfClient<C> {
-    type Event = PerfEvent<C>;
-    type Job = NoJob;
-
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        SansIo::handle_incoming(&mut self.txns, now, incoming);
-    }
-
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        SansIo::handle_send_error(&mut self.txns, now, id, error);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.txns.handle_timeout(now);
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        SansIo::poll_transmit(&mut self.txns, now)
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        self.txns.poll_timeout()
-    }
-
-    fn poll_event(&mut self) -> Option<PerfEvent<C>> {
-        self.txns.poll_event().map(outcome)
-    }
-
-    fn is_idle(&self) -> bool {
-        self.txns.pending() == 0
-    }
-}
+sans_io_over_txns!(PerfClient, PerfEvent);
 
 impl<C> Outcome<C> for PerfEvent<C> {
     type Asked = PerfAsked;

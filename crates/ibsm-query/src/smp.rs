@@ -18,8 +18,8 @@
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Incoming, Instant, LidAddress, NoJob, Outgoing, Received, Request, SansIo,
-    Transactions, Transport, TransportError, TxConfig, TxId, TxStats,
+    Address, DrAddress, LidAddress, Received, Request, Transactions, Transport, TransportError,
+    TxConfig, TxId, TxStats,
 };
 use ibsm_wire::{
     DrPath, DrSmpView, LidSmpView, MAD_SIZE, MadHeaderView, Method, MgmtClass, SmAttributeId,
@@ -27,7 +27,7 @@ use ibsm_wire::{
 };
 use ibsm_wire::{DrSmp, LidSmp};
 
-use crate::outcome::{Failure, Outcome, Slot, outcome};
+use crate::outcome::{Failure, Outcome, Slot, sans_io_over_txns};
 
 /// Where an SMP goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -186,7 +186,7 @@ impl<C> SmpEvent<C> {
     }
 }
 
-/// The SMP client. `C` is the caller's per-query cookie. It is [`SansIo`]: its events
+/// The SMP client. `C` is the caller's per-query cookie. It is [`SansIo`](ibsm_transport::SansIo): its events
 /// are the queries' outcomes, and it is idle when no query is waiting or in flight.
 #[derive(Debug)]
 pub struct SmpClient<C> {
@@ -288,38 +288,7 @@ impl<C> SmpClient<C> {
     }
 }
 
-impl<C> SansIo for SmpClient<C> {
-    type Event = SmpEvent<C>;
-    type Job = NoJob;
-
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        SansIo::handle_incoming(&mut self.txns, now, incoming);
-    }
-
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        SansIo::handle_send_error(&mut self.txns, now, id, error);
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.txns.handle_timeout(now);
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        SansIo::poll_transmit(&mut self.txns, now)
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        self.txns.poll_timeout()
-    }
-
-    fn poll_event(&mut self) -> Option<SmpEvent<C>> {
-        self.txns.poll_event().map(outcome)
-    }
-
-    fn is_idle(&self) -> bool {
-        self.txns.pending() == 0
-    }
-}
+sans_io_over_txns!(SmpClient, SmpEvent);
 
 impl<C> Outcome<C> for SmpEvent<C> {
     type Asked = Asked;

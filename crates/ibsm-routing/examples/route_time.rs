@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use ibsm_routing::{EngineKind, LidAssignment, Options};
+use ibsm_routing::{EngineKind, LidAssignment, RouteOptions};
 use ibsm_topology::{Csr, generate};
 
 fn list(s: &str) -> Vec<u32> {
@@ -32,7 +32,7 @@ fn main() {
     let mut first = None;
     for rep in 0..reps {
         for t in [1, threads] {
-            let opts = Options::default().with_threads(t);
+            let opts = RouteOptions::default().with_threads(t);
             let t0 = Instant::now();
             let r = eng.route(&csr, &lids, &opts).expect("routes");
             let ms = t0.elapsed().as_secs_f64() * 1e3;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use ibsm_topology::Csr;
 
-use crate::engine::{Coordinates, Options, RoutingEngine};
+use crate::engine::{Coordinates, RouteOptions, RoutingEngine};
 use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
 use crate::net::{Net, Peer};
@@ -13,7 +13,7 @@ use crate::routes::{NO_ROUTE, Routes};
 /// Dimension-order routing: correct the lowest dimension first, then the next, along the
 /// shorter way round in a torus (ties go the plus way).
 ///
-/// Coordinates come from [`Options::coordinates`] or are detected: cables are grouped into
+/// Coordinates come from [`RouteOptions::coordinates`] or are detected: cables are grouped into
 /// dimensions by their (port, remote port) pair (the usual "plus port cables to the minus
 /// port of the neighbour" wiring), and coordinates are laid out by walking the plus
 /// direction; a walk that comes back to its start is a torus ring.
@@ -217,7 +217,7 @@ fn detect(net: &Net) -> Result<Coordinates> {
     Ok(Coordinates { coords, dims, wrap })
 }
 
-pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
+pub(crate) fn dor_net(net: &Net, opts: &RouteOptions) -> Result<Routes> {
     dor_paths(net, opts, false, "dor")
 }
 
@@ -228,7 +228,12 @@ pub(crate) fn dor_net(net: &Net, opts: &Options) -> Result<Routes> {
 /// siblings and neighbouring sources take opposite directions. Any such rule stays
 /// deadlock-free under the dateline scheme (it only needs every segment to be at most half
 /// a ring long) and is predictable at the source, which sets the SL for the whole path.
-pub(crate) fn dor_paths(net: &Net, opts: &Options, split_ties: bool, name: &str) -> Result<Routes> {
+pub(crate) fn dor_paths(
+    net: &Net,
+    opts: &RouteOptions,
+    split_ties: bool,
+    name: &str,
+) -> Result<Routes> {
     let c = match &opts.coordinates {
         Some(c) => c.clone(),
         None => detect(net)?,
@@ -359,7 +364,7 @@ impl RoutingEngine for Dor {
         "dor"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         dor_net(&lids.net(csr)?, opts)
     }
 }

@@ -1,4 +1,4 @@
-//! The [`RoutingEngine`] trait, [`Options`] and the built-in engine registry.
+//! The [`RoutingEngine`] trait, [`RouteOptions`] and the built-in engine registry.
 
 use ibsm_topology::{Csr, Guid};
 
@@ -21,7 +21,7 @@ pub trait RoutingEngine: Send + Sync {
     /// # Errors
     /// Engine-specific: [`RoutingError::NotAFatTree`], [`RoutingError::NotEnoughVls`],
     /// [`RoutingError::Disconnected`], ...
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes>;
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes>;
 
     /// Recomputes routes after a change (typically a failed link), starting from
     /// `previous` so that as few LFT entries as possible change. The default recomputes
@@ -33,7 +33,7 @@ pub trait RoutingEngine: Send + Sync {
         &self,
         csr: &Csr,
         lids: &LidAssignment,
-        opts: &Options,
+        opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
         let _ = previous;
@@ -56,7 +56,7 @@ pub struct Coordinates {
 /// Options shared by all engines. Names follow OpenSM's where one exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Options {
+pub struct RouteOptions {
     /// Threads for engines that parallelise per destination, the calling one included
     /// (1 = single-threaded). The destination-based engines give byte-identical tables
     /// for any value.
@@ -73,11 +73,11 @@ pub struct Options {
     /// CAs may hang anywhere in the tree. Empty = every CA not in `io_nodes`.
     pub compute_nodes: Vec<Guid>,
     /// I/O-node port GUIDs (OpenSM `io_guid_file`, ftree): never compute nodes; with
-    /// [`Options::max_reverse_hops`] their LIDs may be reached by paths that use switches
+    /// [`RouteOptions::max_reverse_hops`] their LIDs may be reached by paths that use switches
     /// the wrong way round.
     pub io_nodes: Vec<Guid>,
     /// OpenSM's `max_reverse_hops` (ftree): how many reverse hops (a down-then-up turn
-    /// at a switch, against the up/down order) I/O nodes' traffic ([`Options::io_nodes`]:
+    /// at a switch, against the up/down order) I/O nodes' traffic ([`RouteOptions::io_nodes`]:
     /// towards them, or from a switch whose CAs are all I/O nodes) may make where no
     /// up/down path exists, so that storage hung off a spine is reachable from every
     /// compute node and the other I/O nodes. Routes between compute nodes never turn.
@@ -99,9 +99,9 @@ pub struct Options {
     pub allow_unreachable: bool,
 }
 
-impl Default for Options {
+impl Default for RouteOptions {
     fn default() -> Self {
-        Options {
+        RouteOptions {
             threads: 1,
             max_vls: 8,
             roots: Vec::new(),
@@ -116,71 +116,71 @@ impl Default for Options {
     }
 }
 
-impl Options {
-    /// Sets [`Options::threads`].
+impl RouteOptions {
+    /// Sets [`RouteOptions::threads`].
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = threads;
         self
     }
 
-    /// Sets [`Options::max_vls`].
+    /// Sets [`RouteOptions::max_vls`].
     #[must_use]
     pub fn with_max_vls(mut self, vls: u8) -> Self {
         self.max_vls = vls;
         self
     }
 
-    /// Sets [`Options::roots`].
+    /// Sets [`RouteOptions::roots`].
     #[must_use]
     pub fn with_roots(mut self, roots: Vec<Guid>) -> Self {
         self.roots = roots;
         self
     }
 
-    /// Sets [`Options::compute_nodes`].
+    /// Sets [`RouteOptions::compute_nodes`].
     #[must_use]
     pub fn with_compute_nodes(mut self, guids: Vec<Guid>) -> Self {
         self.compute_nodes = guids;
         self
     }
 
-    /// Sets [`Options::io_nodes`].
+    /// Sets [`RouteOptions::io_nodes`].
     #[must_use]
     pub fn with_io_nodes(mut self, guids: Vec<Guid>) -> Self {
         self.io_nodes = guids;
         self
     }
 
-    /// Sets [`Options::max_reverse_hops`].
+    /// Sets [`RouteOptions::max_reverse_hops`].
     #[must_use]
     pub fn with_max_reverse_hops(mut self, hops: u16) -> Self {
         self.max_reverse_hops = hops;
         self
     }
 
-    /// Sets [`Options::routing_order`].
+    /// Sets [`RouteOptions::routing_order`].
     #[must_use]
     pub fn with_routing_order(mut self, guids: Vec<Guid>) -> Self {
         self.routing_order = guids;
         self
     }
 
-    /// Sets [`Options::fallback`].
+    /// Sets [`RouteOptions::fallback`].
     #[must_use]
     pub fn with_fallback(mut self, chain: Vec<EngineKind>) -> Self {
         self.fallback = chain;
         self
     }
 
-    /// Sets [`Options::coordinates`].
+    /// Sets [`RouteOptions::coordinates`].
     #[must_use]
     pub fn with_coordinates(mut self, c: Coordinates) -> Self {
         self.coordinates = Some(c);
         self
     }
 
-    /// Sets [`Options::allow_unreachable`].
+    /// Sets [`RouteOptions::allow_unreachable`].
     #[must_use]
     pub fn with_allow_unreachable(mut self, allow: bool) -> Self {
         self.allow_unreachable = allow;
@@ -266,7 +266,7 @@ impl EngineKind {
     }
 
     /// Whether the engine's routes are deadlock-free on any topology it accepts (ftree's
-    /// only without [`Options::max_reverse_hops`]).
+    /// only without [`RouteOptions::max_reverse_hops`]).
     #[must_use]
     pub fn deadlock_free(self) -> bool {
         !matches!(self, EngineKind::MinHop)
@@ -284,7 +284,7 @@ pub fn route_with_fallback(
     primary: &dyn RoutingEngine,
     csr: &Csr,
     lids: &LidAssignment,
-    opts: &Options,
+    opts: &RouteOptions,
 ) -> Result<Routes> {
     let first = match primary.route(csr, lids, opts) {
         Ok(r) => return Ok(r),
@@ -303,7 +303,11 @@ pub fn route_with_fallback(
 }
 
 /// Turns a [`crate::balance::RouteStats`] into the engine's answer.
-pub(crate) fn check_reach(st: crate::balance::RouteStats, opts: &Options, why: &str) -> Result<()> {
+pub(crate) fn check_reach(
+    st: crate::balance::RouteStats,
+    opts: &RouteOptions,
+    why: &str,
+) -> Result<()> {
     if let Some((switch, lid)) = st.escape_traffic {
         return Err(RoutingError::Disconnected {
             switch,

@@ -1,7 +1,7 @@
 //! The crate's error type.
 
 /// Why an engine could not produce routes. Engines never fall back silently: a fallback
-/// chain is an explicit [`Options::fallback`](crate::Options::fallback) and every failure
+/// chain is an explicit [`RouteOptions::fallback`](crate::RouteOptions::fallback) and every failure
 /// along it is reported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -17,7 +17,7 @@ pub enum RoutingError {
     NotEnoughVls {
         /// Lanes the engine would need (a lower bound when it gave up early).
         needed: u8,
-        /// [`Options::max_vls`](crate::Options::max_vls).
+        /// [`RouteOptions::max_vls`](crate::RouteOptions::max_vls).
         available: u8,
     },
     /// A destination cannot be reached from a switch (under the engine's restrictions).

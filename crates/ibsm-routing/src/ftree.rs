@@ -3,7 +3,7 @@
 use ibsm_topology::Csr;
 
 use crate::balance::{Loads, Prefer, Rule, route_all};
-use crate::engine::{Options, RoutingEngine, check_reach};
+use crate::engine::{RouteOptions, RoutingEngine, check_reach};
 use crate::error::{Result, RoutingError};
 use crate::inputs::Uses;
 use crate::lids::LidAssignment;
@@ -14,11 +14,11 @@ use crate::updn::order_by_rank;
 /// Fat-tree routing.
 ///
 /// Detection: leaves are the switches with compute nodes (every CA, or those of
-/// [`Options::compute_nodes`](crate::Options::compute_nodes) without
-/// [`Options::io_nodes`](crate::Options::io_nodes), as OpenSM's `cn_guid_file` and
+/// [`RouteOptions::compute_nodes`](crate::RouteOptions::compute_nodes) without
+/// [`RouteOptions::io_nodes`](crate::RouteOptions::io_nodes), as OpenSM's `cn_guid_file` and
 /// `io_guid_file`), ranks count hops up from the leaves, and every cable must join
 /// adjacent ranks (else [`RoutingError::NotAFatTree`]). With
-/// [`Options::roots`](crate::Options::roots) (OpenSM `root_guid_file`) ranks count down
+/// [`RouteOptions::roots`](crate::RouteOptions::roots) (OpenSM `root_guid_file`) ranks count down
 /// from the roots instead, every leaf must be equally far from them, and cables inside a
 /// rank are allowed. Other CAs may hang on any switch; they are routed but take no part
 /// in d-mod-k. Missing cables (a degraded tree) are fine.
@@ -31,8 +31,8 @@ use crate::updn::order_by_rank;
 /// when cables are missing; where the preferred port cannot reach the destination the
 /// least-loaded legal one is used. LMC > 0 gives each LID of a port a different up path.
 ///
-/// Reverse hops ([`Options::max_reverse_hops`](crate::Options::max_reverse_hops) with
-/// [`Options::io_nodes`](crate::Options::io_nodes), OpenSM's `max_reverse_hops`): where
+/// Reverse hops ([`RouteOptions::max_reverse_hops`](crate::RouteOptions::max_reverse_hops) with
+/// [`RouteOptions::io_nodes`](crate::RouteOptions::io_nodes), OpenSM's `max_reverse_hops`): where
 /// I/O nodes' traffic (towards them, or from a switch whose CAs are all I/O nodes) has
 /// no up/down path, as between storage on two spines or from a leaf not below the
 /// storage's spine, it takes the shortest path with the fewest reverse hops (a switch
@@ -298,7 +298,7 @@ impl Prefer for FtInfo {
     }
 }
 
-pub(crate) fn ftree_net(net: &Net, opts: &Options) -> Result<Routes> {
+pub(crate) fn ftree_net(net: &Net, opts: &RouteOptions) -> Result<Routes> {
     let info = detect(net)?;
     let maxr = info.rank.iter().copied().max().unwrap_or(0);
     let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();
@@ -316,7 +316,7 @@ pub(crate) fn ftree_net(net: &Net, opts: &Options) -> Result<Routes> {
 }
 
 /// Paths with reverse hops towards I/O nodes where up/down ones are missing
-/// ([`Options::max_reverse_hops`]).
+/// ([`RouteOptions::max_reverse_hops`]).
 fn reverse_hops(net: &Net, pos: &[u32], r: &mut Routes) -> Result<()> {
     crate::reverse::route_io(net, pos, &mut r.lfts).map_err(|(switch, lid)| {
         RoutingError::Disconnected {
@@ -331,15 +331,13 @@ fn reverse_hops(net: &Net, pos: &[u32], r: &mut Routes) -> Result<()> {
 }
 
 /// The compact picture with the roots and the compute nodes.
-fn ftree_input(csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Net> {
-    let mut net = lids.net(csr)?;
+fn ftree_input(csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
     let uses = Uses {
         roots: true,
         nodes: true,
-        ..Uses::default()
+        order: false,
     };
-    crate::inputs::apply(&mut net, csr, opts, uses)?;
-    Ok(net)
+    crate::inputs::net(csr, lids, opts, uses)
 }
 
 impl RoutingEngine for FatTree {
@@ -347,7 +345,7 @@ impl RoutingEngine for FatTree {
         "ftree"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         ftree_net(&ftree_input(csr, lids, opts)?, opts)
     }
 
@@ -358,7 +356,7 @@ impl RoutingEngine for FatTree {
         &self,
         csr: &Csr,
         lids: &LidAssignment,
-        opts: &Options,
+        opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
         let net = ftree_input(csr, lids, opts)?;

@@ -1,5 +1,5 @@
-//! OpenSM's routing input files ([`Options::roots`], [`Options::compute_nodes`],
-//! [`Options::io_nodes`] with [`Options::max_reverse_hops`], [`Options::routing_order`])
+//! OpenSM's routing input files ([`RouteOptions::roots`], [`RouteOptions::compute_nodes`],
+//! [`RouteOptions::io_nodes`] with [`RouteOptions::max_reverse_hops`], [`RouteOptions::routing_order`])
 //! resolved on the compact picture,
 //! by GUID, once per routing: the engines then only read switch and terminal indices.
 
@@ -8,8 +8,9 @@ use std::collections::{HashMap, HashSet};
 use ibsm_topology::csr::NO_SWITCH;
 use ibsm_topology::{Csr, Guid};
 
-use crate::engine::Options;
+use crate::engine::RouteOptions;
 use crate::error::{Result, RoutingError};
+use crate::lids::LidAssignment;
 use crate::net::Net;
 
 /// Which inputs an engine reads (OpenSM's engines each read a different subset).
@@ -23,11 +24,20 @@ pub(crate) struct Uses {
     pub order: bool,
 }
 
-/// Resolves the inputs `uses` names into `net`.
+/// The compact picture of `csr` under `lids`, with the inputs `uses` names resolved
+/// into it: what every engine that reads input files starts from.
 ///
 /// # Errors
-/// [`RoutingError::InvalidInput`] when roots are given and none of them is in the fabric.
-pub(crate) fn apply(net: &mut Net, csr: &Csr, opts: &Options, uses: Uses) -> Result<()> {
+/// As [`LidAssignment::net`]; [`RoutingError::InvalidInput`] when roots are given and
+/// none of them is in the fabric.
+pub(crate) fn net(csr: &Csr, lids: &LidAssignment, opts: &RouteOptions, uses: Uses) -> Result<Net> {
+    let mut net = lids.net(csr)?;
+    apply(&mut net, csr, opts, uses)?;
+    Ok(net)
+}
+
+/// Resolves the inputs `uses` names into `net`.
+fn apply(net: &mut Net, csr: &Csr, opts: &RouteOptions, uses: Uses) -> Result<()> {
     if uses.roots && !opts.roots.is_empty() {
         net.roots = roots(csr, &opts.roots)?;
     }
@@ -81,7 +91,7 @@ fn roots(csr: &Csr, guids: &[Guid]) -> Result<Vec<u32>> {
 
 /// Per terminal, whether it is a compute node: listed in `compute_nodes` (or, with no
 /// such list, any CA) and not listed in `io_nodes`.
-fn compute_nodes(net: &Net, csr: &Csr, opts: &Options) -> Vec<bool> {
+fn compute_nodes(net: &Net, csr: &Csr, opts: &RouteOptions) -> Vec<bool> {
     let cn: HashSet<Guid> = opts.compute_nodes.iter().copied().collect();
     let io: HashSet<Guid> = opts.io_nodes.iter().copied().collect();
     // The compact picture numbers terminals as the snapshot does (by switch, switchless

@@ -46,7 +46,7 @@ pub use lash::Lash;
 #[cfg(test)]
 pub(crate) fn layered(
     net: &crate::net::Net,
-    opts: &crate::engine::Options,
+    opts: &crate::engine::RouteOptions,
     name: &str,
     dfsssp: bool,
 ) -> crate::error::Result<crate::routes::Routes> {

@@ -17,7 +17,7 @@
 //! switches x LIDs x ports hop matrix. At each switch the next hop is chosen among the
 //! legal shortest ones by accumulated traffic flow, farthest switches first, which on a
 //! full fat tree reproduces d-mod-k and gives perfectly even all-to-all link load.
-//! With [`Options::threads`] = n > 1, n - 1 more threads plan destinations ahead (the
+//! With [`RouteOptions::threads`] = n > 1, n - 1 more threads plan destinations ahead (the
 //! load-independent BFS part; switch LIDs of up/down rules too, their count-balanced
 //! choice left to the placement) while the calling thread places them in a fixed order
 //! and plans whenever it would wait, so the tables are identical whatever the thread
@@ -25,13 +25,13 @@
 //!
 //! # Example
 //! ```
-//! use ibsm_routing::{EngineKind, LidAssignment, Options, check_deadlock_free, check_reachability};
+//! use ibsm_routing::{EngineKind, LidAssignment, RouteOptions, check_deadlock_free, check_reachability};
 //! use ibsm_topology::{Csr, generate};
 //!
 //! let fabric = generate::k_ary_n_tree(4, 3).unwrap(); // 48 switches, 64 CAs
 //! let csr = Csr::new(&fabric);
 //! let lids = LidAssignment::sequential(&csr, 0).unwrap();
-//! let routes = EngineKind::FatTree.engine().route(&csr, &lids, &Options::default()).unwrap();
+//! let routes = EngineKind::FatTree.engine().route(&csr, &lids, &RouteOptions::default()).unwrap();
 //! assert_eq!(routes.engine(), "ftree");
 //! assert!(check_reachability(&csr, &lids, &routes).unwrap().is_ok());
 //! assert!(check_deadlock_free(&csr, &lids, &routes).unwrap().is_ok());
@@ -64,7 +64,7 @@ mod validate;
 mod tests;
 
 pub use dor::Dor;
-pub use engine::{Coordinates, EngineKind, Options, RoutingEngine, route_with_fallback};
+pub use engine::{Coordinates, EngineKind, RouteOptions, RoutingEngine, route_with_fallback};
 pub use error::{Result, RoutingError};
 pub use ftree::FatTree;
 pub use guid_file::{GuidFileError, ReadGuidFileError, parse_guid_file, read_guid_file};

@@ -2,7 +2,7 @@
 
 use ibsm_topology::Csr;
 
-use crate::engine::{EngineKind, Options};
+use crate::engine::{EngineKind, RouteOptions};
 use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
 use crate::routes::Routes;
@@ -101,7 +101,7 @@ impl EngineList {
     ///
     /// # Errors
     /// [`RoutingError::AllFailed`] with every engine's error, in order, when none did.
-    pub fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routed> {
+    pub fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routed> {
         let mut failed = Vec::new();
         for kind in self.order() {
             match kind.engine().route(csr, lids, opts) {
@@ -211,7 +211,7 @@ mod tests {
         .unwrap();
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
-        let opts = Options::default();
+        let opts = RouteOptions::default();
         let r = EngineList::new(vec![EngineKind::FatTree, EngineKind::UpDn])
             .route(&csr, &lids, &opts)
             .unwrap();

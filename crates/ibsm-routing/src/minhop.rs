@@ -3,7 +3,7 @@
 use ibsm_topology::Csr;
 
 use crate::balance::{NoPref, Rule, route_all};
-use crate::engine::{Options, RoutingEngine, check_reach};
+use crate::engine::{RouteOptions, RoutingEngine, check_reach};
 use crate::error::Result;
 use crate::lids::LidAssignment;
 use crate::net::Net;
@@ -15,7 +15,7 @@ use crate::routes::Routes;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinHop;
 
-pub(crate) fn minhop_net(net: &Net, opts: &Options) -> Result<Routes> {
+pub(crate) fn minhop_net(net: &Net, opts: &RouteOptions) -> Result<Routes> {
     let mut r = Routes::new("minhop", net.n_sw, net.lft_len);
     let st = route_all(net, Rule::MinHop, opts.threads, &mut r.lfts, &NoPref);
     check_reach(st, opts, "")?;
@@ -27,21 +27,20 @@ impl RoutingEngine for MinHop {
         "minhop"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        let mut net = lids.net(csr)?;
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         let uses = crate::inputs::Uses {
+            roots: false,
+            nodes: false,
             order: true,
-            ..crate::inputs::Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        minhop_net(&net, opts)
+        minhop_net(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 
     fn reroute(
         &self,
         csr: &Csr,
         lids: &LidAssignment,
-        opts: &Options,
+        opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
         let net = lids.net(csr)?;

@@ -3,7 +3,7 @@
 use crate::balance::{
     Loads, NoPref, Plan, Planner, RouteStats, Rule, local_ok, repair, repair_local, route_all,
 };
-use crate::engine::{Options, check_reach};
+use crate::engine::{RouteOptions, check_reach};
 use crate::error::Result;
 use crate::net::{Net, Peer};
 use crate::routes::{NO_ROUTE, Routes};
@@ -19,7 +19,7 @@ use crate::routes::{NO_ROUTE, Routes};
 pub(crate) fn reroute_net(
     net: &Net,
     rule: Rule<'_>,
-    opts: &Options,
+    opts: &RouteOptions,
     previous: &Routes,
     name: &str,
 ) -> Result<Routes> {

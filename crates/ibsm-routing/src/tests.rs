@@ -1,13 +1,13 @@
 //! Unit tests on small hand-built fabrics (the generator matrix is in tests/engines.rs).
 
-use crate::engine::Options;
+use crate::engine::RouteOptions;
 use crate::net::testnets::{grid, ring, two_level};
 use crate::net::{Net, NetInput};
 use crate::routes::Routes;
 use crate::validate::{RouteDefect, cdg_net, reach_net};
 
-fn opts() -> Options {
-    Options::default()
+fn opts() -> RouteOptions {
+    RouteOptions::default()
 }
 
 fn check_ok(net: &Net, r: &Routes) {

@@ -5,7 +5,7 @@ use ibsm_topology::Csr;
 use crate::inputs::Uses;
 
 use crate::balance::{NoPref, Rule, route_all};
-use crate::engine::{Options, RoutingEngine, check_reach};
+use crate::engine::{RouteOptions, RoutingEngine, check_reach};
 use crate::error::Result;
 use crate::lids::LidAssignment;
 use crate::net::{INF, Net};
@@ -16,7 +16,7 @@ use crate::routes::Routes;
 /// channel dependency graph acyclic on any topology with one VL. Among legal shortest
 /// next hops the choice is balanced like `minhop`.
 ///
-/// Roots: [`Options::roots`] when given; otherwise, when the fabric is layered like a fat
+/// Roots: [`RouteOptions::roots`] when given; otherwise, when the fabric is layered like a fat
 /// tree (switches with CAs at the bottom, links only between adjacent layers) the top
 /// layer, else one central switch found by a double BFS sweep.
 #[derive(Clone, Copy, Debug, Default)]
@@ -115,7 +115,7 @@ pub(crate) fn order_by_rank(rank: &[u16], reverse: bool) -> (Vec<u32>, Vec<u32>)
     (pos, by_pos)
 }
 
-pub(crate) fn updn_net(net: &Net, opts: &Options, reverse: bool) -> Result<Routes> {
+pub(crate) fn updn_net(net: &Net, opts: &RouteOptions, reverse: bool) -> Result<Routes> {
     let roots = find_roots(net, reverse)?;
     let name = if reverse { "dnup" } else { "updn" };
     let run = |roots: &[u32]| {
@@ -142,15 +142,13 @@ pub(crate) fn updn_net(net: &Net, opts: &Options, reverse: bool) -> Result<Route
 
 impl UpDn {
     /// The compact picture with the roots and the routing order.
-    fn net(self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Net> {
-        let mut net = lids.net(csr)?;
+    fn net(self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
         let uses = Uses {
             roots: true,
+            nodes: false,
             order: true,
-            ..Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        Ok(net)
+        crate::inputs::net(csr, lids, opts, uses)
     }
 }
 
@@ -159,7 +157,7 @@ impl RoutingEngine for UpDn {
         if self.reverse { "dnup" } else { "updn" }
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         updn_net(&self.net(csr, lids, opts)?, opts, self.reverse)
     }
 
@@ -167,7 +165,7 @@ impl RoutingEngine for UpDn {
         &self,
         csr: &Csr,
         lids: &LidAssignment,
-        opts: &Options,
+        opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
         let net = self.net(csr, lids, opts)?;

@@ -117,7 +117,7 @@ fn run(name: &str, csr: &Csr, kinds: &[EngineKind], check: Check) {
         });
         let mut first_hash = None;
         for &threads in &threads_list {
-            let opts = Options::default().with_threads(threads);
+            let opts = RouteOptions::default().with_threads(threads);
             let (t0, c0, m0) = (Instant::now(), cpu(), rss().1);
             let r = k.engine().route(csr, &lids, &opts).unwrap();
             let (wall, cpu_t) = (t0.elapsed(), cpu() - c0);
@@ -239,7 +239,7 @@ fn reroute_one_link_11k() {
     let f = xgft(&[18, 18, 36], &[1, 18, 18]);
     let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
-    let opts = Options::default();
+    let opts = RouteOptions::default();
     for k in engines(&[EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree]) {
         let eng = k.engine();
         let before = eng.route(&csr, &lids, &opts).unwrap();
@@ -298,7 +298,7 @@ fn lmc_11k() {
             EngineKind::Dfsssp,
         ]) {
             let eng = k.engine();
-            let opts = Options::default();
+            let opts = RouteOptions::default();
             let mut best = Duration::MAX;
             let mut r = None;
             for _ in 0..3 {
@@ -434,7 +434,7 @@ fn lft_hashes() {
             let lids = LidAssignment::sequential(&csr, lmc).unwrap();
             let mut row = [None; 5];
             for (k, slot) in HASHED_ENGINES.iter().zip(&mut row) {
-                let Ok(r) = k.engine().route(&csr, &lids, &Options::default()) else {
+                let Ok(r) = k.engine().route(&csr, &lids, &RouteOptions::default()) else {
                     eprintln!("{name} lmc {lmc} {:6}: error", k.name());
                     continue;
                 };
@@ -521,7 +521,7 @@ fn threads_ratio() {
         let mut hash = None;
         for _ in 0..rounds {
             for (i, threads) in [1usize, 2].into_iter().enumerate() {
-                let opts = Options::default().with_threads(threads);
+                let opts = RouteOptions::default().with_threads(threads);
                 let (t0, c0) = (Instant::now(), cpu());
                 let csr = Csr::new(&f);
                 let lids = LidAssignment::sequential(&csr, 0).unwrap();

@@ -59,7 +59,7 @@ fn engine_matrix() {
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
         for kind in EngineKind::ALL {
-            let res = kind.engine().route(&csr, &lids, &Options::default());
+            let res = kind.engine().route(&csr, &lids, &RouteOptions::default());
             let tree = name.starts_with('k') || name.starts_with("ft");
             let grid = name.starts_with("mesh") || name.starts_with("torus");
             let r = match (kind, res) {
@@ -143,12 +143,12 @@ fn thread_count_does_not_change_routes() {
                 EngineKind::Dfsssp,
             ] {
                 let eng = kind.engine();
-                let Ok(one) = eng.route(&csr, &lids, &Options::default()) else {
+                let Ok(one) = eng.route(&csr, &lids, &RouteOptions::default()) else {
                     continue;
                 };
                 let q1 = metrics::all_to_all(&csr, &lids, &one).unwrap();
                 for threads in [2, 3, 4] {
-                    let opts = Options::default().with_threads(threads);
+                    let opts = RouteOptions::default().with_threads(threads);
                     let many = eng.route(&csr, &lids, &opts).unwrap();
                     assert!(
                         one == many,
@@ -186,7 +186,7 @@ fn updown_engines_balance_switch_lids() {
             for kind in [EngineKind::UpDn, EngineKind::FatTree] {
                 let r = kind
                     .engine()
-                    .route(&csr, &lids, &Options::default())
+                    .route(&csr, &lids, &RouteOptions::default())
                     .unwrap();
                 let b = metrics::switch_lid_balance(&csr, &lids, &r).unwrap();
                 assert!(
@@ -217,14 +217,14 @@ fn reroute_is_thread_independent() {
     let csr2 = Csr::new(&cut);
     for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
         let eng = kind.engine();
-        let before = eng.route(&csr, &lids, &Options::default()).unwrap();
+        let before = eng.route(&csr, &lids, &RouteOptions::default()).unwrap();
         let one = eng
-            .reroute(&csr2, &lids, &Options::default(), &before)
+            .reroute(&csr2, &lids, &RouteOptions::default(), &before)
             .unwrap();
         assert!(check_reachability(&csr2, &lids, &one).unwrap().is_ok());
         assert!(one.changed_entries(&before) > 0);
         for threads in [2, 4] {
-            let opts = Options::default().with_threads(threads);
+            let opts = RouteOptions::default().with_threads(threads);
             let many = eng.reroute(&csr2, &lids, &opts, &before).unwrap();
             assert!(one == many, "{}: {threads} threads", kind.name());
         }
@@ -247,7 +247,7 @@ fn reroute_changes_only_routes_over_the_failed_link() {
         let n = csr.switch_count() as u32;
         for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
             let eng = kind.engine();
-            let Ok(before) = eng.route(&csr, &lids, &Options::default()) else {
+            let Ok(before) = eng.route(&csr, &lids, &RouteOptions::default()) else {
                 continue;
             };
             for sw in [0, n / 3, n / 2, n - 1] {
@@ -263,9 +263,9 @@ fn reroute_changes_only_routes_over_the_failed_link() {
                 let mut cut = f.clone();
                 cut.disconnect(csr.switch_node[sw as usize], port).unwrap();
                 let csr2 = Csr::new(&cut);
-                let Ok(after) = eng.reroute(&csr2, &lids, &Options::default(), &before) else {
+                let Ok(after) = eng.reroute(&csr2, &lids, &RouteOptions::default(), &before) else {
                     // Only acceptable when a full route fails too (e.g. a cut tree).
-                    assert!(eng.route(&csr2, &lids, &Options::default()).is_err());
+                    assert!(eng.route(&csr2, &lids, &RouteOptions::default()).is_err());
                     continue;
                 };
                 let what = format!("{name} {} cut {sw}:{port}", kind.name());
@@ -307,7 +307,9 @@ fn ftree_is_optimal_for_shift_permutations() {
         }
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
-        let r = FatTree.route(&csr, &lids, &Options::default()).unwrap();
+        let r = FatTree
+            .route(&csr, &lids, &RouteOptions::default())
+            .unwrap();
         let n = csr.terminal_count();
         let loads = metrics::shift_max_loads(&csr, &lids, &r, 1..n).unwrap();
         assert!(loads.iter().all(|&x| x == 1), "{name}: {loads:?}");
@@ -327,7 +329,7 @@ fn lmc_paths_and_fallback_chain() {
     ] {
         let r = kind
             .engine()
-            .route(&csr, &lids, &Options::default())
+            .route(&csr, &lids, &RouteOptions::default())
             .unwrap();
         check_reachability(&csr, &lids, &r).unwrap().unwrap();
         check_deadlock_free(&csr, &lids, &r).unwrap().unwrap();
@@ -354,15 +356,15 @@ fn lmc_paths_and_fallback_chain() {
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
         assert!(matches!(
-            FatTree.route(&csr, &lids, &Options::default()),
+            FatTree.route(&csr, &lids, &RouteOptions::default()),
             Err(RoutingError::NotAFatTree(_))
         ));
-        let opts = Options::default().with_fallback(vec![EngineKind::UpDn]);
+        let opts = RouteOptions::default().with_fallback(vec![EngineKind::UpDn]);
         let r = route_with_fallback(&FatTree, &csr, &lids, &opts).unwrap();
         assert_eq!(r.engine(), "updn");
         check_deadlock_free(&csr, &lids, &r).unwrap().unwrap();
         // A chain where everything fails lists every failure.
-        let opts = Options::default().with_fallback(vec![EngineKind::Dor]);
+        let opts = RouteOptions::default().with_fallback(vec![EngineKind::Dor]);
         assert!(matches!(
             route_with_fallback(&FatTree, &csr, &lids, &opts),
             Err(RoutingError::AllFailed(v)) if v.len() == 2
@@ -394,7 +396,7 @@ fn lmc_keeps_base_lids_balanced_on_fat_trees() {
                 let lids = LidAssignment::sequential(&csr, lmc).unwrap();
                 let r = kind
                     .engine()
-                    .route(&csr, &lids, &Options::default())
+                    .route(&csr, &lids, &RouteOptions::default())
                     .unwrap();
                 (lids, r)
             };
@@ -434,8 +436,8 @@ fn lash_on_tori_matches_dor_bandwidth() {
         .unwrap();
         let csr = Csr::new(&f);
         let lids = LidAssignment::sequential(&csr, 0).unwrap();
-        let dor = Dor.route(&csr, &lids, &Options::default()).unwrap();
-        let lash = Lash.route(&csr, &lids, &Options::default()).unwrap();
+        let dor = Dor.route(&csr, &lids, &RouteOptions::default()).unwrap();
+        let lash = Lash.route(&csr, &lids, &RouteOptions::default()).unwrap();
         let e_dor = metrics::effective_bisection_bandwidth(&csr, &lids, &dor, 20, 1).unwrap();
         let e_lash = metrics::effective_bisection_bandwidth(&csr, &lids, &lash, 20, 1).unwrap();
         eprintln!(
@@ -488,7 +490,7 @@ fn opensm_dump_round_trip_and_errors() {
     let f = generate::k_ary_n_tree(2, 3).unwrap();
     let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
-    let r = MinHop.route(&csr, &lids, &Options::default()).unwrap();
+    let r = MinHop.route(&csr, &lids, &RouteOptions::default()).unwrap();
     let text = opensm_dump(&csr, &lids, &r);
     let (back, back_lids) = read_opensm_lfts(&text, &csr).unwrap();
     assert_eq!(back_lids, lids);

@@ -69,7 +69,7 @@ fn ring6() -> Fabric {
     f
 }
 
-fn route(kind: EngineKind, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Routes {
+fn route(kind: EngineKind, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Routes {
     let r = kind.engine().route(csr, lids, opts).unwrap();
     assert!(check_reachability(csr, lids, &r).unwrap().is_ok());
     r
@@ -88,14 +88,14 @@ fn a_root_file_moves_the_forbidden_turn_of_updn() {
     let (_, _, lid4) = ca_of(&f, &csr, &lids, 4);
     let s2 = switch_index(&csr, 2);
     let port = |root: u64| {
-        let opts = Options::default().with_roots(vec![Guid(0x100 + root)]);
+        let opts = RouteOptions::default().with_roots(vec![Guid(0x100 + root)]);
         route(EngineKind::UpDn, &csr, &lids, &opts).lft(s2)[usize::from(lid4)]
     };
     assert_eq!(port(0), 2, "rooted at switch 0: the long way round");
     assert_eq!(port(3), 1, "rooted at switch 3: straight through it");
     // A CA's port GUID names the switch it is cabled to, as in OpenSM.
     let (ca3, _, _) = ca_of(&f, &csr, &lids, 3);
-    let opts = Options::default().with_roots(vec![Guid(0xdead), ca3]);
+    let opts = RouteOptions::default().with_roots(vec![Guid(0xdead), ca3]);
     let r = route(EngineKind::UpDn, &csr, &lids, &opts);
     assert_eq!(r.lft(s2)[usize::from(lid4)], 1, "root by CA port GUID");
     // dfsssp's up-first pass climbs towards the given root too.
@@ -103,13 +103,13 @@ fn a_root_file_moves_the_forbidden_turn_of_updn() {
         EngineKind::Dfsssp,
         &csr,
         &lids,
-        &Options::default().with_roots(vec![Guid(0x100)]),
+        &RouteOptions::default().with_roots(vec![Guid(0x100)]),
     );
     let r3 = route(
         EngineKind::Dfsssp,
         &csr,
         &lids,
-        &Options::default().with_roots(vec![Guid(0x103)]),
+        &RouteOptions::default().with_roots(vec![Guid(0x103)]),
     );
     let lfts = |r: &Routes| {
         (0..csr.switch_count())
@@ -124,7 +124,7 @@ fn a_root_file_none_of_whose_guids_is_in_the_fabric_is_an_error() {
     let f = ring6();
     let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
-    let opts = Options::default().with_roots(vec![Guid(0xdead), Guid(0xbeef)]);
+    let opts = RouteOptions::default().with_roots(vec![Guid(0xdead), Guid(0xbeef)]);
     let e = EngineKind::UpDn
         .engine()
         .route(&csr, &lids, &opts)
@@ -157,7 +157,7 @@ fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
     // the other leaves.
     let e = EngineKind::FatTree
         .engine()
-        .route(&csr, &lids, &Options::default())
+        .route(&csr, &lids, &RouteOptions::default())
         .unwrap_err();
     assert!(matches!(e, RoutingError::NotAFatTree(_)), "{e}");
     let cns: Vec<Guid> = (0..4)
@@ -165,8 +165,8 @@ fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
         .collect();
     let (storage, _, storage_lid) = ca_by_guid(&f, &csr, &lids, ca_guid(4));
     for opts in [
-        Options::default().with_compute_nodes(cns.clone()),
-        Options::default().with_io_nodes(vec![storage]),
+        RouteOptions::default().with_compute_nodes(cns.clone()),
+        RouteOptions::default().with_io_nodes(vec![storage]),
     ] {
         let r = route(EngineKind::FatTree, &csr, &lids, &opts);
         assert_eq!(r.engine(), "ftree");
@@ -179,7 +179,7 @@ fn ftree_with_a_compute_node_file_takes_a_tree_with_a_ca_on_a_spine() {
     }
     // A compute node that is listed as I/O node too is not one: CA 0 alone leaves
     // switch 0 the only leaf, and switch 1's CAs hang one rank up.
-    let opts = Options::default()
+    let opts = RouteOptions::default()
         .with_compute_nodes(cns[..2].to_vec())
         .with_io_nodes(vec![cns[1]]);
     let r = route(EngineKind::FatTree, &csr, &lids, &opts);
@@ -192,12 +192,12 @@ fn ftree_roots_rank_the_tree_from_the_top() {
     let csr = Csr::new(&f);
     let lids = LidAssignment::sequential(&csr, 0).unwrap();
     let (storage, ..) = ca_by_guid(&f, &csr, &lids, ca_guid(4));
-    let opts = Options::default()
+    let opts = RouteOptions::default()
         .with_io_nodes(vec![storage])
         .with_roots(vec![spine(0), spine(1)]);
     route(EngineKind::FatTree, &csr, &lids, &opts);
     // A leaf as root puts the other leaf two hops down and the spines between.
-    let opts = Options::default()
+    let opts = RouteOptions::default()
         .with_io_nodes(vec![storage])
         .with_roots(vec![leaf(0)]);
     let e = EngineKind::FatTree
@@ -234,7 +234,7 @@ fn a_routing_order_file_routes_the_listed_ports_first() {
     let (b, _, lid_b) = ca_of(&f, &csr, &lids, 1);
     let leaf1 = switch_index(&csr, 1);
     for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::Dfsssp] {
-        let plain = route(kind, &csr, &lids, &Options::default());
+        let plain = route(kind, &csr, &lids, &RouteOptions::default());
         let up = |r: &Routes| {
             (
                 r.lft(leaf1)[usize::from(lid_a)],
@@ -248,7 +248,7 @@ fn a_routing_order_file_routes_the_listed_ports_first() {
             kind,
             &csr,
             &lids,
-            &Options::default().with_routing_order(vec![b, a]),
+            &RouteOptions::default().with_routing_order(vec![b, a]),
         );
         assert_eq!(up(&ordered), (pb, pa), "{kind:?}: the order was ignored");
     }
@@ -287,13 +287,13 @@ fn the_routing_order_reaches_across_destination_switches() {
                 r.lft(leaf2)[usize::from(lid1)],
             )
         };
-        let (p0, p1) = at_leaf2(&route(kind, &csr, &lids, &Options::default()));
+        let (p0, p1) = at_leaf2(&route(kind, &csr, &lids, &RouteOptions::default()));
         assert_ne!(p0, p1, "{kind:?}");
         let ordered = route(
             kind,
             &csr,
             &lids,
-            &Options::default().with_routing_order(vec![g1]),
+            &RouteOptions::default().with_routing_order(vec![g1]),
         );
         assert_eq!(
             at_leaf2(&ordered),
@@ -302,7 +302,7 @@ fn the_routing_order_reaches_across_destination_switches() {
         );
         // Planning threads see the order too: the tables do not depend on their count
         // (leaf 2 first puts it before leaf 0, which the same planner of two plans).
-        let order = Options::default().with_routing_order(vec![g2, g1]);
+        let order = RouteOptions::default().with_routing_order(vec![g2, g1]);
         let one = route(kind, &csr, &lids, &order);
         for threads in [2, 3] {
             let many = route(kind, &csr, &lids, &order.clone().with_threads(threads));
@@ -352,7 +352,7 @@ fn ftree_io(
     hops: u16,
     previous: Option<&Routes>,
 ) -> Result<Routes> {
-    let opts = Options::default()
+    let opts = RouteOptions::default()
         .with_io_nodes(io.to_vec())
         .with_max_reverse_hops(hops);
     let r = match previous {
@@ -459,7 +459,7 @@ fn reverse_hops_reach_storage_from_a_leaf_not_below_its_spine() {
     assert_eq!(ftree_io(&csr, &lids, &[storage], 4, None).unwrap(), r);
     // Only I/O nodes may reverse: the storage as a mere non-compute node may not.
     let cns: Vec<Guid> = cas[..3].iter().map(|c| c.0).collect();
-    let opts = Options::default()
+    let opts = RouteOptions::default()
         .with_compute_nodes(cns)
         .with_max_reverse_hops(1);
     let e = FatTree.route(&csr, &lids, &opts).unwrap_err();

@@ -40,7 +40,7 @@ fn diameter(csr: &Csr) -> u16 {
 fn routed(name: &str, csr: &Csr, lids: &LidAssignment, kind: EngineKind) -> Routes {
     let r = kind
         .engine()
-        .route(csr, lids, &Options::default())
+        .route(csr, lids, &RouteOptions::default())
         .unwrap_or_else(|e| panic!("{name} {}: {e}", kind.name()));
     check_reachability(csr, lids, &r)
         .unwrap()
@@ -164,7 +164,7 @@ fn layered_engines_with_lmc_and_few_vls() {
         let r = routed("jellyfish2 lmc1", &csr, &lids, kind);
         assert!(r.vls_used() <= 4, "{}: {} VLs", kind.name(), r.vls_used());
         // Too few VLs is an error that says how many were needed, never a silent cycle.
-        let opts = Options::default().with_max_vls(1);
+        let opts = RouteOptions::default().with_max_vls(1);
         match kind.engine().route(&csr, &lids, &opts) {
             Err(RoutingError::NotEnoughVls { needed, available }) => {
                 assert_eq!(available, 1);
@@ -205,7 +205,7 @@ mod random {
             .all(|&h| h != ibsm_topology::csr::UNREACHABLE);
         let d = diameter(&csr);
         for kind in [EngineKind::Dfsssp, EngineKind::Lash] {
-            let r = match kind.engine().route(&csr, &lids, &Options::default()) {
+            let r = match kind.engine().route(&csr, &lids, &RouteOptions::default()) {
                 Ok(r) => r,
                 // A random graph may come out disconnected; that must be the error.
                 Err(RoutingError::Disconnected { .. }) if !connected => continue,

@@ -13,7 +13,7 @@ use ibsm_wire::{
     Gid, GuidInfo, LinearForwardingTable, Mtu, NodeDescription, PKeyTable, SmInfo, SwitchInfo,
 };
 
-use crate::snapshot::{NodeIx, SaSnapshot};
+use crate::snapshot::{NodeIx, SaNode, SaPort, SaSnapshot};
 
 const NONE: u32 = u32::MAX;
 /// Longest walk accepted (a loop in broken LFTs stops here).
@@ -338,25 +338,30 @@ impl Db {
         &self,
         trusted: bool,
     ) -> impl Iterator<Item = PortInfoRecord> + '_ {
-        self.snap.nodes.iter().enumerate().flat_map(move |(ni, n)| {
+        self.record_ports().filter_map(move |(ni, _, p, port)| {
+            let mut info = port.info?;
+            if !trusted {
+                info.m_key = 0;
+            }
+            Some(PortInfoRecord {
+                endport_lid: self.node_lid(ni, p),
+                port_num: p,
+                options: 0,
+                port_info: info,
+            })
+        })
+    }
+
+    /// Every port a per-port record (PortInfoRecord, P_KeyTableRecord) is about, with
+    /// its node: all of a switch's ports, port 0 included; a CA's or router's from 1.
+    fn record_ports(&self) -> impl Iterator<Item = (NodeIx, &SaNode, u8, &SaPort)> + '_ {
+        self.snap.nodes.iter().enumerate().flat_map(|(ni, n)| {
             let sw = n.is_switch();
             n.ports
                 .iter()
                 .enumerate()
                 .filter(move |(p, _)| sw || *p != 0)
-                .filter_map(move |(p, port)| {
-                    let mut info = port.info?;
-                    if !trusted {
-                        info.m_key = 0;
-                    }
-                    let endport_lid = self.node_lid(ni as NodeIx, p as u8);
-                    Some(PortInfoRecord {
-                        endport_lid,
-                        port_num: p as u8,
-                        options: 0,
-                        port_info: info,
-                    })
-                })
+                .map(move |(p, port)| (ni as NodeIx, n, p as u8, port))
         })
     }
 
@@ -440,42 +445,35 @@ impl Db {
         trusted: bool,
         own: Option<EndPort>,
     ) -> impl Iterator<Item = PKeyTableRecord> + '_ {
-        self.snap.nodes.iter().enumerate().flat_map(move |(ni, n)| {
-            let sw = n.is_switch();
-            n.ports
-                .iter()
-                .enumerate()
-                .filter(move |(p, _)| sw || *p != 0)
-                .filter(move |(p, port)| {
-                    trusted
-                        || own.is_some_and(|o| {
-                            o.node == ni as NodeIx
-                                && (sw || o.port == *p as u8)
-                                && port.info.is_some()
-                        })
-                })
-                .flat_map(move |(p, port)| {
-                    let lid = self.node_lid(ni as NodeIx, p as u8);
-                    let table: Vec<u16> = if port.pkeys.is_empty() {
-                        vec![ibsm_wire::mad::DEFAULT_PKEY]
-                    } else {
-                        port.pkeys.clone()
-                    };
-                    let blocks = table.len().div_ceil(32).max(1);
-                    (0..blocks).map(move |b| {
-                        let mut t = PKeyTable::default();
-                        for (i, k) in table.iter().skip(b * 32).take(32).enumerate() {
-                            let _ = t.pkeys.set(i, ibsm_wire::PKey(*k));
-                        }
-                        PKeyTableRecord {
-                            lid,
-                            block_num: b as u16,
-                            port_num: if sw { p as u8 } else { 0 },
-                            pkey_table: t,
-                        }
+        self.record_ports()
+            .filter(move |&(ni, n, p, port)| {
+                trusted
+                    || own.is_some_and(|o| {
+                        o.node == ni && (n.is_switch() || o.port == p) && port.info.is_some()
                     })
+            })
+            .flat_map(move |(ni, n, p, port)| {
+                let lid = self.node_lid(ni, p);
+                let port_num = if n.is_switch() { p } else { 0 };
+                let table: Vec<u16> = if port.pkeys.is_empty() {
+                    vec![ibsm_wire::mad::DEFAULT_PKEY]
+                } else {
+                    port.pkeys.clone()
+                };
+                let blocks = table.len().div_ceil(32).max(1);
+                (0..blocks).map(move |b| {
+                    let mut t = PKeyTable::default();
+                    for (i, k) in table.iter().skip(b * 32).take(32).enumerate() {
+                        let _ = t.pkeys.set(i, ibsm_wire::PKey(*k));
+                    }
+                    PKeyTableRecord {
+                        lid,
+                        block_num: b as u16,
+                        port_num,
+                        pkey_table: t,
+                    }
                 })
-        })
+            })
     }
 
     pub(crate) fn guid_info_records(&self) -> impl Iterator<Item = GuidInfoRecord> + '_ {

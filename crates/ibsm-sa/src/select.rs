@@ -35,10 +35,14 @@ pub(crate) fn select_rate(
         return Some(have);
     };
     let wm = w.mbps()?;
+    // The rate answered, not the path's capacity, must satisfy the selector: below
+    // the lowest rate (a loopback port whose speed is not known) the answer is 2.5
+    // Gb/s, which is not "less than 2.5".
+    let answered = have.mbps()?;
     match sel.unwrap_or(Selector::Exactly) {
-        Selector::GreaterThan => (avail_mbps > wm).then_some(have),
+        Selector::GreaterThan => (answered > wm).then_some(have),
         Selector::LessThan => {
-            if avail_mbps < wm {
+            if answered < wm {
                 Some(have)
             } else {
                 let r = rate_code(wm - 1);
@@ -60,5 +64,43 @@ pub(crate) fn select_life(plt: u8, sel: Option<Selector>, want: Option<u8>) -> O
         Selector::LessThan => (plt < w).then_some(plt),
         Selector::Exactly => (w >= plt).then_some(w),
         _ => Some(plt),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever rate is answered satisfies the selector, also where the path's rate is
+    /// below every defined rate (a loopback port whose speed is not known: 0).
+    #[test]
+    fn the_rate_answered_honours_the_selector() {
+        use Selector::{Exactly, GreaterThan, LessThan};
+        let g2_5 = Some(Rate::G2_5);
+        assert_eq!(select_rate(0, Some(LessThan), g2_5), None);
+        assert_eq!(select_rate(0, Some(GreaterThan), g2_5), None);
+        assert_eq!(select_rate(0, Some(Exactly), g2_5), None);
+        // Between two rates: 3,000 Mb/s answers 2.5 Gb/s, which is not above 2.5.
+        assert_eq!(select_rate(3_000, Some(GreaterThan), g2_5), None);
+        assert_eq!(
+            select_rate(10_000, Some(GreaterThan), g2_5),
+            Some(Rate::G10)
+        );
+        assert_eq!(
+            select_rate(10_000, Some(LessThan), Some(Rate::G10)),
+            Some(Rate::G5)
+        );
+        for avail in [0, 2_500, 3_000, 10_000, 56_000, 200_000] {
+            for c in 2u8..=24 {
+                let want = Rate::from(c);
+                let Some(wm) = want.mbps() else { continue };
+                if let Some(r) = select_rate(avail, Some(LessThan), Some(want)) {
+                    assert!(r.mbps().unwrap() < wm, "{avail} < {wm}: {r:?}");
+                }
+                if let Some(r) = select_rate(avail, Some(GreaterThan), Some(want)) {
+                    assert!(r.mbps().unwrap() > wm, "{avail} > {wm}: {r:?}");
+                }
+            }
+        }
     }
 }

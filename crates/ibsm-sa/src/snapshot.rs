@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ibsm_routing::{LidAssignment, Routes};
-use ibsm_topology::{Csr, Fabric, NodeType as TopoType};
+use ibsm_topology::{Csr, Fabric, NodeKind};
 use ibsm_wire::{
     LinkSpeed, LinkWidth, Mtu, NodeInfo, NodeType, PortInfo, PortState, SmInfo, SwitchInfo,
 };
@@ -110,8 +110,8 @@ impl SaSnapshot {
             let me = ix[&id];
             let sw = n.is_switch();
             let node_type = match n.node_type() {
-                TopoType::Switch => NodeType::Switch,
-                TopoType::Router => NodeType::Router,
+                NodeKind::Switch => NodeType::Switch,
+                NodeKind::Router => NodeType::Router,
                 _ => NodeType::Ca,
             };
             let first_port_guid = if sw {

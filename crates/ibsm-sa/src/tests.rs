@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ibsm_routing::{EngineKind, LidAssignment, Options, route_with_fallback};
+use ibsm_routing::{EngineKind, LidAssignment, RouteOptions, route_with_fallback};
 use ibsm_topology::{Csr, Fabric, generate};
 use ibsm_wire::sa::rmpp::{Reassembler, VecBuffer};
 use ibsm_wire::sa::{
@@ -33,7 +33,7 @@ struct Fix {
 fn fixture(fabric: Fabric, engine: EngineKind, lmc: u8) -> Fix {
     let csr = Csr::new(&fabric);
     let lids = LidAssignment::sequential(&csr, lmc).unwrap();
-    let mut o = Options::default();
+    let mut o = RouteOptions::default();
     o.max_vls = 8;
     let routes = route_with_fallback(&*engine.engine(), &csr, &lids, &o).unwrap();
     Fix {

@@ -7,28 +7,9 @@
 
 use ibsm_transport::Instant;
 
-/// Node kinds as far as forwarding cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NodeKind {
-    /// Channel adapter: a terminal; never transits.
-    Ca,
-    /// Switch: forwards by directed route and by LFT; one LID on port 0.
-    Switch,
-    /// Router: a terminal from the subnet's point of view.
-    Router,
-}
-
-impl NodeKind {
-    /// NodeInfo.NodeType code.
-    #[must_use]
-    pub const fn code(self) -> u8 {
-        match self {
-            Self::Ca => 1,
-            Self::Switch => 2,
-            Self::Router => 3,
-        }
-    }
-}
+/// The node kinds the simulator runs are the model's: a fabric's nodes become agents
+/// without a translation.
+pub use ibsm_topology::NodeKind;
 
 /// Everything an agent is built from: the node's identity as it would sit in
 /// non-volatile memory.
@@ -56,7 +37,7 @@ pub struct NodeSetup {
     /// MFT capacity of a switch (MulticastFDBCap); 0: the agent's default.
     pub mft_cap: u16,
     /// Lane speed of every port (see [`SimConfig::link_speed`](crate::SimConfig)).
-    pub link_speed: ibsm_topology::LinkSpeed,
+    pub link_speed: ibsm_topology::ActiveSpeed,
     /// A switch's SwitchInfo.EnhancedPort0.
     pub enhanced_port0: bool,
 }
@@ -85,7 +66,7 @@ impl NodeSetup {
             port_guids,
             lft_cap: if kind == NodeKind::Switch { 0xC000 } else { 0 },
             mft_cap: 0,
-            link_speed: ibsm_topology::LinkSpeed::Qdr,
+            link_speed: ibsm_topology::ActiveSpeed::Qdr,
             enhanced_port0: false,
         }
     }
@@ -120,7 +101,7 @@ impl NodeSetup {
 
 /// Logical port state, as forwarding needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PortState {
+pub enum ForwardingState {
     /// No link.
     Down,
     /// Link up, SMPs only.
@@ -131,7 +112,7 @@ pub enum PortState {
     Active,
 }
 
-impl PortState {
+impl ForwardingState {
     /// Whether VL15 (SMP) traffic may pass: Init, Armed or Active.
     #[must_use]
     pub const fn passes_smps(self) -> bool {
@@ -139,21 +120,10 @@ impl PortState {
     }
 }
 
-/// What the agent asks of the physical link after a SubnSet(PortInfo).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LinkRequest {
-    /// Take the link down and let it train again.
-    Retrain,
-    /// Disable the port: the link stays down.
-    Disable,
-    /// Re-enable a disabled port: the link may train.
-    Enable,
-    /// The port's enabled widths or speeds changed: the link retrains (goes down for
-    /// `SimConfig::retrain_time` and comes back at Init, with the traps that brings)
-    /// when link training would now give other active values, as width and speed are
-    /// negotiated only while a link trains (see [`ibsm_sma::LinkRequest::Renegotiate`]).
-    Renegotiate,
-}
+/// What the agent asks of the physical link after a SubnSet(PortInfo): the SMA's own
+/// requests (for `Renegotiate`, the simulator retrains the link when link training
+/// would now give other active values, going down for `SimConfig::retrain_time`).
+pub use ibsm_sma::LinkRequest;
 
 /// A MAD the agent sends on its own (a trap), LID-routed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,7 +185,7 @@ pub trait Agent {
     }
 
     /// Logical state of `port`.
-    fn port_state(&self, port: u8) -> PortState;
+    fn port_state(&self, port: u8) -> ForwardingState;
 
     /// Base LID and LMC of `port` (a switch answers for port 0 whatever `port` is).
     fn lid(&self, port: u8) -> (u16, u8);

@@ -1,4 +1,4 @@
-//! [`SaClient`]: the SA client of a simulated host, behaving towards the master SM as
+//! [`HostSaClient`]: the SA client of a simulated host, behaving towards the master SM as
 //! the Linux stack on a real host does: it joins multicast groups (IPoIB) and registers
 //! services, retries a request that failed or went unanswered with a doubling back-off
 //! (1 s up to 16 s, as IPoIB's join task), and when the SM sets
@@ -62,8 +62,8 @@ struct Kept {
 }
 
 /// A host's SA client at one CA port: the memberships and registrations it keeps, and
-/// the answers it got. Drive it with [`SaClient::poll`] between simulator steps.
-pub struct SaClient {
+/// the answers it got. Drive it with [`HostSaClient::poll`] between simulator steps.
+pub struct HostSaClient {
     port: SimPort<SmaAgent>,
     node: NodeIdx,
     port_num: u8,
@@ -73,9 +73,9 @@ pub struct SaClient {
     answers: Vec<SaAnswer>,
 }
 
-impl std::fmt::Debug for SaClient {
+impl std::fmt::Debug for HostSaClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SaClient")
+        f.debug_struct("HostSaClient")
             .field("port", &self.port)
             .field("kept", &self.kept.len())
             .field("reregisters", &self.reregisters)
@@ -83,7 +83,7 @@ impl std::fmt::Debug for SaClient {
     }
 }
 
-impl SaClient {
+impl HostSaClient {
     /// A client at port `port` of CA `node` (a tool attachment beside any SM there).
     ///
     /// # Errors

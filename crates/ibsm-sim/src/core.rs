@@ -256,6 +256,18 @@ impl<A: Agent> Core<A> {
         Ok(idx)
     }
 
+    /// Applies `set` to both ends of the link at `port` of `node` (one end when the port
+    /// is not cabled; nothing when there is no such port).
+    fn set_link(&mut self, node: u32, port: u8, set: impl Fn(&mut Slot)) {
+        if let Some(s) = self.slot_of(node, port) {
+            set(&mut self.slots[s as usize]);
+            let peer = self.slots[s as usize].peer;
+            if peer != NONE {
+                set(&mut self.slots[peer as usize]);
+            }
+        }
+    }
+
     pub(crate) fn slot_of(&self, node: u32, port: u8) -> Option<u32> {
         let n = self.nodes.get(node as usize)?;
         (port <= n.setup.num_ports).then_some(n.base + u32::from(port))
@@ -538,7 +550,7 @@ impl<A: Agent> Core<A> {
         let passes = if smp {
             state.passes_smps()
         } else {
-            state == crate::agent::PortState::Active
+            state == crate::agent::ForwardingState::Active
         };
         if !passes {
             self.count_discard(node, port);
@@ -620,7 +632,7 @@ impl<A: Agent> Core<A> {
         }
         let mlid = p.dlid;
         let n = &self.nodes[node as usize];
-        if in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+        if in_port != 0 && n.agent.port_state(in_port) != crate::agent::ForwardingState::Active {
             return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
         }
         let mut out = Vec::new();
@@ -711,7 +723,10 @@ impl<A: Agent> Core<A> {
             // The management port only owns the switch's own LIDs.
             return self.drop_pkt(node, in_port, pkt, DropReason::WrongEndpoint);
         }
-        if !smp && in_port != 0 && n.agent.port_state(in_port) != crate::agent::PortState::Active {
+        if !smp
+            && in_port != 0
+            && n.agent.port_state(in_port) != crate::agent::ForwardingState::Active
+        {
             return self.drop_pkt(node, in_port, pkt, DropReason::PortState);
         }
         self.transmit(node, out, pkt);
@@ -1173,13 +1188,7 @@ impl<A: Agent> Core<A> {
             }
             Fault::DropRate { ppm } => self.cfg.drop_ppm = ppm,
             Fault::LinkDropRate { node, port, ppm } => {
-                if let Some(s) = self.slot_of(node.0, port) {
-                    self.slots[s as usize].drop_ppm = ppm;
-                    let peer = self.slots[s as usize].peer;
-                    if peer != NONE {
-                        self.slots[peer as usize].drop_ppm = ppm;
-                    }
-                }
+                self.set_link(node.0, port, |s| s.drop_ppm = ppm);
             }
             Fault::HopLatency { latency } => self.cfg.hop_latency = latency,
             Fault::LinkLatency {
@@ -1187,14 +1196,8 @@ impl<A: Agent> Core<A> {
                 port,
                 latency,
             } => {
-                if let Some(s) = self.slot_of(node.0, port) {
-                    let ns = u32::try_from(latency.as_nanos()).unwrap_or(NONE - 1);
-                    self.slots[s as usize].latency_ns = ns;
-                    let peer = self.slots[s as usize].peer;
-                    if peer != NONE {
-                        self.slots[peer as usize].latency_ns = ns;
-                    }
-                }
+                let ns = u32::try_from(latency.as_nanos()).unwrap_or(NONE - 1);
+                self.set_link(node.0, port, |s| s.latency_ns = ns);
             }
             Fault::SmaTime { time } => self.cfg.sma_time = time,
             Fault::Babble {

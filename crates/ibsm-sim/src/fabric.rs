@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use ibsm_topology::{Fabric, NodeType};
+use ibsm_topology::Fabric;
 
 use crate::agent::{Agent, NodeKind, NodeSetup};
 use crate::error::SimError;
@@ -15,25 +15,25 @@ impl<A: Agent> Sim<A> {
     /// [`Sim::node_by_guid`].
     ///
     /// # Errors
-    /// [`SimError::Fabric`] for a node type the simulator does not know,
     /// [`SimError::DuplicateGuid`] / [`SimError::BadLink`] for an inconsistent fabric.
     pub fn from_fabric(fabric: &Fabric, cfg: SimConfig) -> Result<Self, SimError> {
         let mut sim = Self::new(cfg);
         let cfg = sim.core.borrow().cfg;
+        {
+            // Sized once: grown by doubling, the node table of the largest fabrics
+            // would hold a third more than it needs at its peak.
+            let mut core = sim.core.borrow_mut();
+            core.nodes.reserve_exact(fabric.node_count());
+            let slots: usize = fabric
+                .nodes()
+                .map(|(_, n)| usize::from(n.num_ports()) + 1)
+                .sum();
+            core.slots.reserve_exact(slots);
+        }
         let mut map: HashMap<ibsm_topology::NodeId, NodeIdx> =
             HashMap::with_capacity(fabric.node_count());
         for (id, node) in fabric.nodes() {
-            let kind = match node.node_type() {
-                NodeType::Ca => NodeKind::Ca,
-                NodeType::Switch => NodeKind::Switch,
-                NodeType::Router => NodeKind::Router,
-                other => {
-                    return Err(SimError::Fabric(format!(
-                        "node {}: unsupported node type {other:?}",
-                        node.guid()
-                    )));
-                }
-            };
+            let kind = node.node_type();
             let guid = node.guid().0;
             let mut setup = NodeSetup::new(guid, kind, node.num_ports(), node.description.clone());
             setup.system_image_guid = node.system_image_guid.0;

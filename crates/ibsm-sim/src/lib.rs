@@ -83,8 +83,8 @@ use std::time::Duration;
 
 use ibsm_transport::Instant;
 
-pub use agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
-pub use client::{SaAnswer, SaClient};
+pub use agent::{Agent, AgentTransmit, ForwardingState, LinkRequest, NodeKind, NodeSetup};
+pub use client::{HostSaClient, SaAnswer};
 pub use core::{MAD_PACKET_OCTETS, TraceKind, TraceRecord};
 pub use counters::{AttrCounters, Counters, DropReason, NodeCounters};
 pub use error::SimError;
@@ -123,7 +123,7 @@ pub struct SimConfig {
     /// as before; `Fdr`, `Edr`, `Hdr`, `Ndr` and `Xdr` give ports that advertise
     /// IsExtendedSpeedsSupported (and the HDR/NDR CapabilityMask2 bits) and answer
     /// LinkSpeedExt* (XDR: LinkSpeedExt*2) to an SM that sets attribute-modifier bit 31.
-    pub link_speed: ibsm_topology::LinkSpeed,
+    pub link_speed: ibsm_topology::ActiveSpeed,
 }
 
 impl Default for SimConfig {
@@ -135,7 +135,7 @@ impl Default for SimConfig {
             retrain_time: Duration::from_millis(10),
             drop_ppm: 0,
             lft_cap: 0xC000,
-            link_speed: ibsm_topology::LinkSpeed::Qdr,
+            link_speed: ibsm_topology::ActiveSpeed::Qdr,
         }
     }
 }
@@ -652,7 +652,7 @@ impl<A: Agent> Sim<A> {
 
     /// Makes (node, port) a member of multicast LID `mlid`, as a host attaches a QP
     /// to a group it joined (`receives: false` for a send-only member, which sends to
-    /// the group but does not take its traffic). [`crate::SaClient`] does this for
+    /// the group but does not take its traffic). [`crate::HostSaClient`] does this for
     /// every join the SA accepts; [`Self::verify`] checks every group so made.
     pub fn join_multicast(&mut self, node: NodeIdx, port: u8, mlid: u16, receives: bool) {
         self.core

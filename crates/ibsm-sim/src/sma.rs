@@ -1,10 +1,10 @@
 //! [`SmaAgent`]: `ibsm-sma` as the agent of every simulated node.
 
-use ibsm_sma::{Event, MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma};
+use ibsm_sma::{MemNvStore, NodeConfig, Outcome, Pma, PmaConfig, Rx, Sma, SmaEvent};
 use ibsm_transport::Instant;
 use ibsm_wire::{MadHeaderView, Method, NodeDescription, NodeType};
 
-use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
+use crate::agent::{Agent, AgentTransmit, ForwardingState, LinkRequest, NodeKind, NodeSetup};
 
 /// A node's spec-exact Subnet Management Agent (`ibsm_sma::Sma`) with non-volatile
 /// M_Key storage, so a reset keeps what the SM saved there and loses the rest.
@@ -24,7 +24,7 @@ pub struct SmaAgent {
     /// IsMulticastFDBTopSupported, else the end of the MFT.
     mft_top: u16,
     /// Ports the SM wrote ClientReregister = 1 to, oldest first, until a client
-    /// ([`crate::SaClient`]) takes them.
+    /// ([`crate::HostSaClient`]) takes them.
     reregisters: Vec<u8>,
 }
 
@@ -130,8 +130,8 @@ impl SmaAgent {
 /// Makes a port's power-on PortInfo that of a port running at `speed` (4x), with the
 /// capability bits and LinkSpeedExt* fields such a port reports. QDR and slower keep
 /// the typical port as it is.
-fn set_speed(pi: &mut ibsm_wire::PortInfo, speed: ibsm_topology::LinkSpeed) {
-    use ibsm_topology::LinkSpeed as S;
+fn set_speed(pi: &mut ibsm_wire::PortInfo, speed: ibsm_topology::ActiveSpeed) {
+    use ibsm_topology::ActiveSpeed as S;
     use ibsm_wire::{CapabilityMask, CapabilityMask2, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask};
     let (ext, supported) = match speed {
         S::Fdr => (LinkSpeedExt::Fdr, LinkSpeedExtMask::FDR),
@@ -235,17 +235,9 @@ impl Agent for SmaAgent {
     fn poll_link_request(&mut self) -> Option<(u8, LinkRequest)> {
         while let Some(ev) = self.sma.poll_event() {
             match ev {
-                Event::Link { port, request } => {
-                    let r = match request {
-                        ibsm_sma::LinkRequest::Retrain => LinkRequest::Retrain,
-                        ibsm_sma::LinkRequest::Disable => LinkRequest::Disable,
-                        ibsm_sma::LinkRequest::Enable => LinkRequest::Enable,
-                        ibsm_sma::LinkRequest::Renegotiate => LinkRequest::Renegotiate,
-                    };
-                    return Some((port, r));
-                }
+                SmaEvent::Link { port, request } => return Some((port, request)),
                 // Bounded: nobody may be taking them.
-                Event::ClientReregister { port } if self.reregisters.len() < 1024 => {
+                SmaEvent::ClientReregister { port } if self.reregisters.len() < 1024 => {
                     self.reregisters.push(port);
                 }
                 _ => {}
@@ -285,12 +277,12 @@ impl Agent for SmaAgent {
         self.sma.data_packet(now, port);
     }
 
-    fn port_state(&self, port: u8) -> PortState {
+    fn port_state(&self, port: u8) -> ForwardingState {
         match self.sma.port_state(port) {
-            Some(ibsm_sma::LogicalState::Init) => PortState::Init,
-            Some(ibsm_sma::LogicalState::Armed) => PortState::Armed,
-            Some(ibsm_sma::LogicalState::Active) => PortState::Active,
-            _ => PortState::Down,
+            Some(ibsm_sma::LogicalState::Init) => ForwardingState::Init,
+            Some(ibsm_sma::LogicalState::Armed) => ForwardingState::Armed,
+            Some(ibsm_sma::LogicalState::Active) => ForwardingState::Active,
+            _ => ForwardingState::Down,
         }
     }
 

@@ -10,14 +10,14 @@ use ibsm_wire::{
     smp_data_mut,
 };
 
-use crate::agent::{Agent, AgentTransmit, LinkRequest, NodeKind, NodeSetup, PortState};
+use crate::agent::{Agent, AgentTransmit, ForwardingState, LinkRequest, NodeKind, NodeSetup};
 
 /// See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct MiniAgent {
     setup: NodeSetup,
     /// Per port 0..=N: (LID, LMC, state).
-    ports: Vec<(u16, u8, PortState)>,
+    ports: Vec<(u16, u8, ForwardingState)>,
     lft: Vec<u8>,
     is_sm: Vec<bool>,
 }
@@ -35,9 +35,9 @@ impl MiniAgent {
     }
 
     /// Sets a port's logical state (only meaningful while its link is up).
-    pub fn set_state(&mut self, port: u8, state: PortState) {
+    pub fn set_state(&mut self, port: u8, state: ForwardingState) {
         if let Some(p) = self.ports.get_mut(usize::from(port)) {
-            if p.2 != PortState::Down || port == 0 {
+            if p.2 != ForwardingState::Down || port == 0 {
                 p.2 = state;
             }
         }
@@ -76,9 +76,9 @@ impl MiniAgent {
 impl Agent for MiniAgent {
     fn create(setup: &NodeSetup, _now: Instant) -> Result<Self, String> {
         let n = usize::from(setup.num_ports) + 1;
-        let mut ports = vec![(0, 0, PortState::Down); n];
+        let mut ports = vec![(0, 0, ForwardingState::Down); n];
         if setup.kind == NodeKind::Switch {
-            ports[0].2 = PortState::Active;
+            ports[0].2 = ForwardingState::Active;
         }
         Ok(Self {
             setup: setup.clone(),
@@ -144,11 +144,11 @@ impl Agent for MiniAgent {
                             p.0 = u16::from_be_bytes([data[16], data[17]]);
                             p.1 = data[34] & 7;
                             let want = data[32] & 0x0F;
-                            if p.2 != PortState::Down {
+                            if p.2 != ForwardingState::Down {
                                 p.2 = match want {
-                                    1 => PortState::Down,
-                                    3 => PortState::Armed,
-                                    4 => PortState::Active,
+                                    1 => ForwardingState::Down,
+                                    3 => ForwardingState::Armed,
+                                    4 => ForwardingState::Active,
                                     _ => p.2,
                                 };
                             }
@@ -157,13 +157,17 @@ impl Agent for MiniAgent {
                         data.fill(0);
                         data[16..18].copy_from_slice(&lid.to_be_bytes());
                         let code = match st {
-                            PortState::Down => 1,
-                            PortState::Init => 2,
-                            PortState::Armed => 3,
-                            PortState::Active => 4,
+                            ForwardingState::Down => 1,
+                            ForwardingState::Init => 2,
+                            ForwardingState::Armed => 3,
+                            ForwardingState::Active => 4,
                         };
                         data[32] = code;
-                        data[33] = if st == PortState::Down { 0x22 } else { 0x52 };
+                        data[33] = if st == ForwardingState::Down {
+                            0x22
+                        } else {
+                            0x52
+                        };
                         data[34] = lmc;
                         data[28] = in_port;
                         0
@@ -209,8 +213,8 @@ impl Agent for MiniAgent {
 
     fn link_up(&mut self, _now: Instant, port: u8) {
         if let Some(p) = self.ports.get_mut(usize::from(port)) {
-            if p.2 == PortState::Down {
-                p.2 = PortState::Init;
+            if p.2 == ForwardingState::Down {
+                p.2 = ForwardingState::Init;
             }
         }
     }
@@ -218,15 +222,15 @@ impl Agent for MiniAgent {
     fn link_down(&mut self, _now: Instant, port: u8) {
         if port != 0 {
             if let Some(p) = self.ports.get_mut(usize::from(port)) {
-                p.2 = PortState::Down;
+                p.2 = ForwardingState::Down;
             }
         }
     }
 
-    fn port_state(&self, port: u8) -> PortState {
+    fn port_state(&self, port: u8) -> ForwardingState {
         self.ports
             .get(usize::from(port))
-            .map_or(PortState::Down, |p| p.2)
+            .map_or(ForwardingState::Down, |p| p.2)
     }
 
     fn lid(&self, port: u8) -> (u16, u8) {

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, DrAddress, Event, Incoming, Instant, JobRunner, LidAddress, Request, Transactions,
-    Transport, TransportError, TxConfig,
+    Address, DrAddress, Incoming, Instant, JobRunner, LidAddress, Request, Transactions, Transport,
+    TransportError, TxConfig, TxEvent,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, LidSmp, Method, NodeInfo, PERMISSIVE_LID};
 
@@ -82,7 +82,7 @@ fn program(l: &mut Line) {
     for n in [l.ca1, l.swa, l.swb, l.ca2, l.ca3] {
         l.sim.with_agent_mut(n, |a| {
             for p in 1..=12 {
-                a.set_state(p, PortState::Active);
+                a.set_state(p, ForwardingState::Active);
             }
         });
     }
@@ -268,15 +268,17 @@ fn link_down_drops_and_link_up_restores() {
         .unwrap();
     l.sim.run_for(Duration::from_micros(1));
     assert!(!l.sim.link_up(l.ca2, 1));
-    l.sim
-        .with_agent(l.ca2, |a| assert_eq!(a.port_state(1), PortState::Down));
+    l.sim.with_agent(l.ca2, |a| {
+        assert_eq!(a.port_state(1), ForwardingState::Down);
+    });
     sm.send(&addr, &node_info_req(&path, 1)).unwrap();
     assert_eq!(recv_mad(&mut sm, Duration::from_millis(1)), None);
     assert_eq!(l.sim.counters().dropped(DropReason::PortDown), 1);
     l.sim.run_until(Instant::from_millis(6));
     assert!(l.sim.link_up(l.ca2, 1));
-    l.sim
-        .with_agent(l.ca2, |a| assert_eq!(a.port_state(1), PortState::Init));
+    l.sim.with_agent(l.ca2, |a| {
+        assert_eq!(a.port_state(1), ForwardingState::Init);
+    });
     sm.send(&addr, &node_info_req(&path, 2)).unwrap();
     let mad = recv_mad(&mut sm, Duration::from_millis(1)).unwrap();
     assert_eq!(NodeInfo::parse(&mad[64..128]).unwrap().node_guid, 0x20);
@@ -320,7 +322,7 @@ fn lid_routing_follows_the_lfts() {
     l.sim.with_agent_mut(l.swa, |a| a.set_lft(4, 9));
     l.sim.with_agent_mut(l.swb, |a| {
         a.set_lft(4, 4);
-        a.set_state(4, PortState::Init);
+        a.set_state(4, ForwardingState::Init);
     });
     sm.send(&Address::Lid(LidAddress::smp(4)), &get(43))
         .unwrap();
@@ -455,7 +457,7 @@ fn verify_finds_what_is_wrong() {
     assert_eq!(r.loops, 2);
     l.sim.with_agent_mut(l.swb, |a| {
         a.set_lft(4, 4);
-        a.set_state(4, PortState::Armed);
+        a.set_state(4, ForwardingState::Armed);
     });
     let r = l.sim.verify();
     assert_eq!(r.not_active, vec![(l.swb, 4)]);
@@ -490,7 +492,7 @@ fn lossy_run(seed: u64) -> (Counters, u64, Vec<TraceRecord>, u64) {
     let mut done = 0;
     let stop = ibsm_transport::Stop::when_idle(Instant::from_secs(1));
     ibsm_transport::drive(&mut txns, &mut sm, &mut JobRunner::inline(), stop, |e| {
-        if let Event::Completed {
+        if let TxEvent::Completed {
             response, cookie, ..
         } = e
         {
@@ -543,7 +545,7 @@ fn reset_remove_and_guid_change() {
     l.sim.with_agent(l.swb, |a| {
         assert_eq!(a.lid(0).0, 0);
         assert_eq!(a.lft_port(4), None);
-        assert_eq!(a.port_state(3), PortState::Init);
+        assert_eq!(a.port_state(3), ForwardingState::Init);
     });
     l.sim.apply(Fault::GuidChange {
         node: l.swb,

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use crate::NodeIdx;
-use crate::agent::{Agent, PortState};
+use crate::agent::{Agent, ForwardingState};
 use crate::core::Core;
 
 /// What went wrong on one (source port, destination LID) walk.
@@ -216,7 +216,7 @@ pub(crate) fn verify<A: Agent>(c: &Core<A>) -> VerifyReport {
         }
         for p in 1..=n.setup.num_ports {
             let s = &c.slots[(n.base + u32::from(p)) as usize];
-            if s.up && n.agent.port_state(p) != PortState::Active {
+            if s.up && n.agent.port_state(p) != ForwardingState::Active {
                 r.not_active.push((NodeIdx(i as u32), p));
             }
         }
@@ -230,7 +230,7 @@ pub(crate) fn verify<A: Agent>(c: &Core<A>) -> VerifyReport {
     let active = |node: u32, port: u8| -> bool {
         let n = &c.nodes[node as usize];
         c.slots[(n.base + u32::from(port)) as usize].up
-            && n.agent.port_state(port) == PortState::Active
+            && n.agent.port_state(port) == ForwardingState::Active
     };
     // Where the link out of (node, port) lands.
     let peer = |node: u32, port: u8| -> (u32, u8) {
@@ -315,7 +315,7 @@ fn verify_mcast<A: Agent>(c: &Core<A>, r: &mut VerifyReport) {
         let n = &c.nodes[node as usize];
         port == 0
             || (c.slots[(n.base + u32::from(port)) as usize].up
-                && n.agent.port_state(port) == PortState::Active)
+                && n.agent.port_state(port) == ForwardingState::Active)
     };
     let peer = |node: u32, port: u8| -> (u32, u8) {
         let s = &c.slots[(c.nodes[node as usize].base + u32::from(port)) as usize];

@@ -81,7 +81,7 @@ pub enum DropReason {
 /// Something the host must act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Event {
+pub enum SmaEvent {
     /// A SubnSet(PortInfo) asked for a link change on `port`.
     Link {
         /// Port number.
@@ -151,8 +151,12 @@ struct SwitchData {
     lft: Vec<u8>,
     /// RandomForwardingTable entries (4 bytes each), RandomFDBCap of them.
     rft: Vec<[u8; 4]>,
-    /// `positions` masks per MLID.
+    /// `positions` masks per MLID, up to the last block written: a table of
+    /// MulticastFDBCap entries is 10 KB on a 64-port switch, and a fabric uses a few of
+    /// its blocks. Entries past the end are 0.
     mft: Vec<u16>,
+    /// Masks the table holds (MulticastFDBCap, whole blocks, times `positions`).
+    mft_cap: usize,
     positions: usize,
     /// SL-to-VL table per (input, output) port pair: index `in * (n + 1) + out`; empty
     /// until the first Set (all 0): (n + 1)^2 tables are 34 KB on a 64-port switch, and
@@ -181,7 +185,7 @@ pub struct Sma<S: NvStore = NoNvStore> {
     /// Earliest lease deadline of any port (may be stale-early, never late).
     lease_due: Option<Instant>,
     traps: TrapQueue,
-    events: VecDeque<Event>,
+    events: VecDeque<SmaEvent>,
     stats: Stats,
 }
 
@@ -325,7 +329,8 @@ impl<S: NvStore> Sma<S> {
                 },
                 lft: vec![0xFF; lft_len],
                 rft: vec![[0; 4]; usize::from(si.random_fdb_cap)],
-                mft: vec![0; mft_len],
+                mft: Vec::new(),
+                mft_cap: mft_len,
                 positions,
                 sl2vl: Vec::new(),
             }
@@ -587,7 +592,7 @@ impl<S: NvStore> Sma<S> {
     }
 
     /// The next host event, if any.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<SmaEvent> {
         self.events.pop_front()
     }
 
@@ -607,7 +612,16 @@ impl<S: NvStore> Sma<S> {
         let sw = self.switch.as_ref()?;
         let idx = usize::from(mlid.checked_sub(0xC000)?);
         let start = idx * sw.positions;
-        sw.mft.get(start..start + sw.positions)
+        if start + sw.positions > sw.mft_cap {
+            return None;
+        }
+        // Never more than 16 positions (255 ports).
+        static UNWRITTEN: [u16; 16] = [0; 16];
+        Some(
+            sw.mft
+                .get(start..start + sw.positions)
+                .unwrap_or(&UNWRITTEN[..sw.positions]),
+        )
     }
 
     /// The SwitchInfo as the SM would read it (`None` for CAs and routers).
@@ -738,7 +752,7 @@ impl<S: NvStore> Sma<S> {
             + ports
             + switch
             + cfg
-            + self.events.capacity() * size_of::<Event>()
+            + self.events.capacity() * size_of::<SmaEvent>()
             + self.traps.memory_bytes()
     }
 
@@ -1188,10 +1202,10 @@ impl<S: NvStore> Sma<S> {
             link_req = Some(LinkRequest::Renegotiate);
         }
         if let Some(request) = link_req {
-            self.events.push_back(Event::Link { port, request });
+            self.events.push_back(SmaEvent::Link { port, request });
         }
         if reregister {
-            self.events.push_back(Event::ClientReregister { port });
+            self.events.push_back(SmaEvent::ClientReregister { port });
         }
         Ok(())
     }
@@ -1344,15 +1358,19 @@ impl<S: NvStore> Sma<S> {
         let Some(sw) = self.switch.as_mut() else {
             return Err(Status::METHOD_ATTR_UNSUPPORTED);
         };
-        if sw.mft.is_empty() {
+        if sw.mft_cap == 0 {
             return Err(Status::METHOD_ATTR_UNSUPPORTED);
         }
         let m = MftMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let pos = usize::from(m.position);
         let block = usize::from(m.block);
-        let blocks = sw.mft.len() / (32 * sw.positions);
+        let blocks = sw.mft_cap / (32 * sw.positions);
         if pos >= sw.positions || block >= blocks {
             return Err(Status::INVALID_VALUE);
+        }
+        let end = (block + 1) * 32 * sw.positions;
+        if ctx.set && sw.mft.len() < end {
+            sw.mft.resize(end, 0);
         }
         // Bits for ports the switch does not have stay 0.
         let n = usize::from(self.num_ports);
@@ -1364,7 +1382,8 @@ impl<S: NvStore> Sma<S> {
             if ctx.set {
                 sw.mft[idx] = u16::from_be_bytes([data[2 * i], data[2 * i + 1]]) & valid;
             }
-            data[2 * i..2 * i + 2].copy_from_slice(&sw.mft[idx].to_be_bytes());
+            let mask = sw.mft.get(idx).copied().unwrap_or(0);
+            data[2 * i..2 * i + 2].copy_from_slice(&mask.to_be_bytes());
         }
         Ok(())
     }
@@ -1379,7 +1398,7 @@ impl<S: NvStore> Sma<S> {
         if ctx.set {
             decode_sm_info_control(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
             let sender = SmInfo::from_view(&SmInfoView::new_unchecked(&data[..]));
-            self.events.push_back(Event::SmInfoSet {
+            self.events.push_back(SmaEvent::SmInfoSet {
                 control: ctx.am,
                 sender,
                 authenticated,

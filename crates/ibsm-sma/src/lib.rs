@@ -106,7 +106,7 @@ pub mod pma;
 pub mod port;
 mod trap;
 
-pub use agent::{DropReason, Event, Outcome, Rx, Sma, Stats};
+pub use agent::{DropReason, Outcome, Rx, Sma, SmaEvent, Stats};
 pub use config::{ConfigError, MemNvStore, NoNvStore, NodeConfig, NvStore, PortConfig};
 pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 pub use pma::{Counter, Pma, PmaConfig, PmaStats};

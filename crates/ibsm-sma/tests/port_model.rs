@@ -6,7 +6,7 @@
 //!
 //! Cases: `IBSM_SMA_MODEL_CASES` (default 10 000).
 
-use ibsm_sma::{Event, LinkRequest, NodeConfig, Rx, Sma};
+use ibsm_sma::{LinkRequest, NodeConfig, Rx, Sma, SmaEvent};
 use ibsm_wire::{
     Instant, LidSmp, LinkDownDefaultState, Method, PhysPortState, PortState, SmAttributeId,
     TrapNumber,
@@ -54,7 +54,7 @@ struct Model {
     ports: [Option<MPort>; 3],
     change: bool,
     traps: usize,
-    events: Vec<Event>,
+    events: Vec<SmaEvent>,
 }
 
 impl Model {
@@ -162,7 +162,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                             if n.phys != 3 {
                                 n.phys = 2;
                                 if phys != 3 {
-                                    m.events.push(Event::Link {
+                                    m.events.push(SmaEvent::Link {
                                         port,
                                         request: LinkRequest::Retrain,
                                     });
@@ -175,13 +175,13 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     if phys == 3 {
                         n.state = 1;
                         n.phys = 3;
-                        m.events.push(Event::Link {
+                        m.events.push(SmaEvent::Link {
                             port,
                             request: LinkRequest::Disable,
                         });
                     } else if phys == 2 && n.phys == 3 {
                         n.phys = 2;
-                        m.events.push(Event::Link {
+                        m.events.push(SmaEvent::Link {
                             port,
                             request: LinkRequest::Enable,
                         });
@@ -233,7 +233,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             "PortStateChange at step {}",
             step
         );
-        let events: Vec<Event> = core::iter::from_fn(|| sma.poll_event()).collect();
+        let events: Vec<SmaEvent> = core::iter::from_fn(|| sma.poll_event()).collect();
         prop_assert_eq!(&events, &m.events, "events at step {}", step);
         m.events.clear();
         let traps: Vec<_> = core::iter::from_fn(|| sma.poll_trap(T0)).collect();

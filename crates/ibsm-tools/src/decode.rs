@@ -763,11 +763,29 @@ fn text_items(out: &mut String, items: &[Item], depth: usize) {
     }
 }
 
+/// Why text is not hex bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HexError {
+    /// A character that is neither a hex digit nor a separator.
+    #[error("not a hex digit at character {position}")]
+    NotHex {
+        /// Its byte offset in the text after trimming and any `0x`.
+        position: usize,
+    },
+    /// Digits that do not pair up into bytes.
+    #[error("odd number of hex digits ({digits})")]
+    OddDigits {
+        /// How many digits there are.
+        digits: usize,
+    },
+}
+
 /// Decodes hex text, ignoring whitespace, `:` and `-` separators and an optional `0x`.
 ///
 /// # Errors
-/// A one-line message naming the offending character position.
-pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+/// [`HexError`] naming the offending character position or the digit count.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, HexError> {
     let text = text.trim();
     let text = text.strip_prefix("0x").unwrap_or(text);
     let digits: Vec<(usize, u8)> = text
@@ -776,10 +794,12 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
         .map(|(i, c)| (i, c as u32 as u8))
         .collect();
     if let Some(&(pos, _)) = digits.iter().find(|(_, c)| !c.is_ascii_hexdigit()) {
-        return Err(format!("not a hex digit at character {pos}"));
+        return Err(HexError::NotHex { position: pos });
     }
     if digits.len() % 2 != 0 {
-        return Err(format!("odd number of hex digits ({})", digits.len()));
+        return Err(HexError::OddDigits {
+            digits: digits.len(),
+        });
     }
     Ok(digits
         .chunks(2)
@@ -812,8 +832,8 @@ mod tests {
             vec![1, 0x81, 0x0a, 0xff]
         );
         assert_eq!(parse_hex("0x0102").unwrap(), vec![1, 2]);
-        assert!(parse_hex("0g").unwrap_err().contains("character 1"));
-        assert!(parse_hex("012").unwrap_err().contains("odd"));
+        assert_eq!(parse_hex("0g"), Err(HexError::NotHex { position: 1 }));
+        assert_eq!(parse_hex("012"), Err(HexError::OddDigits { digits: 3 }));
     }
 
     fn nodeinfo_resp() -> Vec<u8> {

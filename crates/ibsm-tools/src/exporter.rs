@@ -553,5 +553,4 @@ impl<T> ScrapeCache<T> {
 }
 
 #[cfg(test)]
-#[path = "exporter_tests.rs"]
 mod tests;

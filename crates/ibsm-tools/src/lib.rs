@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ibsm_query::discover::Discovery;
 use ibsm_query::nodemap::{NodeMapFileError, NodeNameMap, clean_description};
 use ibsm_query::smp::SmpConfig;
 use ibsm_transport::{JobRunner, NoJob, SansIo, Stop, Transport, TransportError, TxConfig, drive};
@@ -118,6 +119,40 @@ impl PortArgs {
     /// [`ToolError::Open`] when no such port exists or it cannot be opened.
     pub fn open(&self, perf_agent: bool) -> Result<UmadTransport, ToolError> {
         UmadTransport::open(&self.options(perf_agent)).map_err(ToolError::Open)
+    }
+}
+
+/// The discovery a fabric tool runs: the M_Key its SMPs carry and how long it may take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DiscoverArgs {
+    /// M_Key sent with every SMP (hex with 0x, or decimal).
+    #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
+    pub m_key: u64,
+    /// Give the discovery (and each reading after it) up after this many seconds.
+    #[arg(long = "time-limit", default_value_t = 120)]
+    pub time_limit: u64,
+}
+
+impl DiscoverArgs {
+    /// How long each stage may take.
+    #[must_use]
+    pub fn limit(&self) -> Duration {
+        Duration::from_secs(self.time_limit)
+    }
+
+    /// The lean walk (what `ibsm-netdiscover` prints) of the fabric behind `port`, run
+    /// until it is done or the time limit passes; see [`Discovery::is_done`].
+    ///
+    /// # Errors
+    /// [`ToolError::Transport`] when the transport fails.
+    pub fn discover<T: Transport>(
+        &self,
+        tx: &TxArgs,
+        port: &mut T,
+    ) -> Result<Discovery, ToolError> {
+        let mut walk = Discovery::lean(tx.smp(self.m_key));
+        run(&mut walk, port, self.limit(), "discovery")?;
+        Ok(walk)
     }
 }
 
@@ -229,16 +264,30 @@ impl Names {
     }
 }
 
+/// A number argument that is not a 64-bit number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?}: {source}")]
+pub struct NumberError {
+    /// The text given.
+    pub text: String,
+    /// Why it is not a number.
+    #[source]
+    pub source: std::num::ParseIntError,
+}
+
 /// A number as the diags read one: `0x` hex, else decimal (a clap value parser).
 ///
 /// # Errors
-/// The text and why it is not a 64-bit number.
-pub fn parse_u64(s: &str) -> Result<u64, String> {
+/// [`NumberError`]: the text and why it is not a 64-bit number.
+pub fn parse_u64(s: &str) -> Result<u64, NumberError> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|e| format!("{s:?}: {e}"))
+    r.map_err(|source| NumberError {
+        text: s.to_owned(),
+        source,
+    })
 }
 
 /// Runs a client with no events and no jobs (a discovery, a scrape) until it is idle or
@@ -310,7 +359,8 @@ mod tests {
         assert_eq!(parse_u64("17"), Ok(17));
         assert_eq!(parse_u64("0xffffffffffffffff"), Ok(u64::MAX));
         let e = parse_u64("0xg").unwrap_err();
-        assert!(e.contains("\"0xg\""), "{e}");
+        assert_eq!(e.text, "0xg");
+        assert!(e.to_string().starts_with("\"0xg\": "), "{e}");
         assert!(parse_u64("").is_err());
         assert!(parse_u64("0x1ffffffffffffffff").is_err());
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ibsm_tests::diags::fields;
 use ibsm_tests::exposition::Exposition;
-use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
+use ibsm_tests::peer::{PeerFabric, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
 const OPENSM: &str = "/usr/sbin/opensm";
@@ -23,7 +23,7 @@ fn parse(text: &str) -> Exposition {
     Exposition::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-fn perfquery_x(p: &Peer, lid: &str, port: &str) -> BTreeMap<String, u64> {
+fn perfquery_x(p: &PeerFabric, lid: &str, port: &str) -> BTreeMap<String, u64> {
     let mut c = client(p, PERFQUERY, Some("Hca4"), "diag");
     c.args(["-x", lid, port]);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
@@ -84,7 +84,7 @@ fn the_textfile_and_the_http_endpoint_hold_the_fabrics_counters() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_ibsm-exporter");
-    let mut p = Peer::start("exporter", NET);
+    let mut p = PeerFabric::start("exporter", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
 
     // Run once, sandwiched by perfquery on one switch port, checked in bytes.
@@ -152,7 +152,7 @@ fn the_textfile_and_the_http_endpoint_hold_the_fabrics_counters() {
 
 /// The exporter serving on a free localhost port with `extra` flags, and its address;
 /// stopped by PID by the caller.
-fn serve(p: &Peer, extra: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
+fn serve(p: &PeerFabric, extra: &[&str]) -> (std::process::Child, std::net::SocketAddr) {
     let bin = env!("CARGO_BIN_EXE_ibsm-exporter");
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -177,7 +177,7 @@ fn concurrent_requests_share_one_collection_and_only_get_is_served() {
     if !peers_present("exporter_ibsim", &[IBSIM, PRELOAD, OPENSM]) {
         return;
     }
-    let mut p = Peer::start("exporter_cache", NET);
+    let mut p = PeerFabric::start("exporter_cache", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     let (mut server, addr) = serve(&p, &["--hca", "--min-interval", "3600"]);
     let url = format!("http://{addr}/metrics");
@@ -208,7 +208,7 @@ fn concurrent_requests_share_one_collection_and_only_get_is_served() {
 
 /// ibsim's `Error "NODE"[PORT] 100 ATTR`: every MAD of attribute ATTR (decimal) through
 /// that port is lost.
-fn lose(p: &mut Peer, node: &str, port: u8, attribute: u16) {
+fn lose(p: &mut PeerFabric, node: &str, port: u8, attribute: u16) {
     p.sim
         .console(&format!("Error \"{node}\"[{port}] 100 {attribute}"));
 }
@@ -218,7 +218,7 @@ fn a_port_that_does_not_answer_is_reported_and_the_rest_exported() {
     if !peers_present("exporter_ibsim", &[IBSIM, PRELOAD, OPENSM]) {
         return;
     }
-    let mut p = Peer::start("exporter_timeout", NET);
+    let mut p = PeerFabric::start("exporter_timeout", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     // Hca3 answers every SMP but no PortCounters (attribute 0x12). ibsim reports the
     // loss at once (umad status 110, "unreachable"), where a real fabric times out
@@ -285,7 +285,7 @@ fn a_node_discovery_cannot_reach_is_logged_and_counted_and_the_rest_exported() {
     if !peers_present("exporter_ibsim", &[IBSIM, PRELOAD, OPENSM]) {
         return;
     }
-    let mut p = Peer::start("exporter_discovery", NET);
+    let mut p = PeerFabric::start("exporter_discovery", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     // Hca2 answers no NodeInfo (attribute 0x11): its route is unreachable.
     lose(&mut p, "Hca2", 1, 0x11);

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric as Peer, OPENSM, client, kill_other, net_file, run_bounded, start_opensm,
+    OPENSM, PeerFabric, client, kill_other, net_file, run_bounded, start_opensm,
 };
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 use ibsm_topology::generate::{self, Grid};
@@ -60,7 +60,7 @@ fn blocks(text: &str) -> Vec<String> {
 }
 
 /// Runs `program args` on the first CA of the net file; its stdout.
-fn run(p: &Peer, program: &str, args: &[&str]) -> String {
+fn run(p: &PeerFabric, program: &str, args: &[&str]) -> String {
     let mut c = client(p, program, None, "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(120));
@@ -69,7 +69,7 @@ fn run(p: &Peer, program: &str, args: &[&str]) -> String {
 }
 
 fn compare(tag: &str, topo: &Fabric) {
-    let p = Peer::start(tag, &net_file(topo, tag));
+    let p = PeerFabric::start(tag, &net_file(topo, tag));
     let theirs_text = run(&p, IBNETDISCOVER, &[]);
     let theirs = ibnet::parse(&theirs_text)
         .expect("ibnetdiscover output")
@@ -126,7 +126,7 @@ fn a_degraded_tree_equals_ibnetdiscover() {
         let cut = t.degrade(0.1, 7).unwrap();
         assert!(cut > 0);
         // Cut cables may strand nodes; both tools only see what is reachable.
-        let p = Peer::start("nd_degraded", &net_file(&t, "nd_degraded"));
+        let p = PeerFabric::start("nd_degraded", &net_file(&t, "nd_degraded"));
         let theirs_text = run(&p, IBNETDISCOVER, &[]);
         let ours_text = run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &[]);
         assert_eq!(blocks(&ours_text), blocks(&theirs_text), "node blocks");
@@ -143,7 +143,7 @@ fn a_node_name_map_renames_nodes() {
         return;
     }
     let topo = generate::k_ary_n_tree(2, 2).unwrap();
-    let p = Peer::start("nd_names", &net_file(&topo, "nd_names"));
+    let p = PeerFabric::start("nd_names", &net_file(&topo, "nd_names"));
     let plain = ibnet::parse(&run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &[]))
         .unwrap()
         .fabric;
@@ -196,7 +196,7 @@ fn first_ca(net: &str) -> String {
 
 fn ports_report_equals(tag: &str, topo: &Fabric, with_sm: bool) {
     let net = net_file(topo, tag);
-    let mut p = Peer::start(tag, &net);
+    let mut p = PeerFabric::start(tag, &net);
     let sm = with_sm.then(|| start_opensm(&mut p, &first_ca(&net), 0, &[]));
     let theirs = run(&p, IBNETDISCOVER, &["-p"]);
     let ours = run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &["-p"]);
@@ -252,7 +252,7 @@ fn json_reads_back_as_the_fabric_ibnetdiscover_finds() {
         cas_per_switch: 2,
     })
     .unwrap();
-    let p = Peer::start("nd_json", &net_file(&topo, "nd_json"));
+    let p = PeerFabric::start("nd_json", &net_file(&topo, "nd_json"));
     let theirs = ibnet::parse(&run(&p, IBNETDISCOVER, &[])).unwrap().fabric;
     let json = run(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), &["--json"]);
     let ours: Fabric = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
@@ -263,19 +263,19 @@ fn json_reads_back_as_the_fabric_ibnetdiscover_finds() {
         for (q, port) in n.ports().filter(|(_, p)| p.is_connected()) {
             assert_ne!(
                 port.state,
-                ibsm_topology::PortState::Unknown,
+                ibsm_topology::LinkState::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );
             assert_ne!(
                 port.width,
-                ibsm_topology::LinkWidth::Unknown,
+                ibsm_topology::ActiveWidth::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );
             assert_ne!(
                 port.speed,
-                ibsm_topology::LinkSpeed::Unknown,
+                ibsm_topology::ActiveSpeed::Unknown,
                 "{:#x} {q}",
                 n.guid().0
             );
@@ -289,7 +289,7 @@ fn json_reads_back_as_the_fabric_ibnetdiscover_finds() {
 }
 
 /// Runs our tool with `args`; (exit code, stdout, stderr).
-fn ours(p: &Peer, args: &[&str]) -> (Option<i32>, String, String) {
+fn ours(p: &PeerFabric, args: &[&str]) -> (Option<i32>, String, String) {
     let mut c = client(p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), None, "diag");
     c.args(args);
     let out = c.output().unwrap();
@@ -306,7 +306,7 @@ fn bad_input_gets_a_clear_error_and_exit_code() {
         return;
     }
     let topo = generate::k_ary_n_tree(2, 2).unwrap();
-    let p = Peer::start("nd_bad", &net_file(&topo, "nd_bad"));
+    let p = PeerFabric::start("nd_bad", &net_file(&topo, "nd_bad"));
     // A CA that is not there: exit 1, naming what was asked and what there is.
     let (code, out, err) = ours(&p, &["-C", "mlx5_9"]);
     assert_eq!(code, Some(1), "{err}");
@@ -362,7 +362,7 @@ fn an_unreachable_port_is_reported_and_the_rest_printed() {
     }
     let topo = generate::k_ary_n_tree(2, 2).unwrap();
     let net = net_file(&topo, "nd_unreach");
-    let mut p = Peer::start("nd_unreach", &net);
+    let mut p = PeerFabric::start("nd_unreach", &net);
     // One CA (not the one the tools run on) answers no NodeInfo: its route is
     // unreachable (ibsim reports the loss at once; a real fabric times out).
     let host = first_ca(&net);

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ibsm_tests::diags::{Block, perfquery_blocks};
-use ibsm_tests::peer::{Fabric as Peer, client, run_bounded, start_opensm};
+use ibsm_tests::peer::{PeerFabric, client, run_bounded, start_opensm};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 
 const OPENSM: &str = "/usr/sbin/opensm";
@@ -29,12 +29,12 @@ fn blocks(text: &str) -> BTreeMap<(u16, u8), Block> {
     perfquery_blocks(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-fn run(p: &Peer, program: &str, args: &[&str]) -> String {
+fn run(p: &PeerFabric, program: &str, args: &[&str]) -> String {
     run_both(p, program, args).0
 }
 
 /// stdout and stderr of a run that must succeed.
-fn run_both(p: &Peer, program: &str, args: &[&str]) -> (String, String) {
+fn run_both(p: &PeerFabric, program: &str, args: &[&str]) -> (String, String) {
     let mut c = client(p, program, Some("Hca4"), "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(120));
@@ -43,7 +43,7 @@ fn run_both(p: &Peer, program: &str, args: &[&str]) -> (String, String) {
 }
 
 fn perfquery_all(
-    p: &Peer,
+    p: &PeerFabric,
     ports: &[(u16, u8)],
     extended: bool,
 ) -> BTreeMap<(u16, u8), BTreeMap<String, u64>> {
@@ -65,13 +65,13 @@ fn sandwich(extended: bool) {
     if !peers_present("perfquery_ibsim", &[IBSIM, PRELOAD, OPENSM, PERFQUERY]) {
         return;
     }
-    let mut p = Peer::start(if extended { "pq_ext" } else { "pq_basic" }, NET);
+    let mut p = PeerFabric::start(if extended { "pq_ext" } else { "pq_basic" }, NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     sandwich_on(&p, extended);
 }
 
 /// Our whole-fabric read between two perfquery reads of every port; returns ours.
-fn sandwich_on(p: &Peer, extended: bool) -> BTreeMap<(u16, u8), Block> {
+fn sandwich_on(p: &PeerFabric, extended: bool) -> BTreeMap<(u16, u8), Block> {
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
     let flag: &[&str] = if extended {
         &["-x", "--all"]
@@ -118,7 +118,7 @@ fn one_port_looks_like_perfquery_and_a_reset_reads_zero() {
         return;
     }
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
-    let mut p = Peer::start("pq_reset", NET);
+    let mut p = PeerFabric::start("pq_reset", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     let ports: Vec<(u16, u8)> = blocks(&run(&p, ours_bin, &["--all"])).into_keys().collect();
     // The busiest port: OpenSM's own cable at its switch has carried the sweep.
@@ -165,7 +165,7 @@ fn counters_set_from_ibsims_console_equal_perfquery_and_an_all_port_reset_clears
         return;
     }
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
-    let mut p = Peer::start("pq_console", NET);
+    let mut p = PeerFabric::start("pq_console", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     let set = [
         ("Sw1", 2, "PortCounters.SymbolErrorCounter", 17),
@@ -256,7 +256,7 @@ fn error_and_discard_details_equal_perfquery_on_every_port() {
         return;
     }
     let ours_bin = env!("CARGO_BIN_EXE_ibsm-perfquery");
-    let mut p = Peer::start("pq_details", NET);
+    let mut p = PeerFabric::start("pq_details", NET);
     start_opensm(&mut p, "Hca1", 0, &[]);
     for flag in ["-E", "-D"] {
         let ours = blocks(&run(&p, ours_bin, &[flag, "--all"]));

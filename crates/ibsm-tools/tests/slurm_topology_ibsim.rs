@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ibsm_tests::peer::{Fabric as Peer, client, net_file, run_bounded};
+use ibsm_tests::peer::{PeerFabric, client, net_file, run_bounded};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 use ibsm_topology::{generate, ibnet};
 
@@ -39,7 +39,7 @@ fn slurm_reads_the_topology_as_written() {
         return;
     }
     let topo = generate::k_ary_n_tree(4, 3).unwrap();
-    let p = Peer::start("nd_slurm", &net_file(&topo, "nd_slurm"));
+    let p = PeerFabric::start("nd_slurm", &net_file(&topo, "nd_slurm"));
     let bin = env!("CARGO_BIN_EXE_ibsm-netdiscover");
     let run = |args: &[&str]| {
         let mut c = client(&p, bin, None, "diag");

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric as Peer, OPENSM, client, kill_other, net_file, run_bounded, start_opensm,
+    OPENSM, PeerFabric, client, kill_other, net_file, run_bounded, start_opensm,
 };
 use ibsm_tests::{IBSIM, PRELOAD, peers_present};
 use ibsm_topology::Fabric;
@@ -150,7 +150,7 @@ fn expected(topo: &Fabric) -> (usize, usize, usize, usize) {
 
 fn picture_in_a_browser(tag: &str, topo: &Fabric) {
     let net = net_file(topo, tag);
-    let mut p = Peer::start(tag, &net);
+    let mut p = PeerFabric::start(tag, &net);
     let sm = start_opensm(&mut p, &first_ca(&net), 0, &[]);
     let svg_file = p.path("fabric.svg");
     let mut c = client(&p, env!("CARGO_BIN_EXE_ibsm-netdiscover"), None, "diag");

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use crate::csr::Csr;
 use crate::fabric::Fabric;
-use crate::types::{NodeId, NodeType};
+use crate::types::{NodeId, NodeKind};
 
 /// min / max / mean of a per-node count.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -121,7 +121,7 @@ impl Fabric {
     pub fn switch_hops(&self, from: NodeId, to: NodeId) -> Option<u32> {
         let is_sw = |id: NodeId| {
             self.node(id)
-                .is_some_and(|n| n.node_type() == NodeType::Switch)
+                .is_some_and(|n| n.node_type() == NodeKind::Switch)
         };
         if !is_sw(from) || !is_sw(to) {
             return None;

@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::fabric::Fabric;
-use crate::types::{Guid, LinkSpeed, LinkWidth, NodeType, PortNum};
+use crate::types::{ActiveSpeed, ActiveWidth, Guid, NodeKind, PortNum};
 
 /// One port, by node GUID and port number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,7 +71,7 @@ pub struct NodeRef {
     /// Node GUID.
     pub guid: Guid,
     /// Switch, CA or router.
-    pub node_type: NodeType,
+    pub node_type: NodeKind,
     /// NodeDescription (from the fabric it is in).
     pub description: String,
 }
@@ -122,9 +122,9 @@ pub enum Difference {
         /// Its other end.
         b: PortRef,
         /// The planned width and lane speed.
-        expected: (LinkWidth, LinkSpeed),
+        expected: (ActiveWidth, ActiveSpeed),
         /// The active width and lane speed.
-        actual: (LinkWidth, LinkSpeed),
+        actual: (ActiveWidth, ActiveSpeed),
     },
 }
 
@@ -165,7 +165,7 @@ impl Difference {
     }
 }
 
-fn width_speed(w: LinkWidth, s: LinkSpeed) -> String {
+fn width_speed(w: ActiveWidth, s: ActiveSpeed) -> String {
     let w = match w.lanes() {
         0 => "?".to_owned(),
         n => format!("{n}x"),
@@ -239,17 +239,17 @@ fn node_ref(f: &Fabric, guid: Guid) -> Option<NodeRef> {
 }
 
 /// The width and speed of the port `p` of `f` (`Unknown` when not known).
-fn active(f: &Fabric, p: PortRef) -> (LinkWidth, LinkSpeed) {
+fn active(f: &Fabric, p: PortRef) -> (ActiveWidth, ActiveSpeed) {
     f.node_by_guid(p.guid)
         .and_then(|id| f.port(id, p.port))
-        .map_or((LinkWidth::Unknown, LinkSpeed::Unknown), |port| {
+        .map_or((ActiveWidth::Unknown, ActiveSpeed::Unknown), |port| {
             (port.width, port.speed)
         })
 }
 
 /// Whether `actual` is below `planned`: narrower or slower per lane, where both are
 /// known.
-fn below(planned: (LinkWidth, LinkSpeed), actual: (LinkWidth, LinkSpeed)) -> bool {
+fn below(planned: (ActiveWidth, ActiveSpeed), actual: (ActiveWidth, ActiveSpeed)) -> bool {
     let (pw, ps) = planned;
     let (aw, as_) = actual;
     let narrower = pw.lanes() != 0 && aw.lanes() != 0 && aw.lanes() < pw.lanes();
@@ -259,12 +259,12 @@ fn below(planned: (LinkWidth, LinkSpeed), actual: (LinkWidth, LinkSpeed)) -> boo
 
 /// The width and speed of a cable: its first end's, the other's where that is unknown
 /// (both ends of a trained link share them; a file may state them at one end only).
-fn cable_rate(f: &Fabric, a: PortRef, b: PortRef) -> (LinkWidth, LinkSpeed) {
+fn cable_rate(f: &Fabric, a: PortRef, b: PortRef) -> (ActiveWidth, ActiveSpeed) {
     let (wa, sa) = active(f, a);
     let (wb, sb) = active(f, b);
     (
-        if wa == LinkWidth::Unknown { wb } else { wa },
-        if sa == LinkSpeed::Unknown { sb } else { sa },
+        if wa == ActiveWidth::Unknown { wb } else { wa },
+        if sa == ActiveSpeed::Unknown { sb } else { sa },
     )
 }
 
@@ -351,8 +351,8 @@ mod tests {
         for id in f.node_ids().collect::<Vec<_>>() {
             for p in 1..=f.node(id).unwrap().num_ports() {
                 let port = f.node_mut(id).unwrap().port_mut(p).unwrap();
-                port.width = LinkWidth::X4;
-                port.speed = LinkSpeed::Edr;
+                port.width = ActiveWidth::X4;
+                port.speed = ActiveSpeed::Edr;
             }
         }
         f
@@ -382,8 +382,8 @@ mod tests {
             .unwrap()
             .port_mut(1)
             .unwrap()
-            .width = LinkWidth::X1;
-        now.node_mut(s1).unwrap().port_mut(8).unwrap().width = LinkWidth::X1;
+            .width = ActiveWidth::X1;
+        now.node_mut(s1).unwrap().port_mut(8).unwrap().width = ActiveWidth::X1;
         let d = diff(&plan, &now);
         let p = |g: u64, n: u8| PortRef::new(g, n);
         let kinds: Vec<&str> = d.iter().map(Difference::kind).collect();
@@ -417,8 +417,8 @@ mod tests {
             Difference::Degraded {
                 a: p(0x10, 8),
                 b: p(0x30, 1),
-                expected: (LinkWidth::X4, LinkSpeed::Edr),
-                actual: (LinkWidth::X1, LinkSpeed::Edr),
+                expected: (ActiveWidth::X4, ActiveSpeed::Edr),
+                actual: (ActiveWidth::X1, ActiveSpeed::Edr),
             }
         );
         assert_eq!(
@@ -443,12 +443,12 @@ mod tests {
             .unwrap()
             .port_mut(1)
             .unwrap()
-            .speed = LinkSpeed::Sdr;
+            .speed = ActiveSpeed::Sdr;
         now.node_mut(id(&now, 0x10))
             .unwrap()
             .port_mut(1)
             .unwrap()
-            .speed = LinkSpeed::Sdr;
+            .speed = ActiveSpeed::Sdr;
         let d = diff(&plan, &now);
         assert_eq!(
             d,
@@ -460,23 +460,23 @@ mod tests {
                 Difference::Degraded {
                     a: PortRef::new(0x10, 1),
                     b: PortRef::new(0x20, 1),
-                    expected: (LinkWidth::X4, LinkSpeed::Edr),
-                    actual: (LinkWidth::X4, LinkSpeed::Sdr),
+                    expected: (ActiveWidth::X4, ActiveSpeed::Edr),
+                    actual: (ActiveWidth::X4, ActiveSpeed::Sdr),
                 },
             ]
         );
         // Faster or wider than planned, or a plan that states no rate: no difference.
         let mut plan = small();
         let s1 = id(&plan, 0x10);
-        plan.node_mut(s1).unwrap().port_mut(1).unwrap().width = LinkWidth::Unknown;
+        plan.node_mut(s1).unwrap().port_mut(1).unwrap().width = ActiveWidth::Unknown;
         let s2 = id(&plan, 0x20);
-        plan.node_mut(s2).unwrap().port_mut(1).unwrap().width = LinkWidth::Unknown;
+        plan.node_mut(s2).unwrap().port_mut(1).unwrap().width = ActiveWidth::Unknown;
         let mut now = small();
         now.node_mut(id(&now, 0x10))
             .unwrap()
             .port_mut(1)
             .unwrap()
-            .width = LinkWidth::X1;
+            .width = ActiveWidth::X1;
         assert!(diff(&plan, &now).is_empty());
     }
 

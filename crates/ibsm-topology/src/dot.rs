@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
 use crate::fabric::Fabric;
-use crate::types::{LinkId, NodeId, NodeType};
+use crate::types::{LinkId, NodeId, NodeKind};
 
 /// Options for [`to_dot`].
 pub struct DotOptions<'a> {
@@ -72,16 +72,16 @@ pub fn to_dot(f: &Fabric, opts: &DotOptions<'_>) -> String {
     out.push_str("  edge [color=\"#888888\"];\n");
     let shown = |id: NodeId| {
         f.node(id)
-            .is_some_and(|n| opts.terminals || n.node_type() == NodeType::Switch)
+            .is_some_and(|n| opts.terminals || n.node_type() == NodeKind::Switch)
     };
     for (id, n) in f.nodes() {
         if !shown(id) {
             continue;
         }
         let (shape, fill) = match n.node_type() {
-            NodeType::Switch => ("box", "#9ecae1"),
-            NodeType::Ca => ("ellipse", "#c7e9c0"),
-            NodeType::Router => ("diamond", "#fdd0a2"),
+            NodeKind::Switch => ("box", "#9ecae1"),
+            NodeKind::Ca => ("ellipse", "#c7e9c0"),
+            NodeKind::Router => ("diamond", "#fdd0a2"),
         };
         let mut label = escape(&n.description);
         if n.lid() != 0 {
@@ -232,7 +232,7 @@ mod tests {
     fn escapes_descriptions_and_shows_lids() {
         let mut f = Fabric::new();
         let r = f
-            .add_node(NodeSpec::new(crate::Guid(1), NodeType::Router, 1, "r\"1\\"))
+            .add_node(NodeSpec::new(crate::Guid(1), NodeKind::Router, 1, "r\"1\\"))
             .unwrap();
         f.node_mut(r).unwrap().port_mut(1).unwrap().lid = 9;
         let text = to_dot(&f, &DotOptions::default());

@@ -7,7 +7,7 @@ use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableGraph};
 
 use crate::error::FabricError;
 use crate::types::{
-    Endpoint, Guid, LinkId, LinkSpeed, LinkWidth, NodeId, NodeType, PortNum, PortState,
+    ActiveSpeed, ActiveWidth, Endpoint, Guid, LinkId, LinkState, NodeId, NodeKind, PortNum,
 };
 
 /// Sentinel for "no peer" in the packed port table.
@@ -33,11 +33,11 @@ pub struct Port {
     /// LID mask control (0..=7): the port answers to `lid .. lid + 2^lmc`.
     pub lmc: u8,
     /// Port state, when known.
-    pub state: PortState,
+    pub state: LinkState,
     /// Active link width, when known.
-    pub width: LinkWidth,
+    pub width: ActiveWidth,
     /// Active link speed, when known.
-    pub speed: LinkSpeed,
+    pub speed: ActiveSpeed,
 }
 
 impl Port {
@@ -49,9 +49,9 @@ impl Port {
             lid: 0,
             peer_port: 0,
             lmc: 0,
-            state: PortState::Unknown,
-            width: LinkWidth::Unknown,
-            speed: LinkSpeed::Unknown,
+            state: LinkState::Unknown,
+            width: ActiveWidth::Unknown,
+            speed: ActiveSpeed::Unknown,
         }
     }
 
@@ -83,7 +83,7 @@ pub struct NodeSpec {
     /// Node GUID (unique within the fabric).
     pub guid: Guid,
     /// Switch, CA or router.
-    pub node_type: NodeType,
+    pub node_type: NodeKind,
     /// Number of external ports (1..=254).
     pub num_ports: PortNum,
     /// NodeDescription (up to 64 bytes on the wire; not enforced here).
@@ -105,7 +105,7 @@ impl NodeSpec {
     #[must_use]
     pub fn new(
         guid: Guid,
-        node_type: NodeType,
+        node_type: NodeKind,
         num_ports: PortNum,
         description: impl Into<String>,
     ) -> Self {
@@ -124,19 +124,19 @@ impl NodeSpec {
     /// Shorthand for a switch spec.
     #[must_use]
     pub fn switch(guid: u64, num_ports: PortNum, description: impl Into<String>) -> Self {
-        Self::new(Guid(guid), NodeType::Switch, num_ports, description)
+        Self::new(Guid(guid), NodeKind::Switch, num_ports, description)
     }
 
     /// Shorthand for a router spec.
     #[must_use]
     pub fn router(guid: u64, num_ports: PortNum, description: impl Into<String>) -> Self {
-        Self::new(Guid(guid), NodeType::Router, num_ports, description)
+        Self::new(Guid(guid), NodeKind::Router, num_ports, description)
     }
 
     /// Shorthand for a CA spec.
     #[must_use]
     pub fn ca(guid: u64, num_ports: PortNum, description: impl Into<String>) -> Self {
-        Self::new(Guid(guid), NodeType::Ca, num_ports, description)
+        Self::new(Guid(guid), NodeKind::Ca, num_ports, description)
     }
 }
 
@@ -144,7 +144,7 @@ impl NodeSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     guid: Guid,
-    node_type: NodeType,
+    node_type: NodeKind,
     /// NodeDescription.
     pub description: String,
     /// System image GUID.
@@ -170,14 +170,14 @@ impl Node {
 
     /// Node type.
     #[must_use]
-    pub fn node_type(&self) -> NodeType {
+    pub fn node_type(&self) -> NodeKind {
         self.node_type
     }
 
     /// Whether this is a switch.
     #[must_use]
     pub fn is_switch(&self) -> bool {
-        self.node_type == NodeType::Switch
+        self.node_type == NodeKind::Switch
     }
 
     /// Number of external ports.
@@ -190,7 +190,7 @@ impl Node {
     /// Port `n`: 0 only on switches, 1..=num_ports on every node.
     #[must_use]
     pub fn port(&self, n: PortNum) -> Option<&Port> {
-        if n == 0 && self.node_type != NodeType::Switch {
+        if n == 0 && self.node_type != NodeKind::Switch {
             return None;
         }
         self.ports.get(usize::from(n))
@@ -198,7 +198,7 @@ impl Node {
 
     /// Mutable access to port `n` (attributes only: links change through the fabric).
     pub fn port_mut(&mut self, n: PortNum) -> Option<&mut Port> {
-        if n == 0 && self.node_type != NodeType::Switch {
+        if n == 0 && self.node_type != NodeKind::Switch {
             return None;
         }
         self.ports.get_mut(usize::from(n))
@@ -328,7 +328,7 @@ impl Fabric {
         let mut ports = Vec::with_capacity(n + 1);
         ports.push(Port::new(spec.guid));
         match (&spec.port_guids, spec.node_type) {
-            (_, NodeType::Switch) => ports.extend((1..=n).map(|_| Port::new(spec.guid))),
+            (_, NodeKind::Switch) => ports.extend((1..=n).map(|_| Port::new(spec.guid))),
             (Some(list), _) => {
                 if list.len() != n {
                     return Err(FabricError::BadPortCount {
@@ -359,7 +359,7 @@ impl Fabric {
         let idx = self.graph.add_node(node);
         let id = NodeId(idx.index() as u32);
         self.by_guid.insert(spec.guid, id);
-        if spec.node_type == NodeType::Switch {
+        if spec.node_type == NodeKind::Switch {
             self.switches += 1;
         }
         Ok(id)
@@ -564,18 +564,18 @@ impl Fabric {
     /// Switches in GUID order.
     pub fn switches(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
         self.nodes()
-            .filter(|(_, n)| n.node_type == NodeType::Switch)
+            .filter(|(_, n)| n.node_type == NodeKind::Switch)
     }
 
     /// CAs in GUID order.
     pub fn cas(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
-        self.nodes().filter(|(_, n)| n.node_type == NodeType::Ca)
+        self.nodes().filter(|(_, n)| n.node_type == NodeKind::Ca)
     }
 
     /// Routers in GUID order.
     pub fn routers(&self) -> impl Iterator<Item = (NodeId, &Node)> + '_ {
         self.nodes()
-            .filter(|(_, n)| n.node_type == NodeType::Router)
+            .filter(|(_, n)| n.node_type == NodeKind::Router)
     }
 
     /// Links of one node in port order: `(local port, peer, link)`.

@@ -23,7 +23,7 @@
 
 use crate::error::FabricError;
 use crate::fabric::{Fabric, NodeSpec};
-use crate::types::{Guid, NodeId, NodeType, PortNum};
+use crate::types::{Guid, NodeId, NodeKind, PortNum};
 
 /// Kind byte of switch GUIDs.
 pub const KIND_SWITCH: u8 = b'S';
@@ -112,7 +112,7 @@ fn add_switch(
 ) -> Result<NodeId, FabricError> {
     f.add_node(NodeSpec::new(
         scheme_guid(KIND_SWITCH, group, index),
-        NodeType::Switch,
+        NodeKind::Switch,
         ports,
         desc,
     ))
@@ -121,7 +121,7 @@ fn add_switch(
 fn add_ca(f: &mut Fabric, index: u32, ports: PortNum, desc: String) -> Result<NodeId, FabricError> {
     f.add_node(NodeSpec::new(
         scheme_guid(KIND_CA, 0, index),
-        NodeType::Ca,
+        NodeKind::Ca,
         ports,
         desc,
     ))

@@ -57,7 +57,7 @@ use std::path::Path;
 
 use crate::error::{FabricError, ParseError, ParseErrorKind};
 use crate::fabric::{Fabric, MAX_PORTS, NodeSpec};
-use crate::types::{Guid, LinkSpeed, LinkWidth, NodeId, NodeType, PortNum};
+use crate::types::{ActiveSpeed, ActiveWidth, Guid, NodeId, NodeKind, PortNum};
 
 /// Something the parser skipped or assumed, with its line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -228,7 +228,7 @@ struct Pending {
 struct Record<'a> {
     line: usize,
     name: &'a str,
-    node_type: NodeType,
+    node_type: NodeKind,
     ports: PortNum,
     description: Option<&'a str>,
     guid: Option<u64>,
@@ -251,8 +251,8 @@ struct Decl<'a> {
     port: PortNum,
     remote: &'a str,
     remote_port: u32,
-    width: LinkWidth,
-    speed: LinkSpeed,
+    width: ActiveWidth,
+    speed: ActiveSpeed,
 }
 
 fn err(line: usize, kind: ParseErrorKind) -> ParseError {
@@ -367,12 +367,12 @@ fn skip_ext(s: &str) -> &str {
 }
 
 /// `4xEDR` -> (X4, Edr).
-fn width_speed(tok: &str) -> Option<(LinkWidth, LinkSpeed)> {
+fn width_speed(tok: &str) -> Option<(ActiveWidth, ActiveSpeed)> {
     let x = tok.find_byte(b'x')?;
     let lanes: u32 = tok[..x].parse().ok()?;
     Some((
-        LinkWidth::from_lanes(lanes)?,
-        LinkSpeed::from_name(&tok[x + 1..])?,
+        ActiveWidth::from_lanes(lanes)?,
+        ActiveSpeed::from_name(&tok[x + 1..])?,
     ))
 }
 
@@ -400,11 +400,11 @@ fn split_comment(c: &str) -> (&str, Option<&str>, &str) {
     }
 }
 
-fn node_type_of(word: &str) -> Option<NodeType> {
+fn node_type_of(word: &str) -> Option<NodeKind> {
     match word {
-        "Switch" => Some(NodeType::Switch),
-        "Ca" | "Hca" | "CA" => Some(NodeType::Ca),
-        "Rt" | "Router" => Some(NodeType::Router),
+        "Switch" => Some(NodeKind::Switch),
+        "Ca" | "Hca" | "CA" => Some(NodeKind::Ca),
+        "Rt" | "Router" => Some(NodeKind::Router),
         _ => None,
     }
 }
@@ -475,11 +475,11 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 Some(h) => (&rest[..h], Some(&rest[h + 1..])),
                 None => (rest, None),
             };
-            let mut width = LinkWidth::Unknown;
-            let mut speed = LinkSpeed::Unknown;
+            let mut width = ActiveWidth::Unknown;
+            let mut speed = ActiveSpeed::Unknown;
             for tok in rest.split_ascii_whitespace() {
                 if let Some(w) = tok.strip_prefix("w=") {
-                    width = LinkWidth::from_lanes(parse_dec(w, line)?)
+                    width = ActiveWidth::from_lanes(parse_dec(w, line)?)
                         .ok_or_else(|| err(line, ParseErrorKind::BadNumber(tok.to_owned())))?;
                 } else {
                     notes.push(Note {
@@ -490,7 +490,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             }
             if let Some(c) = comment {
                 let (pre, _desc, post) = split_comment(c);
-                if rec.node_type != NodeType::Switch {
+                if rec.node_type != NodeKind::Switch {
                     let (lid, lmc) = lid_lmc(pre);
                     if lid.is_some() || lmc.is_some() {
                         if rec.port_lids.is_empty() {
@@ -676,11 +676,11 @@ fn build(
             Some(g) => g,
             None => {
                 let slot = match r.node_type {
-                    NodeType::Ca => 0,
-                    NodeType::Switch => 1,
-                    NodeType::Router => 2,
+                    NodeKind::Ca => 0,
+                    NodeKind::Switch => 1,
+                    NodeKind::Router => 2,
                 };
-                let span = if r.node_type == NodeType::Switch {
+                let span = if r.node_type == NodeKind::Switch {
                     1
                 } else {
                     1 + u64::from(r.ports)
@@ -710,7 +710,7 @@ fn build(
         spec.system_image_guid = Guid(r.sysimg.unwrap_or(0));
         spec.vendor_id = r.vendid;
         spec.device_id = r.devid;
-        if !r.port_guids.is_empty() && r.node_type != NodeType::Switch {
+        if !r.port_guids.is_empty() && r.node_type != NodeKind::Switch {
             spec.port_guids = Some(
                 (1..=u64::from(r.ports))
                     .map(|p| match r.port_guids[p as usize] {
@@ -726,7 +726,7 @@ fn build(
         let node = fabric
             .node_mut(id)
             .ok_or_else(|| trunc(r.line, "node vanished"))?;
-        if r.node_type == NodeType::Switch {
+        if r.node_type == NodeKind::Switch {
             node.enhanced_port0 = r.enhanced;
             if let Some(p0) = node.port_mut(0) {
                 p0.lid = r.lid;
@@ -838,25 +838,25 @@ fn fabric_err(line: usize, e: FabricError, name: &str) -> ParseError {
 
 // ---------------------------------------------------------------- writing
 
-fn type_word(t: NodeType, dialect: Dialect) -> &'static str {
+fn type_word(t: NodeKind, dialect: Dialect) -> &'static str {
     match (t, dialect) {
-        (NodeType::Switch, _) => "Switch",
-        (NodeType::Ca, Dialect::IbsimNet) => "Hca",
-        (NodeType::Ca, _) => "Ca",
-        (NodeType::Router, _) => "Rt",
+        (NodeKind::Switch, _) => "Switch",
+        (NodeKind::Ca, Dialect::IbsimNet) => "Hca",
+        (NodeKind::Ca, _) => "Ca",
+        (NodeKind::Router, _) => "Rt",
     }
 }
 
-fn id_prefix(t: NodeType) -> char {
+fn id_prefix(t: NodeKind) -> char {
     match t {
-        NodeType::Switch => 'S',
-        NodeType::Ca => 'H',
-        NodeType::Router => 'R',
+        NodeKind::Switch => 'S',
+        NodeKind::Ca => 'H',
+        NodeKind::Router => 'R',
     }
 }
 
-fn width_speed_str(out: &mut String, w: LinkWidth, s: LinkSpeed) {
-    if w != LinkWidth::Unknown && s != LinkSpeed::Unknown {
+fn width_speed_str(out: &mut String, w: ActiveWidth, s: ActiveSpeed) {
+    if w != ActiveWidth::Unknown && s != ActiveSpeed::Unknown {
         let _ = write!(out, " {}x{}", w.lanes(), s.name());
     }
 }
@@ -936,15 +936,15 @@ pub fn write_into(
             }
         }
     };
-    for pass in [NodeType::Switch, NodeType::Ca, NodeType::Router] {
+    for pass in [NodeKind::Switch, NodeKind::Ca, NodeKind::Router] {
         for (id, n) in fabric.nodes().filter(|(_, n)| n.node_type() == pass) {
             let is_sw = n.is_switch();
             if dialect == Dialect::Ibnetdiscover {
                 let g = n.guid().0;
                 let kw = match pass {
-                    NodeType::Switch => "switchguid",
-                    NodeType::Ca => "caguid",
-                    NodeType::Router => "routerguid",
+                    NodeKind::Switch => "switchguid",
+                    NodeKind::Ca => "caguid",
+                    NodeKind::Router => "routerguid",
                 };
                 let _ = writeln!(
                     out,
@@ -988,7 +988,7 @@ pub fn write_into(
                 let rport = rn.port(peer.port);
                 match dialect {
                     Dialect::IbsimNet => {
-                        if port.width != LinkWidth::Unknown {
+                        if port.width != ActiveWidth::Unknown {
                             let _ = write!(out, "\tw={}", port.width.lanes());
                         }
                     }
@@ -1020,10 +1020,16 @@ pub fn write_into(
 // ---------------------------------------------------------------- `ibnetdiscover -p`
 
 /// (line, one end, other end, width, speed) as listed in a port report.
-type ReportLink = (usize, (u64, PortNum), (u64, PortNum), LinkWidth, LinkSpeed);
+type ReportLink = (
+    usize,
+    (u64, PortNum),
+    (u64, PortNum),
+    ActiveWidth,
+    ActiveSpeed,
+);
 
 struct PortsNode<'a> {
-    node_type: NodeType,
+    node_type: NodeKind,
     description: &'a str,
     max_port: PortNum,
     line: usize,
@@ -1032,7 +1038,7 @@ struct PortsNode<'a> {
 }
 
 struct PortsEnd<'a> {
-    node_type: NodeType,
+    node_type: NodeKind,
     lid: u16,
     port: PortNum,
     guid: u64,
@@ -1052,9 +1058,9 @@ fn token(s: &str) -> Option<(&str, &str)> {
 fn ports_end(s: &str, line: usize) -> Result<PortsEnd<'_>, ParseError> {
     let (t, s) = token(s).ok_or_else(|| trunc(line, "node type"))?;
     let node_type = match t {
-        "SW" => NodeType::Switch,
-        "CA" => NodeType::Ca,
-        "RT" => NodeType::Router,
+        "SW" => NodeKind::Switch,
+        "CA" => NodeKind::Ca,
+        "RT" => NodeKind::Router,
         other => return Err(err(line, ParseErrorKind::UnknownNodeType(other.to_owned()))),
     };
     let (lid, s) = token(s).ok_or_else(|| trunc(line, "LID"))?;
@@ -1094,34 +1100,34 @@ fn ports_end(s: &str, line: usize) -> Result<PortsEnd<'_>, ParseError> {
 #[must_use]
 pub fn write_ports_report(fabric: &Fabric) -> String {
     let mut out = String::with_capacity(fabric.node_count() * 4 * 120);
-    let ty = |t: NodeType| match t {
-        NodeType::Switch => "SW",
-        NodeType::Ca => "CA",
-        NodeType::Router => "RT",
+    let ty = |t: NodeKind| match t {
+        NodeKind::Switch => "SW",
+        NodeKind::Ca => "CA",
+        NodeKind::Router => "RT",
     };
-    let width = |w: LinkWidth| {
-        if w == LinkWidth::Unknown {
+    let width = |w: ActiveWidth| {
+        if w == ActiveWidth::Unknown {
             "??".to_owned()
         } else {
             format!("{}x", w.lanes())
         }
     };
-    let speed = |s: LinkSpeed| {
-        if s == LinkSpeed::Unknown {
+    let speed = |s: ActiveSpeed| {
+        if s == ActiveSpeed::Unknown {
             "???"
         } else {
             s.name()
         }
     };
-    let mut order: Vec<(NodeType, u64, NodeId)> = fabric
+    let mut order: Vec<(NodeKind, u64, NodeId)> = fabric
         .nodes()
         .map(|(id, n)| (n.node_type(), n.guid().0, id))
         .collect();
     order.sort_unstable_by_key(|&(t, g, _)| {
         let rank = match t {
-            NodeType::Switch => 0,
-            NodeType::Ca => 1,
-            NodeType::Router => 2,
+            NodeKind::Switch => 0,
+            NodeKind::Ca => 1,
+            NodeKind::Router => 2,
         };
         (rank, g)
     });
@@ -1137,7 +1143,7 @@ pub fn write_ports_report(fabric: &Fabric) -> String {
         for (p, port) in n.ports().collect::<Vec<_>>().into_iter().rev() {
             let known = n.is_switch()
                 || port.is_connected()
-                || port.state != crate::types::PortState::Unknown;
+                || port.state != crate::types::LinkState::Unknown;
             if !known {
                 continue;
             }
@@ -1186,8 +1192,8 @@ pub fn write_ports_report(fabric: &Fabric) -> String {
 /// link whose two listings disagree.
 pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
     use std::collections::BTreeMap;
-    let node_guid = |t: NodeType, guid: u64, port: PortNum| {
-        if t == NodeType::Switch {
+    let node_guid = |t: NodeKind, guid: u64, port: PortNum| {
+        if t == NodeKind::Switch {
             guid
         } else {
             guid.wrapping_sub(u64::from(port))
@@ -1222,9 +1228,9 @@ pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
         let width = w
             .strip_suffix('x')
             .and_then(|x| x.parse().ok())
-            .and_then(LinkWidth::from_lanes)
+            .and_then(ActiveWidth::from_lanes)
             .unwrap_or_default();
-        let speed = LinkSpeed::from_name(s).unwrap_or_default();
+        let speed = ActiveSpeed::from_name(s).unwrap_or_default();
         let after = after.trim_start();
         let lg = note(&mut nodes, line, &local);
         if let Some(remote_text) = after.strip_prefix('-') {
@@ -1264,7 +1270,7 @@ pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
     let mut ids: HashMap<u64, NodeId> = HashMap::with_capacity(nodes.len());
     for (&g, n) in &nodes {
         let mut spec = NodeSpec::new(Guid(g), n.node_type, n.max_port, n.description);
-        if n.node_type != NodeType::Switch {
+        if n.node_type != NodeKind::Switch {
             let mut pg: Vec<Guid> = (1..=u64::from(n.max_port))
                 .map(|p| Guid(g.wrapping_add(p)))
                 .collect();
@@ -1278,7 +1284,7 @@ pub fn parse_ports_report(text: &str) -> Result<Parsed, ParseError> {
             .map_err(|e| fabric_err(n.line, e, n.description))?;
         if let Some(node) = fabric.node_mut(id) {
             for &(p, _, lid) in &n.ports {
-                let p = if n.node_type == NodeType::Switch {
+                let p = if n.node_type == NodeKind::Switch {
                     0
                 } else {
                     p

@@ -22,7 +22,7 @@
 //! # Example
 //!
 //! ```
-//! use ibsm_topology::{generate, Csr, Fabric, NodeSpec, NodeType};
+//! use ibsm_topology::{generate, Csr, Fabric, NodeSpec, NodeKind};
 //!
 //! // The radix-36 two-level fat tree: 18 spines, 36 leaves, 648 CAs.
 //! let fabric = generate::fat_tree(36, 2)?;
@@ -65,5 +65,5 @@ pub use csr::{Csr, Target};
 pub use error::{FabricError, ParseError, ParseErrorKind};
 pub use fabric::{Fabric, Link, MAX_PORTS, Node, NodeSpec, Port};
 pub use types::{
-    Endpoint, Guid, LinkId, LinkSpeed, LinkWidth, NodeId, NodeType, PortNum, PortState,
+    ActiveSpeed, ActiveWidth, Endpoint, Guid, LinkId, LinkState, NodeId, NodeKind, PortNum,
 };

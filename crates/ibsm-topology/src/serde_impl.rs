@@ -9,7 +9,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::fabric::{Fabric, Node, NodeSpec, Port};
-use crate::types::{Guid, LinkSpeed, LinkWidth, NodeType, PortNum, PortState};
+use crate::types::{ActiveSpeed, ActiveWidth, Guid, LinkState, NodeKind, PortNum};
 
 #[derive(Serialize, Deserialize)]
 struct PortRepr {
@@ -17,15 +17,15 @@ struct PortRepr {
     guid: Guid,
     lid: u16,
     lmc: u8,
-    state: PortState,
-    width: LinkWidth,
-    speed: LinkSpeed,
+    state: LinkState,
+    width: ActiveWidth,
+    speed: ActiveSpeed,
 }
 
 #[derive(Serialize, Deserialize)]
 struct NodeRepr {
     guid: Guid,
-    node_type: NodeType,
+    node_type: NodeKind,
     num_ports: PortNum,
     description: String,
     system_image_guid: Guid,
@@ -90,7 +90,7 @@ fn add_repr(fabric: &mut Fabric, r: NodeRepr) -> Result<(), String> {
     spec.system_image_guid = r.system_image_guid;
     spec.vendor_id = r.vendor_id;
     spec.device_id = r.device_id;
-    if r.node_type != NodeType::Switch {
+    if r.node_type != NodeKind::Switch {
         let mut guids = vec![Guid(0); usize::from(r.num_ports)];
         for p in &r.ports {
             let slot = usize::from(p.port)
@@ -206,7 +206,7 @@ impl<'de> Deserialize<'de> for Fabric {
 mod tests {
     use crate::fabric::Fabric;
     use crate::generate;
-    use crate::types::{LinkSpeed, LinkWidth, PortState};
+    use crate::types::{ActiveSpeed, ActiveWidth, LinkState};
 
     /// Everything the model holds, in GUID order, for comparing two fabrics.
     fn picture(f: &Fabric) -> String {
@@ -237,9 +237,9 @@ mod tests {
             let port = n.port_mut(p).unwrap();
             port.lid = 10 + i as u16;
             port.lmc = 1;
-            port.state = PortState::Active;
-            port.width = LinkWidth::X4;
-            port.speed = LinkSpeed::Hdr;
+            port.state = LinkState::Active;
+            port.width = ActiveWidth::X4;
+            port.speed = ActiveSpeed::Hdr;
         }
         let text = serde_json::to_string(&f).unwrap();
         let back: Fabric = serde_json::from_str(&text).unwrap();

@@ -544,8 +544,8 @@ fn line(
 /// the widest, fastest link between the same two nodes (a degraded cable of a bundle).
 #[must_use]
 pub fn state_marks(f: &Fabric, states: bool) -> HashMap<LinkId, String> {
-    use crate::types::PortState;
-    let mut best: HashMap<(NodeId, NodeId), (u8, crate::types::LinkSpeed)> = HashMap::new();
+    use crate::types::LinkState;
+    let mut best: HashMap<(NodeId, NodeId), (u8, crate::types::ActiveSpeed)> = HashMap::new();
     let key = |a: NodeId, b: NodeId| if a < b { (a, b) } else { (b, a) };
     let end = |e: crate::types::Endpoint| f.node(e.node).and_then(|n| n.port(e.port));
     for (_, l) in f.links() {
@@ -563,7 +563,7 @@ pub fn state_marks(f: &Fabric, states: bool) -> HashMap<LinkId, String> {
         };
         let mut why = Vec::new();
         for (p, e) in [(pa, l.a), (pb, l.b)] {
-            if states && !matches!(p.state, PortState::Active | PortState::Unknown) {
+            if states && !matches!(p.state, LinkState::Active | LinkState::Unknown) {
                 why.push(format!("port {} {:?}", e.port, p.state));
             }
         }
@@ -656,9 +656,9 @@ mod tests {
         for id in &ids {
             for p in 1..=f.node(*id).unwrap().num_ports() {
                 let port = f.node_mut(*id).unwrap().port_mut(p).unwrap();
-                port.width = crate::types::LinkWidth::X4;
-                port.speed = crate::types::LinkSpeed::Edr;
-                port.state = crate::types::PortState::Active;
+                port.width = crate::types::ActiveWidth::X4;
+                port.speed = crate::types::ActiveSpeed::Edr;
+                port.state = crate::types::LinkState::Active;
             }
         }
         assert!(state_marks(&f, true).is_empty());
@@ -666,7 +666,7 @@ mod tests {
         // a narrow cable is only marked where a wider one runs beside it.
         let (l, link) = f.links().next().map(|(l, k)| (l, *k)).unwrap();
         let e = link.a;
-        f.node_mut(e.node).unwrap().port_mut(e.port).unwrap().state = crate::types::PortState::Init;
+        f.node_mut(e.node).unwrap().port_mut(e.port).unwrap().state = crate::types::LinkState::Init;
         let m = state_marks(&f, true);
         assert_eq!(m.len(), 1);
         assert!(m[&l].contains("Init"), "{m:?}");

@@ -62,8 +62,7 @@ pub type PortNum = u8;
 /// The kind of a node, as in NodeInfo:NodeType.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[non_exhaustive]
-pub enum NodeType {
+pub enum NodeKind {
     /// Channel adapter (HCA/TCA): a terminal with its own port GUIDs and LIDs.
     Ca,
     /// Switch: one LID (on port 0) for the whole node; forwards by LFT.
@@ -72,14 +71,14 @@ pub enum NodeType {
     Router,
 }
 
-impl NodeType {
+impl NodeKind {
     /// The NodeInfo:NodeType code (1 CA, 2 switch, 3 router).
     #[must_use]
-    pub fn code(self) -> u8 {
+    pub const fn code(self) -> u8 {
         match self {
-            NodeType::Ca => 1,
-            NodeType::Switch => 2,
-            NodeType::Router => 3,
+            NodeKind::Ca => 1,
+            NodeKind::Switch => 2,
+            NodeKind::Router => 3,
         }
     }
 
@@ -87,9 +86,9 @@ impl NodeType {
     #[must_use]
     pub fn from_code(code: u8) -> Option<Self> {
         match code {
-            1 => Some(NodeType::Ca),
-            2 => Some(NodeType::Switch),
-            3 => Some(NodeType::Router),
+            1 => Some(NodeKind::Ca),
+            2 => Some(NodeKind::Switch),
+            3 => Some(NodeKind::Router),
             _ => None,
         }
     }
@@ -97,7 +96,7 @@ impl NodeType {
     /// Whether this node is an end point of routes (CA or router), not a switch.
     #[must_use]
     pub fn is_terminal(self) -> bool {
-        !matches!(self, NodeType::Switch)
+        !matches!(self, NodeKind::Switch)
     }
 }
 
@@ -105,7 +104,7 @@ impl NodeType {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
-pub enum PortState {
+pub enum LinkState {
     /// Not known (e.g. read from a file that does not say).
     #[default]
     Unknown,
@@ -119,16 +118,16 @@ pub enum PortState {
     Active,
 }
 
-impl PortState {
+impl LinkState {
     /// The PortInfo:PortState code (0 = no state change / unknown, 1..=4).
     #[must_use]
     pub fn code(self) -> u8 {
         match self {
-            PortState::Unknown => 0,
-            PortState::Down => 1,
-            PortState::Init => 2,
-            PortState::Armed => 3,
-            PortState::Active => 4,
+            LinkState::Unknown => 0,
+            LinkState::Down => 1,
+            LinkState::Init => 2,
+            LinkState::Armed => 3,
+            LinkState::Active => 4,
         }
     }
 }
@@ -137,7 +136,7 @@ impl PortState {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
-pub enum LinkWidth {
+pub enum ActiveWidth {
     /// Not known.
     #[default]
     Unknown,
@@ -153,17 +152,17 @@ pub enum LinkWidth {
     X12,
 }
 
-impl LinkWidth {
+impl ActiveWidth {
     /// Number of lanes (0 when unknown).
     #[must_use]
     pub fn lanes(self) -> u8 {
         match self {
-            LinkWidth::Unknown => 0,
-            LinkWidth::X1 => 1,
-            LinkWidth::X2 => 2,
-            LinkWidth::X4 => 4,
-            LinkWidth::X8 => 8,
-            LinkWidth::X12 => 12,
+            ActiveWidth::Unknown => 0,
+            ActiveWidth::X1 => 1,
+            ActiveWidth::X2 => 2,
+            ActiveWidth::X4 => 4,
+            ActiveWidth::X8 => 8,
+            ActiveWidth::X12 => 12,
         }
     }
 
@@ -171,11 +170,11 @@ impl LinkWidth {
     #[must_use]
     pub fn from_lanes(lanes: u32) -> Option<Self> {
         Some(match lanes {
-            1 => LinkWidth::X1,
-            2 => LinkWidth::X2,
-            4 => LinkWidth::X4,
-            8 => LinkWidth::X8,
-            12 => LinkWidth::X12,
+            1 => ActiveWidth::X1,
+            2 => ActiveWidth::X2,
+            4 => ActiveWidth::X4,
+            8 => ActiveWidth::X8,
+            12 => ActiveWidth::X12,
             _ => return None,
         })
     }
@@ -185,7 +184,7 @@ impl LinkWidth {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 #[non_exhaustive]
-pub enum LinkSpeed {
+pub enum ActiveSpeed {
     /// Not known.
     #[default]
     Unknown,
@@ -209,17 +208,17 @@ pub enum LinkSpeed {
     Xdr,
 }
 
-impl LinkSpeed {
-    const NAMES: [(LinkSpeed, &'static str); 9] = [
-        (LinkSpeed::Sdr, "SDR"),
-        (LinkSpeed::Ddr, "DDR"),
-        (LinkSpeed::Qdr, "QDR"),
-        (LinkSpeed::Fdr10, "FDR10"),
-        (LinkSpeed::Fdr, "FDR"),
-        (LinkSpeed::Edr, "EDR"),
-        (LinkSpeed::Hdr, "HDR"),
-        (LinkSpeed::Ndr, "NDR"),
-        (LinkSpeed::Xdr, "XDR"),
+impl ActiveSpeed {
+    const NAMES: [(ActiveSpeed, &'static str); 9] = [
+        (ActiveSpeed::Sdr, "SDR"),
+        (ActiveSpeed::Ddr, "DDR"),
+        (ActiveSpeed::Qdr, "QDR"),
+        (ActiveSpeed::Fdr10, "FDR10"),
+        (ActiveSpeed::Fdr, "FDR"),
+        (ActiveSpeed::Edr, "EDR"),
+        (ActiveSpeed::Hdr, "HDR"),
+        (ActiveSpeed::Ndr, "NDR"),
+        (ActiveSpeed::Xdr, "XDR"),
     ];
 
     /// The name `ibnetdiscover` prints (`"SDR"`, `"QDR"`, ...); `"?"` when unknown.
@@ -240,20 +239,20 @@ impl LinkSpeed {
             .map(|(s, _)| *s)
     }
 
-    /// Lane rate in Mb/s (0 when unknown); with [`LinkWidth::lanes`] gives link bandwidth.
+    /// Lane rate in Mb/s (0 when unknown); with [`ActiveWidth::lanes`] gives link bandwidth.
     #[must_use]
     pub fn lane_mbps(self) -> u32 {
         match self {
-            LinkSpeed::Unknown => 0,
-            LinkSpeed::Sdr => 2_500,
-            LinkSpeed::Ddr => 5_000,
-            LinkSpeed::Qdr => 10_000,
-            LinkSpeed::Fdr10 => 10_312,
-            LinkSpeed::Fdr => 14_062,
-            LinkSpeed::Edr => 25_781,
-            LinkSpeed::Hdr => 50_000,
-            LinkSpeed::Ndr => 100_000,
-            LinkSpeed::Xdr => 200_000,
+            ActiveSpeed::Unknown => 0,
+            ActiveSpeed::Sdr => 2_500,
+            ActiveSpeed::Ddr => 5_000,
+            ActiveSpeed::Qdr => 10_000,
+            ActiveSpeed::Fdr10 => 10_312,
+            ActiveSpeed::Fdr => 14_062,
+            ActiveSpeed::Edr => 25_781,
+            ActiveSpeed::Hdr => 50_000,
+            ActiveSpeed::Ndr => 100_000,
+            ActiveSpeed::Xdr => 200_000,
         }
     }
 }

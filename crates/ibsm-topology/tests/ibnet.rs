@@ -2,7 +2,7 @@
 
 use ibsm_topology::generate::{self, Dragonfly, GlobalArrangement, Grid};
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
-use ibsm_topology::{Fabric, Guid, LinkSpeed, LinkWidth, NodeType, ParseErrorKind};
+use ibsm_topology::{ActiveSpeed, ActiveWidth, Fabric, Guid, NodeKind, ParseErrorKind};
 use proptest::prelude::*;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -13,7 +13,7 @@ fn fixture(name: &str) -> String {
 
 type NodeRow = (
     u64,
-    NodeType,
+    NodeKind,
     u8,
     String,
     u64,
@@ -21,7 +21,7 @@ type NodeRow = (
     u16,
     Vec<(u8, u64, u16, u8)>,
 );
-type LinkRow = (u64, u8, u64, u8, LinkWidth, LinkSpeed);
+type LinkRow = (u64, u8, u64, u8, ActiveWidth, ActiveSpeed);
 
 /// Everything the formats carry, in a comparable form.
 fn canon(f: &Fabric) -> (Vec<NodeRow>, Vec<LinkRow>) {
@@ -118,7 +118,7 @@ fn real_ibnetdiscover_of_our_fat_tree_matches_the_generator() {
     assert_eq!(lids.len(), real.node_count());
     assert!(
         rl.iter()
-            .all(|l| l.4 == LinkWidth::X4 && l.5 == LinkSpeed::Sdr)
+            .all(|l| l.4 == ActiveWidth::X4 && l.5 == ActiveSpeed::Sdr)
     );
     // And it round-trips through our writer unchanged.
     assert_eq!(canon(&roundtrip(&real)), canon(&real));
@@ -268,8 +268,8 @@ Rt 1 \"R1\"
     let sw1 = f.node_by_guid(Guid(0x200000)).unwrap();
     let h1 = f.node_by_guid(Guid(0x100000)).unwrap();
     assert!(f.node_by_guid(Guid(0x300000)).is_some());
-    assert_eq!(f.port(h1, 1).unwrap().width, LinkWidth::X12);
-    assert_eq!(f.port(sw1, 1).unwrap().width, LinkWidth::X12);
+    assert_eq!(f.port(h1, 1).unwrap().width, ActiveWidth::X12);
+    assert_eq!(f.port(sw1, 1).unwrap().width, ActiveWidth::X12);
     assert_eq!(f.node(h1).unwrap().description, "H1");
 }
 
@@ -307,7 +307,7 @@ Ca\t2 \"H-0000000000100000\"\t\t# \"host \"one\"\"
     let p2 = ca.port(2).unwrap();
     assert_eq!(
         (p2.guid, p2.lid, p2.lmc, p2.width, p2.speed),
-        (Guid(0x100002), 7, 2, LinkWidth::X4, LinkSpeed::Edr)
+        (Guid(0x100002), 7, 2, ActiveWidth::X4, ActiveSpeed::Edr)
     );
     assert!(!ca.port(1).unwrap().is_connected());
     assert_eq!(canon(&roundtrip(&f)), canon(&f));
@@ -496,7 +496,7 @@ proptest! {
         lids in prop::collection::vec(1u16..0xbfff, 64),
         frac in 0.0f64..0.5,
         seed in any::<u64>(),
-        speed in prop::sample::select(vec![LinkSpeed::Sdr, LinkSpeed::Qdr, LinkSpeed::Fdr10, LinkSpeed::Edr, LinkSpeed::Ndr]),
+        speed in prop::sample::select(vec![ActiveSpeed::Sdr, ActiveSpeed::Qdr, ActiveSpeed::Fdr10, ActiveSpeed::Edr, ActiveSpeed::Ndr]),
     ) {
         generate::degrade(&mut f, frac, seed).unwrap();
         // Give ports LIDs, LMCs, widths and speeds the format can carry.
@@ -521,7 +521,7 @@ proptest! {
         for l in links {
             for e in [l.a, l.b] {
                 let port = f.node_mut(e.node).unwrap().port_mut(e.port).unwrap();
-                port.width = LinkWidth::X4;
+                port.width = ActiveWidth::X4;
                 port.speed = speed;
             }
         }

@@ -63,7 +63,7 @@
 //! })?;
 //! assert_eq!(stopped, Stopped::Idle);
 //! match &events[..] {
-//!     [Event::Completed { id: done, cookie, attempts, .. }] => {
+//!     [TxEvent::Completed { id: done, cookie, attempts, .. }] => {
 //!         assert_eq!((*done, *cookie, *attempts), (id, "node", 1));
 //!     }
 //!     other => panic!("{other:?}"),
@@ -89,7 +89,7 @@ pub use sansio::{
     JOB_POLL, Job, JobPolicy, JobRunner, NoJob, Outgoing, SansIo, Stop, Stopped, drive,
 };
 pub use tid::{TidAllocator, TidKey};
-pub use txn::{Event, Request, Transactions, Transmit, TxConfig, TxId, TxStats};
+pub use txn::{Request, Transactions, Transmit, TxConfig, TxEvent, TxId, TxStats};
 
 /// A way to send and receive MADs on one local port.
 ///
@@ -138,38 +138,26 @@ pub trait Transport {
     }
 }
 
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn now(&self) -> Instant {
-        (**self).now()
-    }
-    fn local_port(&self) -> LocalPort {
-        (**self).local_port()
-    }
-    fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
-        (**self).send(addr, mad)
-    }
-    fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
-        (**self).recv(deadline)
-    }
-    fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
-        (**self).set_is_sm(on)
-    }
+/// A borrowed or boxed transport is one: every method goes to what it points at.
+macro_rules! forward_transport {
+    ($($pointer:ty),*) => {$(
+        impl<T: Transport + ?Sized> Transport for $pointer {
+            fn now(&self) -> Instant {
+                (**self).now()
+            }
+            fn local_port(&self) -> LocalPort {
+                (**self).local_port()
+            }
+            fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
+                (**self).send(addr, mad)
+            }
+            fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
+                (**self).recv(deadline)
+            }
+            fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
+                (**self).set_is_sm(on)
+            }
+        }
+    )*};
 }
-
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn now(&self) -> Instant {
-        (**self).now()
-    }
-    fn local_port(&self) -> LocalPort {
-        (**self).local_port()
-    }
-    fn send(&mut self, addr: &Address, mad: &[u8]) -> Result<(), TransportError> {
-        (**self).send(addr, mad)
-    }
-    fn recv(&mut self, deadline: Instant) -> Result<Incoming, TransportError> {
-        (**self).recv(deadline)
-    }
-    fn set_is_sm(&mut self, on: bool) -> Result<(), TransportError> {
-        (**self).set_is_sm(on)
-    }
-}
+forward_transport!(&mut T, Box<T>);

@@ -98,7 +98,7 @@ pub struct Transmit {
 
 /// The outcome of a request, or a MAD nobody asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event<C> {
+pub enum TxEvent<C> {
     /// The answer arrived.
     Completed {
         /// The request.
@@ -181,7 +181,7 @@ pub struct Transactions<C> {
     /// (`None`: look again). The engine asks after every MAD in and out, and looking
     /// costs a map lookup per deadline at the front.
     next_deadline: Option<Option<Instant>>,
-    events: VecDeque<Event<C>>,
+    events: VecDeque<TxEvent<C>>,
     stats: TxStats,
 }
 
@@ -399,7 +399,7 @@ impl<C> Transactions<C> {
         };
         let Some(id) = matched else {
             self.stats.unsolicited += 1;
-            self.events.push_back(Event::Unsolicited(rx));
+            self.events.push_back(TxEvent::Unsolicited(rx));
             return;
         };
         let Some(e) = self.remove(id) else {
@@ -407,7 +407,7 @@ impl<C> Transactions<C> {
         };
         self.stats.completed += 1;
         let elapsed = rx.at - e.first_sent.unwrap_or(rx.at);
-        self.events.push_back(Event::Completed {
+        self.events.push_back(TxEvent::Completed {
             id,
             cookie: e.cookie,
             response: rx,
@@ -431,13 +431,13 @@ impl<C> Transactions<C> {
     }
 
     /// The next outcome or unsolicited MAD.
-    pub fn poll_event(&mut self) -> Option<Event<C>> {
+    pub fn poll_event(&mut self) -> Option<TxEvent<C>> {
         self.events.pop_front()
     }
 
     fn finish_failed(&mut self, id: TxId, error: TransportError) {
         if let Some(e) = self.remove(id) {
-            self.events.push_back(Event::Failed {
+            self.events.push_back(TxEvent::Failed {
                 id,
                 cookie: e.cookie,
                 error,
@@ -496,11 +496,11 @@ impl<C> Transactions<C> {
 
 /// The one contract; see the [module docs](self) for the engine's older forms.
 impl<C> SansIo for Transactions<C> {
-    type Event = Event<C>;
+    type Event = TxEvent<C>;
     type Job = NoJob;
 
     /// An answer completes its request, a send failure fails it, anything else
-    /// becomes [`Event::Unsolicited`].
+    /// becomes [`TxEvent::Unsolicited`].
     fn handle_incoming(&mut self, _now: Instant, incoming: Incoming) {
         match incoming {
             Incoming::Mad(rx) => self.handle_mad(rx),
@@ -538,7 +538,7 @@ impl<C> SansIo for Transactions<C> {
         Transactions::poll_timeout(self)
     }
 
-    fn poll_event(&mut self) -> Option<Event<C>> {
+    fn poll_event(&mut self) -> Option<TxEvent<C>> {
         Transactions::poll_event(self)
     }
 

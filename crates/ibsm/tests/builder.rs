@@ -1,6 +1,6 @@
 //! The facade's names and its builder.
 
-use ibsm::manager::ConfigError;
+use ibsm::manager::{ConfigError, ConfigField};
 use ibsm::prelude::*;
 
 type Port = sim::SimPort<sim::SmaAgent>;
@@ -44,7 +44,7 @@ fn builder_validates_with_the_engines_rule() {
             .build()
             .expect_err(field);
         assert!(
-            matches!(err, SmError::Config(ConfigError::OutOfRange { field: f, .. }) if f == field),
+            matches!(err, SmError::Config(ConfigError::OutOfRange { field: f, .. }) if f.name() == field),
             "{field}: {err:?}"
         );
     }
@@ -61,7 +61,7 @@ fn builder_validates_with_the_engines_rule() {
         matches!(
             err,
             SmError::Config(ConfigError::Zero {
-                field: "routing_threads",
+                field: ConfigField::RoutingThreads,
                 ..
             })
         ),

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use ibsm::manager::partition::{Enforcement, LoadError, PartitionConfig};
+use ibsm::manager::partition::{Enforcement, PartitionConfig, PartitionLoadError};
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig};
 use ibsm::manager::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
 use ibsm::routing::ReadGuidFileError;
@@ -416,7 +416,7 @@ pub(crate) enum Error {
     MKeyNeeded,
     /// The partitions file does not load (its path, line and column).
     #[error("partitions: {0}")]
-    Partitions(#[source] LoadError),
+    Partitions(#[source] PartitionLoadError),
     /// A routing GUID file does not load (its path, line and token).
     #[error(transparent)]
     GuidFile(ReadGuidFileError),

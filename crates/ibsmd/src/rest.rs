@@ -557,14 +557,43 @@ fn read_file(shared: &Shared, f: impl FnOnce(&PartitionFile) -> Answer) -> Answe
     let st = shared.lock();
     match load(&st.file) {
         Ok(file) => f(&file),
-        Err(e) => failed(&e),
+        Err(e) => failed(&e.to_string()),
     }
 }
 
-/// The file at `path` as the API edits it; the error worded for a 500 answer.
-fn load(path: &Path) -> Result<PartitionFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    PartitionFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// Why the partitions file could not be read for the API; the text is a 500 answer's.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not one the API can edit.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where and what.
+        #[source]
+        source: edit::FileError,
+    },
+}
+
+/// The file at `path` as the API edits it.
+fn load(path: &Path) -> Result<PartitionFile, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    PartitionFile::parse(&text).map_err(|source| LoadError::File {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Applies `change` to the file and leaves the policy for the run loop; the answer.
@@ -574,7 +603,7 @@ fn change_file(shared: &Shared, change: &Change, user: &str, peer: &str) -> Answ
         Ok(f) => f,
         Err(e) => {
             warn!("REST {peer} {user}: {e}");
-            return failed(&e);
+            return failed(&e.to_string());
         }
     };
     let what = describe(change);

@@ -35,7 +35,7 @@ use ibsm_tests::busy::{
     cut_and_mend, during, hosts_and_cable, lid_of, ms, up_after,
 };
 use ibsm_tests::failover::{Kind, SMINFO};
-use ibsm_tests::peer::{Fabric, needed, net_file};
+use ibsm_tests::peer::{PeerFabric, needed, net_file};
 use ibsm_tests::peers_present;
 use ibsm_topology::generate;
 
@@ -122,7 +122,7 @@ fn a_master_sweeping_heavy_answers_sminfo_and_sa_and_is_not_taken_over() {
     let net = net_file(&topo, "3-level radix-36 fat tree");
     let ([master_host, standby_host, client_host], cable) = hosts_and_cable(&topo);
     let (cut, mend) = cut_and_mend(&topo, cable);
-    let mut f = Fabric::start_sized("busy", &net, &topo);
+    let mut f = PeerFabric::start_sized("busy", &net, &topo);
     let kind = Kind::Ibsmd(PathBuf::from(IBSMD));
     let settings = SmSettings {
         polling_timeout: Duration::from_millis(500),

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ibsm_tests::peer::{Fabric, needed, net_file, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{PeerFabric, needed, net_file, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{peers_present, tail, wait_until};
 use ibsm_topology::generate;
 
@@ -18,7 +18,7 @@ fn ibsmd_draws_the_fabric_it_configured() {
     }
     // Radix 12, two levels: 6 spines, 12 leaves with 6 CAs each (folded: more than 4).
     let fab = generate::fat_tree(12, 2).unwrap();
-    let f = Fabric::start("fabric_svg", &net_file(&fab, "2-level radix-12 fat tree"));
+    let f = PeerFabric::start("fabric_svg", &net_file(&fab, "2-level radix-12 fat tree"));
     let (_, sm_ca) = fab.cas().next().unwrap();
     let daemon = start_ibsmd(
         &f,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ibsm_tests::failover::{IBNETDISCOVER, Kind, SMINFO, Setup, run_once};
-use ibsm_tests::peer::{Fabric, needed, net_file};
+use ibsm_tests::peer::{PeerFabric, needed, net_file};
 use ibsm_tests::peers_present;
 use ibsm_topology::generate;
 
@@ -22,7 +22,7 @@ fn standby_ibsmd_is_master_for_clients_after_sigkill_and_no_lid_moves() {
         return;
     }
     let fab = generate::fat_tree(12, 2).unwrap();
-    let f = Fabric::start("failover", &net_file(&fab, "2-level radix-12 fat tree"));
+    let f = PeerFabric::start("failover", &net_file(&fab, "2-level radix-12 fat tree"));
     let cas: Vec<String> = fab.cas().map(|(_, n)| n.description.clone()).collect();
     let setup = Setup {
         kind: Kind::Ibsmd(PathBuf::from(IBSMD)),

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use ibsm_tests::diags::text_field;
 use ibsm_tests::peer::{
-    Daemon, Fabric, Verified, ca_ports, diag, needed, net_file, start_ibsmd, stop_ibsmd,
+    Daemon, PeerFabric, Verified, ca_ports, diag, needed, net_file, start_ibsmd, stop_ibsmd,
     switch_link, verify_topology, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
@@ -37,7 +37,7 @@ const QUIET: u64 = 20;
 const FLAPS: usize = 3;
 
 /// Waits until ibsmd's log holds `text` at least `n` times.
-fn wait_for(f: &Fabric, text: &str, n: usize, limit: Duration) -> String {
+fn wait_for(f: &PeerFabric, text: &str, n: usize, limit: Duration) -> String {
     let deadline = Instant::now() + limit;
     loop {
         let err = f.read("ibsmd.err");
@@ -58,13 +58,13 @@ fn phys_state(portinfo: &str) -> &str {
 }
 
 /// `smpquery portinfo` of port `port` of the switch with GUID `guid`.
-fn portinfo(f: &Fabric, v: &Verified, guid: u64, port: u8) -> String {
+fn portinfo(f: &PeerFabric, v: &Verified, guid: u64, port: u8) -> String {
     let lid = v.lids[&(guid, 0)].to_string();
     diag(f, "smpquery", &["portinfo", &lid, &port.to_string()])
 }
 
 struct Setup {
-    f: Fabric,
+    f: PeerFabric,
     topo: ibsm_topology::Fabric,
     sm: Daemon,
     link: Link,
@@ -80,7 +80,7 @@ fn setup(name: &str, extra: &[&str]) -> Setup {
         &generate::fat_tree(8, 2).unwrap(),
         "2-level radix-8 fat tree",
     );
-    let f = Fabric::start(name, &net);
+    let f = PeerFabric::start(name, &net);
     let topo = ibnet::parse(&net).unwrap().fabric;
     let (_, sm_ca) = topo.cas().next().unwrap();
     let quiet = QUIET.to_string();
@@ -140,7 +140,7 @@ fn flap(s: &mut Setup) -> usize {
 
 /// The engine's unhealthy warnings for both cable ends (flapping), in the log after
 /// `mark`.
-fn check_marked(f: &Fabric, topo: &ibsm_topology::Fabric, link: Link, mark: usize) {
+fn check_marked(f: &PeerFabric, topo: &ibsm_topology::Fabric, link: Link, mark: usize) {
     let err = f.read("ibsmd.err");
     let (ga, gb) = guids(topo, link);
     for (g, p) in [(ga, link.a.port), (gb, link.b.port)] {
@@ -155,7 +155,7 @@ fn check_marked(f: &Fabric, topo: &ibsm_topology::Fabric, link: Link, mark: usiz
 
 /// Waits until ibsmd's log, from byte `from` on, holds a SUBNET UP followed by a light
 /// sweep that found nothing to do.
-fn wait_settled_after(f: &Fabric, from: usize, limit: Duration) {
+fn wait_settled_after(f: &PeerFabric, from: usize, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
         let err = f.read("ibsmd.err");

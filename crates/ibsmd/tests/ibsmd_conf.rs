@@ -9,7 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ibsm_tests::peer::{Daemon, Fabric, after, client, needed, run_bounded, wait_within};
+use ibsm_tests::peer::{Daemon, PeerFabric, after, client, needed, run_bounded, wait_within};
 use ibsm_tests::{peers_present, wait_for, wait_until};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -42,7 +42,7 @@ fn ibsmd_runs_from_opensm_conf_rereads_it_on_sighup_and_reopens_its_log() {
     if !peers_present("ibsmd_conf", &needed()) {
         return;
     }
-    let f = Fabric::start("conf", NET);
+    let f = PeerFabric::start("conf", NET);
     let log = f.path("ibsmd.log");
     let conf_path = f.path("opensm.conf");
     let log_s = log.display().to_string();

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    EXAMPLE_NET, Fabric, after, bring_up, diag, kill_other, needed, net_file, start_ibsmd,
+    EXAMPLE_NET, PeerFabric, after, bring_up, diag, kill_other, needed, net_file, start_ibsmd,
     start_opensm, stop_ibsmd, verify_topology,
 };
 use ibsm_tests::{peers_present, tail, wait_for, wait_until};
@@ -50,7 +50,7 @@ fn osm_left_standby(osm: &str) -> bool {
 /// Waits until ibsmd, Master, has logged `n` light sweeps after the first `mark` in its
 /// log; when `osm_standby`, fails at once if OpenSM leaves Standby meanwhile. Our light
 /// sweeps come every 2 s (`start_ibsmd`): they pace the test by ibsmd's own progress.
-fn light_sweeps_after(f: &Fabric, mark: &str, n: usize, osm_standby: bool) -> String {
+fn light_sweeps_after(f: &PeerFabric, mark: &str, n: usize, osm_standby: bool) -> String {
     wait_until(
         &format!("{n} light sweeps after {mark:?}"),
         PATIENCE,
@@ -83,7 +83,7 @@ fn ibsmd_brings_up_the_ibsim_example_net() {
         return;
     }
     let net = std::fs::read_to_string(EXAMPLE_NET).unwrap();
-    let f = Fabric::start("ex", &net);
+    let f = PeerFabric::start("ex", &net);
     let parsed = ibnet::parse(&net).expect("example net parses");
     let fab = &parsed.fabric;
     // The SM runs on ibsim's first node (a switch, management port 0).
@@ -98,7 +98,7 @@ fn ibsmd_brings_up_a_generated_fat_tree_with_updn_and_lmc() {
         return;
     }
     let fab = generate::fat_tree(8, 2).unwrap();
-    let f = Fabric::start("ft", &net_file(&fab, "2-level radix-8 fat tree"));
+    let f = PeerFabric::start("ft", &net_file(&fab, "2-level radix-8 fat tree"));
     let (_, sm_ca) = fab.cas().next().unwrap();
     let json = bring_up(
         &f,
@@ -122,7 +122,7 @@ fn ibsmd_takes_over_from_lower_priority_opensm_which_returns_when_ibsmd_stops() 
     if !peers() {
         return;
     }
-    let mut f = Fabric::start("el_hi", SMALL_NET);
+    let mut f = PeerFabric::start("el_hi", SMALL_NET);
     start_opensm(&mut f, "Hca1", 0, &[]);
     let sm = start_ibsmd(&f, IBSMD, "Hca2", 10, &[]);
     let err_path = f.path("ibsmd.err");
@@ -162,7 +162,7 @@ fn ibsmd_stands_by_for_higher_priority_opensm_and_takes_over_when_it_is_killed()
         return;
     }
     let fab = generate::fat_tree(8, 2).unwrap();
-    let mut f = Fabric::start("el_lo", &net_file(&fab, "2-level radix-8 fat tree"));
+    let mut f = PeerFabric::start("el_lo", &net_file(&fab, "2-level radix-8 fat tree"));
     let mut cas = fab.cas().map(|(_, n)| n.description.clone());
     let (osm_host, our_host) = (cas.next().unwrap(), cas.last().unwrap());
     let osm = start_opensm(&mut f, &osm_host, 10, &[]);
@@ -211,7 +211,7 @@ const OUR_KEY: &str = "0x2222";
 /// never goes STANDBY either. Two masters is the misconfiguration both report; neither
 /// gives the subnet away to an SM it cannot authenticate.
 fn sm_keys_differ(tag: &str, ibsmd_first: bool) {
-    let mut f = Fabric::start(tag, SMALL_NET);
+    let mut f = PeerFabric::start(tag, SMALL_NET);
     let key = [("sm_key", OSM_KEY)];
     let sm = if ibsmd_first {
         let sm = start_ibsmd(&f, IBSMD, "Hca2", 0, &["--sm-key", OUR_KEY]);
@@ -269,7 +269,7 @@ const SMINFO: &str = "/usr/sbin/sminfo";
 /// Hca2's 0x100003). OpenSM starts first on `osm_host` and brings the subnet up; ibsmd
 /// joins on the other host. Exactly one MASTER: both logs and `sminfo` agree.
 fn equal_priority(tag: &str, osm_host: &str, ours_wins: bool) {
-    let mut f = Fabric::start(tag, SMALL_NET);
+    let mut f = PeerFabric::start(tag, SMALL_NET);
     let our_host = if osm_host == "Hca1" { "Hca2" } else { "Hca1" };
     let (osm_guid, our_guid) = if osm_host == "Hca1" {
         ("0x100001", "0x100003")

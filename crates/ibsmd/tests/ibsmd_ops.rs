@@ -23,7 +23,7 @@ use std::time::Duration;
 use ibsm::manager::dump::LftDump;
 use ibsm_tests::exposition::Exposition;
 use ibsm_tests::peer::{
-    Fabric, OPENSM, bring_up, client, needed, net_file, run_bounded, start_ibsmd, stop_ibsmd,
+    OPENSM, PeerFabric, bring_up, client, needed, net_file, run_bounded, start_ibsmd, stop_ibsmd,
     verify_topology,
 };
 use ibsm_tests::{peers_present, tail, wait_until};
@@ -50,7 +50,7 @@ fn our_lft_dump_loads_into_opensms_file_engine() {
 
     // ibsmd configures the fabric once and dumps what it programmed.
     let ours = {
-        let f = Fabric::start("dump_ibsmd", &net);
+        let f = PeerFabric::start("dump_ibsmd", &net);
         let dir = f.path("dumps");
         let _ = bring_up(
             &f,
@@ -85,7 +85,7 @@ fn our_lft_dump_loads_into_opensms_file_engine() {
 
     // A fresh fabric: OpenSM loads our tables with its file engine, our LIDs from the
     // guid2lid in its cache directory.
-    let f = Fabric::start("dump_opensm", &net);
+    let f = PeerFabric::start("dump_opensm", &net);
     let lfts = f.path("opensm-lfts.dump");
     std::fs::write(&lfts, dump.to_string()).unwrap();
     std::fs::create_dir_all(f.path("osm")).unwrap();
@@ -189,7 +189,7 @@ fn status_metrics_and_control_of_a_running_ibsmd() {
         return;
     }
     let fab = generate::fat_tree(8, 2).unwrap();
-    let f = Fabric::start("ops", &net_file(&fab, "2-level radix-8 fat tree"));
+    let f = PeerFabric::start("ops", &net_file(&fab, "2-level radix-8 fat tree"));
     let (_, sm_ca) = fab.cas().next().unwrap();
     let sock = f.path("ibsmd.sock");
     let dumps = f.path("dumps");

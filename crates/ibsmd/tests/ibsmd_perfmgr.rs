@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ibsm_tests::diags::fields;
 use ibsm_tests::exposition::Exposition;
-use ibsm_tests::peer::{Fabric, client, needed, run_bounded, start_ibsmd};
+use ibsm_tests::peer::{PeerFabric, client, needed, run_bounded, start_ibsmd};
 use ibsm_tests::{peers_present, tail, wait_until};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -22,7 +22,7 @@ Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
-fn perfquery(f: &Fabric, args: &[&str]) -> BTreeMap<String, u64> {
+fn perfquery(f: &PeerFabric, args: &[&str]) -> BTreeMap<String, u64> {
     let mut c = client(f, PERFQUERY, Some("Hca4"), "diag");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
@@ -37,7 +37,7 @@ fn ibsmd_perfmgr_metrics_show_what_perfquery_reads() {
     if !peers_present("ibsmd_perfmgr", &need) {
         return;
     }
-    let mut f = Fabric::start("perfmgr", NET);
+    let mut f = PeerFabric::start("perfmgr", NET);
     let set = [
         ("Sw1", 2, "SymbolErrorCounter", 17),
         ("Sw2", 3, "LinkDownedCounter", 3),

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use ibsm_tests::peer::{
-    Fabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, switch_link,
+    PeerFabric, Verified, ca_ports, needed, net_file, start_ibsmd, stop_ibsmd, switch_link,
     verify_topology, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
@@ -35,7 +35,7 @@ fn tree_with_ibsmd(
     name: &str,
     extra: &[&str],
 ) -> (
-    Fabric,
+    PeerFabric,
     ibsm_topology::Fabric,
     ibsm_tests::peer::Daemon,
     ibsm_topology::Link,
@@ -45,7 +45,7 @@ fn tree_with_ibsmd(
         &generate::fat_tree(8, 2).unwrap(),
         "2-level radix-8 fat tree",
     );
-    let f = Fabric::start(name, &net);
+    let f = PeerFabric::start(name, &net);
     // Read back: the net file names nodes only, and the parser gives them the GUIDs
     // ibsim gives them, which the diagnostics show.
     let topo = ibnet::parse(&net).unwrap().fabric;
@@ -59,7 +59,7 @@ fn tree_with_ibsmd(
 }
 
 /// The diagnostics' checks on `topo` with one cable cut.
-fn verify_cut(f: &Fabric, topo: &ibsm_topology::Fabric) -> Verified {
+fn verify_cut(f: &PeerFabric, topo: &ibsm_topology::Fabric) -> Verified {
     verify_with_diags(
         f,
         topo.link_count() - 1,

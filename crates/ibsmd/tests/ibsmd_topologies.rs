@@ -15,9 +15,9 @@
 //! * a random irregular fabric (a Jellyfish with some cables removed), routed by
 //!   `dfsssp`.
 
-use ibsm_tests::peer::{Fabric, Verified, bring_up, diag, needed, net_file, verify_topology};
+use ibsm_tests::peer::{PeerFabric, Verified, bring_up, diag, needed, net_file, verify_topology};
 use ibsm_tests::peers_present;
-use ibsm_topology::{Fabric as Topology, generate};
+use ibsm_topology::{Fabric, generate};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 const SMPQUERY: &str = "/usr/sbin/smpquery";
@@ -34,7 +34,7 @@ const IBSIM_DEFAULT_SL2VL: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
 /// Reads `smpquery sl2vl` of a few switches: every input port (0 and each cabled one)
 /// maps SLs to VLs the same way towards each cabled output port, and that map is the
 /// SM's, not ibsim's default.
-fn check_sl2vl(f: &Fabric, v: &Verified) {
+fn check_sl2vl(f: &PeerFabric, v: &Verified) {
     for &sw in v.switches.iter().take(4) {
         let lid = v.lids[&(sw, 0)].to_string();
         let cabled: Vec<u8> = v
@@ -89,8 +89,13 @@ fn check_sl2vl(f: &Fabric, v: &Verified) {
     }
 }
 
-fn bring_up_verified(tag: &str, topo: &Topology, title: &str, routing: &str) -> (Fabric, Verified) {
-    let f = Fabric::start(tag, &net_file(topo, title));
+fn bring_up_verified(
+    tag: &str,
+    topo: &Fabric,
+    title: &str,
+    routing: &str,
+) -> (PeerFabric, Verified) {
+    let f = PeerFabric::start(tag, &net_file(topo, title));
     let (_, sm_ca) = topo.cas().next().unwrap();
     let json = bring_up(&f, IBSMD, Some(&sm_ca.description), &["--routing", routing]);
     assert_eq!(json["routing"], routing, "{json}");

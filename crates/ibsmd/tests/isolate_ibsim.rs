@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
-    Daemon, Fabric, client, needed, net_file, start_ibsmd, stop_ibsmd, switch_link,
+    Daemon, PeerFabric, client, needed, net_file, start_ibsmd, stop_ibsmd, switch_link,
     verify_topology, wait_settled,
 };
 use ibsm_tests::peers_present;
@@ -46,7 +46,7 @@ fn ctl(sock: &Path, args: &[&str]) -> (i32, String) {
 
 /// Waits until ibsmd's log, from byte `from` on, holds `text`, then a SUBNET UP and a
 /// light sweep that found nothing to do: the change is in the tables.
-fn wait_applied(f: &Fabric, from: usize, text: &str, limit: Duration) {
+fn wait_applied(f: &PeerFabric, from: usize, text: &str, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
         let err = f.read("ibsmd.err");
@@ -77,7 +77,7 @@ fn a_port_isolated_by_hand_stays_isolated_across_a_restart_until_cleared() {
         &generate::fat_tree(8, 2).unwrap(),
         "2-level radix-8 fat tree",
     );
-    let f = Fabric::start("isolate", &net);
+    let f = PeerFabric::start("isolate", &net);
     let topo = ibnet::parse(&net).unwrap().fabric;
     let (_, sm_ca) = topo.cas().next().unwrap();
     let sock = f.path("ctl.sock");
@@ -171,7 +171,7 @@ fn a_port_isolated_by_hand_stays_isolated_across_a_restart_until_cleared() {
 }
 
 /// Starts ibsmd on `host` with `priority`, its log in `<tag>.err`, plus `extra`.
-fn start_as(f: &Fabric, host: &str, tag: &str, priority: u8, extra: &[&str]) -> Daemon {
+fn start_as(f: &PeerFabric, host: &str, tag: &str, priority: u8, extra: &[&str]) -> Daemon {
     let out = std::fs::File::create(f.path(&format!("{tag}.out"))).unwrap();
     let err = std::fs::File::create(f.path(&format!("{tag}.err"))).unwrap();
     let mut c = client(f, IBSMD, Some(host), tag);
@@ -197,7 +197,7 @@ fn start_as(f: &Fabric, host: &str, tag: &str, priority: u8, extra: &[&str]) -> 
 }
 
 /// Waits until `<tag>.err` satisfies `done`; returns the log.
-fn wait_log(f: &Fabric, tag: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+fn wait_log(f: &PeerFabric, tag: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let log = f.read(&format!("{tag}.err"));
@@ -231,7 +231,7 @@ fn a_standby_that_takes_over_keeps_the_isolation() {
         &generate::fat_tree(8, 2).unwrap(),
         "2-level radix-8 fat tree",
     );
-    let f = Fabric::start("isolate-failover", &net);
+    let f = PeerFabric::start("isolate-failover", &net);
     let topo = ibnet::parse(&net).unwrap().fabric;
     let cas: Vec<String> = topo.cas().map(|(_, n)| n.description.clone()).collect();
     let sock = f.path("master.sock");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ibsm_tests::peer::{Fabric, after, client, needed, run_bounded, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{PeerFabric, after, client, needed, run_bounded, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{peers_present, wait_for, wait_until};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -16,7 +16,7 @@ const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n";
 
 /// `saquery` (NodeRecords) from Hca2: whether it succeeded, and its output.
-fn saquery(f: &Fabric) -> (bool, String) {
+fn saquery(f: &PeerFabric) -> (bool, String) {
     let mut c = client(f, SAQUERY, Some("Hca2"), "q");
     c.args(["--smkey", "1"]);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
@@ -34,7 +34,7 @@ fn saquery_against_no_sa_ibsmd_is_refused_and_ibsmd_keeps_sweeping() {
     if !peers() {
         return;
     }
-    let f = Fabric::start("no_sa", NET);
+    let f = PeerFabric::start("no_sa", NET);
     let mut sm = start_ibsmd(&f, IBSMD, "Hca1", 0, &["--no-sa"]);
     wait_for(&f.path("ibsmd.err"), "SUBNET UP", PATIENCE);
     let (ok, out) = saquery(&f);
@@ -64,7 +64,7 @@ fn saquery_is_answered_by_default() {
     if !peers() {
         return;
     }
-    let f = Fabric::start("sa_default", NET);
+    let f = PeerFabric::start("sa_default", NET);
     let sm = start_ibsmd(&f, IBSMD, "Hca1", 0, &[]);
     wait_for(&f.path("ibsmd.err"), "SUBNET UP", PATIENCE);
     let (ok, out) = saquery(&f);

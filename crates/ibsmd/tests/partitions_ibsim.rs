@@ -14,7 +14,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ibsm_tests::peer::{Fabric, after, bring_up, client, run_bounded, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{PeerFabric, after, bring_up, client, run_bounded, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -27,7 +27,7 @@ Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
 
 /// A diagnostic under the preload attached at `host`; its stdout (must succeed).
-fn tool(f: &Fabric, host: &str, program: &str, args: &[&str]) -> String {
+fn tool(f: &PeerFabric, host: &str, program: &str, args: &[&str]) -> String {
     let mut c = client(f, program, Some(host), "q");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
@@ -112,7 +112,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
     if !peers_present("partitions_ibsim", &[IBSIM, PRELOAD, SMPQUERY, SAQUERY]) {
         return;
     }
-    let f = Fabric::start("partitions", NET);
+    let f = PeerFabric::start("partitions", NET);
     let hosts = ["Hca1", "Hca2", "Hca3", "Hca4"];
     let guid: Vec<u64> = hosts
         .iter()

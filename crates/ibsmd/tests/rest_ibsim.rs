@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibsm_tests::peer::{Fabric, client, run_bounded, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{PeerFabric, client, run_bounded, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -39,7 +39,7 @@ const PASSWORD: &str = "s3cret-pw";
 /// The mark ibsmd logs when it hands the API's changes to the engine.
 const APPLIED: &str = "partition API: partitions changed";
 
-fn tool(f: &Fabric, host: &str, program: &str, args: &[&str]) -> String {
+fn tool(f: &PeerFabric, host: &str, program: &str, args: &[&str]) -> String {
     let mut c = client(f, program, Some(host), "q");
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
@@ -175,7 +175,7 @@ fn base64(b: &[u8]) -> Vec<u8> {
 /// Waits until ibsmd has handed more than `marks` API changes to the engine and a
 /// heavy sweep after the last of them was followed by a light sweep that found
 /// nothing to do; returns (heavy sweeps, P_Key blocks written) after mark `marks`.
-fn applied(f: &Fabric, marks: usize) -> (usize, u64) {
+fn applied(f: &PeerFabric, marks: usize) -> (usize, u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let log = f.read("ibsmd.err");
@@ -212,7 +212,7 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
     if !peers_present("rest_ibsim", &[IBSIM, PRELOAD, SMPQUERY, SAQUERY]) {
         return;
     }
-    let f = Fabric::start("rest", NET);
+    let f = PeerFabric::start("rest", NET);
     let hosts = ["Hca1", "Hca2", "Hca3", "Hca4"];
     let guid: Vec<u64> = hosts
         .iter()

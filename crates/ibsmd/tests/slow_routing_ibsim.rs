@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ibsm_tests::failover::SMINFO;
-use ibsm_tests::peer::{Fabric, client, needed, net_file, wait_within};
+use ibsm_tests::peer::{PeerFabric, client, needed, net_file, wait_within};
 use ibsm_tests::peers_present;
 use ibsm_topology::generate;
 
@@ -41,7 +41,7 @@ impl Drop for Sm {
     }
 }
 
-fn start(f: &Fabric, host: &str, priority: u8, name: &str, extra: &[&str], delay: bool) -> Sm {
+fn start(f: &PeerFabric, host: &str, priority: u8, name: &str, extra: &[&str], delay: bool) -> Sm {
     let log = f.path(&format!("{name}.err"));
     let err = std::fs::File::create(&log).unwrap();
     let mut c = client(f, IBSMD, Some(host), name);
@@ -117,7 +117,7 @@ fn a_master_routing_longer_than_the_standbys_detection_keeps_answering() {
         return;
     }
     let fab = generate::fat_tree(12, 2).unwrap();
-    let f = Fabric::start("slowroute", &net_file(&fab, "2-level radix-12 fat tree"));
+    let f = PeerFabric::start("slowroute", &net_file(&fab, "2-level radix-12 fat tree"));
     let cas: Vec<String> = fab.cas().map(|(_, n)| n.description.clone()).collect();
     let sock = f.path("master.sock");
     let sock_arg = sock.to_str().unwrap().to_owned();

@@ -16,19 +16,19 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ibsm_tests::peer::{
-    Fabric, Verified, ca_ports, client, diag, needed, net_file, run_bounded, start_ibsmd,
+    PeerFabric, Verified, ca_ports, client, diag, needed, net_file, run_bounded, start_ibsmd,
     stop_ibsmd, verify_with_diags, wait_settled,
 };
 use ibsm_tests::peers_present;
 use ibsm_topology::diff::{Difference, PortRef, WiredEnd};
 use ibsm_topology::ibnet::{self, Dialect, WriteOptions};
-use ibsm_topology::{Endpoint, Link, LinkWidth, NodeId, generate};
+use ibsm_topology::{ActiveWidth, Endpoint, Link, NodeId, generate};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
 
 /// The fabric as planned and as cabled, the cables involved and the reference file.
 struct Setup {
-    f: Fabric,
+    f: PeerFabric,
     /// `ibnetdiscover`'s picture before the rewiring (GUIDs as ibsim gave them).
     seen: ibsm_topology::Fabric,
     /// The cables of `seen` that the test swaps (x, y), pulls and narrows.
@@ -89,10 +89,10 @@ fn setup(name: &str) -> Setup {
             .unwrap()
             .port_mut(e.port)
             .unwrap()
-            .width = LinkWidth::X1;
+            .width = ActiveWidth::X1;
     }
     let net = net_file(&plan, "2-level radix-8 fat tree, one cable at 1x");
-    let f = Fabric::start(name, &net);
+    let f = PeerFabric::start(name, &net);
     let mut seen = ibnet::parse(&diag(&f, "ibnetdiscover", &[]))
         .unwrap()
         .fabric;
@@ -100,12 +100,12 @@ fn setup(name: &str) -> Setup {
         [picked[0], picked[1], picked[2], narrow].map(|l| translate(&plan, &seen, l));
     assert_eq!(
         seen.port(narrow.a.node, narrow.a.port).unwrap().width,
-        LinkWidth::X1,
+        ActiveWidth::X1,
         "ibsim did not train the narrow cable at 1x"
     );
     // The plan: the narrow cable as wide as the others.
     let planned = seen.port(x.a.node, x.a.port).unwrap().width;
-    assert_ne!(planned, LinkWidth::X1);
+    assert_ne!(planned, ActiveWidth::X1);
     for e in [narrow.a, narrow.b] {
         seen.node_mut(e.node)
             .unwrap()
@@ -195,7 +195,7 @@ fn expected(s: &Setup) -> BTreeSet<String> {
             a: na.min(nb),
             b: na.max(nb),
             expected: (planned.width, planned.speed),
-            actual: (LinkWidth::X1, planned.speed),
+            actual: (ActiveWidth::X1, planned.speed),
         },
     ]
     .iter()
@@ -205,7 +205,7 @@ fn expected(s: &Setup) -> BTreeSet<String> {
 
 /// The lines of ibsmd's log that name a difference (`reference topology: ...`
 /// warnings; the message is followed by the event's fields).
-fn logged(f: &Fabric) -> Vec<String> {
+fn logged(f: &PeerFabric) -> Vec<String> {
     f.read("ibsmd.err")
         .lines()
         .filter_map(|l| {
@@ -215,7 +215,7 @@ fn logged(f: &Fabric) -> Vec<String> {
         .collect()
 }
 
-fn wait_logged(f: &Fabric, n: usize) -> Vec<String> {
+fn wait_logged(f: &PeerFabric, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let l = logged(f);

@@ -20,7 +20,7 @@ use ibsm_tests::busy::{
     hosts_and_cable, lid_of, line_after, ms, up_after,
 };
 use ibsm_tests::failover::{Kind, load_average};
-use ibsm_tests::peer::{Fabric, net_file};
+use ibsm_tests::peer::{PeerFabric, net_file};
 use ibsm_topology::generate;
 
 /// Limit for an SM to bring the subnet up or finish a sweep: OpenSM takes about 80 s
@@ -119,7 +119,7 @@ fn run_one(
     net: &str,
     p: &Plan,
 ) -> Result<Outcome, String> {
-    let f = Fabric::start_sized(&format!("busy_bench_{}_{round}", v.label), net, topo);
+    let f = PeerFabric::start_sized(&format!("busy_bench_{}_{round}", v.label), net, topo);
     let r = measure(&f, v, round, topo, p);
     if let Some(dir) = &p.logs {
         keep_logs(&f, dir, &v.label, round);
@@ -128,7 +128,7 @@ fn run_one(
 }
 
 fn measure(
-    f: &Fabric,
+    f: &PeerFabric,
     v: &Variant,
     round: usize,
     topo: &ibsm_topology::Fabric,
@@ -274,7 +274,7 @@ fn measure(
 }
 
 /// Copies the master's log (the fabric's directory goes with it).
-fn keep_logs(f: &Fabric, dir: &Path, label: &str, round: usize) {
+fn keep_logs(f: &PeerFabric, dir: &Path, label: &str, round: usize) {
     let to = dir.join(format!("{label}-{round}"));
     let _ = std::fs::create_dir_all(&to);
     for from in ["master/err", "master/osm.log"] {

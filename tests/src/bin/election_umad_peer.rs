@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ibsm::transport::{Clock, SystemClock};
-use ibsm_election::{Config, Election, Event, Requester, SmAddr, SmInfoControl};
+use ibsm_election::{Config, Election, ElectionEvent, Requester, SmAddr, SmInfoControl};
 use ibsm_umad::{OpenOptions, SendTo, UmadPort};
 use ibsm_wire::Instant;
 
@@ -109,10 +109,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let Some(ev) = sm.poll_event() else { break };
             eprintln!("{:>8} ms [{step}] {ev:?}", ms(now));
-            if matches!(ev, Event::HandoverReceived { .. }) {
+            if matches!(ev, ElectionEvent::HandoverReceived { .. }) {
                 handovers_received += 1;
             }
-            if ev == Event::SweepNeeded {
+            if ev == ElectionEvent::SweepNeeded {
                 // The only SM this host knows without a fabric sweep is its port's SM.
                 sm.begin_sweep(now);
                 if desc.sm_lid != 0 && desc.sm_lid != desc.lid {

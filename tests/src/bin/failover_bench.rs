@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ibsm_tests::failover::{Kind, Outcome, Setup, run_once};
-use ibsm_tests::peer::{Fabric, net_file};
+use ibsm_tests::peer::{PeerFabric, net_file};
 use ibsm_topology::generate;
 
 /// The value after `--name`, if given.
@@ -163,7 +163,7 @@ fn main() {
                 kill_delay: base.polling_timeout.mul_f64(phase),
                 ..base.clone()
             };
-            let f = Fabric::start(&format!("failover_bench_{}_{run}", v.label), &net);
+            let f = PeerFabric::start(&format!("failover_bench_{}_{run}", v.label), &net);
             let r = run_once(&f, &setup);
             if let Some(dir) = &logs {
                 keep_logs(&f, dir, v.label, run);
@@ -189,7 +189,7 @@ fn main() {
 }
 
 /// Copies the SMs' logs of a run (the fabric's directory goes with it).
-fn keep_logs(f: &Fabric, dir: &std::path::Path, kind: &str, run: usize) {
+fn keep_logs(f: &PeerFabric, dir: &std::path::Path, kind: &str, run: usize) {
     let to = dir.join(format!("{kind}-{run}"));
     let _ = std::fs::create_dir_all(&to);
     for (from, name) in [

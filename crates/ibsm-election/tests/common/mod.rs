@@ -12,8 +12,8 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use ibsm_election::{
-    Config, Election, Event, RejectReason, Requester, SmAddr, SmInfo, SmInfoControl, SmState,
-    outranks,
+    Config, Election, ElectionEvent, RejectReason, Requester, SmAddr, SmInfo, SmInfoControl,
+    SmState, outranks,
 };
 use ibsm_wire::Instant;
 
@@ -79,7 +79,7 @@ pub struct Node {
     pub next_periodic: Option<Instant>,
     /// (time, new state) of every state change.
     pub changes: Vec<(Instant, SmState)>,
-    pub events: Vec<(Instant, Event)>,
+    pub events: Vec<(Instant, ElectionEvent)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -458,17 +458,19 @@ impl Net {
             }
             let Some(ev) = sm.poll_event() else { break };
             match &ev {
-                Event::MasterLost {
+                ElectionEvent::MasterLost {
                     guid,
                     stalled: false,
                 } => self.check_master_lost(i, *guid),
-                Event::SweepNeeded if self.nodes[i].sweep_end.is_none() => self.start_sweep(i),
-                Event::StateChanged { to, .. } => {
+                ElectionEvent::SweepNeeded if self.nodes[i].sweep_end.is_none() => {
+                    self.start_sweep(i);
+                }
+                ElectionEvent::StateChanged { to, .. } => {
                     self.nodes[i].changes.push((now, *to));
                     self.nodes[i].next_periodic = (*to == SmState::Master).then_some(now);
                 }
-                Event::ControlObeyed { .. } => self.obeyed_events += 1,
-                Event::ControlRejected {
+                ElectionEvent::ControlObeyed { .. } => self.obeyed_events += 1,
+                ElectionEvent::ControlRejected {
                     code: SmInfoControl::Disable | SmInfoControl::Standby | SmInfoControl::Discover,
                     reason,
                     ..

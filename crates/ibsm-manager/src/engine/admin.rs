@@ -21,7 +21,7 @@ use super::switches::NO_MFT_TOP;
 use super::{Outbox, Outgoing, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::Role;
-use crate::model::Subnet;
+use crate::model::Discovered;
 
 /// The Subnet Administrator and where its clients are.
 #[derive(Debug)]
@@ -139,7 +139,7 @@ impl Admin {
     /// it no longer found is out of every tree built from now on and no route leads
     /// into it, so its Set is no longer waited for; a held Set to a switch it found
     /// gets a fresh round, and the barrier keeps holding until it is confirmed.
-    fn retry_held_mfts(&mut self, subnet: &Subnet, smps: &mut SmpQueue, cfg: &SmConfig) {
+    fn retry_held_mfts(&mut self, subnet: &Discovered, smps: &mut SmpQueue, cfg: &SmConfig) {
         self.mft_step.retain(|_, m| {
             let here = subnet.by_guid.contains_key(&m.guid);
             if !here {
@@ -170,7 +170,7 @@ impl Admin {
 
     /// Sends (again) the MFT Set in `slot`: by the switch's route in `subnet` when it
     /// has the switch, each round with twice the attempts of the one before.
-    fn send_mft(&mut self, slot: u32, subnet: &Subnet, smps: &mut SmpQueue, cfg: &SmConfig) {
+    fn send_mft(&mut self, slot: u32, subnet: &Discovered, smps: &mut SmpQueue, cfg: &SmConfig) {
         let base = smps.retries.unwrap_or(cfg.transaction_retries);
         let Some(m) = self.mft_step.get_mut(&slot) else {
             return;
@@ -183,7 +183,7 @@ impl Admin {
         m.rounds += 1;
         m.attempts = m.attempts.saturating_add(retries.saturating_add(1));
         let op = Op::SetMft {
-            path: m.path,
+            path: Box::new(m.path),
             guid: m.guid,
             slot,
         };
@@ -280,7 +280,7 @@ impl Admin {
     /// reports MLIDs beyond a switch's cap to `out`.
     fn next_mft_step(
         &mut self,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         cfg: &SmConfig,
         out: &mut Outbox,
@@ -367,7 +367,7 @@ impl Admin {
     fn unconfirmed_mft(
         &mut self,
         slot: u32,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         cfg: &SmConfig,
         out: &mut Outbox,

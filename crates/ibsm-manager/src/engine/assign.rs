@@ -10,7 +10,7 @@ use super::SubnetManager;
 use super::discovery::Discovery;
 use crate::error::SmError;
 use crate::lids::{self, LidRequest};
-use crate::model::Subnet;
+use crate::model::Discovered;
 use crate::store::LidStore;
 
 /// The LIDs in force and where they persist.
@@ -76,7 +76,12 @@ impl Lids {
     /// Assigns the LIDs of `subnet` (every switch's port 0 with LMC 0, every end port
     /// with `lmc`) and saves the store when an assignment is new. Returns how many LIDs
     /// are in use.
-    fn assign(&mut self, subnet: &Subnet, lmc: u8, local_port_guid: u64) -> Result<usize, SmError> {
+    fn assign(
+        &mut self,
+        subnet: &Discovered,
+        lmc: u8,
+        local_port_guid: u64,
+    ) -> Result<usize, SmError> {
         let mut reqs = Vec::new();
         let mut limit = lids::MAX_UNICAST_LID;
         for n in &subnet.nodes {
@@ -154,7 +159,7 @@ impl Lids {
             } else {
                 n.ports
                     .iter()
-                    .find(|p| p.path == Some(path))
+                    .find(|p| p.path.as_deref() == Some(&path))
                     .map(|p| p.guid)
             };
             if let Some(g) = guid {

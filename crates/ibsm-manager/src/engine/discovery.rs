@@ -1,6 +1,6 @@
 //! Discovery: the heavy sweep's Gets over directed routes. Which NodeInfo,
 //! NodeDescription, SwitchInfo and PortInfo to ask next, and what their answers add to
-//! the [`Subnet`] model, is ibsm-query's
+//! the [`Discovered`] model, is ibsm-query's
 //! [`Walk`] (the one discovery of the workspace); this
 //! module maps its probes to [`Op`]s and keeps the SM's own work on top: the M_Keys of
 //! the routes (`keys.rs`), the PortStateChange latch protocol, SMInfo probes of other
@@ -23,7 +23,7 @@ use super::SubnetManager;
 use super::health::HealthState;
 use super::ops::{Op, SmpQueue};
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// Most P_KeyTable blocks read per port (2048 P_Keys): PartitionCap may claim up to
 /// 65535 entries, and one SMP per 32 of them must stay affordable.
@@ -71,7 +71,7 @@ impl Latches {
     }
 }
 
-/// One heavy sweep's discovery: the [`Subnet`] model it builds, the walk (ibsm-query's
+/// One heavy sweep's discovery: the [`Discovered`] model it builds, the walk (ibsm-query's
 /// discovery rules) building it, and the PortStateChange latches it read. A heavy
 /// sweep starts with a fresh one ([`Discovery::new`], inside its
 /// [`HeavySweep`](super::sweep::HeavySweep)) and hands it to the engine when it ends,
@@ -80,7 +80,7 @@ impl Latches {
 /// nodes of.
 #[derive(Debug, Default)]
 pub(super) struct Discovery {
-    pub(super) subnet: Arc<Subnet>,
+    pub(super) subnet: Arc<Discovered>,
     walk: Walk,
     pub(super) latches: Latches,
 }
@@ -109,7 +109,10 @@ impl Discovery {
                 Probe::NodeInfo {
                     from: Some((n, p)), ..
                 } if health.skips(&self.subnet, n, p) => continue,
-                Probe::NodeInfo { path, from } => Op::NodeInfo { path, from },
+                Probe::NodeInfo { path, from } => Op::NodeInfo {
+                    path: Box::new(path),
+                    from,
+                },
                 Probe::NodeDescription { node } => Op::NodeDesc { node },
                 Probe::SwitchInfo { node } => {
                     // The ports are read once the PortStateChange latch is known clear
@@ -343,7 +346,7 @@ impl Discovery {
         }
         let n = *self.subnet.by_guid.get(&guid)?;
         Some(Op::CheckSwitchInfo {
-            path: self.subnet.nodes[n].path,
+            path: Box::new(self.subnet.nodes[n].path),
             guid,
             sweep: self.latches.sweep(),
         })

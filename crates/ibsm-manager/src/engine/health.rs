@@ -52,7 +52,7 @@ use crate::config::SmConfig;
 use crate::event::{Missing, Role, SmEvent};
 use crate::health::{Action, Change, Health, PortCommandError, PortKey, Reason};
 use crate::isolation::{IsolatedPort, IsolationError, IsolationStore, MemoryIsolationStore};
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// The health policy and what the engine keeps to feed it.
 #[derive(Debug)]
@@ -81,7 +81,7 @@ impl HealthState {
     /// The ports of `subnet` found Down (or back in Init after they were Active) where
     /// the last configured sweep had a cable, with their far ends: links that went down
     /// since.
-    fn downs(&self, subnet: &Subnet) -> BTreeSet<PortKey> {
+    fn downs(&self, subnet: &Discovered) -> BTreeSet<PortKey> {
         let mut downs = BTreeSet::new();
         for node in &subnet.nodes {
             for (p, rec) in node.ports.iter().enumerate().skip(1) {
@@ -177,7 +177,7 @@ impl HealthState {
     /// a port marked with `no_discover` (by default, one that stopped answering).
     /// The far end of the cable as the last configured sweep found it counts too, so
     /// a port marked at the end away from the SM (a CA's port) is not crossed either.
-    pub(super) fn skips(&self, subnet: &Subnet, node: NodeIx, port: u8) -> bool {
+    pub(super) fn skips(&self, subnet: &Discovered, node: NodeIx, port: u8) -> bool {
         let key = PortKey::new(subnet.nodes[node].info.node_guid, port);
         let no_discover = |k: PortKey| {
             self.policy
@@ -225,7 +225,7 @@ impl HealthState {
     pub(super) fn after_discovery(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         lids: &BTreeMap<u64, (u16, u8)>,
         now: Instant,
     ) -> bool {
@@ -290,7 +290,7 @@ impl HealthState {
     pub(super) fn trap(
         &mut self,
         lids: &Lids,
-        subnet: &Subnet,
+        subnet: &Discovered,
         now: Instant,
         notice: &Notice,
     ) -> Option<bool> {
@@ -299,7 +299,7 @@ impl HealthState {
     }
 
     /// The port a trap is about.
-    fn trap_port(&self, lids: &Lids, subnet: &Subnet, notice: &Notice) -> Option<PortKey> {
+    fn trap_port(&self, lids: &Lids, subnet: &Discovered, notice: &Notice) -> Option<PortKey> {
         let guid = lids.guid_of(notice.issuer_lid)?;
         if subnet.by_guid.contains_key(&guid) {
             let port = notice.details::<Trap129Details>().map_or(0, |d| d.port_num);
@@ -368,7 +368,12 @@ impl HealthState {
     /// The Program stage: disables the links of ports marked with `disable`, and
     /// enables those this SM disabled for a port since taken back (`subnet`: the model
     /// being programmed). The PortInfo Sets queued.
-    pub(super) fn program(&mut self, cfg: &SmConfig, subnet: &Subnet, smps: &mut SmpQueue) -> u64 {
+    pub(super) fn program(
+        &mut self,
+        cfg: &SmConfig,
+        subnet: &Discovered,
+        smps: &mut SmpQueue,
+    ) -> u64 {
         let disabling: Vec<PortKey> = self
             .policy
             .unhealthy()
@@ -570,7 +575,7 @@ impl SubnetManager {
 
 /// The end ports of `subnet` that `lids` gives a LID and that read LID 0: their SMA
 /// lost what this SM set (a CA's ports by port GUID, a switch's port 0 by node GUID).
-fn rebooted(subnet: &Subnet, lids: &BTreeMap<u64, (u16, u8)>) -> Vec<PortKey> {
+fn rebooted(subnet: &Discovered, lids: &BTreeMap<u64, (u16, u8)>) -> Vec<PortKey> {
     let mut out = Vec::new();
     for node in &subnet.nodes {
         let ends = if node.is_switch() {
@@ -600,7 +605,7 @@ fn rebooted(subnet: &Subnet, lids: &BTreeMap<u64, (u16, u8)>) -> Vec<PortKey> {
 
 /// The end of `key`'s cable to disable: the one nearer the SM (its Set need not
 /// cross the bad link), not already disabled; none for the SM's own link.
-fn disable_end(subnet: &Subnet, key: PortKey) -> Option<(NodeIx, u8)> {
+fn disable_end(subnet: &Discovered, key: PortKey) -> Option<(NodeIx, u8)> {
     let &n = subnet.by_guid.get(&key.node)?;
     let here = (n, key.port);
     let ends = match subnet.nodes[n].ports.get(usize::from(key.port))?.peer {
@@ -625,7 +630,7 @@ fn disable_end(subnet: &Subnet, key: PortKey) -> Option<(NodeIx, u8)> {
 /// logical state to Down, as OpenSM's `disable_port`).
 fn submit_phys_state(
     cfg: &SmConfig,
-    subnet: &Subnet,
+    subnet: &Discovered,
     smps: &mut SmpQueue,
     n: NodeIx,
     p: u8,

@@ -4,7 +4,7 @@
 //! A job owns its input (taken from the engine when the job is made) and returns an
 //! output that the host hands back with [`SubnetManager::handle_job`]: the engine
 //! applies it at that point and nowhere else, so the MAD stream stays a function of the
-//! inputs and the order the host feeds them (invariant 4). Each job carries the id the
+//! inputs and the order the host feeds them (invariant 5). Each job carries the id the
 //! engine gave it; an output whose job the engine no longer waits for (the sweep was
 //! restarted, the role changed) is dropped.
 //!

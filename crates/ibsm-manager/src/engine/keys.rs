@@ -10,7 +10,7 @@ use ibsm_wire::{DrPath, PortInfo};
 use super::ops::Target;
 use crate::config::{MKeyMode, SmConfig};
 use crate::mkey;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// M_Keys learnt from the fabric.
 #[derive(Debug, Default)]
@@ -56,12 +56,18 @@ impl Keys {
     }
 
     /// The key for an SMP to `node` of `subnet` through `port` (switches: port 0's).
-    pub(super) fn node_key(&self, cfg: &SmConfig, subnet: &Subnet, node: NodeIx, port: u8) -> u64 {
+    pub(super) fn node_key(
+        &self,
+        cfg: &SmConfig,
+        subnet: &Discovered,
+        node: NodeIx,
+        port: u8,
+    ) -> u64 {
         self.smp_key(cfg, subnet.nodes[node].key_guid(port))
     }
 
     /// The key an SMP to `target` carries (`subnet`: the model it names nodes of).
-    pub(super) fn target_key(&self, cfg: &SmConfig, subnet: &Subnet, target: &Target) -> u64 {
+    pub(super) fn target_key(&self, cfg: &SmConfig, subnet: &Discovered, target: &Target) -> u64 {
         match *target {
             Target::Route(path) => self.route_key(&path),
             Target::Switch(_, guid) => self.smp_key(cfg, guid),
@@ -76,7 +82,7 @@ impl Keys {
     pub(super) fn note_port_key(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         node: NodeIx,
         port: u8,
         pi: &PortInfo,

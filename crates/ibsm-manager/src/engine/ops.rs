@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use ibsm_transport::{
-    Address, DrAddress, Event as TxEvent, Instant, Received, Request, Transactions, TxConfig,
+    Address, DrAddress, Instant, Received, Request, Transactions, TxConfig, TxEvent,
 };
 use ibsm_wire::{DrPath, DrSmp, DrSmpView, Method, SmAttributeId};
 
@@ -17,15 +17,17 @@ use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
 use crate::health::PortKey;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
-/// What a request is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a request is for. Routes are boxed: a sweep of the largest fabrics queues
+/// hundreds of thousands of requests at once, and a 65-byte route in each (most need
+/// none) would make every entry four times its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Op {
     /// Discovery: the node at the end of `path`, reached from `from` (`None`: the SM's
     /// own node).
     NodeInfo {
-        path: DrPath,
+        path: Box<DrPath>,
         from: Option<(NodeIx, u8)>,
     },
     NodeDesc {
@@ -64,7 +66,7 @@ pub(super) enum Op {
     /// route and GUID rather than node index, since a heavy sweep may rebuild the
     /// subnet while it is in flight; `sweep` is the heavy sweep it was sent in.
     CheckSwitchInfo {
-        path: DrPath,
+        path: Box<DrPath>,
         guid: u64,
         sweep: u64,
     },
@@ -81,7 +83,7 @@ pub(super) enum Op {
     /// rebuild the subnet while it waits in the queue. `slot` names the block in the
     /// step it belongs to (`admin.rs`), which outlives each transaction sent for it.
     SetMft {
-        path: DrPath,
+        path: Box<DrPath>,
         guid: u64,
         slot: u32,
     },
@@ -147,7 +149,7 @@ struct Spec {
 
 impl Op {
     /// The operation table.
-    fn spec(self) -> Spec {
+    fn spec(&self) -> Spec {
         use OnFailure as F;
         use SmAttributeId as A;
         let row = |attr, name, method, target, on_failure| Spec {
@@ -158,12 +160,12 @@ impl Op {
             on_failure,
         };
         let (get, set) = (Method::Get, Method::Set);
-        match self {
-            Op::NodeInfo { path, .. } => row(
+        match *self {
+            Op::NodeInfo { ref path, .. } => row(
                 A::NodeInfo,
                 "NodeInfo",
                 get,
-                Target::Route(path),
+                Target::Route(**path),
                 F::Nothing,
             ),
             Op::NodeDesc { node } => row(
@@ -201,11 +203,11 @@ impl Op {
                 Target::Node(node),
                 F::LatchUnknown,
             ),
-            Op::CheckSwitchInfo { path, guid, .. } => row(
+            Op::CheckSwitchInfo { ref path, guid, .. } => row(
                 A::SwitchInfo,
                 "SwitchInfo",
                 get,
-                Target::Switch(path, guid),
+                Target::Switch(**path, guid),
                 F::Sweep,
             ),
             Op::PortInfo { node, port } => row(
@@ -243,11 +245,11 @@ impl Op {
                 Target::Node(node),
                 F::Lock,
             ),
-            Op::SetMft { path, guid, .. } => row(
+            Op::SetMft { ref path, guid, .. } => row(
                 A::MulticastForwardingTable,
                 "MulticastForwardingTable",
                 set,
-                Target::Switch(path, guid),
+                Target::Switch(**path, guid),
                 F::Lock,
             ),
             Op::PKeyTable { node, port, .. } => row(
@@ -271,7 +273,7 @@ impl Op {
 impl Op {
     /// The attribute's name (as in [`crate::SweepStats::by_attribute`]) and whether the
     /// request is a Set.
-    pub(super) fn describe(self) -> (&'static str, bool) {
+    pub(super) fn describe(&self) -> (&'static str, bool) {
         let spec = self.spec();
         (spec.name, spec.method == Method::Set)
     }
@@ -281,7 +283,7 @@ impl SubnetManager {
     /// What an answer with good status carries, handed to the module that owns it.
     fn on_answer(&mut self, now: Instant, op: Op, data: &[u8], attempts: u32) {
         match op {
-            Op::NodeInfo { path, from } => self.on_node_info(path, from, data),
+            Op::NodeInfo { path, from } => self.on_node_info(*path, from, data),
             Op::NodeDesc { node } => self
                 .sweep
                 .found_mut(&mut self.last)
@@ -317,14 +319,14 @@ impl SubnetManager {
 
     /// What a request without an answer (after all retries, or refused with a bad
     /// status) does, from its row of the table.
-    pub(super) fn on_failure(&mut self, now: Instant, op: Op) {
+    pub(super) fn on_failure(&mut self, now: Instant, op: &Op) {
         if let Some(key) = set_target(&self.sweep.found(&self.last).subnet, op) {
             self.health.set_failed(key, now);
             self.drain_health(now);
         }
         let subnet = &self.sweep.found(&self.last).subnet;
         self.mirror.forget_unwritten(subnet, op);
-        if let Op::PortInfo { node, port } = op {
+        if let Op::PortInfo { node, port } = *op {
             // A switch's other ports wait for port 0's answer (`Walk::read_ports`).
             self.sweep.found_mut(&mut self.last).port_info_lost(
                 node,
@@ -335,7 +337,7 @@ impl SubnetManager {
         }
         // An MFT block is sent again (or held) until its switch confirms it; only
         // one given up on for good means what the table says.
-        if let Op::SetMft { slot, .. } = op {
+        if let Op::SetMft { slot, .. } = *op {
             if !self.mft_unconfirmed(slot) {
                 return;
             }
@@ -402,8 +404,8 @@ impl SubnetManager {
 /// PortInfo Set, a switch's port 0 for its switch-wide tables, a CA's port for its
 /// own. `None` for what is no Set, and for MFT blocks (sent again until confirmed, and
 /// reported on their own, `MftSetUnconfirmed`).
-fn set_target(subnet: &Subnet, op: Op) -> Option<PortKey> {
-    let (node, port) = match op {
+fn set_target(subnet: &Discovered, op: &Op) -> Option<PortKey> {
+    let (node, port) = match *op {
         Op::SetPortInfo { node, port } => (node, Some(port)),
         Op::SetSwitchInfo { node } | Op::SetLft { node, .. } => (node, None),
         Op::SetSl2Vl { node, port }
@@ -508,7 +510,7 @@ impl SmpQueue {
     /// room: a sweep of a large fabric queues hundreds of thousands of Sets at once, and
     /// building all their MADs up front would cost memory and hash-table time.
     pub(super) fn submit(&mut self, op: Op, attr_mod: u32, data: Option<[u8; 64]>) {
-        if let (Op::SetLft { node, block }, None) = (op, data) {
+        if let (&Op::SetLft { node, block }, None) = (&op, data) {
             // The block after a queued run of the same switch's blocks joins the run.
             if let Some(Work {
                 op: Op::SetLft { node: n, block: b },
@@ -623,8 +625,8 @@ impl SubnetManager {
                     TxEvent::Failed { cookie, .. } => {
                         self.smps.shrink_window(now, &self.cfg);
                         self.sweep.count(|s| s.timeouts += 1);
-                        self.note_lost(cookie);
-                        self.on_failure(now, cookie);
+                        self.note_lost(&cookie);
+                        self.on_failure(now, &cookie);
                     }
                     TxEvent::Unsolicited(rx) => self.on_unsolicited(now, &rx),
                 }
@@ -640,12 +642,12 @@ impl SubnetManager {
     fn on_response(&mut self, now: Instant, op: Op, rx: &Received, attempts: u32) {
         let Ok(view) = DrSmpView::new_checked(&rx.mad[..]) else {
             // Too short to be an SMP at all: as a refusal.
-            self.on_failure(now, op);
+            self.on_failure(now, &op);
             return;
         };
         if view.status() != 0 {
             tracing::debug!(?op, status = view.status(), "SMP refused");
-            self.on_failure(now, op);
+            self.on_failure(now, &op);
             return;
         }
         self.on_answer(now, op, view.attr_data(), attempts);
@@ -671,7 +673,7 @@ impl SmpQueue {
             return None;
         }
         let mut w = self.work.pop_front()?;
-        if let (Op::SetLft { node, block }, 1..) = (w.op, w.more) {
+        if let (&Op::SetLft { node, block }, 1..) = (&w.op, w.more) {
             self.work.push_front(Work {
                 op: Op::SetLft {
                     node,
@@ -694,7 +696,7 @@ impl SmpQueue {
     fn dispatch(
         &mut self,
         w: Work,
-        subnet: &Subnet,
+        subnet: &Discovered,
         key: impl Fn(&Target) -> u64,
         lft: impl Fn(NodeIx, u16) -> Option<[u8; 64]>,
         cfg: &SmConfig,

@@ -10,7 +10,7 @@ use super::ops::{Op, SmpQueue};
 use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::event::SmEvent;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 use crate::partition::{Enforce, PKeyPlan, PartitionConfig, PartitionWarning};
 
 /// P_Keys per P_KeyTable block.
@@ -53,7 +53,7 @@ impl Partitions {
     pub(super) fn program(
         &mut self,
         plan: Option<PKeyPlan>,
-        subnet: &Subnet,
+        subnet: &Discovered,
         locked: impl Fn(u64) -> bool,
         smps: &mut SmpQueue,
         out: &mut Outbox,
@@ -104,7 +104,7 @@ impl Partitions {
 /// block, the block's 64 bytes); ports whose key guard `locked` names are left alone.
 fn blocks_to_write(
     plan: &PKeyPlan,
-    subnet: &Subnet,
+    subnet: &Discovered,
     locked: impl Fn(u64) -> bool,
 ) -> Vec<(NodeIx, u8, u16, [u8; 64])> {
     let mut sets = Vec::new();

@@ -13,7 +13,7 @@ use super::partitions::Partitions;
 use super::sweep::Sweep;
 use crate::config::SmConfig;
 use crate::mkey;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// (node, port) -> the PortInfo the heavy sweep wants there (for the activation).
 #[derive(Debug, Default)]
@@ -34,7 +34,7 @@ impl Plan {
 pub(super) struct PortCtx<'a> {
     pub(super) cfg: &'a SmConfig,
     /// The model being programmed.
-    pub(super) subnet: &'a Subnet,
+    pub(super) subnet: &'a Discovered,
     /// The running heavy sweep (which ports are locked).
     pub(super) sweep: &'a Sweep,
     /// The LIDs in force.
@@ -157,7 +157,7 @@ fn desired_port_info(ctx: &PortCtx<'_>, n: NodeIx, p: u8) -> Option<PortInfo> {
 }
 
 /// Queues the Set of `want` to port `p` of node `n` of `subnet`.
-fn submit_port_set(subnet: &Subnet, smps: &mut SmpQueue, n: NodeIx, p: u8, want: PortInfo) {
+fn submit_port_set(subnet: &Discovered, smps: &mut SmpQueue, n: NodeIx, p: u8, want: PortInfo) {
     let mut data = [0u8; 64];
     want.emit_into(&mut data).ok();
     // Bit 31 where the Get had it: the port then takes the LinkSpeedExtEnabled it
@@ -176,7 +176,7 @@ fn submit_port_set(subnet: &Subnet, smps: &mut SmpQueue, n: NodeIx, p: u8, want:
 /// Activates port `p` of node `n` of `subnet` if it is linked and Armed (the LFTs are
 /// all written by now); `want` is what the plan gave it. Whether a Set was queued.
 pub(super) fn activate_port(
-    subnet: &Subnet,
+    subnet: &Discovered,
     smps: &mut SmpQueue,
     n: NodeIx,
     p: u8,

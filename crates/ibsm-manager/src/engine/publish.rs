@@ -18,7 +18,7 @@ use super::SubnetManager;
 use crate::config::MKeyMode;
 use crate::health::{HealthConfig, PortKey};
 use crate::mkey;
-use crate::model::Subnet;
+use crate::model::Discovered;
 
 /// What the SA's snapshot is made of besides the discovered model.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ pub(super) struct SaInput {
 impl SaInput {
     /// The SA's view of `subnet`: every node and port as configured, M_Keys as the SM
     /// set them (not what a protected port read back), SwitchInfo as the SM wrote it.
-    pub(super) fn snapshot(self, subnet: &Subnet) -> SaSnapshot {
+    pub(super) fn snapshot(self, subnet: &Discovered) -> SaSnapshot {
         let route_ix: HashMap<u64, u32> = self
             .switch_order
             .as_ref()
@@ -115,7 +115,7 @@ impl SaInput {
 pub(super) type Cabling = (HashMap<PortKey, (PortKey, bool)>, HashMap<u64, PortKey>);
 
 /// The cabling of `subnet` as the health policy keeps it between sweeps.
-pub(super) fn cabling(subnet: &Subnet) -> Cabling {
+pub(super) fn cabling(subnet: &Discovered) -> Cabling {
     let mut linked = HashMap::with_capacity(subnet.nodes.len() * 2);
     let mut by_port_guid = HashMap::new();
     for node in &subnet.nodes {
@@ -137,7 +137,7 @@ pub(super) fn cabling(subnet: &Subnet) -> Cabling {
 
 /// A publish job's input.
 pub(super) struct PublishInput {
-    subnet: Arc<Subnet>,
+    subnet: Arc<Discovered>,
     /// `None`: the SA is off.
     sa: Option<SaInput>,
     /// Whether the health policy compares cabling (flap or trap checks on).
@@ -164,7 +164,7 @@ impl PublishInput {
 impl PublishInput {
     /// What the end of a sweep publishes: the SA's snapshot of `subnet` when `sa`
     /// (the SA is on), and the cabling when the health checks (`checks`) compare it.
-    fn new(checks: &HealthConfig, subnet: Arc<Subnet>, sa: Option<SaInput>) -> Self {
+    fn new(checks: &HealthConfig, subnet: Arc<Discovered>, sa: Option<SaInput>) -> Self {
         PublishInput {
             subnet,
             sa,

@@ -15,7 +15,7 @@ use ibsm_wire::DrPath;
 use super::ops::Op;
 use super::{Outbox, SubnetManager};
 use crate::event::{Missing, SmEvent};
-use crate::model::Subnet;
+use crate::model::Discovered;
 
 /// Most attempts (first send and retries) an SMP gets in a re-sweep.
 pub(super) const MAX_ATTEMPTS: u32 = 64;
@@ -87,7 +87,7 @@ impl SubnetManager {
     /// A request of the running heavy sweep got no answer after all retries: noted for
     /// [`SmEvent::SweepIncomplete`]. SMPs that are not the sweep's own (a trap's latch
     /// check, the SA's MFT blocks) or tell nothing when lost (a light sweep's) are not.
-    pub(super) fn note_lost(&mut self, op: Op) {
+    pub(super) fn note_lost(&mut self, op: &Op) {
         if self.sweep.heavy().is_none() {
             return;
         }
@@ -137,7 +137,7 @@ impl Resweeps {
 
 /// What a lost `op` leaves missing: the attribute, and the node or port of `subnet`
 /// it was for.
-fn missing(subnet: &Subnet, op: Op) -> Option<Missing> {
+fn missing(subnet: &Discovered, op: &Op) -> Option<Missing> {
     let node_guid = |n: usize| subnet.nodes.get(n).map_or(0, |r| r.info.node_guid);
     let path_of = |n: usize, p: u8| {
         subnet
@@ -145,12 +145,12 @@ fn missing(subnet: &Subnet, op: Op) -> Option<Missing> {
             .get(n)
             .map_or_else(DrPath::local, |r| r.path_for(p))
     };
-    let (node, port, path) = match op {
+    let (node, port, path) = match *op {
         // The node at the end of the route was never found: named by the port
         // that leads to it.
-        Op::NodeInfo { path, from } => match from {
-            Some((n, p)) => (node_guid(n), p, path),
-            None => (0, 0, path),
+        Op::NodeInfo { ref path, from } => match from {
+            Some((n, p)) => (node_guid(n), p, **path),
+            None => (0, 0, **path),
         },
         Op::NodeDesc { node }
         | Op::SwitchInfo { node }

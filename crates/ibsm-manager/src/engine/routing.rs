@@ -7,9 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ibsm_routing::{
-    EngineKind, EngineList, LidAssignment, Options as RouteOptions, Routes, RoutingError,
-};
+use ibsm_routing::{EngineKind, EngineList, LidAssignment, RouteOptions, Routes, RoutingError};
 use ibsm_topology::{Csr, Fabric};
 use ibsm_transport::Instant;
 
@@ -18,7 +16,7 @@ use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
-use crate::model::Subnet;
+use crate::model::Discovered;
 use crate::partition::{PKeyPlan, PartitionConfig};
 
 /// What the SM has configured: the fabric model, the routes in force and the snapshot
@@ -61,7 +59,9 @@ impl RouteState {
 pub(super) struct Computed {
     pub(super) fabric: Fabric,
     pub(super) csr: Csr,
-    pub(super) routes: Routes,
+    /// Shared from the start: the mirror of what is written refers to these tables
+    /// rather than copying them (`switches.rs`).
+    pub(super) routes: Arc<Routes>,
     /// Repaired from the routes in force rather than recomputed.
     pub(super) rerouted: bool,
     /// The engine whose tables these are.
@@ -81,7 +81,7 @@ pub(super) struct Computed {
 /// model is shared, not copied: the engine does not change it while the job runs (and
 /// would copy it first if it did, `Arc::make_mut`).
 pub(super) struct RouteInput {
-    subnet: Arc<Subnet>,
+    subnet: Arc<Discovered>,
     /// The LIDs just assigned, by port GUID (switches: node GUID).
     lids: BTreeMap<u64, (u16, u8)>,
     /// Links the health policy leaves out of routing: (node GUID, port).
@@ -101,7 +101,7 @@ impl RouteInput {
     /// then its routes: a repair of the routes in force when the fabric only lost links
     /// or nodes since they were computed, else the first engine of the list that fits;
     /// and the P_Key tables the partition policy asks for. A pure function of the input
-    /// (invariant 5).
+    /// (invariant 6).
     pub(super) fn run(self) -> Result<Computed, SmError> {
         let t0 = std::time::Instant::now();
         let RouteInput {
@@ -155,7 +155,7 @@ impl RouteInput {
         Ok(Computed {
             fabric,
             csr,
-            routes,
+            routes: Arc::new(routes),
             rerouted,
             engine,
             failed,
@@ -174,7 +174,7 @@ impl RouteState {
     pub(super) fn input(
         &self,
         cfg: &SmConfig,
-        subnet: Arc<Subnet>,
+        subnet: Arc<Discovered>,
         lids: &BTreeMap<u64, (u16, u8)>,
         cut: Vec<(u64, u8)>,
         local_port_guid: u64,
@@ -237,7 +237,7 @@ impl RouteState {
         }
         let old = (
             self.fabric.replace(c.fabric),
-            self.routes.replace(Arc::new(c.routes)),
+            self.routes.replace(c.routes),
             self.csr.replace(Arc::new(c.csr)),
         );
         self.rebalance_pending = false;

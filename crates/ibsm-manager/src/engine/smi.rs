@@ -2,7 +2,7 @@
 //! SMInfo requests and answers in, its SMPs out, its decisions turned into sweeps and
 //! role changes.
 
-use ibsm_election::{Election, Event as ElectionEvent, Requester, SmAddr};
+use ibsm_election::{Election, ElectionEvent, Requester, SmAddr};
 use ibsm_transport::{Address, DrAddress, Instant, LidAddress, LocalPort, Received};
 use ibsm_wire::{DrPath, DrSmpView, LidSmpView, MadHeaderView, MgmtClass, SmState};
 

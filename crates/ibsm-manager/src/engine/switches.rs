@@ -3,6 +3,7 @@
 //! arbitration. A mirror of what was written lets later sweeps send only what differs.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use ibsm_routing::Routes;
 use ibsm_topology::Csr;
@@ -17,7 +18,7 @@ use super::discovery::Discovery;
 use super::ops::{Op, SmpQueue};
 use super::sweep::Sweep;
 use crate::config::SmConfig;
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// MulticastFDBTop of a switch with no MFT entry in use (below the first MLID).
 pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
@@ -25,8 +26,8 @@ pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
 /// What the SM wrote to the switches, for as long as they keep it.
 #[derive(Debug, Default)]
 pub(super) struct Mirror {
-    /// Switch GUID -> LFT as last written (whole blocks).
-    pub(super) lft: HashMap<u64, Vec<u8>>,
+    /// Switch GUID -> LFT as last written.
+    pub(super) lft: HashMap<u64, WrittenLft>,
     /// (switch GUID, output port) -> SL -> VL map as last written.
     pub(super) sl2vl: HashMap<(u64, u8), [u8; 16]>,
     /// Switch GUID -> SwitchInfo as last written (or found right), the base of the
@@ -41,14 +42,14 @@ pub(super) struct Mirror {
 impl Mirror {
     /// An LFT block as the mirror holds it (what this sweep writes) for `node` of
     /// `subnet`.
-    pub(super) fn lft_block(&self, subnet: &Subnet, node: NodeIx, block: u16) -> Option<[u8; 64]> {
+    pub(super) fn lft_block(
+        &self,
+        subnet: &Discovered,
+        node: NodeIx,
+        block: u16,
+    ) -> Option<[u8; 64]> {
         let guid = subnet.nodes.get(node)?.info.node_guid;
-        let lft = self.lft.get(&guid)?;
-        let start = usize::from(block) * 64;
-        let mut ports = [0xFFu8; 64];
-        for (i, p) in ports.iter_mut().enumerate() {
-            *p = lft.get(start + i).copied().unwrap_or(0xFF);
-        }
+        let ports = self.lft.get(&guid)?.block(usize::from(block))?;
         let mut d = [0u8; 64];
         LinearForwardingTable { ports }.emit_into(&mut d).ok()?;
         Some(d)
@@ -58,9 +59,9 @@ impl Mirror {
 impl Mirror {
     /// A switch table Set for a node of `subnet` was lost or refused: what the mirror
     /// holds for it is not on the switch, so the next heavy sweep writes it again.
-    pub(super) fn forget_unwritten(&mut self, subnet: &Subnet, op: Op) {
+    pub(super) fn forget_unwritten(&mut self, subnet: &Discovered, op: &Op) {
         let guid = |n: NodeIx| subnet.nodes.get(n).map(|r| r.info.node_guid);
-        match op {
+        match *op {
             Op::SetLft { node, block } => {
                 if let Some(g) = guid(node) {
                     self.unsure.insert((g, block));
@@ -90,7 +91,7 @@ impl Mirror {
         smps: &mut SmpQueue,
         s: usize,
         csr: &Csr,
-        routes: &Routes,
+        routes: &Arc<Routes>,
     ) -> Written {
         let (cfg, subnet, max_lid) = (ctx.cfg, ctx.subnet(), ctx.max_lid);
         let guid = csr.switch_guid[s].0;
@@ -115,7 +116,7 @@ impl Mirror {
             self.lft.remove(&guid);
             self.sl2vl.retain(|&(g, _), _| g != guid);
         }
-        let (lft_entries, lft_blocks) = self.program_lft(smps, n, guid, routes.lft(s), max_lid);
+        let (lft_entries, lft_blocks) = self.program_lft(smps, n, guid, routes, s, max_lid);
         if routes.vls_used() > 1 || routes.has_sls() {
             self.program_vls(subnet, smps, n, guid, s, routes);
         }
@@ -131,7 +132,7 @@ impl Mirror {
     fn program_switch_info(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         n: NodeIx,
         max_lid: u16,
@@ -166,7 +167,7 @@ impl Mirror {
     pub(super) fn set_mft_top(
         &mut self,
         cfg: &SmConfig,
-        subnet: &Subnet,
+        subnet: &Discovered,
         sweep: &Sweep,
         smps: &mut SmpQueue,
         n: NodeIx,
@@ -190,31 +191,29 @@ impl Mirror {
     }
 
     /// The LFT blocks up to `max_lid` that differ from the mirror (all of them where
-    /// the mirror has none); the mirror then holds what is written. The entries and
-    /// blocks written.
+    /// the mirror has none); the mirror then holds what is written: row `s` of
+    /// `routes`, shared. The entries and blocks written.
     fn program_lft(
         &mut self,
         smps: &mut SmpQueue,
         n: NodeIx,
         guid: u64,
-        lft: &[u8],
+        routes: &Arc<Routes>,
+        s: usize,
         max_lid: u16,
     ) -> (u64, u64) {
-        let old = self.lft.get(&guid).cloned();
-        let mut written = old.clone().unwrap_or_default();
-        // Whole blocks, so the mirror holds every byte that is written.
         let blocks = usize::from(max_lid) / 64 + 1;
-        written.resize(lft.len().max(blocks * 64), 0xFF);
+        let new = WrittenLft {
+            routes: Arc::clone(routes),
+            row: s,
+            blocks,
+        };
+        let old = self.lft.remove(&guid);
         let (mut entries, mut sent) = (0u64, 0u64);
         for block in 0..blocks {
-            let mut ports = [0xFFu8; 64];
-            for (i, p) in ports.iter_mut().enumerate() {
-                *p = lft.get(block * 64 + i).copied().unwrap_or(0xFF);
-            }
-            let before = old
-                .as_ref()
-                .and_then(|o| o.get(block * 64..block * 64 + 64));
+            let ports = new.block(block).unwrap_or([0xFF; 64]);
             let unsure = self.unsure.remove(&(guid, block as u16));
+            let before = old.as_ref().and_then(|o| o.block(block));
             let changed = before.filter(|_| !unsure).map_or(ports.len(), |b| {
                 b.iter().zip(&ports).filter(|(x, y)| x != y).count()
             });
@@ -228,11 +227,8 @@ impl Mirror {
             };
             smps.submit(op, block as u32, None);
             sent += 1;
-            if let Some(dst) = written.get_mut(block * 64..block * 64 + 64) {
-                dst.copy_from_slice(&ports);
-            }
         }
-        self.lft.insert(guid, written);
+        self.lft.insert(guid, new);
         (entries, sent)
     }
 
@@ -245,7 +241,7 @@ impl Mirror {
     /// pairs keep the switch's default map.
     fn program_vls(
         &mut self,
-        subnet: &Subnet,
+        subnet: &Discovered,
         smps: &mut SmpQueue,
         n: NodeIx,
         guid: u64,
@@ -279,10 +275,10 @@ impl Mirror {
             .ok();
             let op = Op::SetSl2Vl { node: n, port: p };
             if wildcard {
-                smps.submit(op, SlToVlMod::all_inputs_to(p).encode(), Some(data));
+                smps.submit(op.clone(), SlToVlMod::all_inputs_to(p).encode(), Some(data));
             }
             for &i in &inputs {
-                smps.submit(op, SlToVlMod::pair(i, p).encode(), Some(data));
+                smps.submit(op.clone(), SlToVlMod::pair(i, p).encode(), Some(data));
             }
             self.sl2vl.insert((guid, p), vls);
             // Every VL in use gets an equal share of the low-priority table, so no lane
@@ -308,6 +304,38 @@ impl Mirror {
     }
 }
 
+/// An LFT as last written to one switch: blocks `0..blocks` of row `row` of a routing
+/// result, entries past the row's end 0xFF. The rows are the routes' own, shared and not
+/// copied: on the largest fabrics the tables are 190 MB, and a copy of them would be a
+/// fifth of the SM's memory. A switch not programmed again keeps older routes alive.
+#[derive(Debug, Clone)]
+pub(super) struct WrittenLft {
+    routes: Arc<Routes>,
+    row: usize,
+    blocks: usize,
+}
+
+impl WrittenLft {
+    /// The entries written, indexed by LID (up to the last block written).
+    pub(super) fn entries(&self) -> &[u8] {
+        let row = self.routes.lft(self.row);
+        &row[..row.len().min(self.blocks * 64)]
+    }
+
+    /// Block `block` as written; `None` past the blocks written.
+    fn block(&self, block: usize) -> Option<[u8; 64]> {
+        if block >= self.blocks {
+            return None;
+        }
+        let mut ports = [0xFFu8; 64];
+        let row = self.entries();
+        let from = (block * 64).min(row.len());
+        let to = (block * 64 + 64).min(row.len());
+        ports[..to - from].copy_from_slice(&row[from..to]);
+        Some(ports)
+    }
+}
+
 /// What programming a switch reads besides the mirror.
 pub(super) struct SwitchCtx<'a> {
     pub(super) cfg: &'a SmConfig,
@@ -325,7 +353,7 @@ pub(super) struct SwitchCtx<'a> {
 
 impl SwitchCtx<'_> {
     /// The model being programmed.
-    fn subnet(&self) -> &Subnet {
+    fn subnet(&self) -> &Discovered {
         &self.sweep.found(self.last).subnet
     }
 }
@@ -342,7 +370,7 @@ pub(super) struct Written {
 /// Whether MulticastFDBTop is written to switch `n`: `SmConfig::use_mfttop` and
 /// its port 0 says IsMulticastFDBTopSupported (as OpenSM); a switch that does not
 /// say so may take the field for something else, or ignore it.
-pub(super) fn uses_mft_top(cfg: &SmConfig, subnet: &Subnet, n: NodeIx) -> bool {
+pub(super) fn uses_mft_top(cfg: &SmConfig, subnet: &Discovered, n: NodeIx) -> bool {
     cfg.use_mfttop
         && subnet.nodes[n]
             .ports

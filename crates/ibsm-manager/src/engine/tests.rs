@@ -12,7 +12,7 @@ use ibsm_wire::{
 };
 
 use super::SubnetManager;
-use crate::config::{ConfigError, SmConfig};
+use crate::config::{ConfigError, ConfigField, SmConfig};
 use crate::event::{Phase, SmEvent, SweepStats};
 
 const A: u64 = 0xA0;
@@ -473,7 +473,7 @@ fn work_for_a_node_the_model_no_longer_has_is_dropped() {
     // Queued for the model of the last sweep, then a heavy sweep rebuilt it: the index
     // names nothing now. Neither sending nor losing it may panic.
     let gone = super::ops::Op::NodeDesc { node: 99 };
-    b.sm.smps.submit(gone, 0, None);
+    b.sm.smps.submit(gone.clone(), 0, None);
     let before = b.fabric.seen.len();
     b.sm.request_heavy_sweep(b.now);
     b.run(Instant::from_secs(10));
@@ -485,7 +485,7 @@ fn work_for_a_node_the_model_no_longer_has_is_dropped() {
         desc, 3,
         "one per node of the new sweep, none for the gone one"
     );
-    b.sm.on_failure(b.now, gone);
+    b.sm.on_failure(b.now, &gone);
     assert_eq!(b.count(|e| matches!(e, SmEvent::SubnetUp { .. })), 2);
 }
 
@@ -505,7 +505,7 @@ fn a_new_priority_is_in_force_and_a_bad_one_changes_nothing() {
         matches!(
             e,
             ConfigError::OutOfRange {
-                field: "priority",
+                field: ConfigField::Priority,
                 ..
             }
         ),

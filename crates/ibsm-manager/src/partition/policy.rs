@@ -9,7 +9,7 @@ use super::{
     DEFAULT_PKEY, Enforcement, FULL_MEMBER, MAX_TABLE_ENTRIES, Member, Membership, Partition,
     PartitionConfig,
 };
-use crate::model::{NodeIx, Subnet};
+use crate::model::{Discovered, NodeIx};
 
 /// The partition enforcement bits a switch port gets (PortInfo
 /// PartitionEnforcementInbound / Outbound).
@@ -235,11 +235,11 @@ impl PartitionConfig {
     /// a switch that can enforce (SwitchInfo.PartitionEnforcementCap and the
     /// Inbound/OutboundEnforcementCap bits, narrowed by [`Self::enforcement`]), that end
     /// port's table again (capacity PartitionEnforcementCap) with the enforcement bits.
-    /// Tables are laid out by [`place`] over what `PortRec::pkeys` holds now. A `both`
+    /// Tables are laid out by [`place`] over what `FoundPort::pkeys` holds now. A `both`
     /// member gets the full and the limited entry with [`Self::allow_both_pkeys`], the
     /// full one alone without.
     #[must_use]
-    pub fn plan(&self, subnet: &Subnet, sm_port_guid: u64) -> PKeyPlan {
+    pub fn plan(&self, subnet: &Discovered, sm_port_guid: u64) -> PKeyPlan {
         let parts = self.partitions();
         let idx0 = parts.iter().find(|p| p.flags.indx0).map(|p| p.pkey);
         let mut order: Vec<&Partition> = parts.iter().collect();

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use ibsm_topology::{Fabric, FabricError, Guid, NodeId, NodeSpec, NodeType as TopoType};
+use ibsm_topology::{Fabric, FabricError, Guid, NodeId, NodeKind, NodeSpec};
 use ibsm_wire::{CapabilityMask, DrPath, NodeInfo, NodeType, PortInfo, PortState, SwitchInfo};
 
 use crate::smp::SmpError;
@@ -17,8 +17,9 @@ pub struct FoundPort {
     pub guid: u64,
     /// For CA and router ports: the route that enters the node through this port (each
     /// port of a multi-port CA has its own); `None` for a port not reached, and always
-    /// for switch ports (a switch is reached at its node's route).
-    pub path: Option<DrPath>,
+    /// for switch ports (a switch is reached at its node's route). Boxed: most ports are
+    /// a switch's, and 65 bytes on each of them would be a fifth of a large model.
+    pub path: Option<Box<DrPath>>,
     /// Its PortInfo, once read.
     pub info: Option<PortInfo>,
     /// The other end of its cable, once known.
@@ -69,7 +70,7 @@ impl FoundNode {
         }
         self.ports
             .get(usize::from(port))
-            .and_then(|p| p.path)
+            .and_then(|p| p.path.as_deref().copied())
             .unwrap_or(self.path)
     }
 
@@ -220,9 +221,9 @@ impl Discovered {
         let mut ids = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
             let node_type = match n.info.node_type {
-                NodeType::Switch => TopoType::Switch,
-                NodeType::Router => TopoType::Router,
-                _ => TopoType::Ca,
+                NodeType::Switch => NodeKind::Switch,
+                NodeType::Router => NodeKind::Router,
+                _ => NodeKind::Ca,
             };
             let mut spec = NodeSpec::new(
                 Guid(n.info.node_guid),
@@ -233,7 +234,7 @@ impl Discovered {
             spec.system_image_guid = Guid(n.info.system_image_guid);
             spec.vendor_id = n.info.vendor_id;
             spec.device_id = n.info.device_id;
-            if node_type != TopoType::Switch {
+            if node_type != NodeKind::Switch {
                 spec.port_guids = Some(
                     (1..=usize::from(n.info.num_ports))
                         .map(|p| {
@@ -287,8 +288,8 @@ impl Discovered {
     }
 }
 
-fn topo_state(s: PortState) -> ibsm_topology::PortState {
-    use ibsm_topology::PortState as P;
+fn topo_state(s: PortState) -> ibsm_topology::LinkState {
+    use ibsm_topology::LinkState as P;
     match s {
         PortState::Down => P::Down,
         PortState::Init => P::Init,
@@ -301,8 +302,8 @@ fn topo_state(s: PortState) -> ibsm_topology::PortState {
 /// The model's speed of a port from its PortInfo: the lane rate in use, so an
 /// extended speed (LinkSpeedExtActive, or XDR in LinkSpeedExtActive2) wins over
 /// LinkSpeedActive.
-fn topo_speed(pi: &PortInfo) -> ibsm_topology::LinkSpeed {
-    use ibsm_topology::LinkSpeed as S;
+fn topo_speed(pi: &PortInfo) -> ibsm_topology::ActiveSpeed {
+    use ibsm_topology::ActiveSpeed as S;
     match pi.active_lane_mbps() {
         Some(2_500) => S::Sdr,
         Some(5_000) => S::Ddr,
@@ -316,10 +317,10 @@ fn topo_speed(pi: &PortInfo) -> ibsm_topology::LinkSpeed {
     }
 }
 
-fn topo_width(pi: &PortInfo) -> ibsm_topology::LinkWidth {
+fn topo_width(pi: &PortInfo) -> ibsm_topology::ActiveWidth {
     pi.link_width_active
         .lanes()
-        .and_then(|l| ibsm_topology::LinkWidth::from_lanes(u32::from(l)))
+        .and_then(|l| ibsm_topology::ActiveWidth::from_lanes(u32::from(l)))
         .unwrap_or_default()
 }
 

@@ -73,9 +73,9 @@ fn a_fat_tree_is_found_as_the_simulator_runs_it() {
     // Each port answers Active/Init with a width and speed the model keeps.
     let (_, sw) = got.switches().next().unwrap();
     let p1 = sw.port(1).unwrap();
-    assert_ne!(p1.state, ibsm_topology::PortState::Unknown);
-    assert_ne!(p1.width, ibsm_topology::LinkWidth::Unknown);
-    assert_ne!(p1.speed, ibsm_topology::LinkSpeed::Unknown);
+    assert_ne!(p1.state, ibsm_topology::LinkState::Unknown);
+    assert_ne!(p1.width, ibsm_topology::ActiveWidth::Unknown);
+    assert_ne!(p1.speed, ibsm_topology::ActiveSpeed::Unknown);
 }
 
 #[test]
@@ -130,7 +130,7 @@ fn down_ports_are_kept_and_cut_cables_are_not_crossed() {
         .unwrap()
         .port(up)
         .unwrap();
-    assert_eq!(gp.state, ibsm_topology::PortState::Down);
+    assert_eq!(gp.state, ibsm_topology::LinkState::Down);
 }
 
 #[test]
@@ -202,8 +202,8 @@ fn a_route_nobody_answers_is_reported_and_the_rest_found() {
 
 #[test]
 fn extended_speeds_are_asked_for_and_kept() {
-    use ibsm_topology::LinkSpeed;
-    for speed in [LinkSpeed::Ndr, LinkSpeed::Xdr] {
+    use ibsm_topology::ActiveSpeed;
+    for speed in [ActiveSpeed::Ndr, ActiveSpeed::Xdr] {
         let fabric = generate::k_ary_n_tree(2, 2).unwrap();
         let cfg = SimConfig {
             link_speed: speed,
@@ -294,7 +294,7 @@ fn duplicate_guids_are_reported_and_left_out() {
     .collect();
     assert_eq!(links, want);
     let dn = &found.nodes[found.by_guid[&0x500]];
-    assert_eq!((dn.ports[2].guid, dn.ports[2].path), (0, None));
+    assert_eq!((dn.ports[2].guid, dn.ports[2].path.clone()), (0, None));
     // The node left out has the description of the one kept, not its own.
     assert_eq!(found.nodes[found.by_guid[&0x300]].description, "b");
 }
@@ -363,7 +363,7 @@ fn a_switch_clone_met_on_an_uncabled_port_is_reported_not_merged() {
 /// walk sends that many SMPs more than on QDR, and finds the same subnet.
 #[test]
 fn extended_speed_switch_ports_are_asked_once() {
-    use ibsm_topology::LinkSpeed;
+    use ibsm_topology::ActiveSpeed;
     let fabric = generate::k_ary_n_tree(2, 2).unwrap();
     let walk = |speed| {
         let cfg = SimConfig {
@@ -375,8 +375,8 @@ fn extended_speed_switch_ports_are_asked_once() {
         let mut port = sim.attach_sm(sim.node_by_guid(first).unwrap(), 1).unwrap();
         run(&mut port, SmpConfig::default())
     };
-    let (qdr, qs) = walk(LinkSpeed::Qdr);
-    let (ndr, ns) = walk(LinkSpeed::Ndr);
+    let (qdr, qs) = walk(ActiveSpeed::Qdr);
+    let (ndr, ns) = walk(ActiveSpeed::Ndr);
     let switches = ndr.nodes.iter().filter(|n| n.is_switch()).count() as u64;
     let ca_ports: u64 = ndr
         .nodes
@@ -430,9 +430,9 @@ fn port_facts(
 ) -> std::collections::BTreeMap<
     (u64, u8),
     (
-        ibsm_topology::PortState,
-        ibsm_topology::LinkWidth,
-        ibsm_topology::LinkSpeed,
+        ibsm_topology::LinkState,
+        ibsm_topology::ActiveWidth,
+        ibsm_topology::ActiveSpeed,
         u16,
     ),
 > {
@@ -530,5 +530,5 @@ fn a_lean_walk_keeps_down_ports_and_cut_cables() {
     assert_eq!(port_facts(&lean), port_facts(&full));
     let id = lean.node_by_guid(leaf.guid()).unwrap();
     let p = lean.node(id).unwrap().port(up).unwrap();
-    assert_eq!(p.state, ibsm_topology::PortState::Down);
+    assert_eq!(p.state, ibsm_topology::LinkState::Down);
 }

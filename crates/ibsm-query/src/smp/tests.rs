@@ -3,6 +3,7 @@
 use super::*;
 use ibsm_sim::{Fault, Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::generate;
+use ibsm_transport::SansIo;
 use ibsm_wire::{NodeDescription, NodeInfo, NodeType, PortInfo};
 
 fn rig() -> (Sim<SmaAgent>, SimPort<SmaAgent>, ibsm_topology::Fabric) {

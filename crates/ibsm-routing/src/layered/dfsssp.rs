@@ -5,7 +5,7 @@ use ibsm_topology::Csr;
 use super::layering::{Layering, OneLayer};
 use super::placement::{Column, Placement};
 use super::upfirst::UpFirst;
-use crate::engine::{Options, RoutingEngine};
+use crate::engine::{RouteOptions, RoutingEngine};
 use crate::error::{Result, RoutingError};
 use crate::lids::LidAssignment;
 use crate::net::Net;
@@ -20,15 +20,13 @@ impl RoutingEngine for Dfsssp {
         "dfsssp"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
-        let mut net = lids.net(csr)?;
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         let uses = crate::inputs::Uses {
             roots: true,
+            nodes: false,
             order: true,
-            ..crate::inputs::Uses::default()
         };
-        crate::inputs::apply(&mut net, csr, opts, uses)?;
-        routes(&net, opts)
+        routes(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 }
 
@@ -44,7 +42,7 @@ impl RoutingEngine for Dfsssp {
 /// is at the first look (64 LIDs): the destinations routed so far were kept and are
 /// placed, and the balanced pass goes on beside the placement. A cycle found later starts
 /// the pass again (it is deterministic: the same balanced routes) with the placement.
-pub(super) fn routes(net: &Net, opts: &Options) -> Result<Routes> {
+pub(super) fn routes(net: &Net, opts: &RouteOptions) -> Result<Routes> {
     let n = net.n_sw;
     let roots = crate::updn::find_roots(net, false)?;
     let (pos, _) = crate::updn::order_from_roots(net, &roots, false);

@@ -5,7 +5,7 @@ use ibsm_topology::Csr;
 
 use super::layering::{ABSENT, Layering, PRESENT, one_layer_acyclic};
 use super::placement::{Column, Placement};
-use crate::engine::{Options, RoutingEngine};
+use crate::engine::{RouteOptions, RoutingEngine};
 use crate::error::Result;
 use crate::lids::LidAssignment;
 use crate::minhop::minhop_net;
@@ -22,7 +22,7 @@ impl RoutingEngine for Lash {
         "lash"
     }
 
-    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &Options) -> Result<Routes> {
+    fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
         routes(&lids.net(csr)?, opts, "lash")
     }
 }
@@ -55,7 +55,7 @@ pub(super) fn path_deps(
 }
 
 /// LASH's routes of `net`, named `name`.
-pub(super) fn routes(net: &Net, opts: &Options, name: &str) -> Result<Routes> {
+pub(super) fn routes(net: &Net, opts: &RouteOptions, name: &str) -> Result<Routes> {
     // LASH on a mesh or torus takes the dimension-order paths (shortest, and they need
     // fewer layers and give more bisection bandwidth there than balanced minhop paths).
     // On a mesh they fit one layer. On a torus a constant layer per path needs 3 or more

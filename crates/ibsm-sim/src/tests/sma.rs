@@ -8,8 +8,7 @@ use ibsm_transport::{
     Address, DrAddress, Incoming, Instant, LidAddress, Transport, TransportError,
 };
 use ibsm_wire::{
-    DrPath, DrSmp, LidSmp, Method, NodeInfo, Notice, PortInfo, PortState as WirePortState,
-    SmAttributeId, SwitchInfo,
+    DrPath, DrSmp, LidSmp, Method, NodeInfo, Notice, PortInfo, PortState, SmAttributeId, SwitchInfo,
 };
 
 use crate::*;
@@ -82,7 +81,7 @@ impl Sm {
         f: impl FnOnce(&mut PortInfo),
     ) -> Option<PortInfo> {
         let mut pi = self.port_info(path, port);
-        pi.port_state = WirePortState::NoChange;
+        pi.port_state = PortState::NoChange;
         pi.port_phys_state = ibsm_wire::PhysPortState::NoChange;
         f(&mut pi);
         let r = self.dr(
@@ -202,7 +201,7 @@ fn configure(sm: &mut Sm) {
         ("0,1,9,4", 0),
         ("0,1,2", 0),
     ];
-    for st in [WirePortState::Armed, WirePortState::Active] {
+    for st in [PortState::Armed, PortState::Active] {
         for (path, port) in ports {
             let r = sm
                 .set_port_info(&p(path), port, |pi| pi.port_state = st)
@@ -333,7 +332,7 @@ fn reset_keeps_non_volatile_m_key_and_loses_the_rest() {
     assert_eq!(pi.lid, 0, "the LID is volatile");
     sim.with_agent(swb, |a| assert_eq!(a.lft_port(4), None));
     // The switch's links trained again to Init (Active was lost).
-    assert_eq!(sm.port_info(&p("0,1,9"), 4).port_state, WirePortState::Init);
+    assert_eq!(sm.port_info(&p("0,1,9"), 4).port_state, PortState::Init);
 }
 
 #[test]

@@ -491,7 +491,7 @@ fn port_state_transitions_via_set() {
     assert_eq!(st(&s), LogicalState::Down);
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Retrain
         })
@@ -534,7 +534,7 @@ fn enabled_mask_changes_ask_for_renegotiation() {
     assert_eq!(status(&r), 0);
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Renegotiate
         })
@@ -560,7 +560,7 @@ fn enabled_mask_changes_ask_for_renegotiation() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Retrain
         })
@@ -678,6 +678,51 @@ fn mft_blocks_and_positions() {
         &[],
     );
     assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x1C);
+}
+
+/// The MFT is held up to the last block written: a switch no SM gave a group costs
+/// nothing for it, and blocks never written still read as 0 within MulticastFDBCap.
+#[test]
+fn mft_held_up_to_the_last_block_written() {
+    let mut s = Sma::new(NodeConfig::switch(0x300, 36)).unwrap();
+    let before = s.memory_bytes();
+    // Within the capacity (1,024 MLIDs), nothing written: all 0, not absent.
+    assert_eq!(s.mft(0xC000 + 1023), Some(&[0u16, 0, 0][..]));
+    assert_eq!(s.mft(0xC000 + 1024), None);
+    let get = |block: u32| {
+        lid_req(
+            Method::Get,
+            SmAttributeId::MulticastForwardingTable,
+            block,
+            0,
+            &[],
+        )
+    };
+    let r = s.handle(T0, Rx::port(1), &get(31)).unwrap();
+    assert_eq!(status(&r), 0);
+    assert!(r[64..128].iter().all(|&b| b == 0));
+    assert_eq!(s.memory_bytes(), before, "a Get allocates nothing");
+    // One Set of block 2 holds blocks 0..=2 (3 positions for 36 ports), no more.
+    let mut data = [0u8; 64];
+    data[0..2].copy_from_slice(&0x0006u16.to_be_bytes());
+    let set = lid_req(
+        Method::Set,
+        SmAttributeId::MulticastForwardingTable,
+        2,
+        0,
+        &data,
+    );
+    assert_eq!(status(&s.handle(T0, Rx::port(1), &set).unwrap()), 0);
+    assert_eq!(s.mft(0xC000 + 64), Some(&[0x0006u16, 0, 0][..]));
+    assert_eq!(s.mft(0xC000 + 65), Some(&[0u16, 0, 0][..]));
+    assert_eq!(s.mft(0xC000 + 1023), Some(&[0u16, 0, 0][..]));
+    let grown = s.memory_bytes() - before;
+    assert!(
+        (3 * 32 * 3 * 2..1024 * 3 * 2).contains(&grown),
+        "{grown} bytes for three blocks"
+    );
+    let r = s.handle(T0, Rx::port(1), &get(2)).unwrap();
+    assert_eq!(u16::from_be_bytes([r[64], r[65]]), 0x0006);
 }
 
 #[test]
@@ -911,7 +956,7 @@ fn port_info_set_fields() {
     assert_eq!(pi.neighbor_mtu, Mtu::Mtu2048);
     assert!(!pi.client_reregister);
     assert_eq!(pi.operational_vls, VlCap::Vl0To7);
-    assert_eq!(s.poll_event(), Some(Event::ClientReregister { port: 1 }));
+    assert_eq!(s.poll_event(), Some(SmaEvent::ClientReregister { port: 1 }));
     for bad in [
         |pi: &mut PortInfo| pi.link_width_enabled = LinkWidthMask::X12,
         |pi: &mut PortInfo| pi.neighbor_mtu = Mtu::from(6),
@@ -948,7 +993,7 @@ fn sm_info_answers_only_with_an_sm() {
     s.handle(T0, Rx::port(1), &req).unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::SmInfoSet {
+        Some(SmaEvent::SmInfoSet {
             control: 1,
             sender: info,
             authenticated: true
@@ -1056,7 +1101,7 @@ fn armed_port_goes_active_on_data_and_disable_enable_events() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Disable
         })
@@ -1067,7 +1112,7 @@ fn armed_port_goes_active_on_data_and_disable_enable_events() {
     .unwrap();
     assert_eq!(
         s.poll_event(),
-        Some(Event::Link {
+        Some(SmaEvent::Link {
             port: 1,
             request: LinkRequest::Enable
         })

@@ -72,11 +72,30 @@ struct Args {
     time_limit: u64,
 }
 
-fn parse_secs(s: &str) -> Result<f64, String> {
+/// Why `--min-interval` is not a number of seconds.
+#[derive(Debug, thiserror::Error)]
+enum SecondsError {
+    /// Not a number at all.
+    #[error("{text:?}: {source}")]
+    NotANumber {
+        text: String,
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+    /// A number, but not 0 to a day (or not finite).
+    #[error("{text:?}: seconds from 0 to 86400")]
+    OutOfRange { text: String },
+}
+
+fn parse_secs(s: &str) -> Result<f64, SecondsError> {
+    let text = || s.to_owned();
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
-        Ok(_) => Err(format!("{s:?}: seconds from 0 to 86400")),
-        Err(e) => Err(format!("{s:?}: {e}")),
+        Ok(_) => Err(SecondsError::OutOfRange { text: text() }),
+        Err(source) => Err(SecondsError::NotANumber {
+            text: text(),
+            source,
+        }),
     }
 }
 
@@ -150,9 +169,7 @@ fn main() -> ExitCode {
         for _ in 0..WORKERS {
             s.spawn(|| {
                 for req in server.incoming_requests() {
-                    serve(req, &cache, || {
-                        scrape(&port, &args, &names).map_err(|e| e.to_string())
-                    });
+                    serve(req, &cache, || scrape(&port, &args, &names));
                 }
             });
         }
@@ -163,8 +180,8 @@ fn main() -> ExitCode {
 /// Answers one request.
 fn serve(
     req: tiny_http::Request,
-    cache: &ScrapeCache<Result<String, String>>,
-    collect: impl FnOnce() -> Result<String, String>,
+    cache: &ScrapeCache<Result<String, ToolError>>,
+    collect: impl FnOnce() -> Result<String, ToolError>,
 ) {
     let text = |code: u16, body: &str| {
         tiny_http::Response::from_string(body)

@@ -35,12 +35,11 @@
 //! or the port could not be opened, 2 for a bad argument or node-name map.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
-use ibsm_query::discover::{Discovered, Discovery};
+use ibsm_query::discover::Discovered;
 use ibsm_tools::lft::LftReader;
-use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run, write_atomic};
+use ibsm_tools::{DiscoverArgs, NameArgs, PortArgs, ToolError, TxArgs, run, write_atomic};
 use ibsm_topology::ibnet::{self, WriteOptions};
 use ibsm_topology::slurm;
 use ibsm_topology::svg::{self, SvgOptions};
@@ -56,9 +55,8 @@ struct Args {
     names: NameArgs,
     #[command(flatten)]
     tx: TxArgs,
-    /// M_Key sent with every SMP (hex with 0x, or decimal).
-    #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
-    m_key: u64,
+    #[command(flatten)]
+    discover: DiscoverArgs,
     /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
     /// ibnetdiscover format.
     #[arg(long = "slurm-topology", group = "format")]
@@ -76,9 +74,6 @@ struct Args {
     /// per 64 LIDs per switch) and colour links by the routes through them.
     #[arg(long, requires = "svg")]
     routes: bool,
-    /// Give up after this many seconds.
-    #[arg(long = "time-limit", default_value_t = 120)]
-    time_limit: u64,
 }
 
 const TOOL: &str = "ibsm-netdiscover";
@@ -93,13 +88,7 @@ fn main() -> ExitCode {
 fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
     let names = args.names.load()?;
     let mut port = args.port.open(false)?;
-    let mut walk = Discovery::lean(args.tx.smp(args.m_key));
-    run(
-        &mut walk,
-        &mut port,
-        Duration::from_secs(args.time_limit),
-        "discovery",
-    )?;
+    let walk = args.discover.discover(&args.tx, &mut port)?;
     let finished = walk.is_done();
     let found = walk.into_found();
     for (path, e) in &found.unreachable {
@@ -172,11 +161,11 @@ fn picture(
                 "--routes: no port has a LID (no SM has brought the subnet up)".into(),
             ));
         }
-        let mut reader = LftReader::new(args.tx.smp(args.m_key), &paths, top);
+        let mut reader = LftReader::new(args.tx.smp(args.discover.m_key), &paths, top);
         run(
             &mut reader,
             port,
-            Duration::from_secs(args.time_limit),
+            args.discover.limit(),
             "reading forwarding tables",
         )?;
         for (i, b, e) in &reader.errors {

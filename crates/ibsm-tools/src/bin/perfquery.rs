@@ -24,9 +24,11 @@ use std::time::Duration;
 use clap::Parser;
 use ibsm_query::counters::Counter;
 use ibsm_query::discover::discover;
-use ibsm_query::perf::{PerfClient, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget};
-use ibsm_tools::{PortArgs, TxArgs, run};
-use ibsm_transport::{JobRunner, Stop, Transport, drive};
+use ibsm_query::perf::{
+    PerfClient, PerfError, PerfEvent, PortReading, Scrape, ScrapeMode, ScrapeTarget,
+};
+use ibsm_tools::{PortArgs, ToolError, TxArgs, run};
+use ibsm_transport::{JobRunner, Stop, Transport, TransportError, drive};
 use ibsm_wire::mad::ClassPortInfo;
 use ibsm_wire::perf::{
     ALL_PORTS, CounterSelect, ExtCounterSelect, PmCapabilityMask, PortCounters,
@@ -156,11 +158,30 @@ fn extended_block(
     }
 }
 
+/// Why a query of this tool failed; each says what its source says, as the tool always
+/// printed it.
+#[derive(Debug, thiserror::Error)]
+enum QueryError {
+    /// The transport failed (discovery, or while queries were in flight).
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// The PerfMgt client refused a query, the agent answered an error, or its answer
+    /// did not decode.
+    #[error(transparent)]
+    Perf(#[from] PerfError),
+    /// The scrape could not run.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    /// The agent gave no answer at all.
+    #[error("no answer")]
+    NoAnswer,
+}
+
 /// Runs `client`'s queries to the end; their outcomes in order.
 fn finish<T: Transport>(
     client: &mut PerfClient<u8>,
     port: &mut T,
-) -> Result<Vec<PerfEvent<u8>>, String> {
+) -> Result<Vec<PerfEvent<u8>>, QueryError> {
     let stop = Stop::when_idle(port.now() + Duration::from_secs(30));
     let mut out = Vec::new();
     drive(client, port, &mut JobRunner::inline(), stop, |ev| {
@@ -168,51 +189,48 @@ fn finish<T: Transport>(
             out.push(ev);
         }
         ControlFlow::Continue(())
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(out)
 }
 
-fn one_port<T: Transport>(args: &Args, port: &mut T, lid: u16, p: u8) -> Result<String, String> {
+fn one_port<T: Transport>(
+    args: &Args,
+    port: &mut T,
+    lid: u16,
+    p: u8,
+) -> Result<String, QueryError> {
     let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     let mut out = String::new();
-    c.class_port_info(lid, 0).map_err(|e| e.to_string())?;
+    c.class_port_info(lid, 0)?;
     let cpi = finish(&mut c, port)?
         .first()
-        .ok_or("no answer")?
-        .class_port_info()
-        .map_err(|e| e.to_string())?;
+        .ok_or(QueryError::NoAnswer)?
+        .class_port_info()?;
     if !args.reset_only {
         if args.extended {
-            c.get::<PortCountersExtended>(lid, p, 0)
-                .map_err(|e| e.to_string())?;
+            c.get::<PortCountersExtended>(lid, p, 0)?;
         } else {
-            c.get::<PortCounters>(lid, p, 0)
-                .map_err(|e| e.to_string())?;
+            c.get::<PortCounters>(lid, p, 0)?;
         }
         let ev = finish(&mut c, port)?;
-        let ev = ev.first().ok_or("no answer")?;
+        let ev = ev.first().ok_or(QueryError::NoAnswer)?;
         if args.extended {
-            let pc = ev
-                .decode::<PortCountersExtended>()
-                .map_err(|e| e.to_string())?;
+            let pc = ev.decode::<PortCountersExtended>()?;
             extended_block(&mut out, lid, p, &cpi, &pc);
         } else {
-            let pc = ev.decode::<PortCounters>().map_err(|e| e.to_string())?;
+            let pc = ev.decode::<PortCounters>()?;
             basic_block(&mut out, lid, p, cpi.capability_mask, &pc);
         }
     }
     if args.reset_only || args.reset_after_read {
         if args.extended {
-            c.reset_extended(lid, p, ExtCounterSelect(0xffff), 0)
-                .map_err(|e| e.to_string())?;
+            c.reset_extended(lid, p, ExtCounterSelect(0xffff), 0)?;
         } else {
-            c.reset(lid, p, CounterSelect(0xffff), 0)
-                .map_err(|e| e.to_string())?;
+            c.reset(lid, p, CounterSelect(0xffff), 0)?;
         }
         for ev in finish(&mut c, port)? {
             if let PerfEvent::Failed { error, .. } = ev {
-                return Err(error.to_string());
+                return Err(error.into());
             }
         }
     }
@@ -225,7 +243,7 @@ fn details<T: Transport>(
     args: &Args,
     port: &mut T,
     ports: &[(u16, u8)],
-) -> Result<(String, usize), String> {
+) -> Result<(String, usize), QueryError> {
     let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     for &(lid, p) in ports {
         let r = if args.rcv_err {
@@ -233,7 +251,7 @@ fn details<T: Transport>(
         } else {
             c.get::<PortXmitDiscardDetails>(lid, p, 0)
         };
-        r.map_err(|e| e.to_string())?;
+        r?;
     }
     let (mut out, mut failed) = (String::new(), 0);
     // Answers come back in any order; print in the order asked.
@@ -275,37 +293,46 @@ fn details<T: Transport>(
     Ok((out, failed))
 }
 
-fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
-    line(out, "PortSelect", d.port_select);
-    line(
-        out,
-        "CounterSelect",
-        format_args!("{:#06x}", d.counter_select),
-    );
-    for c in Counter::RCV_ERROR_DETAILS_SELECT {
-        if let Some(v) = c.of_rcv_error_details(d) {
+/// A details block as perfquery prints it: the selects, then each counter `of` gives.
+fn details_block(
+    out: &mut String,
+    port_select: u8,
+    counter_select: u16,
+    counters: &[Counter],
+    of: impl Fn(Counter) -> Option<u64>,
+) {
+    line(out, "PortSelect", port_select);
+    line(out, "CounterSelect", format_args!("{counter_select:#06x}"));
+    for &c in counters {
+        if let Some(v) = of(c) {
             line(out, c.perfquery_name(), v);
         }
     }
+}
+
+fn rcv_err_block(out: &mut String, d: &PortRcvErrorDetails) {
+    details_block(
+        out,
+        d.port_select,
+        d.counter_select,
+        &Counter::RCV_ERROR_DETAILS_SELECT,
+        |c| c.of_rcv_error_details(d),
+    );
 }
 
 fn xmt_disc_block(out: &mut String, d: &PortXmitDiscardDetails) {
-    line(out, "PortSelect", d.port_select);
-    line(
+    details_block(
         out,
-        "CounterSelect",
-        format_args!("{:#06x}", d.counter_select),
+        d.port_select,
+        d.counter_select,
+        &Counter::XMIT_DISCARD_DETAILS_SELECT,
+        |c| c.of_xmit_discard_details(d),
     );
-    for c in Counter::XMIT_DISCARD_DETAILS_SELECT {
-        if let Some(v) = c.of_xmit_discard_details(d) {
-            line(out, c.perfquery_name(), v);
-        }
-    }
 }
 
-fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), String> {
+fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize), QueryError> {
     let until = port.now() + Duration::from_secs(120);
-    let found = discover(port, args.tx.smp(0), until).map_err(|e| e.to_string())?;
+    let found = discover(port, args.tx.smp(0), until)?;
     let targets: Vec<ScrapeTarget> = ScrapeTarget::every_port(&found)
         .into_iter()
         .map(|(_, t)| t)
@@ -318,7 +345,7 @@ fn all_ports<T: Transport>(args: &Args, port: &mut T) -> Result<(String, usize),
         return details(args, port, &ports);
     }
     let mut s = Scrape::new(targets.clone(), ScrapeMode::PerPort, args.tx.tx());
-    run(&mut s, port, Duration::from_secs(120), "scrape").map_err(|e| e.to_string())?;
+    run(&mut s, port, Duration::from_secs(120), "scrape")?;
     let report = s.into_report();
     let mut out = String::new();
     let mut failed = 0;
@@ -370,7 +397,7 @@ fn reset_all<T: Transport>(
     port: &mut T,
     targets: &[ScrapeTarget],
     agents: &std::collections::BTreeMap<u16, Result<ClassPortInfo, ibsm_query::perf::PerfError>>,
-) -> Result<usize, String> {
+) -> Result<usize, QueryError> {
     let mut c: PerfClient<u8> = PerfClient::new(args.tx.tx());
     let (mut summed, mut single) = (0usize, 0usize);
     for t in targets {
@@ -393,7 +420,7 @@ fn reset_all<T: Transport>(
             } else {
                 c.reset(t.lid, p, CounterSelect(0xffff), p)
             };
-            r.map_err(|e| e.to_string())?;
+            r?;
         }
     }
     let mut failed = 0;

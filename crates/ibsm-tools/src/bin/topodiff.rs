@@ -21,11 +21,9 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
-use ibsm_query::discover::Discovery;
-use ibsm_tools::{NameArgs, PortArgs, ToolError, TxArgs, parse_u64, run};
+use ibsm_tools::{DiscoverArgs, NameArgs, PortArgs, ToolError, TxArgs};
 use ibsm_topology::diff::{Difference, diff};
 use ibsm_topology::{Fabric, Guid, ibnet};
 
@@ -43,12 +41,9 @@ struct Args {
     names: NameArgs,
     #[command(flatten)]
     tx: TxArgs,
-    /// M_Key sent with every SMP of a live discovery (hex with 0x, or decimal).
-    #[arg(long = "m-key", value_parser = parse_u64, default_value = "0")]
-    m_key: u64,
-    /// Give a live discovery up after this many seconds.
-    #[arg(long = "time-limit", default_value_t = 120)]
-    time_limit: u64,
+    /// The live discovery (without CURRENT).
+    #[command(flatten)]
+    discover: DiscoverArgs,
 }
 
 const TOOL: &str = "ibsm-topodiff";
@@ -75,13 +70,7 @@ fn read(path: &PathBuf) -> Result<Fabric, ToolError> {
 /// The fabric behind the local port, as `ibsm-netdiscover` finds it.
 fn discover(args: &Args) -> Result<Fabric, ToolError> {
     let mut port = args.port.open(false)?;
-    let mut walk = Discovery::lean(args.tx.smp(args.m_key));
-    run(
-        &mut walk,
-        &mut port,
-        Duration::from_secs(args.time_limit),
-        "discovery",
-    )?;
+    let walk = args.discover.discover(&args.tx, &mut port)?;
     if !walk.is_done() {
         // A partial fabric would show every node not reached as missing.
         return Err(ToolError::Failed(

@@ -133,7 +133,7 @@ fn cfg(window: usize, timeout_ms: u64, retries: u32) -> TxConfig {
 }
 
 /// Drives until nothing is pending or `until`: every event, in order.
-fn run(t: &mut Transactions<u32>, f: &mut Fake, until: Instant) -> Vec<Event<u32>> {
+fn run(t: &mut Transactions<u32>, f: &mut Fake, until: Instant) -> Vec<TxEvent<u32>> {
     let mut ev = Vec::new();
     let stop = Stop::when_idle(until);
     crate::drive(t, f, &mut JobRunner::inline(), stop, |e| {
@@ -154,7 +154,7 @@ fn retries_until_answered() {
     let ev = run(&mut t, &mut f, Instant::from_secs(10));
     assert_eq!(ev.len(), 1);
     match &ev[0] {
-        Event::Completed {
+        TxEvent::Completed {
             cookie,
             attempts,
             elapsed,
@@ -186,7 +186,7 @@ fn times_out_after_all_retries() {
     let fails: Vec<_> = ev
         .iter()
         .map(|e| match e {
-            Event::Failed {
+            TxEvent::Failed {
                 cookie,
                 error,
                 attempts,
@@ -221,7 +221,7 @@ fn window_limits_requests_on_the_wire() {
     let done: Vec<u32> = ev
         .into_iter()
         .map(|e| match e {
-            Event::Completed { cookie, .. } => cookie,
+            TxEvent::Completed { cookie, .. } => cookie,
             e => panic!("{e:?}"),
         })
         .collect();
@@ -253,13 +253,13 @@ fn requests_and_strangers_are_not_matched() {
     m[3] |= 0x80;
     m[1] = 0x01;
     SansIo::handle_incoming(&mut t, Instant::ZERO, rx(m.clone()));
-    assert!(matches!(t.poll_event(), Some(Event::Unsolicited(_))));
-    assert!(matches!(t.poll_event(), Some(Event::Unsolicited(_))));
+    assert!(matches!(t.poll_event(), Some(TxEvent::Unsolicited(_))));
+    assert!(matches!(t.poll_event(), Some(TxEvent::Unsolicited(_))));
     assert_eq!(t.pending(), 1);
     m[1] = 0x81;
     m[8] ^= 0xFF; // upper bits rewritten by the host: still ours
     SansIo::handle_incoming(&mut t, Instant::ZERO, rx(m));
-    assert!(matches!(t.poll_event(), Some(Event::Completed { id: i, .. }) if i == id));
+    assert!(matches!(t.poll_event(), Some(TxEvent::Completed { id: i, .. }) if i == id));
     assert_eq!(t.stats().unsolicited, 2);
 }
 
@@ -274,9 +274,9 @@ fn send_failure_and_cancel_free_the_window() {
     assert_eq!(t.cancel(b), Some(2));
     let ev = run(&mut t, &mut f, Instant::from_secs(1));
     assert!(
-        matches!(&ev[0], Event::Failed { id, error: TransportError::Unreachable { .. }, attempts: 1, .. } if *id == a)
+        matches!(&ev[0], TxEvent::Failed { id, error: TransportError::Unreachable { .. }, attempts: 1, .. } if *id == a)
     );
-    assert!(matches!(&ev[1], Event::Completed { id, .. } if *id == c));
+    assert!(matches!(&ev[1], TxEvent::Completed { id, .. } if *id == c));
     assert_eq!(ev.len(), 2);
 }
 
@@ -419,11 +419,11 @@ proptest::proptest! {
         let mut ended = HashSet::new();
         for e in ev {
             match e {
-                Event::Completed { id, attempts, .. } | Event::Failed { id, attempts, .. } => {
+                TxEvent::Completed { id, attempts, .. } | TxEvent::Failed { id, attempts, .. } => {
                     proptest::prop_assert!(attempts <= retries + 1);
                     proptest::prop_assert!(ended.insert(id));
                 }
-                Event::Unsolicited(_) => {} // late duplicates after a retry
+                TxEvent::Unsolicited(_) => {} // late duplicates after a retry
             }
         }
         proptest::prop_assert_eq!(ended.len(), n);

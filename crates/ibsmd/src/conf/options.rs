@@ -12,12 +12,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ibsm::manager::MKeyMode;
 use ibsm::manager::SmConfig;
 use ibsm::manager::health::Action;
 use ibsm::manager::partition::Enforcement;
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig, Threshold};
 use ibsm::manager::topo_ref::TopoPolicy;
+use ibsm::manager::{ConfigField, MKeyMode};
 use ibsm::routing::{EngineList, EngineListError};
 
 use super::{LogFormat, LogTarget, Settings};
@@ -85,7 +85,7 @@ pub(crate) enum Section {
     Debug,
     /// ibsmd's own options of the file.
     Ibsmd,
-    /// Options of the command line only (the port, the daemon's endpoints, the run's
+    /// RouteOptions of the command line only (the port, the daemon's endpoints, the run's
     /// mode): not in the file, not written by `-c`.
     CommandLine,
 }
@@ -252,7 +252,7 @@ pub(crate) struct Spec {
     /// Reading and spelling its value.
     pub(crate) access: Access,
     /// The `SmConfig` field `SmConfig::validate` names when it refuses this option.
-    pub(crate) engine_field: Option<&'static str>,
+    pub(crate) engine_field: Option<ConfigField>,
 }
 
 impl Spec {
@@ -600,7 +600,7 @@ options! {
         help: "The protection level used for the M_Key on this subnet",
         flags: &[Flag::value("m-key-protect", "BITS", "M_KeyProtectBits written with the key, 0..3")],
         access: at!(s => s.sm.m_key_protect, dec, num),
-        engine_field: Some("m_key_protect"),
+        engine_field: Some(ConfigField::MKeyProtect),
     }
     SmKey "sm_key" {
         section: Section::Device,
@@ -619,47 +619,47 @@ options! {
         help: "The LMC value used on this subnet",
         flags: &[Flag::value("lmc", "LMC", "LID mask control, 0..7: 2^LMC LIDs per CA port").short('l')],
         access: at!(s => s.sm.lmc, dec, num),
-        engine_field: Some("lmc"),
+        engine_field: Some(ConfigField::Lmc),
     }
     SmSl "sm_sl" {
         section: Section::Device,
         help: "sm_sl determines SMSL used for SM/SA communication",
         flags: &[Flag::value("sm_sl", "SL", "SL of SM/SA traffic")],
         access: at!(s => s.sm.sm_sl, dec, num),
-        engine_field: Some("sm_sl"),
+        engine_field: Some(ConfigField::SmSl),
     }
     PacketLifeTime "packet_life_time" {
         section: Section::Device,
         help: "The code of maximal time a packet can live in a switch\nThe actual time is 4.096usec * 2^<packet_life_time>\nThe value 0x14 disables this mechanism",
         access: at!(s => s.sm.packet_life_time, hex8, num),
-        engine_field: Some("packet_life_time"),
+        engine_field: Some(ConfigField::PacketLifeTime),
     }
     SubnetTimeout "subnet_timeout" {
         section: Section::Device,
         help: "The subnet_timeout code that will be set for all the ports\nThe actual timeout is 4.096usec * 2^<subnet_timeout>",
         access: at!(s => s.sm.subnet_timeout, dec, num),
-        engine_field: Some("subnet_timeout"),
+        engine_field: Some(ConfigField::SubnetTimeout),
     }
     ForceLinkSpeed "force_link_speed" {
         section: Section::Device,
         help: "Force PortInfo:LinkSpeedEnabled on every linked port\nIf 0, don't modify PortInfo:LinkSpeedEnabled\nOtherwise, use value for PortInfo:LinkSpeedEnabled (bits the port does not support are dropped)\n   1: 2.5 Gbps, 3: 2.5 or 5.0 Gbps, 5: 2.5 or 10.0 Gbps, 7: 2.5 or 5.0 or 10.0 Gbps\n   Default 15: set to PortInfo:LinkSpeedSupported",
         flags: &[Flag::value("force_link_speed", "N", "PortInfo.LinkSpeedEnabled written to every port: 0 leave it, 1..=14 those speed bits, 15 the port's LinkSpeedSupported").aliases(&["force-link-speed"])],
         access: at!(s => s.sm.force_link_speed, dec, num),
-        engine_field: Some("force_link_speed"),
+        engine_field: Some(ConfigField::ForceLinkSpeed),
     }
     ForceLinkSpeedExt "force_link_speed_ext" {
         section: Section::Device,
         help: "Force PortInfo:LinkSpeedExtEnabled on ports where both ends support extended speeds\nIf 0, don't modify PortInfo:LinkSpeedExtEnabled\nOtherwise, use value for PortInfo:LinkSpeedExtEnabled\n   1: 14.0625 Gbps, 2: 25.78125 Gbps, 4: 53.125 Gbps, 8: 106.25 Gbps (sums: either)\n   30: Disable extended link speeds\n   Default 31: set to PortInfo:LinkSpeedExtSupported",
         flags: &[Flag::value("force_link_speed_ext", "N", "PortInfo.LinkSpeedExtEnabled written where both ends support extended speeds: 0 leave it, 1..=29 those speed bits, 30 extended speeds off, 31 the port's LinkSpeedExtSupported").aliases(&["force-link-speed-ext"])],
         access: at!(s => s.sm.force_link_speed_ext, dec, num),
-        engine_field: Some("force_link_speed_ext"),
+        engine_field: Some(ConfigField::ForceLinkSpeedExt),
     }
     ForceLinkWidth "force_link_width" {
         section: Section::Device,
         help: "Force PortInfo:LinkWidthEnabled on every linked port\nIf 0, don't modify PortInfo:LinkWidthEnabled\nOtherwise, use value for PortInfo:LinkWidthEnabled\n   1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x (sums: either), 32-254 reserved\n   Default 255: set to PortInfo:LinkWidthSupported",
         flags: &[Flag::value("force_link_width", "N", "PortInfo.LinkWidthEnabled written to every port: 0 leave it, 1..=31 those width bits (1x 4x 8x 12x 2x), 255 the port's LinkWidthSupported").aliases(&["force-link-width"])],
         access: at!(s => s.sm.force_link_width, dec, num),
-        engine_field: Some("force_link_width"),
+        engine_field: Some(ConfigField::ForceLinkWidth),
     }
     UseMfttop "use_mfttop" {
         section: Section::Device,
@@ -744,14 +744,14 @@ options! {
         flags: &[Flag::value("priority", "PRIORITY", "SM priority, 0 (lowest) to 15").short('p')],
         apply: Apply::Live(Setter::Priority),
         access: at!(s => s.sm.priority, dec, num),
-        engine_field: Some("priority"),
+        engine_field: Some(ConfigField::Priority),
     }
     SminfoPollingTimeout "sminfo_polling_timeout" {
         section: Section::Handover,
         help: "Timeout in [msec] between two polls of active master SM",
         flags: &[Flag::value("polling-timeout", "MS", "Standby: milliseconds between polls of the master")],
         access: at!(s => s.sm.polling_timeout, millis, parse_millis),
-        engine_field: Some("polling_timeout"),
+        engine_field: Some(ConfigField::PollingTimeout),
     }
     PollingRetryNumber "polling_retry_number" {
         section: Section::Handover,
@@ -767,14 +767,14 @@ options! {
         flags: &[Flag::value("maxsmps", "N", "SMPs in flight at the start of a sweep; ibsmd widens the window from there").short('n')],
         apply: Apply::Live(Setter::MaxWireSmps),
         access: at!(s => s.sm.max_wire_smps, dec, num),
-        engine_field: Some("max_wire_smps"),
+        engine_field: Some(ConfigField::MaxWireSmps),
     }
     TransactionTimeout "transaction_timeout" {
         section: Section::Timing,
         help: "The maximum time in [msec] allowed for a transaction to complete",
         flags: &[Flag::value("timeout", "MS", "SMP transaction timeout in milliseconds").short('t')],
         access: at!(s => s.sm.transaction_timeout, millis, parse_millis),
-        engine_field: Some("transaction_timeout"),
+        engine_field: Some(ConfigField::TransactionTimeout),
     }
     TransactionRetries "transaction_retries" {
         section: Section::Timing,
@@ -808,13 +808,13 @@ options! {
         help: "Time in seconds between the starts of two counter sweeps",
         flags: &[Flag::value("perfmgr_sweep_time_s", "SECS", "Seconds between counter sweeps (default 180)")],
         access: at!(s => s.perf.sweep_time, secs, parse_secs),
-        engine_field: Some("perfmgr.sweep_time"),
+        engine_field: Some(ConfigField::PerfmgrSweepTime),
     }
     PerfmgrMaxOutstandingQueries "perfmgr_max_outstanding_queries" {
         section: Section::PerfMgr,
         help: "Most PerfMgt queries in flight at once",
         access: at!(s => s.perf.max_outstanding_queries, dec, num),
-        engine_field: Some("perfmgr.max_outstanding_queries"),
+        engine_field: Some(ConfigField::PerfmgrMaxOutstandingQueries),
     }
     PerfmgrIgnoreCas "perfmgr_ignore_cas" {
         section: Section::PerfMgr,
@@ -875,7 +875,7 @@ options! {
         help: "Worker threads for routing (0: one per CPU)",
         flags: &[Flag::value("routing-threads", "N", "Worker threads for routing (0: one per CPU)")],
         access: at!(s => s.routing_threads, dec, num),
-        engine_field: Some("routing_threads"),
+        engine_field: Some(ConfigField::RoutingThreads),
     }
     RerouteOnLoss "reroute_on_loss" {
         section: Section::Ibsmd,
@@ -906,7 +906,7 @@ options! {
         help: "The flap window in [sec]",
         flags: &[Flag::value("flap-window", "SECS", "The flap window (default 60)")],
         access: at!(s => s.sm.health.flap_window, secs, parse_secs),
-        engine_field: Some("health.flap_window"),
+        engine_field: Some(ConfigField::HealthFlapWindow),
     }
     HealthTrapLimit "health_trap_limit" {
         section: Section::Ibsmd,
@@ -919,7 +919,7 @@ options! {
         help: "The trap window in [sec]",
         flags: &[Flag::value("trap-window", "SECS", "The trap window (default 10)")],
         access: at!(s => s.sm.health.trap_window, secs, parse_secs),
-        engine_field: Some("health.trap_window"),
+        engine_field: Some(ConfigField::HealthTrapWindow),
     }
     HealthNoAnswerSweeps "health_no_answer_sweeps" {
         section: Section::Ibsmd,
@@ -932,7 +932,7 @@ options! {
         help: "An unhealthy port is taken back after this many [sec] without trouble",
         flags: &[Flag::value("unhealthy-quiet-period", "SECS", "An unhealthy port is taken back after SECS without trouble (default 60)")],
         access: at!(s => s.sm.health.quiet_period, secs, parse_secs),
-        engine_field: Some("health.quiet_period"),
+        engine_field: Some(ConfigField::HealthQuietPeriod),
     }
     HealthRebootCount "health_reboot_count" {
         section: Section::Ibsmd,
@@ -945,7 +945,7 @@ options! {
         help: "The reboot window in [sec]",
         flags: &[Flag::value("reboot-window", "SECS", "The reboot window (default 600)")],
         access: at!(s => s.sm.health.reboot_window, secs, parse_secs),
-        engine_field: Some("health.reboot_window"),
+        engine_field: Some(ConfigField::HealthRebootWindow),
     }
     HealthSetErrCount "health_set_err_count" {
         section: Section::Ibsmd,
@@ -958,7 +958,7 @@ options! {
         help: "The SetErr window in [sec]",
         flags: &[Flag::value("set-err-window", "SECS", "The SetErr window (default 60)")],
         access: at!(s => s.sm.health.set_err_window, secs, parse_secs),
-        engine_field: Some("health.set_err_window"),
+        engine_field: Some(ConfigField::HealthSetErrWindow),
     }
     HealthActionReboot "health_action_reboot" {
         section: Section::Ibsmd,

@@ -377,7 +377,9 @@ fn max_reverse_hops_reaches_the_engine_from_the_file_and_the_flag() {
     let loaded = load(&with_file(&conf, &[])).unwrap();
     let (s, cfg) = (loaded.settings, loaded.engine);
     assert_eq!(cfg.routing_inputs.max_reverse_hops, 2);
-    let opts = cfg.routing_inputs.apply(ibsm::routing::Options::default());
+    let opts = cfg
+        .routing_inputs
+        .apply(ibsm::routing::RouteOptions::default());
     assert_eq!(opts.max_reverse_hops, 2);
     // `-c` writes it back; the flag wins over the file.
     assert!(write(&s).contains("\nmax_reverse_hops 2\n"));

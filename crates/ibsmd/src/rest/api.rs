@@ -18,29 +18,11 @@
 //! silently. serde and the standard library only: the fuzz crate builds this file as
 //! a module of its own.
 
+use ibsm::manager::partition::Membership;
 use serde::Deserialize;
 
 /// The default partition's 15-bit P_Key.
 pub(crate) const DEFAULT_PARTITION: u16 = 0x7FFF;
-
-/// How the GUIDs of an add belong to the partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Membership {
-    /// The P_Key with the membership bit.
-    Full,
-    /// Without it: may talk to full members only.
-    Limited,
-}
-
-impl Membership {
-    /// The word UFM and partitions.conf use.
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::Limited => "limited",
-        }
-    }
-}
 
 /// A checked change of the partition policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +34,7 @@ pub(crate) enum Change {
         pkey: u16,
         /// Port GUIDs, each once, in request order.
         guids: Vec<u64>,
-        /// Their membership.
+        /// Their membership (`Full` or `Limited`: an add does not ask for both).
         membership: Membership,
         /// `index0`, when given: the partition's `indx0` flag.
         index0: Option<bool>,

@@ -12,10 +12,10 @@
 //! statement is written as `Statement`'s `Display` spells it: comments inside it go.
 
 use ibsm::manager::partition::{
-    Member, MemberEntry, Membership as Pm, ParseError, PartitionConfig, Statement,
+    Member, MemberEntry, Membership, ParseError, PartitionConfig, Statement,
 };
 
-use super::api::{Change, Membership};
+use super::api::Change;
 
 /// Why the API cannot edit a partitions file.
 #[derive(Debug, thiserror::Error)]
@@ -76,15 +76,6 @@ pub(crate) struct PartitionView {
     /// Its members named by GUID, in file order (keyword members such as `ALL` are
     /// not GUIDs and not listed).
     pub(crate) guids: Vec<GuidMember>,
-}
-
-/// A membership's word.
-fn word(m: Pm) -> &'static str {
-    match m {
-        Pm::Full => "full",
-        Pm::Limited => "limited",
-        Pm::Both => "both",
-    }
 }
 
 /// Where each statement's text starts and ends: `(start of its lead, start of its
@@ -174,10 +165,7 @@ impl PartitionFile {
                 ip_over_ib,
                 ..
             } => {
-                let m = match membership {
-                    Membership::Full => Pm::Full,
-                    Membership::Limited => Pm::Limited,
-                };
+                let m = *membership;
                 let Some(&first) = ours.first() else {
                     self.append(pkey, guids, m, *index0, *ip_over_ib);
                     return true;
@@ -237,7 +225,7 @@ impl PartitionFile {
         &mut self,
         pkey: u16,
         guids: &[u64],
-        m: Pm,
+        m: Membership,
         index0: Option<bool>,
         ip_over_ib: Option<bool>,
     ) {
@@ -302,22 +290,22 @@ impl PartitionFile {
             let v = &mut out[i];
             v.ipoib |= c.stmt.flags.ipoib;
             v.index0 |= c.stmt.flags.indx0;
-            let def = c.stmt.flags.defmember.unwrap_or(Pm::Limited);
+            let def = c.stmt.flags.defmember.unwrap_or(Membership::Limited);
             for e in &c.stmt.members {
                 if let Member::Guid(guid) = e.member {
                     let ms = e.membership.unwrap_or(def);
                     // Named twice: the stronger membership, as the policy reads it.
                     match v.guids.iter_mut().find(|m| m.guid == guid) {
-                        Some(m) if word(ms) != m.membership && ms == Pm::Both => {
-                            m.membership = word(ms);
+                        Some(m) if ms.word() != m.membership && ms == Membership::Both => {
+                            m.membership = ms.word();
                         }
-                        Some(m) if ms == Pm::Full && m.membership == "limited" => {
-                            m.membership = word(ms);
+                        Some(m) if ms == Membership::Full && m.membership == "limited" => {
+                            m.membership = ms.word();
                         }
                         Some(_) => {}
                         None => v.guids.push(GuidMember {
                             guid,
-                            membership: word(ms),
+                            membership: ms.word(),
                         }),
                     }
                 }

@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::api::{self, ApiError, Change, Membership, Route};
+use super::api::{self, ApiError, Change, Route};
 use super::auth::{Credentials, CredentialsError};
 use super::edit::PartitionFile;
 use super::http::{self, HttpError};
 use super::{RestError, RestServer, RestSettings};
+use ibsm::manager::partition::Membership;
 
 // ---- http ----
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{NodeRec, PortRec, Subnet};
+use crate::model::{Discovered, FoundNode, FoundPort};
 use ibsm_wire::{DrPath, NodeInfo, NodeType, PortInfo, SwitchInfo};
 
 mod generated;
@@ -293,11 +293,11 @@ fn place_keeps_indexes_and_truncates() {
 
 /// A switch (3 ports) with a CA on ports 1 and 2 (the SM on the first) and a second
 /// switch on port 3.
-fn subnet(enforce_cap: u16) -> Subnet {
+fn subnet(enforce_cap: u16) -> Discovered {
     subnet_caps(4, 8, enforce_cap)
 }
 
-fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
+fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Discovered {
     let sw_info = |guid, ports| NodeInfo {
         node_type: NodeType::Switch,
         num_ports: ports,
@@ -314,10 +314,10 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
         partition_cap: ca_cap,
         ..NodeInfo::default()
     };
-    let port = |guid, path: bool| PortRec {
+    let port = |guid, path: bool| FoundPort {
         guid,
         info: Some(PortInfo::default()),
-        path: path.then(DrPath::local),
+        path: path.then(|| Box::new(DrPath::local())),
         peer: None,
         pkeys: vec![0xffff, 0, 0, 0],
         ext_speeds: false,
@@ -329,8 +329,8 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
         outbound_enforcement_cap: true,
         ..SwitchInfo::default()
     };
-    let mut s = Subnet::default();
-    s.nodes.push(NodeRec {
+    let mut s = Discovered::default();
+    s.nodes.push(FoundNode {
         info: sw_info(0x100, 3),
         description: String::new(),
         path: DrPath::local(),
@@ -339,16 +339,16 @@ fn subnet_caps(ca_cap: u16, sw_cap: u16, enforce_cap: u16) -> Subnet {
         error: None,
     });
     for ca in [0x200u64, 0x300] {
-        s.nodes.push(NodeRec {
+        s.nodes.push(FoundNode {
             info: ca_info(ca),
             description: String::new(),
             path: DrPath::local(),
             switch_info: None,
-            ports: vec![PortRec::default(), port(ca + 1, true)],
+            ports: vec![FoundPort::default(), port(ca + 1, true)],
             error: None,
         });
     }
-    s.nodes.push(NodeRec {
+    s.nodes.push(FoundNode {
         info: sw_info(0x400, 1),
         description: String::new(),
         path: DrPath::local(),
@@ -595,7 +595,7 @@ fn load_names_the_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let missing = dir.join("missing.conf");
     match PartitionConfig::load(&missing) {
-        Err(LoadError::Io { path, source }) => {
+        Err(PartitionLoadError::Io { path, source }) => {
             assert_eq!(path, missing);
             assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
         }
@@ -604,9 +604,9 @@ fn load_names_the_file() {
     let bad = dir.join("bad.conf");
     std::fs::write(&bad, "Default=0x7fff : ALL ;\nx=0x8001 : ALL ;\n").unwrap();
     match PartitionConfig::load(&bad) {
-        Err(e @ LoadError::Parse { .. }) => {
+        Err(e @ PartitionLoadError::Parse { .. }) => {
             let text = e.to_string();
-            let LoadError::Parse { path, source } = e else {
+            let PartitionLoadError::Parse { path, source } = e else {
                 unreachable!()
             };
             assert_eq!((path, source.line), (bad.clone(), 2));

@@ -6,14 +6,14 @@
 //! This file holds only the public surface and the engine's fields, each a sub-state
 //! owned by one module (the layout of quinn-proto's `connection/`). The logic lives on
 //! the sub-states, as methods taking what else they touch as arguments (the model as
-//! `&Subnet`, `&mut SmpQueue`, `&mut Outbox`, the config, `now`); `SubnetManager`'s
+//! `&Discovered`, `&mut SmpQueue`, `&mut Outbox`, the config, `now`); `SubnetManager`'s
 //! own methods coordinate: they call the sub-states in order and pass them the pieces.
 //!
 //! | module | owns | does |
 //! |---|---|---|
 //! | [`ops`] | [`ops::SmpQueue`] | the operation table (per SMP: attribute, method, target, what its answer and its failure do), the adaptive window, dispatch, counters |
 //! | [`sweep`] | [`sweep::Sweep`] | `Idle` / `Heavy` (discover, elect, program, activate) / `Light`, each stage's data inside it |
-//! | [`discovery`] | [`discovery::Discovery`]: the [`Subnet`] model, the walk, [`discovery::Latches`] (a heavy sweep's, inside it; the last one's, as `last`) | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
+//! | [`discovery`] | [`discovery::Discovery`]: the [`Discovered`] model, the walk, [`discovery::Latches`] (a heavy sweep's, inside it; the last one's, as `last`) | NodeInfo / SwitchInfo / PortInfo / P_KeyTable answers, the PortStateChange latches |
 //! | [`keys`] | [`keys::Keys`] | which M_Key each SMP carries, foreign keys learnt, locked ports |
 //! | [`assign`] | [`assign::Lids`] | LID assignment and its persistence |
 //! | [`health`] | [`health::HealthState`] | port health: flaps, traps and silence fed to [`crate::health`], unhealthy links routed around, babbling links disabled |
@@ -40,7 +40,7 @@ use ibsm_transport::{Incoming, Instant, LocalPort, SansIo, TransportError, TxId}
 use crate::config::SmConfig;
 use crate::error::SmError;
 use crate::event::{Role, SmEvent};
-use crate::model::Subnet;
+use crate::model::Discovered;
 use crate::store::{LidStore, MemoryLidStore};
 
 mod admin;
@@ -211,7 +211,7 @@ impl SubnetManager {
     /// nothing nor shows what is not in force yet. Empty until the first heavy sweep
     /// ends.
     #[must_use]
-    pub fn subnet(&self) -> &Subnet {
+    pub fn subnet(&self) -> &Discovered {
         &self.last.subnet
     }
 
@@ -228,12 +228,15 @@ impl SubnetManager {
     }
 
     /// The LFT this SM last wrote to the switch with node GUID `guid`, indexed by LID
-    /// (whole 64-entry blocks up to the highest LID in use; 0xFF: no route); `None` for
+    /// (up to the highest LID in use; 0xFF: no route); `None` for
     /// a switch it has not programmed (locked, or not seen by a configuring sweep).
     /// What OpenSM's `opensm-lfts.dump` shows ([`crate::dump`]).
     #[must_use]
     pub fn programmed_lft(&self, guid: u64) -> Option<&[u8]> {
-        self.mirror.lft.get(&guid).map(Vec::as_slice)
+        self.mirror
+            .lft
+            .get(&guid)
+            .map(switches::WrittenLft::entries)
     }
 
     /// The SL -> VL maps this SM wrote to the output ports of the switch with node GUID

@@ -51,7 +51,7 @@
 //! unknown membership word, an unknown member keyword or flag, and a bad or
 //! non-multicast MGID or group flag are errors naming the line, column and token.
 //!
-//! [`PartitionConfig::plan`] turns a configuration and a discovered [`Subnet`] into the
+//! [`PartitionConfig::plan`] turns a configuration and a [`Discovered`] subnet into the
 //! table of every CA and router port and switch port 0 (index 0 holds the default
 //! partition, or the partition flagged `indx0`; every P_Key a port already holds stays at
 //! its index, so queue pairs bound to an index keep working when the policy changes), the
@@ -86,7 +86,7 @@
 //! # Ok::<(), ibsm_manager::partition::ParseError>(())
 //! ```
 //!
-//! [`Subnet`]: crate::model::Subnet
+//! [`Discovered`]: crate::model::Discovered
 
 mod parse;
 mod policy;
@@ -142,7 +142,9 @@ impl Membership {
         }
     }
 
-    fn word(self) -> &'static str {
+    /// The word partitions.conf (and UFM's API) spells it with.
+    #[must_use]
+    pub fn word(self) -> &'static str {
         match self {
             Membership::Limited => "limited",
             Membership::Full => "full",
@@ -398,7 +400,7 @@ pub enum Enforcement {
 /// Why [`PartitionConfig::load`] failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum LoadError {
+pub enum PartitionLoadError {
     /// The file could not be read.
     #[error("{}: {source}", path.display())]
     Io {
@@ -486,13 +488,13 @@ impl PartitionConfig {
     /// Reads and parses a partition file.
     ///
     /// # Errors
-    /// [`LoadError`] naming the file, with the line, column and token of a syntax error.
-    pub fn load(path: &std::path::Path) -> Result<Self, LoadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    /// [`PartitionLoadError`] naming the file, with the line, column and token of a syntax error.
+    pub fn load(path: &std::path::Path) -> Result<Self, PartitionLoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PartitionLoadError::Io {
             path: path.to_owned(),
             source,
         })?;
-        Self::parse(&text).map_err(|source| LoadError::Parse {
+        Self::parse(&text).map_err(|source| PartitionLoadError::Parse {
             path: path.to_owned(),
             source,
         })
