@@ -66,6 +66,10 @@ pub enum ConfigField {
     HealthTrapWindow,
     /// `health.quiet_period`.
     HealthQuietPeriod,
+    /// `health.reboot_window`.
+    HealthRebootWindow,
+    /// `health.set_err_window`.
+    HealthSetErrWindow,
 }
 
 impl ConfigField {
@@ -93,6 +97,8 @@ impl ConfigField {
             Self::HealthFlapWindow => "health.flap_window",
             Self::HealthTrapWindow => "health.trap_window",
             Self::HealthQuietPeriod => "health.quiet_period",
+            Self::HealthRebootWindow => "health.reboot_window",
+            Self::HealthSetErrWindow => "health.set_err_window",
         }
     }
 }
@@ -314,13 +320,17 @@ pub struct SmConfig {
     /// The performance manager ([`crate::perfmgr`]): periodic counter sweeps as
     /// Master after SUBNET UP. Default `None` (off), as OpenSM's `perfmgr FALSE`.
     pub perfmgr: Option<crate::perfmgr::PerfMgrConfig>,
-    /// Port health (NVIDIA's `hm_unhealthy_ports_checks`, OpenSM's trap aging and
-    /// `babbling_port_policy`): a port whose link flaps, that floods traps or that
-    /// stops answering is marked unhealthy, routed around like a lost cable, reported
-    /// ([`SmEvent::PortUnhealthy`](crate::SmEvent::PortUnhealthy)) and taken back after
-    /// a quiet period; see [`crate::health`]. The defaults mark only ports far outside
-    /// normal behaviour (more than 5 flaps a minute, 100 traps in 10 s, 3 heavy sweeps
-    /// in a row without an answer) and never disable a link;
+    /// Port health (UFM's unhealthy ports, NVIDIA's `hm_unhealthy_ports_checks`,
+    /// OpenSM's trap aging and `babbling_port_policy`): a port whose node reboots
+    /// repeatedly, whose link flaps, that stops answering, floods traps, refuses Sets
+    /// or whose error counters pass their PerfMgr thresholds is marked unhealthy,
+    /// reported ([`SmEvent::PortUnhealthy`](crate::SmEvent::PortUnhealthy)) and dealt
+    /// with by its condition's action (report, isolate, disable, no_discover; automatic
+    /// isolations capped), then taken back after a quiet period; the operator isolates
+    /// and clears ports by hand; see [`crate::health`]. The defaults mark only ports
+    /// far outside normal behaviour (more than 5 flaps a minute, 100 traps in 10 s, 3
+    /// heavy sweeps in a row without an answer; reboots and failed Sets only
+    /// reported) and never disable a link;
     /// [`HealthConfig::off`](crate::health::HealthConfig::off) turns the checks off.
     pub health: crate::health::HealthConfig,
     /// The reference topology every heavy sweep compares the fabric with

@@ -296,12 +296,15 @@ impl SubnetManager {
         self.smps.sent()
     }
 
-    /// Starts (or restarts) the SM: loads the LID store and begins a heavy sweep.
+    /// Starts (or restarts) the SM: loads the LID store and the isolated ports
+    /// ([`Self::set_isolation_store`]) and begins a heavy sweep.
     ///
     /// # Errors
-    /// [`SmError::Store`] when the LID store cannot be read.
+    /// [`SmError::Store`] when the LID store cannot be read; [`SmError::Isolation`]
+    /// when the isolation store cannot be read.
     pub fn start(&mut self, now: Instant) -> Result<(), SmError> {
         self.lids.load()?;
+        self.load_isolations(now, false)?;
         self.begin_heavy(now);
         self.drain_election(now);
         self.refresh_timers();

@@ -25,6 +25,10 @@ pub enum SmError {
     /// token of a parse error).
     #[error("LID store: {0}")]
     Store(#[from] StoreError),
+    /// The isolation file ([`crate::isolation`]) could not be read (names the file,
+    /// and the line and field of a parse error).
+    #[error("isolation file: {0}")]
+    Isolation(#[from] crate::isolation::IsolationError),
     /// A partition file could not be read or parsed.
     #[error("partitions: {0}")]
     Partitions(#[from] PartitionLoadError),

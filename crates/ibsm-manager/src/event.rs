@@ -255,19 +255,29 @@ pub enum SmEvent {
         /// How many differences there are now.
         total: usize,
     },
-    /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]): from the
-    /// next heavy sweep on its cable is routed around (an external port), its traps
-    /// are ignored (a trap flood), discovery does not explore across it (no answer),
-    /// and with `babbling_port_policy` its link is disabled (flapping, trap flood).
+    /// A port was marked unhealthy (`SmConfig::health`, [`crate::health`]), and
+    /// `action` is what is done with it from the next heavy sweep on: `report` only,
+    /// or its cable routed around (`isolate`; its traps ignored for a trap flood),
+    /// discovery not exploring across it (`no_discover`) or its link disabled
+    /// (`disable`). Sent once per mark, and once more for a port the isolation cap
+    /// held back when an isolation ends and it takes its place (`capped` false).
     PortUnhealthy {
         /// Node GUID.
         node: u64,
-        /// Port number (0: a switch's management port, which is only silenced).
+        /// Port number (0: a switch's management port, which is only reported or
+        /// silenced).
         port: u8,
         /// Why.
         reason: crate::health::Reason,
+        /// What is done with it.
+        action: crate::health::Action,
+        /// Its condition's action would isolate it, but the isolation cap
+        /// ([`HealthConfig::isolation_cap`](crate::health::HealthConfig::isolation_cap))
+        /// was reached: only reported.
+        capped: bool,
     },
-    /// An unhealthy port was quiet for the quiet period and is taken back: routed,
+    /// An unhealthy port was quiet for the quiet period (or cleared by the operator)
+    /// and is taken back: routed,
     /// heard and (if this SM disabled it) enabled again from the next heavy sweep on.
     PortHealthy {
         /// Node GUID.

@@ -61,6 +61,7 @@ mod engine;
 mod error;
 mod event;
 pub mod health;
+pub mod isolation;
 pub mod lids;
 pub mod mkey;
 pub mod model;

@@ -37,11 +37,9 @@ fn health_events(n: &Node, key: PortKey) -> Vec<(bool, Reason)> {
     n.events
         .iter()
         .filter_map(|e| match e {
-            SmEvent::PortUnhealthy { node, port, reason }
-                if (*node, *port) == (key.node, key.port) =>
-            {
-                Some((true, reason.clone()))
-            }
+            SmEvent::PortUnhealthy {
+                node, port, reason, ..
+            } if (*node, *port) == (key.node, key.port) => Some((true, reason.clone())),
             SmEvent::PortHealthy { node, port, reason }
                 if (*node, *port) == (key.node, key.port) =>
             {

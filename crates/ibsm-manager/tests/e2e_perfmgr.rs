@@ -236,10 +236,17 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
         .events
         .iter()
         .filter_map(|e| match e {
-            SmEvent::PortUnhealthy { node, port, reason } => Some((*node, *port, reason.clone())),
+            SmEvent::PortUnhealthy {
+                node,
+                port,
+                reason,
+                action,
+                capped,
+            } => Some((*node, *port, reason.clone(), *action, *capped)),
             _ => None,
         })
         .collect();
+    // The high-BER condition's default action: isolate.
     assert_eq!(
         unhealthy,
         vec![(
@@ -249,7 +256,9 @@ fn counter_sweeps_read_every_port_after_subnet_up_and_report_deltas_and_threshol
                 counter: "SymbolErrorCounter",
                 value: 9,
                 threshold: over[0].threshold,
-            }
+            },
+            ibsm_manager::health::Action::Isolate,
+            false,
         )],
         "{:?}",
         seen.events

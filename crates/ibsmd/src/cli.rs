@@ -258,6 +258,18 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Isolate a port (its link carries no routes; kept across restarts and
+    /// failovers until cleared), or clear one, whatever it was marked for.
+    Port {
+        /// `isolate` or `clear`.
+        #[arg(value_parser = ["isolate", "clear"])]
+        action: String,
+        /// The port as NODE_GUID/PORT (hexadecimal GUID, `0x` optional).
+        target: String,
+        /// The daemon's JSON response line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[cfg(test)]
@@ -411,6 +423,52 @@ mod tests {
             (&["--trap-window", "4"], HealthTrapWindow, "4"),
             (&["--no-answer-sweeps", "5"], HealthNoAnswerSweeps, "5"),
             (&["--unhealthy-quiet-period", "6"], HealthQuietPeriod, "6"),
+            (&["--reboot-count", "4"], HealthRebootCount, "4"),
+            (&["--reboot-window", "30"], HealthRebootWindow, "30"),
+            (&["--set-err-count", "7"], HealthSetErrCount, "7"),
+            (&["--set-err-window", "31"], HealthSetErrWindow, "31"),
+            (
+                &["--action-reboot", "disable"],
+                HealthActionReboot,
+                "disable",
+            ),
+            (
+                &["--action-flapping", "report"],
+                HealthActionFlapping,
+                "report",
+            ),
+            (
+                &["--action-unresponsive", "isolate"],
+                HealthActionUnresponsive,
+                "isolate",
+            ),
+            (
+                &["--action-noisy-traps", "ignore"],
+                HealthActionNoisyTraps,
+                "ignore",
+            ),
+            (
+                &["--action-set-err", "no_discover"],
+                HealthActionSetErr,
+                "no_discover",
+            ),
+            (
+                &["--action-manual", "disable"],
+                HealthActionManual,
+                "disable",
+            ),
+            (
+                &["--action-high-ber", "report"],
+                HealthActionHighBer,
+                "report",
+            ),
+            (&["--isolation-cap-min", "3"], HealthIsolationCapMin, "3"),
+            (
+                &["--isolation-cap-permille", "20"],
+                HealthIsolationCapPermille,
+                "20",
+            ),
+            (&["--isolated-ports", "/i"], IsolatedPortsFile, "/i"),
             (&["--routing-threads", "2"], RoutingThreads, "2"),
             (&["--max-wire-smps-limit", "64"], MaxWireSmpsLimit, "64"),
             (&["--guid2lid", "/g"], Guid2lidFile, "/g"),

@@ -61,6 +61,9 @@ pub(crate) struct Settings {
     pub(crate) allow_both_pkeys: bool,
     /// Keep LIDs across restarts in this file (OpenSM's guid2lid format).
     pub(crate) guid2lid: Option<PathBuf>,
+    /// `isolated_ports_file`: where the isolated ports are kept (unset: see
+    /// [`Settings::isolated_ports_path`]).
+    pub(crate) isolated_ports: Option<PathBuf>,
     /// OpenSM's `log_flags`: 0x01 errors, 0x02 info, 0x04 debug, 0x08 and up trace.
     pub(crate) log_flags: u8,
     /// OpenSM's `log_file`.
@@ -173,6 +176,7 @@ impl Default for Settings {
             part_enforce: Enforcement::default(),
             allow_both_pkeys: false,
             guid2lid: None,
+            isolated_ports: None,
             log_flags: 0x03,
             log_file: LogTarget::Stderr,
             accum_log_file: true,
@@ -192,6 +196,21 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Where the isolated ports are kept: `isolated_ports_file`, else
+    /// `ibsm-isolated-ports` beside `guid2lid_file` (so a standby that shares the LIDs
+    /// shares the isolations), else in `dump_files_dir`; `None`: only in memory.
+    pub(crate) fn isolated_ports_path(&self) -> Option<PathBuf> {
+        const NAME: &str = "ibsm-isolated-ports";
+        if let Some(p) = &self.isolated_ports {
+            return Some(p.clone());
+        }
+        if let Some(g) = &self.guid2lid {
+            let dir = g.parent().filter(|d| !d.as_os_str().is_empty());
+            return Some(dir.map_or_else(|| PathBuf::from(NAME), |d| d.join(NAME)));
+        }
+        self.dump_dir.as_ref().map(|d| d.join(NAME))
+    }
+
     /// The partition policy: `partition_file`'s, or without one the engine's default
     /// (OpenSM's: `Default=0x7fff, ipoib : ALL=full ;`), with `part_enforce` and
     /// `allow_both_pkeys` applied.

@@ -10,7 +10,7 @@
 //! being written) waits in its place until it comes. A line that is not a request
 //! gets an error response; the connection and the daemon carry on. The client side
 //! ([`request`]) is what `ibsmd status | sweep [--heavy] | rebalance | dump |
-//! log-level LEVEL` run.
+//! log-level LEVEL | port isolate|clear GUID/PORT` run.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
@@ -26,7 +26,7 @@ use crate::status::Status;
 
 pub(crate) mod proto;
 
-pub(crate) use proto::{Level, ParseError, Request};
+pub(crate) use proto::{Level, ParseError, PortOp, PortTarget, Request};
 
 /// Most clients connected at once; more are told so and disconnected.
 const MAX_CLIENTS: usize = 16;
@@ -103,6 +103,10 @@ pub(crate) enum Refusal {
     /// The worker that was to tell the outcome is gone.
     #[error("no outcome (worker gone)")]
     WorkerGone,
+    /// The engine refused `port isolate` / `port clear` (not master, an unknown node
+    /// or port).
+    #[error("port: {0}")]
+    Port(#[from] ibsm::manager::health::PortCommandError),
 }
 
 /// What the daemon did (its message) or why not.
@@ -133,6 +137,11 @@ pub(crate) trait Host {
     /// # Errors
     /// The logger cannot be changed.
     fn set_log_level(&mut self, level: Level) -> Outcome;
+    /// Isolates or clears a port.
+    ///
+    /// # Errors
+    /// Why not (not master, no such node or port).
+    fn port(&mut self, op: PortOp, target: PortTarget) -> Outcome;
 }
 
 /// The answer to one request: now, or later from another thread.
@@ -165,6 +174,7 @@ pub(crate) fn answer(host: &mut impl Host, req: Result<Request, ParseError>) -> 
             Reply::Later,
         ),
         Ok(Request::LogLevel(l)) => now(host.set_log_level(l)),
+        Ok(Request::Port { op, target }) => now(host.port(op, target)),
     }
 }
 

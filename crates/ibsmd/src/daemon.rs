@@ -5,6 +5,7 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant as WallInstant};
 
+use ibsm::manager::isolation::FileIsolationStore;
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
 use ibsm::transport::{BusyMeter, JobRunner, Metered, Transport, TransportError, drive};
 use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
@@ -185,6 +186,10 @@ impl Daemon {
             None => SubnetManager::new(cfg, local),
         }
         .map_err(Failure::Engine)?;
+        if let Some(path) = settings.isolated_ports_path() {
+            info!("isolated ports kept in {}", path.display());
+            sm.set_isolation_store(Box::new(FileIsolationStore::new(path)));
+        }
         // Routing runs on a worker thread (`jobs.rs`): the SM answers while it routes.
         sm.set_job_offload(true);
         sm.start(port.now()).map_err(Failure::Port)?;

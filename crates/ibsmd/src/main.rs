@@ -58,6 +58,17 @@ fn client(inv: &Invocation, cmd: &cli::Command) -> u8 {
                 return exit::CONFIG;
             }
         },
+        cli::Command::Port {
+            action,
+            target,
+            json,
+        } => match control::proto::parse(format!("port {action} {target}").as_bytes()) {
+            Ok(r) => (r, *json),
+            Err(e) => {
+                eprintln!("ibsmd: {e}");
+                return exit::CONFIG;
+            }
+        },
     };
     let path = inv
         .source

@@ -20,6 +20,8 @@
 //! | `ibsm_fabric_nodes` | `type` = switch, ca, router | nodes found |
 //! | `ibsm_fabric_links`, `ibsm_fabric_lids` | | cables, LIDs assigned |
 //! | `ibsm_unhealthy_ports` | | ports the health policy marks unhealthy (`SmConfig::health`) |
+//! | `ibsm_isolated_ports` | `condition` = reboot, flapping, unresponsive, noisy_traps, set_err, manual, high_ber | ports whose link is out of routing, per condition |
+//! | `ibsm_isolation_cap`, `ibsm_isolation_cap_reached` | | the most ports automatic checks may isolate; 1 when a port was only reported because of it |
 //! | `ibsm_partition_warnings` | | partition warnings kept |
 //! | `ibsm_topology_differences` | `kind` = missing_node, unexpected_node, missing_cable, extra_cable, miswired, degraded | differences from the reference topology now (`topology_ref_file`) |
 //! | `ibsm_topology_changes_total` | | reference topology reports (each a change) |
@@ -340,8 +342,32 @@ pub(crate) fn exposition(s: &Status) -> String {
     gauge(
         reg,
         "unhealthy_ports",
-        "Ports marked unhealthy (flapping, trap flood, no answer, counters)",
+        "Ports marked unhealthy (any condition, any action but ignore)",
         as_i64(s.unhealthy_ports.len()),
+    );
+    let isolated: Family<Labels, Gauge> = Family::default();
+    for c in ibsm::manager::health::Condition::ALL {
+        let n = s.isolation.by_condition.get(c.name()).copied().unwrap_or(0);
+        isolated
+            .get_or_create(&vec![("condition", c.name().to_owned())])
+            .set(as_i64(n));
+    }
+    reg.register(
+        "isolated_ports",
+        "Ports whose link carries no routes, by the condition they were isolated for",
+        isolated,
+    );
+    gauge(
+        reg,
+        "isolation_cap",
+        "The most ports the automatic health checks may isolate",
+        as_i64(s.isolation.cap),
+    );
+    gauge(
+        reg,
+        "isolation_cap_reached",
+        "1 when a port was only reported because the isolation cap was reached",
+        i64::from(s.isolation.cap_reached),
     );
     gauge(
         reg,

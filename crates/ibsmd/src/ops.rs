@@ -17,7 +17,9 @@ use ibsm::manager::dump::Dumps;
 use ibsm::manager::{Role, SmEvent, SubnetManager};
 use ibsm::transport::Instant;
 
-use crate::control::{self, ControlServer, Host, Level, Outcome, Refusal};
+use ibsm::manager::health::PortKey;
+
+use crate::control::{self, ControlServer, Host, Level, Outcome, PortOp, PortTarget, Refusal};
 use crate::metrics::MetricsServer;
 use crate::status::{Status, Tracker, role_name};
 
@@ -367,6 +369,21 @@ impl Host for DaemonHost<'_> {
 
     fn set_log_level(&mut self, level: Level) -> Outcome {
         (self.set_level)(level)
+    }
+
+    fn port(&mut self, op: PortOp, target: PortTarget) -> Outcome {
+        let key = PortKey::new(target.node, target.port);
+        match op {
+            PortOp::Isolate => Ok(if self.sm.isolate_port(self.now, key)? {
+                format!("{key} isolated (routed around from the next heavy sweep)")
+            } else {
+                format!("{key} was isolated already")
+            }),
+            PortOp::Clear => Ok(match self.sm.clear_port(self.now, key)? {
+                Some(was) => format!("{key} cleared (was: {was})"),
+                None => format!("{key} was not marked"),
+            }),
+        }
     }
 }
 

@@ -34,8 +34,13 @@ pub(crate) struct Status {
     /// What the last heavy sweep found.
     pub(crate) fabric: FabricCounts,
     /// Ports the health policy marks unhealthy (`SmConfig::health`), each as
-    /// `<node GUID>/<port>: <reason>`, in GUID order.
+    /// `<node GUID>/<port>: <kind> (<reason>): <action>`, in GUID order; `isolation
+    /// cap reached` after a port the cap kept from being isolated.
     pub(crate) unhealthy_ports: Vec<String>,
+    /// Isolated ports (their link out of routing) per condition (`manual`,
+    /// `flapping`, ...), and the isolation cap.
+    #[serde(default)]
+    pub(crate) isolation: Isolation,
     /// Partition warnings of the heavy sweeps, as logged.
     pub(crate) partition_warnings: Vec<String>,
     /// The reference topology check (`None` without `topology_ref_file`).
@@ -49,6 +54,17 @@ pub(crate) struct Status {
     pub(crate) perfmgr: Option<Perf>,
     /// How long calls into the engine kept the daemon from reading its port.
     pub(crate) engine: EngineBusy,
+}
+
+/// The ports the health policy isolates.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Isolation {
+    /// Isolated ports per condition (only conditions with some).
+    pub(crate) by_condition: BTreeMap<String, usize>,
+    /// The most ports the automatic checks may isolate now.
+    pub(crate) cap: usize,
+    /// Whether the cap kept a port from being isolated (it is only reported).
+    pub(crate) cap_reached: bool,
 }
 
 /// The wall time of the calls into the engine since the start: while one runs, no MAD
@@ -327,8 +343,21 @@ impl Tracker {
             unhealthy_ports: sm
                 .health()
                 .unhealthy()
-                .map(|(k, u)| format!("{k}: {} ({})", u.reason.kind(), u.reason))
+                .map(|(k, u)| {
+                    let capped = if u.capped {
+                        ", isolation cap reached"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{k}: {} ({}): {}{capped}",
+                        u.reason.kind(),
+                        u.reason,
+                        u.action
+                    )
+                })
                 .collect(),
+            isolation: isolation(sm.health()),
             partition_warnings: self.partition_warnings.clone(),
             topology: self.topology(sm),
             routing_engine: sm
@@ -499,9 +528,45 @@ impl Status {
         for p in &self.unhealthy_ports {
             s.push_str(&format!("unhealthy port: {p}\n"));
         }
+        let isolated: usize = self.isolation.by_condition.values().sum();
+        if isolated > 0 || self.isolation.cap_reached {
+            let by: Vec<String> = self
+                .isolation
+                .by_condition
+                .iter()
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect();
+            s.push_str(&format!(
+                "isolated ports: {isolated} ({}), cap {}{}\n",
+                by.join(", "),
+                self.isolation.cap,
+                if self.isolation.cap_reached {
+                    ": isolation cap reached"
+                } else {
+                    ""
+                }
+            ));
+        }
         for w in &self.partition_warnings {
             s.push_str(&format!("partition warning: {w}\n"));
         }
         s
+    }
+}
+
+/// What the health policy isolates now, for the status.
+fn isolation(h: &ibsm::manager::health::Health) -> Isolation {
+    let mut by_condition = BTreeMap::new();
+    for (k, u) in h.unhealthy() {
+        if k.port != 0 && u.isolated() {
+            *by_condition
+                .entry(u.reason.condition().name().to_owned())
+                .or_insert(0) += 1;
+        }
+    }
+    Isolation {
+        by_condition,
+        cap: h.isolation_cap(),
+        cap_reached: h.cap_reached(),
     }
 }

@@ -17,7 +17,7 @@ use crate::store::LidStore;
 pub(super) struct Lids {
     store: Box<dyn LidStore + Send>,
     /// Everything the store holds (ports gone from the fabric keep their LIDs).
-    stored: BTreeMap<u64, (u16, u8)>,
+    pub(super) stored: BTreeMap<u64, (u16, u8)>,
     /// Port GUID (switches: node GUID) -> (base LID, LMC) in force.
     pub(super) assigned: BTreeMap<u64, (u16, u8)>,
     /// The SM's own LID (its port's, once assigned).

@@ -11,20 +11,33 @@
 //!   the issuer LID's port, a switch's port 0);
 //! - no answer: the ports a heavy sweep lost SMPs about or across (`resweep.rs` hands
 //!   each lost SMP over);
+//! - reboots: after discovery, an end port (a CA's port, a switch's port 0) to which
+//!   the LIDs in force give a LID and that reads LID 0: its SMA lost what this SM set,
+//!   so its node rebooted (or was reset) since the last sweep;
+//! - failed Sets: every SMP Set refused or lost after all retries (`ops.rs`), against
+//!   the port it configures (a switch's port 0 for switch-wide tables);
 //! - reports from other monitors: [`SubnetManager::report_unhealthy`] (the performance
-//!   manager's entry point, with [`Reason::Counters`]).
+//!   manager's entry point, with [`Reason::Counters`]);
+//! - the operator: [`SubnetManager::isolate_port`], [`SubnetManager::clear_port`].
 //!
-//! What an unhealthy port changes (its external port, never a switch's port 0):
-//! - routing: its cable is left out of the fabric the routes are computed on, so the
-//!   engine re-routes around it as around a lost cable (`routing.rs`, `reroute.rs`),
-//!   and the routes come back by a recompute when it is taken back;
-//! - traps of a port marked for a trap flood are answered but ignored (`traps.rs`);
-//! - discovery does not explore across a port marked for not answering;
-//! - with `babbling_port_policy`, a flapping or babbling link is disabled in the
-//!   Program stage and enabled again once taken back.
+//! What an unhealthy port changes follows its action ([`Action`], per condition in
+//! `SmConfig::health`; an external port, never a switch's port 0, which is only
+//! reported or silenced):
+//! - `report`: nothing but the event, the log line and the status;
+//! - `isolate`: its cable is left out of the fabric the routes are computed on (the
+//!   routing job's cut, as the reference topology's `isolate` disconnects cables), so
+//!   the engine re-routes around it as around a lost cable (`routing.rs`,
+//!   `reroute.rs`), and the routes come back by a recompute when it is taken back;
+//!   traps of a port marked for a trap flood are answered but ignored (`traps.rs`);
+//! - `no_discover`: isolated, and discovery does not explore across it;
+//! - `disable`: isolated, and its link disabled in the Program stage and enabled
+//!   again once taken back (`babbling_port_policy` makes flapping and noisy traps
+//!   `disable`).
 //!
 //! Every mark and take-back is an event ([`SmEvent::PortUnhealthy`],
-//! [`SmEvent::PortHealthy`]) and asks for a heavy sweep, which applies it.
+//! [`SmEvent::PortHealthy`]); one that changes what is isolated asks for a heavy
+//! sweep, which applies it, and (as master) rewrites the isolation store
+//! ([`crate::isolation`]), which the engine reads at start and at takeover.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -36,12 +49,13 @@ use super::ops::{Op, SmpQueue};
 use super::publish::Cabling;
 use super::{Outbox, SubnetManager};
 use crate::config::SmConfig;
-use crate::event::{Missing, SmEvent};
-use crate::health::{Change, Health, PortKey, Reason};
+use crate::event::{Missing, Role, SmEvent};
+use crate::health::{Action, Change, Health, PortCommandError, PortKey, Reason};
+use crate::isolation::{IsolatedPort, IsolationError, IsolationStore, MemoryIsolationStore};
 use crate::model::{Discovered, NodeIx};
 
 /// The health policy and what the engine keeps to feed it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct HealthState {
     pub(super) policy: Health,
     /// Cabled ports of the last configured sweep -> (the far end, left Active).
@@ -54,6 +68,13 @@ pub(super) struct HealthState {
     /// Links this SM disabled (`babbling_port_policy`): the port the Set went to ->
     /// the unhealthy port it was disabled for.
     disabled: BTreeMap<PortKey, PortKey>,
+    /// Where the isolations are kept across restarts and failovers.
+    store: Box<dyn IsolationStore + Send>,
+    /// What the store holds, as last read or written (their `since` 0).
+    saved: Vec<IsolatedPort>,
+    /// This SM was Standby since it last became Master (or started): its next
+    /// Master role is a takeover, which reads the store again.
+    pub(super) was_standby: bool,
 }
 
 impl HealthState {
@@ -86,58 +107,149 @@ impl HealthState {
         downs
     }
 
-    /// The unhealthy external ports, as (node GUID, port).
+    /// The isolated external ports (unhealthy with an action that isolates), as
+    /// (node GUID, port): the routing job's cut.
     pub(super) fn cut(&self) -> Vec<(u64, u8)> {
         self.policy
             .unhealthy()
-            .filter(|(k, _)| k.port != 0)
+            .filter(|(k, u)| k.port != 0 && u.isolated())
             .map(|(k, _)| (k.node, k.port))
             .collect()
+    }
+
+    /// The isolated external ports as the store keeps them (not yet stamped).
+    fn isolations(&self) -> Vec<IsolatedPort> {
+        self.policy
+            .unhealthy()
+            .filter(|(k, u)| k.port != 0 && u.isolated())
+            .map(|(port, u)| IsolatedPort {
+                port,
+                condition: u.reason.condition(),
+                action: u.action,
+                since: 0,
+            })
+            .collect()
+    }
+
+    /// Writes the isolations to the store when they changed since it was last read
+    /// or written. A failure is logged and tried again at the next change.
+    fn persist(&mut self) {
+        let now = self.isolations();
+        if now == self.saved {
+            return;
+        }
+        match self.store.save(&now) {
+            Ok(()) => self.saved = now,
+            Err(e) => tracing::warn!(error = %e, "isolated ports not saved"),
+        }
+    }
+
+    /// Reads the store and marks what it lists at `now`
+    /// ([`Health::restore`]). With `exact` (a takeover), a port isolated here that the
+    /// store no longer lists is cleared: the master before cleared or took it back.
+    fn load(&mut self, now: Instant, exact: bool) -> Result<usize, IsolationError> {
+        let stored = self.store.load()?;
+        if exact {
+            let listed: BTreeSet<PortKey> = stored.iter().map(|p| p.port).collect();
+            let stale: Vec<PortKey> = self
+                .policy
+                .unhealthy()
+                .filter(|(k, u)| u.isolated() && !listed.contains(k))
+                .map(|(k, _)| k)
+                .collect();
+            for k in stale {
+                self.policy.clear(k);
+            }
+        }
+        for p in &stored {
+            self.policy.restore(p.port, p.condition, now);
+        }
+        self.saved = stored
+            .iter()
+            .map(|p| IsolatedPort { since: 0, ..*p })
+            .collect();
+        Ok(stored.len())
     }
 }
 
 impl HealthState {
     /// Whether discovery leaves out what lies behind port `port` of `node` of `subnet`:
-    /// a port that stopped answering.
+    /// a port marked with `no_discover` (by default, one that stopped answering).
+    /// The far end of the cable as the last configured sweep found it counts too, so
+    /// a port marked at the end away from the SM (a CA's port) is not crossed either.
     pub(super) fn skips(&self, subnet: &Discovered, node: NodeIx, port: u8) -> bool {
         let key = PortKey::new(subnet.nodes[node].info.node_guid, port);
-        self.policy
-            .get(key)
-            .is_some_and(|u| matches!(u.reason, Reason::NoAnswer { .. }))
+        let no_discover = |k: PortKey| {
+            self.policy
+                .get(k)
+                .is_some_and(|u| u.action == Action::NoDiscover)
+        };
+        no_discover(key)
+            || self
+                .linked
+                .get(&key)
+                .is_some_and(|&(far, _)| no_discover(far))
     }
 
     pub(super) fn new(cfg: crate::health::HealthConfig) -> Self {
         Self {
             policy: Health::new(cfg),
-            ..Self::default()
+            linked: HashMap::new(),
+            by_port_guid: HashMap::new(),
+            lost: BTreeSet::new(),
+            lost_sweep: 0,
+            disabled: BTreeMap::new(),
+            store: Box::new(MemoryIsolationStore::default()),
+            saved: Vec::new(),
+            was_standby: false,
         }
     }
 }
 
 impl HealthState {
-    /// Whether `key`'s cable is left out of routing and discovery decisions: an
-    /// unhealthy external port.
-    fn excluded(&self, key: PortKey) -> bool {
-        key.port != 0 && self.policy.is_unhealthy(key)
+    /// Whether the link this SM disabled for `key` stays disabled: `key` is still
+    /// marked with `disable`.
+    fn keeps_disabled(&self, key: PortKey) -> bool {
+        key.port != 0
+            && self
+                .policy
+                .get(key)
+                .is_some_and(|u| u.action == Action::Disable)
     }
 
-    /// Discovery is over (`subnet`: what it found): ports found Down (or back in Init)
-    /// where the last configured sweep had a cable went down. Whether the policy was
-    /// told (its changes to be drained).
+    /// Discovery is over (`subnet`: what it found; `lids`: every LID this SM gave,
+    /// port GUID (switches: node GUID) -> (base LID, LMC), ports gone since
+    /// included, so a node that went away to reboot is still known): ports found Down (or back in Init) where the last
+    /// configured sweep had a cable went down; end ports given a LID that read LID 0
+    /// rebooted. Whether the policy was told (its changes to be drained).
     pub(super) fn after_discovery(
         &mut self,
         cfg: &SmConfig,
         subnet: &Discovered,
+        lids: &BTreeMap<u64, (u16, u8)>,
         now: Instant,
     ) -> bool {
+        let mut told = false;
+        if cfg.health.reboot_count > 0 && !lids.is_empty() {
+            for key in rebooted(subnet, lids) {
+                tracing::debug!(port = %key, "end port lost its LID: its node rebooted");
+                self.policy.rebooted(key, now);
+                told = true;
+            }
+        }
         if self.linked.is_empty() || cfg.health.flap_count == 0 {
-            return false;
+            return told;
         }
         for key in self.downs(subnet) {
             tracing::debug!(port = %key, "link went down since the last sweep");
             self.policy.link_down(key, now);
         }
         true
+    }
+
+    /// An SMP Set to `key` was refused or lost after all retries.
+    pub(super) fn set_failed(&mut self, key: PortKey, now: Instant) {
+        self.policy.set_failed(key, now);
     }
 
     /// Heavy sweep number `sweep` configured the subnet: its losses go to the policy,
@@ -206,66 +318,85 @@ impl HealthState {
         false
     }
 
-    /// The policy's next change, reported to `out`: the port it is about.
-    fn next_change(&mut self, out: &mut Outbox) -> Option<PortKey> {
-        let port = match self.policy.poll_change()? {
-            Change::Unhealthy { port, reason } => {
-                tracing::warn!(port = %port, %reason, "port unhealthy");
+    /// The policy's next change, reported to `out` (one event and one log line per
+    /// change): the port it is about, and whether it changes what is isolated.
+    fn next_change(&mut self, out: &mut Outbox) -> Option<(PortKey, bool)> {
+        let (port, isolation) = match self.policy.poll_change()? {
+            Change::Unhealthy {
+                port,
+                reason,
+                action,
+                capped,
+            } => {
+                if capped {
+                    let cap = self.policy.isolation_cap();
+                    tracing::warn!(
+                        port = %port,
+                        %reason,
+                        cap,
+                        "port unhealthy, isolation cap reached: only reported"
+                    );
+                } else {
+                    tracing::warn!(port = %port, %reason, %action, "port unhealthy");
+                }
                 out.event(SmEvent::PortUnhealthy {
                     node: port.node,
                     port: port.port,
                     reason,
+                    action,
+                    capped,
                 });
-                port
+                (port, action.isolates())
             }
-            Change::Healthy { port, reason } => {
+            Change::Healthy {
+                port,
+                reason,
+                action,
+            } => {
                 tracing::info!(port = %port, was = %reason, "port healthy again");
                 out.event(SmEvent::PortHealthy {
                     node: port.node,
                     port: port.port,
                     reason,
                 });
-                port
+                (port, action.isolates())
             }
         };
-        Some(port)
+        Some((port, isolation))
     }
 
-    /// The Program stage: with `babbling_port_policy`, disables the links of ports
-    /// marked for flapping or babbling, and enables those this SM disabled for a port
-    /// since taken back (`subnet`: the model being programmed). The PortInfo Sets
-    /// queued.
+    /// The Program stage: disables the links of ports marked with `disable`, and
+    /// enables those this SM disabled for a port since taken back (`subnet`: the model
+    /// being programmed). The PortInfo Sets queued.
     pub(super) fn program(
         &mut self,
         cfg: &SmConfig,
         subnet: &Discovered,
         smps: &mut SmpQueue,
     ) -> u64 {
-        if !cfg.health.babbling_port_policy && self.disabled.is_empty() {
+        let disabling: Vec<PortKey> = self
+            .policy
+            .unhealthy()
+            .filter(|(k, u)| k.port != 0 && u.action == Action::Disable)
+            .map(|(k, _)| k)
+            .collect();
+        if disabling.is_empty() && self.disabled.is_empty() {
             return 0;
         }
         let mut sets: Vec<(NodeIx, u8, PhysPortState)> = Vec::new();
-        if cfg.health.babbling_port_policy {
-            let babbling: Vec<PortKey> = self
-                .policy
-                .unhealthy()
-                .filter(|(k, u)| k.port != 0 && u.reason.babbling())
-                .map(|(k, _)| k)
-                .collect();
-            for key in babbling {
-                let Some((n, p)) = disable_end(subnet, key) else {
-                    continue;
-                };
-                let target = PortKey::new(subnet.nodes[n].info.node_guid, p);
-                tracing::warn!(port = %target, unhealthy = %key, "disabling a babbling link");
-                self.disabled.insert(target, key);
-                sets.push((n, p, PhysPortState::Disabled));
-            }
+        for key in disabling {
+            let Some((n, p)) = disable_end(subnet, key) else {
+                continue;
+            };
+            let target = PortKey::new(subnet.nodes[n].info.node_guid, p);
+            tracing::warn!(port = %target, unhealthy = %key, "disabling an unhealthy link");
+            self.disabled.insert(target, key);
+            sets.push((n, p, PhysPortState::Disabled));
         }
         let disabled: Vec<(PortKey, PortKey)> =
             self.disabled.iter().map(|(&t, &c)| (t, c)).collect();
         for (target, cause) in disabled {
-            if self.excluded(cause) {
+            if self.keeps_disabled(cause) {
                 continue;
             }
             let Some(&n) = subnet.by_guid.get(&target.node) else {
@@ -312,14 +443,164 @@ impl SubnetManager {
 
     /// Reports the policy's changes and asks for the heavy sweep that applies them.
     pub(super) fn drain_health(&mut self, now: Instant) {
-        while let Some(port) = self.health.next_change(&mut self.out) {
+        self.drain_health_with(now, true);
+    }
+
+    /// [`Self::drain_health`]; `sweep`: whether a change to what is isolated asks for
+    /// a heavy sweep (not at a takeover, which sweeps anyway). As the SM that sweeps
+    /// (Master, or Discovering before the first election), the isolation store is
+    /// rewritten when what is isolated changed; a Standby never writes it (the
+    /// master's file).
+    fn drain_health_with(&mut self, now: Instant, sweep: bool) {
+        let mut changed = false;
+        while let Some((port, isolation)) = self.health.next_change(&mut self.out) {
+            changed |= isolation;
             // A switch's port 0 is only silenced, which needs no sweep; a heavy sweep
-            // still discovering programs what it finds with the change already in.
-            if port.port != 0 && !self.sweep.is_discovering() {
+            // still discovering programs what it finds with the change already in; a
+            // port only reported changes nothing the sweep writes.
+            if sweep && isolation && port.port != 0 && !self.sweep.is_discovering() {
                 self.heavy_sweep_wanted(now);
             }
         }
+        if changed && matches!(self.smi.role, Role::Master | Role::Discovering) {
+            self.health.persist();
+        }
     }
+
+    /// Where the isolated ports are kept across restarts and failovers (default: in
+    /// memory, for as long as the engine lives). ibsmd gives a
+    /// [`FileIsolationStore`](crate::isolation::FileIsolationStore) beside `guid2lid`.
+    /// Read by [`Self::start`] and at every takeover as master; set it before
+    /// [`Self::start`].
+    pub fn set_isolation_store(&mut self, store: Box<dyn IsolationStore + Send>) {
+        self.health.store = store;
+        self.health.saved.clear();
+    }
+
+    /// Reads the isolation store and marks what it lists (`exact`: clears isolations
+    /// it no longer lists, at a takeover). The number of ports it lists.
+    pub(super) fn load_isolations(
+        &mut self,
+        now: Instant,
+        exact: bool,
+    ) -> Result<usize, IsolationError> {
+        let n = self.health.load(now, exact)?;
+        if n > 0 {
+            tracing::info!(ports = n, "isolated ports read back");
+        }
+        self.drain_health_with(now, false);
+        if matches!(self.smi.role, Role::Master | Role::Discovering) {
+            // A port the configuration no longer isolates is dropped from the store.
+            self.health.persist();
+        }
+        Ok(n)
+    }
+
+    /// The Master took over from another SM: the isolations that SM kept are read
+    /// back (a bad or unreadable file is logged, and this SM goes on with its own).
+    pub(super) fn took_over(&mut self, now: Instant) {
+        if let Err(e) = self.load_isolations(now, true) {
+            tracing::warn!(error = %e, "isolated ports not read at takeover");
+        }
+    }
+
+    /// The operator isolates `port` ([`Reason::Manual`] with the action of
+    /// [`Condition::Manual`](crate::health::Condition::Manual), not counted against the
+    /// isolation cap): it stays isolated (across restarts and failovers) until
+    /// [`Self::clear_port`]. The next heavy sweep applies it, which this asks for.
+    /// Returns whether anything changed (`false`: it was isolated by hand already).
+    ///
+    /// # Errors
+    /// [`PortCommandError`] when this SM is not the one that configures the subnet,
+    /// or the last heavy sweep found no such node or port, or `port` is port 0.
+    pub fn isolate_port(&mut self, now: Instant, port: PortKey) -> Result<bool, PortCommandError> {
+        self.port_command_allowed()?;
+        self.known_port(port)?;
+        let changed = self.health.policy.isolate(port, now);
+        self.drain_health(now);
+        self.refresh_timers();
+        Ok(changed)
+    }
+
+    /// The operator takes `port` back, whatever it was marked for (by hand or by a
+    /// check, whose counts start afresh). Returns the reason it had been marked for
+    /// (`None`: it was not marked). A port the fabric no longer has can be cleared.
+    ///
+    /// # Errors
+    /// [`PortCommandError`] when this SM is not the one that configures the subnet, or
+    /// `port` is neither marked nor a port the last heavy sweep found.
+    pub fn clear_port(
+        &mut self,
+        now: Instant,
+        port: PortKey,
+    ) -> Result<Option<Reason>, PortCommandError> {
+        self.port_command_allowed()?;
+        if !self.health.policy.is_unhealthy(port) {
+            self.known_port(port)?;
+            return Ok(None);
+        }
+        let was = self.health.policy.clear(port);
+        self.drain_health(now);
+        self.refresh_timers();
+        Ok(was)
+    }
+
+    fn port_command_allowed(&self) -> Result<(), PortCommandError> {
+        match self.smi.role {
+            Role::Master | Role::Discovering => Ok(()),
+            role => Err(PortCommandError::NotMaster { role }),
+        }
+    }
+
+    /// Whether the last heavy sweep found `port` as an external port.
+    fn known_port(&self, port: PortKey) -> Result<(), PortCommandError> {
+        let subnet = &self.last.subnet;
+        let &n = subnet
+            .by_guid
+            .get(&port.node)
+            .ok_or(PortCommandError::UnknownNode { node: port.node })?;
+        let ports = subnet.nodes[n].ports.len().saturating_sub(1);
+        if port.port == 0 {
+            return Err(PortCommandError::NotExternal { port });
+        }
+        if usize::from(port.port) > ports {
+            return Err(PortCommandError::NoSuchPort {
+                port,
+                ports: u8::try_from(ports).unwrap_or(u8::MAX),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The end ports of `subnet` that `lids` gives a LID and that read LID 0: their SMA
+/// lost what this SM set (a CA's ports by port GUID, a switch's port 0 by node GUID).
+fn rebooted(subnet: &Discovered, lids: &BTreeMap<u64, (u16, u8)>) -> Vec<PortKey> {
+    let mut out = Vec::new();
+    for node in &subnet.nodes {
+        let ends = if node.is_switch() {
+            0..1
+        } else {
+            1..node.ports.len()
+        };
+        for p in ends {
+            let Some(rec) = node.ports.get(p) else {
+                continue;
+            };
+            let Some(info) = rec.info.as_ref() else {
+                continue;
+            };
+            let guid = if node.is_switch() {
+                node.info.node_guid
+            } else {
+                rec.guid
+            };
+            if info.lid == 0 && lids.get(&guid).is_some_and(|&(l, _)| l != 0) {
+                out.push(PortKey::new(node.info.node_guid, p as u8));
+            }
+        }
+    }
+    out
 }
 
 /// The end of `key`'s cable to disable: the one nearer the SM (its Set need not

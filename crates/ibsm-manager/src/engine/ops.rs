@@ -16,6 +16,7 @@ use super::SubnetManager;
 use super::discovery::Latch;
 use crate::config::SmConfig;
 use crate::event::SmEvent;
+use crate::health::PortKey;
 use crate::model::{Discovered, NodeIx};
 
 /// What a request is for. Routes are boxed: a sweep of the largest fabrics queues
@@ -319,6 +320,10 @@ impl SubnetManager {
     /// What a request without an answer (after all retries, or refused with a bad
     /// status) does, from its row of the table.
     pub(super) fn on_failure(&mut self, now: Instant, op: &Op) {
+        if let Some(key) = set_target(&self.sweep.found(&self.last).subnet, op) {
+            self.health.set_failed(key, now);
+            self.drain_health(now);
+        }
         let subnet = &self.sweep.found(&self.last).subnet;
         self.mirror.forget_unwritten(subnet, op);
         if let Op::PortInfo { node, port } = *op {
@@ -393,6 +398,31 @@ impl SubnetManager {
         tracing::debug!(?op, "no answer after all retries");
         self.lock_port(guid);
     }
+}
+
+/// The port a Set configures, for the health policy's SetErr check: the port of a
+/// PortInfo Set, a switch's port 0 for its switch-wide tables, a CA's port for its
+/// own. `None` for what is no Set, and for MFT blocks (sent again until confirmed, and
+/// reported on their own, `MftSetUnconfirmed`).
+fn set_target(subnet: &Discovered, op: &Op) -> Option<PortKey> {
+    let (node, port) = match *op {
+        Op::SetPortInfo { node, port } => (node, Some(port)),
+        Op::SetSwitchInfo { node } | Op::SetLft { node, .. } => (node, None),
+        Op::SetSl2Vl { node, port }
+        | Op::SetVlArb { node, port }
+        | Op::SetPKeyTable { node, port, .. } => (node, Some(port)),
+        _ => return None,
+    };
+    let n = subnet.nodes.get(node)?;
+    let port = match port {
+        Some(p)
+            if !n.is_switch() || matches!(op, Op::SetPortInfo { .. } | Op::SetPKeyTable { .. }) =>
+        {
+            p
+        }
+        _ => 0,
+    };
+    Some(PortKey::new(n.info.node_guid, port))
 }
 
 /// A request waiting for room in the window.

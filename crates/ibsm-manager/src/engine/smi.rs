@@ -194,11 +194,20 @@ impl SubnetManager {
             match ev {
                 ElectionEvent::StateChanged { to, .. } => {
                     self.smi.role = role_of(to);
+                    if self.smi.role == Role::Standby {
+                        self.health.was_standby = true;
+                    }
                     self.event(SmEvent::RoleChanged {
                         role: self.smi.role,
                     });
                     if to == SmState::Master {
                         self.admin.lose_clients();
+                    }
+                    if to == SmState::Master && std::mem::take(&mut self.health.was_standby) {
+                        // Another SM was master since this one started (a lost master
+                        // makes the Standby Discovering first): the isolations it kept,
+                        // before the sweep that takes over routes.
+                        self.took_over(now);
                     }
                     if to == SmState::Master && self.sweep.is_idle() {
                         // Taking over (handover or a lost master): configure now, keeping

@@ -556,7 +556,8 @@ impl SubnetManager {
                     self.event(SmEvent::NodeRemoved { guid });
                 }
                 let subnet = &self.sweep.found(&self.last).subnet;
-                if self.health.after_discovery(&self.cfg, subnet, now) {
+                let lids = &self.lids.stored;
+                if self.health.after_discovery(&self.cfg, subnet, lids, now) {
                     self.drain_health(now);
                 }
                 self.sweep
@@ -687,7 +688,16 @@ impl SubnetManager {
         let up = published.is_some();
         let (snapshot, cabling) = published.map_or((None, None), |p| (p.sa, p.cabling));
         if up {
-            let sweep = self.sweep.found(&self.last).latches.sweep();
+            let found = self.sweep.found(&self.last);
+            let sweep = found.latches.sweep();
+            // The isolation cap's base: every physical port of the fabric.
+            let ports = found
+                .subnet
+                .nodes
+                .iter()
+                .map(|n| n.ports.len().saturating_sub(1))
+                .sum();
+            self.health.policy.set_fabric_ports(ports);
             self.health.after_sweep(sweep, now, cabling);
             self.drain_health(now);
         }

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ibsm::manager::SmConfig;
+use ibsm::manager::health::Action;
 use ibsm::manager::partition::Enforcement;
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig, Threshold};
 use ibsm::manager::topo_ref::TopoPolicy;
@@ -346,7 +347,7 @@ pub(crate) fn runtime_names() -> Vec<&'static str> {
 
 /// Spellings of values as OpenSM writes and reads them.
 pub(crate) mod spell {
-    use super::{Counter, Duration, PathBuf, PerfMgrConfig, Threshold, ValueError};
+    use super::{Action, Counter, Duration, PathBuf, PerfMgrConfig, Threshold, ValueError};
 
     /// A number in decimal or `0x` hex, as OpenSM reads them.
     ///
@@ -460,6 +461,15 @@ pub(crate) mod spell {
         }
         Ok(cfg.thresholds)
     }
+    /// A health action by its name (`isolate`, ...).
+    pub(super) fn action(v: &Action) -> String {
+        v.name().to_owned()
+    }
+    pub(super) fn parse_action(s: &str) -> Result<Action, ValueError> {
+        Action::from_name(s).ok_or(ValueError::NotOneOf(
+            "ignore, report, isolate, disable or no_discover",
+        ))
+    }
     /// Seconds, 0 for "never".
     pub(super) fn opt_secs(v: &Option<Duration>) -> String {
         v.map_or(0, |d| d.as_secs()).to_string()
@@ -471,8 +481,9 @@ pub(crate) mod spell {
 }
 
 use spell::{
-    boolean, dec, hex8, hex64, millis, num, opt_num, opt_secs, parse_bool, parse_millis,
-    parse_opt_num, parse_opt_secs, parse_path, parse_secs, parse_text, path, secs, text,
+    action, boolean, dec, hex8, hex64, millis, num, opt_num, opt_secs, parse_action, parse_bool,
+    parse_millis, parse_opt_num, parse_opt_secs, parse_path, parse_secs, parse_text, path, secs,
+    text,
 };
 
 fn m_key(v: &MKeyMode) -> String {
@@ -922,6 +933,92 @@ options! {
         flags: &[Flag::value("unhealthy-quiet-period", "SECS", "An unhealthy port is taken back after SECS without trouble (default 60)")],
         access: at!(s => s.sm.health.quiet_period, secs, parse_secs),
         engine_field: Some(ConfigField::HealthQuietPeriod),
+    }
+    HealthRebootCount "health_reboot_count" {
+        section: Section::Ibsmd,
+        help: "A node seen rebooting this many times in health_reboot_window (an end port\nthat held a LID read back with LID 0) is unhealthy (0: off)",
+        flags: &[Flag::value("reboot-count", "N", "A node seen rebooting N times in --reboot-window is unhealthy (0: off; default 3)")],
+        access: at!(s => s.sm.health.reboot_count, dec, num),
+    }
+    HealthRebootWindow "health_reboot_window" {
+        section: Section::Ibsmd,
+        help: "The reboot window in [sec]",
+        flags: &[Flag::value("reboot-window", "SECS", "The reboot window (default 600)")],
+        access: at!(s => s.sm.health.reboot_window, secs, parse_secs),
+        engine_field: Some(ConfigField::HealthRebootWindow),
+    }
+    HealthSetErrCount "health_set_err_count" {
+        section: Section::Ibsmd,
+        help: "A port to which this many SMP Sets are refused or lost in\nhealth_set_err_window is unhealthy (0: off)",
+        flags: &[Flag::value("set-err-count", "N", "A port to which N Sets are refused or lost in --set-err-window is unhealthy (0: off; default 5)")],
+        access: at!(s => s.sm.health.set_err_count, dec, num),
+    }
+    HealthSetErrWindow "health_set_err_window" {
+        section: Section::Ibsmd,
+        help: "The SetErr window in [sec]",
+        flags: &[Flag::value("set-err-window", "SECS", "The SetErr window (default 60)")],
+        access: at!(s => s.sm.health.set_err_window, secs, parse_secs),
+        engine_field: Some(ConfigField::HealthSetErrWindow),
+    }
+    HealthActionReboot "health_action_reboot" {
+        section: Section::Ibsmd,
+        help: "What to do with a node rebooting health_reboot_count times:\nignore, report, isolate, disable or no_discover (default report)",
+        flags: &[Flag::value("action-reboot", "ACTION", "What to do with a node rebooting health_reboot_count times: ignore, report, isolate, disable, no_discover (default report)")],
+        access: at!(s => s.sm.health.actions.reboot, action, parse_action),
+    }
+    HealthActionFlapping "health_action_flapping" {
+        section: Section::Ibsmd,
+        help: "What to do with a flapping link:\nignore, report, isolate, disable or no_discover (default isolate)",
+        flags: &[Flag::value("action-flapping", "ACTION", "What to do with a flapping link: ignore, report, isolate, disable, no_discover (default isolate)")],
+        access: at!(s => s.sm.health.actions.flapping, action, parse_action),
+    }
+    HealthActionUnresponsive "health_action_unresponsive" {
+        section: Section::Ibsmd,
+        help: "What to do with a port that stops answering:\nignore, report, isolate, disable or no_discover (default no_discover)",
+        flags: &[Flag::value("action-unresponsive", "ACTION", "What to do with a port that stops answering: ignore, report, isolate, disable, no_discover (default no_discover)")],
+        access: at!(s => s.sm.health.actions.unresponsive, action, parse_action),
+    }
+    HealthActionNoisyTraps "health_action_noisy_traps" {
+        section: Section::Ibsmd,
+        help: "What to do with a port flooding traps:\nignore, report, isolate, disable or no_discover (default isolate)",
+        flags: &[Flag::value("action-noisy-traps", "ACTION", "What to do with a port flooding traps: ignore, report, isolate, disable, no_discover (default isolate)")],
+        access: at!(s => s.sm.health.actions.noisy_traps, action, parse_action),
+    }
+    HealthActionSetErr "health_action_set_err" {
+        section: Section::Ibsmd,
+        help: "What to do with a port whose Sets fail:\nignore, report, isolate, disable or no_discover (default report)",
+        flags: &[Flag::value("action-set-err", "ACTION", "What to do with a port whose Sets fail: ignore, report, isolate, disable, no_discover (default report)")],
+        access: at!(s => s.sm.health.actions.set_err, action, parse_action),
+    }
+    HealthActionManual "health_action_manual" {
+        section: Section::Ibsmd,
+        help: "What to do with a port isolated with `ibsmd port isolate`:\nignore, report, isolate, disable or no_discover (default isolate)",
+        flags: &[Flag::value("action-manual", "ACTION", "What to do with a port isolated with `ibsmd port isolate`: ignore, report, isolate, disable, no_discover (default isolate)")],
+        access: at!(s => s.sm.health.actions.manual, action, parse_action),
+    }
+    HealthActionHighBer "health_action_high_ber" {
+        section: Section::Ibsmd,
+        help: "What to do with a port whose error counters pass perfmgr_error_thresholds:\nignore, report, isolate, disable or no_discover (default isolate)",
+        flags: &[Flag::value("action-high-ber", "ACTION", "What to do with a port whose error counters pass perfmgr_error_thresholds: ignore, report, isolate, disable, no_discover (default isolate)")],
+        access: at!(s => s.sm.health.actions.high_ber, action, parse_action),
+    }
+    HealthIsolationCapMin "health_isolation_cap_min" {
+        section: Section::Ibsmd,
+        help: "Automatic isolations are capped at the larger of this many ports and\nhealth_isolation_cap_permille of the fabric's ports; beyond, only reported",
+        flags: &[Flag::value("isolation-cap-min", "N", "Automatic isolations are capped at max(N, --isolation-cap-permille of the ports); beyond, ports are only reported (default 10)")],
+        access: at!(s => s.sm.health.isolation_cap.min_ports, dec, num),
+    }
+    HealthIsolationCapPermille "health_isolation_cap_permille" {
+        section: Section::Ibsmd,
+        help: "The isolation cap on a large fabric, in thousandths of its ports (5: 0.5 %)",
+        flags: &[Flag::value("isolation-cap-permille", "N", "The isolation cap in thousandths of the fabric's ports (default 5: 0.5 %)")],
+        access: at!(s => s.sm.health.isolation_cap.per_mille, dec, num),
+    }
+    IsolatedPortsFile "isolated_ports_file" {
+        section: Section::Ibsmd,
+        help: "Keep isolated ports across restarts and failovers in this file ((null):\nibsm-isolated-ports beside guid2lid_file, else in dump_files_dir, else nowhere)",
+        flags: &[Flag::value("isolated-ports", "FILE", "Keep isolated ports across restarts and failovers in FILE (default: ibsm-isolated-ports beside --guid2lid, else in --dump-dir)")],
+        access: at!(s => s.isolated_ports, path, parse_path),
     }
     Sa "sa" {
         section: Section::Ibsmd,

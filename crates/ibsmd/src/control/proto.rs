@@ -4,7 +4,11 @@
 //!
 //! ```text
 //! status | sweep | sweep heavy | rebalance | dump | log-level LEVEL
+//! port isolate GUID/PORT | port clear GUID/PORT
 //! ```
+//!
+//! `GUID` is a node GUID in hexadecimal (`0x` optional, at most 16 digits), `PORT` a
+//! decimal port number (0 to 254).
 //!
 //! Words are separated by spaces or tabs; case matters; a trailing `\r` is ignored.
 
@@ -57,6 +61,87 @@ impl Level {
     }
 }
 
+/// What `port` does to a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PortOp {
+    /// Isolate it (its link carries no routes) until cleared.
+    Isolate,
+    /// Take it back, whatever it was marked for.
+    Clear,
+}
+
+impl PortOp {
+    /// Its word on the wire.
+    #[must_use]
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            PortOp::Isolate => "isolate",
+            PortOp::Clear => "clear",
+        }
+    }
+}
+
+/// A port named by its node GUID and number (`GUID/PORT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PortTarget {
+    /// Node GUID.
+    pub(crate) node: u64,
+    /// Port number.
+    pub(crate) port: u8,
+}
+
+impl fmt::Display for PortTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#018x}/{}", self.node, self.port)
+    }
+}
+
+/// What is wrong with a `GUID/PORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TargetError {
+    /// No `/` between the GUID and the port.
+    NoSlash,
+    /// The GUID is not hexadecimal of at most 16 digits.
+    BadGuid,
+    /// The port is not a decimal number from 0 to 254.
+    BadPort,
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TargetError::NoSlash => "expected GUID/PORT",
+            TargetError::BadGuid => "the GUID is not hexadecimal (at most 16 digits)",
+            TargetError::BadPort => "the port is not a number from 0 to 254",
+        })
+    }
+}
+
+/// Reads `GUID/PORT`.
+///
+/// # Errors
+/// [`TargetError`]: which part does not read.
+pub(crate) fn parse_target(s: &str) -> Result<PortTarget, TargetError> {
+    let (guid, port) = s.split_once('/').ok_or(TargetError::NoSlash)?;
+    let hex = guid
+        .strip_prefix("0x")
+        .or_else(|| guid.strip_prefix("0X"))
+        .unwrap_or(guid);
+    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(TargetError::BadGuid);
+    }
+    let node = u64::from_str_radix(hex, 16).map_err(|_| TargetError::BadGuid)?;
+    if port.is_empty() || port.len() > 3 || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(TargetError::BadPort);
+    }
+    let port = port
+        .parse::<u8>()
+        .ok()
+        .filter(|&p| p <= 254)
+        .ok_or(TargetError::BadPort)?;
+    Ok(PortTarget { node, port })
+}
+
 /// One request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Request {
@@ -73,6 +158,13 @@ pub(crate) enum Request {
     Dump,
     /// Change the log level.
     LogLevel(Level),
+    /// Isolate or clear a port.
+    Port {
+        /// Which.
+        op: PortOp,
+        /// The port.
+        target: PortTarget,
+    },
 }
 
 /// Why a line is not a request.
@@ -100,6 +192,19 @@ pub(crate) enum ParseError {
     MissingLevel,
     /// `log-level` with something else than a level.
     UnknownLevel(String),
+    /// `port` without `isolate` or `clear`.
+    MissingPortOp,
+    /// `port` with another word than `isolate` or `clear`.
+    UnknownPortOp(String),
+    /// `port isolate` or `port clear` without `GUID/PORT`.
+    MissingTarget,
+    /// A `GUID/PORT` that does not read.
+    BadTarget {
+        /// What was given.
+        target: String,
+        /// What is wrong with it.
+        why: TargetError,
+    },
 }
 
 impl fmt::Display for ParseError {
@@ -112,7 +217,7 @@ impl fmt::Display for ParseError {
             ParseError::NotText => write!(f, "request is not UTF-8 text"),
             ParseError::UnknownCommand(c) => write!(
                 f,
-                "unknown command {c:?} (status, sweep [heavy], rebalance, dump, log-level LEVEL)"
+                "unknown command {c:?} (status, sweep [heavy], rebalance, dump, log-level LEVEL, port isolate|clear GUID/PORT)"
             ),
             ParseError::UnexpectedArgument { command, argument } => {
                 write!(f, "{command}: unexpected argument {argument:?}")
@@ -127,6 +232,12 @@ impl fmt::Display for ParseError {
                 f,
                 "log-level: unknown level {l:?} (error, warn, info, debug, trace)"
             ),
+            ParseError::MissingPortOp => write!(f, "port: missing isolate or clear"),
+            ParseError::UnknownPortOp(w) => {
+                write!(f, "port: unknown action {w:?} (isolate, clear)")
+            }
+            ParseError::MissingTarget => write!(f, "port: missing GUID/PORT"),
+            ParseError::BadTarget { target, why } => write!(f, "port: {target:?}: {why}"),
         }
     }
 }
@@ -172,6 +283,20 @@ pub(crate) fn parse(line: &[u8]) -> Result<Request, ParseError> {
                 Level::from_name(level).ok_or_else(|| ParseError::UnknownLevel(clip(level)))?;
             ("log-level", Request::LogLevel(level))
         }
+        "port" => {
+            let (name, op) = match words.next() {
+                None => return Err(ParseError::MissingPortOp),
+                Some("isolate") => ("port isolate", PortOp::Isolate),
+                Some("clear") => ("port clear", PortOp::Clear),
+                Some(other) => return Err(ParseError::UnknownPortOp(clip(other))),
+            };
+            let t = words.next().ok_or(ParseError::MissingTarget)?;
+            let target = parse_target(t).map_err(|why| ParseError::BadTarget {
+                target: clip(t),
+                why,
+            })?;
+            (name, Request::Port { op, target })
+        }
         other => return Err(ParseError::UnknownCommand(clip(other))),
     };
     match words.next() {
@@ -193,6 +318,7 @@ impl fmt::Display for Request {
             Request::Rebalance => f.write_str("rebalance"),
             Request::Dump => f.write_str("dump"),
             Request::LogLevel(l) => write!(f, "log-level {}", l.as_str()),
+            Request::Port { op, target } => write!(f, "port {} {target}", op.as_str()),
         }
     }
 }

@@ -17,6 +17,17 @@ fn requests_parse_and_print_back() {
         Request::LogLevel(Level::Info),
         Request::LogLevel(Level::Debug),
         Request::LogLevel(Level::Trace),
+        Request::Port {
+            op: PortOp::Isolate,
+            target: PortTarget {
+                node: 0x0002_c903_0000_1234,
+                port: 7,
+            },
+        },
+        Request::Port {
+            op: PortOp::Clear,
+            target: PortTarget { node: 1, port: 254 },
+        },
     ];
     for r in all {
         assert_eq!(proto::parse(r.to_string().as_bytes()), Ok(r), "{r}");
@@ -64,6 +75,51 @@ fn garbage_gets_a_typed_error() {
             E::UnexpectedArgument {
                 command: "log-level",
                 argument: "x".into(),
+            },
+        ),
+        (b"port", E::MissingPortOp),
+        (b"port drop 0x1/1", E::UnknownPortOp("drop".into())),
+        (b"port isolate", E::MissingTarget),
+        (
+            b"port isolate 0x1",
+            E::BadTarget {
+                target: "0x1".into(),
+                why: proto::TargetError::NoSlash,
+            },
+        ),
+        (
+            b"port clear 0xg/1",
+            E::BadTarget {
+                target: "0xg/1".into(),
+                why: proto::TargetError::BadGuid,
+            },
+        ),
+        (
+            b"port clear 11111111111111111/1",
+            E::BadTarget {
+                target: "11111111111111111/1".into(),
+                why: proto::TargetError::BadGuid,
+            },
+        ),
+        (
+            b"port isolate 0x1/255",
+            E::BadTarget {
+                target: "0x1/255".into(),
+                why: proto::TargetError::BadPort,
+            },
+        ),
+        (
+            b"port isolate 0x1/-1",
+            E::BadTarget {
+                target: "0x1/-1".into(),
+                why: proto::TargetError::BadPort,
+            },
+        ),
+        (
+            b"port isolate 0x1/2 now",
+            E::UnexpectedArgument {
+                command: "port isolate",
+                argument: "now".into(),
             },
         ),
         (b"\xff\xfe", E::NotText),
@@ -115,6 +171,9 @@ impl Host for Mock {
     fn set_log_level(&mut self, level: Level) -> Outcome {
         self.levels.push(level);
         Ok(level.as_str().into())
+    }
+    fn port(&mut self, op: PortOp, target: PortTarget) -> Outcome {
+        Ok(format!("{} {target}", op.as_str()))
     }
 }
 

@@ -44,6 +44,11 @@ fn status() -> Status {
             lids: 12,
         },
         partition_warnings: vec!["w".into()],
+        isolation: crate::status::Isolation {
+            by_condition: BTreeMap::from([("manual".into(), 2), ("flapping".into(), 1)]),
+            cap: 10,
+            cap_reached: true,
+        },
         ..Status::default()
     }
 }
@@ -93,6 +98,20 @@ fn a_real_http_client_scrapes_metrics_and_status() {
     assert_eq!(s.value("ibsm_fabric_links", &[]), 16.0);
     assert_eq!(s.value("ibsm_fabric_lids", &[]), 12.0);
     assert_eq!(s.value("ibsm_unhealthy_ports", &[]), 0.0);
+    assert_eq!(
+        s.value("ibsm_isolated_ports", &[("condition", "manual")]),
+        2.0
+    );
+    assert_eq!(
+        s.value("ibsm_isolated_ports", &[("condition", "flapping")]),
+        1.0
+    );
+    assert_eq!(
+        s.value("ibsm_isolated_ports", &[("condition", "high_ber")]),
+        0.0
+    );
+    assert_eq!(s.value("ibsm_isolation_cap", &[]), 10.0);
+    assert_eq!(s.value("ibsm_isolation_cap_reached", &[]), 1.0);
     assert_eq!(s.value("ibsm_partition_warnings", &[]), 1.0);
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
     // The JSON status is the snapshot.
