@@ -515,3 +515,40 @@ fn isolation_survives_a_failover() {
     );
     assert!(store.clone().load().unwrap().iter().any(|p| p.port == ka));
 }
+
+/// Isolations never cut a switch off the subnet: with every cable of one switch
+/// isolated (the cap counts ports, not what they carry), the last one to be left out
+/// keeps its routes, and every CA still reaches every LID. Planted: the route job
+/// cutting every isolated cable -> routing fails, the old tables stay in force and the
+/// other cables keep their routes (test fails).
+#[test]
+fn isolations_never_cut_a_switch_off() {
+    let (mut sim, mut nodes, (a, _), _) = up(HealthConfig::default());
+    let ga = guid(&sim, a);
+    let num_ports = sim.node_setup(a).expect("switch").num_ports;
+    let isls: Vec<u8> = (1..=num_ports)
+        .filter(|&p| {
+            sim.peer(a, p).is_some_and(|(peer, _)| {
+                sim.node_setup(peer)
+                    .is_some_and(|s| s.kind == ibsm_sim::NodeKind::Switch)
+            })
+        })
+        .collect();
+    assert!(isls.len() >= 2, "{isls:?}");
+    let now = nodes[0].port.now();
+    for &p in &isls {
+        assert_eq!(nodes[0].sm.isolate_port(now, PortKey::new(ga, p)), Ok(true));
+    }
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(30));
+    let carrying: Vec<u8> = isls
+        .iter()
+        .copied()
+        .filter(|&p| lft_uses(&nodes[0], ga, p) > 0)
+        .collect();
+    assert_eq!(
+        carrying.len(),
+        1,
+        "cables of {ga:#x} still routed: {carrying:?}"
+    );
+    assert!(sim.verify().is_clean());
+}

@@ -125,6 +125,24 @@ impl RouteInput {
                 continue;
             };
             // A port without a cable in this sweep has nothing to cut.
+            let Some(peer) = fabric.port_peer(ids[ix], port) else {
+                continue;
+            };
+            // An end port's link left out leaves that port unrouted, as the policy
+            // means; a cable between switches is left out only while its two switches
+            // stay connected, so no set of isolations (the cap counts ports, not what
+            // they carry) cuts a switch and everything behind it off the subnet.
+            let between_switches = [ids[ix], peer.node]
+                .iter()
+                .all(|&n| fabric.node(n).is_some_and(ibsm_topology::Node::is_switch));
+            if between_switches && !connected_without(&fabric, ids[ix], port, peer.node) {
+                tracing::warn!(
+                    node = guid,
+                    port,
+                    "isolated link kept in routing: leaving it out would cut a switch off the subnet"
+                );
+                continue;
+            }
             if fabric.disconnect(ids[ix], port).is_ok() {
                 tracing::debug!(node = guid, port, "unhealthy link left out of routing");
             }
@@ -262,4 +280,44 @@ impl SubnetManager {
             self.rebalance_wanted(now);
         }
     }
+}
+
+/// Whether `to` is reachable from `from` in `fabric` without the cable at `from`'s port
+/// `port` (breadth-first, stopping at `to`: on a fabric with redundant paths it is found
+/// within a few hops).
+fn connected_without(
+    fabric: &Fabric,
+    from: ibsm_topology::NodeId,
+    port: u8,
+    to: ibsm_topology::NodeId,
+) -> bool {
+    let len = fabric
+        .node_ids()
+        .map(|id| id.index() + 1)
+        .max()
+        .unwrap_or(0);
+    let mut seen = vec![false; len];
+    let mut queue = std::collections::VecDeque::from([from]);
+    seen[from.index()] = true;
+    while let Some(n) = queue.pop_front() {
+        let Some(node) = fabric.node(n) else {
+            continue;
+        };
+        for p in 1..=node.num_ports() {
+            if n == from && p == port {
+                continue;
+            }
+            let Some(peer) = fabric.port_peer(n, p) else {
+                continue;
+            };
+            if peer.node == to {
+                return true;
+            }
+            if !seen[peer.node.index()] {
+                seen[peer.node.index()] = true;
+                queue.push_back(peer.node);
+            }
+        }
+    }
+    false
 }
