@@ -354,6 +354,12 @@ impl Daemon {
             Ok(loaded) => self.reconfigure(&loaded),
             Err(e) => error!("SIGHUP: {e}; the configuration in force stays"),
         }
+        if let Some(r) = &self.rest {
+            match r.reload_credentials() {
+                Ok(()) => info!("SIGHUP: the partition API's users read again"),
+                Err(e) => error!("SIGHUP: {e}; the partition API's users in force stay"),
+            }
+        }
         if self.sm.role() == Role::Master {
             info!("SIGHUP: rebalancing (every route recomputed at a heavy sweep)");
             self.sm.request_rebalance(self.port.now());

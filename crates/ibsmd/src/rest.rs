@@ -140,7 +140,10 @@ struct State {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
-    users: Credentials,
+    /// Replaced whole when a SIGHUP reads the credentials file again.
+    users: std::sync::RwLock<Credentials>,
+    /// The credentials file, read again at a SIGHUP.
+    users_file: PathBuf,
     tls: Option<Arc<rustls::ServerConfig>>,
     connections: AtomicUsize,
     stop: AtomicBool,
@@ -207,6 +210,7 @@ pub(crate) struct Prepared {
     addr: String,
     file: PathBuf,
     users: Credentials,
+    users_file: PathBuf,
     tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -239,6 +243,7 @@ impl RestServer {
             addr: addr.clone(),
             file: file.to_owned(),
             users: Credentials::load(creds)?,
+            users_file: creds.to_owned(),
             tls,
         }))
     }
@@ -252,6 +257,7 @@ impl RestServer {
             addr,
             file,
             users,
+            users_file,
             tls,
         } = p;
         let bind = |source| RestError::Bind {
@@ -266,7 +272,8 @@ impl RestServer {
                 file,
                 pending: None,
             }),
-            users,
+            users: std::sync::RwLock::new(users),
+            users_file,
             tls,
             connections: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
@@ -282,6 +289,22 @@ impl RestServer {
             https,
             thread: Some(thread),
         })
+    }
+
+    /// Reads the credentials file again (a SIGHUP: users added, removed or given a new
+    /// password without a restart). A file that does not read, or that others may
+    /// read, changes nothing: the users in force stay.
+    ///
+    /// # Errors
+    /// [`CredentialsError`], naming the file.
+    pub(crate) fn reload_credentials(&self) -> Result<(), CredentialsError> {
+        let users = Credentials::load(&self.shared.users_file)?;
+        *self
+            .shared
+            .users
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = users;
+        Ok(())
     }
 
     /// The address it listens on.
@@ -469,7 +492,15 @@ fn failed(message: &str) -> Answer {
 /// The answer to one request: the user checked first, then the route.
 fn answer(shared: &Shared, head: &http::Head, body: &[u8], peer: &str) -> Answer {
     let user = match head.basic_auth() {
-        Some((u, p)) if shared.users.check(&u, &p) => u,
+        Some((u, p))
+            if shared
+                .users
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .check(&u, &p) =>
+        {
+            u
+        }
         other => {
             warn!(
                 "REST {peer}: {} {}: 401 ({})",

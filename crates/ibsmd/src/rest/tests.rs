@@ -887,6 +887,53 @@ fn the_run_loop_never_waits_for_the_apis_lock() {
     });
 }
 
+/// A SIGHUP reads the users again: a new password works and the old one gets 401 at
+/// once, without a restart; a file others may read changes nothing. Planted: the
+/// reload left out -> the new password gets 401, test fails.
+#[test]
+fn the_users_are_read_again_at_a_sighup() {
+    let api = Api::start("reusers", START);
+    let creds = api.dir.join("users");
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, PASSWORD)
+            .0,
+        200
+    );
+    write_mode(&creds, &format!("{USER}:changed\n"), 0o600);
+    // Read once at start: the file's new text means nothing yet.
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, "changed")
+            .0,
+        401
+    );
+    api.server.reload_credentials().unwrap();
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, "changed")
+            .0,
+        200
+    );
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, PASSWORD)
+            .0,
+        401
+    );
+    // A file made readable by others is refused; the users in force stay.
+    write_mode(&creds, &format!("{USER}:third\n"), 0o644);
+    assert!(matches!(
+        api.server.reload_credentials(),
+        Err(CredentialsError::Permissions { .. })
+    ));
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, "changed")
+            .0,
+        200
+    );
+    assert_eq!(
+        api.send("GET", "/ufmRest/app/ufm_version", None, "third").0,
+        401
+    );
+}
+
 #[test]
 fn the_api_refuses_to_start_without_what_it_needs() {
     let d = tempdir("start");
