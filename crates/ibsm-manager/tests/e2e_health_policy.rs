@@ -86,21 +86,26 @@ fn idle_for(sim: &mut Sim<SmaAgent>, nodes: &mut [Node], d: Duration) {
     drive(sim, nodes, t, |_, _| false);
 }
 
+/// The fat tree simulated, one SM with `health` and `store` at its first CA brought
+/// up clean, and the CAs.
+fn bring_up(
+    health: HealthConfig,
+    store: Box<dyn IsolationStore + Send>,
+) -> (Fabric, Sim<SmaAgent>, Vec<Node>, Vec<NodeIdx>) {
+    let f = tree();
+    let mut sim = sim_of(&f, SimConfig::default());
+    let cas = ca_nodes(&sim, &f);
+    let mut nodes = vec![attach(&mut sim, cas[0], cfg(health), store)];
+    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    (f, sim, nodes, cas)
+}
+
 /// A simulated fabric, its SMs, and one ISL's two ends.
 type Up = (Sim<SmaAgent>, Vec<Node>, (NodeIdx, u8), (NodeIdx, u8));
 
 /// A fat tree with one SM brought up clean, and one ISL's two ends.
 fn up(health: HealthConfig) -> Up {
-    let f = tree();
-    let mut sim = sim_of(&f, SimConfig::default());
-    let ca = ca_nodes(&sim, &f)[0];
-    let mut nodes = vec![attach(
-        &mut sim,
-        ca,
-        cfg(health),
-        Box::new(MemoryIsolationStore::default()),
-    )];
-    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let (f, sim, nodes, _) = bring_up(health, Box::new(MemoryIsolationStore::default()));
     let (a, pa) = isl_ends(&sim, &f)[0];
     let (b, pb) = sim.peer(a, pa).expect("cabled");
     (sim, nodes, (a, pa), (b, pb))
@@ -165,16 +170,7 @@ fn a_rebooting_node_is_disabled() {
         ..HealthConfig::default()
     };
     health.actions.reboot = Action::Disable;
-    let f = tree();
-    let mut sim = sim_of(&f, SimConfig::default());
-    let cas = ca_nodes(&sim, &f);
-    let mut nodes = vec![attach(
-        &mut sim,
-        cas[0],
-        cfg(health),
-        Box::new(MemoryIsolationStore::default()),
-    )];
-    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let (_, mut sim, mut nodes, cas) = bring_up(health, Box::new(MemoryIsolationStore::default()));
     let x = *cas.last().unwrap();
     let key = PortKey::new(guid(&sim, x), 1);
     let (sw, sp) = sim.peer(x, 1).expect("cabled");
@@ -209,16 +205,7 @@ fn failed_sets_stop_discovery_across_the_port() {
         ..HealthConfig::default()
     };
     health.actions.set_err = Action::NoDiscover;
-    let f = tree();
-    let mut sim = sim_of(&f, SimConfig::default());
-    let cas = ca_nodes(&sim, &f);
-    let mut nodes = vec![attach(
-        &mut sim,
-        cas[0],
-        cfg(health),
-        Box::new(MemoryIsolationStore::default()),
-    )];
-    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    let (_, mut sim, mut nodes, cas) = bring_up(health, Box::new(MemoryIsolationStore::default()));
     let x = *cas.last().unwrap();
     let xg = guid(&sim, x);
     let key = PortKey::new(xg, 1);
@@ -256,16 +243,10 @@ fn failed_sets_stop_discovery_across_the_port() {
 /// reported, test fails.
 #[test]
 fn the_isolation_cap_holds_when_a_fifth_of_the_ports_go_bad() {
-    let f = tree();
-    let mut sim = sim_of(&f, SimConfig::default());
-    let ca = ca_nodes(&sim, &f)[0];
-    let mut nodes = vec![attach(
-        &mut sim,
-        ca,
-        cfg(HealthConfig::default()),
+    let (f, mut sim, mut nodes, _) = bring_up(
+        HealthConfig::default(),
         Box::new(MemoryIsolationStore::default()),
-    )];
-    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    );
     // Both ends of ISLs, a fifth of the fabric's ports, in an order that takes one
     // cable of each switch in turn: the first ten (those the cap isolates) leave every
     // switch connected, so routing around them works.
@@ -407,16 +388,10 @@ fn isolation_survives_a_restart() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("isolated-ports");
-    let f = tree();
-    let mut sim = sim_of(&f, SimConfig::default());
-    let ca = ca_nodes(&sim, &f)[0];
-    let mut nodes = vec![attach(
-        &mut sim,
-        ca,
-        cfg(flapping(Action::Isolate)),
+    let (f, mut sim, mut nodes, cas) = bring_up(
+        flapping(Action::Isolate),
         Box::new(FileIsolationStore::new(&file)),
-    )];
-    until_clean(&mut sim, &mut nodes, 0, Duration::from_secs(60));
+    );
     let isls = isl_ends(&sim, &f);
     let (a, pa) = isls[0];
     let (c, pc) = isls[isls.len() - 1];
@@ -438,7 +413,7 @@ fn isolation_survives_a_restart() {
     drop(nodes);
     let mut nodes = vec![attach(
         &mut sim,
-        ca,
+        cas[0],
         cfg(flapping(Action::Isolate)),
         Box::new(FileIsolationStore::new(&file)),
     )];
