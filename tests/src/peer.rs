@@ -241,11 +241,47 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String, String) 
 /// When it fails.
 #[must_use]
 pub fn diag(f: &PeerFabric, program: &str, args: &[&str]) -> String {
-    let mut c = client(f, program, None, "diag");
+    run_diag(client(f, program, None, "diag"), program, args)
+}
+
+/// [`diag`] attached at ibsim's node `host`.
+///
+/// # Panics
+/// When it fails.
+#[must_use]
+pub fn diag_at(f: &PeerFabric, host: &str, program: &str, args: &[&str]) -> String {
+    run_diag(client(f, program, Some(host), "q"), program, args)
+}
+
+fn run_diag(mut c: Command, program: &str, args: &[&str]) -> String {
     c.args(args);
     let (ok, out, err) = run_bounded(c, Duration::from_secs(60));
     assert!(ok, "{program} {args:?} failed:\n{err}\n{out}");
     out
+}
+
+/// The number after `key` and its dots (or colon) on the first line of a diagnostic's
+/// output that starts with it (`smpquery`'s `Lid:.....3`; hex with `0x`).
+///
+/// # Panics
+/// When no line has it or it is not a number.
+#[must_use]
+pub fn dotted_field(text: &str, key: &str) -> u64 {
+    let v = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(key))
+        .map(|l| {
+            l[key.len()..]
+                .trim_start_matches(['.', ':'])
+                .trim()
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("{key} not in:\n{text}"));
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).unwrap(),
+        None => v.parse().unwrap(),
+    }
 }
 
 /// The raw value of `key` in a one-line JSON object (strings keep their quotes), for

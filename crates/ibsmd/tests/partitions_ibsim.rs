@@ -14,7 +14,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ibsm_tests::peer::{PeerFabric, after, bring_up, client, run_bounded, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{
+    PeerFabric, after, bring_up, diag_at, dotted_field, start_ibsmd, stop_ibsmd,
+};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -25,34 +27,6 @@ const NET: &str = "Switch\t8 \"Sw1\"\n[1]\t\"Hca1\"[1]\n[2]\t\"Hca2\"[1]\n[3]\t\
 Switch\t8 \"Sw2\"\n[1]\t\"Hca3\"[1]\n[2]\t\"Hca4\"[1]\n[3]\t\"Sw1\"[3]\n\n\
 Hca\t1 \"Hca1\"\n[1]\t\"Sw1\"[1]\n\nHca\t1 \"Hca2\"\n[1]\t\"Sw1\"[2]\n\n\
 Hca\t1 \"Hca3\"\n[1]\t\"Sw2\"[1]\n\nHca\t1 \"Hca4\"\n[1]\t\"Sw2\"[2]\n";
-
-/// A diagnostic under the preload attached at `host`; its stdout (must succeed).
-fn tool(f: &PeerFabric, host: &str, program: &str, args: &[&str]) -> String {
-    let mut c = client(f, program, Some(host), "q");
-    c.args(args);
-    let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
-    assert!(ok, "{program} {args:?} at {host} failed:\n{err}\n{out}");
-    out
-}
-
-/// The value after `key` and its dots on the first line that starts with it.
-fn field(text: &str, key: &str) -> u64 {
-    let v = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with(key))
-        .map(|l| {
-            l[key.len()..]
-                .trim_start_matches(['.', ':'])
-                .trim()
-                .to_owned()
-        })
-        .unwrap_or_else(|| panic!("{key} not in:\n{text}"));
-    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).unwrap(),
-        None => v.parse().unwrap(),
-    }
-}
 
 /// The entries `smpquery pkeys` printed, in index order.
 fn pkeys(text: &str) -> Vec<u16> {
@@ -116,7 +90,12 @@ fn ibsmd_programs_partitions_on_ibsim() {
     let hosts = ["Hca1", "Hca2", "Hca3", "Hca4"];
     let guid: Vec<u64> = hosts
         .iter()
-        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "nodeinfo", "0"]), "PortGuid"))
+        .map(|h| {
+            dotted_field(
+                &diag_at(&f, h, SMPQUERY, &["-D", "nodeinfo", "0"]),
+                "PortGuid",
+            )
+        })
         .collect();
     // Hca1 (the SM) and Hca2 in tenant_a, Hca3 and Hca4 in tenant_b; everyone a limited
     // member of the default partition except the switches and the SM.
@@ -137,7 +116,12 @@ fn ibsmd_programs_partitions_on_ibsim() {
 
     let lid: Vec<u64> = hosts
         .iter()
-        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "portinfo", "0", "1"]), "Lid"))
+        .map(|h| {
+            dotted_field(
+                &diag_at(&f, h, SMPQUERY, &["-D", "portinfo", "0", "1"]),
+                "Lid",
+            )
+        })
         .collect();
     let want: [&[u16]; 4] = [
         &[0xffff, 0x8001],
@@ -146,37 +130,44 @@ fn ibsmd_programs_partitions_on_ibsim() {
         &[0x7fff, 0x8002],
     ];
     for (i, h) in hosts.iter().enumerate() {
-        let t = pkeys(&tool(&f, "Hca4", SMPQUERY, &["pkeys", &lid[i].to_string()]));
+        let t = pkeys(&diag_at(
+            &f,
+            "Hca4",
+            SMPQUERY,
+            &["pkeys", &lid[i].to_string()],
+        ));
         assert!(t.len() >= 32, "{h}: {t:x?}");
         assert_eq!(&t[..2], want[i], "{h}: {t:x?}");
         assert_eq!(valid(&t), want[i], "{h}: nothing else in the table");
     }
     // Switches: port 0 a full default member; external ports as the capability says.
     for (host, dr) in [("Hca1", "0,1"), ("Hca4", "0,1")] {
-        let sw_lid = field(
-            &tool(&f, host, SMPQUERY, &["-D", "portinfo", dr, "0"]),
+        let sw_lid = dotted_field(
+            &diag_at(&f, host, SMPQUERY, &["-D", "portinfo", dr, "0"]),
             "Lid",
         );
-        let t = pkeys(&tool(
+        let t = pkeys(&diag_at(
             &f,
             "Hca4",
             SMPQUERY,
             &["pkeys", &sw_lid.to_string(), "0"],
         ));
         assert_eq!(valid(&t), [0xffff], "switch LID {sw_lid} port 0: {t:x?}");
-        let si = tool(&f, "Hca4", SMPQUERY, &["switchinfo", &sw_lid.to_string()]);
-        let can = field(&si, "InboundPartEnf") != 0 || field(&si, "OutboundPartEnf") != 0;
+        let si = diag_at(&f, "Hca4", SMPQUERY, &["switchinfo", &sw_lid.to_string()]);
+        let can =
+            dotted_field(&si, "InboundPartEnf") != 0 || dotted_field(&si, "OutboundPartEnf") != 0;
         for port in [1u8, 2] {
-            let pi = tool(
+            let pi = diag_at(
                 &f,
                 "Hca4",
                 SMPQUERY,
                 &["portinfo", &sw_lid.to_string(), &port.to_string()],
             );
-            let on = field(&pi, "PartEnforceInb") != 0 || field(&pi, "PartEnforceOutb") != 0;
+            let on = dotted_field(&pi, "PartEnforceInb") != 0
+                || dotted_field(&pi, "PartEnforceOutb") != 0;
             assert_eq!(on, can, "switch LID {sw_lid} port {port}:\n{pi}");
             if can {
-                let t = pkeys(&tool(
+                let t = pkeys(&diag_at(
                     &f,
                     "Hca4",
                     SMPQUERY,
@@ -202,7 +193,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
     let sm = start_ibsmd(&f, IBSMD, "Hca1", 0, &["--sa", "--partitions", &path]);
     wait_for(&f.path("ibsmd.err"), "SUBNET UP", Duration::from_secs(30));
     let path_pkey = |s: usize, d: usize| -> Option<u64> {
-        let out = tool(
+        let out = diag_at(
             &f,
             "Hca4",
             SAQUERY,
@@ -214,7 +205,8 @@ fn ibsmd_programs_partitions_on_ibsim() {
                 &lid[d].to_string(),
             ],
         );
-        out.contains("PathRecord dump").then(|| field(&out, "pkey"))
+        out.contains("PathRecord dump")
+            .then(|| dotted_field(&out, "pkey"))
     };
     assert_eq!(
         path_pkey(1, 0),
@@ -231,7 +223,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
     assert_eq!(path_pkey(3, 1), None, "Hca4 -> Hca2 share no partition");
     // The IPoIB broadcast groups of the two `ipoib` partitions exist before anyone
     // joins (the SM keeps them, as OpenSM does).
-    let groups = tool(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
+    let groups = diag_at(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
     for k in ["401b:8001", "401b:8002"] {
         assert!(groups.to_lowercase().contains(k), "no {k} group:\n{groups}");
     }
@@ -241,7 +233,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
         .split("MCMemberRecord")
         .find(|r| r.to_lowercase().contains("ff12:a01b::1234"))
         .unwrap_or_else(|| panic!("no mgid= group:\n{groups}"));
-    assert_eq!(field(rec, "pkey"), 0x8001, "{rec}");
+    assert_eq!(dotted_field(rec, "pkey"), 0x8001, "{rec}");
 
     // SIGHUP re-reads the file: Hca2 moves to tenant_b.
     let moved = format!(
@@ -271,7 +263,12 @@ fn ibsmd_programs_partitions_on_ibsim() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let t = pkeys(&tool(&f, "Hca4", SMPQUERY, &["pkeys", &lid[1].to_string()]));
+    let t = pkeys(&diag_at(
+        &f,
+        "Hca4",
+        SMPQUERY,
+        &["pkeys", &lid[1].to_string()],
+    ));
     assert_eq!(valid(&t), [0x7fff, 0x8002], "Hca2 after SIGHUP: {t:x?}");
     assert_eq!(
         path_pkey(1, 2),
@@ -284,7 +281,7 @@ fn ibsmd_programs_partitions_on_ibsim() {
         "SM -> Hca2: default partition"
     );
     // No `ipoib` partition any more: the empty broadcast groups are gone.
-    let groups = tool(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
+    let groups = diag_at(&f, "Hca4", SAQUERY, &["--smkey", "1", "-g"]);
     assert!(!groups.to_lowercase().contains("401b:"), "{groups}");
     assert!(!groups.to_lowercase().contains("a01b:"), "{groups}");
     let json = stop_ibsmd(&f, sm);

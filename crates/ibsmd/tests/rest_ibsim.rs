@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibsm_tests::peer::{PeerFabric, client, run_bounded, start_ibsmd, stop_ibsmd};
+use ibsm_tests::peer::{PeerFabric, diag_at, dotted_field, start_ibsmd, stop_ibsmd};
 use ibsm_tests::{IBSIM, PRELOAD, peers_present, wait_for};
 
 const IBSMD: &str = env!("CARGO_BIN_EXE_ibsmd");
@@ -38,32 +38,6 @@ const PASSWORD: &str = "s3cret-pw";
 
 /// The mark ibsmd logs when it hands the API's changes to the engine.
 const APPLIED: &str = "partition API: partitions changed";
-
-fn tool(f: &PeerFabric, host: &str, program: &str, args: &[&str]) -> String {
-    let mut c = client(f, program, Some(host), "q");
-    c.args(args);
-    let (ok, out, err) = run_bounded(c, Duration::from_secs(30));
-    assert!(ok, "{program} {args:?} at {host} failed:\n{err}\n{out}");
-    out
-}
-
-fn field(text: &str, key: &str) -> u64 {
-    let v = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with(key))
-        .map(|l| {
-            l[key.len()..]
-                .trim_start_matches(['.', ':'])
-                .trim()
-                .to_owned()
-        })
-        .unwrap_or_else(|| panic!("{key} not in:\n{text}"));
-    match v.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).unwrap(),
-        None => v.parse().unwrap(),
-    }
-}
 
 /// The valid entries `smpquery pkeys` printed.
 fn pkeys(text: &str) -> BTreeSet<u16> {
@@ -216,7 +190,12 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
     let hosts = ["Hca1", "Hca2", "Hca3", "Hca4"];
     let guid: Vec<u64> = hosts
         .iter()
-        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "nodeinfo", "0"]), "PortGuid"))
+        .map(|h| {
+            dotted_field(
+                &diag_at(&f, h, SMPQUERY, &["-D", "nodeinfo", "0"]),
+                "PortGuid",
+            )
+        })
         .collect();
     let file = f.path("partitions.conf");
     std::fs::write(&file, START).unwrap();
@@ -299,11 +278,23 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
 
     let lid: Vec<u64> = hosts
         .iter()
-        .map(|h| field(&tool(&f, h, SMPQUERY, &["-D", "portinfo", "0", "1"]), "Lid"))
+        .map(|h| {
+            dotted_field(
+                &diag_at(&f, h, SMPQUERY, &["-D", "portinfo", "0", "1"]),
+                "Lid",
+            )
+        })
         .collect();
-    let table = |i: usize| pkeys(&tool(&f, "Hca1", SMPQUERY, &["pkeys", &lid[i].to_string()]));
+    let table = |i: usize| {
+        pkeys(&diag_at(
+            &f,
+            "Hca1",
+            SMPQUERY,
+            &["pkeys", &lid[i].to_string()],
+        ))
+    };
     let path_pkey = |s: usize, d: usize| -> Option<u64> {
-        let out = tool(
+        let out = diag_at(
             &f,
             "Hca4",
             SAQUERY,
@@ -315,7 +306,8 @@ fn the_ufm_plugins_requests_drive_partitions_on_ibsim() {
                 &lid[d].to_string(),
             ],
         );
-        out.contains("PathRecord dump").then(|| field(&out, "pkey"))
+        out.contains("PathRecord dump")
+            .then(|| dotted_field(&out, "pkey"))
     };
     assert_eq!(
         path_pkey(1, 2),
