@@ -120,6 +120,7 @@ impl RouteInput {
             let id_of = |g: u64| subnet.by_guid.get(&g).and_then(|&ix| ids.get(ix).copied());
             super::topo_ref::check(&plan, policy, &mut fabric, id_of)
         });
+        let mut reach = Reach::new(&fabric);
         for (guid, port) in cut {
             let Some(&ix) = subnet.by_guid.get(&guid) else {
                 continue;
@@ -135,7 +136,7 @@ impl RouteInput {
             let between_switches = [ids[ix], peer.node]
                 .iter()
                 .all(|&n| fabric.node(n).is_some_and(ibsm_topology::Node::is_switch));
-            if between_switches && !connected_without(&fabric, ids[ix], port, peer.node) {
+            if between_switches && !reach.connected_without(&fabric, ids[ix], port, peer.node) {
                 tracing::warn!(
                     node = guid,
                     port,
@@ -282,42 +283,81 @@ impl SubnetManager {
     }
 }
 
-/// Whether `to` is reachable from `from` in `fabric` without the cable at `from`'s port
-/// `port` (breadth-first, stopping at `to`: on a fabric with redundant paths it is found
-/// within a few hops).
-fn connected_without(
-    fabric: &Fabric,
-    from: ibsm_topology::NodeId,
-    port: u8,
-    to: ibsm_topology::NodeId,
-) -> bool {
-    let len = fabric
-        .node_ids()
-        .map(|id| id.index() + 1)
-        .max()
-        .unwrap_or(0);
-    let mut seen = vec![false; len];
-    let mut queue = std::collections::VecDeque::from([from]);
-    seen[from.index()] = true;
-    while let Some(n) = queue.pop_front() {
-        let Some(node) = fabric.node(n) else {
-            continue;
-        };
-        for p in 1..=node.num_ports() {
-            if n == from && p == port {
-                continue;
-            }
-            let Some(peer) = fabric.port_peer(n, p) else {
-                continue;
-            };
-            if peer.node == to {
-                return true;
-            }
-            if !seen[peer.node.index()] {
-                seen[peer.node.index()] = true;
-                queue.push_back(peer.node);
-            }
+/// Breadth-first reachability between two nodes, for many questions on one fabric:
+/// its marks are sized once and only those set are cleared after each question, so a
+/// question answered within a few hops costs a few hops.
+struct Reach {
+    seen: Vec<bool>,
+    touched: Vec<usize>,
+    queue: std::collections::VecDeque<ibsm_topology::NodeId>,
+}
+
+impl Reach {
+    fn new(fabric: &Fabric) -> Self {
+        let len = fabric
+            .node_ids()
+            .map(|id| id.index() + 1)
+            .max()
+            .unwrap_or(0);
+        Self {
+            seen: vec![false; len],
+            touched: Vec::new(),
+            queue: std::collections::VecDeque::new(),
         }
     }
-    false
+
+    /// Whether `to` is reachable from `from` in `fabric` without the cable at
+    /// `from`'s port `port` (stopping at `to`: on a fabric with redundant paths it is
+    /// found within a few hops). Cables may only have been taken out since `new`.
+    fn connected_without(
+        &mut self,
+        fabric: &Fabric,
+        from: ibsm_topology::NodeId,
+        port: u8,
+        to: ibsm_topology::NodeId,
+    ) -> bool {
+        let found = self.search(fabric, from, port, to);
+        for i in self.touched.drain(..) {
+            self.seen[i] = false;
+        }
+        self.queue.clear();
+        found
+    }
+
+    fn search(
+        &mut self,
+        fabric: &Fabric,
+        from: ibsm_topology::NodeId,
+        port: u8,
+        to: ibsm_topology::NodeId,
+    ) -> bool {
+        self.mark(from);
+        self.queue.push_back(from);
+        while let Some(n) = self.queue.pop_front() {
+            let Some(node) = fabric.node(n) else {
+                continue;
+            };
+            for p in 1..=node.num_ports() {
+                if n == from && p == port {
+                    continue;
+                }
+                let Some(peer) = fabric.port_peer(n, p) else {
+                    continue;
+                };
+                if peer.node == to {
+                    return true;
+                }
+                if !self.seen[peer.node.index()] {
+                    self.mark(peer.node);
+                    self.queue.push_back(peer.node);
+                }
+            }
+        }
+        false
+    }
+
+    fn mark(&mut self, n: ibsm_topology::NodeId) {
+        self.seen[n.index()] = true;
+        self.touched.push(n.index());
+    }
 }
