@@ -168,7 +168,7 @@ pub(crate) fn build_response(
     out.copy_from_slice(src);
     let mut data = [0u8; 64];
     let _ = payload.emit_into(&mut data);
-    if out[1] == u8::from(MgmtClass::SubnDirected) {
+    if MadHeaderView::new_unchecked(&out[..]).mgmt_class() == MgmtClass::SubnDirected {
         let mut v = DrSmpView::new_checked(&mut out[..])?;
         dr_turn_around(&mut v, status.0);
         v.attr_data_mut().copy_from_slice(&data);

@@ -13,7 +13,7 @@ use ibsm_wire::sa::{
 };
 use ibsm_wire::{
     ClassPortInfo, Instant, MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader,
-    RmppHeaderView, RmppStatus, RmppType, Status,
+    RmppHeaderView, RmppStatus, RmppType, Status, mad::RMPP_HEADER_OFFSET,
 };
 
 use crate::db::Db;
@@ -429,7 +429,10 @@ impl SaServer {
         }
         if self.cfg.rmpp == RmppMode::Segments
             && out.len() == 1
-            && out[0].get(25) == Some(&u8::from(RmppType::Data))
+            && out[0]
+                .get(RMPP_HEADER_OFFSET..)
+                .and_then(|b| RmppHeaderView::new_checked(b).ok())
+                .is_some_and(|h| h.rmpp_type() == RmppType::Data)
         {
             // A whole table: segment it and run the RMPP sender.
             let msg = out.into_iter().next().unwrap_or_default();

@@ -459,12 +459,10 @@ impl<A: Agent> Core<A> {
         self.free.push(pkt);
     }
 
+    /// The AttributeID and the low 32 bits of the TID (what the trace records).
     fn attr_of(&self, pkt: u32) -> (u16, u32) {
-        let m = &self.packets[pkt as usize].mad;
-        (
-            u16::from_be_bytes([m[16], m[17]]),
-            u32::from_be_bytes([m[12], m[13], m[14], m[15]]),
-        )
+        let h = header(&self.packets[pkt as usize].mad);
+        (h.attribute_id(), h.transaction_id() as u32)
     }
 
     fn record(&mut self, node: u32, port: u8, kind: TraceKind, pkt: u32) {
@@ -828,8 +826,13 @@ impl<A: Agent> Core<A> {
             port
         };
         let m = &self.packets[pkt as usize].mad;
-        let response = m[3] & 0x80 != 0 || (m[1] == 0x81 && m[4] & 0x80 != 0);
-        let tid = u64::from_be_bytes([m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15]]);
+        let h = header(m);
+        // A directed-route SMP on its way back is an answer too (D bit), whatever its
+        // method says.
+        let response = h.response()
+            || (h.mgmt_class() == MgmtClass::SubnDirected
+                && DrSmpView::new_unchecked(&m[..]).direction());
+        let tid = h.transaction_id();
         let who = if response {
             self.requester_at(node, port, tid)
         } else {
