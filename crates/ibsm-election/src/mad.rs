@@ -115,8 +115,8 @@ pub(crate) struct Parsed {
 
 /// Decodes an SMInfo SMP of either class.
 pub(crate) fn parse(mad: &[u8]) -> Result<Parsed, Error> {
-    let class = mad.get(1).copied().unwrap_or(0);
-    let p = match MgmtClass::from(class) {
+    let class = MadHeaderView::new_checked(mad).map_or(MgmtClass::from(0), |h| h.mgmt_class());
+    let p = match class {
         MgmtClass::SubnLid => {
             let v = LidSmpView::new_checked(mad)?;
             Parsed {
@@ -139,7 +139,7 @@ pub(crate) fn parse(mad: &[u8]) -> Result<Parsed, Error> {
                 info: check_attr(v.attribute_id(), v.attr_data())?,
             }
         }
-        _ => return Err(Error::NotSmp { class }),
+        _ => return Err(Error::NotSmp { class: class.into() }),
     };
     Ok(p)
 }

@@ -177,7 +177,9 @@ impl Received {
     /// form, otherwise LID-routed back to the sender.
     #[must_use]
     pub fn reply_address(&self) -> Address {
-        if self.mad.get(1) == Some(&0x81) {
+        let directed = MadHeaderView::new_checked(&self.mad[..])
+            .is_ok_and(|h| h.mgmt_class() == MgmtClass::SubnDirected);
+        if directed {
             Address::DirectedResponse {
                 lrh_dlid: self.slid,
             }
@@ -195,7 +197,7 @@ impl Received {
     /// Whether the R (response) bit is set.
     #[must_use]
     pub fn is_response(&self) -> bool {
-        self.mad.get(3).is_some_and(|m| m & 0x80 != 0)
+        MadHeaderView::new_checked(&self.mad[..]).is_ok_and(|h| h.response())
     }
 }
 

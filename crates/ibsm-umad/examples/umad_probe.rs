@@ -58,12 +58,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{text}: timeout");
                 break;
             };
-            if rx.mad.len() < 256
-                || (u64::from_be_bytes(rx.mad[8..16].try_into()?) & 0xFFFF_FFFF) != tid
-            {
+            let Ok(v) = DrSmpView::new_checked(&rx.mad[..]) else {
+                continue;
+            };
+            if v.transaction_id() & 0xFFFF_FFFF != tid {
                 continue;
             }
-            let v = DrSmpView::new_checked(&rx.mad[..])?;
             let ni = NodeInfo::parse(v.attr_data())?;
             println!(
                 "{text}: status {:#x} type {:?} ports {} node {:#018x} port {:#018x} local port {}",
