@@ -139,7 +139,11 @@ pub(crate) fn parse(mad: &[u8]) -> Result<Parsed, Error> {
                 info: check_attr(v.attribute_id(), v.attr_data())?,
             }
         }
-        _ => return Err(Error::NotSmp { class: class.into() }),
+        _ => {
+            return Err(Error::NotSmp {
+                class: class.into(),
+            });
+        }
     };
     Ok(p)
 }

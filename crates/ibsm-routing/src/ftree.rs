@@ -303,7 +303,7 @@ pub(crate) fn ftree_net(net: &Net, opts: &RouteOptions) -> Result<Routes> {
     let maxr = info.rank.iter().copied().max().unwrap_or(0);
     let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();
     let (pos, by_pos) = order_by_rank(&toward_root, false);
-    let mut r = Routes::new("ftree", net.n_sw, net.lft_len);
+    let mut r = Routes::new_filled_by("ftree", net.n_sw, net.lft_len, opts.threads);
     let rule = Rule::UpDown {
         pos: &pos,
         by_pos: &by_pos,

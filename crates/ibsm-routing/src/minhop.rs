@@ -16,7 +16,7 @@ use crate::routes::Routes;
 pub struct MinHop;
 
 pub(crate) fn minhop_net(net: &Net, opts: &RouteOptions) -> Result<Routes> {
-    let mut r = Routes::new("minhop", net.n_sw, net.lft_len);
+    let mut r = Routes::new_filled_by("minhop", net.n_sw, net.lft_len, opts.threads);
     let st = route_all(net, Rule::MinHop, opts.threads, &mut r.lfts, &NoPref);
     check_reach(st, opts, "")?;
     Ok(r)

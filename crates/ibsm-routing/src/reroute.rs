@@ -41,7 +41,7 @@ pub(crate) fn reroute_net(
     let mut r = if same_shape {
         previous.clone()
     } else {
-        Routes::new(name, net.n_sw, len)
+        Routes::new_filled_by(name, net.n_sw, len, opts.threads)
     };
     r.engine = name.to_string();
     if !same_shape {

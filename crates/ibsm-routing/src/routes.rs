@@ -42,6 +42,38 @@ impl Routes {
         }
     }
 
+    /// [`Routes::new`] with the tables filled by `threads` threads: on a large fabric
+    /// the first write of every page is what filling costs (188 MB of tables on a
+    /// 45,056-CA tree), and the routing threads are idle until the tables exist. Small
+    /// tables are filled on the calling thread.
+    pub(crate) fn new_filled_by(
+        engine: impl Into<String>,
+        switches: usize,
+        lft_len: usize,
+        threads: usize,
+    ) -> Self {
+        /// Below this a thread's start costs more than the pages it would fill.
+        const PER_THREAD: usize = 4 << 20;
+        let len = switches * lft_len;
+        let threads = threads.clamp(1, len / PER_THREAD + 1);
+        if threads == 1 {
+            return Self::new(engine, switches, lft_len);
+        }
+        // Zeroed memory comes from the kernel untouched; each thread writes its share.
+        let mut lfts = vec![0u8; len];
+        std::thread::scope(|sc| {
+            for part in lfts.chunks_mut(len.div_ceil(threads)) {
+                sc.spawn(move || part.fill(NO_ROUTE));
+            }
+        });
+        Routes {
+            n_sw: switches,
+            lft_len,
+            lfts,
+            ..Self::new(engine, 0, 0)
+        }
+    }
+
     /// Name of the engine that produced these routes (after any fallback).
     #[must_use]
     pub fn engine(&self) -> &str {
@@ -264,6 +296,16 @@ impl Routes {
 #[cfg(test)]
 mod carry_tests {
     use super::*;
+
+    /// Filled by several threads or one, the tables are the same: every entry
+    /// NO_ROUTE, the shape as asked (a share boundary inside a table or not).
+    #[test]
+    fn tables_filled_by_threads_are_those_of_new() {
+        for (sw, len, threads) in [(3, 7, 4), (1000, 4097, 2), (997, 12_289, 3), (2, 5, 1)] {
+            let r = Routes::new_filled_by("x", sw, len, threads);
+            assert_eq!(r, Routes::new("x", sw, len), "{sw} x {len} on {threads}");
+        }
+    }
 
     #[test]
     fn carry_over_maps_switches_clears_dead_lids_and_reranks() {

@@ -120,7 +120,7 @@ pub(crate) fn updn_net(net: &Net, opts: &RouteOptions, reverse: bool) -> Result<
     let name = if reverse { "dnup" } else { "updn" };
     let run = |roots: &[u32]| {
         let (pos, by_pos) = order_from_roots(net, roots, reverse);
-        let mut r = Routes::new(name, net.n_sw, net.lft_len);
+        let mut r = Routes::new_filled_by(name, net.n_sw, net.lft_len, opts.threads);
         let rule = Rule::UpDown {
             pos: &pos,
             by_pos: &by_pos,
