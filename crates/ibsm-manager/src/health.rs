@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use ibsm_transport::Instant;
 
-use crate::config::{ConfigError, ConfigField};
+use crate::config::{ConfigField, SmConfigError};
 
 /// A port, by identity: the node GUID and the port number (0: a switch's management
 /// port, or a CA node as a whole).
@@ -550,34 +550,34 @@ impl HealthConfig {
     /// Checks the windows and the quiet period of the checks that are on.
     ///
     /// # Errors
-    /// [`ConfigError::Zero`] naming the window or period that is zero.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// [`SmConfigError::Zero`] naming the window or period that is zero.
+    pub fn validate(&self) -> Result<(), SmConfigError> {
         if self.flap_count > 0 && self.flap_window.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::HealthFlapWindow,
                 why: "no flap could be counted within an empty window",
             });
         }
         if self.trap_limit > 0 && self.trap_window.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::HealthTrapWindow,
                 why: "no trap could be counted within an empty window",
             });
         }
         if self.reboot_count > 0 && self.reboot_window.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::HealthRebootWindow,
                 why: "no reboot could be counted within an empty window",
             });
         }
         if self.set_err_count > 0 && self.set_err_window.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::HealthSetErrWindow,
                 why: "no failed Set could be counted within an empty window",
             });
         }
         if self.any_check() && self.quiet_period.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::HealthQuietPeriod,
                 why: "an unhealthy port would be taken back as it is marked",
             });
@@ -1237,7 +1237,7 @@ mod tests {
             let mut c = HealthConfig::default();
             edit(&mut c);
             match c.validate() {
-                Err(ConfigError::Zero { field, .. }) => field,
+                Err(SmConfigError::Zero { field, .. }) => field,
                 other => panic!("{other:?}"),
             }
         };

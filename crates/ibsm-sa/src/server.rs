@@ -654,18 +654,17 @@ impl SaServer {
         let table = m == Method::GetTable;
         let read = m == Method::Get || table;
         let unsupported = || SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED);
-        use SaAttributeId as A;
         match req.attribute() {
-            A::ClassPortInfo if m == Method::Get => {
+            SaAttributeId::ClassPortInfo if m == Method::Get => {
                 let cpi = self.class_port_info();
                 Ok(self.single(req, Status::OK, &cpi))
             }
-            A::NodeRecord if read => {
+            SaAttributeId::NodeRecord if read => {
                 let it = self.db.node_records();
                 let (n, data) = collect::<NodeRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<NodeRecord>(req, n, &data)
             }
-            A::PortInfoRecord if read => {
+            SaAttributeId::PortInfoRecord if read => {
                 // CapabilityMask(2) components match records having every bit the
                 // template sets (as OpenSM, advertised in ClassPortInfo): `saquery -s`
                 // asks for IsSM ports this way.
@@ -685,17 +684,17 @@ impl SaServer {
                 let (n, data) = collect::<PortInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<PortInfoRecord>(req, n, &data)
             }
-            A::LinkRecord if read => {
+            SaAttributeId::LinkRecord if read => {
                 let it = self.db.link_records();
                 let (n, data) = collect::<LinkRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<LinkRecord>(req, n, &data)
             }
-            A::SwitchInfoRecord if read => {
+            SaAttributeId::SwitchInfoRecord if read => {
                 let it = self.db.switch_info_records();
                 let (n, data) = collect::<SwitchInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<SwitchInfoRecord>(req, n, &data)
             }
-            A::LinearForwardingTableRecord if read => {
+            SaAttributeId::LinearForwardingTableRecord if read => {
                 let t: LinearForwardingTableRecord = req.record(0).map_err(|_| invalid())?;
                 let only = mask
                     .contains(LinearForwardingTableRecord::CM_LID)
@@ -705,23 +704,23 @@ impl SaServer {
                     collect::<LinearForwardingTableRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<LinearForwardingTableRecord>(req, n, &data)
             }
-            A::SmInfoRecord if read => {
+            SaAttributeId::SmInfoRecord if read => {
                 let it = self.db.sm_info_records(trusted);
                 let (n, data) = collect::<SmInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<SmInfoRecord>(req, n, &data)
             }
-            A::PKeyTableRecord if read => {
+            SaAttributeId::PKeyTableRecord if read => {
                 let own = self.db.end_by_lid(from.lid).copied();
                 let it = self.db.pkey_records(trusted, own);
                 let (n, data) = collect::<PKeyTableRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<PKeyTableRecord>(req, n, &data)
             }
-            A::GuidInfoRecord if read => {
+            SaAttributeId::GuidInfoRecord if read => {
                 let it = self.db.guid_info_records();
                 let (n, data) = collect::<GuidInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<GuidInfoRecord>(req, n, &data)
             }
-            A::PathRecord if read => {
+            SaAttributeId::PathRecord if read => {
                 let t: PathRecord = req.record(0).map_err(|_| invalid())?;
                 let recs = self.path_records(&t, mask, self.limit(table))?;
                 let mut data = Vec::with_capacity(recs.len() * 64);
@@ -733,7 +732,7 @@ impl SaServer {
                 data.truncate(n * 64);
                 self.answer::<PathRecord>(req, n, &data)
             }
-            A::McMemberRecord => {
+            SaAttributeId::McMemberRecord => {
                 let t: McMemberRecord = req.record(0).map_err(|_| invalid())?;
                 match m {
                     Method::Set => {
@@ -757,9 +756,9 @@ impl SaServer {
                     _ => Err(unsupported()),
                 }
             }
-            A::ServiceRecord => self.service(now, req, trusted, from),
-            A::InformInfo if m == Method::Set => self.inform(req, trusted, from),
-            A::InformInfoRecord if read => {
+            SaAttributeId::ServiceRecord => self.service(now, req, trusted, from),
+            SaAttributeId::InformInfo if m == Method::Set => self.inform(req, trusted, from),
+            SaAttributeId::InformInfoRecord if read => {
                 let recs: Vec<InformInfoRecord> = self
                     .subs
                     .iter()
@@ -770,7 +769,7 @@ impl SaServer {
                     collect::<InformInfoRecord>(req, mask, recs.into_iter(), self.limit(table))?;
                 self.answer::<InformInfoRecord>(req, n, &data)
             }
-            A::Unknown(_) => {
+            SaAttributeId::Unknown(_) => {
                 self.counters.unsupported += 1;
                 Err(unsupported())
             }

@@ -18,7 +18,7 @@ use ibsm_wire::{
     VlCap, dr_turn_around,
 };
 
-use crate::config::{ConfigError, NoNvStore, NodeConfig, NvStore};
+use crate::config::{NoNvStore, NodeConfig, NodeConfigError, NvStore};
 use crate::mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 use crate::port::{LinkRequest, LinkTransition, LogicalState, PortLink};
 use crate::trap::{
@@ -193,8 +193,8 @@ impl Sma<NoNvStore> {
     /// An agent without non-volatile memory, in its power-on state.
     ///
     /// # Errors
-    /// [`ConfigError`] when `cfg` is inconsistent.
-    pub fn new(cfg: NodeConfig) -> Result<Self, ConfigError> {
+    /// [`NodeConfigError`] when `cfg` is inconsistent.
+    pub fn new(cfg: NodeConfig) -> Result<Self, NodeConfigError> {
         Self::with_nv_store(cfg, NoNvStore)
     }
 }
@@ -211,31 +211,31 @@ impl<S: NvStore> Sma<S> {
     /// An agent whose M_Keys come from (and are saved to) `nv`, in its power-on state.
     ///
     /// # Errors
-    /// [`ConfigError`] when `cfg` is inconsistent.
-    pub fn with_nv_store(cfg: NodeConfig, nv: S) -> Result<Self, ConfigError> {
+    /// [`NodeConfigError`] when `cfg` is inconsistent.
+    pub fn with_nv_store(cfg: NodeConfig, nv: S) -> Result<Self, NodeConfigError> {
         let node_type = cfg.node_info.node_type;
         let is_switch = match node_type {
             NodeType::Switch => true,
             NodeType::Ca | NodeType::Router => false,
-            other => return Err(ConfigError::NodeType { node_type: other }),
+            other => return Err(NodeConfigError::NodeType { node_type: other }),
         };
         if is_switch != cfg.switch_info.is_some() {
-            return Err(ConfigError::SwitchInfo { node_type });
+            return Err(NodeConfigError::SwitchInfo { node_type });
         }
         let n = cfg.node_info.num_ports;
         let expected = usize::from(n) + usize::from(is_switch);
         if cfg.ports.len() != expected {
-            return Err(ConfigError::PortCount {
+            return Err(NodeConfigError::PortCount {
                 num_ports: n,
                 expected,
                 got: cfg.ports.len(),
             });
         }
         if !is_switch && n == 0 {
-            return Err(ConfigError::NoPorts);
+            return Err(NodeConfigError::NoPorts);
         }
         if cfg.max_pending_traps == 0 || cfg.trap_resend_interval.is_zero() {
-            return Err(ConfigError::TrapQueue);
+            return Err(NodeConfigError::TrapQueue);
         }
         let mut sma = Self {
             nv,

@@ -3,7 +3,7 @@
 //! [`SLICE`]. [`Daemon::housekeeping`] is the one place that runs between slices.
 
 use std::ops::ControlFlow;
-use std::time::{Duration, Instant as WallInstant};
+use std::time::{Duration, Instant};
 
 use ibsm::manager::isolation::FileIsolationStore;
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
@@ -66,7 +66,7 @@ enum SetterError {
     Log(#[from] crate::logging::LogError),
     /// The engine.
     #[error(transparent)]
-    Engine(#[from] ibsm::manager::ConfigError),
+    Engine(#[from] ibsm::manager::SmConfigError),
 }
 
 /// Why the loop ended without a failure.
@@ -117,7 +117,7 @@ pub(crate) struct Daemon {
     /// What the run saw, for the summary.
     pub(crate) out: Outcome,
     /// When the daemon started (wall clock, for log times and the time limit).
-    pub(crate) wall: WallInstant,
+    pub(crate) wall: Instant,
     log: Log,
     /// Dumps, control socket, metrics.
     ops: Ops,
@@ -126,7 +126,7 @@ pub(crate) struct Daemon {
     stop: StopSignals,
     hangup: HangupSignal,
     user1: User1Signal,
-    end: Option<WallInstant>,
+    end: Option<Instant>,
     limit: Option<u64>,
 }
 
@@ -144,7 +144,7 @@ impl Daemon {
         let Loaded {
             settings, engine, ..
         } = loaded;
-        let wall = WallInstant::now();
+        let wall = Instant::now();
         let stop = StopSignals::install()?;
         let hangup = HangupSignal::install()?;
         let user1 = User1Signal::install()?;
@@ -281,7 +281,7 @@ impl Daemon {
                 .map_err(|e| crate::control::Refusal::Log(std::sync::Arc::new(e)))
         };
         self.ops.tick(&mut self.sm, self.port.now(), &mut set_level);
-        if self.end.is_some_and(|e| WallInstant::now() >= e) {
+        if self.end.is_some_and(|e| Instant::now() >= e) {
             if self.settings.run.once {
                 error!(
                     "subnet not up within {} s (role {})",
