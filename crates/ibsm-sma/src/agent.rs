@@ -1415,16 +1415,28 @@ impl<S: NvStore> Sma<S> {
         Ok(())
     }
 
-    fn port_info_extended(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+    /// The port a per-port optional attribute's modifier (a [`PortMod`]) names, when its
+    /// PortInfo says (`has`) that it supports the attribute.
+    fn optional_port(
+        &mut self,
+        ctx: &Ctx,
+        has: impl FnOnce(&PortInfoView<&[u8]>) -> bool,
+    ) -> Result<&mut PortData, Status> {
         let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let port = self.select_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
-        if !pi_view(&p.info)
-            .capability_mask2()
-            .contains(CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED)
-        {
-            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        if has(&pi_view(&p.info)) {
+            Ok(p)
+        } else {
+            Err(Status::METHOD_ATTR_UNSUPPORTED)
         }
+    }
+
+    fn port_info_extended(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        let p = self.optional_port(ctx, |pi| {
+            pi.capability_mask2()
+                .contains(CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED)
+        })?;
         let mut status = Ok(());
         if ctx.set {
             let req = PortInfoExtended::parse(&data[..]).map_err(|_| Status::INVALID_VALUE)?;
@@ -1505,15 +1517,10 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn led_info(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
-        let port = self.select_port(ctx, m.port)?;
-        let p = &mut self.ports[usize::from(port)];
-        if !pi_view(&p.info)
-            .capability_mask()
-            .contains(CapabilityMask::IS_LED_INFO_SUPPORTED)
-        {
-            return Err(Status::METHOD_ATTR_UNSUPPORTED);
-        }
+        let p = self.optional_port(ctx, |pi| {
+            pi.capability_mask()
+                .contains(CapabilityMask::IS_LED_INFO_SUPPORTED)
+        })?;
         if ctx.set {
             p.led = data[0] & 0x80 != 0;
         }
