@@ -62,15 +62,15 @@ fn flags_and_multiline_statements() {
     let st = &cfg.statements[0];
     assert_eq!(st.name, "storage net");
     assert_eq!(st.pkey, Some(0x10));
-    let f = &st.flags;
-    assert!(f.ipoib && f.indx0);
+    assert!(st.flags.ipoib && st.flags.indx0);
+    let f = &st.flags.group;
     assert_eq!((f.mtu, f.rate, f.sl), (Some(4), Some(7), Some(2)));
     assert_eq!(f.scope, [2, 5]);
     assert_eq!(
         (f.q_key, f.tclass, f.flow_label),
         (Some(0xb1b), Some(3), Some(0x12))
     );
-    assert_eq!(f.defmember, Some(Membership::Both));
+    assert_eq!(st.flags.defmember, Some(Membership::Both));
     assert_eq!(
         cfg.partitions()[1].members,
         [
@@ -585,8 +585,8 @@ fn multicast_group_lines_follow_opensm() {
         st.mgroups[0].mgid,
         "ff12:401b::707".parse::<std::net::Ipv6Addr>().unwrap()
     );
-    assert_eq!(st.mgroups[0].sl, Some(1));
-    let g = &st.mgroups[4];
+    assert_eq!(st.mgroups[0].flags.sl, Some(1));
+    let g = &st.mgroups[4].flags;
     assert_eq!(
         (g.sl, g.q_key, g.rate, g.mtu, g.scope.as_slice()),
         (Some(1), Some(0xDEAD_BEEF), Some(3), Some(2), &[][..])
@@ -594,7 +594,7 @@ fn multicast_group_lines_follow_opensm() {
     let st = &cfg.statements[1];
     assert_eq!(st.members.len(), 2);
     assert_eq!(st.mgroups.len(), 2);
-    assert_eq!(st.mgroups[0].scope, [2, 8]);
+    assert_eq!(st.mgroups[0].flags.scope, [2, 8]);
     // Printed and read back.
     let back: PartitionConfig = cfg.to_string().parse().unwrap();
     assert_eq!(back, cfg);
