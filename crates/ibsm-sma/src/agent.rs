@@ -1050,6 +1050,19 @@ impl<S: NvStore> Sma<S> {
         }
     }
 
+    /// The port a per-port table's modifier (P_KeyTable, VLArbitrationTable) names: on a
+    /// switch the modifier's port, on a CA or router the receiving port (the modifier's
+    /// port field is ignored there).
+    fn table_port(&self, ctx: &Ctx, port: u16) -> Result<u8, Status> {
+        if !self.is_switch {
+            Ok(ctx.rx.port)
+        } else if port > u16::from(self.num_ports) {
+            Err(Status::INVALID_VALUE)
+        } else {
+            Ok(port as u8)
+        }
+    }
+
     fn render_port_info(p: &PortData, local_port: u8, hide_key: bool, out: &mut [u8; 64]) {
         *out = p.info;
         let mut v = pi_view_mut(out);
@@ -1213,14 +1226,7 @@ impl<S: NvStore> Sma<S> {
     fn pkey_table(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = PKeyMod::decode(ctx.am);
         let block = usize::from(m.block);
-        let port = if self.is_switch {
-            if m.port > u16::from(self.num_ports) {
-                return Err(Status::INVALID_VALUE);
-            }
-            m.port as u8
-        } else {
-            ctx.rx.port
-        };
+        let port = self.table_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
         if block >= p.pkeys.len().div_ceil(32) {
             return Err(Status::INVALID_VALUE);
@@ -1293,14 +1299,7 @@ impl<S: NvStore> Sma<S> {
 
     fn vlarb(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = VlArbMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
-        let port = if self.is_switch {
-            if m.port > u16::from(self.num_ports) {
-                return Err(Status::INVALID_VALUE);
-            }
-            m.port as u8
-        } else {
-            ctx.rx.port
-        };
+        let port = self.table_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
         let v = pi_view(&p.info);
         let (low, high) = (
