@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ibsm::manager::isolation::FileIsolationStore;
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
 use ibsm::transport::{BusyMeter, JobRunner, Metered, Transport, TransportError, drive};
-use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
+use ibsm::umad::{OpenOptions, RequestSignal, Selector, StopSignals, UmadTransport};
 use tracing::{debug, error, info, warn};
 
 use crate::conf::{self, Apply, Loaded, OPTIONS, Setter, Settings, Source};
@@ -124,8 +124,8 @@ pub(crate) struct Daemon {
     /// The partition API (`--rest`).
     rest: Option<RestServer>,
     stop: StopSignals,
-    hangup: HangupSignal,
-    user1: User1Signal,
+    hangup: RequestSignal,
+    user1: RequestSignal,
     end: Option<Instant>,
     limit: Option<u64>,
 }
@@ -146,8 +146,8 @@ impl Daemon {
         } = loaded;
         let wall = Instant::now();
         let stop = StopSignals::install()?;
-        let hangup = HangupSignal::install()?;
-        let user1 = User1Signal::install()?;
+        let hangup = RequestSignal::hangup()?;
+        let user1 = RequestSignal::user1()?;
         // Its files are read (and refused) before the port is opened.
         let rest = RestServer::prepare(&settings.rest, settings.partition_file.as_deref())?;
         let run = &settings.run;
