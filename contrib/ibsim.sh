@@ -4,6 +4,8 @@
 # directory, from mktemp -d: it also names the ibsim sockets).
 
 PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
+SIM=
+OSM=
 
 now_ns() { date +%s%N; }
 now_ms() { date +%s%3N; }
@@ -48,6 +50,22 @@ opensm_up() {
     start_opensm sm
     wait_up "$DIR/sm/osm.log" "$OSM" || { echo "OpenSM did not bring the fabric up: $DIR/sm" >&2; exit 1; }
     kill -9 "$OSM" 2>/dev/null || true; wait "$OSM" 2>/dev/null || true; OSM=
+}
+
+# fabric_up RADIX LEVELS: the fat tree (gen_fabric, said on stdout) on a fresh ibsim,
+# brought up by OpenSM (opensm_up).
+fabric_up() {
+    gen_fabric "$1" "$2"
+    echo "fat tree radix $1, $2 levels: $CAS CAs, $SWS switches; tools on \"$HOST\""
+    start_sim sim
+    opensm_up
+}
+
+# stop_sim: ends OpenSM and ibsim where they still run (for the caller's EXIT trap).
+stop_sim() {
+    [ -n "$OSM" ] && kill -9 "$OSM" 2>/dev/null
+    [ -n "$SIM" ] && kill "$SIM" 2>/dev/null
+    true
 }
 
 # median FILE: the median of FILE's numbers, one a line.

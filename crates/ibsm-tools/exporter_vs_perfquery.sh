@@ -30,20 +30,13 @@ EXPORTER=${4:-$ROOT/target/release/ibsm-exporter}
 OTHER=${5:-}
 DIR=$(mktemp -d /tmp/exporter_vs_perfquery.XXXXXX)
 . "$ROOT/contrib/ibsim.sh"
-gen_fabric "$RADIX" "$LEVELS"
-echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; tools on \"$HOST\""
-SIM=
-OSM=
 SRV=
 cleanup() {
-    [ -n "$OSM" ] && kill -9 "$OSM" 2>/dev/null
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null
-    [ -n "$SIM" ] && kill "$SIM" 2>/dev/null
-    true
+    stop_sim
 }
 trap cleanup EXIT
-start_sim sim
-opensm_up
+fabric_up "$RADIX" "$LEVELS"
 mkdir -p "$DIR/a" "$DIR/b"
 run_a() { # $1 = exporter binary
     t0=$(now_ns)

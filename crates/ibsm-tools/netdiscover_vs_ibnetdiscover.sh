@@ -29,18 +29,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ND=${4:-$ROOT/target/release/ibsm-netdiscover}
 DIR=$(mktemp -d /tmp/netdiscover_vs_ibnetdiscover.XXXXXX)
 . "$ROOT/contrib/ibsim.sh"
-gen_fabric "$RADIX" "$LEVELS"
-echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; tools on \"$HOST\""
-SIM=
-OSM=
-cleanup() {
-    [ -n "$OSM" ] && kill -9 "$OSM" 2>/dev/null
-    [ -n "$SIM" ] && kill "$SIM" 2>/dev/null
-    true
-}
-trap cleanup EXIT
-start_sim sim
-opensm_up
+trap stop_sim EXIT
+fabric_up "$RADIX" "$LEVELS"
 mkdir -p "$DIR/a" "$DIR/b"
 timed() { # $1 = dir, rest = command
     d=$1; shift

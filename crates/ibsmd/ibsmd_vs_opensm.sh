@@ -28,6 +28,7 @@ RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DIR=$(mktemp -d /tmp/ibsmd_vs_opensm.XXXXXX)
 . "$ROOT/contrib/ibsim.sh"
+trap stop_sim EXIT
 gen_fabric "$RADIX" "$LEVELS"
 echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; SM on \"$HOST\""
 echo "load before: $(uptime)"
@@ -56,7 +57,7 @@ run_osm() { # $1 = tag
     start_opensm "$1"
     wait_up "$DIR/$1/osm.log" "$OSM" || true
     t1=$(now_ms)
-    kill -9 "$OSM"; wait "$OSM" 2>/dev/null || true
+    kill -9 "$OSM" 2>/dev/null || true; wait "$OSM" 2>/dev/null || true  # -o: it may have ended
     echo "opensm  $1: $((t1 - t0)) ms to SUBNET UP, xmit $(xmit_pkts)"
     kill "$SIM"; wait "$SIM" 2>/dev/null || true
 }
