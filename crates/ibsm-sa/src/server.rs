@@ -8,12 +8,12 @@ use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderSt
 use ibsm_wire::sa::{
     ComponentMask, GuidInfoRecord, InformInfoRecord, LinearForwardingTableRecord, LinkRecord,
     McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SA_CLASS_VERSION,
-    SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord,
-    SwitchInfoRecord, Template, sa_cap,
+    SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    Template, sa_cap,
 };
 use ibsm_wire::{
-    ClassPortInfo, Instant, MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader,
-    RmppHeaderView, RmppStatus, RmppType, Status,
+    ClassPortInfo, Instant, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeaderView,
+    RmppStatus, RmppType, Status,
 };
 
 use crate::db::Db;
@@ -458,7 +458,7 @@ impl SaServer {
         {
             self.counters.errors += 1;
             return vec![
-                Self::header(req, SaStatus::NoResources.status(), 0)
+                req.reply(SaStatus::NoResources.status(), 0)
                     .to_bytes()
                     .to_vec(),
             ];
@@ -471,7 +471,7 @@ impl SaServer {
         ) else {
             self.counters.errors += 1;
             return vec![
-                Self::header(req, SaStatus::NoResources.status(), 0)
+                req.reply(SaStatus::NoResources.status(), 0)
                     .to_bytes()
                     .to_vec(),
             ];
@@ -811,30 +811,8 @@ impl SaServer {
 
     // ------------------------------------------------------------------ replies
 
-    fn header(req: &SaMad, status: Status, attribute_offset: u16) -> SaMad {
-        let method = if req.method == Method::Set {
-            Method::Get
-        } else {
-            req.method
-        };
-        SaMad {
-            header: MadHeader {
-                response: true,
-                method,
-                status,
-                ..req.header
-            },
-            rmpp: RmppHeader::default(),
-            // Never echo a key back.
-            sm_key: 0,
-            attribute_offset,
-            data: [0; SA_DATA_SIZE],
-            ..*req
-        }
-    }
-
     fn single<R: SaRecord>(&self, req: &SaMad, status: Status, rec: &R) -> Vec<Vec<u8>> {
-        let mut h = Self::header(req, status, 0);
+        let mut h = req.reply(status, 0);
         let _ = rec.emit_into(&mut h.data);
         vec![h.to_bytes().to_vec()]
     }
@@ -843,7 +821,7 @@ impl SaServer {
         if req.method == Method::GetTable {
             self.table(req, status, 0, &[])
         } else {
-            vec![Self::header(req, status, 0).to_bytes().to_vec()]
+            vec![req.reply(status, 0).to_bytes().to_vec()]
         }
     }
 
@@ -855,7 +833,7 @@ impl SaServer {
         match n {
             0 => Err(SaStatus::NoRecords.into()),
             1 => {
-                let mut h = Self::header(req, Status::OK, 0);
+                let mut h = req.reply(Status::OK, 0);
                 let k = R::SIZE.min(data.len());
                 h.data[..k].copy_from_slice(&data[..k]);
                 Ok(vec![h.to_bytes().to_vec()])
@@ -865,7 +843,7 @@ impl SaServer {
     }
 
     fn table(&self, req: &SaMad, status: Status, offset: u16, data: &[u8]) -> Vec<Vec<u8>> {
-        let mut h = Self::header(req, status, offset);
+        let mut h = req.reply(status, offset);
         h.rmpp.version = RMPP_VERSION;
         h.rmpp.rmpp_type = RmppType::Data;
         h.rmpp.resp_time = self.cfg.resp_time_value.min(0x1F);
