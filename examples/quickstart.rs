@@ -55,7 +55,6 @@
 
 use std::ops::ControlFlow;
 use std::process::ExitCode;
-use std::time::Instant as WallInstant;
 
 use ibsm::manager::{RoutingInputs, SmConfig, SmEvent, SubnetManager, SweepStats, driver};
 use ibsm::routing::{EngineList, LidAssignment, metrics};
@@ -359,7 +358,7 @@ fn build_fabric(a: &Args) -> Result<(Fabric, String), String> {
 }
 
 fn run(a: &Args) -> Result<bool, String> {
-    let wall = WallInstant::now();
+    let wall = std::time::Instant::now();
     let (fabric, name) = build_fabric(a)?;
     let cas = fabric.cas().count();
     eprintln!(
@@ -374,7 +373,7 @@ fn run(a: &Args) -> Result<bool, String> {
         link_speed: a.link_speed,
         ..SimConfig::default()
     };
-    let t = WallInstant::now();
+    let t = std::time::Instant::now();
     let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, sim_cfg).map_err(|e| e.to_string())?;
     let build_ms = t.elapsed().as_secs_f64() * 1e3;
     let (_, ca) = fabric
@@ -419,7 +418,7 @@ fn run(a: &Args) -> Result<bool, String> {
     };
     let mut sm = SubnetManager::new(cfg, port.local_port()).map_err(|e| e.to_string())?;
     sm.start(port.now()).map_err(|e| e.to_string())?;
-    let t = WallInstant::now();
+    let t = std::time::Instant::now();
     let mut stats: Option<SweepStats> = None;
     let mut fell_back: Vec<String> = Vec::new();
     // The SM could not program the subnet (no engine of the list routes it, the LIDs do
@@ -512,7 +511,7 @@ fn run(a: &Args) -> Result<bool, String> {
     for i in 1..=a.rebalances {
         let mut meter = BusyMeter::default();
         sm.request_rebalance(port.now());
-        let t = WallInstant::now();
+        let t = std::time::Instant::now();
         let mut up = None;
         let until = port.now().as_nanos() / 1_000_000_000 + a.until;
         run_sm(
@@ -550,7 +549,7 @@ fn run(a: &Args) -> Result<bool, String> {
     })?;
     let virtual_ms = port.now().as_nanos() as f64 / 1e6;
 
-    let t = WallInstant::now();
+    let t = std::time::Instant::now();
     let mut report = if a.no_verify {
         VerifyReport::default()
     } else {
@@ -580,7 +579,7 @@ fn run(a: &Args) -> Result<bool, String> {
             break;
         }
         settle += 1;
-        let t = WallInstant::now();
+        let t = std::time::Instant::now();
         report = sim.verify();
         verify_ms = t.elapsed().as_secs_f64() * 1e3;
     }

@@ -28,32 +28,16 @@ RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 EXPORTER=${4:-$ROOT/target/release/ibsm-exporter}
 OTHER=${5:-}
-PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 DIR=$(mktemp -d /tmp/exporter_vs_perfquery.XXXXXX)
-"$ROOT/target/release/examples/gen_topology" fat-tree "$RADIX" "$LEVELS" --ibsim > "$DIR/net"
-HOST=$(sed -n 's/^Hca[^"]*"\([^"]*\)".*/\1/p' "$DIR/net" | head -n 1)
-CAS=$(grep -c '^Hca' "$DIR/net"); SWS=$(grep -c '^Switch' "$DIR/net")
-echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; tools on \"$HOST\""
-export IBSIM_SOCKNAME=exporter_vs_pq_$$
-(cd "$DIR" && exec ibsim -s -n -N 8192 -S 1024 -P 65536 net </dev/null >ibsim.log 2>&1) &
-SIM=$!
-OSM=
+. "$ROOT/contrib/ibsim.sh"
 SRV=
 cleanup() {
-    [ -n "$OSM" ] && kill -9 "$OSM" 2>/dev/null
     [ -n "$SRV" ] && kill "$SRV" 2>/dev/null
-    kill "$SIM" 2>/dev/null || true
+    stop_sim
 }
 trap cleanup EXIT
-while ! grep -q "simulator ready" "$DIR/ibsim.log" 2>/dev/null; do sleep 0.1; done
-mkdir -p "$DIR/sm" "$DIR/a" "$DIR/b"
-(cd "$DIR/sm" && SIM_HOST=$HOST OSM_TMP_DIR=. OSM_CACHE_DIR=. LD_PRELOAD=$PRELOAD \
-    exec opensm -d2 -f osm.log -s 0 -o </dev/null >out 2>&1) &
-OSM=$!
-while ! grep -q "SUBNET UP" "$DIR/sm/osm.log" 2>/dev/null; do sleep 0.1; done
-# OpenSM stopped so that its sweeps do not share ibsim with what is measured.
-kill -9 "$OSM" 2>/dev/null || true; wait "$OSM" 2>/dev/null || true; OSM=
-now_ns() { date +%s%N; }
+fabric_up "$RADIX" "$LEVELS"
+mkdir -p "$DIR/a" "$DIR/b"
 run_a() { # $1 = exporter binary
     t0=$(now_ns)
     (cd "$DIR/a" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD "$1" --textfile ib.prom 2>err)

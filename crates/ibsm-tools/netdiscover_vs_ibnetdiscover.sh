@@ -27,29 +27,11 @@ set -eu
 RADIX=${1:-24}; LEVELS=${2:-3}; RUNS=${3:-9}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ND=${4:-$ROOT/target/release/ibsm-netdiscover}
-PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 DIR=$(mktemp -d /tmp/netdiscover_vs_ibnetdiscover.XXXXXX)
-"$ROOT/target/release/examples/gen_topology" fat-tree "$RADIX" "$LEVELS" --ibsim > "$DIR/net"
-HOST=$(sed -n 's/^Hca[^"]*"\([^"]*\)".*/\1/p' "$DIR/net" | head -n 1)
-echo "fat tree radix $RADIX, $LEVELS levels: $(grep -c '^Hca' "$DIR/net") CAs," \
-    "$(grep -c '^Switch' "$DIR/net") switches; tools on \"$HOST\""
-export IBSIM_SOCKNAME=nd_vs_ibnd_$$
-(cd "$DIR" && exec ibsim -s -n -N 8192 -S 1024 -P 65536 net </dev/null >ibsim.log 2>&1) &
-SIM=$!
-OSM=
-cleanup() {
-    [ -n "$OSM" ] && kill -9 "$OSM" 2>/dev/null
-    kill "$SIM" 2>/dev/null || true
-}
-trap cleanup EXIT
-while ! grep -q "simulator ready" "$DIR/ibsim.log" 2>/dev/null; do sleep 0.1; done
-mkdir -p "$DIR/sm" "$DIR/a" "$DIR/b"
-(cd "$DIR/sm" && SIM_HOST=$HOST OSM_TMP_DIR=. OSM_CACHE_DIR=. LD_PRELOAD=$PRELOAD \
-    exec opensm -d2 -f osm.log -s 0 -o </dev/null >out 2>&1) &
-OSM=$!
-while ! grep -q "SUBNET UP" "$DIR/sm/osm.log" 2>/dev/null; do sleep 0.1; done
-kill -9 "$OSM" 2>/dev/null || true; wait "$OSM" 2>/dev/null || true; OSM=
-now_ns() { date +%s%N; }
+. "$ROOT/contrib/ibsim.sh"
+trap stop_sim EXIT
+fabric_up "$RADIX" "$LEVELS"
+mkdir -p "$DIR/a" "$DIR/b"
 timed() { # $1 = dir, rest = command
     d=$1; shift
     t0=$(now_ns)
@@ -67,7 +49,7 @@ while [ "$i" -le "$RUNS" ]; do
     echo "run $i: ibsm-netdiscover $a ms, ibnetdiscover $b ms, ratio $r"
     i=$((i + 1))
 done
-echo "median ratio: $(sort -n "$DIR/ratios" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')"
+echo "median ratio: $(median "$DIR/ratios")"
 echo "load after: $(uptime)"
 blocks() { awk 'BEGIN{RS=""} {out=""; n=split($0, l, "\n"); for (k=1;k<=n;k++) if (l[k] !~ /^#/) out=out l[k] "|"; if (out!="") print out}' "$1" | sort; }
 if [ "$(blocks "$DIR/a/topo" | md5sum)" = "$(blocks "$DIR/b/topo" | md5sum)" ]; then

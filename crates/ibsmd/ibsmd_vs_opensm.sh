@@ -26,28 +26,12 @@
 set -eu
 RADIX=${1:-36}; LEVELS=${2:-2}; RUNS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=$ROOT/target/release/examples
-PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 DIR=$(mktemp -d /tmp/ibsmd_vs_opensm.XXXXXX)
-"$BIN/gen_topology" fat-tree "$RADIX" "$LEVELS" --ibsim > "$DIR/net"
-HOST=$(sed -n 's/^Hca[^"]*"\([^"]*\)".*/\1/p' "$DIR/net" | head -n 1)
-CAS=$(grep -c '^Hca' "$DIR/net"); SWS=$(grep -c '^Switch' "$DIR/net")
+. "$ROOT/contrib/ibsim.sh"
+trap stop_sim EXIT
+gen_fabric "$RADIX" "$LEVELS"
 echo "fat tree radix $RADIX, $LEVELS levels: $CAS CAs, $SWS switches; SM on \"$HOST\""
 echo "load before: $(uptime)"
-now_ms() { date +%s%3N; }
-start_sim() { # $1 = tag
-    export IBSIM_SOCKNAME=ibsmd_vs_osm_$$_$1
-    (cd "$DIR" && exec ibsim -s -n -N 8192 -S 1024 -P 65536 net </dev/null >"ibsim_$1.log" 2>&1) &
-    SIM=$!
-    while ! grep -q "simulator ready" "$DIR/ibsim_$1.log" 2>/dev/null; do sleep 0.1; done
-}
-# Waits (10 ms polling) for SUBNET UP in file $1 while process $2 lives.
-wait_up() {
-    while ! grep -q "SUBNET UP" "$1" 2>/dev/null; do
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.01
-    done
-}
 xmit_pkts() { # PortXmitPkts of the SM node's port, read on that node
     (cd "$DIR" && SIM_HOST=$HOST LD_PRELOAD=$PRELOAD perfquery 2>/dev/null) |
         sed -n 's/^PortXmitPkts:\.*//p'
@@ -68,14 +52,12 @@ run_ibsmd() { # $1 = tag
     kill "$SIM"; wait "$SIM" 2>/dev/null || true
 }
 run_osm() { # $1 = tag
-    start_sim "$1"; mkdir -p "$DIR/$1"
+    start_sim "$1"
     t0=$(now_ms)
-    (cd "$DIR/$1" && SIM_HOST=$HOST OSM_TMP_DIR=. OSM_CACHE_DIR=. LD_PRELOAD=$PRELOAD \
-        exec opensm -d2 -f osm.log -s 0 -o </dev/null >out 2>&1) &
-    OSM=$!
+    start_opensm "$1"
     wait_up "$DIR/$1/osm.log" "$OSM" || true
     t1=$(now_ms)
-    kill -9 "$OSM"; wait "$OSM" 2>/dev/null || true
+    kill -9 "$OSM" 2>/dev/null || true; wait "$OSM" 2>/dev/null || true  # -o: it may have ended
     echo "opensm  $1: $((t1 - t0)) ms to SUBNET UP, xmit $(xmit_pkts)"
     kill "$SIM"; wait "$SIM" 2>/dev/null || true
 }

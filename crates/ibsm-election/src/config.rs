@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::ElectionConfigError;
 
 /// How one SM takes part in the election.
 ///
@@ -153,25 +153,25 @@ impl Config {
     /// Checks the ranges.
     ///
     /// # Errors
-    /// [`ConfigError`] naming the first bad field.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// [`ElectionConfigError`] naming the first bad field.
+    pub fn validate(&self) -> Result<(), ElectionConfigError> {
         if self.priority > 15 {
-            return Err(ConfigError::Priority(self.priority));
+            return Err(ElectionConfigError::Priority(self.priority));
         }
         if self.guid == 0 {
-            return Err(ConfigError::ZeroGuid);
+            return Err(ElectionConfigError::ZeroGuid);
         }
         if self.polling_timeout.is_zero() {
-            return Err(ConfigError::ZeroDuration("polling_timeout"));
+            return Err(ElectionConfigError::ZeroDuration("polling_timeout"));
         }
         if self.transaction_timeout.is_zero() {
-            return Err(ConfigError::ZeroDuration("transaction_timeout"));
+            return Err(ElectionConfigError::ZeroDuration("transaction_timeout"));
         }
         if self.heartbeat_interval.is_zero() {
-            return Err(ConfigError::ZeroDuration("heartbeat_interval"));
+            return Err(ElectionConfigError::ZeroDuration("heartbeat_interval"));
         }
         if self.reprobe_gets == 0 {
-            return Err(ConfigError::ZeroCount("reprobe_gets"));
+            return Err(ElectionConfigError::ZeroCount("reprobe_gets"));
         }
         Ok(())
     }

@@ -37,10 +37,11 @@ pub enum Error {
     },
 }
 
-/// Why a configuration was refused.
+/// Why the election's [`Config`](crate::Config) was refused (by `Config::validate` or a
+/// run-time setter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum ElectionConfigError {
     /// `priority` (OpenSM `sm_priority`) is outside 0..=15.
     #[error("priority (sm_priority) {0} is outside 0..=15")]
     Priority(u8),

@@ -82,7 +82,7 @@
 //!     while sm.poll_transmit().is_some() {}
 //! }
 //! assert_eq!(sm.state(), SmState::Master);
-//! # Ok::<(), ibsm_election::ConfigError>(())
+//! # Ok::<(), ibsm_election::ElectionConfigError>(())
 //! ```
 #![forbid(unsafe_code)]
 
@@ -96,7 +96,7 @@ mod mad;
 mod tests;
 
 pub use config::Config;
-pub use error::{ConfigError, Error};
+pub use error::{ElectionConfigError, Error};
 pub use event::{ElectionEvent, RejectReason};
 pub use ibsm_wire::{SmInfo, SmInfoControl, SmState};
 pub use machine::{Election, KnownSm, Requester, outranks};

@@ -8,7 +8,7 @@ use core::time::Duration;
 use ibsm_wire::{Instant, MAD_SIZE, Method, Status};
 
 use crate::config::Config;
-use crate::error::{ConfigError, Error};
+use crate::error::{ElectionConfigError, Error};
 use crate::event::{ElectionEvent, RejectReason};
 use crate::mad::{SmAddr, Transmit, build_request, build_response, parse};
 use ibsm_wire::{SmInfo, SmInfoControl, SmState};
@@ -233,10 +233,10 @@ impl Election {
     /// A new SM in the Discovering state. Its first event is [`ElectionEvent::SweepNeeded`].
     ///
     /// # Errors
-    /// What [`Config::validate`] rejects: [`ConfigError::Priority`] for a priority above
-    /// 15, [`ConfigError::ZeroGuid`] for GUID 0, and [`ConfigError::ZeroDuration`] for a
+    /// What [`Config::validate`] rejects: [`ElectionConfigError::Priority`] for a priority above
+    /// 15, [`ElectionConfigError::ZeroGuid`] for GUID 0, and [`ElectionConfigError::ZeroDuration`] for a
     /// zero `polling_timeout`, `transaction_timeout` or `heartbeat_interval`.
-    pub fn new(cfg: Config, _now: Instant) -> Result<Self, ConfigError> {
+    pub fn new(cfg: Config, _now: Instant) -> Result<Self, ElectionConfigError> {
         cfg.validate()?;
         let mut e = Self {
             cfg,
@@ -420,10 +420,10 @@ impl Election {
     /// outranking its Master gets the HANDOVER at that Master's next sweep.
     ///
     /// # Errors
-    /// [`ConfigError::Priority`] outside 0..=15; nothing changes then.
-    pub fn set_priority(&mut self, priority: u8) -> Result<(), ConfigError> {
+    /// [`ElectionConfigError::Priority`] outside 0..=15; nothing changes then.
+    pub fn set_priority(&mut self, priority: u8) -> Result<(), ElectionConfigError> {
         if priority > 15 {
-            return Err(ConfigError::Priority(priority));
+            return Err(ElectionConfigError::Priority(priority));
         }
         self.cfg.priority = priority;
         Ok(())

@@ -22,7 +22,7 @@ pub enum MKeyMode {
 }
 
 /// A field of [`SmConfig`] (or of a part of it: `perfmgr.`, `health.`) that a
-/// [`ConfigError`] is about; shown as its path (`lmc`, `perfmgr.timeout`), the name
+/// [`SmConfigError`] is about; shown as its path (`lmc`, `perfmgr.timeout`), the name
 /// the error text has always used, so a host maps a refusal to its own option by
 /// matching this, not the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,7 +114,7 @@ impl core::fmt::Display for ConfigField {
 /// further down clamps, masks or panics on one of these.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum SmConfigError {
     /// A number outside what its field (usually a wire bit field) can hold.
     #[error("{field} {value} is outside {min}..={max} ({why})")]
     OutOfRange {
@@ -341,9 +341,9 @@ pub struct SmConfig {
 }
 
 /// `value` within `0..=max`, or the error naming `field`.
-fn at_most(field: ConfigField, value: u8, max: u8, why: &'static str) -> Result<(), ConfigError> {
+fn at_most(field: ConfigField, value: u8, max: u8, why: &'static str) -> Result<(), SmConfigError> {
     if value > max {
-        return Err(ConfigError::OutOfRange {
+        return Err(SmConfigError::OutOfRange {
             field,
             value: u64::from(value),
             min: 0,
@@ -363,8 +363,8 @@ impl SmConfig {
     /// check a configuration before building anything.
     ///
     /// # Errors
-    /// [`ConfigError`] for the first field found wrong.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// [`SmConfigError`] for the first field found wrong.
+    pub fn validate(&self) -> Result<(), SmConfigError> {
         at_most(
             ConfigField::Priority,
             self.priority,
@@ -417,50 +417,50 @@ impl SmConfig {
             )?;
         }
         if self.polling_timeout.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::PollingTimeout,
                 why: "the election polls the master every polling_timeout",
             });
         }
         if self.transaction_timeout.is_zero() {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::TransactionTimeout,
                 why: "every SMP would time out as it is sent",
             });
         }
         if self.max_wire_smps == 0 {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::MaxWireSmps,
                 why: "no SMP could ever be in flight",
             });
         }
         if self.max_wire_smps > self.max_wire_smps_limit {
-            return Err(ConfigError::WindowAboveLimit {
+            return Err(SmConfigError::WindowAboveLimit {
                 start: self.max_wire_smps,
                 limit: self.max_wire_smps_limit,
             });
         }
         if self.routing_threads == 0 {
-            return Err(ConfigError::Zero {
+            return Err(SmConfigError::Zero {
                 field: ConfigField::RoutingThreads,
                 why: "routing needs at least one thread",
             });
         }
         if let Some(p) = &self.perfmgr {
             if p.max_outstanding_queries == 0 {
-                return Err(ConfigError::Zero {
+                return Err(SmConfigError::Zero {
                     field: ConfigField::PerfmgrMaxOutstandingQueries,
                     why: "no counter query could ever be in flight",
                 });
             }
             if p.timeout.is_zero() {
-                return Err(ConfigError::Zero {
+                return Err(SmConfigError::Zero {
                     field: ConfigField::PerfmgrTimeout,
                     why: "every counter query would time out as it is sent",
                 });
             }
             if p.sweep_time.is_zero() {
-                return Err(ConfigError::Zero {
+                return Err(SmConfigError::Zero {
                     field: ConfigField::PerfmgrSweepTime,
                     why: "counter sweeps would follow each other without a pause",
                 });
@@ -469,7 +469,7 @@ impl SmConfig {
         self.health.validate()?;
         for st in self.partitions.iter().flat_map(|p| &p.statements) {
             if let Some(pkey) = st.pkey.filter(|k| !(1..=0x7FFF).contains(k)) {
-                return Err(ConfigError::PartitionPKey {
+                return Err(SmConfigError::PartitionPKey {
                     name: st.name.clone(),
                     pkey,
                 });
@@ -527,15 +527,15 @@ mod tests {
     type Edit = fn(&mut SmConfig);
 
     /// The error `validate` gives for the default configuration changed by `edit`.
-    fn refused(edit: impl FnOnce(&mut SmConfig)) -> ConfigError {
+    fn refused(edit: impl FnOnce(&mut SmConfig)) -> SmConfigError {
         let mut c = SmConfig::default();
         edit(&mut c);
         c.validate().expect_err("should be refused")
     }
 
-    fn out_of_range(field: ConfigField, value: u64, max: u64) -> impl Fn(&ConfigError) -> bool {
+    fn out_of_range(field: ConfigField, value: u64, max: u64) -> impl Fn(&SmConfigError) -> bool {
         move |e| {
-            matches!(e, ConfigError::OutOfRange { field: f, value: v, min: 0, max: m, .. }
+            matches!(e, SmConfigError::OutOfRange { field: f, value: v, min: 0, max: m, .. }
                 if *f == field && *v == value && *m == max)
         }
     }
@@ -634,7 +634,7 @@ mod tests {
         for (field, edit) in cases {
             let e = refused(edit);
             assert!(
-                matches!(e, ConfigError::Zero { field: f, .. } if f == field),
+                matches!(e, SmConfigError::Zero { field: f, .. } if f == field),
                 "{field}: {e:?}"
             );
         }
@@ -646,7 +646,7 @@ mod tests {
             c.max_wire_smps = 9;
             c.max_wire_smps_limit = 8;
         });
-        assert_eq!(e, ConfigError::WindowAboveLimit { start: 9, limit: 8 });
+        assert_eq!(e, SmConfigError::WindowAboveLimit { start: 9, limit: 8 });
     }
 
     #[test]
@@ -660,7 +660,7 @@ mod tests {
             });
             assert_eq!(
                 e,
-                ConfigError::PartitionPKey {
+                SmConfigError::PartitionPKey {
                     name: "bad".into(),
                     pkey
                 }

@@ -2,7 +2,7 @@
 
 use ibsm_transport::TransportError;
 
-use crate::config::ConfigError;
+use crate::config::SmConfigError;
 use crate::partition::PartitionLoadError;
 use crate::store::StoreError;
 
@@ -15,12 +15,12 @@ pub enum SmError {
     Transport(#[from] TransportError),
     /// The configuration was refused ([`SmConfig::validate`](crate::SmConfig::validate)).
     #[error("configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(#[from] SmConfigError),
     /// The election refused its configuration. What
     /// [`SmConfig::validate`](crate::SmConfig::validate) checks never gets here; this is
     /// the local port the transport reported (a port GUID of 0).
     #[error("election: {0}")]
-    Election(#[from] ibsm_election::ConfigError),
+    Election(#[from] ibsm_election::ElectionConfigError),
     /// The LID store could not be read or written (names the file, and the line and
     /// token of a parse error).
     #[error("LID store: {0}")]

@@ -304,26 +304,37 @@ mod tests {
 
     #[test]
     fn errors_name_line_and_field() {
-        use IsolationErrorKind as K;
         let cases = [
             (
                 "0x1 2 manual isolate",
-                K::FieldCount { found: 4 },
+                IsolationErrorKind::FieldCount { found: 4 },
                 "0x1 2 manual isolate",
             ),
-            ("1 2 manual isolate 0", K::BadGuid, "1"),
-            ("0x 2 manual isolate 0", K::BadGuid, "0x"),
+            ("1 2 manual isolate 0", IsolationErrorKind::BadGuid, "1"),
+            ("0x 2 manual isolate 0", IsolationErrorKind::BadGuid, "0x"),
             (
                 "0x11111111111111111 2 manual isolate 0",
-                K::BadGuid,
+                IsolationErrorKind::BadGuid,
                 "0x11111111111111111",
             ),
-            ("0x1 0 manual isolate 0", K::BadPort, "0"),
-            ("0x1 255 manual isolate 0", K::BadPort, "255"),
-            ("0x1 2 sunspots isolate 0", K::BadCondition, "sunspots"),
-            ("0x1 2 manual report 0", K::BadAction, "report"),
-            ("0x1 2 manual isolate -1", K::BadTime, "-1"),
-            ("0x1 2 manual isolate +1", K::BadTime, "+1"),
+            ("0x1 0 manual isolate 0", IsolationErrorKind::BadPort, "0"),
+            (
+                "0x1 255 manual isolate 0",
+                IsolationErrorKind::BadPort,
+                "255",
+            ),
+            (
+                "0x1 2 sunspots isolate 0",
+                IsolationErrorKind::BadCondition,
+                "sunspots",
+            ),
+            (
+                "0x1 2 manual report 0",
+                IsolationErrorKind::BadAction,
+                "report",
+            ),
+            ("0x1 2 manual isolate -1", IsolationErrorKind::BadTime, "-1"),
+            ("0x1 2 manual isolate +1", IsolationErrorKind::BadTime, "+1"),
         ];
         for (line, kind, token) in cases {
             assert_eq!(parse_error(line), (kind, token.to_owned()), "{line:?}");

@@ -73,7 +73,7 @@ mod sansio;
 pub mod store;
 pub mod topo_ref;
 
-pub use config::{ConfigError, ConfigField, MKeyMode, RoutingInputs, SmConfig};
+pub use config::{ConfigField, MKeyMode, RoutingInputs, SmConfig, SmConfigError};
 pub use engine::{Outgoing, SmJob, SmJobOutput, SubnetManager};
 pub use error::{SharedError, SmError};
 pub use event::{Missing, Phase, Role, SmEvent, SweepFailure, SweepStats};

@@ -198,39 +198,32 @@ pub struct MemberEntry {
     pub membership: Option<Membership>,
 }
 
-/// A statement's flags (after the P_Key), as written.
+/// The flags that describe a multicast group, as written: on a statement they are its
+/// IPoIB broadcast group's and the defaults of its group lines, on a group line
+/// (`mgid=`) that group's own. What is not written anywhere takes OpenSM's default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Flags {
-    /// `ipoib`: the partition carries IPoIB (the SA should create its broadcast group).
-    pub ipoib: bool,
-    /// `indx0`: put this P_Key at index 0 of block 0 instead of the default partition's.
-    pub indx0: bool,
-    /// `mtu=`: MTU code of the IPoIB broadcast group (1..=5).
+pub struct GroupFlags {
+    /// `mtu=`: MTU code (1..=5); default 4 (2048).
     pub mtu: Option<u8>,
-    /// `rate=`: rate code of the broadcast group (2..=63).
+    /// `rate=`: rate code (2..=63); default 3 (10 Gb/s).
     pub rate: Option<u8>,
-    /// `sl=`: SL of the broadcast group.
+    /// `sl=`: service level; default 0.
     pub sl: Option<u8>,
-    /// `scope=`: multicast scopes of the broadcast group (one group per scope).
+    /// `scope=` (repeatable): multicast scopes, one group per scope; default
+    /// link-local (2).
     pub scope: Vec<u8>,
-    /// `Q_Key=`: Q_Key of the broadcast group.
+    /// `Q_Key=`: default 0x0B1B for an IP group (every broadcast group), 0 otherwise.
     pub q_key: Option<u32>,
-    /// `TClass=`: traffic class of the broadcast group.
+    /// `TClass=`: traffic class; default 0 (a group line does not take the
+    /// statement's, as OpenSM).
     pub tclass: Option<u8>,
-    /// `FlowLabel=`: flow label of the broadcast group (20 bits).
+    /// `FlowLabel=`: 20 bits; default 0.
     pub flow_label: Option<u32>,
-    /// `defmember=`: membership of the statement's members written without `=`
-    /// (`None`: limited).
-    pub defmember: Option<Membership>,
 }
 
-impl Flags {
-    /// Adds `other`'s flags to these (a partition defined in several statements): the
-    /// first value given wins, `ipoib` and `indx0` add up, scopes join. `defmember` is
-    /// per statement and is not merged.
-    fn absorb(&mut self, other: &Flags) {
-        self.ipoib |= other.ipoib;
-        self.indx0 |= other.indx0;
+impl GroupFlags {
+    /// Adds `other`'s flags to these: the first value given wins, scopes join.
+    fn absorb(&mut self, other: &GroupFlags) {
         self.mtu = self.mtu.or(other.mtu);
         self.rate = self.rate.or(other.rate);
         self.sl = self.sl.or(other.sl);
@@ -245,58 +238,9 @@ impl Flags {
     }
 }
 
-/// A multicast group line of a statement (`mgid=GID[,flag=value]...`), as written: the
-/// SA predefines the group in the statement's partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct McGroup {
-    /// The MGID (first byte 0xFF). Its scope nibble is replaced by each `scope`
-    /// (default link-local), as OpenSM does; an IP group's P_Key bits get the
-    /// partition's P_Key.
-    pub mgid: Ipv6Addr,
-    /// `mtu=`: MTU code (1..=5); default the statement's, else 4 (2048).
-    pub mtu: Option<u8>,
-    /// `rate=`: rate code (2..=63); default the statement's, else 3 (10 Gb/s).
-    pub rate: Option<u8>,
-    /// `sl=`: service level; default the statement's, else 0.
-    pub sl: Option<u8>,
-    /// `scope=`: scopes (one group per scope); default the statement's, else
-    /// link-local (2).
-    pub scope: Vec<u8>,
-    /// `Q_Key=`: default the statement's, else 0x0B1B for an IP group, 0 otherwise.
-    pub q_key: Option<u32>,
-    /// `TClass=`: traffic class; default 0 (OpenSM does not take the statement's).
-    pub tclass: Option<u8>,
-    /// `FlowLabel=`: 20 bits; default the statement's, else 0.
-    pub flow_label: Option<u32>,
-}
-
-impl McGroup {
-    /// A group with the MGID and every flag left to its default.
-    #[must_use]
-    pub fn new(mgid: Ipv6Addr) -> Self {
-        Self {
-            mgid,
-            mtu: None,
-            rate: None,
-            sl: None,
-            scope: Vec::new(),
-            q_key: None,
-            tclass: None,
-            flow_label: None,
-        }
-    }
-
-    /// Whether the MGID is an IPoIB one (signature 0x401B IPv4, 0x601B IPv6; RFC 4391).
-    #[must_use]
-    pub fn is_ip(&self) -> bool {
-        let o = self.mgid.octets();
-        o[2..4] == [0x40, 0x1B] || o[2..4] == [0x60, 0x1B]
-    }
-}
-
-impl fmt::Display for McGroup {
+/// The flags given, each as `, name=value` (as they follow a P_Key or an MGID).
+impl fmt::Display for GroupFlags {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "mgid={}", self.mgid)?;
         for (name, v) in [("mtu", self.mtu), ("rate", self.rate), ("sl", self.sl)] {
             if let Some(v) = v {
                 write!(f, ", {name}={v}")?;
@@ -315,6 +259,68 @@ impl fmt::Display for McGroup {
             write!(f, ", FlowLabel={v:#x}")?;
         }
         Ok(())
+    }
+}
+
+/// A statement's flags (after the P_Key), as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Flags {
+    /// `ipoib`: the partition carries IPoIB (the SA should create its broadcast group).
+    pub ipoib: bool,
+    /// `indx0`: put this P_Key at index 0 of block 0 instead of the default partition's.
+    pub indx0: bool,
+    /// The IPoIB broadcast group's flags, also the defaults of the statement's group
+    /// lines.
+    pub group: GroupFlags,
+    /// `defmember=`: membership of the statement's members written without `=`
+    /// (`None`: limited).
+    pub defmember: Option<Membership>,
+}
+
+impl Flags {
+    /// Adds `other`'s flags to these (a partition defined in several statements): the
+    /// first value given wins, `ipoib` and `indx0` add up, scopes join. `defmember` is
+    /// per statement and is not merged.
+    fn absorb(&mut self, other: &Flags) {
+        self.ipoib |= other.ipoib;
+        self.indx0 |= other.indx0;
+        self.group.absorb(&other.group);
+    }
+}
+
+/// A multicast group line of a statement (`mgid=GID[,flag=value]...`), as written: the
+/// SA predefines the group in the statement's partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct McGroup {
+    /// The MGID (first byte 0xFF). Its scope nibble is replaced by each `scope`
+    /// (default link-local), as OpenSM does; an IP group's P_Key bits get the
+    /// partition's P_Key.
+    pub mgid: Ipv6Addr,
+    /// Its flags; one not given is the statement's (TClass excepted), else the default.
+    pub flags: GroupFlags,
+}
+
+impl McGroup {
+    /// A group with the MGID and every flag left to its default.
+    #[must_use]
+    pub fn new(mgid: Ipv6Addr) -> Self {
+        Self {
+            mgid,
+            flags: GroupFlags::default(),
+        }
+    }
+
+    /// Whether the MGID is an IPoIB one (signature 0x401B IPv4, 0x601B IPv6; RFC 4391).
+    #[must_use]
+    pub fn is_ip(&self) -> bool {
+        let o = self.mgid.octets();
+        o[2..4] == [0x40, 0x1B] || o[2..4] == [0x60, 0x1B]
+    }
+}
+
+impl fmt::Display for McGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "mgid={}{}", self.mgid, self.flags)
     }
 }
 
@@ -346,23 +352,7 @@ impl fmt::Display for Statement {
         if fl.indx0 {
             f.write_str(", indx0")?;
         }
-        for (name, v) in [("mtu", fl.mtu), ("rate", fl.rate), ("sl", fl.sl)] {
-            if let Some(v) = v {
-                write!(f, ", {name}={v}")?;
-            }
-        }
-        for s in &fl.scope {
-            write!(f, ", scope={s}")?;
-        }
-        if let Some(v) = fl.q_key {
-            write!(f, ", Q_Key={v:#x}")?;
-        }
-        if let Some(v) = fl.tclass {
-            write!(f, ", TClass={v}")?;
-        }
-        if let Some(v) = fl.flow_label {
-            write!(f, ", FlowLabel={v:#x}")?;
-        }
+        write!(f, "{}", fl.group)?;
         if let Some(m) = fl.defmember {
             write!(f, ", defmember={m}")?;
         }
@@ -580,7 +570,7 @@ impl PartitionConfig {
         use ibsm_wire::sa::{McMemberRecord, Rate, Selector};
         let mut out = Vec::new();
         for p in self.partitions().iter().filter(|p| p.flags.ipoib) {
-            let f = &p.flags;
+            let f = &p.flags.group;
             let pkey = p.pkey | FULL_MEMBER;
             let scopes = if f.scope.is_empty() {
                 vec![ibsm_wire::sa::mgid_scope::LINK_LOCAL]
@@ -633,17 +623,18 @@ impl PartitionConfig {
         let mut out = self.ipoib_broadcast_groups(packet_life_time);
         let mut seen: std::collections::HashSet<[u8; 16]> = out.iter().map(|r| r.mgid.0).collect();
         for p in self.partitions() {
-            let f = &p.flags;
+            let f = &p.flags.group;
             let pkey = p.pkey | FULL_MEMBER;
             for g in &p.mgroups {
-                let scopes = if !g.scope.is_empty() {
-                    g.scope.clone()
+                let scopes = if !g.flags.scope.is_empty() {
+                    g.flags.scope.clone()
                 } else if !f.scope.is_empty() {
                     f.scope.clone()
                 } else {
                     vec![mgid_scope::LINK_LOCAL]
                 };
                 let q_key = g
+                    .flags
                     .q_key
                     .or(f.q_key)
                     .filter(|&q| q != 0)
@@ -661,15 +652,15 @@ impl PartitionConfig {
                         mgid: ibsm_wire::Gid(mgid),
                         qkey: q_key,
                         mtu_selector: Selector::Exactly,
-                        mtu: ibsm_wire::Mtu::from(g.mtu.or(f.mtu).unwrap_or(4)),
-                        tclass: g.tclass.unwrap_or(0),
+                        mtu: ibsm_wire::Mtu::from(g.flags.mtu.or(f.mtu).unwrap_or(4)),
+                        tclass: g.flags.tclass.unwrap_or(0),
                         pkey,
                         rate_selector: Selector::Exactly,
-                        rate: Rate::from(g.rate.or(f.rate).unwrap_or(3)),
+                        rate: Rate::from(g.flags.rate.or(f.rate).unwrap_or(3)),
                         packet_life_time_selector: Selector::Exactly,
                         packet_life_time,
-                        sl: g.sl.or(f.sl).unwrap_or(0),
-                        flow_label: g.flow_label.or(f.flow_label).unwrap_or(0),
+                        sl: g.flags.sl.or(f.sl).unwrap_or(0),
+                        flow_label: g.flags.flow_label.or(f.flow_label).unwrap_or(0),
                         hop_limit: if scope == mgid_scope::LINK_LOCAL {
                             0
                         } else {

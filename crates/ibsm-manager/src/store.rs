@@ -260,23 +260,30 @@ mod tests {
 
     #[test]
     fn guid2lid_errors_name_the_token() {
-        use Guid2LidErrorKind as K;
         let cases = [
-            ("0x1 0x5", K::FieldCount { found: 2 }, "0x1 0x5"),
+            (
+                "0x1 0x5",
+                Guid2LidErrorKind::FieldCount { found: 2 },
+                "0x1 0x5",
+            ),
             (
                 "0x1 0x4 0x4 0x4",
-                K::FieldCount { found: 4 },
+                Guid2LidErrorKind::FieldCount { found: 4 },
                 "0x1 0x4 0x4 0x4",
             ),
-            ("zz 0x1 0x1", K::BadGuid, "zz"),
-            ("0x1 0xg 0x1", K::BadLid, "0xg"),
-            ("0x1 0x1 0xg", K::BadLid, "0xg"),
-            ("0x1 0x0 0x1", K::LidOutOfRange, "0x0"),
-            ("0x1 0x8 0xC000", K::LidOutOfRange, "0xC000"),
-            ("0x1 0x8 0x7", K::EmptyRange, "0x8 0x7"),
-            ("0x1 0x5 0x7", K::NotAligned, "0x5 0x7"),
-            ("0x1 0x4 0x6", K::NotAligned, "0x4 0x6"),
-            ("0x1 0x100 0x1ff", K::NotAligned, "0x100 0x1ff"),
+            ("zz 0x1 0x1", Guid2LidErrorKind::BadGuid, "zz"),
+            ("0x1 0xg 0x1", Guid2LidErrorKind::BadLid, "0xg"),
+            ("0x1 0x1 0xg", Guid2LidErrorKind::BadLid, "0xg"),
+            ("0x1 0x0 0x1", Guid2LidErrorKind::LidOutOfRange, "0x0"),
+            ("0x1 0x8 0xC000", Guid2LidErrorKind::LidOutOfRange, "0xC000"),
+            ("0x1 0x8 0x7", Guid2LidErrorKind::EmptyRange, "0x8 0x7"),
+            ("0x1 0x5 0x7", Guid2LidErrorKind::NotAligned, "0x5 0x7"),
+            ("0x1 0x4 0x6", Guid2LidErrorKind::NotAligned, "0x4 0x6"),
+            (
+                "0x1 0x100 0x1ff",
+                Guid2LidErrorKind::NotAligned,
+                "0x100 0x1ff",
+            ),
         ];
         for (line, kind, token) in cases {
             assert_eq!(parse_error(line), (kind, token.to_owned()), "{line:?}");

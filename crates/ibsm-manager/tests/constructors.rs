@@ -2,7 +2,7 @@
 //! local port the election cannot use, with typed errors instead of clamping or
 //! panicking.
 
-use ibsm_manager::{ConfigError, ConfigField, MemoryLidStore, SmConfig, SmError, SubnetManager};
+use ibsm_manager::{ConfigField, MemoryLidStore, SmConfig, SmConfigError, SmError, SubnetManager};
 use ibsm_transport::LocalPort;
 
 fn port(guid: u64) -> LocalPort {
@@ -22,7 +22,7 @@ fn invalid_configuration_is_an_error_not_a_clamp() {
     assert!(
         matches!(
             e,
-            SmError::Config(ConfigError::OutOfRange {
+            SmError::Config(SmConfigError::OutOfRange {
                 field: ConfigField::Priority,
                 value: 16,
                 ..
@@ -33,9 +33,9 @@ fn invalid_configuration_is_an_error_not_a_clamp() {
     let e = SubnetManager::with_store(cfg, port(7), Box::new(MemoryLidStore::default()))
         .expect_err("priority 16");
     assert!(matches!(e, SmError::Config(_)), "{e:?}");
-    // The source chain reaches the ConfigError.
+    // The source chain reaches the SmConfigError.
     let src = std::error::Error::source(&e).expect("source");
-    assert!(src.downcast_ref::<ConfigError>().is_some(), "{src:?}");
+    assert!(src.downcast_ref::<SmConfigError>().is_some(), "{src:?}");
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn zero_polling_timeout_is_an_error_not_a_panic() {
     assert!(
         matches!(
             e,
-            SmError::Config(ConfigError::Zero {
+            SmError::Config(SmConfigError::Zero {
                 field: ConfigField::PollingTimeout,
                 ..
             })
@@ -59,7 +59,10 @@ fn zero_polling_timeout_is_an_error_not_a_panic() {
 fn zero_port_guid_is_the_elections_error() {
     let e = SubnetManager::new(SmConfig::default(), port(0)).expect_err("GUID 0");
     assert!(
-        matches!(e, SmError::Election(ibsm_election::ConfigError::ZeroGuid)),
+        matches!(
+            e,
+            SmError::Election(ibsm_election::ElectionConfigError::ZeroGuid)
+        ),
         "{e:?}"
     );
 }

@@ -24,11 +24,8 @@
 //! left out, so the rest of the subnet is found as if it were not there.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
-use std::convert::Infallible;
 
-use ibsm_transport::{
-    Incoming, Instant, NoJob, Outgoing, SansIo, Transport, TransportError, TxId, TxStats,
-};
+use ibsm_transport::{Instant, SansIo, Transport, TransportError, TxStats};
 use ibsm_wire::smp::MAX_HOPS;
 use ibsm_wire::{
     DrPath, NodeDescription, NodeInfo, NodeType, PhysPortState, PortInfo, PortState, SwitchInfo,
@@ -741,43 +738,7 @@ impl Discovery {
     }
 }
 
-impl SansIo for Discovery {
-    type Event = Infallible;
-    type Job = NoJob;
-
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        self.smps.handle_incoming(now, incoming);
-        self.collect();
-    }
-
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        self.smps.handle_send_error(now, id, error);
-        self.collect();
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.smps.handle_timeout(now);
-        self.collect();
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        // What the last answers taught the walk goes out behind what is queued.
-        self.submit();
-        self.smps.poll_transmit(now)
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        self.smps.poll_timeout()
-    }
-
-    fn poll_event(&mut self) -> Option<Infallible> {
-        None
-    }
-
-    fn is_idle(&self) -> bool {
-        self.is_done()
-    }
-}
+crate::sans_io_over_smps!(Discovery, before_transmit: submit, idle: is_done);
 
 /// Discovers the fabric behind `transport`'s port, giving up at `until`.
 ///

@@ -56,6 +56,10 @@ use std::ops::ControlFlow;
 
 use ibsm_transport::{Instant, JobRunner, NoJob, SansIo, Stop, Transport, TransportError};
 
+// For `sans_io_over_smps!`, which other crates expand.
+#[doc(hidden)]
+pub use ibsm_transport as __transport;
+
 pub mod counters;
 pub mod discover;
 pub mod nodemap;

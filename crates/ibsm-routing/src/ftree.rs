@@ -330,23 +330,16 @@ fn reverse_hops(net: &Net, pos: &[u32], r: &mut Routes) -> Result<()> {
     })
 }
 
-/// The compact picture with the roots and the compute nodes.
-fn ftree_input(csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
-    let uses = Uses {
-        roots: true,
-        nodes: true,
-        order: false,
-    };
-    crate::inputs::net(csr, lids, opts, uses)
-}
-
 impl RoutingEngine for FatTree {
     fn name(&self) -> &str {
         "ftree"
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        ftree_net(&ftree_input(csr, lids, opts)?, opts)
+        ftree_net(
+            &crate::inputs::net(csr, lids, opts, Uses::ROOTS_NODES)?,
+            opts,
+        )
     }
 
     /// Keeps every column whose routes avoid dead ports and, inside recomputed columns,
@@ -359,7 +352,7 @@ impl RoutingEngine for FatTree {
         opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
-        let net = ftree_input(csr, lids, opts)?;
+        let net = crate::inputs::net(csr, lids, opts, Uses::ROOTS_NODES)?;
         let info = detect(&net)?;
         let maxr = info.rank.iter().copied().max().unwrap_or(0);
         let toward_root: Vec<u16> = info.rank.iter().map(|&r| maxr - r).collect();

@@ -24,6 +24,27 @@ pub(crate) struct Uses {
     pub order: bool,
 }
 
+impl Uses {
+    /// The routing order alone (minhop).
+    pub(crate) const ORDER: Uses = Uses {
+        roots: false,
+        nodes: false,
+        order: true,
+    };
+    /// The roots and the routing order (up/down, DFSSSP).
+    pub(crate) const ROOTS_ORDER: Uses = Uses {
+        roots: true,
+        nodes: false,
+        order: true,
+    };
+    /// The roots and the compute / I/O nodes (fat tree).
+    pub(crate) const ROOTS_NODES: Uses = Uses {
+        roots: true,
+        nodes: true,
+        order: false,
+    };
+}
+
 /// The compact picture of `csr` under `lids`, with the inputs `uses` names resolved
 /// into it: what every engine that reads input files starts from.
 ///

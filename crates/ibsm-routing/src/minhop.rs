@@ -28,11 +28,7 @@ impl RoutingEngine for MinHop {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        let uses = crate::inputs::Uses {
-            roots: false,
-            nodes: false,
-            order: true,
-        };
+        let uses = crate::inputs::Uses::ORDER;
         minhop_net(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 

@@ -140,25 +140,17 @@ pub(crate) fn updn_net(net: &Net, opts: &RouteOptions, reverse: bool) -> Result<
     Ok(r)
 }
 
-impl UpDn {
-    /// The compact picture with the roots and the routing order.
-    fn net(self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Net> {
-        let uses = Uses {
-            roots: true,
-            nodes: false,
-            order: true,
-        };
-        crate::inputs::net(csr, lids, opts, uses)
-    }
-}
-
 impl RoutingEngine for UpDn {
     fn name(&self) -> &str {
         if self.reverse { "dnup" } else { "updn" }
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        updn_net(&self.net(csr, lids, opts)?, opts, self.reverse)
+        updn_net(
+            &crate::inputs::net(csr, lids, opts, Uses::ROOTS_ORDER)?,
+            opts,
+            self.reverse,
+        )
     }
 
     fn reroute(
@@ -168,7 +160,7 @@ impl RoutingEngine for UpDn {
         opts: &RouteOptions,
         previous: &Routes,
     ) -> Result<Routes> {
-        let net = self.net(csr, lids, opts)?;
+        let net = crate::inputs::net(csr, lids, opts, Uses::ROOTS_ORDER)?;
         let roots = find_roots(&net, self.reverse)?;
         let (pos, by_pos) = order_from_roots(&net, &roots, self.reverse);
         let rule = Rule::UpDown {

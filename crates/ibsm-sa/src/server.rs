@@ -8,12 +8,12 @@ use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderSt
 use ibsm_wire::sa::{
     ComponentMask, GuidInfoRecord, InformInfoRecord, LinearForwardingTableRecord, LinkRecord,
     McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SA_CLASS_VERSION,
-    SA_DATA_SIZE, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord,
-    SwitchInfoRecord, Template, sa_cap,
+    SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    Template, sa_cap,
 };
 use ibsm_wire::{
-    ClassPortInfo, Instant, MadHeader, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeader,
-    RmppHeaderView, RmppStatus, RmppType, Status, mad::RMPP_HEADER_OFFSET,
+    ClassPortInfo, Instant, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeaderView,
+    RmppStatus, RmppType, Status, mad::RMPP_HEADER_OFFSET,
 };
 
 use crate::db::Db;
@@ -461,7 +461,7 @@ impl SaServer {
         {
             self.counters.errors += 1;
             return vec![
-                Self::header(req, SaStatus::NoResources.status(), 0)
+                req.reply(SaStatus::NoResources.status(), 0)
                     .to_bytes()
                     .to_vec(),
             ];
@@ -474,7 +474,7 @@ impl SaServer {
         ) else {
             self.counters.errors += 1;
             return vec![
-                Self::header(req, SaStatus::NoResources.status(), 0)
+                req.reply(SaStatus::NoResources.status(), 0)
                     .to_bytes()
                     .to_vec(),
             ];
@@ -657,18 +657,17 @@ impl SaServer {
         let table = m == Method::GetTable;
         let read = m == Method::Get || table;
         let unsupported = || SaError::Mad(Status::METHOD_ATTR_UNSUPPORTED);
-        use SaAttributeId as A;
         match req.attribute() {
-            A::ClassPortInfo if m == Method::Get => {
+            SaAttributeId::ClassPortInfo if m == Method::Get => {
                 let cpi = self.class_port_info();
                 Ok(self.single(req, Status::OK, &cpi))
             }
-            A::NodeRecord if read => {
+            SaAttributeId::NodeRecord if read => {
                 let it = self.db.node_records();
                 let (n, data) = collect::<NodeRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<NodeRecord>(req, n, &data)
             }
-            A::PortInfoRecord if read => {
+            SaAttributeId::PortInfoRecord if read => {
                 // CapabilityMask(2) components match records having every bit the
                 // template sets (as OpenSM, advertised in ClassPortInfo): `saquery -s`
                 // asks for IsSM ports this way.
@@ -688,17 +687,17 @@ impl SaServer {
                 let (n, data) = collect::<PortInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<PortInfoRecord>(req, n, &data)
             }
-            A::LinkRecord if read => {
+            SaAttributeId::LinkRecord if read => {
                 let it = self.db.link_records();
                 let (n, data) = collect::<LinkRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<LinkRecord>(req, n, &data)
             }
-            A::SwitchInfoRecord if read => {
+            SaAttributeId::SwitchInfoRecord if read => {
                 let it = self.db.switch_info_records();
                 let (n, data) = collect::<SwitchInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<SwitchInfoRecord>(req, n, &data)
             }
-            A::LinearForwardingTableRecord if read => {
+            SaAttributeId::LinearForwardingTableRecord if read => {
                 let t: LinearForwardingTableRecord = req.record(0).map_err(|_| invalid())?;
                 let only = mask
                     .contains(LinearForwardingTableRecord::CM_LID)
@@ -708,23 +707,23 @@ impl SaServer {
                     collect::<LinearForwardingTableRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<LinearForwardingTableRecord>(req, n, &data)
             }
-            A::SmInfoRecord if read => {
+            SaAttributeId::SmInfoRecord if read => {
                 let it = self.db.sm_info_records(trusted);
                 let (n, data) = collect::<SmInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<SmInfoRecord>(req, n, &data)
             }
-            A::PKeyTableRecord if read => {
+            SaAttributeId::PKeyTableRecord if read => {
                 let own = self.db.end_by_lid(from.lid).copied();
                 let it = self.db.pkey_records(trusted, own);
                 let (n, data) = collect::<PKeyTableRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<PKeyTableRecord>(req, n, &data)
             }
-            A::GuidInfoRecord if read => {
+            SaAttributeId::GuidInfoRecord if read => {
                 let it = self.db.guid_info_records();
                 let (n, data) = collect::<GuidInfoRecord>(req, mask, it, self.limit(table))?;
                 self.answer::<GuidInfoRecord>(req, n, &data)
             }
-            A::PathRecord if read => {
+            SaAttributeId::PathRecord if read => {
                 let t: PathRecord = req.record(0).map_err(|_| invalid())?;
                 let recs = self.path_records(&t, mask, self.limit(table))?;
                 let mut data = Vec::with_capacity(recs.len() * 64);
@@ -736,7 +735,7 @@ impl SaServer {
                 data.truncate(n * 64);
                 self.answer::<PathRecord>(req, n, &data)
             }
-            A::McMemberRecord => {
+            SaAttributeId::McMemberRecord => {
                 let t: McMemberRecord = req.record(0).map_err(|_| invalid())?;
                 match m {
                     Method::Set => {
@@ -760,9 +759,9 @@ impl SaServer {
                     _ => Err(unsupported()),
                 }
             }
-            A::ServiceRecord => self.service(now, req, trusted, from),
-            A::InformInfo if m == Method::Set => self.inform(req, trusted, from),
-            A::InformInfoRecord if read => {
+            SaAttributeId::ServiceRecord => self.service(now, req, trusted, from),
+            SaAttributeId::InformInfo if m == Method::Set => self.inform(req, trusted, from),
+            SaAttributeId::InformInfoRecord if read => {
                 let recs: Vec<InformInfoRecord> = self
                     .subs
                     .iter()
@@ -773,7 +772,7 @@ impl SaServer {
                     collect::<InformInfoRecord>(req, mask, recs.into_iter(), self.limit(table))?;
                 self.answer::<InformInfoRecord>(req, n, &data)
             }
-            A::Unknown(_) => {
+            SaAttributeId::Unknown(_) => {
                 self.counters.unsupported += 1;
                 Err(unsupported())
             }
@@ -815,30 +814,8 @@ impl SaServer {
 
     // ------------------------------------------------------------------ replies
 
-    fn header(req: &SaMad, status: Status, attribute_offset: u16) -> SaMad {
-        let method = if req.method == Method::Set {
-            Method::Get
-        } else {
-            req.method
-        };
-        SaMad {
-            header: MadHeader {
-                response: true,
-                method,
-                status,
-                ..req.header
-            },
-            rmpp: RmppHeader::default(),
-            // Never echo a key back.
-            sm_key: 0,
-            attribute_offset,
-            data: [0; SA_DATA_SIZE],
-            ..*req
-        }
-    }
-
     fn single<R: SaRecord>(&self, req: &SaMad, status: Status, rec: &R) -> Vec<Vec<u8>> {
-        let mut h = Self::header(req, status, 0);
+        let mut h = req.reply(status, 0);
         let _ = rec.emit_into(&mut h.data);
         vec![h.to_bytes().to_vec()]
     }
@@ -847,7 +824,7 @@ impl SaServer {
         if req.method == Method::GetTable {
             self.table(req, status, 0, &[])
         } else {
-            vec![Self::header(req, status, 0).to_bytes().to_vec()]
+            vec![req.reply(status, 0).to_bytes().to_vec()]
         }
     }
 
@@ -859,7 +836,7 @@ impl SaServer {
         match n {
             0 => Err(SaStatus::NoRecords.into()),
             1 => {
-                let mut h = Self::header(req, Status::OK, 0);
+                let mut h = req.reply(Status::OK, 0);
                 let k = R::SIZE.min(data.len());
                 h.data[..k].copy_from_slice(&data[..k]);
                 Ok(vec![h.to_bytes().to_vec()])
@@ -869,7 +846,7 @@ impl SaServer {
     }
 
     fn table(&self, req: &SaMad, status: Status, offset: u16, data: &[u8]) -> Vec<Vec<u8>> {
-        let mut h = Self::header(req, status, offset);
+        let mut h = req.reply(status, offset);
         h.rmpp.version = RMPP_VERSION;
         h.rmpp.rmpp_type = RmppType::Data;
         h.rmpp.resp_time = self.cfg.resp_time_value.min(0x1F);

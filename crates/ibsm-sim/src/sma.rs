@@ -131,21 +131,20 @@ impl SmaAgent {
 /// capability bits and LinkSpeedExt* fields such a port reports. QDR and slower keep
 /// the typical port as it is.
 fn set_speed(pi: &mut ibsm_wire::PortInfo, speed: ibsm_topology::ActiveSpeed) {
-    use ibsm_topology::ActiveSpeed as S;
     use ibsm_wire::{CapabilityMask, CapabilityMask2, LinkSpeed, LinkSpeedExt, LinkSpeedExtMask};
     let (ext, supported) = match speed {
-        S::Fdr => (LinkSpeedExt::Fdr, LinkSpeedExtMask::FDR),
-        S::Edr => (
+        ibsm_topology::ActiveSpeed::Fdr => (LinkSpeedExt::Fdr, LinkSpeedExtMask::FDR),
+        ibsm_topology::ActiveSpeed::Edr => (
             LinkSpeedExt::Edr,
             LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR,
         ),
-        S::Hdr => (
+        ibsm_topology::ActiveSpeed::Hdr => (
             LinkSpeedExt::Hdr,
             LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR | LinkSpeedExtMask::HDR,
         ),
         // XDR ports still support NDR and below in LinkSpeedExtSupported.
-        S::Ndr | S::Xdr => (
-            if speed == S::Xdr {
+        ibsm_topology::ActiveSpeed::Ndr | ibsm_topology::ActiveSpeed::Xdr => (
+            if speed == ibsm_topology::ActiveSpeed::Xdr {
                 LinkSpeedExt::None
             } else {
                 LinkSpeedExt::Ndr
@@ -169,7 +168,7 @@ fn set_speed(pi: &mut ibsm_wire::PortInfo, speed: ibsm_topology::ActiveSpeed) {
     pi.link_speed_ext_active = ext;
     pi.link_speed_ext_supported = supported;
     pi.link_speed_ext_enabled = supported;
-    if speed == S::Xdr {
+    if speed == ibsm_topology::ActiveSpeed::Xdr {
         pi.link_speed_ext_active2 = 1;
         pi.link_speed_ext_supported2 = 1;
         pi.link_speed_ext_enabled2 = 1;

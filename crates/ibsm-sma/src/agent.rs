@@ -18,7 +18,7 @@ use ibsm_wire::{
     VlCap, dr_turn_around,
 };
 
-use crate::config::{ConfigError, NoNvStore, NodeConfig, NvStore};
+use crate::config::{NoNvStore, NodeConfig, NodeConfigError, NvStore};
 use crate::mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 use crate::port::{LinkRequest, LinkTransition, LogicalState, PortLink};
 use crate::trap::{
@@ -193,8 +193,8 @@ impl Sma<NoNvStore> {
     /// An agent without non-volatile memory, in its power-on state.
     ///
     /// # Errors
-    /// [`ConfigError`] when `cfg` is inconsistent.
-    pub fn new(cfg: NodeConfig) -> Result<Self, ConfigError> {
+    /// [`NodeConfigError`] when `cfg` is inconsistent.
+    pub fn new(cfg: NodeConfig) -> Result<Self, NodeConfigError> {
         Self::with_nv_store(cfg, NoNvStore)
     }
 }
@@ -211,31 +211,31 @@ impl<S: NvStore> Sma<S> {
     /// An agent whose M_Keys come from (and are saved to) `nv`, in its power-on state.
     ///
     /// # Errors
-    /// [`ConfigError`] when `cfg` is inconsistent.
-    pub fn with_nv_store(cfg: NodeConfig, nv: S) -> Result<Self, ConfigError> {
+    /// [`NodeConfigError`] when `cfg` is inconsistent.
+    pub fn with_nv_store(cfg: NodeConfig, nv: S) -> Result<Self, NodeConfigError> {
         let node_type = cfg.node_info.node_type;
         let is_switch = match node_type {
             NodeType::Switch => true,
             NodeType::Ca | NodeType::Router => false,
-            other => return Err(ConfigError::NodeType { node_type: other }),
+            other => return Err(NodeConfigError::NodeType { node_type: other }),
         };
         if is_switch != cfg.switch_info.is_some() {
-            return Err(ConfigError::SwitchInfo { node_type });
+            return Err(NodeConfigError::SwitchInfo { node_type });
         }
         let n = cfg.node_info.num_ports;
         let expected = usize::from(n) + usize::from(is_switch);
         if cfg.ports.len() != expected {
-            return Err(ConfigError::PortCount {
+            return Err(NodeConfigError::PortCount {
                 num_ports: n,
                 expected,
                 got: cfg.ports.len(),
             });
         }
         if !is_switch && n == 0 {
-            return Err(ConfigError::NoPorts);
+            return Err(NodeConfigError::NoPorts);
         }
         if cfg.max_pending_traps == 0 || cfg.trap_resend_interval.is_zero() {
-            return Err(ConfigError::TrapQueue);
+            return Err(NodeConfigError::TrapQueue);
         }
         let mut sma = Self {
             nv,
@@ -1050,6 +1050,19 @@ impl<S: NvStore> Sma<S> {
         }
     }
 
+    /// The port a per-port table's modifier (P_KeyTable, VLArbitrationTable) names: on a
+    /// switch the modifier's port, on a CA or router the receiving port (the modifier's
+    /// port field is ignored there).
+    fn table_port(&self, ctx: &Ctx, port: u16) -> Result<u8, Status> {
+        if !self.is_switch {
+            Ok(ctx.rx.port)
+        } else if port > u16::from(self.num_ports) {
+            Err(Status::INVALID_VALUE)
+        } else {
+            Ok(port as u8)
+        }
+    }
+
     fn render_port_info(p: &PortData, local_port: u8, hide_key: bool, out: &mut [u8; 64]) {
         *out = p.info;
         let mut v = pi_view_mut(out);
@@ -1213,14 +1226,7 @@ impl<S: NvStore> Sma<S> {
     fn pkey_table(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = PKeyMod::decode(ctx.am);
         let block = usize::from(m.block);
-        let port = if self.is_switch {
-            if m.port > u16::from(self.num_ports) {
-                return Err(Status::INVALID_VALUE);
-            }
-            m.port as u8
-        } else {
-            ctx.rx.port
-        };
+        let port = self.table_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
         if block >= p.pkeys.len().div_ceil(32) {
             return Err(Status::INVALID_VALUE);
@@ -1293,14 +1299,7 @@ impl<S: NvStore> Sma<S> {
 
     fn vlarb(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
         let m = VlArbMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
-        let port = if self.is_switch {
-            if m.port > u16::from(self.num_ports) {
-                return Err(Status::INVALID_VALUE);
-            }
-            m.port as u8
-        } else {
-            ctx.rx.port
-        };
+        let port = self.table_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
         let v = pi_view(&p.info);
         let (low, high) = (
@@ -1415,16 +1414,28 @@ impl<S: NvStore> Sma<S> {
         Ok(())
     }
 
-    fn port_info_extended(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+    /// The port a per-port optional attribute's modifier (a [`PortMod`]) names, when its
+    /// PortInfo says (`has`) that it supports the attribute.
+    fn optional_port(
+        &mut self,
+        ctx: &Ctx,
+        has: impl FnOnce(&PortInfoView<&[u8]>) -> bool,
+    ) -> Result<&mut PortData, Status> {
         let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
         let port = self.select_port(ctx, m.port)?;
         let p = &mut self.ports[usize::from(port)];
-        if !pi_view(&p.info)
-            .capability_mask2()
-            .contains(CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED)
-        {
-            return Err(Status::METHOD_ATTR_UNSUPPORTED);
+        if has(&pi_view(&p.info)) {
+            Ok(p)
+        } else {
+            Err(Status::METHOD_ATTR_UNSUPPORTED)
         }
+    }
+
+    fn port_info_extended(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
+        let p = self.optional_port(ctx, |pi| {
+            pi.capability_mask2()
+                .contains(CapabilityMask2::IS_PORT_INFO_EXTENDED_SUPPORTED)
+        })?;
         let mut status = Ok(());
         if ctx.set {
             let req = PortInfoExtended::parse(&data[..]).map_err(|_| Status::INVALID_VALUE)?;
@@ -1505,15 +1516,10 @@ impl<S: NvStore> Sma<S> {
     }
 
     fn led_info(&mut self, ctx: &Ctx, data: &mut [u8; 64]) -> AttrResult {
-        let m = PortMod::decode(ctx.am).map_err(|_| Status::INVALID_VALUE)?;
-        let port = self.select_port(ctx, m.port)?;
-        let p = &mut self.ports[usize::from(port)];
-        if !pi_view(&p.info)
-            .capability_mask()
-            .contains(CapabilityMask::IS_LED_INFO_SUPPORTED)
-        {
-            return Err(Status::METHOD_ATTR_UNSUPPORTED);
-        }
+        let p = self.optional_port(ctx, |pi| {
+            pi.capability_mask()
+                .contains(CapabilityMask::IS_LED_INFO_SUPPORTED)
+        })?;
         if ctx.set {
             p.led = data[0] & 0x80 != 0;
         }

@@ -191,7 +191,7 @@ impl NodeConfig {
 /// Why a [`NodeConfig`] cannot make an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum NodeConfigError {
     /// `ports` has the wrong length for the node type and NumPorts.
     #[error("node has {num_ports} ports, so {expected} port entries are needed, got {got}")]
     PortCount {

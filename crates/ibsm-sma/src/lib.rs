@@ -107,7 +107,7 @@ pub mod port;
 mod trap;
 
 pub use agent::{DropReason, Outcome, Rx, Sma, SmaEvent, Stats};
-pub use config::{ConfigError, MemNvStore, NoNvStore, NodeConfig, NvStore, PortConfig};
+pub use config::{MemNvStore, NoNvStore, NodeConfig, NodeConfigError, NvStore, PortConfig};
 pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 pub use pma::{Counter, Pma, PmaConfig, PmaStats};
 pub use port::{LinkActive, LinkRequest, LogicalState, negotiate};

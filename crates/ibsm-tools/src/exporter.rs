@@ -12,9 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant as WallInstant};
+use std::time::{Duration, Instant};
 
-use ibsm_query::counters::{Counter as PortCounter, PortSample};
+use ibsm_query::counters::{Counter, PortSample};
 use ibsm_query::discover::{Discovered, Discovery};
 use ibsm_query::perf::{PerfError, Scrape, ScrapeMode, ScrapeReport, ScrapeTarget};
 use ibsm_query::smp::SmpError;
@@ -71,7 +71,7 @@ pub fn collect<T: Transport>(
     tx: &TxArgs,
     limit: Duration,
 ) -> Result<Collected, ToolError> {
-    let t0 = WallInstant::now();
+    let t0 = Instant::now();
     let mut walk = Discovery::new(tx.smp(0));
     run(&mut walk, port, limit, "discovery")?;
     let discovery_finished = walk.is_done();
@@ -91,7 +91,7 @@ pub fn collect<T: Transport>(
             list.push(t);
         }
     }
-    let t1 = WallInstant::now();
+    let t1 = Instant::now();
     let mut scrape = Scrape::new(list, ScrapeMode::PerPort, tx.tx());
     run(&mut scrape, port, limit, "scrape")?;
     let report = scrape.into_report();
@@ -434,7 +434,7 @@ struct PortRows {
 
 impl Collector for PortRows {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for &pc in PortCounter::ALL {
+        for &pc in Counter::ALL {
             let name = pc.exporter_family(self.switch);
             let help = pc.exporter_help(self.switch);
             let mut family = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
@@ -465,7 +465,7 @@ pub struct ScrapeCache<T> {
 
 #[derive(Debug)]
 struct CacheState<T> {
-    last: Option<(WallInstant, Arc<T>)>,
+    last: Option<(Instant, Arc<T>)>,
     running: bool,
     runs: u64,
     /// Callers waiting for the running collection.
@@ -510,7 +510,7 @@ impl<T> ScrapeCache<T> {
 
     /// The result of the current collection: the cached one while it is younger than
     /// `min_interval` at `now()`, the one running, or a new one from `collect`.
-    pub fn get(&self, now: impl Fn() -> WallInstant, collect: impl FnOnce() -> T) -> Arc<T> {
+    pub fn get(&self, now: impl Fn() -> Instant, collect: impl FnOnce() -> T) -> Arc<T> {
         let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if let Some((at, v)) = &s.last {

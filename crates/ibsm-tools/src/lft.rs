@@ -2,10 +2,8 @@
 //! prints): one LinearForwardingTable Get per 64-LID block, every switch's blocks in
 //! flight together, for `ibsm-netdiscover --svg --routes`.
 
-use std::convert::Infallible;
-
 use ibsm_query::smp::{SmpClient, SmpConfig, SmpError, SmpEvent, Target};
-use ibsm_transport::{Incoming, Instant, NoJob, Outgoing, SansIo, TransportError, TxId};
+use ibsm_transport::SansIo;
 use ibsm_wire::{DrPath, LinearForwardingTable};
 
 /// The tables of some switches, filled as the answers come (a [`SansIo`] core with no
@@ -61,38 +59,4 @@ impl LftReader {
     }
 }
 
-impl SansIo for LftReader {
-    type Event = Infallible;
-    type Job = NoJob;
-
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        self.smps.handle_incoming(now, incoming);
-        self.collect();
-    }
-
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        self.smps.handle_send_error(now, id, error);
-        self.collect();
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        self.smps.handle_timeout(now);
-        self.collect();
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        self.smps.poll_transmit(now)
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        self.smps.poll_timeout()
-    }
-
-    fn poll_event(&mut self) -> Option<Infallible> {
-        None
-    }
-
-    fn is_idle(&self) -> bool {
-        self.smps.is_idle()
-    }
-}
+ibsm_query::sans_io_over_smps!(LftReader);

@@ -208,6 +208,38 @@ impl TxArgs {
     }
 }
 
+/// What a tool that walks the fabric behind a local port takes (`ibsm-netdiscover`,
+/// `ibsm-topodiff`): the port, the node-name map, the transactions and the walk.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FabricArgs {
+    /// The local port.
+    #[command(flatten)]
+    pub port: PortArgs,
+    /// The node-name map.
+    #[command(flatten)]
+    pub names: NameArgs,
+    /// How the MADs are sent.
+    #[command(flatten)]
+    pub tx: TxArgs,
+    /// The walk's M_Key and time limit.
+    #[command(flatten)]
+    pub discover: DiscoverArgs,
+}
+
+impl FabricArgs {
+    /// Opens the port and walks the fabric behind it ([`DiscoverArgs::discover`]); the
+    /// port stays open for what the tool reads next.
+    ///
+    /// # Errors
+    /// [`ToolError::Open`] when the port does not open, [`ToolError::Transport`] when
+    /// the transport fails.
+    pub fn walk(&self) -> Result<(UmadTransport, Discovery), ToolError> {
+        let mut port = self.port.open(false)?;
+        let walk = self.discover.discover(&self.tx, &mut port)?;
+        Ok((port, walk))
+    }
+}
+
 /// `--node-name-map FILE`: friendly names for node GUIDs (infiniband-diags' format).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct NameArgs {

@@ -22,7 +22,7 @@
 //! ```
 
 use std::fmt;
-use std::time::{Duration, Instant as WallInstant};
+use std::time::Duration;
 
 use crate::addr::Incoming;
 use crate::clock::Instant;
@@ -200,7 +200,7 @@ impl<'a, C: SansIo> Metered<'a, C> {
     }
 
     fn timed<R>(&mut self, kind: Call, f: impl FnOnce(&mut C) -> R) -> R {
-        let t = WallInstant::now();
+        let t = std::time::Instant::now();
         let r = f(self.core);
         self.meter.record(kind, t.elapsed());
         r

@@ -39,6 +39,6 @@ mod transport;
 pub use error::{Error, Result};
 pub use hdr::{HeaderLen, UmadHdr};
 pub use port::{HeaderMode, OpenOptions, Received, SendTo, UmadPort};
-pub use signal::{HangupSignal, StopSignals, User1Signal};
+pub use signal::{RequestSignal, StopSignals};
 pub use sysfs::{PortDesc, Selector};
 pub use transport::UmadTransport;

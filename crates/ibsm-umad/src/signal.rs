@@ -5,11 +5,11 @@
 //! atomic; the daemon's loop checks [`StopSignals::caught`] between bounded waits. The
 //! handler is installed without `SA_RESTART`, so a wait in `poll` ends early with `EINTR`
 //! (which [`UmadPort::recv`](crate::UmadPort::recv) treats as "nothing yet").
-//! [`HangupSignal`] does the same for SIGHUP, which by daemon convention (OpenSM among
-//! them) asks for a reload or a resweep rather than a stop, and [`User1Signal`] for
-//! SIGUSR1 (reopen the log file).
+//! [`RequestSignal`] does the same for SIGHUP, which by daemon convention (OpenSM among
+//! them) asks for a reload or a resweep rather than a stop, and for SIGUSR1 (reopen the
+//! log file).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 use crate::sys;
@@ -50,52 +50,41 @@ impl StopSignals {
     }
 }
 
-/// Handle to the process-wide flag set by SIGHUP (a request, not a stop).
+/// Handle to a process-wide flag set by a signal that asks for something rather than a
+/// stop: SIGHUP (by daemon convention a reload or a resweep) or SIGUSR1 (reopen the log
+/// file: logrotate renames it, then signals).
 ///
-/// Several SIGHUPs before [`HangupSignal::take`] count as one request.
+/// Several signals before [`RequestSignal::take`] count as one request.
 #[derive(Debug, Clone, Copy)]
-pub struct HangupSignal(());
+pub struct RequestSignal {
+    flag: &'static AtomicBool,
+}
 
-impl HangupSignal {
+impl RequestSignal {
     /// Installs the handler for SIGHUP (idempotent). Until then SIGHUP keeps its default
     /// action, which ends the process.
     ///
     /// # Errors
     /// [`Error::Io`] when `sigaction` refuses.
-    pub fn install() -> Result<Self> {
+    pub fn hangup() -> Result<Self> {
         sys::catch_hangup().map_err(|e| Error::io("sigaction", "SIGHUP", &e))?;
-        Ok(Self(()))
+        Ok(Self { flag: &sys::HANGUP })
     }
 
-    /// Whether SIGHUP arrived since the last call (or since installation); clears it.
-    #[must_use]
-    pub fn take(&self) -> bool {
-        sys::HANGUP.swap(false, Ordering::SeqCst)
-    }
-}
-
-/// Handle to the process-wide flag set by SIGUSR1, which by daemon convention asks to
-/// reopen the log file (logrotate renames it, then signals).
-///
-/// Several SIGUSR1s before [`User1Signal::take`] count as one request.
-#[derive(Debug, Clone, Copy)]
-pub struct User1Signal(());
-
-impl User1Signal {
     /// Installs the handler for SIGUSR1 (idempotent). Until then SIGUSR1 keeps its
     /// default action, which ends the process.
     ///
     /// # Errors
     /// [`Error::Io`] when `sigaction` refuses.
-    pub fn install() -> Result<Self> {
+    pub fn user1() -> Result<Self> {
         sys::catch_user1().map_err(|e| Error::io("sigaction", "SIGUSR1", &e))?;
-        Ok(Self(()))
+        Ok(Self { flag: &sys::USER1 })
     }
 
-    /// Whether SIGUSR1 arrived since the last call (or since installation); clears it.
+    /// Whether the signal arrived since the last call (or since installation); clears it.
     #[must_use]
     pub fn take(&self) -> bool {
-        sys::USER1.swap(false, Ordering::SeqCst)
+        self.flag.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -150,7 +139,7 @@ mod tests {
 
     #[test]
     fn hangup_is_taken_once_and_does_not_stop() {
-        let h = HangupSignal::install().unwrap();
+        let h = RequestSignal::hangup().unwrap();
         assert!(!h.take());
         for _ in 0..2 {
             let st = std::process::Command::new("kill")
@@ -171,7 +160,7 @@ mod tests {
 
     #[test]
     fn user1_is_taken_once_and_does_not_stop() {
-        let u = User1Signal::install().unwrap();
+        let u = RequestSignal::user1().unwrap();
         assert!(!u.take());
         let st = std::process::Command::new("kill")
             .args(["-USR1", &std::process::id().to_string()])

@@ -176,49 +176,6 @@ macro_rules! bit_flags {
 // The PerfMgt module's flag words are built the same way.
 pub(crate) use bit_flags;
 
-/// A block of raw bytes with a meaning given by accessor methods (tables whose entries
-/// are smaller than a byte or span two): a [`FieldType`](crate::field::FieldType) that
-/// reflects as `Bytes`, so the whole block keeps its single libibmad name.
-macro_rules! byte_block {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident([u8; $n:expr]);
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub struct $name(pub [u8; $n]);
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self([0u8; $n])
-            }
-        }
-
-        impl AsRef<[u8]> for $name {
-            fn as_ref(&self) -> &[u8] {
-                &self.0
-            }
-        }
-
-        impl $crate::field::FieldType for $name {
-            #[inline(always)]
-            fn read(buf: &[u8], f: $crate::field::Field) -> Self {
-                Self(<[u8; $n] as $crate::field::FieldType>::read(buf, f))
-            }
-            #[inline(always)]
-            fn write(self, buf: &mut [u8], f: $crate::field::Field) {
-                $crate::field::FieldType::write(self.0, buf, f);
-            }
-            fn to_value(&self) -> $crate::field::FieldValue<'_> {
-                $crate::field::FieldValue::Bytes(&self.0)
-            }
-            fn from_value(v: $crate::field::FieldValue<'_>, f: $crate::field::Field) -> Option<Self> {
-                <[u8; $n] as $crate::field::FieldType>::from_value(v, f).map(Self)
-            }
-        }
-    };
-}
-
 mod ids;
 mod misc;
 pub mod modifier;

@@ -2,8 +2,6 @@
 
 use core::fmt;
 
-use crate::field::{Field, FieldType, FieldValue};
-
 /// Link-local default subnet prefix.
 pub const DEFAULT_SUBNET_PREFIX: u64 = 0xFE80_0000_0000_0000;
 
@@ -64,22 +62,7 @@ impl fmt::Debug for Gid {
     }
 }
 
-impl FieldType for Gid {
-    #[inline]
-    fn read(buf: &[u8], f: Field) -> Self {
-        Self(<[u8; 16]>::read(buf, f))
-    }
-    #[inline]
-    fn write(self, buf: &mut [u8], f: Field) {
-        self.0.write(buf, f);
-    }
-    fn to_value(&self) -> FieldValue<'_> {
-        FieldValue::Bytes(&self.0)
-    }
-    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
-        <[u8; 16]>::from_value(v, f).map(Self)
-    }
-}
+bytes_field!(Gid, 16);
 
 #[cfg(test)]
 mod tests {

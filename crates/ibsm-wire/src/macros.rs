@@ -1,9 +1,10 @@
-//! The two declarative macros every structure of the crate is built from.
+//! The declarative macros every structure of the crate is built from.
 //!
 //! `code_enum!` makes a code-point enum that keeps unknown values. `wire_struct!` turns one
 //! field table (the single place where a structure's offsets are written) into a
 //! zero-copy view, an owned value with `parse`/`emit`, a `FIELDS` table and reflective
-//! by-name access.
+//! by-name access. `bytes_field!` makes a newtype over a byte array a field type (GIDs),
+//! `byte_block!` declares such a newtype (tables read through accessor methods).
 
 /// A code-point enum over an unsigned integer that keeps unknown values as `Unknown(_)`.
 ///
@@ -401,5 +402,59 @@ macro_rules! wire_struct {
                 }
             )*
         }
+    };
+}
+
+/// A newtype over `[u8; N]` as a [`FieldType`](crate::field::FieldType) that reflects as
+/// `Bytes`: GIDs, byte blocks, GID lists.
+macro_rules! bytes_field {
+    ($name:ident, $n:expr) => {
+        impl $crate::field::FieldType for $name {
+            #[inline(always)]
+            fn read(buf: &[u8], f: $crate::field::Field) -> Self {
+                Self(<[u8; $n] as $crate::field::FieldType>::read(buf, f))
+            }
+            #[inline(always)]
+            fn write(self, buf: &mut [u8], f: $crate::field::Field) {
+                $crate::field::FieldType::write(self.0, buf, f);
+            }
+            fn to_value(&self) -> $crate::field::FieldValue<'_> {
+                $crate::field::FieldValue::Bytes(&self.0)
+            }
+            fn from_value(
+                v: $crate::field::FieldValue<'_>,
+                f: $crate::field::Field,
+            ) -> Option<Self> {
+                <[u8; $n] as $crate::field::FieldType>::from_value(v, f).map(Self)
+            }
+        }
+    };
+}
+
+/// A block of raw bytes with a meaning given by accessor methods (tables whose entries
+/// are smaller than a byte or span two): a [`FieldType`](crate::field::FieldType) that
+/// reflects as `Bytes`, so the whole block keeps its single libibmad name.
+macro_rules! byte_block {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident([u8; $n:expr]);
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub struct $name(pub [u8; $n]);
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self([0u8; $n])
+            }
+        }
+
+        impl AsRef<[u8]> for $name {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+
+        bytes_field!($name, $n);
     };
 }

@@ -612,13 +612,14 @@ mod tests {
             dr_outbound(&mut v, sw(7)),
             DrAction::ForwardLid { dlid: 0x20 }
         );
-        let dest = DrNode {
+        // The destination and the requester: CAs reached by LID.
+        let ca = DrNode {
             is_switch: false,
             num_ports: 1,
             in_port: Some(1),
             via_lid: true,
         };
-        assert_eq!(dr_outbound(&mut v, dest), DrAction::Deliver);
+        assert_eq!(dr_outbound(&mut v, ca), DrAction::Deliver);
         dr_turn_around(&mut v, 0);
         // The response is LID-routed back to Nn, which starts the directed return.
         assert_eq!(dr_returning(&mut v, sw(2)), DrAction::Forward { port: 7 });
@@ -626,13 +627,7 @@ mod tests {
             dr_returning(&mut v, sw(4)),
             DrAction::ForwardLid { dlid: 0x10 }
         );
-        let requester = DrNode {
-            is_switch: false,
-            num_ports: 1,
-            in_port: Some(1),
-            via_lid: true,
-        };
-        assert_eq!(dr_returning(&mut v, requester), DrAction::Deliver);
+        assert_eq!(dr_returning(&mut v, ca), DrAction::Deliver);
     }
 
     #[test]

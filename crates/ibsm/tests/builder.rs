@@ -1,6 +1,6 @@
 //! The facade's names and its builder.
 
-use ibsm::manager::{ConfigError, ConfigField};
+use ibsm::manager::{ConfigField, SmConfigError};
 use ibsm::prelude::*;
 
 type Port = sim::SimPort<sim::SmaAgent>;
@@ -44,7 +44,7 @@ fn builder_validates_with_the_engines_rule() {
             .build()
             .expect_err(field);
         assert!(
-            matches!(err, SmError::Config(ConfigError::OutOfRange { field: f, .. }) if f.name() == field),
+            matches!(err, SmError::Config(SmConfigError::OutOfRange { field: f, .. }) if f.name() == field),
             "{field}: {err:?}"
         );
     }
@@ -60,7 +60,7 @@ fn builder_validates_with_the_engines_rule() {
     assert!(
         matches!(
             err,
-            SmError::Config(ConfigError::Zero {
+            SmError::Config(SmConfigError::Zero {
                 field: ConfigField::RoutingThreads,
                 ..
             })

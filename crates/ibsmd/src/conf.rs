@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ibsm::manager::partition::{Enforcement, PartitionConfig, PartitionLoadError};
 use ibsm::manager::perfmgr::{Counter, PerfMgrConfig};
-use ibsm::manager::{ConfigError, MKeyMode, RoutingInputs, SmConfig};
+use ibsm::manager::{MKeyMode, RoutingInputs, SmConfig, SmConfigError};
 use ibsm::routing::ReadGuidFileError;
 
 mod file;
@@ -409,7 +409,7 @@ pub(crate) enum Error {
         at: Option<Box<At>>,
         /// The refusal.
         #[source]
-        source: ConfigError,
+        source: SmConfigError,
     },
     /// Protect bits or a lease without a key to protect.
     #[error("m_key_protection_level and m_key_lease_period need an m_key")]
@@ -499,13 +499,13 @@ impl Source {
 }
 
 /// The option a refusal of `SmConfig::validate` is about.
-fn refused_key(e: &ConfigError) -> Option<Key> {
+fn refused_key(e: &SmConfigError) -> Option<Key> {
     match e {
-        ConfigError::OutOfRange { field, .. } | ConfigError::Zero { field, .. } => OPTIONS
+        SmConfigError::OutOfRange { field, .. } | SmConfigError::Zero { field, .. } => OPTIONS
             .iter()
             .find(|o| o.engine_field == Some(*field))
             .map(|o| o.key),
-        ConfigError::WindowAboveLimit { .. } => Some(Key::MaxWireSmps),
+        SmConfigError::WindowAboveLimit { .. } => Some(Key::MaxWireSmps),
         _ => None,
     }
 }

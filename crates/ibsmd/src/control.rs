@@ -18,7 +18,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::{Duration, Instant as WallInstant};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -228,7 +228,7 @@ struct Conn {
     /// Bytes of the front answer already written.
     written: usize,
     /// Since when the client has taken none of the bytes waiting for it.
-    stalled_since: Option<WallInstant>,
+    stalled_since: Option<Instant>,
     /// The client closed its side: answer what it sent, then let it go.
     eof: bool,
 }
@@ -323,13 +323,13 @@ impl ControlServer {
     /// never fails: a client that misbehaves (closes, stops reading for
     /// [`CLIENT_STALL`]) is dropped.
     pub(crate) fn poll(&mut self, handle: impl FnMut(Result<Request, ParseError>) -> Reply) {
-        self.poll_at(WallInstant::now(), handle);
+        self.poll_at(Instant::now(), handle);
     }
 
     /// [`Self::poll`] at wall time `now` (what a stalled client is measured against).
     pub(crate) fn poll_at(
         &mut self,
-        now: WallInstant,
+        now: Instant,
         mut handle: impl FnMut(Result<Request, ParseError>) -> Reply,
     ) {
         loop {
@@ -400,7 +400,7 @@ impl Conn {
     /// is gone or has stalled too long.
     fn serve(
         &mut self,
-        now: WallInstant,
+        now: Instant,
         handle: &mut impl FnMut(Result<Request, ParseError>) -> Reply,
     ) -> bool {
         let mut chunk = [0u8; 1024];
@@ -445,7 +445,7 @@ impl Conn {
 
     /// Hands the socket what it accepts of the answers in order. `Ok(true)`: all are
     /// out; `Ok(false)`: the socket is full or the front reply is not ready.
-    fn flush(&mut self, now: WallInstant) -> io::Result<bool> {
+    fn flush(&mut self, now: Instant) -> io::Result<bool> {
         loop {
             let Some(front) = self.out.front_mut() else {
                 self.stalled_since = None;

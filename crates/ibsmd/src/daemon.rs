@@ -3,12 +3,12 @@
 //! [`SLICE`]. [`Daemon::housekeeping`] is the one place that runs between slices.
 
 use std::ops::ControlFlow;
-use std::time::{Duration, Instant as WallInstant};
+use std::time::{Duration, Instant};
 
 use ibsm::manager::isolation::FileIsolationStore;
 use ibsm::manager::{FileLidStore, Role, SmError, SmEvent, SubnetManager};
 use ibsm::transport::{BusyMeter, JobRunner, Metered, Transport, TransportError, drive};
-use ibsm::umad::{HangupSignal, OpenOptions, Selector, StopSignals, UmadTransport, User1Signal};
+use ibsm::umad::{OpenOptions, RequestSignal, Selector, StopSignals, UmadTransport};
 use tracing::{debug, error, info, warn};
 
 use crate::conf::{self, Apply, Loaded, OPTIONS, Setter, Settings, Source};
@@ -66,7 +66,7 @@ enum SetterError {
     Log(#[from] crate::logging::LogError),
     /// The engine.
     #[error(transparent)]
-    Engine(#[from] ibsm::manager::ConfigError),
+    Engine(#[from] ibsm::manager::SmConfigError),
 }
 
 /// Why the loop ended without a failure.
@@ -117,16 +117,16 @@ pub(crate) struct Daemon {
     /// What the run saw, for the summary.
     pub(crate) out: Outcome,
     /// When the daemon started (wall clock, for log times and the time limit).
-    pub(crate) wall: WallInstant,
+    pub(crate) wall: Instant,
     log: Log,
     /// Dumps, control socket, metrics.
     ops: Ops,
     /// The partition API (`--rest`).
     rest: Option<RestServer>,
     stop: StopSignals,
-    hangup: HangupSignal,
-    user1: User1Signal,
-    end: Option<WallInstant>,
+    hangup: RequestSignal,
+    user1: RequestSignal,
+    end: Option<Instant>,
     limit: Option<u64>,
 }
 
@@ -144,10 +144,10 @@ impl Daemon {
         let Loaded {
             settings, engine, ..
         } = loaded;
-        let wall = WallInstant::now();
+        let wall = Instant::now();
         let stop = StopSignals::install()?;
-        let hangup = HangupSignal::install()?;
-        let user1 = User1Signal::install()?;
+        let hangup = RequestSignal::hangup()?;
+        let user1 = RequestSignal::user1()?;
         // Its files are read (and refused) before the port is opened.
         let rest = RestServer::prepare(&settings.rest, settings.partition_file.as_deref())?;
         let run = &settings.run;
@@ -281,7 +281,7 @@ impl Daemon {
                 .map_err(|e| crate::control::Refusal::Log(std::sync::Arc::new(e)))
         };
         self.ops.tick(&mut self.sm, self.port.now(), &mut set_level);
-        if self.end.is_some_and(|e| WallInstant::now() >= e) {
+        if self.end.is_some_and(|e| Instant::now() >= e) {
             if self.settings.run.once {
                 error!(
                     "subnet not up within {} s (role {})",

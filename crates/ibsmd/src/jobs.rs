@@ -11,7 +11,7 @@
 //! real fabric.
 
 use std::num::NonZeroUsize;
-use std::time::{Duration, Instant as WallInstant};
+use std::time::Duration;
 
 use ibsm::manager::{SmEvent, SmJob, SmJobOutput, SubnetManager};
 use ibsm::transport::{
@@ -57,7 +57,7 @@ impl Job for Timed {
     type Output = TimedOutput;
 
     fn run(self) -> TimedOutput {
-        let started = WallInstant::now();
+        let started = std::time::Instant::now();
         if !self.delay.is_zero() {
             std::thread::sleep(self.delay);
         }

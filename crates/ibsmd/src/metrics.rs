@@ -42,7 +42,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use ibsm::query::counters::Counter as PortCounter;
+use ibsm::query::counters;
 
 use crate::picture::Source;
 use crate::status::{Perf, Status};
@@ -447,7 +447,7 @@ fn perf_sweeps(reg: &mut Registry, p: &Perf) {
 /// Each port's counters, named as treydock/infiniband_exporter names them.
 fn port_counters(root: &mut Registry, p: &Perf) {
     for switch in [true, false] {
-        for &c in PortCounter::ALL {
+        for &c in counters::Counter::ALL {
             let family: Family<Labels, Counter<u64>> = Family::default();
             let mut any = false;
             for port in p.ports.iter().filter(|q| q.switch == switch) {

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Instant as WallInstant;
 
 use ibsm::manager::dump::Dumps;
 use ibsm::manager::{Role, SmEvent, SubnetManager};
@@ -57,7 +56,7 @@ pub(crate) struct Ops {
     rates: crate::picture::Rates,
     /// Unhealthy ports when the picture was last made.
     picture_unhealthy: usize,
-    started: WallInstant,
+    started: std::time::Instant,
 }
 
 impl Ops {
@@ -96,7 +95,7 @@ impl Ops {
             picture_due: false,
             rates: crate::picture::Rates::default(),
             picture_unhealthy: 0,
-            started: WallInstant::now(),
+            started: std::time::Instant::now(),
         })
     }
 
@@ -149,7 +148,7 @@ impl Ops {
             let rated = status
                 .perfmgr
                 .as_ref()
-                .is_some_and(|p| self.rates.update(p, WallInstant::now()));
+                .is_some_and(|p| self.rates.update(p, std::time::Instant::now()));
             let unhealthy = sm.health().unhealthy().count();
             let marks_changed = unhealthy != self.picture_unhealthy;
             if std::mem::take(&mut self.picture_due) || rated || marks_changed {

@@ -248,101 +248,110 @@ fn reads_opensm_layout() {
 
 #[test]
 fn errors_name_the_line_and_token() {
-    use LftErrorKind as K;
     let head = "Unicast lids [0-3] of switch Lid 2 guid 0x10 ('s'):\n";
-    let cases: Vec<(String, usize, K, &str)> = vec![
+    let cases: Vec<(String, usize, LftErrorKind, &str)> = vec![
         (
             "0x0001 001\n".into(),
             1,
-            K::RouteOutsideSwitch,
+            LftErrorKind::RouteOutsideSwitch,
             "0x0001 001",
         ),
         (
             "Unicast lids [0-x] of switch Lid 2 guid 0x10 ('s'):\n".into(),
             1,
-            K::BadNumber,
+            LftErrorKind::BadNumber,
             "",
         ),
         (
             "Unicast lids [0-3] of switch guid 0x10 ('s'):\n".into(),
             1,
-            K::BadHeader,
+            LftErrorKind::BadHeader,
             "",
         ),
         (
             "Unicast lids [0-3] of switch Lid 2 guid 0x10 ('s')\n".into(),
             1,
-            K::BadHeader,
+            LftErrorKind::BadHeader,
             "",
         ),
         (
             format!("{head}0x0001 abc\n3 lids dumped\n"),
             2,
-            K::BadNumber,
+            LftErrorKind::BadNumber,
             "",
         ),
         (
             format!("{head}0x00zz 1\n3 lids dumped\n"),
             2,
-            K::BadNumber,
+            LftErrorKind::BadNumber,
             "",
         ),
         (
             format!("{head}0x10000 1\n3 lids dumped\n"),
             2,
-            K::BadNumber,
+            LftErrorKind::BadNumber,
             "10000",
         ),
         (
             format!("{head}0x0001 256\n3 lids dumped\n"),
             2,
-            K::BadNumber,
+            LftErrorKind::BadNumber,
             "256",
         ),
         (
             format!("{head}0x0004 1\n3 lids dumped\n"),
             2,
-            K::LidAboveTop { top: 3 },
+            LftErrorKind::LidAboveTop { top: 3 },
             "",
         ),
         (
             format!("{head}0x0002 1\n0x0002 1\n3 lids dumped\n"),
             3,
-            K::LidOutOfOrder,
+            LftErrorKind::LidOutOfOrder,
             "",
         ),
         (
             format!("{head}0x0001 1 # Switch portguid 0xq: 'x'\n3 lids dumped\n"),
             2,
-            K::BadComment,
+            LftErrorKind::BadComment,
             "",
         ),
         (
             format!("{head}0x0001 1 x\n3 lids dumped\n"),
             2,
-            K::BadComment,
+            LftErrorKind::BadComment,
             "x",
         ),
         (
             format!("{head}4 lids dumped\n"),
             2,
-            K::CountMismatch { top: 3 },
+            LftErrorKind::CountMismatch { top: 3 },
             "",
         ),
-        (format!("# c\n{head}0x0001 1\n"), 2, K::Unterminated, ""),
+        (
+            format!("# c\n{head}0x0001 1\n"),
+            2,
+            LftErrorKind::Unterminated,
+            "",
+        ),
         (
             format!("{head}{head}3 lids dumped\n"),
             1,
-            K::Unterminated,
+            LftErrorKind::Unterminated,
             "",
         ),
         (
             format!("{head}3 lids dumped\nMulticast mlids [0xc000-0xc3ff]\n"),
             3,
-            K::UnknownLine,
+            LftErrorKind::UnknownLine,
             "",
         ),
-        ("3 lids dumped\n".into(), 1, K::RouteOutsideSwitch, ""),
+        (
+            "3 lids dumped\n".into(),
+            1,
+            LftErrorKind::RouteOutsideSwitch,
+            "",
+        ),
     ];
     for (text, line, kind, token) in cases {
         let e = LftDump::parse(&text).unwrap_err();

@@ -315,14 +315,14 @@ mod tests {
 
     #[test]
     fn forced_masks_follow_opensm_values() {
-        use ibsm_wire::{LinkSpeedExtMask as E, LinkSpeedMask as S, LinkWidthMask as W};
+        use ibsm_wire::{LinkSpeedExtMask, LinkSpeedMask, LinkWidthMask};
         let cur = PortInfo {
-            link_speed_supported: S::SDR | S::DDR | S::QDR,
-            link_speed_enabled: S::SDR,
-            link_width_supported: W::X1 | W::X4,
-            link_width_enabled: W::X1 | W::X4,
-            link_speed_ext_supported: E::FDR | E::EDR,
-            link_speed_ext_enabled: E::FDR | E::EDR,
+            link_speed_supported: LinkSpeedMask::SDR | LinkSpeedMask::DDR | LinkSpeedMask::QDR,
+            link_speed_enabled: LinkSpeedMask::SDR,
+            link_width_supported: LinkWidthMask::X1 | LinkWidthMask::X4,
+            link_width_enabled: LinkWidthMask::X1 | LinkWidthMask::X4,
+            link_speed_ext_supported: LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR,
+            link_speed_ext_enabled: LinkSpeedExtMask::FDR | LinkSpeedExtMask::EDR,
             ..PortInfo::default()
         };
         let run = |speed, ext_v, width, ext| {
@@ -333,8 +333,8 @@ mod tests {
                 cfg.force_link_width,
             ) = (speed, ext_v, width);
             let mut want = cur;
-            want.link_speed_enabled = S(0);
-            want.link_width_enabled = W(0);
+            want.link_speed_enabled = LinkSpeedMask(0);
+            want.link_width_enabled = LinkWidthMask(0);
             force_link(&cfg, &cur, &mut want, ext);
             (
                 want.link_speed_enabled.bits(),

@@ -3,7 +3,7 @@
 //! `set_partitions`. Each checks the changed configuration with
 //! [`crate::SmConfig::validate`] first, so a refused value changes nothing.
 
-use crate::config::ConfigError;
+use crate::config::SmConfigError;
 
 use super::SubnetManager;
 
@@ -15,8 +15,8 @@ impl SubnetManager {
     /// Master with trap 144; ours does not send it, so the Master's next sweep it is.)
     ///
     /// # Errors
-    /// [`ConfigError::OutOfRange`] above 15; nothing changes then.
-    pub fn set_priority(&mut self, priority: u8) -> Result<(), ConfigError> {
+    /// [`SmConfigError::OutOfRange`] above 15; nothing changes then.
+    pub fn set_priority(&mut self, priority: u8) -> Result<(), SmConfigError> {
         let mut next = self.cfg.clone();
         next.priority = priority;
         next.validate()?;
@@ -32,9 +32,9 @@ impl SubnetManager {
     /// shrinks below it and, if it is below it now, opens to it at once.
     ///
     /// # Errors
-    /// [`ConfigError::Zero`] for 0, [`ConfigError::WindowAboveLimit`] above
+    /// [`SmConfigError::Zero`] for 0, [`SmConfigError::WindowAboveLimit`] above
     /// `max_wire_smps_limit`; nothing changes then.
-    pub fn set_max_wire_smps(&mut self, smps: usize) -> Result<(), ConfigError> {
+    pub fn set_max_wire_smps(&mut self, smps: usize) -> Result<(), SmConfigError> {
         let mut next = self.cfg.clone();
         next.max_wire_smps = smps;
         next.validate()?;

@@ -25,7 +25,7 @@ impl Smi {
     pub(super) fn new(
         cfg: &SmConfig,
         local: &LocalPort,
-    ) -> Result<Self, ibsm_election::ConfigError> {
+    ) -> Result<Self, ibsm_election::ElectionConfigError> {
         let mut ecfg = ibsm_election::Config::with_polling(
             local.port_guid,
             cfg.polling_timeout,

@@ -12,7 +12,7 @@ use ibsm_wire::{
 };
 
 use super::SubnetManager;
-use crate::config::{ConfigError, ConfigField, SmConfig};
+use crate::config::{ConfigField, SmConfig, SmConfigError};
 use crate::event::{Phase, SmEvent, SweepStats};
 
 const A: u64 = 0xA0;
@@ -504,7 +504,7 @@ fn a_new_priority_is_in_force_and_a_bad_one_changes_nothing() {
     assert!(
         matches!(
             e,
-            ConfigError::OutOfRange {
+            SmConfigError::OutOfRange {
                 field: ConfigField::Priority,
                 ..
             }

@@ -4,7 +4,8 @@
 use std::fmt;
 
 use super::{
-    DEFAULT_PKEY, FULL_MEMBER, Flags, McGroup, Member, MemberEntry, Membership, Statement,
+    DEFAULT_PKEY, FULL_MEMBER, Flags, GroupFlags, McGroup, Member, MemberEntry, Membership,
+    Statement,
 };
 
 /// What is wrong with a partition file.
@@ -319,7 +320,7 @@ impl<'a> Parser<'a> {
                 if member_is_mgid(&t) && self.peek() == Some(Tok::Eq) {
                     // A group line ends at the end of its line: what follows on the
                     // next line needs no comma.
-                    mgroups.push(self.mgroup(&t, &flags, known)?);
+                    mgroups.push(self.mgroup(&t, &flags.group, known)?);
                     if self.eat(Tok::Semi) {
                         break;
                     }
@@ -368,7 +369,7 @@ impl<'a> Parser<'a> {
     fn mgroup(
         &mut self,
         kw: &Token<'a>,
-        part: &Flags,
+        part: &GroupFlags,
         pkey: Option<u16>,
     ) -> Result<McGroup, ParseError> {
         self.eat(Tok::Eq);
@@ -417,34 +418,15 @@ impl<'a> Parser<'a> {
             } else {
                 None
             };
-            let mut f = Flags::default();
+            let known = group_flag(&mut g.flags, &name, value.as_ref())?;
+            if !known {
+                return Err(error_at(&name, ParseErrorKind::UnknownGroupFlag));
+            }
             match name.text.to_ascii_lowercase().as_str() {
-                "ipoib" | "indx0" | "defmember" => {
-                    return Err(error_at(&name, ParseErrorKind::UnknownGroupFlag));
-                }
+                "mtu" => mtu_at = value,
+                "rate" => rate_at = value,
                 _ => {}
             }
-            flag(&mut f, &name, value.as_ref()).map_err(|e| match e.kind {
-                ParseErrorKind::UnknownFlag => error_at(&name, ParseErrorKind::UnknownGroupFlag),
-                _ => e,
-            })?;
-            if f.mtu.is_some() {
-                mtu_at = value;
-            }
-            if f.rate.is_some() {
-                rate_at = value;
-            }
-            g.mtu = f.mtu.or(g.mtu);
-            g.rate = f.rate.or(g.rate);
-            g.sl = f.sl.or(g.sl);
-            for s in f.scope {
-                if !g.scope.contains(&s) {
-                    g.scope.push(s);
-                }
-            }
-            g.q_key = f.q_key.or(g.q_key);
-            g.tclass = f.tclass.or(g.tclass);
-            g.flow_label = f.flow_label.or(g.flow_label);
         }
         if g.is_ip() {
             let o = mgid.octets();
@@ -461,8 +443,8 @@ impl<'a> Parser<'a> {
                 ));
             }
             for (flag, at, got, part, default) in [
-                ("mtu", mtu_at, g.mtu, part.mtu, 4),
-                ("rate", rate_at, g.rate, part.rate, 3),
+                ("mtu", mtu_at, g.flags.mtu, part.mtu, 4),
+                ("rate", rate_at, g.flags.rate, part.rate, 3),
             ] {
                 let broadcast = part.unwrap_or(default);
                 if let (Some(at), Some(v)) = (at, got)
@@ -556,14 +538,6 @@ fn membership(t: &Token<'_>) -> Result<Membership, ParseError> {
 }
 
 fn flag(flags: &mut Flags, name: &Token<'_>, value: Option<&Token<'_>>) -> Result<(), ParseError> {
-    let n = name.text.to_ascii_lowercase();
-    // A number flag in `lo..=hi`.
-    let num = |lo: u64, hi: u64| -> Result<u64, ParseError> {
-        let v = value.ok_or_else(|| error_at(name, ParseErrorKind::BadFlagValue))?;
-        number(v.text)
-            .filter(|x| (lo..=hi).contains(x))
-            .ok_or_else(|| error_at(v, ParseErrorKind::BadFlagValue))
-    };
     let bare = |set: &mut bool| -> Result<(), ParseError> {
         if let Some(v) = value {
             return Err(error_at(v, ParseErrorKind::BadFlagValue));
@@ -571,28 +545,52 @@ fn flag(flags: &mut Flags, name: &Token<'_>, value: Option<&Token<'_>>) -> Resul
         *set = true;
         Ok(())
     };
-    match n.as_str() {
+    match name.text.to_ascii_lowercase().as_str() {
         "ipoib" => bare(&mut flags.ipoib)?,
         "indx0" => bare(&mut flags.indx0)?,
-        "mtu" => flags.mtu = Some(num(1, 5)? as u8),
-        "rate" => flags.rate = Some(num(2, 63)? as u8),
-        "sl" => flags.sl = Some(num(0, 15)? as u8),
-        "scope" => {
-            let s = num(1, 15)? as u8;
-            if !flags.scope.contains(&s) {
-                flags.scope.push(s);
-            }
-        }
-        "q_key" => flags.q_key = Some(num(0, u64::from(u32::MAX))? as u32),
-        "tclass" => flags.tclass = Some(num(0, 255)? as u8),
-        "flowlabel" => flags.flow_label = Some(num(0, 0xF_FFFF)? as u32),
         "defmember" => {
             let v = value.ok_or_else(|| error_at(name, ParseErrorKind::BadFlagValue))?;
             flags.defmember = Some(membership(v)?);
         }
-        _ => return Err(error_at(name, ParseErrorKind::UnknownFlag)),
+        _ => {
+            if !group_flag(&mut flags.group, name, value)? {
+                return Err(error_at(name, ParseErrorKind::UnknownFlag));
+            }
+        }
     }
     Ok(())
+}
+
+/// Sets the multicast group flag `name` (a statement's or a group line's); false when
+/// `name` is not one.
+fn group_flag(
+    g: &mut GroupFlags,
+    name: &Token<'_>,
+    value: Option<&Token<'_>>,
+) -> Result<bool, ParseError> {
+    // A number flag in `lo..=hi`.
+    let num = |lo: u64, hi: u64| -> Result<u64, ParseError> {
+        let v = value.ok_or_else(|| error_at(name, ParseErrorKind::BadFlagValue))?;
+        number(v.text)
+            .filter(|x| (lo..=hi).contains(x))
+            .ok_or_else(|| error_at(v, ParseErrorKind::BadFlagValue))
+    };
+    match name.text.to_ascii_lowercase().as_str() {
+        "mtu" => g.mtu = Some(num(1, 5)? as u8),
+        "rate" => g.rate = Some(num(2, 63)? as u8),
+        "sl" => g.sl = Some(num(0, 15)? as u8),
+        "scope" => {
+            let s = num(1, 15)? as u8;
+            if !g.scope.contains(&s) {
+                g.scope.push(s);
+            }
+        }
+        "q_key" => g.q_key = Some(num(0, u64::from(u32::MAX))? as u32),
+        "tclass" => g.tclass = Some(num(0, 255)? as u8),
+        "flowlabel" => g.flow_label = Some(num(0, 0xF_FFFF)? as u32),
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// Parses every statement of a partition file.

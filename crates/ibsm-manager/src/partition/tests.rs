@@ -62,15 +62,15 @@ fn flags_and_multiline_statements() {
     let st = &cfg.statements[0];
     assert_eq!(st.name, "storage net");
     assert_eq!(st.pkey, Some(0x10));
-    let f = &st.flags;
-    assert!(f.ipoib && f.indx0);
+    assert!(st.flags.ipoib && st.flags.indx0);
+    let f = &st.flags.group;
     assert_eq!((f.mtu, f.rate, f.sl), (Some(4), Some(7), Some(2)));
     assert_eq!(f.scope, [2, 5]);
     assert_eq!(
         (f.q_key, f.tclass, f.flow_label),
         (Some(0xb1b), Some(3), Some(0x12))
     );
-    assert_eq!(f.defmember, Some(Membership::Both));
+    assert_eq!(st.flags.defmember, Some(Membership::Both));
     assert_eq!(
         cfg.partitions()[1].members,
         [
@@ -115,51 +115,104 @@ fn default_rules_follow_opensm() {
 
 #[test]
 fn errors_name_line_column_and_token() {
-    use ParseErrorKind as K;
-    let cases: &[(&str, usize, usize, &str, K)] = &[
-        ("p=0x8000 : ALL ;", 1, 3, "0x8000", K::ReservedPKey),
-        ("p=0 : ALL ;", 1, 3, "0", K::ReservedPKey),
-        ("p=0xFFFF : ALL ;", 1, 3, "0xFFFF", K::MembershipBitInPKey),
-        ("p=0x10000 : ALL ;", 1, 3, "0x10000", K::BadPKey),
-        ("p=zz : ALL ;", 1, 3, "zz", K::BadPKey),
+    let cases: &[(&str, usize, usize, &str, ParseErrorKind)] = &[
+        (
+            "p=0x8000 : ALL ;",
+            1,
+            3,
+            "0x8000",
+            ParseErrorKind::ReservedPKey,
+        ),
+        ("p=0 : ALL ;", 1, 3, "0", ParseErrorKind::ReservedPKey),
+        (
+            "p=0xFFFF : ALL ;",
+            1,
+            3,
+            "0xFFFF",
+            ParseErrorKind::MembershipBitInPKey,
+        ),
+        (
+            "p=0x10000 : ALL ;",
+            1,
+            3,
+            "0x10000",
+            ParseErrorKind::BadPKey,
+        ),
+        ("p=zz : ALL ;", 1, 3, "zz", ParseErrorKind::BadPKey),
         (
             "\n  p=0x1 : ALL, EVERYONE ;",
             2,
             16,
             "EVERYONE",
-            K::UnknownMember,
+            ParseErrorKind::UnknownMember,
         ),
-        ("p=0x1 : 0xg1 ;", 1, 9, "0xg1", K::BadGuid),
-        ("p=0x1 : 0 ;", 1, 9, "0", K::BadGuid),
+        ("p=0x1 : 0xg1 ;", 1, 9, "0xg1", ParseErrorKind::BadGuid),
+        ("p=0x1 : 0 ;", 1, 9, "0", ParseErrorKind::BadGuid),
         (
             "p=0x1 : 0x1ffffffffffffffff ;",
             1,
             9,
             "0x1ffffffffffffffff",
-            K::BadGuid,
+            ParseErrorKind::BadGuid,
         ),
-        ("p=0x1 : ALL=limi ;", 1, 13, "limi", K::BadMembership),
-        ("p=0x1, fast : ALL ;", 1, 8, "fast", K::UnknownFlag),
-        ("p=0x1, mtu=9 : ALL ;", 1, 12, "9", K::BadFlagValue),
-        ("p=0x1, ipoib=1 : ALL ;", 1, 14, "1", K::BadFlagValue),
-        ("p=0x1, mtu : ALL ;", 1, 8, "mtu", K::BadFlagValue),
+        (
+            "p=0x1 : ALL=limi ;",
+            1,
+            13,
+            "limi",
+            ParseErrorKind::BadMembership,
+        ),
+        (
+            "p=0x1, fast : ALL ;",
+            1,
+            8,
+            "fast",
+            ParseErrorKind::UnknownFlag,
+        ),
+        (
+            "p=0x1, mtu=9 : ALL ;",
+            1,
+            12,
+            "9",
+            ParseErrorKind::BadFlagValue,
+        ),
+        (
+            "p=0x1, ipoib=1 : ALL ;",
+            1,
+            14,
+            "1",
+            ParseErrorKind::BadFlagValue,
+        ),
+        (
+            "p=0x1, mtu : ALL ;",
+            1,
+            8,
+            "mtu",
+            ParseErrorKind::BadFlagValue,
+        ),
         (
             "p=0x1, defmember=most : ALL ;",
             1,
             18,
             "most",
-            K::BadMembership,
+            ParseErrorKind::BadMembership,
         ),
-        ("p=0x1 ALL ;", 1, 7, "ALL", K::MissingColon),
-        ("p=0x1 ; ALL ;", 1, 7, ";", K::MissingColon),
-        ("p=0x1 : ALL", 1, 12, "", K::MissingSemicolon),
-        ("p=0x1 : ALL\nq=0x2 : ALL ;", 2, 1, "q", K::MissingSemicolon),
+        ("p=0x1 ALL ;", 1, 7, "ALL", ParseErrorKind::MissingColon),
+        ("p=0x1 ; ALL ;", 1, 7, ";", ParseErrorKind::MissingColon),
+        ("p=0x1 : ALL", 1, 12, "", ParseErrorKind::MissingSemicolon),
+        (
+            "p=0x1 : ALL\nq=0x2 : ALL ;",
+            2,
+            1,
+            "q",
+            ParseErrorKind::MissingSemicolon,
+        ),
         (
             "p=0x1 : ALL, ;",
             1,
             14,
             ";",
-            K::Unexpected {
+            ParseErrorKind::Unexpected {
                 expected: "a member",
             },
         ),
@@ -168,7 +221,7 @@ fn errors_name_line_column_and_token() {
             1,
             1,
             ";",
-            K::Unexpected {
+            ParseErrorKind::Unexpected {
                 expected: "a partition definition",
             },
         ),
@@ -177,59 +230,77 @@ fn errors_name_line_column_and_token() {
             1,
             27,
             "ALL",
-            K::MissingSemicolon,
+            ParseErrorKind::MissingSemicolon,
         ),
         (
             "p=0x1 :\n mgid=zz12::1\n ALL ;",
             2,
             7,
             "zz12::1",
-            K::BadMgid,
+            ParseErrorKind::BadMgid,
         ),
-        ("p=0x1 : mgid=ff12:::1 ;", 1, 14, "ff12:::1", K::BadMgid),
-        ("p=0x1 : mgid=fe80::1 ;", 1, 14, "fe80::1", K::NotMulticast),
+        (
+            "p=0x1 : mgid=ff12:::1 ;",
+            1,
+            14,
+            "ff12:::1",
+            ParseErrorKind::BadMgid,
+        ),
+        (
+            "p=0x1 : mgid=fe80::1 ;",
+            1,
+            14,
+            "fe80::1",
+            ParseErrorKind::NotMulticast,
+        ),
         (
             "p=0x1 : mgid=ff12:401b:8002::1 ;",
             1,
             14,
             "ff12:401b:8002::1",
-            K::MgidPKeyMismatch { pkey: 0x8001 },
+            ParseErrorKind::MgidPKeyMismatch { pkey: 0x8001 },
         ),
-        ("p=0x1 : mgid=ff12::1, mtu=9 ;", 1, 27, "9", K::BadFlagValue),
+        (
+            "p=0x1 : mgid=ff12::1, mtu=9 ;",
+            1,
+            27,
+            "9",
+            ParseErrorKind::BadFlagValue,
+        ),
         (
             "p=0x1 : mgid=ff12::1, sl=16 ;",
             1,
             26,
             "16",
-            K::BadFlagValue,
+            ParseErrorKind::BadFlagValue,
         ),
         (
             "p=0x1 : mgid=ff12::1, FlowLabel=0x100000 ;",
             1,
             33,
             "0x100000",
-            K::BadFlagValue,
+            ParseErrorKind::BadFlagValue,
         ),
         (
             "p=0x1 : mgid=ff12::1, ipoib ;",
             1,
             23,
             "ipoib",
-            K::UnknownGroupFlag,
+            ParseErrorKind::UnknownGroupFlag,
         ),
         (
             "p=0x1 : mgid=ff12::1, fast=1 ;",
             1,
             23,
             "fast",
-            K::UnknownGroupFlag,
+            ParseErrorKind::UnknownGroupFlag,
         ),
         (
             "p=0x1, mtu=5 : mgid=ff12:401b::1, mtu=4 ;",
             1,
             39,
             "4",
-            K::IpGroupMismatch {
+            ParseErrorKind::IpGroupMismatch {
                 flag: "mtu",
                 broadcast: 5,
             },
@@ -239,7 +310,7 @@ fn errors_name_line_column_and_token() {
             1,
             33,
             "6",
-            K::IpGroupMismatch {
+            ParseErrorKind::IpGroupMismatch {
                 flag: "rate",
                 broadcast: 3,
             },
@@ -249,13 +320,31 @@ fn errors_name_line_column_and_token() {
             1,
             15,
             ";",
-            K::Unexpected {
+            ParseErrorKind::Unexpected {
                 expected: "an MGID",
             },
         ),
-        ("p=0x1 : mgid ;", 1, 9, "mgid", K::UnknownMember),
-        ("p=0x1 : ALL=full=full ;", 1, 17, "=", K::MissingSemicolon),
-        ("ä=0x1 : ALL, böse ;", 1, 14, "böse", K::UnknownMember),
+        (
+            "p=0x1 : mgid ;",
+            1,
+            9,
+            "mgid",
+            ParseErrorKind::UnknownMember,
+        ),
+        (
+            "p=0x1 : ALL=full=full ;",
+            1,
+            17,
+            "=",
+            ParseErrorKind::MissingSemicolon,
+        ),
+        (
+            "ä=0x1 : ALL, böse ;",
+            1,
+            14,
+            "böse",
+            ParseErrorKind::UnknownMember,
+        ),
     ];
     for (text, line, column, token, kind) in cases {
         let e = err(text);
@@ -496,8 +585,8 @@ fn multicast_group_lines_follow_opensm() {
         st.mgroups[0].mgid,
         "ff12:401b::707".parse::<std::net::Ipv6Addr>().unwrap()
     );
-    assert_eq!(st.mgroups[0].sl, Some(1));
-    let g = &st.mgroups[4];
+    assert_eq!(st.mgroups[0].flags.sl, Some(1));
+    let g = &st.mgroups[4].flags;
     assert_eq!(
         (g.sl, g.q_key, g.rate, g.mtu, g.scope.as_slice()),
         (Some(1), Some(0xDEAD_BEEF), Some(3), Some(2), &[][..])
@@ -505,7 +594,7 @@ fn multicast_group_lines_follow_opensm() {
     let st = &cfg.statements[1];
     assert_eq!(st.members.len(), 2);
     assert_eq!(st.mgroups.len(), 2);
-    assert_eq!(st.mgroups[0].scope, [2, 8]);
+    assert_eq!(st.mgroups[0].flags.scope, [2, 8]);
     // Printed and read back.
     let back: PartitionConfig = cfg.to_string().parse().unwrap();
     assert_eq!(back, cfg);

@@ -289,13 +289,12 @@ impl Discovered {
 }
 
 fn topo_state(s: PortState) -> ibsm_topology::LinkState {
-    use ibsm_topology::LinkState as P;
     match s {
-        PortState::Down => P::Down,
-        PortState::Init => P::Init,
-        PortState::Armed => P::Armed,
-        PortState::Active | PortState::ActiveDefer => P::Active,
-        _ => P::Unknown,
+        PortState::Down => ibsm_topology::LinkState::Down,
+        PortState::Init => ibsm_topology::LinkState::Init,
+        PortState::Armed => ibsm_topology::LinkState::Armed,
+        PortState::Active | PortState::ActiveDefer => ibsm_topology::LinkState::Active,
+        _ => ibsm_topology::LinkState::Unknown,
     }
 }
 
@@ -303,17 +302,16 @@ fn topo_state(s: PortState) -> ibsm_topology::LinkState {
 /// extended speed (LinkSpeedExtActive, or XDR in LinkSpeedExtActive2) wins over
 /// LinkSpeedActive.
 fn topo_speed(pi: &PortInfo) -> ibsm_topology::ActiveSpeed {
-    use ibsm_topology::ActiveSpeed as S;
     match pi.active_lane_mbps() {
-        Some(2_500) => S::Sdr,
-        Some(5_000) => S::Ddr,
-        Some(10_000) => S::Qdr,
-        Some(14_062) => S::Fdr,
-        Some(25_781) => S::Edr,
-        Some(53_125) => S::Hdr,
-        Some(106_250) => S::Ndr,
-        Some(212_500) => S::Xdr,
-        _ => S::Unknown,
+        Some(2_500) => ibsm_topology::ActiveSpeed::Sdr,
+        Some(5_000) => ibsm_topology::ActiveSpeed::Ddr,
+        Some(10_000) => ibsm_topology::ActiveSpeed::Qdr,
+        Some(14_062) => ibsm_topology::ActiveSpeed::Fdr,
+        Some(25_781) => ibsm_topology::ActiveSpeed::Edr,
+        Some(53_125) => ibsm_topology::ActiveSpeed::Hdr,
+        Some(106_250) => ibsm_topology::ActiveSpeed::Ndr,
+        Some(212_500) => ibsm_topology::ActiveSpeed::Xdr,
+        _ => ibsm_topology::ActiveSpeed::Unknown,
     }
 }
 

@@ -21,11 +21,7 @@ impl RoutingEngine for Dfsssp {
     }
 
     fn route(&self, csr: &Csr, lids: &LidAssignment, opts: &RouteOptions) -> Result<Routes> {
-        let uses = crate::inputs::Uses {
-            roots: true,
-            nodes: false,
-            order: true,
-        };
+        let uses = crate::inputs::Uses::ROOTS_ORDER;
         routes(&crate::inputs::net(csr, lids, opts, uses)?, opts)
     }
 }

@@ -1151,7 +1151,7 @@ fn config_errors() {
     c.ports.pop();
     assert!(matches!(
         Sma::new(c),
-        Err(ConfigError::PortCount {
+        Err(NodeConfigError::PortCount {
             expected: 2,
             got: 1,
             ..
@@ -1159,13 +1159,16 @@ fn config_errors() {
     ));
     let mut c = NodeConfig::switch(1, 2);
     c.switch_info = None;
-    assert!(matches!(Sma::new(c), Err(ConfigError::SwitchInfo { .. })));
+    assert!(matches!(
+        Sma::new(c),
+        Err(NodeConfigError::SwitchInfo { .. })
+    ));
     let mut c = NodeConfig::ca(1, 1);
     c.max_pending_traps = 0;
-    assert_eq!(Sma::new(c).unwrap_err(), ConfigError::TrapQueue);
+    assert_eq!(Sma::new(c).unwrap_err(), NodeConfigError::TrapQueue);
     let mut c = NodeConfig::ca(1, 1);
     c.node_info.node_type = NodeType::Rnic;
-    assert!(matches!(Sma::new(c), Err(ConfigError::NodeType { .. })));
+    assert!(matches!(Sma::new(c), Err(NodeConfigError::NodeType { .. })));
 }
 
 #[test]

@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use ibsm_query::discover::Discovered;
 use ibsm_tools::lft::LftReader;
-use ibsm_tools::{DiscoverArgs, NameArgs, PortArgs, ToolError, TxArgs, run, write_atomic};
+use ibsm_tools::{FabricArgs, ToolError, run, write_atomic};
 use ibsm_topology::ibnet::{self, WriteOptions};
 use ibsm_topology::slurm;
 use ibsm_topology::svg::{self, SvgOptions};
@@ -50,13 +50,7 @@ use ibsm_topology::{Fabric, NodeId};
 #[command(name = "ibsm-netdiscover", version)]
 struct Args {
     #[command(flatten)]
-    port: PortArgs,
-    #[command(flatten)]
-    names: NameArgs,
-    #[command(flatten)]
-    tx: TxArgs,
-    #[command(flatten)]
-    discover: DiscoverArgs,
+    fabric: FabricArgs,
     /// Print Slurm's tree topology.conf (TopologyPlugin=topology/tree) instead of the
     /// ibnetdiscover format.
     #[arg(long = "slurm-topology", group = "format")]
@@ -86,9 +80,8 @@ fn main() -> ExitCode {
 }
 
 fn discover_and_print(args: &Args) -> Result<ExitCode, ToolError> {
-    let names = args.names.load()?;
-    let mut port = args.port.open(false)?;
-    let walk = args.discover.discover(&args.tx, &mut port)?;
+    let names = args.fabric.names.load()?;
+    let (mut port, walk) = args.fabric.walk()?;
     let finished = walk.is_done();
     let found = walk.into_found();
     for (path, e) in &found.unreachable {
@@ -161,11 +154,12 @@ fn picture(
                 "--routes: no port has a LID (no SM has brought the subnet up)".into(),
             ));
         }
-        let mut reader = LftReader::new(args.tx.smp(args.discover.m_key), &paths, top);
+        let mut reader =
+            LftReader::new(args.fabric.tx.smp(args.fabric.discover.m_key), &paths, top);
         run(
             &mut reader,
             port,
-            args.discover.limit(),
+            args.fabric.discover.limit(),
             "reading forwarding tables",
         )?;
         for (i, b, e) in &reader.errors {

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ibsm_tools::{DiscoverArgs, NameArgs, PortArgs, ToolError, TxArgs};
+use ibsm_tools::{FabricArgs, ToolError};
 use ibsm_topology::diff::{Difference, diff};
 use ibsm_topology::{Fabric, Guid, ibnet};
 
@@ -35,15 +35,9 @@ struct Args {
     reference: PathBuf,
     /// The fabric as it is (ibnetdiscover's format); without it, discovered live.
     current: Option<PathBuf>,
-    #[command(flatten)]
-    port: PortArgs,
-    #[command(flatten)]
-    names: NameArgs,
-    #[command(flatten)]
-    tx: TxArgs,
     /// The live discovery (without CURRENT).
     #[command(flatten)]
-    discover: DiscoverArgs,
+    fabric: FabricArgs,
 }
 
 const TOOL: &str = "ibsm-topodiff";
@@ -69,8 +63,7 @@ fn read(path: &PathBuf) -> Result<Fabric, ToolError> {
 
 /// The fabric behind the local port, as `ibsm-netdiscover` finds it.
 fn discover(args: &Args) -> Result<Fabric, ToolError> {
-    let mut port = args.port.open(false)?;
-    let walk = args.discover.discover(&args.tx, &mut port)?;
+    let (_port, walk) = args.fabric.walk()?;
     if !walk.is_done() {
         // A partial fabric would show every node not reached as missing.
         return Err(ToolError::Failed(
@@ -88,7 +81,7 @@ fn discover(args: &Args) -> Result<Fabric, ToolError> {
 
 /// Prints the differences; `true` when there is none.
 fn compare(args: &Args) -> Result<bool, ToolError> {
-    let names = args.names.load()?;
+    let names = args.fabric.names.load()?;
     let reference = read(&args.reference)?;
     let current = match &args.current {
         Some(path) => read(path)?,

@@ -233,7 +233,7 @@ fn port_failures_name_the_guid_label_of_the_port() {
 
 #[test]
 fn a_cached_answer_is_given_until_min_interval_has_passed_since_the_last_start() {
-    let base = WallInstant::now();
+    let base = Instant::now();
     let offset = Cell::new(Duration::ZERO);
     let now = || base + offset.get();
     let cache = ScrapeCache::new(Duration::from_secs(5));
@@ -257,7 +257,7 @@ fn concurrent_callers_share_the_running_collection() {
         let first = {
             let (cache, calls, gate) = (Arc::clone(&cache), Arc::clone(&calls), &gate);
             s.spawn(move || {
-                *cache.get(WallInstant::now, || {
+                *cache.get(Instant::now, || {
                     calls.fetch_add(1, Ordering::SeqCst);
                     gate.lock().unwrap().recv().unwrap();
                     7
@@ -273,7 +273,7 @@ fn concurrent_callers_share_the_running_collection() {
             .map(|_| {
                 let (cache, calls) = (Arc::clone(&cache), Arc::clone(&calls));
                 s.spawn(move || {
-                    *cache.get(WallInstant::now, || {
+                    *cache.get(Instant::now, || {
                         calls.fetch_add(1, Ordering::SeqCst);
                         8
                     })
@@ -298,10 +298,10 @@ fn concurrent_callers_share_the_running_collection() {
 fn a_collection_that_panics_does_not_leave_the_cache_stuck() {
     let cache = ScrapeCache::new(Duration::from_secs(60));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        cache.get(WallInstant::now, || -> u32 { panic!("planted") })
+        cache.get(Instant::now, || -> u32 { panic!("planted") })
     }));
     assert!(r.is_err());
-    assert_eq!(*cache.get(WallInstant::now, || 3), 3);
+    assert_eq!(*cache.get(Instant::now, || 3), 3);
 }
 
 /// A port on virtual time behind which nobody answers: each send is recorded with the

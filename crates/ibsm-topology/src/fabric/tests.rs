@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use super::*;
 
 fn two_switches() -> (Fabric, NodeId, NodeId) {
@@ -189,10 +191,9 @@ proptest::proptest! {
     /// Random mutations against a plain model: a map of (guid, port) -> (guid, port).
     #[test]
     fn mutations_match_model(ops in proptest::collection::vec(op(), 1..80)) {
-        use std::collections::BTreeMap as M;
         let mut f = Fabric::new();
-        let mut nodes: M<u64, u8> = M::new();
-        let mut cables: M<(u64, u8), (u64, u8)> = M::new();
+        let mut nodes: BTreeMap<u64, u8> = BTreeMap::new();
+        let mut cables: BTreeMap<(u64, u8), (u64, u8)> = BTreeMap::new();
         for o in ops {
             match o {
                 Op::Add(g, p, sw) => {
@@ -243,7 +244,7 @@ proptest::proptest! {
             // The fabric says exactly what the model says.
             proptest::prop_assert_eq!(f.node_count(), nodes.len());
             proptest::prop_assert_eq!(f.link_count() * 2, cables.len());
-            let mut seen = M::new();
+            let mut seen = BTreeMap::new();
             for (id, n) in f.nodes() {
                 for (p, port) in n.ports() {
                     if let Some(peer) = port.peer() {

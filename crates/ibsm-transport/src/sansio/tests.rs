@@ -1,6 +1,5 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
-use std::time::Instant as WallInstant;
 
 use super::*;
 use crate::addr::{LidAddress, LocalPort, Received};
@@ -512,8 +511,8 @@ fn threaded_runner_uses_at_most_its_workers_and_returns_every_output() {
     }
     assert_eq!(r.running(), 6);
     let mut got = Vec::new();
-    let end = WallInstant::now() + Duration::from_secs(10);
-    while got.len() < 6 && WallInstant::now() < end {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while got.len() < 6 && std::time::Instant::now() < end {
         match r.poll_done() {
             Some(v) => got.push(v),
             None => thread::sleep(MS),
@@ -534,12 +533,12 @@ fn dropping_the_runner_does_not_wait_and_drops_queued_jobs() {
     r.start(Count(Arc::clone(&runs), Duration::ZERO, 1));
     // Let the worker take the first job.
     thread::sleep(MS * 20);
-    let t = WallInstant::now();
+    let t = std::time::Instant::now();
     drop(r);
     assert!(t.elapsed() < MS * 100, "{:?}", t.elapsed());
     // The running one finishes on its detached thread; the queued one never runs.
-    let end = WallInstant::now() + Duration::from_secs(10);
-    while runs.load(Ordering::SeqCst) == 0 && WallInstant::now() < end {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while runs.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < end {
         thread::sleep(MS);
     }
     thread::sleep(MS * 100);
@@ -560,8 +559,8 @@ impl Job for Boom {
 fn a_threaded_jobs_panic_reaches_the_driver() {
     let mut r = JobRunner::new(JobPolicy::Threads(NonZeroUsize::MIN));
     r.start(Boom);
-    let end = WallInstant::now() + Duration::from_secs(10);
-    while WallInstant::now() < end {
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < end {
         if r.poll_done().is_some() {
             return;
         }

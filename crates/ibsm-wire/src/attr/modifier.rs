@@ -66,26 +66,23 @@ impl PortMod {
     }
 }
 
-/// GUIDInfo: block number (8 GUIDs per block).
+/// A modifier that is a block number and nothing else, `N` entries per block; every
+/// value is a block, the attribute's capability bounds it (PortInfo.GUIDCap,
+/// SwitchInfo.RandomFDBCap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct GuidInfoMod {
-    /// Block b holds GUID indexes 8b..8b+7.
+pub struct BlockMod<const N: u32> {
+    /// Block b holds entries `N * b..N * b + N`.
     pub block: u32,
 }
 
-impl GuidInfoMod {
-    /// GUIDs per block.
-    pub const PER_BLOCK: u32 = 8;
+impl<const N: u32> BlockMod<N> {
+    /// Entries per block.
+    pub const PER_BLOCK: u32 = N;
 
-    /// The block holding GUID index `index`, and the entry inside it.
+    /// The block holding entry `index`, and the entry inside it.
     #[must_use]
     pub const fn for_index(index: u32) -> (Self, usize) {
-        (
-            Self {
-                block: index / Self::PER_BLOCK,
-            },
-            (index % Self::PER_BLOCK) as usize,
-        )
+        (Self { block: index / N }, (index % N) as usize)
     }
 
     /// The wire value.
@@ -94,12 +91,15 @@ impl GuidInfoMod {
         self.block
     }
 
-    /// Decodes (every value is a block number; PortInfo.GUIDCap bounds it).
+    /// Decodes (every value is a block number).
     #[must_use]
     pub const fn decode(v: u32) -> Self {
         Self { block: v }
     }
 }
+
+/// GUIDInfo: block number (8 GUIDs per block).
+pub type GuidInfoMod = BlockMod<8>;
 
 /// P_KeyTable: bits 15..0 block number (32 P_Keys per block), bits 31..16 the switch
 /// port (0 = port 0; CAs and routers ignore it).
@@ -316,39 +316,7 @@ impl LftMod {
 }
 
 /// RandomForwardingTable: block number (16 entries per block).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct RftMod {
-    /// Block b holds entries 16b..16b+15.
-    pub block: u32,
-}
-
-impl RftMod {
-    /// Entries per block.
-    pub const PER_BLOCK: u32 = 16;
-
-    /// The block holding entry `index`, and the entry inside it.
-    #[must_use]
-    pub const fn for_index(index: u32) -> (Self, usize) {
-        (
-            Self {
-                block: index / Self::PER_BLOCK,
-            },
-            (index % Self::PER_BLOCK) as usize,
-        )
-    }
-
-    /// The wire value.
-    #[must_use]
-    pub const fn encode(self) -> u32 {
-        self.block
-    }
-
-    /// Decodes (SwitchInfo.RandomFDBCap bounds the block).
-    #[must_use]
-    pub const fn decode(v: u32) -> Self {
-        Self { block: v }
-    }
-}
+pub type RftMod = BlockMod<16>;
 
 /// First multicast LID.
 pub const MLID_BASE: u16 = 0xC000;

@@ -87,10 +87,10 @@ impl SaMad {
     }
 
     /// The header of the response to this request: R bit set, method kept (a Set is
-    /// answered by GetResp), status 0, RMPP and data cleared, AttributeOffset set for
-    /// `R`.
+    /// answered by GetResp), `status`, SM_Key 0 (a response never carries the key, IBA
+    /// Vol. 1 C15-0.1.5), RMPP and data cleared, `attribute_offset`.
     #[must_use]
-    pub fn response_header<R: SaRecord>(&self) -> Self {
+    pub fn reply(&self, status: Status, attribute_offset: u16) -> Self {
         let method = if self.method == Method::Set {
             Method::Get
         } else {
@@ -100,14 +100,21 @@ impl SaMad {
             header: MadHeader {
                 response: true,
                 method,
-                status: Status::OK,
+                status,
                 ..self.header
             },
             rmpp: RmppHeader::default(),
-            attribute_offset: R::ATTRIBUTE_OFFSET,
+            sm_key: 0,
+            attribute_offset,
             data: [0; SA_DATA_SIZE],
             ..*self
         }
+    }
+
+    /// [`Self::reply`] with status 0 and the AttributeOffset of `R`.
+    #[must_use]
+    pub fn response_header<R: SaRecord>(&self) -> Self {
+        self.reply(Status::OK, R::ATTRIBUTE_OFFSET)
     }
 
     /// The attribute ID as the SA's code.

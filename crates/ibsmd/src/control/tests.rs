@@ -40,90 +40,89 @@ fn requests_parse_and_print_back() {
 
 #[test]
 fn garbage_gets_a_typed_error() {
-    use ParseError as E;
     let long = vec![b'a'; proto::MAX_LINE + 1];
-    let cases: Vec<(&[u8], E)> = vec![
-        (b"", E::Empty),
-        (b" \t\r", E::Empty),
-        (b"stat", E::UnknownCommand("stat".into())),
-        (b"STATUS", E::UnknownCommand("STATUS".into())),
+    let cases: Vec<(&[u8], ParseError)> = vec![
+        (b"", ParseError::Empty),
+        (b" \t\r", ParseError::Empty),
+        (b"stat", ParseError::UnknownCommand("stat".into())),
+        (b"STATUS", ParseError::UnknownCommand("STATUS".into())),
         (
             b"status now",
-            E::UnexpectedArgument {
+            ParseError::UnexpectedArgument {
                 command: "status",
                 argument: "now".into(),
             },
         ),
         (
             b"sweep light",
-            E::UnexpectedArgument {
+            ParseError::UnexpectedArgument {
                 command: "sweep",
                 argument: "light".into(),
             },
         ),
         (
             b"sweep heavy twice",
-            E::UnexpectedArgument {
+            ParseError::UnexpectedArgument {
                 command: "sweep heavy",
                 argument: "twice".into(),
             },
         ),
-        (b"log-level", E::MissingLevel),
-        (b"log-level loud", E::UnknownLevel("loud".into())),
+        (b"log-level", ParseError::MissingLevel),
+        (b"log-level loud", ParseError::UnknownLevel("loud".into())),
         (
             b"log-level info x",
-            E::UnexpectedArgument {
+            ParseError::UnexpectedArgument {
                 command: "log-level",
                 argument: "x".into(),
             },
         ),
-        (b"port", E::MissingPortOp),
-        (b"port drop 0x1/1", E::UnknownPortOp("drop".into())),
-        (b"port isolate", E::MissingTarget),
+        (b"port", ParseError::MissingPortOp),
+        (b"port drop 0x1/1", ParseError::UnknownPortOp("drop".into())),
+        (b"port isolate", ParseError::MissingTarget),
         (
             b"port isolate 0x1",
-            E::BadTarget {
+            ParseError::BadTarget {
                 target: "0x1".into(),
                 why: proto::TargetError::NoSlash,
             },
         ),
         (
             b"port clear 0xg/1",
-            E::BadTarget {
+            ParseError::BadTarget {
                 target: "0xg/1".into(),
                 why: proto::TargetError::BadGuid,
             },
         ),
         (
             b"port clear 11111111111111111/1",
-            E::BadTarget {
+            ParseError::BadTarget {
                 target: "11111111111111111/1".into(),
                 why: proto::TargetError::BadGuid,
             },
         ),
         (
             b"port isolate 0x1/255",
-            E::BadTarget {
+            ParseError::BadTarget {
                 target: "0x1/255".into(),
                 why: proto::TargetError::BadPort,
             },
         ),
         (
             b"port isolate 0x1/-1",
-            E::BadTarget {
+            ParseError::BadTarget {
                 target: "0x1/-1".into(),
                 why: proto::TargetError::BadPort,
             },
         ),
         (
             b"port isolate 0x1/2 now",
-            E::UnexpectedArgument {
+            ParseError::UnexpectedArgument {
                 command: "port isolate",
                 argument: "now".into(),
             },
         ),
-        (b"\xff\xfe", E::NotText),
-        (&long, E::TooLong { len: long.len() }),
+        (b"\xff\xfe", ParseError::NotText),
+        (&long, ParseError::TooLong { len: long.len() }),
     ];
     for (line, want) in cases {
         let got = proto::parse(line);

@@ -156,13 +156,15 @@ fn statement() -> impl Strategy<Value = Statement> {
             |((ipoib, indx0), mtu, rate, sl, scope, q_key, tclass, flow_label, defmember)| Flags {
                 ipoib,
                 indx0,
-                mtu,
-                rate,
-                sl,
-                scope: scope.into_iter().collect(),
-                q_key,
-                tclass,
-                flow_label,
+                group: GroupFlags {
+                    mtu,
+                    rate,
+                    sl,
+                    scope: scope.into_iter().collect(),
+                    q_key,
+                    tclass,
+                    flow_label,
+                },
                 defmember,
             },
         );
@@ -207,13 +209,13 @@ fn mgroup() -> impl Strategy<Value = McGroup> {
                 }
                 let mut g = McGroup::new(std::net::Ipv6Addr::from(o));
                 if !ip {
-                    (g.mtu, g.rate) = (mtu, rate);
+                    (g.flags.mtu, g.flags.rate) = (mtu, rate);
                 }
-                g.sl = sl;
-                g.scope = scope.into_iter().collect();
-                g.q_key = q_key;
-                g.tclass = tclass;
-                g.flow_label = flow_label;
+                g.flags.sl = sl;
+                g.flags.scope = scope.into_iter().collect();
+                g.flags.q_key = q_key;
+                g.flags.tclass = tclass;
+                g.flags.flow_label = flow_label;
                 g
             },
         )

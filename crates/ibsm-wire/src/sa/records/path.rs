@@ -2,7 +2,6 @@
 
 use crate::attr::Mtu;
 use crate::error::{Error, Result};
-use crate::field::{Field, FieldType, FieldValue};
 use crate::gid::Gid;
 use crate::sa::codes::{Rate, Selector};
 
@@ -94,31 +93,9 @@ pub const MULTI_PATH_GID_OFFSET: usize = 24;
 /// Most GIDs a MultiPathRecord carries in one MAD (24 + 11 * 16 = 200 bytes).
 pub const MULTI_PATH_MAX_GIDS: usize = 11;
 
-/// SDGID\[1..11\] of a MultiPathRecord: ten 16-byte GIDs, reflected as one byte field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MultiPathGids(pub [u8; 160]);
-
-impl Default for MultiPathGids {
-    fn default() -> Self {
-        Self([0; 160])
-    }
-}
-
-impl FieldType for MultiPathGids {
-    #[inline]
-    fn read(buf: &[u8], f: Field) -> Self {
-        Self(<[u8; 160]>::read(buf, f))
-    }
-    #[inline]
-    fn write(self, buf: &mut [u8], f: Field) {
-        self.0.write(buf, f);
-    }
-    fn to_value(&self) -> FieldValue<'_> {
-        FieldValue::Bytes(&self.0)
-    }
-    fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self> {
-        <[u8; 160]>::from_value(v, f).map(Self)
-    }
+byte_block! {
+    /// SDGID\[1..11\] of a MultiPathRecord: ten 16-byte GIDs, reflected as one byte field.
+    pub struct MultiPathGids([u8; 160]);
 }
 
 wire_struct! {
