@@ -182,6 +182,64 @@ pub(super) fn note_escape_traffic(
     }
 }
 
+/// A quick plan with one hop per switch (`Hops::First`: minhop's
+/// switch-LID destinations) in a byte a switch: the port of each switch's hop, `NO_ROUTE`
+/// for the destination and the switches without a route. That is all [`place`] reads of
+/// such a plan, and it depends on no loads, so the planning threads can make these far
+/// ahead of the placing thread (a full plan is 4 bytes an arc and more).
+pub(crate) struct QuickHops {
+    /// The destination switch.
+    t: usize,
+    ports: Box<[u8]>,
+    /// Switches that took an escape hop ([`Plan::escaped`]).
+    pub escapes: usize,
+    /// [`Plan::unreachable`].
+    pub unreachable: Option<usize>,
+}
+
+impl QuickHops {
+    /// `plan`'s hops; `None` unless it is a quick plan with its hops chosen.
+    pub(crate) fn of(plan: &Plan, net: &Net) -> Option<Self> {
+        if !plan.quick || plan.deferred().is_some() {
+            return None;
+        }
+        let mut ports = vec![NO_ROUTE; net.n_sw].into_boxed_slice();
+        for (i, &s) in plan.order.iter().enumerate() {
+            ports[s as usize] = net.aport[*plan.eligible(i).first()? as usize];
+        }
+        Some(QuickHops {
+            t: plan.t,
+            ports,
+            escapes: plan.escaped.len(),
+            unreachable: plan.unreachable,
+        })
+    }
+}
+
+/// [`place`] for the switch LID `lid` of the destination from its [`QuickHops`]: the same
+/// tables and switch-LID counts as from the plan they were made of.
+pub(crate) fn place_quick(
+    hops: &QuickHops,
+    lid: u16,
+    rows: &mut [&mut [u8]],
+    net: &Net,
+    loads: &mut Loads,
+) {
+    let col = usize::from(lid);
+    rows[hops.t][col] = net.dest_switch(col).map_or(NO_ROUTE, |(_, port)| port);
+    for (s, &port) in hops.ports.iter().enumerate() {
+        if port == NO_ROUTE {
+            continue;
+        }
+        rows[s][col] = port;
+        if let Some(Peer::Switch { arc, .. }) =
+            net.peer.get(net.pbase[s] as usize + usize::from(port))
+        {
+            loads.swl[*arc as usize] += 1;
+        }
+    }
+}
+
 fn place_switch_lid(
     plan: &Plan,
     lid: u16,

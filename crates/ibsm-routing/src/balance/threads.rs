@@ -14,11 +14,13 @@
 //! and makes the same choice. The tables are byte-identical whatever the thread count.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, fence};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{Job, Loads, Plan, Planner, Prefer, RouteStats, Rule, Sides, place};
+use super::{
+    Job, Loads, Plan, Planner, Prefer, QuickHops, RouteStats, Rule, Sides, place, place_quick,
+};
 use crate::net::Net;
 
 /// Plans made ahead per thread (at most [`PLAN_BYTES`] of them).
@@ -82,6 +84,81 @@ struct Ring<'a> {
     /// that thread, to wake it when the plan is there.
     awaited: AtomicUsize,
     placer: std::thread::Thread,
+    /// Minhop: the switch-LID destinations' hops, made outside the ring.
+    ahead: Option<Ahead>,
+}
+
+/// Switch-LID destinations (minhop's quick plans) made as [`QuickHops`] outside the ring.
+///
+/// The routing order puts them where the switches come, which on a fabric built leaf by
+/// leaf is after every destination with CAs: the planning threads, held back by the ring
+/// while the placing thread places CA traffic, then left the last third of the BFSes to
+/// make while there is next to nothing to place, half of them on the placing thread. A
+/// `QuickHops` is a byte a switch (4 KB on a 45,056-CA tree), so a planning thread the
+/// ring holds back makes them instead, as far ahead as they come.
+struct Ahead {
+    /// Per destination index: a switch-LID destination.
+    quick: Vec<bool>,
+    /// Per destination index: some thread makes (or made) its hops.
+    claimed: Vec<AtomicBool>,
+    hops: Vec<OnceLock<QuickHops>>,
+    /// The next destination index to look at for one to make.
+    next: AtomicUsize,
+}
+
+impl Ahead {
+    fn new(net: &Net) -> Self {
+        let mut lids = Vec::new();
+        let quick = (0..net.n_sw)
+            .map(|i| {
+                net.lids_on(net.dest(i), &mut lids);
+                quick(&lids)
+            })
+            .collect();
+        Ahead {
+            quick,
+            claimed: (0..net.n_sw).map(|_| AtomicBool::new(false)).collect(),
+            hops: (0..net.n_sw).map(|_| OnceLock::new()).collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether destination `i` goes this way.
+    fn has(&self, i: usize) -> bool {
+        self.quick.get(i).copied().unwrap_or(false)
+    }
+
+    fn claim(&self, i: usize) -> bool {
+        !self.claimed[i].swap(true, AcqRel)
+    }
+
+    /// Claims the next switch-LID destination nobody has taken, if any.
+    fn take(&self) -> Option<usize> {
+        loop {
+            let i = self.next.fetch_add(1, AcqRel);
+            if i >= self.quick.len() {
+                return None;
+            }
+            if self.quick[i] && self.claim(i) {
+                return Some(i);
+            }
+        }
+    }
+
+    /// Makes the hops of destination `i` (claimed) with `p`, into `scratch`.
+    fn make(&self, net: &Net, p: &mut Planner<'_>, i: usize, scratch: &mut Plan) {
+        p.plan(net.dest(i), true, scratch);
+        if let Some(h) = QuickHops::of(scratch, net) {
+            let _ = self.hops[i].set(h);
+        }
+    }
+}
+
+/// What a destination was planned as.
+#[derive(Clone, Copy)]
+enum Made<'p> {
+    Plan(&'p Plan),
+    Hops(&'p QuickHops),
 }
 
 /// Whether only the switch's own LID lives on a destination.
@@ -109,6 +186,9 @@ impl<'a> Ring<'a> {
                 .compare_exchange(c, c + 1, AcqRel, Acquire)
                 .is_ok()
             {
+                if self.ahead.as_ref().is_some_and(|a| a.has(c)) {
+                    continue;
+                }
                 self.net.lids_on(self.net.dest(c), lids);
                 return Some(c);
             }
@@ -165,15 +245,32 @@ impl<'a> Ring<'a> {
     fn help(&self, rule: Rule<'_>) {
         let mut p = Planner::new(self.net, rule);
         let mut lids = Vec::new();
+        let mut scratch = Plan::default();
         let mut b = Backoff::default();
-        while !self.stop.load(Acquire) && self.next.load(Acquire) < self.net.n_sw {
-            match self.take(&mut lids) {
-                Some(c) => {
-                    self.fill(&mut p, c, &lids);
-                    b = Backoff::default();
-                }
-                None => b.snooze(FULL_NAP),
+        let mut quick_left = self.ahead.is_some();
+        while !self.stop.load(Acquire) && (self.next.load(Acquire) < self.net.n_sw || quick_left) {
+            if let Some(c) = self.take(&mut lids) {
+                self.fill(&mut p, c, &lids);
+                b = Backoff::default();
+                continue;
             }
+            // The ring is full (or done): make switch-LID hops instead of waiting.
+            if let Some(a) = self.ahead.as_ref().filter(|_| quick_left) {
+                match a.take() {
+                    Some(i) => {
+                        a.make(self.net, &mut p, i, &mut scratch);
+                        // As `fill`: the placing thread either sees the hops or is woken.
+                        fence(SeqCst);
+                        if self.awaited.load(SeqCst) == i + 1 {
+                            self.placer.unpark();
+                        }
+                        b = Backoff::default();
+                        continue;
+                    }
+                    None => quick_left = false,
+                }
+            }
+            b.snooze(FULL_NAP);
         }
     }
 }
@@ -209,12 +306,19 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
     } else {
         None
     };
-    let mut consume = |plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
-        st.escapes += plan.escaped.len();
+    let mut consume = |plan: Made<'_>, lids: &[(u16, u8, u16)], loads: &mut Loads| {
+        let (escapes, unreachable) = match plan {
+            Made::Plan(p) => (p.escaped.len(), p.unreachable),
+            Made::Hops(h) => (h.escapes, h.unreachable),
+        };
+        st.escapes += escapes;
         if st.unreachable.is_none() {
-            st.unreachable = plan.unreachable.map(|s| (s, lids[0].0));
+            st.unreachable = unreachable.map(|s| (s, lids[0].0));
         }
-        place(plan, lids, &mut rows, net, loads, job.pref, sides.as_ref());
+        match plan {
+            Made::Plan(p) => place(p, lids, &mut rows, net, loads, job.pref, sides.as_ref()),
+            Made::Hops(h) => place_quick(h, lids[0].0, &mut rows, net, loads),
+        }
     };
     let counted = matches!(job.rule, Rule::UpDown { .. });
     let mut own = Planner::new(net, job.rule);
@@ -234,7 +338,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
             } else {
                 own.plan(t, quick(&lids), &mut own_plan);
             }
-            consume(&own_plan, &lids, &mut loads);
+            consume(Made::Plan(&own_plan), &lids, &mut loads);
         }
         st.escape_traffic = loads.escape_traffic;
         return st;
@@ -251,6 +355,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         stop: AtomicBool::new(false),
         awaited: AtomicUsize::new(0),
         placer: std::thread::current(),
+        ahead: matches!(job.rule, Rule::MinHop).then(|| Ahead::new(net)),
     };
     std::thread::scope(|sc| {
         let ring = &ring;
@@ -261,19 +366,51 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         let mut ahead = Vec::new();
         for i in 0..net.n_sw {
             net.lids_on(net.dest(i), &mut lids);
-            if !lids.is_empty() {
+            if let Some(a) = ring.ahead.as_ref().filter(|a| a.has(i)) {
+                // Made ahead, being made, or made here now.
+                let mut b = Backoff::default();
+                let mut since: Option<Instant> = None;
+                loop {
+                    if let Some(h) = a.hops[i].get() {
+                        consume(Made::Hops(h), &lids, &mut loads);
+                        break;
+                    }
+                    let now = Instant::now();
+                    let waited = now - *since.get_or_insert(now);
+                    // Nobody has it, or its thread seems preempted: plan it here.
+                    if a.claim(i) || waited > STUCK {
+                        ring.plan(&mut own, i, &lids, &mut own_plan);
+                        consume(Made::Plan(&own_plan), &lids, &mut loads);
+                        break;
+                    }
+                    // Another thread is making it: make the next free one meanwhile, so
+                    // that the two do not take turns once this thread has caught up.
+                    if b.spun() {
+                        if let Some(j) = a.take() {
+                            a.make(net, &mut own, j, &mut own_plan);
+                            continue;
+                        }
+                    }
+                    ring.awaited.store(i + 1, SeqCst);
+                    fence(SeqCst);
+                    if a.hops[i].get().is_none() {
+                        b.snooze(STUCK - waited);
+                    }
+                    ring.awaited.store(0, Relaxed);
+                }
+            } else if !lids.is_empty() {
                 let slot = &ring.slots[i % ring.slots.len()];
                 let mut b = Backoff::default();
                 let mut since: Option<Instant> = None;
                 loop {
                     if slot.ready.load(Acquire) == i + 1 {
-                        consume(&lock(slot), &lids, &mut loads);
+                        consume(Made::Plan(&lock(slot)), &lids, &mut loads);
                         break;
                     }
                     // The planning threads are behind: plan it here.
                     if ring.take_own(i) {
                         ring.plan(&mut own, i, &lids, &mut own_plan);
-                        consume(&own_plan, &lids, &mut loads);
+                        consume(Made::Plan(&own_plan), &lids, &mut loads);
                         break;
                     }
                     // Another thread is making it. Once a short spin has not seen it
@@ -291,7 +428,7 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
                     let waited = now - *since.get_or_insert(now);
                     if waited > STUCK {
                         ring.plan(&mut own, i, &lids, &mut own_plan);
-                        consume(&own_plan, &lids, &mut loads);
+                        consume(Made::Plan(&own_plan), &lids, &mut loads);
                         break;
                     }
                     ring.awaited.store(i + 1, SeqCst);
