@@ -11,7 +11,10 @@
 //! counts only the placing thread holds: alone it plans them with the counts
 //! ([`Planner::plan_switch_lid`]); with helpers they are planned without
 //! ([`Planner::plan_deferred`]: what the BFS saw) and the placement finds the same hops
-//! and makes the same choice. The tables are byte-identical whatever the thread count.
+//! and makes the same choice. Minhop's switch-LID destinations go outside the ring as
+//! [`QuickHops`] (a port a switch), which a planning thread the ring holds back makes as
+//! far ahead as they come ([`Ahead`]). The tables are byte-identical whatever the thread
+//! count.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicUsize, fence};
