@@ -10,29 +10,7 @@
 set -eu
 pairs=${1:-9}
 threads=${2:-2}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/target/release/examples"
-for b in quickstart gen_topology; do
-    if [ ! -x "$bin/$b" ]; then
-        echo "missing $bin/$b: cargo build --release -p ibsm-examples --example $b" >&2
-        exit 2
-    fi
-done
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-"$bin/gen_topology" fat-tree 36 3 > "$work/tree.net"
-routing_ms() {
-    "$bin/quickstart" --topology "$work/tree.net" --no-verify --json --routing-threads "$1" 2>/dev/null |
-        tail -n 1 | sed -n 's/.*"routing_ms":\([0-9.]*\).*/\1/p'
-}
-i=0
-: > "$work/ratios"
-while [ "$i" -lt "$pairs" ]; do
-    one=$(routing_ms 1)
-    many=$(routing_ms "$threads")
-    ratio=$(echo "$one $many" | awk '{ printf "%.3f", $1 / $2 }')
-    echo "pair $i: 1 thread $one ms, $threads threads $many ms, ratio $ratio"
-    echo "$ratio" >> "$work/ratios"
-    i=$((i + 1))
-done
-sort -n "$work/ratios" | awk '{ r[NR] = $1 } END { printf "median ratio %.3f over %d pairs\n", r[int((NR + 1) / 2)], NR }'
+. "$(dirname "$0")/pairs.sh"
+measure_a() { quickstart_field routing_ms --routing-threads 1; }
+measure_b() { quickstart_field routing_ms --routing-threads "$threads"; }
+run_pairs "$pairs" "1 thread" "$threads threads"
