@@ -187,13 +187,13 @@ pub(crate) struct Core<A> {
     pub(crate) paused: bool,
 }
 
-fn fnv(h: u64, v: u64) -> u64 {
-    let mut h = h;
-    for b in v.to_le_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100_0000_01B3);
-    }
-    h
+/// Folds `v` into the running digest `h` with one multiply a word. The byte-wise FNV-1a
+/// it replaced took eight dependent multiplies a word, and three words are folded for
+/// every send, delivery and drop (25 million on the 45,056-CA tree's bring-up). A step is
+/// a bijection of `h` for a given `v` and of `v` for a given `h`, so a run that differs in
+/// one record gets another digest.
+fn mix(h: u64, v: u64) -> u64 {
+    (h.rotate_left(23) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl<A: Agent> Core<A> {
@@ -472,9 +472,9 @@ impl<A: Agent> Core<A> {
             TraceKind::Deliver => 2,
             TraceKind::Drop(r) => 3 + r as u64,
         };
-        let mut h = fnv(self.digest, self.now.as_nanos());
-        h = fnv(h, (u64::from(node) << 16) | (u64::from(port) << 8) | code);
-        self.digest = fnv(h, (u64::from(attr) << 32) | u64::from(tid));
+        let mut h = mix(self.digest, self.now.as_nanos());
+        h = mix(h, (u64::from(node) << 16) | (u64::from(port) << 8) | code);
+        self.digest = mix(h, (u64::from(attr) << 32) | u64::from(tid));
         if let Some(tr) = &mut self.trace {
             tr.push(TraceRecord {
                 t: self.now,
@@ -1329,4 +1329,21 @@ impl<A: Agent> Core<A> {
 /// The common header of a packet's MAD (every packet holds a whole 256-byte MAD).
 fn header(mad: &[u8; 256]) -> MadHeaderView<&[u8]> {
     MadHeaderView::new_unchecked(&mad[..])
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::mix;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A record that differs in one word, or a digest that differed before it, gives
+        /// another digest.
+        #[test]
+        fn one_different_word_changes_the_digest(h: u64, a: u64, b: u64) {
+            prop_assume!(a != b);
+            prop_assert_ne!(mix(h, a), mix(h, b));
+            prop_assert_ne!(mix(a, h), mix(b, h));
+        }
+    }
 }
