@@ -12,7 +12,7 @@ use ibsm_wire::{
 
 use crate::SimConfig;
 use crate::agent::{Agent, LinkRequest, NodeKind, NodeSetup};
-use crate::counters::{Counters, DropReason};
+use crate::counters::{AttrCounters, Counters, DropReason};
 use crate::fault::Fault;
 use crate::queue::EventQueue;
 use crate::rng::SplitMix64;
@@ -167,7 +167,12 @@ pub(crate) struct Core<A> {
     packets: Vec<Packet>,
     free: Vec<u32>,
     pub(crate) attach: Vec<Attach>,
+    /// Everything of [`Counters`] but `attrs` (kept empty): [`Core::counters`] fills
+    /// them from `by_attr`.
     pub(crate) counters: Counters,
+    /// Per AttributeID (the index), grown to the highest seen: every send and delivery
+    /// counts here (three times an SMP), a slot instead of a map search.
+    by_attr: Vec<AttrCounters>,
     pub(crate) trace: Option<Vec<TraceRecord>>,
     digest: u64,
     /// The hosts' multicast memberships (what a host attaches its QPs to after an SA
@@ -210,6 +215,7 @@ impl<A: Agent> Core<A> {
             free: Vec::new(),
             attach: Vec::new(),
             counters: Counters::default(),
+            by_attr: Vec::new(),
             trace: None,
             digest: 0xCBF2_9CE4_8422_2325,
             mcast: BTreeMap::new(),
@@ -490,7 +496,7 @@ impl<A: Agent> Core<A> {
     fn drop_pkt(&mut self, node: u32, port: u8, pkt: u32, why: DropReason) {
         let (attr, _) = self.attr_of(pkt);
         *self.counters.drops.entry(why).or_insert(0) += 1;
-        self.counters.attrs.entry(attr).or_default().dropped += 1;
+        self.attr_counts(attr).dropped += 1;
         if let Some(c) = self.counters.nodes.get_mut(node as usize) {
             c.dropped += 1;
         }
@@ -498,14 +504,35 @@ impl<A: Agent> Core<A> {
         self.release(pkt);
     }
 
+    fn attr_counts(&mut self, attr: u16) -> &mut AttrCounters {
+        let i = usize::from(attr);
+        if i >= self.by_attr.len() {
+            self.by_attr.resize(i + 1, AttrCounters::default());
+        }
+        &mut self.by_attr[i]
+    }
+
+    /// Every counter of the run so far.
+    pub(crate) fn counters(&self) -> Counters {
+        let mut c = self.counters.clone();
+        c.attrs = self
+            .by_attr
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a != AttrCounters::default())
+            .map(|(id, a)| (id as u16, *a))
+            .collect();
+        c
+    }
+
     fn note_sent(&mut self, pkt: u32) {
         let (attr, _) = self.attr_of(pkt);
-        self.counters.attrs.entry(attr).or_default().sent += 1;
+        self.attr_counts(attr).sent += 1;
     }
 
     fn note_delivered(&mut self, node: u32, port: u8, pkt: u32) {
         let (attr, _) = self.attr_of(pkt);
-        self.counters.attrs.entry(attr).or_default().delivered += 1;
+        self.attr_counts(attr).delivered += 1;
         self.counters.nodes[node as usize].delivered += 1;
         self.record(node, port, TraceKind::Deliver, pkt);
     }

@@ -622,7 +622,7 @@ impl<A: Agent> Sim<A> {
     /// A copy of the counters.
     #[must_use]
     pub fn counters(&self) -> Counters {
-        self.core.borrow().counters.clone()
+        self.core.borrow().counters()
     }
 
     /// A digest of every send, delivery and drop so far (time, node, port, attribute,
