@@ -1,22 +1,15 @@
-//! The attempt deadlines of [`crate::Transactions`], and the hasher of its maps.
+//! The attempt deadlines of [`crate::Transactions`].
 //!
-//! Both sit on the per-MAD path of every sweep (an SM sends hundreds of thousands of
-//! SMPs in one bring-up), so they are built for what that path does:
-//!
-//! - Nearly every request of an instance waits the same per-attempt timeout, and
-//!   attempts go out in time order, so the deadlines of one timeout arrive already
-//!   sorted. [`Deadlines`] keeps one FIFO lane per timeout: a push is an append and a
-//!   pop takes a lane's front, where a binary heap pays a logarithmic sift per
-//!   attempt. Requests with rarer timeouts (beyond [`MAX_LANES`] distinct ones) share
-//!   a heap.
-//! - The maps are keyed by small integers the instance hands out itself (request ids,
-//!   TIDs), for which a multiply-rotate hash spreads well at a fraction of the cost of
-//!   the default SipHash. Lookups with foreign keys (a TID off the wire) cannot make
-//!   the stored keys collide: those are our own, allocated in sequence.
+//! They sit on the per-MAD path of every sweep (an SM sends hundreds of thousands of
+//! SMPs in one bring-up), so they are built for what that path does: nearly every
+//! request of an instance waits the same per-attempt timeout, and attempts go out in
+//! time order, so the deadlines of one timeout arrive already sorted. [`Deadlines`]
+//! keeps one FIFO lane per timeout: a push is an append and a pop takes a lane's front,
+//! where a binary heap pays a logarithmic sift per attempt. Requests with rarer timeouts
+//! (beyond [`MAX_LANES`] distinct ones) share a heap.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use crate::clock::Instant;
@@ -121,56 +114,6 @@ impl Deadlines {
     }
 }
 
-/// A multiply-rotate hasher for the small integer keys of the transaction maps.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl IdHasher {
-    /// An odd constant with well mixed bits (2^64 / the golden ratio, rounded to odd).
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u16(&mut self, n: u16) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A `HashMap` keyed by ids the instance allocates itself.
-pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,19 +160,6 @@ mod tests {
         let ts: Vec<Instant> = std::iter::from_fn(|| d.pop()).map(|(t, _, _)| t).collect();
         assert!(ts.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(ts.len() as u64, n);
-    }
-
-    #[test]
-    fn id_hasher_spreads_sequential_ids() {
-        // The low 8 bits pick a bucket in a small table: sequential ids must not pile
-        // into few of them.
-        let mut seen = std::collections::HashSet::new();
-        for i in 0..256u64 {
-            let mut h = IdHasher::default();
-            h.write_u64(i);
-            seen.insert(h.finish() & 0xFF);
-        }
-        assert!(seen.len() > 150, "{} distinct low bytes", seen.len());
     }
 
     proptest! {

@@ -77,6 +77,7 @@ pub mod busy;
 mod clock;
 mod deadlines;
 mod error;
+mod hash;
 pub mod sansio;
 mod tid;
 pub mod txn;
@@ -85,6 +86,7 @@ pub use addr::{Address, DrAddress, Incoming, LidAddress, LocalPort, QP1_QKEY, Re
 pub use busy::{BusyMeter, Call, Metered};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::TransportError;
+pub use hash::{IntHasher, IntMap, IntSet};
 pub use sansio::{
     JOB_POLL, Job, JobPolicy, JobRunner, NoJob, Outgoing, SansIo, Stop, Stopped, drive,
 };

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use crate::addr::{Address, Incoming, Received};
 use crate::clock::Instant;
-use crate::deadlines::{Deadlines, IdMap};
+use crate::deadlines::Deadlines;
 use crate::error::TransportError;
+use crate::hash::IntMap;
 use crate::sansio::{NoJob, Outgoing, SansIo};
 use crate::tid::{TidAllocator, TidKey};
 
@@ -169,8 +170,8 @@ pub struct Transactions<C> {
     config: TxConfig,
     tids: TidAllocator,
     next_id: u64,
-    entries: IdMap<TxId, Entry<C>>,
-    by_key: IdMap<TidKey, TxId>,
+    entries: IntMap<TxId, Entry<C>>,
+    by_key: IntMap<TidKey, TxId>,
     /// Admitted to the window but not yet handed to `poll_transmit`.
     to_send: VecDeque<TxId>,
     /// Waiting for a window slot.
@@ -196,8 +197,8 @@ impl<C> Transactions<C> {
                 ..config
             },
             next_id: 0,
-            entries: IdMap::default(),
-            by_key: IdMap::default(),
+            entries: IntMap::default(),
+            by_key: IntMap::default(),
             to_send: VecDeque::new(),
             backlog: VecDeque::new(),
             in_window: 0,
@@ -352,7 +353,7 @@ impl<C> Transactions<C> {
         next
     }
 
-    fn timer_live(entries: &IdMap<TxId, Entry<C>>, id: TxId, attempt: u32) -> bool {
+    fn timer_live(entries: &IntMap<TxId, Entry<C>>, id: TxId, attempt: u32) -> bool {
         entries
             .get(&id)
             .is_some_and(|e| e.attempts == attempt && e.deadline.is_some())

@@ -2,11 +2,12 @@
 //! LFT blocks that changed, and for engines that use VLs the SL -> VL maps and VL
 //! arbitration. A mirror of what was written lets later sweeps send only what differs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ibsm_routing::Routes;
 use ibsm_topology::Csr;
+use ibsm_transport::{IntMap, IntSet};
 use ibsm_wire::attr::modifier::{SlToVlMod, VlArbMod, VlArbPart};
 use ibsm_wire::{
     CapabilityMask, LinearForwardingTable, SlToVlMap, SlToVlMappingTable, SwitchInfo, VlArbBlock,
@@ -26,8 +27,9 @@ pub(super) const NO_MFT_TOP: u16 = 0xBFFF;
 /// What the SM wrote to the switches, for as long as they keep it.
 #[derive(Debug, Default)]
 pub(super) struct Mirror {
-    /// Switch GUID -> LFT as last written.
-    pub(super) lft: HashMap<u64, WrittenLft>,
+    /// Switch GUID -> LFT as last written (looked up for every LFT block sent: a
+    /// multiply hash, not SipHash).
+    pub(super) lft: IntMap<u64, WrittenLft>,
     /// (switch GUID, output port) -> SL -> VL map as last written.
     pub(super) sl2vl: HashMap<(u64, u8), [u8; 16]>,
     /// Switch GUID -> SwitchInfo as last written (or found right), the base of the
@@ -36,7 +38,7 @@ pub(super) struct Mirror {
     /// (switch GUID, block) LFT blocks whose Set got no answer or was refused: the
     /// mirror holds what was sent, not what the switch has, so the next sweep sends
     /// them again whatever the mirror says.
-    unsure: HashSet<(u64, u16)>,
+    unsure: IntSet<(u64, u16)>,
 }
 
 impl Mirror {
