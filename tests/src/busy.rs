@@ -1,3 +1,5 @@
+// Over 800 lines: one bench harness (SMs on ibsim, the probing clients, their shared clock and
+// the verdicts) whose parts only make sense together.
 //! A master kept busy while clients ask it things (issue 25, "always answering"): heavy
 //! sweeps forced on the master SM of an ibsim fabric while a third CA runs `sminfo` and
 //! `saquery` back to back, each run's wall time and what it printed recorded; for the
@@ -23,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ibsm_topology::{Fabric, Link, NodeId};
 
 use crate::failover::{Kind, SMINFO, line_time, now_tod, opensm_conf, rel, wait_text};
-use crate::peer::{ClientEnv, OPENSM, PeerFabric, client, run_bounded};
+use crate::peer::{ClientEnv, OPENSM, PeerFabric, client, run_bounded, try_dotted_field};
 
 /// `saquery` (infiniband-diags).
 pub const SAQUERY: &str = "/usr/sbin/saquery";
@@ -86,8 +88,8 @@ impl Ask {
             }
             Self::PathRecord { slid, dlid } => {
                 ok && out.contains("PathRecord")
-                    && dotted_field(out, "slid") == Some(u64::from(*slid))
-                    && dotted_field(out, "dlid") == Some(u64::from(*dlid))
+                    && try_dotted_field(out, "slid") == Some(u64::from(*slid))
+                    && try_dotted_field(out, "dlid") == Some(u64::from(*dlid))
             }
         };
         if good {
@@ -100,19 +102,6 @@ impl Ask {
             ))
         }
     }
-}
-
-/// A number saquery prints after a field's name and a run of dots
-/// (`\t\tdlid....................12`, decimal or `0x` hex); the first such line.
-fn dotted_field(out: &str, name: &str) -> Option<u64> {
-    out.lines().find_map(|l| {
-        let value = l.trim().strip_prefix(name)?;
-        let value = value.strip_prefix('.')?.trim_start_matches('.');
-        match value.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16).ok(),
-            None => value.parse().ok(),
-        }
-    })
 }
 
 /// What became of one run.

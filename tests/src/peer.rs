@@ -261,27 +261,26 @@ fn run_diag(mut c: Command, program: &str, args: &[&str]) -> String {
 }
 
 /// The number after `key` and its dots (or colon) on the first line of a diagnostic's
-/// output that starts with it (`smpquery`'s `Lid:.....3`; hex with `0x`).
+/// output that starts with it (`smpquery`'s `Lid:.....3`, `saquery`'s
+/// `\t\tdlid.....12`; hex with `0x`); `None` when no line has it or it is not a
+/// number.
+#[must_use]
+pub fn try_dotted_field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().map(str::trim).find(|l| l.starts_with(key))?;
+    let v = line[key.len()..].trim_start_matches(['.', ':']).trim();
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+/// [`try_dotted_field`] where the field must be there.
 ///
 /// # Panics
 /// When no line has it or it is not a number.
 #[must_use]
 pub fn dotted_field(text: &str, key: &str) -> u64 {
-    let v = text
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with(key))
-        .map(|l| {
-            l[key.len()..]
-                .trim_start_matches(['.', ':'])
-                .trim()
-                .to_owned()
-        })
-        .unwrap_or_else(|| panic!("{key} not in:\n{text}"));
-    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).unwrap(),
-        None => v.parse().unwrap(),
-    }
+    try_dotted_field(text, key).unwrap_or_else(|| panic!("{key} not a number in:\n{text}"))
 }
 
 /// The raw value of `key` in a one-line JSON object (strings keep their quotes), for
@@ -781,4 +780,22 @@ pub fn stop_ibsmd(f: &PeerFabric, mut daemon: Daemon) -> serde_json::Value {
     let json = summary(&f.read("ibsmd.out"));
     assert_eq!(json["signal"], "SIGTERM", "{json}");
     json
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_fields_of_smpquery_and_saquery() {
+        let smp = "# Port info: Lid 3 port 1\nLid:.............................3\nSMLid:...........................0x1\n";
+        assert_eq!(try_dotted_field(smp, "Lid"), Some(3));
+        assert_eq!(dotted_field(smp, "SMLid"), 1);
+        let sa =
+            "PathRecord dump:\n\t\tdlid....................12\n\t\tslid....................0xA\n";
+        assert_eq!(try_dotted_field(sa, "dlid"), Some(12));
+        assert_eq!(try_dotted_field(sa, "slid"), Some(10));
+        assert_eq!(try_dotted_field(sa, "pkey"), None);
+        assert_eq!(try_dotted_field("dlid....busy", "dlid"), None);
+    }
 }
