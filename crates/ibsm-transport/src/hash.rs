@@ -19,7 +19,9 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiply-rotate hasher for integer keys (see the [module docs](self)).
+/// A multiply-rotate hasher for integer keys that are the program's own (ids it
+/// allocates, GUIDs it discovered): fast, but not built to resist keys a peer picks
+/// to make the buckets collide.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct IntHasher(u64);
 
