@@ -43,7 +43,7 @@ mod threads;
 
 #[cfg(test)]
 pub(crate) use place::least_used_hop;
-pub(crate) use place::{Loads, QuickHops, Sides, pick, place, place_quick};
+pub(crate) use place::{Loads, QuickHops, Sides, pick, place};
 pub(crate) use plan::{Plan, Planner};
 pub(crate) use repair::{local_ok, repair, repair_local};
 

@@ -214,28 +214,17 @@ impl QuickHops {
             unreachable: plan.unreachable,
         })
     }
-}
 
-/// [`place`] for the switch LID `lid` of the destination from its [`QuickHops`]: the same
-/// tables and switch-LID counts as from the plan they were made of.
-pub(crate) fn place_quick(
-    hops: &QuickHops,
-    lid: u16,
-    rows: &mut [&mut [u8]],
-    net: &Net,
-    loads: &mut Loads,
-) {
-    let col = usize::from(lid);
-    rows[hops.t][col] = net.dest_switch(col).map_or(NO_ROUTE, |(_, port)| port);
-    for (s, &port) in hops.ports.iter().enumerate() {
-        if port == NO_ROUTE {
-            continue;
+    /// Writes switch `s`'s entry for the switch LID `col` of this destination into `row`
+    /// (`s`'s LFT): what [`place`] writes there from the plan the hops were made of.
+    #[inline]
+    pub(crate) fn write(&self, s: usize, row: &mut [u8], col: usize, net: &Net) {
+        if s == self.t {
+            row[col] = net.dest_switch(col).map_or(NO_ROUTE, |(_, port)| port);
         }
-        rows[s][col] = port;
-        if let Some(Peer::Switch { arc, .. }) =
-            net.peer.get(net.pbase[s] as usize + usize::from(port))
-        {
-            loads.swl[*arc as usize] += 1;
+        let port = self.ports[s];
+        if port != NO_ROUTE {
+            row[col] = port;
         }
     }
 }

@@ -13,17 +13,16 @@
 //! ([`Planner::plan_deferred`]: what the BFS saw) and the placement finds the same hops
 //! and makes the same choice. Minhop's switch-LID destinations go outside the ring as
 //! [`QuickHops`] (a port a switch), which a planning thread the ring holds back makes as
-//! far ahead as they come ([`Ahead`]). The tables are byte-identical whatever the thread
-//! count.
+//! far ahead as they come ([`Ahead`]); their hops depend on no load, so the placing
+//! thread leaves them for the end, where every thread writes a share of the switches'
+//! rows ([`write_quick`]). The tables are byte-identical whatever the thread count.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{AtomicBool, AtomicUsize, fence};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::{
-    Job, Loads, Plan, Planner, Prefer, QuickHops, RouteStats, Rule, Sides, place, place_quick,
-};
+use super::{Job, Loads, Plan, Planner, Prefer, QuickHops, RouteStats, Rule, Sides, place};
 use crate::net::Net;
 
 /// Plans made ahead per thread (at most [`PLAN_BYTES`] of them).
@@ -157,11 +156,24 @@ impl Ahead {
     }
 }
 
-/// What a destination was planned as.
-#[derive(Clone, Copy)]
-enum Made<'p> {
-    Plan(&'p Plan),
-    Hops(&'p QuickHops),
+/// The first switch found unreachable in the routing order, and the LID it could not
+/// reach ([`RouteStats::unreachable`]), whatever order the destinations are placed in.
+#[derive(Default)]
+struct FirstUnreachable {
+    index: Option<usize>,
+    at: Option<(usize, u16)>,
+}
+
+impl FirstUnreachable {
+    /// Destination `i` (routing order) left switch `unreachable` without a route to `lid`.
+    fn note(&mut self, i: usize, unreachable: Option<usize>, lid: u16) {
+        if let Some(s) = unreachable
+            && self.index.is_none_or(|j| i < j)
+        {
+            self.index = Some(i);
+            self.at = Some((s, lid));
+        }
+    }
 }
 
 /// Whether only the switch's own LID lives on a destination.
@@ -287,10 +299,147 @@ impl Drop for StopOnDrop<'_, '_> {
     }
 }
 
+/// Places destination `i` (with LIDs `lids`) with its plan from the ring, or planned here
+/// when the planning threads are behind (see the module notes); `place` gets the plan.
+/// `spare` holds the LIDs of a destination planned meanwhile.
+fn place_next(
+    ring: &Ring<'_>,
+    own: &mut Planner<'_>,
+    own_plan: &mut Plan,
+    i: usize,
+    lids: &[(u16, u8, u16)],
+    spare: &mut Vec<(u16, u8, u16)>,
+    mut place: impl FnMut(&Plan),
+) {
+    let slot = &ring.slots[i % ring.slots.len()];
+    let mut b = Backoff::default();
+    let mut since: Option<Instant> = None;
+    loop {
+        if slot.ready.load(Acquire) == i + 1 {
+            place(&lock(slot));
+            return;
+        }
+        // The planning threads are behind: plan it here.
+        if ring.take_own(i) {
+            ring.plan(own, i, lids, own_plan);
+            place(own_plan);
+            return;
+        }
+        // Another thread is making it. Once a short spin has not seen it done, that
+        // thread is slow (or preempted): plan the next free one rather than wait, which
+        // lets the planning threads catch up.
+        if b.spun()
+            && let Some(c) = ring.take(spare)
+        {
+            ring.fill(own, c, spare);
+            continue;
+        }
+        // Another thread has it: if it takes far longer than a plan takes, that thread
+        // is most likely not running; make the plan here.
+        let now = Instant::now();
+        let waited = now - *since.get_or_insert(now);
+        if waited > STUCK {
+            ring.plan(own, i, lids, own_plan);
+            place(own_plan);
+            return;
+        }
+        ring.awaited.store(i + 1, SeqCst);
+        if slot.ready.load(SeqCst) != i + 1 {
+            b.snooze(STUCK - waited);
+        }
+        ring.awaited.store(0, Relaxed);
+    }
+}
+
+/// The hops of minhop's switch-LID destination `i` (with LIDs `lids`): made ahead, being
+/// made (waited for, making the next free ones meanwhile), or made here. `None` when it
+/// was planned here instead (nobody could make it hops, or the thread that took it seems
+/// preempted): the plan is then in `own_plan`.
+fn await_hops<'r>(
+    a: &'r Ahead,
+    ring: &Ring<'_>,
+    net: &Net,
+    own: &mut Planner<'_>,
+    own_plan: &mut Plan,
+    i: usize,
+    lids: &[(u16, u8, u16)],
+) -> Option<&'r QuickHops> {
+    let mut b = Backoff::default();
+    let mut since: Option<Instant> = None;
+    loop {
+        if let Some(h) = a.hops[i].get() {
+            return Some(h);
+        }
+        if a.claim(i) {
+            a.make(net, own, i, own_plan);
+            return a.hops[i].get();
+        }
+        let now = Instant::now();
+        let waited = now - *since.get_or_insert(now);
+        if waited > STUCK {
+            ring.plan(own, i, lids, own_plan);
+            return None;
+        }
+        // Another thread is making it: make the next free one meanwhile, so that the two
+        // do not take turns once this thread has caught up.
+        if b.spun()
+            && let Some(j) = a.take()
+        {
+            a.make(net, own, j, own_plan);
+            continue;
+        }
+        ring.awaited.store(i + 1, SeqCst);
+        fence(SeqCst);
+        if a.hops[i].get().is_none() {
+            b.snooze(STUCK - waited);
+        }
+        ring.awaited.store(0, Relaxed);
+    }
+}
+
+/// Writes minhop's switch-LID destinations (`quick`: routing index, hops, LID) into
+/// `rows`, each of `threads` threads a share of the switches. Their hops depend on no
+/// load and no other entry reads their columns, so writing them after the CA traffic
+/// gives the tables of placing them in the routing order; row by row, each switch's
+/// entries are written together, instead of a byte in every switch's row per destination
+/// on the placing thread. The switch-LID counts ([`Loads`]' `swl`) are not kept for them:
+/// only up/down rules read those.
+fn write_quick(
+    rows: &mut [&mut [u8]],
+    net: &Net,
+    quick: &[(usize, &QuickHops, u16)],
+    threads: usize,
+) {
+    if quick.is_empty() || rows.is_empty() {
+        return;
+    }
+    let share = rows.len().div_ceil(threads.max(1));
+    std::thread::scope(|sc| {
+        let mut parts = rows.chunks_mut(share).enumerate();
+        let first = parts.next();
+        for (k, part) in parts {
+            sc.spawn(move || write_rows(part, k * share, net, quick));
+        }
+        if let Some((_, part)) = first {
+            write_rows(part, 0, net, quick);
+        }
+    });
+}
+
+/// [`write_quick`] for the switches `from..from + rows.len()`.
+fn write_rows(rows: &mut [&mut [u8]], from: usize, net: &Net, quick: &[(usize, &QuickHops, u16)]) {
+    for (k, row) in rows.iter_mut().enumerate() {
+        let s = from + k;
+        for &(_, h, lid) in quick {
+            h.write(s, row, usize::from(lid), net);
+        }
+    }
+}
+
 /// Routes the LIDs selected by `job`, destination switch by destination switch in the
 /// routing order, on `job.threads` threads (see the module notes): the calling thread
-/// places every LID with one set of loads, so the tables are byte-identical whatever the
-/// thread count.
+/// places every LID whose hops loads decide, with one set of loads, so the tables are
+/// byte-identical whatever the thread count.
 pub(crate) fn route_lids<P: Prefer + ?Sized>(
     net: &Net,
     job: &Job<'_, P>,
@@ -309,19 +458,13 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
     } else {
         None
     };
-    let mut consume = |plan: Made<'_>, lids: &[(u16, u8, u16)], loads: &mut Loads| {
-        let (escapes, unreachable) = match plan {
-            Made::Plan(p) => (p.escaped.len(), p.unreachable),
-            Made::Hops(h) => (h.escapes, h.unreachable),
-        };
-        st.escapes += escapes;
-        if st.unreachable.is_none() {
-            st.unreachable = unreachable.map(|s| (s, lids[0].0));
-        }
-        match plan {
-            Made::Plan(p) => place(p, lids, &mut rows, net, loads, job.pref, sides.as_ref()),
-            Made::Hops(h) => place_quick(h, lids[0].0, &mut rows, net, loads),
-        }
+    // The first unreachable switch in the routing order: destinations may be placed out
+    // of it (minhop's switch-LID ones go last), so the index says which came first.
+    let mut first_unreachable = FirstUnreachable::default();
+    let mut consume = |i: usize, plan: &Plan, lids: &[(u16, u8, u16)], loads: &mut Loads| {
+        st.escapes += plan.escaped.len();
+        first_unreachable.note(i, plan.unreachable, lids[0].0);
+        place(plan, lids, &mut rows, net, loads, job.pref, sides.as_ref());
     };
     let counted = matches!(job.rule, Rule::UpDown { .. });
     let mut own = Planner::new(net, job.rule);
@@ -341,9 +484,10 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
             } else {
                 own.plan(t, quick(&lids), &mut own_plan);
             }
-            consume(Made::Plan(&own_plan), &lids, &mut loads);
+            consume(i, &own_plan, &lids, &mut loads);
         }
         st.escape_traffic = loads.escape_traffic;
+        st.unreachable = first_unreachable.at;
         return st;
     }
     let plan_bytes = (net.n_arcs() + 2 * net.n_sw) * 4;
@@ -358,92 +502,53 @@ pub(crate) fn route_lids<P: Prefer + ?Sized>(
         stop: AtomicBool::new(false),
         awaited: AtomicUsize::new(0),
         placer: std::thread::current(),
-        ahead: matches!(job.rule, Rule::MinHop).then(|| Ahead::new(net)),
+        // Deferred to the end (see `write_quick`), which only a preference that could
+        // read their columns would notice.
+        ahead: (matches!(job.rule, Rule::MinHop) && !job.pref.active()).then(|| Ahead::new(net)),
     };
+    // Minhop's switch-LID destinations, in the routing order, and their hops.
+    let mut later = Vec::new();
+    let mut quick: Vec<(usize, &QuickHops, u16)> = Vec::new();
     std::thread::scope(|sc| {
         let ring = &ring;
         for _ in 1..threads {
             sc.spawn(move || ring.help(job.rule));
         }
         let _stop = StopOnDrop(ring);
-        let mut ahead = Vec::new();
+        let mut spare = Vec::new();
         for i in 0..net.n_sw {
-            net.lids_on(net.dest(i), &mut lids);
-            if let Some(a) = ring.ahead.as_ref().filter(|a| a.has(i)) {
-                // Made ahead, being made, or made here now.
-                let mut b = Backoff::default();
-                let mut since: Option<Instant> = None;
-                loop {
-                    if let Some(h) = a.hops[i].get() {
-                        consume(Made::Hops(h), &lids, &mut loads);
-                        break;
-                    }
-                    let now = Instant::now();
-                    let waited = now - *since.get_or_insert(now);
-                    // Nobody has it, or its thread seems preempted: plan it here.
-                    if a.claim(i) || waited > STUCK {
-                        ring.plan(&mut own, i, &lids, &mut own_plan);
-                        consume(Made::Plan(&own_plan), &lids, &mut loads);
-                        break;
-                    }
-                    // Another thread is making it: make the next free one meanwhile, so
-                    // that the two do not take turns once this thread has caught up.
-                    if b.spun() {
-                        if let Some(j) = a.take() {
-                            a.make(net, &mut own, j, &mut own_plan);
-                            continue;
-                        }
-                    }
-                    ring.awaited.store(i + 1, SeqCst);
-                    fence(SeqCst);
-                    if a.hops[i].get().is_none() {
-                        b.snooze(STUCK - waited);
-                    }
-                    ring.awaited.store(0, Relaxed);
-                }
-            } else if !lids.is_empty() {
-                let slot = &ring.slots[i % ring.slots.len()];
-                let mut b = Backoff::default();
-                let mut since: Option<Instant> = None;
-                loop {
-                    if slot.ready.load(Acquire) == i + 1 {
-                        consume(Made::Plan(&lock(slot)), &lids, &mut loads);
-                        break;
-                    }
-                    // The planning threads are behind: plan it here.
-                    if ring.take_own(i) {
-                        ring.plan(&mut own, i, &lids, &mut own_plan);
-                        consume(Made::Plan(&own_plan), &lids, &mut loads);
-                        break;
-                    }
-                    // Another thread is making it. Once a short spin has not seen it
-                    // done, that thread is slow (or preempted): plan the next free one
-                    // rather than wait, which lets the planning threads catch up.
-                    if b.spun() {
-                        if let Some(c) = ring.take(&mut ahead) {
-                            ring.fill(&mut own, c, &ahead);
-                            continue;
-                        }
-                    }
-                    // Another thread has it: if it takes far longer than a plan takes,
-                    // that thread is most likely not running; make the plan here.
-                    let now = Instant::now();
-                    let waited = now - *since.get_or_insert(now);
-                    if waited > STUCK {
-                        ring.plan(&mut own, i, &lids, &mut own_plan);
-                        consume(Made::Plan(&own_plan), &lids, &mut loads);
-                        break;
-                    }
-                    ring.awaited.store(i + 1, SeqCst);
-                    if slot.ready.load(SeqCst) != i + 1 {
-                        b.snooze(STUCK - waited);
-                    }
-                    ring.awaited.store(0, Relaxed);
+            if ring.ahead.as_ref().is_some_and(|a| a.has(i)) {
+                // A switch-LID destination: its hops are written at the end.
+                later.push(i);
+            } else {
+                net.lids_on(net.dest(i), &mut lids);
+                if !lids.is_empty() {
+                    place_next(ring, &mut own, &mut own_plan, i, &lids, &mut spare, |p| {
+                        consume(i, p, &lids, &mut loads);
+                    });
                 }
             }
             ring.placed.store(i + 1, Release);
         }
+        let Some(a) = ring.ahead.as_ref() else {
+            return;
+        };
+        for &i in &later {
+            net.lids_on(net.dest(i), &mut lids);
+            // Made ahead, being made, or made here now.
+            if let Some(h) = await_hops(a, ring, net, &mut own, &mut own_plan, i, &lids) {
+                quick.push((i, h, lids[0].0));
+            } else {
+                consume(i, &own_plan, &lids, &mut loads);
+            }
+        }
     });
+    for &(i, h, lid) in &quick {
+        st.escapes += h.escapes;
+        first_unreachable.note(i, h.unreachable, lid);
+    }
+    write_quick(&mut rows, net, &quick, threads);
     st.escape_traffic = loads.escape_traffic;
+    st.unreachable = first_unreachable.at;
     st
 }
