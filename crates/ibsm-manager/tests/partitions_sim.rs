@@ -32,6 +32,14 @@ fn ca_guids(fabric: &Fabric) -> Vec<u64> {
 }
 
 fn rig(partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>) -> Rig {
+    rig_with(1, partitions)
+}
+
+/// [`rig`] with `routing_threads` threads to route on.
+fn rig_with(
+    routing_threads: usize,
+    partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>,
+) -> Rig {
     let fabric = generate::k_ary_n_tree(4, 2).unwrap();
     let mut sim: Sim<SmaAgent> = Sim::from_fabric(&fabric, SimConfig::default()).unwrap();
     let cas = ca_guids(&fabric);
@@ -45,6 +53,7 @@ fn rig(partitions: impl FnOnce(&[u64]) -> Option<PartitionConfig>) -> Rig {
         .unwrap();
     let mut cfg = SmConfig::default();
     cfg.sa = true;
+    cfg.routing_threads = routing_threads;
     cfg.partitions = partitions(&cas);
     let sm = SubnetManager::new(cfg, port.local_port()).expect("valid configuration");
     let mut r = Rig {
@@ -276,6 +285,30 @@ fn two_partitions_programmed_enforced_and_served() {
     assert_eq!(again.pkey_blocks, 0, "{again:?}");
     assert_eq!(again.port_sets, 0, "{again:?}");
     assert!(r.sim.verify().is_clean());
+}
+
+/// With threads to route on, the P_Key plan is made beside the routing: every port of
+/// every node gets the table it gets when the plan is made after the routing.
+#[test]
+fn the_plan_made_beside_the_routing_writes_the_same_tables() {
+    let tables = |r: &Rig| -> Vec<(u64, u8, Vec<u16>)> {
+        let mut all = Vec::new();
+        for (_, node) in r.fabric.nodes() {
+            let first = if node.is_switch() { 0 } else { 1 };
+            for port in first..=node.num_ports() {
+                all.push((node.guid().0, port, r.pkeys(node.guid().0, port)));
+            }
+        }
+        all
+    };
+    let after = rig_with(1, |cas| Some(two_partitions(cas)));
+    let beside = rig_with(2, |cas| Some(two_partitions(cas)));
+    let (a, b) = (tables(&after), tables(&beside));
+    assert!(
+        a.iter().any(|(_, _, t)| valid(t).contains(&0x8002)),
+        "the policy was written"
+    );
+    assert_eq!(a, b);
 }
 
 #[test]

@@ -102,7 +102,33 @@ impl RouteInput {
     /// or nodes since they were computed, else the first engine of the list that fits;
     /// and the P_Key tables the partition policy asks for. A pure function of the input
     /// (invariant 6).
-    pub(super) fn run(self) -> Result<Computed, SmError> {
+    pub(super) fn run(mut self) -> Result<Computed, SmError> {
+        let Some((policy, sm_port)) = self.partitions.take() else {
+            return self.route();
+        };
+        let subnet = Arc::clone(&self.subnet);
+        if self.opts.threads <= 1 {
+            let mut computed = self.route()?;
+            computed.pkeys = Some(policy.plan(&subnet, sm_port));
+            return Ok(computed);
+        }
+        // The P_Key plan reads the model alone: made beside the routing (whose planning
+        // threads leave gaps) rather than after it.
+        std::thread::scope(|sc| {
+            let plan = sc.spawn(|| policy.plan(&subnet, sm_port));
+            let routed = self.route();
+            let pkeys = plan
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            routed.map(|mut computed| {
+                computed.pkeys = Some(pkeys);
+                computed
+            })
+        })
+    }
+
+    /// [`Self::run`] but the P_Key plan.
+    fn route(self) -> Result<Computed, SmError> {
         let t0 = std::time::Instant::now();
         let RouteInput {
             subnet,
@@ -111,7 +137,7 @@ impl RouteInput {
             engines,
             opts,
             repair,
-            partitions,
+            partitions: _,
             reference,
         } = self;
         let (mut fabric, ids) = subnet.to_fabric_with(|p| lids.get(&p.guid).copied())?;
@@ -170,7 +196,6 @@ impl RouteInput {
             }
         };
         let wall = t0.elapsed();
-        let pkeys = partitions.map(|(policy, sm_port)| policy.plan(&subnet, sm_port));
         Ok(Computed {
             fabric,
             csr,
@@ -179,7 +204,7 @@ impl RouteInput {
             engine,
             failed,
             wall,
-            pkeys,
+            pkeys: None,
             topo_diff,
         })
     }
