@@ -723,15 +723,16 @@ impl SmpQueue {
             Target::Port(n, p) => subnet.nodes[n].path_for(p),
         };
         let key = key(&spec.target);
-        let mut smp = DrSmp::request(spec.method, spec.attr.into(), attr_mod, 0, key, &path);
-        if let Some(d) = data {
-            smp.data = d;
-        }
-        let mut req = Request::new(
-            Address::Directed(DrAddress::direct(path)),
-            smp.to_bytes().to_vec(),
-            op,
+        let mad = DrSmp::request_bytes(
+            spec.method,
+            spec.attr.into(),
+            attr_mod,
+            0,
+            key,
+            &path,
+            &data.unwrap_or([0; 64]),
         );
+        let mut req = Request::new(Address::Directed(DrAddress::direct(path)), mad.to_vec(), op);
         req.timeout = Some(cfg.transaction_timeout);
         req.retries = retries.or(self.retries);
         // Only the queueing window limits submissions; a duplicate TID cannot happen
