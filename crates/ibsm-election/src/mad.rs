@@ -94,9 +94,7 @@ pub(crate) fn build_request(
             s.to_bytes()
         }
         SmAddr::Directed(path) => {
-            let mut s = DrSmp::request(method, attr, modifier, tid, m_key, &path);
-            s.data = data;
-            s.to_bytes()
+            DrSmp::request_bytes(method, attr, modifier, tid, m_key, &path, &data)
         }
     };
     Transmit { to, mad }

@@ -264,12 +264,8 @@ impl<C> SmpClient<C> {
                 (Address::Lid(LidAddress::smp(lid)), m.to_bytes().to_vec())
             }
             Target::Route(path) => {
-                let mut m = DrSmp::request(method, id, modifier, 0, self.m_key, &path);
-                m.data = data;
-                (
-                    Address::Directed(DrAddress::direct(path)),
-                    m.to_bytes().to_vec(),
-                )
+                let m = DrSmp::request_bytes(method, id, modifier, 0, self.m_key, &path, &data);
+                (Address::Directed(DrAddress::direct(path)), m.to_vec())
             }
         };
         let asked = Asked {

@@ -218,10 +218,12 @@ impl Mirror {
             // A block sent whole is not read here: the Set reads it from the mirror when
             // it leaves, and on the largest fabrics a second pass over the tables is a
             // cache miss a block.
-            let changed = before.filter(|_| !unsure).map_or(64, |b| {
-                let ports = new.block(block).unwrap_or([0xFF; 64]);
-                b.iter().zip(&ports).filter(|(x, y)| x != y).count()
-            });
+            let changed = before
+                .filter(|_| !unsure)
+                .map_or(LinearForwardingTable::ENTRIES, |b| {
+                    let ports = new.block(block).unwrap_or([0xFF; 64]);
+                    b.iter().zip(&ports).filter(|(x, y)| x != y).count()
+                });
             if changed == 0 {
                 continue;
             }

@@ -25,7 +25,9 @@ pub(crate) struct Loads {
     /// Round-robin position per switch.
     rr: Vec<u32>,
     /// Switch LIDs (no CA traffic) routed through each arc so far: what switch-LID hops
-    /// are balanced by, apart from the CA flows so as not to disturb them.
+    /// are balanced by, apart from the CA flows so as not to disturb them. Only up/down
+    /// rules read it; minhop's switch LIDs written at the end by several threads
+    /// (`threads.rs`, `write_quick`) are not counted.
     pub(super) swl: Vec<u32>,
     /// Round-robin position per switch for switch LIDs that live with CAs.
     srr: Vec<u32>,

@@ -300,7 +300,8 @@ impl Drop for StopOnDrop<'_, '_> {
 }
 
 /// Places destination `i` (with LIDs `lids`) with its plan from the ring, or planned here
-/// when the planning threads are behind (see the module notes); `place` gets the plan.
+/// when the planning threads are behind (see the module notes); `with_plan` gets the
+/// plan.
 /// `spare` holds the LIDs of a destination planned meanwhile.
 fn place_next(
     ring: &Ring<'_>,
@@ -309,20 +310,20 @@ fn place_next(
     i: usize,
     lids: &[(u16, u8, u16)],
     spare: &mut Vec<(u16, u8, u16)>,
-    mut place: impl FnMut(&Plan),
+    mut with_plan: impl FnMut(&Plan),
 ) {
     let slot = &ring.slots[i % ring.slots.len()];
     let mut b = Backoff::default();
     let mut since: Option<Instant> = None;
     loop {
         if slot.ready.load(Acquire) == i + 1 {
-            place(&lock(slot));
+            with_plan(&lock(slot));
             return;
         }
         // The planning threads are behind: plan it here.
         if ring.take_own(i) {
             ring.plan(own, i, lids, own_plan);
-            place(own_plan);
+            with_plan(own_plan);
             return;
         }
         // Another thread is making it. Once a short spin has not seen it done, that
@@ -340,7 +341,7 @@ fn place_next(
         let waited = now - *since.get_or_insert(now);
         if waited > STUCK {
             ring.plan(own, i, lids, own_plan);
-            place(own_plan);
+            with_plan(own_plan);
             return;
         }
         ring.awaited.store(i + 1, SeqCst);
