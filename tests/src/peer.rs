@@ -1,3 +1,4 @@
+// Over 800 lines: one harness (the ibsim, its processes, the diags that judge them) shared by every peer test.
 //! Running SMs and infiniband-diags against one ibsim, and checking what they configured.
 //!
 //! Shared by the `ibsmd` peer tests: [`PeerFabric`] owns an ibsim and every process a test

@@ -366,16 +366,33 @@ impl Health {
         &self.cfg
     }
 
+    /// Records an event of `port` at `now` among the times `times` keeps for it (the last
+    /// `window`, at most `limit + 1`). Returns how many there are and whether the port is
+    /// already unhealthy, or `None` when `limit` is 0 (the check is off).
+    fn tally(
+        &mut self,
+        port: PortKey,
+        now: Instant,
+        limit: u32,
+        window: Duration,
+        times: fn(&mut Record) -> &mut VecDeque<Instant>,
+    ) -> Option<(u32, bool)> {
+        if limit == 0 {
+            return None;
+        }
+        let rec = self.ports.entry(port).or_default();
+        let kept = times(rec);
+        count_in_window(kept, now, window, limit);
+        let count = u32::try_from(kept.len()).unwrap_or(u32::MAX);
+        Some((count, rec.unhealthy.is_some()))
+    }
+
     /// The port's link went down at `now`.
     pub fn link_down(&mut self, port: PortKey, now: Instant) {
         let (limit, window) = (self.cfg.flap_count, self.cfg.flap_window);
-        if limit == 0 {
-            return;
-        }
-        let rec = self.ports.entry(port).or_default();
-        count_in_window(&mut rec.flaps, now, window, limit);
-        let flaps = u32::try_from(rec.flaps.len()).unwrap_or(u32::MAX);
-        if flaps > limit || rec.unhealthy.is_some() {
+        if let Some((flaps, known)) = self.tally(port, now, limit, window, |r| &mut r.flaps)
+            && (flaps > limit || known)
+        {
             self.bad(port, Reason::Flapping { flaps, window }, now);
         }
     }
@@ -383,13 +400,9 @@ impl Health {
     /// The node of end port `port` was seen rebooting at `now`.
     pub fn rebooted(&mut self, port: PortKey, now: Instant) {
         let (limit, window) = (self.cfg.reboot_count, self.cfg.reboot_window);
-        if limit == 0 {
-            return;
-        }
-        let rec = self.ports.entry(port).or_default();
-        count_in_window(&mut rec.reboots, now, window, limit);
-        let reboots = u32::try_from(rec.reboots.len()).unwrap_or(u32::MAX);
-        if reboots >= limit || rec.unhealthy.is_some() {
+        if let Some((reboots, known)) = self.tally(port, now, limit, window, |r| &mut r.reboots)
+            && (reboots >= limit || known)
+        {
             self.bad(port, Reason::Reboot { reboots, window }, now);
         }
     }
@@ -397,13 +410,9 @@ impl Health {
     /// An SMP Set to `port` was refused or lost after all retries at `now`.
     pub fn set_failed(&mut self, port: PortKey, now: Instant) {
         let (limit, window) = (self.cfg.set_err_count, self.cfg.set_err_window);
-        if limit == 0 {
-            return;
-        }
-        let rec = self.ports.entry(port).or_default();
-        count_in_window(&mut rec.set_errs, now, window, limit);
-        let errors = u32::try_from(rec.set_errs.len()).unwrap_or(u32::MAX);
-        if errors >= limit || rec.unhealthy.is_some() {
+        if let Some((errors, known)) = self.tally(port, now, limit, window, |r| &mut r.set_errs)
+            && (errors >= limit || known)
+        {
             self.bad(port, Reason::SetErr { errors, window }, now);
         }
     }
@@ -412,13 +421,10 @@ impl Health {
     /// port is unhealthy for a trap flood, this trap included).
     pub fn trap(&mut self, port: PortKey, now: Instant) -> bool {
         let (limit, window) = (self.cfg.trap_limit, self.cfg.trap_window);
-        if limit == 0 {
+        let Some((traps, known)) = self.tally(port, now, limit, window, |r| &mut r.traps) else {
             return false;
-        }
-        let rec = self.ports.entry(port).or_default();
-        count_in_window(&mut rec.traps, now, window, limit);
-        let traps = u32::try_from(rec.traps.len()).unwrap_or(u32::MAX);
-        if traps > limit || rec.unhealthy.is_some() {
+        };
+        if traps > limit || known {
             self.bad(port, Reason::TrapFlood { traps, window }, now);
         }
         self.silenced(port)

@@ -439,19 +439,7 @@ impl Net {
                 queue.push(s);
             }
         }
-        let mut head = 0;
-        while head < queue.len() {
-            let c = queue[head] as usize;
-            head += 1;
-            let d = level[c] + 1;
-            for a in self.arcs(c) {
-                let x = self.adst[a] as usize;
-                if level[x] == INF {
-                    level[x] = d;
-                    queue.push(x as u32);
-                }
-            }
-        }
+        self.expand(&mut level, &mut queue);
         level
     }
 
@@ -461,6 +449,12 @@ impl Net {
         queue.clear();
         dist[t] = 0;
         queue.push(t as u32);
+        self.expand(dist, queue);
+    }
+
+    /// Breadth-first from the switches already in `queue` (their `dist` set, every other
+    /// switch [`INF`]): gives each switch it reaches over any arc its hop distance.
+    fn expand(&self, dist: &mut [u16], queue: &mut Vec<u32>) {
         let mut head = 0;
         while head < queue.len() {
             let c = queue[head] as usize;

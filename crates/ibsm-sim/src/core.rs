@@ -647,14 +647,25 @@ impl<A: Agent> Core<A> {
         self.at_destination(node, Some(port), false, pkt);
     }
 
-    /// Forwards a multicast packet out of every port of the switch's MFT entry for its
-    /// DLID but the one it came in by (port 0: the switch itself receives it).
-    fn mcast_forward(&mut self, node: u32, in_port: u8, pkt: u32) {
+    /// Counts one more switch hop of LID-routed `pkt`; past [`LID_HOP_LIMIT`] it is
+    /// looping and is dropped (false).
+    fn count_hop(&mut self, node: u32, in_port: u8, pkt: u32) -> bool {
         let p = &mut self.packets[pkt as usize];
         p.lid_hops = p.lid_hops.saturating_add(1);
         if p.lid_hops > LID_HOP_LIMIT {
-            return self.drop_pkt(node, in_port, pkt, DropReason::Loop);
+            self.drop_pkt(node, in_port, pkt, DropReason::Loop);
+            return false;
         }
+        true
+    }
+
+    /// Forwards a multicast packet out of every port of the switch's MFT entry for its
+    /// DLID but the one it came in by (port 0: the switch itself receives it).
+    fn mcast_forward(&mut self, node: u32, in_port: u8, pkt: u32) {
+        if !self.count_hop(node, in_port, pkt) {
+            return;
+        }
+        let p = &self.packets[pkt as usize];
         let mlid = p.dlid;
         let n = &self.nodes[node as usize];
         if in_port != 0 && n.agent.port_state(in_port) != crate::agent::ForwardingState::Active {
@@ -730,11 +741,10 @@ impl<A: Agent> Core<A> {
 
     /// LID-routes `pkt` onwards from switch `node` (which does not own the DLID).
     fn lid_forward(&mut self, node: u32, in_port: u8, pkt: u32) {
-        let p = &mut self.packets[pkt as usize];
-        p.lid_hops = p.lid_hops.saturating_add(1);
-        if p.lid_hops > LID_HOP_LIMIT {
-            return self.drop_pkt(node, in_port, pkt, DropReason::Loop);
+        if !self.count_hop(node, in_port, pkt) {
+            return;
         }
+        let p = &self.packets[pkt as usize];
         let dlid = p.dlid;
         let smp = Self::is_smp(&p.mad);
         let n = &self.nodes[node as usize];

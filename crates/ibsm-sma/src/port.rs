@@ -112,36 +112,25 @@ pub fn negotiate(a: &ibsm_wire::PortInfo, b: &ibsm_wire::PortInfo) -> Option<Lin
         out.speed_ext2 = 1;
         return Some(out);
     }
-    let ext = a.link_speed_ext_enabled.bits()
-        & a.link_speed_ext_supported.bits()
-        & b.link_speed_ext_enabled.bits()
-        & b.link_speed_ext_supported.bits();
-    for (bit, s) in [
-        (LinkSpeedExtMask::NDR, LinkSpeedExt::Ndr),
-        (LinkSpeedExtMask::HDR, LinkSpeedExt::Hdr),
-        (LinkSpeedExtMask::EDR, LinkSpeedExt::Edr),
-        (LinkSpeedExtMask::FDR, LinkSpeedExt::Fdr),
-    ] {
-        if ext & bit.bits() != 0 {
-            out.speed_ext = s;
-            return Some(out);
-        }
+    if let Some(s) = LinkSpeedExtMask(
+        a.link_speed_ext_enabled.bits()
+            & a.link_speed_ext_supported.bits()
+            & b.link_speed_ext_enabled.bits()
+            & b.link_speed_ext_supported.bits(),
+    )
+    .fastest()
+    {
+        out.speed_ext = s;
+        return Some(out);
     }
-    let base = a.link_speed_enabled.bits()
-        & a.link_speed_supported.bits()
-        & b.link_speed_enabled.bits()
-        & b.link_speed_supported.bits();
-    for (bit, s) in [
-        (LinkSpeedMask::QDR, LinkSpeed::Qdr),
-        (LinkSpeedMask::DDR, LinkSpeed::Ddr),
-        (LinkSpeedMask::SDR, LinkSpeed::Sdr),
-    ] {
-        if base & bit.bits() != 0 {
-            out.speed = s;
-            return Some(out);
-        }
-    }
-    None
+    out.speed = LinkSpeedMask(
+        a.link_speed_enabled.bits()
+            & a.link_speed_supported.bits()
+            & b.link_speed_enabled.bits()
+            & b.link_speed_supported.bits(),
+    )
+    .fastest()?;
+    Some(out)
 }
 
 /// A rejected SubnSet field (the SMA answers with status 0x001C and changes nothing).

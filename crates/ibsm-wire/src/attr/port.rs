@@ -251,6 +251,14 @@ bit_flags! {
 impl LinkSpeedMask {
     /// LinkSpeedEnabled in a Set: set it to LinkSpeedSupported.
     pub const SET_TO_SUPPORTED: Self = Self(15);
+
+    /// The fastest speed in the mask (QDR > DDR > SDR).
+    #[must_use]
+    pub fn fastest(self) -> Option<LinkSpeed> {
+        [LinkSpeed::Qdr, LinkSpeed::Ddr, LinkSpeed::Sdr]
+            .into_iter()
+            .find(|s| self.contains(s.mask()))
+    }
 }
 
 code_enum! {
@@ -308,6 +316,19 @@ impl LinkSpeedExtMask {
     pub const DISABLE_ALL: Self = Self(30);
     /// LinkSpeedExtEnabled in a Set: set it to LinkSpeedExtSupported.
     pub const SET_TO_SUPPORTED: Self = Self(31);
+
+    /// The fastest extended speed in the mask (NDR > HDR > EDR > FDR).
+    #[must_use]
+    pub fn fastest(self) -> Option<LinkSpeedExt> {
+        [
+            LinkSpeedExt::Ndr,
+            LinkSpeedExt::Hdr,
+            LinkSpeedExt::Edr,
+            LinkSpeedExt::Fdr,
+        ]
+        .into_iter()
+        .find(|s| self.contains(s.mask()))
+    }
 }
 
 bit_flags! {
@@ -722,6 +743,16 @@ mod tests {
             Some(LinkWidth::X12)
         );
         assert_eq!(LinkWidthMask::EMPTY.widest(), None);
+        assert_eq!(
+            (LinkSpeedMask::SDR | LinkSpeedMask::DDR).fastest(),
+            Some(LinkSpeed::Ddr)
+        );
+        assert_eq!(LinkSpeedMask(8).fastest(), None);
+        assert_eq!(
+            (LinkSpeedExtMask::FDR | LinkSpeedExtMask::HDR).fastest(),
+            Some(LinkSpeedExt::Hdr)
+        );
+        assert_eq!(LinkSpeedExtMask(16).fastest(), None);
         assert!(LinkWidthMask::SET_TO_SUPPORTED.contains(LinkWidthMask::X2));
         let mut c = CapabilityMask::IS_SM;
         c.insert(CapabilityMask::IS_TRAP_SUPPORTED);
