@@ -133,7 +133,8 @@ fn ns_per_op(iters: u32, mut f: impl FnMut()) -> (f64, f64) {
     best
 }
 
-/// libibmad's enum names for every PortInfo field, from the spec TSV.
+/// libibmad's enum names for every PortInfo field, from the libibmad fixture
+/// `tests/fixtures/libibmad_fields.tsv`.
 fn libibmad_portinfo_fields() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/libibmad_fields.tsv");
     let text = std::fs::read_to_string(&path)

@@ -143,10 +143,11 @@ fn get<R: SaRecord>(sa: &mut SaServer, m: Method, mask: u64, t: &R, lid: u16) ->
     (h.status, h.record(0).unwrap())
 }
 
-/// ComponentMask matching written out field by field from the spec's record tables
-/// (the "CM bit" column), without the wire crate's component table the SA matches
-/// with: bits a record does not define, and reserved components (always 0 in a parsed
-/// template), select nothing.
+/// ComponentMask matching written out field by field from the record layouts of IBA
+/// Vol. 1 §15.2.5 (component bit i = the record's i-th field, reserved fields included,
+/// §15.2.1), without the wire crate's component table the SA matches with: bits a
+/// record does not define, and reserved components (always 0 in a parsed template),
+/// select nothing.
 trait BruteForce {
     /// `(bit, whether self equals the template in that component)` for every defined,
     /// non-reserved component.

@@ -5,7 +5,7 @@
 //! event queue that [`Sim::run_until`] / [`Sim::step`] drain, so a 60 s M_Key lease
 //! expires without waiting and one seed always gives the bit-identical run.
 //!
-//! * **Directed routing** follows the hop-by-hop rules of `smp.md` section 4 in both
+//! * **Directed routing** follows the hop-by-hop rules of IBA Vol. 1 §14.2.2 in both
 //!   directions (hop pointer, ReturnPath, DrSLID/DrDLID LID-routed legs); SMPs are
 //!   dropped where a port is down or the path is invalid.
 //! * **LID routing** follows the LFTs the SM programmed into the switches' SMAs and

@@ -24,7 +24,7 @@
 //!   node's capabilities and readable without copying ([`Sma::lft`], [`Sma::mft`],
 //!   [`Sma::pkeys`], [`Sma::sl2vl`]). Not implemented (status 0x000C): the Notice queue
 //!   (SubnGet/SubnSet(Notice)), LinkSpeedWidthPairsTable, HierarchyInfo, CableInfo and
-//!   the other attributes `attributes.md` lists without a layout.
+//!   the other attributes of the attribute table of IBA Vol. 1 §14.2.5.
 //!
 //! * **Performance agent** ([`pma`]): a separate sans-IO [`Pma`] answers PerfMgt
 //!   (class 0x04) Get/Set of ClassPortInfo, PortCounters, PortCountersExtended and the

@@ -36,7 +36,7 @@ pub enum Verdict {
     Fail,
 }
 
-/// Applies the M_Key check table of `smp.md` section 5.
+/// Applies the M_Key check of IBA Vol. 1 §14.2.4.
 ///
 /// The key matches when the port's M_Key is 0 or equals the key the SMP presents.
 /// On a mismatch a SubnGet succeeds at protection levels 0 and 1 (level 1 hides the

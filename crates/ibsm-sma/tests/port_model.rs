@@ -1,8 +1,9 @@
-//! Model-based test of the port state machine (`attributes.md` table 6.2 and
-//! SwitchInfo.PortStateChange): random link events, data packets, SubnSet(PortInfo) with
-//! any PortState / PortPhysicalState / LinkDownDefaultState code, and SubnSet(SwitchInfo)
-//! on a 2-port switch. The agent and a reference model must agree on every status, port
-//! state, physical state, the PortStateChange bit, host events and trap 128.
+//! Model-based test of the port state machine (IBA Vol. 1 §14.2.5.6, PortInfo's
+//! PortState and PortPhysicalState, and SwitchInfo.PortStateChange): random link events,
+//! data packets, SubnSet(PortInfo) with any PortState / PortPhysicalState /
+//! LinkDownDefaultState code, and SubnSet(SwitchInfo) on a 2-port switch. The agent and a
+//! reference model must agree on every status, port state, physical state, the
+//! PortStateChange bit, host events and trap 128.
 //!
 //! Cases: `IBSM_SMA_MODEL_CASES` (default 10 000).
 

@@ -49,7 +49,7 @@ impl LidAddress {
     }
 }
 
-/// A directed-route destination (`smp.md` section 4).
+/// A directed-route destination (IBA Vol. 1 §14.2.2).
 ///
 /// The usual SM form is [`DrAddress::direct`]: DrSLID = DrDLID = permissive, the
 /// requester's node is N0. With a LID in `dr_slid` the SMP first travels LID-routed to

@@ -1,5 +1,6 @@
-//! `struct ib_user_mad_hdr` (`umad.md` section 4): the header in front of every MAD read
-//! from or written to a umad file, in its old 56-byte and new 64-byte forms.
+//! `struct ib_user_mad_hdr` (the Linux kernel's `include/uapi/rdma/ib_user_mad.h` and
+//! `Documentation/infiniband/user_mad.rst`): the header in front of every MAD read from
+//! or written to a umad file, in its old 56-byte and new 64-byte forms.
 
 /// The two header sizes the kernel ABI version 5 knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,7 +244,8 @@ mod tests {
 
     #[test]
     fn method_mask_matches_spec_example() {
-        // umad.md: methods 1, 2, 5, 7 give word 0 = 0xA6.
+        // The u64 method_mask of `ib_user_mad_reg_req2` (the kernel's `ib_user_mad.h`):
+        // methods 1, 2, 5, 7 give word 0 = 0xA6.
         let r = RegReq {
             qpn: 0,
             mgmt_class: 0x81,

@@ -1,4 +1,5 @@
-//! Finding HCAs, ports and their umad device numbers through sysfs (`umad.md` section 2).
+//! Finding HCAs, ports and their umad device numbers through sysfs (the Linux kernel's
+//! `Documentation/ABI/stable/sysfs-class-infiniband`).
 //!
 //! Parsing is separated from reading so every format is unit-tested without a device.
 

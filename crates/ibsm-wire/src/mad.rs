@@ -439,7 +439,7 @@ code_enum! {
 
 wire_struct! {
     /// The 12-byte RMPP header at bytes 24..36 of SA and vendor range-2 MADs
-    /// (`sa.md` 1-2); used by [`crate::sa::rmpp`] for either class.
+    /// (IBA Vol. 1 §13.6); used by [`crate::sa::rmpp`] for either class.
     pub struct RmppHeader, view RmppHeaderView, size 12, label "RMPP header";
     fields {
         /// RMPPVersion (1 when RMPP is in use).
@@ -461,7 +461,7 @@ wire_struct! {
 
 wire_struct! {
     /// ClassPortInfo (AttributeID 0x0001, 72 bytes): capabilities, response time,
-    /// redirection and trap destination of a GMP class agent (`mad.md` 9.1).
+    /// redirection and trap destination of a GMP class agent (IBA Vol. 1 §13.4.8.1).
     pub struct ClassPortInfo, view ClassPortInfoView, size 72, label "ClassPortInfo";
     fields {
         /// Base version (1).
@@ -523,8 +523,8 @@ pub mod cpi_cap {
 }
 
 wire_struct! {
-    /// A vendor range-2 MAD (classes 0x30..=0x4F), all 256 bytes (`mad.md` 7): common
-    /// header, RMPP header, OUI and 216 data bytes.
+    /// A vendor range-2 MAD (classes 0x30..=0x4F), all 256 bytes (IBA Vol. 1 §13.4, the
+    /// vendor MAD format): common header, RMPP header, OUI and 216 data bytes.
     pub struct Vendor2Mad, view Vendor2MadView, size 256, label "vendor range-2 MAD";
     fields {
         /// The common MAD header.
@@ -544,8 +544,8 @@ pub const VENDOR2_DATA_OFFSET: usize = 40;
 mad_form!(Vendor2Mad, Vendor2MadView, u16);
 
 wire_struct! {
-    /// A general-services MAD of the PerfMgt / DevMgt / BM kind (`mad.md` 8): common
-    /// header, 40 class-specific bytes and 192 data bytes.
+    /// A general-services MAD of the PerfMgt / DevMgt / BM kind (IBA Vol. 1 §13.4, the
+    /// GS data area): common header, 40 class-specific bytes and 192 data bytes.
     pub struct GsMad, view GsMadView, size 256, label "GS MAD";
     fields {
         /// The common MAD header.

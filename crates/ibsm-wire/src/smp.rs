@@ -516,8 +516,8 @@ pub fn dr_returning<T: AsRef<[u8]> + AsMut<[u8]>>(
     }
 }
 
-/// Turns a processed request into its response in place (responder, `smp.md` 4.4):
-/// GetResp, D = 1, the given 15-bit status; everything else is kept.
+/// Turns a processed request into its response in place (IBA Vol. 1 §14.2.2, the
+/// responder's rules): GetResp, D = 1, the given 15-bit status; everything else is kept.
 pub fn dr_turn_around<T: AsRef<[u8]> + AsMut<[u8]>>(smp: &mut DrSmpView<T>, status: u16) {
     smp.set_response(true);
     smp.set_method(Method::Get);
@@ -540,7 +540,8 @@ mod tests {
         }
     }
 
-    /// The worked example of `smp.md` 4.6, step by step.
+    /// A two-hop, purely directed route through the rules of IBA Vol. 1 §14.2.2, step by
+    /// step.
     #[test]
     fn worked_example() {
         let path = DrPath::from_ports(&[1, 9]).unwrap();

@@ -131,8 +131,8 @@ impl Discovery {
     /// Queues a light sweep's SMPs to this (the last) discovery's model: every switch's
     /// SwitchInfo (its PortStateChange latch) and, with an M_Key `lease`, every CA
     /// port's PortInfo: a correctly keyed SMP to every port stops any countdown an
-    /// intruder's bad key started (smp.md 5), so the ports stay ours. Switches were
-    /// just reached through port 0; CA ports need their own Get.
+    /// intruder's bad key started (IBA Vol. 1 §14.2.4), so the ports stay ours.
+    /// Switches were just reached through port 0; CA ports need their own Get.
     pub(super) fn queue_light_sweep(&mut self, lease: bool, smps: &mut SmpQueue) {
         let switches: Vec<NodeIx> = (0..self.subnet.nodes.len())
             .filter(|&n| self.subnet.nodes[n].is_switch())

@@ -1,8 +1,8 @@
 //! Notice (0x0002) in its 64-byte SMP form and its 80-byte SA form, and the typed
 //! DataDetails of the generic traps (IBA Vol. 1 §13.4.8.2 for Notice, §14.2.5.1 for the SMA's traps).
 //!
-//! The trap structures are laid out relative to the start of DataDetails (the spec's
-//! `DD` column). libibmad names its two trap fields relative to the Notice, i.e.
+//! The trap structures are laid out relative to the start of DataDetails. libibmad
+//! names its two trap fields relative to the Notice, i.e.
 //! [`NOTICE_DATA_DETAILS_OFFSET`] bytes further; the libibmad names in their `FIELDS`
 //! tables refer to that shifted position.
 

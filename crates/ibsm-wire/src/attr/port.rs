@@ -2,7 +2,7 @@
 //! speed) and flag words (CapabilityMask, CapabilityMask2, width and speed masks).
 
 code_enum! {
-    /// PortInfo.PortState, the logical link state (spec table 6.2).
+    /// PortInfo.PortState, the logical link state (IBA Vol. 1 §14.2.5.6, PortState).
     pub enum PortState: u8 {
         /// Set only: leave the state alone.
         NoChange = 0,
@@ -20,7 +20,7 @@ code_enum! {
 }
 
 code_enum! {
-    /// PortInfo.PortPhysicalState (spec table 6.2).
+    /// PortInfo.PortPhysicalState (IBA Vol. 1 §14.2.5.6, PortPhysicalState).
     pub enum PhysPortState: u8 {
         /// Set only: leave the state alone.
         NoChange = 0,
@@ -54,7 +54,8 @@ code_enum! {
 }
 
 code_enum! {
-    /// MTU code point (NeighborMTU, MTUCap; also used by SA records), spec table 6.5.
+    /// MTU code point (NeighborMTU, MTUCap; also used by SA records), IBA Vol. 1
+    /// §14.2.5.6 (PortInfo's MTU fields).
     pub enum Mtu: u8 {
         /// 256 bytes.
         Mtu256 = 1,
@@ -98,7 +99,7 @@ impl Mtu {
 }
 
 code_enum! {
-    /// Number of data VLs (PortInfo.VLCap and OperationalVLs), spec table 6.6.
+    /// Number of data VLs (PortInfo.VLCap and OperationalVLs), IBA Vol. 1 §14.2.5.6.
     /// VL15 (management) is always present and not counted.
     pub enum VlCap: u8 {
         /// OperationalVLs in a Set: leave alone (never a valid VLCap).
@@ -132,7 +133,7 @@ impl VlCap {
 }
 
 code_enum! {
-    /// The one width a link runs at (PortInfo.LinkWidthActive), spec table 6.3.
+    /// The one width a link runs at (PortInfo.LinkWidthActive), IBA Vol. 1 §14.2.5.6.
     pub enum LinkWidth: u8 {
         /// 1 lane.
         X1 = 0x01,
@@ -169,7 +170,7 @@ impl LinkWidth {
 }
 
 bit_flags! {
-    /// LinkWidthSupported / LinkWidthEnabled: a set of widths (spec table 6.3).
+    /// LinkWidthSupported / LinkWidthEnabled: a set of widths (IBA Vol. 1 §14.2.5.6).
     pub struct LinkWidthMask: u8 {
         /// 1x.
         const X1 = 0x01;
@@ -204,7 +205,7 @@ impl LinkWidthMask {
 }
 
 code_enum! {
-    /// The speed a link runs at (PortInfo.LinkSpeedActive), spec table 6.4.
+    /// The speed a link runs at (PortInfo.LinkSpeedActive), IBA Vol. 1 §14.2.5.6.
     pub enum LinkSpeed: u8 {
         /// An extended speed is active: see LinkSpeedExtActive.
         Extended = 0,
@@ -237,7 +238,7 @@ impl LinkSpeed {
 }
 
 bit_flags! {
-    /// LinkSpeedSupported / LinkSpeedEnabled (4-bit masks), spec table 6.4.
+    /// LinkSpeedSupported / LinkSpeedEnabled (4-bit masks), IBA Vol. 1 §14.2.5.6.
     pub struct LinkSpeedMask: u8 {
         /// 2.5 Gb/s.
         const SDR = 1;
@@ -262,7 +263,8 @@ impl LinkSpeedMask {
 }
 
 code_enum! {
-    /// The extended speed a link runs at (PortInfo.LinkSpeedExtActive), spec table 6.4.
+    /// The extended speed a link runs at (PortInfo.LinkSpeedExtActive), IBA Vol. 1
+    /// §14.2.5.6.
     pub enum LinkSpeedExt: u8 {
         /// No extended speed in use.
         None = 0,
@@ -298,7 +300,8 @@ impl LinkSpeedExt {
 }
 
 bit_flags! {
-    /// LinkSpeedExtSupported (4 bits) / LinkSpeedExtEnabled (5 bits), spec table 6.4.
+    /// LinkSpeedExtSupported (4 bits) / LinkSpeedExtEnabled (5 bits), IBA Vol. 1
+    /// §14.2.5.6.
     pub struct LinkSpeedExtMask: u8 {
         /// 14.0625 Gb/s.
         const FDR = 1;
@@ -332,7 +335,8 @@ impl LinkSpeedExtMask {
 }
 
 bit_flags! {
-    /// PortInfo.CapabilityMask (bytes 20..23), spec table 6.1. Bit n has value `1 << n`.
+    /// PortInfo.CapabilityMask (bytes 20..23), IBA Vol. 1 §14.2.5.6. Bit n has value
+    /// `1 << n`.
     pub struct CapabilityMask: u32 {
         /// An SM runs behind this port.
         const IS_SM = 1 << 1;
@@ -400,7 +404,7 @@ bit_flags! {
 }
 
 bit_flags! {
-    /// PortInfo.CapabilityMask2 (bytes 60..61), spec table 6.1b.
+    /// PortInfo.CapabilityMask2 (bytes 60..61), IBA Vol. 1 §14.2.5.6.
     pub struct CapabilityMask2: u16 {
         /// SubnSet(NodeDescription) supported.
         const IS_SET_NODE_DESCRIPTION_SUPPORTED = 1 << 0;

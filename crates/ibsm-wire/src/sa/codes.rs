@@ -1,10 +1,11 @@
 //! Code points of the SA class: attribute IDs, status codes, and the rate / MTU /
-//! selector encodings of path-like records (`sa.md` 5, 13; `mad.md` 4).
+//! selector encodings of path-like records (IBA Vol. 1 §15.2.3 for the status, §15.2.5
+//! for the attributes and PathRecord's selector and rate encodings).
 
 use crate::mad::Status;
 
 code_enum! {
-    /// AttributeID of the SA class (0x03), `sa.md` section 5.
+    /// AttributeID of the SA class (0x03), IBA Vol. 1 §15.2.5.
     pub enum SaAttributeId: u16 {
         /// ClassPortInfo.
         ClassPortInfo = 0x0001,
@@ -76,7 +77,8 @@ impl PartialEq<u16> for SaAttributeId {
 }
 
 code_enum! {
-    /// SA error code: bits 8..15 of the status word of an SA response (`mad.md` 4).
+    /// SA error code: bits 8..15 of the status word of an SA response (IBA Vol. 1
+    /// §15.2.3; §13.4, the MAD status field).
     pub enum SaStatus: u8 {
         /// Success.
         Success = 0,
@@ -122,7 +124,8 @@ impl Status {
 }
 
 code_enum! {
-    /// The 2-bit selector in front of MTU, Rate and PacketLifeTime (`sa.md` 13).
+    /// The 2-bit selector in front of MTU, Rate and PacketLifeTime (IBA Vol. 1 §15.2.5,
+    /// PathRecord's selector encoding).
     pub enum Selector: u8 {
         /// Greater than the given value.
         GreaterThan = 0,
@@ -136,8 +139,8 @@ code_enum! {
 }
 
 code_enum! {
-    /// The 6-bit rate code of SA records (`sa.md` 13). Variant names are the rate in
-    /// Gb/s (`G2_5` = 2.5 Gb/s).
+    /// The 6-bit rate code of SA records (IBA Vol. 1 §15.2.5, PathRecord's rate
+    /// encoding). Variant names are the rate in Gb/s (`G2_5` = 2.5 Gb/s).
     pub enum Rate: u8 {
         /// 2.5 Gb/s.
         G2_5 = 2,
@@ -215,7 +218,8 @@ impl Rate {
     }
 }
 
-/// SA-specific bits of ClassPortInfo.CapabilityMask (`sa.md` 5).
+/// SA-specific bits of ClassPortInfo.CapabilityMask: IBA Vol. 1 §15.2.5 (ClassPortInfo,
+/// SA capability bits).
 pub mod sa_cap {
     /// Optional records supported.
     pub const OPTIONAL_RECORDS: u16 = 0x0100;
@@ -235,7 +239,8 @@ pub mod sa_cap {
     pub const PA_SERVICES: u16 = 0x8000;
 }
 
-/// SA bits of ClassPortInfo.CapabilityMask2 (`sa.md` 5); values within the 27-bit field.
+/// SA bits of ClassPortInfo.CapabilityMask2, values within the 27-bit field: IBA Vol. 1
+/// §15.2.5 (ClassPortInfo, SA capability bits).
 pub mod sa_cap2 {
     /// Unpath/repath.
     pub const UNPATH_REPATH: u32 = 1 << 0;

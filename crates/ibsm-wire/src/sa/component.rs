@@ -1,4 +1,5 @@
-//! ComponentMask: which template fields of an SA query must match (`sa.md` 3).
+//! ComponentMask: which template fields of an SA query must match. IBA Vol. 1 §15.2.1
+//! (ComponentMask); the query semantics: §15.2.4.
 
 use core::marker::PhantomData;
 use core::ops::Not;

@@ -1,4 +1,4 @@
-//! The 256-byte SA MAD (`sa.md` 1): common header, RMPP header, SM_Key,
+//! The 256-byte SA MAD (IBA Vol. 1 §15.2.1): common header, RMPP header, SM_Key,
 //! AttributeOffset, ComponentMask and 200 data bytes; plus record access at
 //! `56 + k * AttributeOffset * 8`.
 
@@ -223,8 +223,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMadView<T> {
 /// umad read of a reassembled GetTableResp returns after its 56-byte header, or the
 /// output of [`super::rmpp::Reassembler`]).
 ///
-/// The number of records is `data.len() / (attribute_offset * 8)`, as `sa.md` 2.2
-/// says.
+/// The number of records is `data.len() / (attribute_offset * 8)`: records are
+/// AttributeOffset * 8 bytes apart (IBA Vol. 1 §15.2.1, AttributeOffset), and kernel
+/// RMPP joins all segments' data into one read (the Linux kernel's
+/// `Documentation/infiniband/user_mad.rst`).
 ///
 /// # Errors
 /// [`Error::InvalidValue`] when `attribute_offset * 8` is smaller than `R::SIZE`

@@ -1,9 +1,10 @@
-//! The SA records (`sa.md` 6..17), one `wire_struct!` table each plus its ComponentMask
-//! table.
+//! The SA records (IBA Vol. 1 §15.2.5, one subsection per record), one `wire_struct!`
+//! table each plus its ComponentMask table.
 
 /// ComponentMask constants and the [`SaRecord`](super::SaRecord) impl of a record, from
-/// one table of `CONST = bit, "field", (byte, bit, len);` rows (the spec's "CM bit"
-/// column; positions are where the component's bits lie in the record).
+/// one table of `CONST = bit, "field", (byte, bit, len);` rows (`bit`: the field's place
+/// in the record, reserved fields included, IBA Vol. 1 §15.2.1 (ComponentMask);
+/// positions are where the component's bits lie in the record).
 macro_rules! sa_record {
     (
         $rec:ident, $id:ident;

@@ -1,5 +1,5 @@
 // Over 800 lines: Segmenter, Sender and Reassembler share the RMPP header rules and windows.
-//! Sans-IO RMPP for multi-MAD messages (`sa.md` 2): a [`Segmenter`] that cuts a
+//! Sans-IO RMPP for multi-MAD messages (IBA Vol. 1 §13.6): a [`Segmenter`] that cuts a
 //! payload (raw bytes or a table of records) into 256-byte DATA segments, and a
 //! [`Reassembler`] that checks incoming DATA segments and joins their data.
 //!
@@ -7,9 +7,9 @@
 //! receives. [`Sender`] adds the sending side's protocol on top of a [`Segmenter`]: the
 //! window from ACKs, retransmission after a time-out (`now` an [`Instant`], as every
 //! sans-IO state machine of the workspace takes it), STOP and ABORT. On Linux the kernel
-//! does RMPP for umad agents registered with `rmpp_version = 1` (`umad.md`); these types
-//! serve the
-//! simulator, tests, tools that read raw MADs, and transports without kernel RMPP.
+//! does RMPP for umad agents registered with `rmpp_version = 1` (the Linux kernel's
+//! `Documentation/infiniband/user_mad.rst`); these types serve the simulator, tests,
+//! tools that read raw MADs, and transports without kernel RMPP.
 //!
 //! Payload accounting follows Linux: each segment counts as 220 bytes (the 256-byte
 //! MAD minus the 36-byte common + RMPP header), so with a class header of `H` bytes

@@ -361,7 +361,8 @@ fn sa_header_vector() {
     let prs: Vec<PathRecord> = records(m.payload(), m.attribute_offset).unwrap().collect();
     assert_eq!(prs.len(), 1);
     assert_eq!(prs[0], m.record::<PathRecord>(0).unwrap());
-    // The libibmad fields of the header are where the TSV says.
+    // The libibmad fields of the header are where `tests/fixtures/libibmad_fields.tsv`
+    // says.
     for (name, byte, bit, len) in [("resp_time", 2, 0, 5), ("flags", 2, 5, 3)] {
         let d = RmppHeader::FIELDS.iter().find(|d| d.name == name).unwrap();
         assert_eq!(d.field, Field::new(byte, bit, len), "{name}");
@@ -446,7 +447,8 @@ fn node_record_vector() {
     assert_eq!(ni.vendor_id, 0x0008F1);
     assert_eq!(r.node_description.text(), Some("ibsim switch 1"));
     assert_eq!(r.to_bytes(), bytes);
-    // libibmad's IB_SA_NR_* positions (from the TSV) are the nested fields.
+    // libibmad's IB_SA_NR_* positions (from `tests/fixtures/libibmad_fields.tsv`) are the
+    // nested fields.
     for (dotted, ib, byte, len) in [
         ("node_info.base_version", "IB_SA_NR_BASEVER_F", 4, 8),
         ("node_info.node_type", "IB_SA_NR_TYPE_F", 6, 8),

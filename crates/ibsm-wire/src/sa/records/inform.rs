@@ -1,4 +1,5 @@
-//! InformInfo (0x0003) and InformInfoRecord (0x00F3), `sa.md` 12.
+//! InformInfo (0x0003, IBA Vol. 1 §13.4.8.3) and InformInfoRecord (0x00F3, IBA Vol. 1
+//! §15.2.5, InformInfoRecord).
 
 use crate::gid::Gid;
 

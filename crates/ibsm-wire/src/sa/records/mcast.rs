@@ -1,4 +1,4 @@
-//! MCMemberRecord (0x0038), `sa.md` 11.
+//! MCMemberRecord (0x0038), IBA Vol. 1 §15.2.5 (MCMemberRecord).
 
 use crate::attr::Mtu;
 use crate::gid::Gid;

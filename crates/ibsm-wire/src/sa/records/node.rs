@@ -1,5 +1,5 @@
 //! Records about nodes, ports and links: NodeRecord, PortInfoRecord, LinkRecord,
-//! SwitchInfoRecord, SMInfoRecord, GuidInfoRecord (`sa.md` 7..10, 14, 16).
+//! SwitchInfoRecord, SMInfoRecord, GuidInfoRecord (IBA Vol. 1 §15.2.5, each by name).
 
 use crate::attr::{GuidInfo, NodeDescription, NodeInfo, PortInfo, SmInfo, SwitchInfo};
 
@@ -69,7 +69,7 @@ wire_struct! {
         port_num, set_port_num: u8 = (2, 0, 8);
         /// Bit 7 (0x80): the requester handles extended speeds.
         options, set_options: u8 = (3, 0, 8);
-        /// The PortInfo attribute (`attributes.md` 6).
+        /// The PortInfo attribute (IBA Vol. 1 §14.2.5.6).
         port_info, set_port_info: PortInfo = (4, 0, 512);
     }
 }
@@ -171,7 +171,7 @@ wire_struct! {
     fields {
         /// Switch LID.
         lid, set_lid: u16 = (0, 0, 16);
-        /// The SwitchInfo attribute (`attributes.md` 4).
+        /// The SwitchInfo attribute (IBA Vol. 1 §14.2.5.4).
         switch_info, set_switch_info: SwitchInfo = (4, 0, 160);
     }
 }
@@ -188,7 +188,7 @@ wire_struct! {
     fields {
         /// LID of the SM port.
         lid, set_lid: u16 = (0, 0, 16);
-        /// The SMInfo attribute (`attributes.md` 14).
+        /// The SMInfo attribute (IBA Vol. 1 §14.2.5.13).
         sm_info, set_sm_info: SmInfo = (4, 0, 168);
     }
 }

@@ -1,4 +1,5 @@
-//! PathRecord (0x0035) and MultiPathRecord (0x003A), `sa.md` 6 and 17.
+//! PathRecord (0x0035) and MultiPathRecord (0x003A), IBA Vol. 1 §15.2.5 (PathRecord,
+//! MultiPathRecord).
 
 use crate::attr::Mtu;
 use crate::error::{Error, Result};

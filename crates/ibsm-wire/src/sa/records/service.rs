@@ -1,4 +1,4 @@
-//! ServiceRecord (0x0031), `sa.md` 15.
+//! ServiceRecord (0x0031), IBA Vol. 1 §15.2.5 (ServiceRecord).
 
 use crate::gid::Gid;
 

@@ -1,5 +1,6 @@
 //! Table records: a record identifier followed by one block of an SMP table
-//! (`sa.md` 16). The block is the SMP attribute's own type, nested.
+//! (IBA Vol. 1 §15.2.5, the table records). The block is the SMP attribute's own type,
+//! nested.
 
 use crate::attr::{
     LinearForwardingTable, MulticastForwardingTable, PKeyTable, RandomForwardingTable,
@@ -16,7 +17,7 @@ wire_struct! {
         block_num, set_block_num: u16 = (2, 0, 16);
         /// Switch port (reserved for CAs).
         port_num, set_port_num: u8 = (4, 0, 8);
-        /// The P_Key block: 32 big-endian 16-bit entries (`attributes.md` 7).
+        /// The P_Key block: 32 big-endian 16-bit entries (IBA Vol. 1 §14.2.5.7).
         pkey_table, set_pkey_table: PKeyTable = (8, 0, 512);
     }
 }
@@ -41,7 +42,7 @@ wire_struct! {
         /// Output port (switches only).
         output_port_num, set_output_port_num: u8 = (3, 0, 8);
         /// The table: 16 four-bit VLs, SL 0 in the high nibble of byte 0
-        /// (`attributes.md` 8).
+        /// (IBA Vol. 1 §14.2.5.8).
         sl_to_vl_table, set_sl_to_vl_table: SlToVlMappingTable = (8, 0, 64);
     }
 }
@@ -65,7 +66,7 @@ wire_struct! {
         output_port_num, set_output_port_num: u8 = (2, 0, 8);
         /// Table part 1..4, as in the SMP AttributeModifier.
         block_num, set_block_num: u8 = (3, 0, 8);
-        /// 32 entries of (4 reserved bits, 4-bit VL, 8-bit weight) (`attributes.md` 9).
+        /// 32 entries of (4 reserved bits, 4-bit VL, 8-bit weight), IBA Vol. 1 §14.2.5.9.
         vl_arbitration_table, set_vl_arbitration_table: VlArbitrationTable = (8, 0, 512);
     }
 }
@@ -86,7 +87,7 @@ wire_struct! {
         lid, set_lid: u16 = (0, 0, 16);
         /// LFT block: LIDs 64 * block_num ..= 64 * block_num + 63.
         block_num, set_block_num: u16 = (2, 0, 16);
-        /// Output port of each LID of the block (`attributes.md` 10).
+        /// Output port of each LID of the block (IBA Vol. 1 §14.2.5.10).
         lft, set_lft: LinearForwardingTable = (8, 0, 512);
     }
 }
@@ -99,8 +100,9 @@ sa_record! {
 
 wire_struct! {
     /// RandomForwardingTableRecord (72 bytes): one 16-entry block of a switch's
-    /// random forwarding table. `sa.md` gives only its size; the layout follows the
-    /// other table records (LID, BlockNum, 32 reserved bits, the block).
+    /// random forwarding table (IBA Vol. 1 §15.2.5, RandomForwardingTableRecord). The
+    /// layout follows the other table records (LID, BlockNum, 32 reserved bits, the
+    /// block).
     pub struct RandomForwardingTableRecord, view RandomForwardingTableRecordView, size 72,
         label "RandomForwardingTableRecord";
     fields {
@@ -108,7 +110,7 @@ wire_struct! {
         lid, set_lid: u16 = (0, 0, 16);
         /// RFT block number.
         block_num, set_block_num: u16 = (2, 0, 16);
-        /// 16 entries of 4 bytes (`attributes.md` 11).
+        /// 16 entries of 4 bytes (IBA Vol. 1 §14.2.5.11).
         rft, set_rft: RandomForwardingTable = (8, 0, 512);
     }
 }
@@ -131,7 +133,7 @@ wire_struct! {
         position, set_position: u8 = (2, 0, 4);
         /// MFT block: MLIDs 0xC000 + 32 * block_num ..
         block_num, set_block_num: u16 = (2, 7, 9);
-        /// 32 big-endian 16-bit port masks (`attributes.md` 12).
+        /// 32 big-endian 16-bit port masks (IBA Vol. 1 §14.2.5.12).
         mft, set_mft: MulticastForwardingTable = (8, 0, 512);
     }
 }
