@@ -204,6 +204,63 @@ pub struct FieldDesc {
     pub field: Field,
     /// The `enum MAD_FIELDS` name libibmad uses for the same bits, if any.
     pub libibmad: Option<&'static str>,
+    /// When the field holds a structure built from a field table (an attribute inside an
+    /// SA record), that structure's `FIELDS`, positions relative to its own first byte;
+    /// empty for every other field. [`find_field`] walks it to resolve dotted names.
+    pub nested: &'static [FieldDesc],
+}
+
+/// The position of the field `name` of the table `fields`, relative to the first byte of
+/// the structure the table describes; `None` if there is no such field.
+///
+/// Dotted names (`node_info.node_type`) descend into nested structures through
+/// [`FieldDesc::nested`], adding the byte offset of each enclosing field. A `const fn`, so
+/// tables derived from field names (an SA record's ComponentMask positions) are resolved,
+/// and a wrong name rejected, when the crate compiles.
+#[must_use]
+pub const fn find_field(fields: &[FieldDesc], name: &str) -> Option<Field> {
+    let name = name.as_bytes();
+    let mut table = fields;
+    let mut base = 0u16;
+    let mut start = 0;
+    loop {
+        let mut end = start;
+        while end < name.len() && name[end] != b'.' {
+            end += 1;
+        }
+        let mut i = 0;
+        let desc = loop {
+            if i == table.len() {
+                return None;
+            }
+            if segment_is(name, start, end, table[i].name.as_bytes()) {
+                break table[i];
+            }
+            i += 1;
+        };
+        let at = desc.field.shifted(base);
+        if end == name.len() {
+            return Some(at);
+        }
+        table = desc.nested;
+        base = at.byte;
+        start = end + 1;
+    }
+}
+
+/// Whether `name[start..end]` is `want` (slicing by range is not `const`).
+const fn segment_is(name: &[u8], start: usize, end: usize, want: &[u8]) -> bool {
+    if end - start != want.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < want.len() {
+        if name[start + i] != want[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Types that can be stored in a [`Field`].
@@ -219,6 +276,9 @@ pub trait FieldType: Sized + Copy {
     fn to_value(&self) -> FieldValue<'_>;
     /// Builds the value from a [`FieldValue`]; `None` if the kind or width is wrong.
     fn from_value(v: FieldValue<'_>, f: Field) -> Option<Self>;
+    /// The field table of a structure type (what [`FieldDesc::nested`] holds for a field
+    /// of this type); empty for values that are not structures.
+    const NESTED: &'static [FieldDesc] = &[];
     /// Nested structures expose themselves for dotted-name access.
     fn reflect_mut(&mut self) -> Option<&mut dyn Reflect> {
         None
@@ -366,6 +426,72 @@ mod tests {
         set_uint(&mut b, Field::new(1, 3, 64), 0x0123_4567_89AB_CDEF);
         assert_eq!(get_uint(&b, Field::new(1, 3, 64)), 0x0123_4567_89AB_CDEF);
         assert_eq!(b[1] >> 5, 0b111);
+    }
+
+    const fn leaf(name: &'static str, field: Field) -> FieldDesc {
+        FieldDesc {
+            name,
+            field,
+            libibmad: None,
+            nested: &[],
+        }
+    }
+
+    // An inner structure of two fields, and an outer one holding it at byte 4.
+    const INNER: &[FieldDesc] = &[
+        leaf("kind", Field::new(0, 0, 4)),
+        leaf("kin", Field::new(1, 2, 6)),
+    ];
+    const OUTER: &[FieldDesc] = &[
+        leaf("lid", Field::new(0, 0, 16)),
+        FieldDesc {
+            nested: INNER,
+            ..leaf("inner", Field::new(4, 0, 16))
+        },
+    ];
+
+    #[test]
+    fn find_field_by_name() {
+        assert_eq!(find_field(OUTER, "lid"), Some(Field::new(0, 0, 16)));
+        assert_eq!(find_field(OUTER, "inner"), Some(Field::new(4, 0, 16)));
+        // Dotted: the inner position moved by the enclosing field's byte offset.
+        assert_eq!(find_field(OUTER, "inner.kind"), Some(Field::new(4, 0, 4)));
+        assert_eq!(find_field(OUTER, "inner.kin"), Some(Field::new(5, 2, 6)));
+        // Usable where a constant is needed.
+        const KIN: Option<Field> = find_field(OUTER, "inner.kin");
+        assert_eq!(KIN, Some(Field::new(5, 2, 6)));
+    }
+
+    #[test]
+    fn find_field_rejects_what_is_not_a_field() {
+        for name in [
+            "",
+            "li",
+            "lidx",
+            "kind",
+            "inner.",
+            "inner.kinds",
+            "inner.kind.x",
+            "lid.kind",
+            ".lid",
+            "inner..kind",
+        ] {
+            assert_eq!(find_field(OUTER, name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn wire_structs_fill_in_nested_tables() {
+        use crate::attr::NodeInfo;
+        use crate::sa::NodeRecord;
+        let node_info = NodeRecord::FIELDS.iter().find(|d| d.name == "node_info");
+        assert_eq!(node_info.map(|d| d.nested), Some(NodeInfo::FIELDS));
+        assert!(NodeRecord::FIELDS[0].nested.is_empty());
+        // NodeInfo.NodeType is (2, 0, 8); NodeRecord holds NodeInfo at byte 4.
+        assert_eq!(
+            find_field(NodeRecord::FIELDS, "node_info.node_type"),
+            Some(Field::new(6, 0, 8))
+        );
     }
 
     proptest::proptest! {

@@ -128,12 +128,14 @@ macro_rules! wire_struct {
         impl $name {
             #[doc = concat!("Size of a ", $label, " on the wire, in bytes.")]
             pub const SIZE: usize = $size;
-            /// Every field with its position and libibmad name, in table order.
+            /// Every field with its position and libibmad name (and, for a nested
+            /// structure, that structure's table), in table order.
             pub const FIELDS: &'static [$crate::field::FieldDesc] = &[
                 $( $crate::field::FieldDesc {
                     name: stringify!($field),
                     field: $crate::field::Field::new($byte, $bit, $len),
                     libibmad: wire_struct!(@opt $($ib)?),
+                    nested: <$ty as $crate::field::FieldType>::NESTED,
                 }, )*
             ];
 
@@ -286,6 +288,7 @@ macro_rules! wire_struct {
         // A structure can be a field of another (records embed attributes); it must start
         // on a byte boundary.
         impl $crate::field::FieldType for $name {
+            const NESTED: &'static [$crate::field::FieldDesc] = <$name>::FIELDS;
             #[inline]
             fn read(buf: &[u8], f: $crate::field::Field) -> Self {
                 Self::from_view(&$view::new_unchecked(&buf[f.byte as usize..]))

@@ -6,7 +6,9 @@
 //! implements [`SaRecord`]: its AttributeID, AttributeOffset and the table of its
 //! ComponentMask bits. Records that carry an SM attribute (NodeRecord, PortInfoRecord,
 //! SMInfoRecord, ...) nest the attribute's owned type, so the attribute's offsets are
-//! written once.
+//! written once. The ComponentMask table names the field of each component (dotted into
+//! a nested attribute) and takes its position from those field tables when the crate
+//! compiles; only reserved components and those covering part of a field state one.
 //!
 //! ```
 //! use ibsm_wire::sa::{ComponentMask, PathRecord, SaAttributeId, SaMad, SaRecord};

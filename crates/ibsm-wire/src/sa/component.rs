@@ -70,8 +70,35 @@ pub struct Component {
     /// components that cover part of a field (PathRecord's two ServiceID halves,
     /// ServiceRecord's ServiceData pieces) the field name with a `[..]` suffix.
     pub name: &'static str,
-    /// Bits compared when the component is selected, relative to the record's start.
+    /// Bits compared when the component is selected, relative to the record's start:
+    /// the named field's position from the record's field table, or for reserved and
+    /// partial components (which have no field of their own) the position the record's
+    /// ComponentMask table gives.
     pub field: Field,
+}
+
+/// Whether a component named `name` has no field of its own and so states its position:
+/// `reserved`, or part of a field (`field[..]`).
+pub(crate) const fn has_own_position(name: &str) -> bool {
+    let b = name.as_bytes();
+    let reserved = b"reserved";
+    if b.len() == reserved.len() {
+        let mut i = 0;
+        while i < b.len() && b[i] == reserved[i] {
+            i += 1;
+        }
+        if i == b.len() {
+            return true;
+        }
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'[' {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// An SA record: a wire structure with an SA AttributeID and ComponentMask bits.

@@ -62,20 +62,20 @@ wire_struct! {
 
 sa_record! {
     InformInfoRecord, InformInfoRecord;
-    CM_SUBSCRIBER_GID = 0, "subscriber_gid", (0, 0, 128);
-    CM_ENUM = 1, "subscriber_enum", (16, 0, 16);
+    CM_SUBSCRIBER_GID = 0, "subscriber_gid";
+    CM_ENUM = 1, "subscriber_enum";
     CM_RESERVED2 = 2, "reserved", (18, 0, 48);
-    CM_GID = 3, "inform_info.gid", (24, 0, 128);
-    CM_LID_RANGE_BEGIN = 4, "inform_info.lid_range_begin", (40, 0, 16);
-    CM_LID_RANGE_END = 5, "inform_info.lid_range_end", (42, 0, 16);
+    CM_GID = 3, "inform_info.gid";
+    CM_LID_RANGE_BEGIN = 4, "inform_info.lid_range_begin";
+    CM_LID_RANGE_END = 5, "inform_info.lid_range_end";
     CM_RESERVED6 = 6, "reserved", (44, 0, 16);
-    CM_IS_GENERIC = 7, "inform_info.is_generic", (46, 0, 8);
-    CM_SUBSCRIBE = 8, "inform_info.subscribe", (47, 0, 8);
-    CM_TYPE = 9, "inform_info.notice_type", (48, 0, 16);
-    CM_TRAP_NUMBER = 10, "inform_info.trap_number", (50, 0, 16);
-    CM_QPN = 11, "inform_info.qpn", (52, 0, 24);
+    CM_IS_GENERIC = 7, "inform_info.is_generic";
+    CM_SUBSCRIBE = 8, "inform_info.subscribe";
+    CM_TYPE = 9, "inform_info.notice_type";
+    CM_TRAP_NUMBER = 10, "inform_info.trap_number";
+    CM_QPN = 11, "inform_info.qpn";
     CM_RESERVED12 = 12, "reserved", (55, 0, 3);
-    CM_RESP_TIME_VALUE = 13, "inform_info.resp_time_value", (55, 3, 5);
+    CM_RESP_TIME_VALUE = 13, "inform_info.resp_time_value";
     CM_RESERVED14 = 14, "reserved", (56, 0, 8);
-    CM_PRODUCER_TYPE = 15, "inform_info.producer_type", (57, 0, 24);
+    CM_PRODUCER_TYPE = 15, "inform_info.producer_type";
 }

@@ -50,24 +50,24 @@ wire_struct! {
 
 sa_record! {
     McMemberRecord, McMemberRecord;
-    CM_MGID = 0, "mgid", (0, 0, 128);
-    CM_PORT_GID = 1, "port_gid", (16, 0, 128);
-    CM_QKEY = 2, "qkey", (32, 0, 32);
-    CM_MLID = 3, "mlid", (36, 0, 16);
-    CM_MTU_SELECTOR = 4, "mtu_selector", (38, 0, 2);
-    CM_MTU = 5, "mtu", (38, 2, 6);
-    CM_TCLASS = 6, "tclass", (39, 0, 8);
-    CM_PKEY = 7, "pkey", (40, 0, 16);
-    CM_RATE_SELECTOR = 8, "rate_selector", (42, 0, 2);
-    CM_RATE = 9, "rate", (42, 2, 6);
-    CM_PACKET_LIFE_TIME_SELECTOR = 10, "packet_life_time_selector", (43, 0, 2);
-    CM_PACKET_LIFE_TIME = 11, "packet_life_time", (43, 2, 6);
-    CM_SL = 12, "sl", (44, 0, 4);
-    CM_FLOW_LABEL = 13, "flow_label", (44, 4, 20);
-    CM_HOP_LIMIT = 14, "hop_limit", (47, 0, 8);
-    CM_SCOPE = 15, "scope", (48, 0, 4);
-    CM_JOIN_STATE = 16, "join_state", (48, 4, 4);
-    CM_PROXY_JOIN = 17, "proxy_join", (49, 0, 1);
+    CM_MGID = 0, "mgid";
+    CM_PORT_GID = 1, "port_gid";
+    CM_QKEY = 2, "qkey";
+    CM_MLID = 3, "mlid";
+    CM_MTU_SELECTOR = 4, "mtu_selector";
+    CM_MTU = 5, "mtu";
+    CM_TCLASS = 6, "tclass";
+    CM_PKEY = 7, "pkey";
+    CM_RATE_SELECTOR = 8, "rate_selector";
+    CM_RATE = 9, "rate";
+    CM_PACKET_LIFE_TIME_SELECTOR = 10, "packet_life_time_selector";
+    CM_PACKET_LIFE_TIME = 11, "packet_life_time";
+    CM_SL = 12, "sl";
+    CM_FLOW_LABEL = 13, "flow_label";
+    CM_HOP_LIMIT = 14, "hop_limit";
+    CM_SCOPE = 15, "scope";
+    CM_JOIN_STATE = 16, "join_state";
+    CM_PROXY_JOIN = 17, "proxy_join";
 }
 
 /// MCMemberRecord.JoinState bits.

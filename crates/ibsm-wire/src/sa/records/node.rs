@@ -41,21 +41,21 @@ impl NodeRecord {
 
 sa_record! {
     NodeRecord, NodeRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
+    CM_LID = 0, "lid";
     CM_RESERVED1 = 1, "reserved", (2, 0, 16);
-    CM_BASE_VERSION = 2, "node_info.base_version", (4, 0, 8);
-    CM_CLASS_VERSION = 3, "node_info.class_version", (5, 0, 8);
-    CM_NODE_TYPE = 4, "node_info.node_type", (6, 0, 8);
-    CM_NUM_PORTS = 5, "node_info.num_ports", (7, 0, 8);
-    CM_SYSTEM_IMAGE_GUID = 6, "node_info.system_image_guid", (8, 0, 64);
-    CM_NODE_GUID = 7, "node_info.node_guid", (16, 0, 64);
-    CM_PORT_GUID = 8, "node_info.port_guid", (24, 0, 64);
-    CM_PARTITION_CAP = 9, "node_info.partition_cap", (32, 0, 16);
-    CM_DEVICE_ID = 10, "node_info.device_id", (34, 0, 16);
-    CM_REVISION = 11, "node_info.revision", (36, 0, 32);
-    CM_LOCAL_PORT_NUM = 12, "node_info.local_port_num", (40, 0, 8);
-    CM_VENDOR_ID = 13, "node_info.vendor_id", (41, 0, 24);
-    CM_NODE_DESCRIPTION = 14, "node_description", (44, 0, 512);
+    CM_BASE_VERSION = 2, "node_info.base_version";
+    CM_CLASS_VERSION = 3, "node_info.class_version";
+    CM_NODE_TYPE = 4, "node_info.node_type";
+    CM_NUM_PORTS = 5, "node_info.num_ports";
+    CM_SYSTEM_IMAGE_GUID = 6, "node_info.system_image_guid";
+    CM_NODE_GUID = 7, "node_info.node_guid";
+    CM_PORT_GUID = 8, "node_info.port_guid";
+    CM_PARTITION_CAP = 9, "node_info.partition_cap";
+    CM_DEVICE_ID = 10, "node_info.device_id";
+    CM_REVISION = 11, "node_info.revision";
+    CM_LOCAL_PORT_NUM = 12, "node_info.local_port_num";
+    CM_VENDOR_ID = 13, "node_info.vendor_id";
+    CM_NODE_DESCRIPTION = 14, "node_description";
 }
 
 wire_struct! {
@@ -82,64 +82,64 @@ impl PortInfoRecord {
 
 sa_record! {
     PortInfoRecord, PortInfoRecord;
-    CM_ENDPORT_LID = 0, "endport_lid", (0, 0, 16);
-    CM_PORT_NUM = 1, "port_num", (2, 0, 8);
-    CM_OPTIONS = 2, "options", (3, 0, 8);
-    CM_M_KEY = 3, "port_info.m_key", (4, 0, 64);
-    CM_GID_PREFIX = 4, "port_info.gid_prefix", (12, 0, 64);
-    CM_LID = 5, "port_info.lid", (20, 0, 16);
-    CM_MASTER_SM_LID = 6, "port_info.master_sm_lid", (22, 0, 16);
-    CM_CAPABILITY_MASK = 7, "port_info.capability_mask", (24, 0, 32);
-    CM_DIAG_CODE = 8, "port_info.diag_code", (28, 0, 16);
-    CM_M_KEY_LEASE_PERIOD = 9, "port_info.m_key_lease_period", (30, 0, 16);
-    CM_LOCAL_PORT_NUM = 10, "port_info.local_port_num", (32, 0, 8);
-    CM_LINK_WIDTH_ENABLED = 11, "port_info.link_width_enabled", (33, 0, 8);
-    CM_LINK_WIDTH_SUPPORTED = 12, "port_info.link_width_supported", (34, 0, 8);
-    CM_LINK_WIDTH_ACTIVE = 13, "port_info.link_width_active", (35, 0, 8);
-    CM_LINK_SPEED_SUPPORTED = 14, "port_info.link_speed_supported", (36, 0, 4);
-    CM_PORT_STATE = 15, "port_info.port_state", (36, 4, 4);
-    CM_PORT_PHYSICAL_STATE = 16, "port_info.port_phys_state", (37, 0, 4);
-    CM_LINK_DOWN_DEFAULT_STATE = 17, "port_info.link_down_default_state", (37, 4, 4);
-    CM_M_KEY_PROTECT_BITS = 18, "port_info.m_key_protect_bits", (38, 0, 2);
+    CM_ENDPORT_LID = 0, "endport_lid";
+    CM_PORT_NUM = 1, "port_num";
+    CM_OPTIONS = 2, "options";
+    CM_M_KEY = 3, "port_info.m_key";
+    CM_GID_PREFIX = 4, "port_info.gid_prefix";
+    CM_LID = 5, "port_info.lid";
+    CM_MASTER_SM_LID = 6, "port_info.master_sm_lid";
+    CM_CAPABILITY_MASK = 7, "port_info.capability_mask";
+    CM_DIAG_CODE = 8, "port_info.diag_code";
+    CM_M_KEY_LEASE_PERIOD = 9, "port_info.m_key_lease_period";
+    CM_LOCAL_PORT_NUM = 10, "port_info.local_port_num";
+    CM_LINK_WIDTH_ENABLED = 11, "port_info.link_width_enabled";
+    CM_LINK_WIDTH_SUPPORTED = 12, "port_info.link_width_supported";
+    CM_LINK_WIDTH_ACTIVE = 13, "port_info.link_width_active";
+    CM_LINK_SPEED_SUPPORTED = 14, "port_info.link_speed_supported";
+    CM_PORT_STATE = 15, "port_info.port_state";
+    CM_PORT_PHYSICAL_STATE = 16, "port_info.port_phys_state";
+    CM_LINK_DOWN_DEFAULT_STATE = 17, "port_info.link_down_default_state";
+    CM_M_KEY_PROTECT_BITS = 18, "port_info.m_key_protect_bits";
     CM_RESERVED19 = 19, "reserved", (38, 2, 3);
-    CM_LMC = 20, "port_info.lmc", (38, 5, 3);
-    CM_LINK_SPEED_ACTIVE = 21, "port_info.link_speed_active", (39, 0, 4);
-    CM_LINK_SPEED_ENABLED = 22, "port_info.link_speed_enabled", (39, 4, 4);
-    CM_NEIGHBOR_MTU = 23, "port_info.neighbor_mtu", (40, 0, 4);
-    CM_MASTER_SM_SL = 24, "port_info.master_sm_sl", (40, 4, 4);
-    CM_VL_CAP = 25, "port_info.vl_cap", (41, 0, 4);
-    CM_INIT_TYPE = 26, "port_info.init_type", (41, 4, 4);
-    CM_VL_HIGH_LIMIT = 27, "port_info.vl_high_limit", (42, 0, 8);
-    CM_VL_ARBITRATION_HIGH_CAP = 28, "port_info.vl_arbitration_high_cap", (43, 0, 8);
-    CM_VL_ARBITRATION_LOW_CAP = 29, "port_info.vl_arbitration_low_cap", (44, 0, 8);
-    CM_INIT_TYPE_REPLY = 30, "port_info.init_type_reply", (45, 0, 4);
-    CM_MTU_CAP = 31, "port_info.mtu_cap", (45, 4, 4);
-    CM_VL_STALL_COUNT = 32, "port_info.vl_stall_count", (46, 0, 3);
-    CM_HOQ_LIFE = 33, "port_info.hoq_life", (46, 3, 5);
-    CM_OPERATIONAL_VLS = 34, "port_info.operational_vls", (47, 0, 4);
-    CM_PARTITION_ENFORCEMENT_INBOUND = 35, "port_info.partition_enforcement_inbound", (47, 4, 1);
-    CM_PARTITION_ENFORCEMENT_OUTBOUND = 36, "port_info.partition_enforcement_outbound", (47, 5, 1);
-    CM_FILTER_RAW_INBOUND = 37, "port_info.filter_raw_inbound", (47, 6, 1);
-    CM_FILTER_RAW_OUTBOUND = 38, "port_info.filter_raw_outbound", (47, 7, 1);
-    CM_M_KEY_VIOLATIONS = 39, "port_info.m_key_violations", (48, 0, 16);
-    CM_P_KEY_VIOLATIONS = 40, "port_info.p_key_violations", (50, 0, 16);
-    CM_Q_KEY_VIOLATIONS = 41, "port_info.q_key_violations", (52, 0, 16);
-    CM_GUID_CAP = 42, "port_info.guid_cap", (54, 0, 8);
-    CM_CLIENT_REREGISTER = 43, "port_info.client_reregister", (55, 0, 1);
-    CM_MCAST_PKEY_TRAP_SUPPRESSION_ENABLED = 44, "port_info.multicast_pkey_trap_suppression_enabled", (55, 1, 2);
-    CM_SUBNET_TIMEOUT = 45, "port_info.subnet_timeout", (55, 3, 5);
+    CM_LMC = 20, "port_info.lmc";
+    CM_LINK_SPEED_ACTIVE = 21, "port_info.link_speed_active";
+    CM_LINK_SPEED_ENABLED = 22, "port_info.link_speed_enabled";
+    CM_NEIGHBOR_MTU = 23, "port_info.neighbor_mtu";
+    CM_MASTER_SM_SL = 24, "port_info.master_sm_sl";
+    CM_VL_CAP = 25, "port_info.vl_cap";
+    CM_INIT_TYPE = 26, "port_info.init_type";
+    CM_VL_HIGH_LIMIT = 27, "port_info.vl_high_limit";
+    CM_VL_ARBITRATION_HIGH_CAP = 28, "port_info.vl_arbitration_high_cap";
+    CM_VL_ARBITRATION_LOW_CAP = 29, "port_info.vl_arbitration_low_cap";
+    CM_INIT_TYPE_REPLY = 30, "port_info.init_type_reply";
+    CM_MTU_CAP = 31, "port_info.mtu_cap";
+    CM_VL_STALL_COUNT = 32, "port_info.vl_stall_count";
+    CM_HOQ_LIFE = 33, "port_info.hoq_life";
+    CM_OPERATIONAL_VLS = 34, "port_info.operational_vls";
+    CM_PARTITION_ENFORCEMENT_INBOUND = 35, "port_info.partition_enforcement_inbound";
+    CM_PARTITION_ENFORCEMENT_OUTBOUND = 36, "port_info.partition_enforcement_outbound";
+    CM_FILTER_RAW_INBOUND = 37, "port_info.filter_raw_inbound";
+    CM_FILTER_RAW_OUTBOUND = 38, "port_info.filter_raw_outbound";
+    CM_M_KEY_VIOLATIONS = 39, "port_info.m_key_violations";
+    CM_P_KEY_VIOLATIONS = 40, "port_info.p_key_violations";
+    CM_Q_KEY_VIOLATIONS = 41, "port_info.q_key_violations";
+    CM_GUID_CAP = 42, "port_info.guid_cap";
+    CM_CLIENT_REREGISTER = 43, "port_info.client_reregister";
+    CM_MCAST_PKEY_TRAP_SUPPRESSION_ENABLED = 44, "port_info.multicast_pkey_trap_suppression_enabled";
+    CM_SUBNET_TIMEOUT = 45, "port_info.subnet_timeout";
     CM_RESERVED46 = 46, "reserved", (56, 0, 3);
-    CM_RESP_TIME_VALUE = 47, "port_info.resp_time_value", (56, 3, 5);
-    CM_LOCAL_PHY_ERRORS = 48, "port_info.local_phy_errors", (57, 0, 4);
-    CM_OVERRUN_ERRORS = 49, "port_info.overrun_errors", (57, 4, 4);
-    CM_MAX_CREDIT_HINT = 50, "port_info.max_credit_hint", (58, 0, 16);
+    CM_RESP_TIME_VALUE = 47, "port_info.resp_time_value";
+    CM_LOCAL_PHY_ERRORS = 48, "port_info.local_phy_errors";
+    CM_OVERRUN_ERRORS = 49, "port_info.overrun_errors";
+    CM_MAX_CREDIT_HINT = 50, "port_info.max_credit_hint";
     CM_RESERVED51 = 51, "port_info[byte 56: reserved, LinkSpeedExt*2]", (60, 0, 8);
-    CM_LINK_ROUND_TRIP_LATENCY = 52, "port_info.link_round_trip_latency", (61, 0, 24);
-    CM_CAPABILITY_MASK2 = 53, "port_info.capability_mask2", (64, 0, 16);
-    CM_LINK_SPEED_EXT_ACTIVE = 54, "port_info.link_speed_ext_active", (66, 0, 4);
-    CM_LINK_SPEED_EXT_SUPPORTED = 55, "port_info.link_speed_ext_supported", (66, 4, 4);
+    CM_LINK_ROUND_TRIP_LATENCY = 52, "port_info.link_round_trip_latency";
+    CM_CAPABILITY_MASK2 = 53, "port_info.capability_mask2";
+    CM_LINK_SPEED_EXT_ACTIVE = 54, "port_info.link_speed_ext_active";
+    CM_LINK_SPEED_EXT_SUPPORTED = 55, "port_info.link_speed_ext_supported";
     CM_RESERVED56 = 56, "reserved", (67, 0, 3);
-    CM_LINK_SPEED_EXT_ENABLED = 57, "port_info.link_speed_ext_enabled", (67, 3, 5);
+    CM_LINK_SPEED_EXT_ENABLED = 57, "port_info.link_speed_ext_enabled";
 }
 
 wire_struct! {
@@ -159,10 +159,10 @@ wire_struct! {
 
 sa_record! {
     LinkRecord, LinkRecord;
-    CM_FROM_LID = 0, "from_lid", (0, 0, 16);
-    CM_FROM_PORT = 1, "from_port", (2, 0, 8);
-    CM_TO_PORT = 2, "to_port", (3, 0, 8);
-    CM_TO_LID = 3, "to_lid", (4, 0, 16);
+    CM_FROM_LID = 0, "from_lid";
+    CM_FROM_PORT = 1, "from_port";
+    CM_TO_PORT = 2, "to_port";
+    CM_TO_LID = 3, "to_lid";
 }
 
 wire_struct! {
@@ -178,7 +178,7 @@ wire_struct! {
 
 sa_record! {
     SwitchInfoRecord, SwitchInfoRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
+    CM_LID = 0, "lid";
     CM_RESERVED1 = 1, "reserved", (2, 0, 16);
 }
 
@@ -195,13 +195,13 @@ wire_struct! {
 
 sa_record! {
     SmInfoRecord, SmInfoRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
+    CM_LID = 0, "lid";
     CM_RESERVED1 = 1, "reserved", (2, 0, 16);
-    CM_GUID = 2, "sm_info.guid", (4, 0, 64);
-    CM_SM_KEY = 3, "sm_info.sm_key", (12, 0, 64);
-    CM_ACT_COUNT = 4, "sm_info.act_count", (20, 0, 32);
-    CM_PRIORITY = 5, "sm_info.priority", (24, 0, 4);
-    CM_SM_STATE = 6, "sm_info.sm_state", (24, 4, 4);
+    CM_GUID = 2, "sm_info.guid";
+    CM_SM_KEY = 3, "sm_info.sm_key";
+    CM_ACT_COUNT = 4, "sm_info.act_count";
+    CM_PRIORITY = 5, "sm_info.priority";
+    CM_SM_STATE = 6, "sm_info.sm_state";
 }
 
 wire_struct! {
@@ -235,16 +235,16 @@ impl GuidInfoRecord {
 
 sa_record! {
     GuidInfoRecord, GuidInfoRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_BLOCK_NUM = 1, "block_num", (2, 0, 8);
+    CM_LID = 0, "lid";
+    CM_BLOCK_NUM = 1, "block_num";
     CM_RESERVED2 = 2, "reserved", (3, 0, 8);
     CM_RESERVED3 = 3, "reserved", (4, 0, 32);
-    CM_GUID0 = 4, "guid_info.guid0", (8, 0, 64);
-    CM_GUID1 = 5, "guid_info.guid1", (16, 0, 64);
-    CM_GUID2 = 6, "guid_info.guid2", (24, 0, 64);
-    CM_GUID3 = 7, "guid_info.guid3", (32, 0, 64);
-    CM_GUID4 = 8, "guid_info.guid4", (40, 0, 64);
-    CM_GUID5 = 9, "guid_info.guid5", (48, 0, 64);
-    CM_GUID6 = 10, "guid_info.guid6", (56, 0, 64);
-    CM_GUID7 = 11, "guid_info.guid7", (64, 0, 64);
+    CM_GUID0 = 4, "guid_info.guid0";
+    CM_GUID1 = 5, "guid_info.guid1";
+    CM_GUID2 = 6, "guid_info.guid2";
+    CM_GUID3 = 7, "guid_info.guid3";
+    CM_GUID4 = 8, "guid_info.guid4";
+    CM_GUID5 = 9, "guid_info.guid5";
+    CM_GUID6 = 10, "guid_info.guid6";
+    CM_GUID7 = 11, "guid_info.guid7";
 }

@@ -60,27 +60,27 @@ sa_record! {
     PathRecord, PathRecord;
     CM_SERVICE_ID_MSB = 0, "service_id[63:32]", (0, 0, 32);
     CM_SERVICE_ID_LSB = 1, "service_id[31:0]", (4, 0, 32);
-    CM_DGID = 2, "dgid", (8, 0, 128);
-    CM_SGID = 3, "sgid", (24, 0, 128);
-    CM_DLID = 4, "dlid", (40, 0, 16);
-    CM_SLID = 5, "slid", (42, 0, 16);
-    CM_RAW_TRAFFIC = 6, "raw_traffic", (44, 0, 1);
+    CM_DGID = 2, "dgid";
+    CM_SGID = 3, "sgid";
+    CM_DLID = 4, "dlid";
+    CM_SLID = 5, "slid";
+    CM_RAW_TRAFFIC = 6, "raw_traffic";
     CM_RESERVED1 = 7, "reserved", (44, 1, 3);
-    CM_FLOW_LABEL = 8, "flow_label", (44, 4, 20);
-    CM_HOP_LIMIT = 9, "hop_limit", (47, 0, 8);
-    CM_TCLASS = 10, "tclass", (48, 0, 8);
-    CM_REVERSIBLE = 11, "reversible", (49, 0, 1);
-    CM_NUMB_PATH = 12, "numb_path", (49, 1, 7);
-    CM_PKEY = 13, "pkey", (50, 0, 16);
-    CM_QOS_CLASS = 14, "qos_class", (52, 0, 12);
-    CM_SL = 15, "sl", (53, 4, 4);
-    CM_MTU_SELECTOR = 16, "mtu_selector", (54, 0, 2);
-    CM_MTU = 17, "mtu", (54, 2, 6);
-    CM_RATE_SELECTOR = 18, "rate_selector", (55, 0, 2);
-    CM_RATE = 19, "rate", (55, 2, 6);
-    CM_PACKET_LIFE_TIME_SELECTOR = 20, "packet_life_time_selector", (56, 0, 2);
-    CM_PACKET_LIFE_TIME = 21, "packet_life_time", (56, 2, 6);
-    CM_PREFERENCE = 22, "preference", (57, 0, 8);
+    CM_FLOW_LABEL = 8, "flow_label";
+    CM_HOP_LIMIT = 9, "hop_limit";
+    CM_TCLASS = 10, "tclass";
+    CM_REVERSIBLE = 11, "reversible";
+    CM_NUMB_PATH = 12, "numb_path";
+    CM_PKEY = 13, "pkey";
+    CM_QOS_CLASS = 14, "qos_class";
+    CM_SL = 15, "sl";
+    CM_MTU_SELECTOR = 16, "mtu_selector";
+    CM_MTU = 17, "mtu";
+    CM_RATE_SELECTOR = 18, "rate_selector";
+    CM_RATE = 19, "rate";
+    CM_PACKET_LIFE_TIME_SELECTOR = 20, "packet_life_time_selector";
+    CM_PACKET_LIFE_TIME = 21, "packet_life_time";
+    CM_PREFERENCE = 22, "preference";
 }
 
 impl PathRecord {
@@ -156,28 +156,28 @@ wire_struct! {
 
 sa_record! {
     MultiPathRecord, MultiPathRecord;
-    CM_RAW_TRAFFIC = 0, "raw_traffic", (0, 0, 1);
+    CM_RAW_TRAFFIC = 0, "raw_traffic";
     CM_RESERVED1 = 1, "reserved", (0, 1, 3);
-    CM_FLOW_LABEL = 2, "flow_label", (0, 4, 20);
-    CM_HOP_LIMIT = 3, "hop_limit", (3, 0, 8);
-    CM_TCLASS = 4, "tclass", (4, 0, 8);
-    CM_REVERSIBLE = 5, "reversible", (5, 0, 1);
-    CM_NUMB_PATH = 6, "numb_path", (5, 1, 7);
-    CM_PKEY = 7, "pkey", (6, 0, 16);
-    CM_QOS_CLASS = 8, "qos_class", (8, 0, 12);
-    CM_SL = 9, "sl", (9, 4, 4);
-    CM_MTU_SELECTOR = 10, "mtu_selector", (10, 0, 2);
-    CM_MTU = 11, "mtu", (10, 2, 6);
-    CM_RATE_SELECTOR = 12, "rate_selector", (11, 0, 2);
-    CM_RATE = 13, "rate", (11, 2, 6);
-    CM_PACKET_LIFE_TIME_SELECTOR = 14, "packet_life_time_selector", (12, 0, 2);
-    CM_PACKET_LIFE_TIME = 15, "packet_life_time", (12, 2, 6);
-    CM_SERVICE_ID_MSB = 16, "service_id_msb", (13, 0, 8);
-    CM_INDEPENDENCE_SELECTOR = 17, "independence_selector", (14, 0, 2);
+    CM_FLOW_LABEL = 2, "flow_label";
+    CM_HOP_LIMIT = 3, "hop_limit";
+    CM_TCLASS = 4, "tclass";
+    CM_REVERSIBLE = 5, "reversible";
+    CM_NUMB_PATH = 6, "numb_path";
+    CM_PKEY = 7, "pkey";
+    CM_QOS_CLASS = 8, "qos_class";
+    CM_SL = 9, "sl";
+    CM_MTU_SELECTOR = 10, "mtu_selector";
+    CM_MTU = 11, "mtu";
+    CM_RATE_SELECTOR = 12, "rate_selector";
+    CM_RATE = 13, "rate";
+    CM_PACKET_LIFE_TIME_SELECTOR = 14, "packet_life_time_selector";
+    CM_PACKET_LIFE_TIME = 15, "packet_life_time";
+    CM_SERVICE_ID_MSB = 16, "service_id_msb";
+    CM_INDEPENDENCE_SELECTOR = 17, "independence_selector";
     CM_RESERVED2 = 18, "reserved", (14, 2, 6);
-    CM_SGID_COUNT = 19, "sgid_count", (15, 0, 8);
-    CM_DGID_COUNT = 20, "dgid_count", (16, 0, 8);
-    CM_SERVICE_ID_LSB = 21, "service_id_lsb", (17, 0, 56);
+    CM_SGID_COUNT = 19, "sgid_count";
+    CM_DGID_COUNT = 20, "dgid_count";
+    CM_SERVICE_ID_LSB = 21, "service_id_lsb";
 }
 
 impl MultiPathRecord {

@@ -136,13 +136,13 @@ impl ServiceRecord {
 
 sa_record! {
     ServiceRecord, ServiceRecord;
-    CM_SERVICE_ID = 0, "service_id", (0, 0, 64);
-    CM_SERVICE_GID = 1, "service_gid", (8, 0, 128);
-    CM_SERVICE_PKEY = 2, "service_pkey", (24, 0, 16);
+    CM_SERVICE_ID = 0, "service_id";
+    CM_SERVICE_GID = 1, "service_gid";
+    CM_SERVICE_PKEY = 2, "service_pkey";
     CM_RESERVED3 = 3, "reserved", (26, 0, 16);
-    CM_SERVICE_LEASE = 4, "service_lease", (28, 0, 32);
-    CM_SERVICE_KEY = 5, "service_key", (32, 0, 128);
-    CM_SERVICE_NAME = 6, "service_name", (48, 0, 512);
+    CM_SERVICE_LEASE = 4, "service_lease";
+    CM_SERVICE_KEY = 5, "service_key";
+    CM_SERVICE_NAME = 6, "service_name";
     CM_DATA8_0 = 7, "service_data[data8.0]", (112, 0, 8);
     CM_DATA8_1 = 8, "service_data[data8.1]", (113, 0, 8);
     CM_DATA8_2 = 9, "service_data[data8.2]", (114, 0, 8);

@@ -24,9 +24,9 @@ wire_struct! {
 
 sa_record! {
     PKeyTableRecord, PKeyTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_BLOCK_NUM = 1, "block_num", (2, 0, 16);
-    CM_PORT_NUM = 2, "port_num", (4, 0, 8);
+    CM_LID = 0, "lid";
+    CM_BLOCK_NUM = 1, "block_num";
+    CM_PORT_NUM = 2, "port_num";
 }
 
 wire_struct! {
@@ -49,9 +49,9 @@ wire_struct! {
 
 sa_record! {
     SlToVlMappingTableRecord, SlToVlMappingTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_INPUT_PORT_NUM = 1, "input_port_num", (2, 0, 8);
-    CM_OUTPUT_PORT_NUM = 2, "output_port_num", (3, 0, 8);
+    CM_LID = 0, "lid";
+    CM_INPUT_PORT_NUM = 1, "input_port_num";
+    CM_OUTPUT_PORT_NUM = 2, "output_port_num";
 }
 
 wire_struct! {
@@ -73,9 +73,9 @@ wire_struct! {
 
 sa_record! {
     VlArbitrationTableRecord, VlArbitrationTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_OUTPUT_PORT_NUM = 1, "output_port_num", (2, 0, 8);
-    CM_BLOCK_NUM = 2, "block_num", (3, 0, 8);
+    CM_LID = 0, "lid";
+    CM_OUTPUT_PORT_NUM = 1, "output_port_num";
+    CM_BLOCK_NUM = 2, "block_num";
 }
 
 wire_struct! {
@@ -94,8 +94,8 @@ wire_struct! {
 
 sa_record! {
     LinearForwardingTableRecord, LinearForwardingTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_BLOCK_NUM = 1, "block_num", (2, 0, 16);
+    CM_LID = 0, "lid";
+    CM_BLOCK_NUM = 1, "block_num";
 }
 
 wire_struct! {
@@ -117,8 +117,8 @@ wire_struct! {
 
 sa_record! {
     RandomForwardingTableRecord, RandomForwardingTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_BLOCK_NUM = 1, "block_num", (2, 0, 16);
+    CM_LID = 0, "lid";
+    CM_BLOCK_NUM = 1, "block_num";
 }
 
 wire_struct! {
@@ -140,9 +140,9 @@ wire_struct! {
 
 sa_record! {
     MulticastForwardingTableRecord, MulticastForwardingTableRecord;
-    CM_LID = 0, "lid", (0, 0, 16);
-    CM_POSITION = 1, "position", (2, 0, 4);
+    CM_LID = 0, "lid";
+    CM_POSITION = 1, "position";
     CM_RESERVED2 = 2, "reserved", (2, 4, 3);
-    CM_BLOCK_NUM = 3, "block_num", (2, 7, 9);
+    CM_BLOCK_NUM = 3, "block_num";
     CM_RESERVED4 = 4, "reserved", (4, 0, 32);
 }
