@@ -105,14 +105,10 @@ pub enum IsolationError {
 pub fn parse_isolated(text: &str, source: &str) -> Result<Vec<IsolatedPort>, IsolationError> {
     let mut out: Vec<IsolatedPort> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
+    for (n, line) in ibsm_topology::lines::content_lines(text) {
         let err = |kind: IsolationErrorKind, token: &str| IsolationError::Parse {
             file: source.to_owned(),
-            line: i + 1,
+            line: n,
             token: token.chars().take(64).collect(),
             kind,
         };

@@ -123,14 +123,10 @@ impl FileLidStore {
 /// range, a max LID below the min, or a range that is not an aligned power of two.
 pub fn parse_guid2lid(text: &str, source: &str) -> Result<BTreeMap<u64, (u16, u8)>, StoreError> {
     let mut map = BTreeMap::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
+    for (n, line) in ibsm_topology::lines::content_lines(text) {
         let err = |kind: Guid2LidErrorKind, token: &str| StoreError::Parse {
             file: source.to_owned(),
-            line: i + 1,
+            line: n,
             token: token.to_owned(),
             kind,
         };

@@ -49,15 +49,14 @@ fn parse_guid(token: &str) -> Result<u64, &'static str> {
 /// optional comment.
 pub fn parse_guid_file(file: &str, text: &str) -> Result<Vec<Guid>, GuidFileError> {
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let body = raw.split('#').next().unwrap_or("");
+    for (n, body) in ibsm_topology::lines::content_lines(text) {
         let mut tokens = body.split_whitespace();
         let Some(first) = tokens.next() else {
             continue;
         };
         let err = |token: &str, why| GuidFileError {
             file: file.to_owned(),
-            line: i + 1,
+            line: n,
             token: token.to_owned(),
             why,
         };

@@ -132,12 +132,7 @@ pub(crate) struct ScriptLine {
 /// Splits a script into lines: `<time> <action> <args...>`, `#` comments.
 pub(crate) fn split_script(text: &str) -> Result<Vec<ScriptLine>, SimError> {
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let body = raw.split('#').next().unwrap_or("").trim();
-        if body.is_empty() {
-            continue;
-        }
+    for (line, body) in ibsm_topology::lines::content_lines(text) {
         let mut words = body.split_whitespace();
         let at = parse_duration(words.next().unwrap_or(""), line)?;
         let action = words

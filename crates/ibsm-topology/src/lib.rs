@@ -14,7 +14,8 @@
 //!   on the spines), mesh/torus, dragonfly,
 //!   Jellyfish, and `degrade`;
 //! * files ([`ibnet`]): the `ibnetdiscover` format and ibsim net files, read and written;
-//!   Slurm's tree `topology.conf` ([`slurm`]), written;
+//!   Slurm's tree `topology.conf` ([`slurm`]), written; the comment and line rule of
+//!   the small GUID-keyed files ([`lines`]);
 //! * the comparison with a reference topology ([`diff`]): missing, extra and miswired
 //!   cables, missing and unexpected nodes, links below plan;
 //! * pictures ([`dot`]): Graphviz export with per-link weights.
@@ -54,6 +55,7 @@ mod error;
 mod fabric;
 pub mod generate;
 pub mod ibnet;
+pub mod lines;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod slurm;
