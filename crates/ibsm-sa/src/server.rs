@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderState};
 use ibsm_wire::sa::{
-    ComponentMask, GuidInfoRecord, InformInfoRecord, LinearForwardingTableRecord, LinkRecord,
-    McMemberRecord, NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SA_CLASS_VERSION,
-    SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord, SmInfoRecord, SwitchInfoRecord,
+    ComponentMask, InformInfoRecord, LinearForwardingTableRecord, McMemberRecord, PathRecord,
+    PortInfoRecord, SA_CLASS_VERSION, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord,
     Template, sa_cap,
 };
 use ibsm_wire::{
@@ -662,11 +661,7 @@ impl SaServer {
                 let cpi = self.class_port_info();
                 Ok(self.single(req, Status::OK, &cpi))
             }
-            SaAttributeId::NodeRecord if read => {
-                let it = self.db.node_records();
-                let (n, data) = collect::<NodeRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<NodeRecord>(req, n, &data)
-            }
+            SaAttributeId::NodeRecord if read => self.records(req, mask, self.db.node_records()),
             SaAttributeId::PortInfoRecord if read => {
                 // CapabilityMask(2) components match records having every bit the
                 // template sets (as OpenSM, advertised in ClassPortInfo): `saquery -s`
@@ -684,18 +679,11 @@ impl SaServer {
                     cap.is_none_or(|c| r.port_info.capability_mask.contains(c))
                         && cap2.is_none_or(|c| r.port_info.capability_mask2.contains(c))
                 });
-                let (n, data) = collect::<PortInfoRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<PortInfoRecord>(req, n, &data)
+                self.records(req, mask, it)
             }
-            SaAttributeId::LinkRecord if read => {
-                let it = self.db.link_records();
-                let (n, data) = collect::<LinkRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<LinkRecord>(req, n, &data)
-            }
+            SaAttributeId::LinkRecord if read => self.records(req, mask, self.db.link_records()),
             SaAttributeId::SwitchInfoRecord if read => {
-                let it = self.db.switch_info_records();
-                let (n, data) = collect::<SwitchInfoRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<SwitchInfoRecord>(req, n, &data)
+                self.records(req, mask, self.db.switch_info_records())
             }
             SaAttributeId::LinearForwardingTableRecord if read => {
                 let t: LinearForwardingTableRecord = req.record(0).map_err(|_| invalid())?;
@@ -703,25 +691,18 @@ impl SaServer {
                     .contains(LinearForwardingTableRecord::CM_LID)
                     .then_some(t.lid);
                 let it = self.db.lft_records(only);
-                let (n, data) =
-                    collect::<LinearForwardingTableRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<LinearForwardingTableRecord>(req, n, &data)
+                self.records(req, mask, it)
             }
             SaAttributeId::SmInfoRecord if read => {
-                let it = self.db.sm_info_records(trusted);
-                let (n, data) = collect::<SmInfoRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<SmInfoRecord>(req, n, &data)
+                self.records(req, mask, self.db.sm_info_records(trusted))
             }
             SaAttributeId::PKeyTableRecord if read => {
                 let own = self.db.end_by_lid(from.lid).copied();
                 let it = self.db.pkey_records(trusted, own);
-                let (n, data) = collect::<PKeyTableRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<PKeyTableRecord>(req, n, &data)
+                self.records(req, mask, it)
             }
             SaAttributeId::GuidInfoRecord if read => {
-                let it = self.db.guid_info_records();
-                let (n, data) = collect::<GuidInfoRecord>(req, mask, it, self.limit(table))?;
-                self.answer::<GuidInfoRecord>(req, n, &data)
+                self.records(req, mask, self.db.guid_info_records())
             }
             SaAttributeId::PathRecord if read => {
                 let t: PathRecord = req.record(0).map_err(|_| invalid())?;
@@ -748,13 +729,7 @@ impl SaServer {
                     }
                     _ if read => {
                         let recs = self.groups.records(&self.db, trusted, from);
-                        let (n, data) = collect::<McMemberRecord>(
-                            req,
-                            mask,
-                            recs.into_iter(),
-                            self.limit(table),
-                        )?;
-                        self.answer::<McMemberRecord>(req, n, &data)
+                        self.records(req, mask, recs.into_iter())
                     }
                     _ => Err(unsupported()),
                 }
@@ -768,9 +743,7 @@ impl SaServer {
                     .filter(|s| trusted || s.lid == from.lid)
                     .map(|s| s.rec)
                     .collect();
-                let (n, data) =
-                    collect::<InformInfoRecord>(req, mask, recs.into_iter(), self.limit(table))?;
-                self.answer::<InformInfoRecord>(req, n, &data)
+                self.records(req, mask, recs.into_iter())
             }
             SaAttributeId::Unknown(_) => {
                 self.counters.unsupported += 1;
@@ -788,6 +761,19 @@ impl SaServer {
                 }
             }
         }
+    }
+
+    /// The records of `it` that match the request's template, answered as a Get (exactly
+    /// one) or a GetTable (up to `max_records`).
+    fn records<R: SaRecord>(
+        &self,
+        req: &SaMad,
+        mask: ComponentMask,
+        it: impl Iterator<Item = R>,
+    ) -> Answer {
+        let table = req.method == Method::GetTable;
+        let (n, data) = collect(req, mask, it, self.limit(table))?;
+        self.answer::<R>(req, n, &data)
     }
 
     fn limit(&self, table: bool) -> usize {
