@@ -50,10 +50,8 @@ fn parse_guid(token: &str) -> Result<u64, &'static str> {
 pub fn parse_guid_file(file: &str, text: &str) -> Result<Vec<Guid>, GuidFileError> {
     let mut out = Vec::new();
     for (n, body) in ibsm_topology::lines::content_lines(text) {
-        let mut tokens = body.split_whitespace();
-        let Some(first) = tokens.next() else {
-            continue;
-        };
+        // `content_lines` gives trimmed, non-empty text: the first token is there.
+        let (first, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let err = |token: &str, why| GuidFileError {
             file: file.to_owned(),
             line: n,
@@ -61,7 +59,7 @@ pub fn parse_guid_file(file: &str, text: &str) -> Result<Vec<Guid>, GuidFileErro
             why,
         };
         let g = parse_guid(first).map_err(|why| err(first, why))?;
-        if let Some(extra) = tokens.next() {
+        if let Some(extra) = rest.split_whitespace().next() {
             return Err(err(extra, "one GUID per line"));
         }
         out.push(Guid(g));

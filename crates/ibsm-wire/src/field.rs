@@ -249,7 +249,7 @@ pub const fn find_field(fields: &[FieldDesc], name: &str) -> Option<Field> {
 }
 
 /// Whether `name[start..end]` is `want` (slicing by range is not `const`).
-const fn segment_is(name: &[u8], start: usize, end: usize, want: &[u8]) -> bool {
+pub(crate) const fn segment_is(name: &[u8], start: usize, end: usize, want: &[u8]) -> bool {
     if end - start != want.len() {
         return false;
     }

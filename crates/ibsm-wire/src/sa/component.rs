@@ -81,15 +81,8 @@ pub struct Component {
 /// `reserved`, or part of a field (`field[..]`).
 pub(crate) const fn has_own_position(name: &str) -> bool {
     let b = name.as_bytes();
-    let reserved = b"reserved";
-    if b.len() == reserved.len() {
-        let mut i = 0;
-        while i < b.len() && b[i] == reserved[i] {
-            i += 1;
-        }
-        if i == b.len() {
-            return true;
-        }
+    if crate::field::segment_is(b, 0, b.len(), b"reserved") {
+        return true;
     }
     let mut i = 0;
     while i < b.len() {
