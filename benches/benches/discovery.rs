@@ -12,19 +12,11 @@ use ibsm_query::discover::{Discovered, Discovery, FoundNode, FoundPort};
 use ibsm_query::smp::SmpConfig;
 use ibsm_sim::{Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::generate;
-use ibsm_transport::{JobRunner, Stop, Transport, drive};
+use ibsm_transport::Transport;
 
 fn walk(port: &mut SimPort<SmaAgent>) -> Discovered {
     let mut d = Discovery::new(SmpConfig::default());
-    let stop = Stop::when_idle(port.now() + Duration::from_secs(3600));
-    drive(
-        &mut d,
-        port,
-        &mut JobRunner::inline(),
-        stop,
-        |ev| match ev {},
-    )
-    .expect("drive");
+    ibsm_query::run_to_idle(&mut d, port, port.now() + Duration::from_secs(3600)).expect("drive");
     assert!(d.is_done());
     d.into_found()
 }

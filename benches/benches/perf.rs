@@ -12,7 +12,7 @@ use ibsm_manager::{SmConfig, SmEvent, SubnetManager, driver};
 use ibsm_query::perf::{Scrape, ScrapeMode, ScrapeTarget, default_tx};
 use ibsm_sim::{Sim, SimConfig, SimPort, SmaAgent};
 use ibsm_topology::{Fabric, generate};
-use ibsm_transport::{Instant, JobRunner, Stop, Transport, TxConfig, drive};
+use ibsm_transport::{Instant, Transport, TxConfig};
 
 /// What the SM's PerfMgr reads: every switch's cabled ports at its port 0 LID, every
 /// cabled CA port at its own.
@@ -56,15 +56,7 @@ fn up(fabric: &Fabric) -> (Sim<SmaAgent>, SimPort<SmaAgent>, Fabric) {
 
 fn sweep(port: &mut SimPort<SmaAgent>, t: &[ScrapeTarget], tx: TxConfig) -> usize {
     let mut s = Scrape::new(t.to_vec(), ScrapeMode::PerPort, tx);
-    let stop = Stop::when_idle(port.now() + Duration::from_secs(3600));
-    drive(
-        &mut s,
-        port,
-        &mut JobRunner::inline(),
-        stop,
-        |ev| match ev {},
-    )
-    .unwrap();
+    ibsm_query::run_to_idle(&mut s, port, port.now() + Duration::from_secs(3600)).unwrap();
     let r = s.into_report();
     assert_eq!(r.failures, 0);
     r.ports.len()
@@ -77,17 +69,9 @@ fn bench(c: &mut Criterion) {
     let ports: usize = t.iter().map(|x| x.ports.len()).sum();
     let before = rss_kib();
     let mut s = Scrape::new(t.clone(), ScrapeMode::PerPort, default_tx());
-    let stop = Stop::when_idle(port.now() + Duration::from_secs(3600));
     let v0 = port.now();
     let w0 = std::time::Instant::now();
-    drive(
-        &mut s,
-        &mut port,
-        &mut JobRunner::inline(),
-        stop,
-        |ev| match ev {},
-    )
-    .unwrap();
+    ibsm_query::run_to_idle(&mut s, &mut port, v0 + Duration::from_secs(3600)).unwrap();
     let report = s.into_report();
     eprintln!(
         "perf sweep: {} agents, {ports} ports, {} queries in {:?} wall, {:?} virtual; \

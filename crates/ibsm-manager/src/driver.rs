@@ -5,7 +5,7 @@
 
 use std::ops::ControlFlow;
 
-use ibsm_transport::{Instant, JobRunner, Stop, Transport};
+use ibsm_transport::{Instant, JobRunner, SansIo, Stop, Transport};
 
 use crate::engine::SubnetManager;
 use crate::error::SmError;
@@ -21,20 +21,30 @@ pub fn run<T: Transport + ?Sized>(
     sm: &mut SubnetManager,
     transport: &mut T,
     until: Instant,
+    stop: impl FnMut(&SmEvent) -> bool,
+) -> Result<(), SmError> {
+    run_with(sm, transport, &mut JobRunner::inline(), until, stop)
+}
+
+/// [`run`] with the caller's [`JobRunner`]: routing and other jobs go to its threads
+/// (or run inline, as its policy says), and jobs still running when `run_with` returns
+/// stay with it for the next call.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with<T: Transport + ?Sized>(
+    sm: &mut SubnetManager,
+    transport: &mut T,
+    jobs: &mut JobRunner<<SubnetManager as SansIo>::Job>,
+    until: Instant,
     mut stop: impl FnMut(&SmEvent) -> bool,
 ) -> Result<(), SmError> {
-    ibsm_transport::drive(
-        sm,
-        transport,
-        &mut JobRunner::inline(),
-        Stop::at(until),
-        |ev| {
-            if stop(&ev) {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        },
-    )?;
+    ibsm_transport::drive(sm, transport, jobs, Stop::at(until), |ev| {
+        if stop(&ev) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })?;
     Ok(())
 }

@@ -69,8 +69,13 @@ pub mod sa;
 pub mod smp;
 
 /// Runs a client until it has nothing outstanding or the clock reaches `until`: its
-/// events, in order (the one-call forms `smp::query`, `sa::query_table`, `discover`).
-fn run_to_idle<C, T>(
+/// events, in order. The one-call forms (`smp::query`, `sa::query_table`, `discover`)
+/// are this over one client; call it yourself to run a client you built (a
+/// [`perf::Scrape`], a [`discover::Discovery`] with your own settings) to the end.
+///
+/// # Errors
+/// A fatal transport error.
+pub fn run_to_idle<C, T>(
     core: &mut C,
     transport: &mut T,
     until: Instant,

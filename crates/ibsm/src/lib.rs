@@ -68,11 +68,9 @@ pub use ibsm_wire as wire;
 /// a transport.
 pub use ibsm_manager::SubnetManager;
 
-use std::ops::ControlFlow;
-
 use ibsm_manager::{MKeyMode, SmConfig, SmError, SmEvent, SweepStats};
 use ibsm_routing::EngineKind;
-use ibsm_transport::{Instant, JobPolicy, JobRunner, SansIo, Stop, Transport};
+use ibsm_transport::{Instant, JobPolicy, JobRunner, SansIo, Transport};
 
 /// The names most programs need.
 pub mod prelude {
@@ -260,21 +258,14 @@ impl<T: Transport> Sm<T> {
     pub fn run(
         &mut self,
         until: Instant,
-        mut on_event: impl FnMut(&SmEvent) -> bool,
+        on_event: impl FnMut(&SmEvent) -> bool,
     ) -> Result<(), SmError> {
-        ibsm_transport::drive(
+        ibsm_manager::driver::run_with(
             &mut self.engine,
             &mut self.transport,
             &mut self.jobs,
-            Stop::at(until),
-            |ev| {
-                if on_event(&ev) {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            },
-        )?;
-        Ok(())
+            until,
+            on_event,
+        )
     }
 }
