@@ -9,12 +9,11 @@
 //! stops for one.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
 use std::time::Duration;
 
 use ibsm_transport::{
-    Address, Incoming, Instant, LidAddress, NoJob, Outgoing, Received, Request, SansIo,
-    Transactions, Transmit, TransportError, TxConfig, TxId, TxStats,
+    Address, Instant, LidAddress, Received, Request, SansIo, Transactions, Transmit,
+    TransportError, TxConfig, TxId, TxStats,
 };
 use ibsm_wire::mad::{ClassPortInfo, GS_DATA_OFFSET, GsMadView};
 use ibsm_wire::perf::{
@@ -762,48 +761,7 @@ impl Scrape {
     }
 }
 
-impl SansIo for Scrape {
-    type Event = Infallible;
-    type Job = NoJob;
-
-    /// Takes what the transport received.
-    fn handle_incoming(&mut self, now: Instant, incoming: Incoming) {
-        SansIo::handle_incoming(&mut self.client.txns, now, incoming);
-        self.collect();
-    }
-
-    /// Reports that the transport refused `id`'s MAD (the id of a [`Transmit`] from
-    /// [`Scrape::next_attempt`], or of an [`Outgoing`]): that read fails at once
-    /// instead of waiting out its retries.
-    fn handle_send_error(&mut self, now: Instant, id: TxId, error: TransportError) {
-        SansIo::handle_send_error(&mut self.client.txns, now, id, error);
-        self.collect();
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        Scrape::handle_timeout(self, now);
-    }
-
-    fn poll_transmit(&mut self, now: Instant) -> Option<Outgoing> {
-        Scrape::next_attempt(self, now).map(|t| Outgoing {
-            id: Some(t.id),
-            addr: t.addr,
-            mad: t.mad,
-        })
-    }
-
-    fn poll_timeout(&mut self) -> Option<Instant> {
-        Scrape::poll_timeout(self)
-    }
-
-    fn poll_event(&mut self) -> Option<Infallible> {
-        None
-    }
-
-    fn is_idle(&self) -> bool {
-        self.is_done()
-    }
-}
+crate::sans_io_over_smps!(Scrape, via: client.txns, before_transmit: submit_queued, idle: is_done);
 
 #[cfg(test)]
 mod tests;

@@ -286,20 +286,29 @@ impl<C> SmpClient<C> {
 
 sans_io_over_txns!(SmpClient, SmpEvent);
 
-/// Implements [`SansIo`](ibsm_transport::SansIo) for a core built on an [`SmpClient`]:
-/// its traffic is all the client's (the field `smps`), it has no events of its own, and
-/// after every input it reads the client's events with its own `collect(&mut self)`.
-/// `before_transmit: f` names a method run before each transmit (to send what the
-/// answers just taught), `idle: f` the method that says it is done (by default: no SMP
-/// outstanding).
+/// Implements [`SansIo`](ibsm_transport::SansIo) for a core built on a client of this
+/// crate: its traffic is all the client's (the field `smps`, an [`SmpClient`], or the
+/// field path given with `via:`), it has no events of its own, and after every input it
+/// reads the client's events with its own `collect(&mut self)`. `before_transmit: f`
+/// names a method run before each transmit (to send what the answers just taught),
+/// `idle: f` the method that says it is done (by default: nothing outstanding).
 ///
 /// ```ignore
 /// ibsm_query::sans_io_over_smps!(LftReader);
 /// ibsm_query::sans_io_over_smps!(Discovery, before_transmit: submit, idle: is_done);
+/// ibsm_query::sans_io_over_smps!(Scrape, via: client.txns, idle: is_done);
 /// ```
 #[macro_export]
 macro_rules! sans_io_over_smps {
     ($core:ty $(, before_transmit: $submit:ident)? $(, idle: $idle:ident)?) => {
+        $crate::sans_io_over_smps!(
+            $core, via: smps $(, before_transmit: $submit)? $(, idle: $idle)?
+        );
+    };
+    (
+        $core:ty, via: $($inner:ident).+
+        $(, before_transmit: $submit:ident)? $(, idle: $idle:ident)?
+    ) => {
         impl $crate::__transport::SansIo for $core {
             type Event = ::core::convert::Infallible;
             type Job = $crate::__transport::NoJob;
@@ -309,7 +318,7 @@ macro_rules! sans_io_over_smps {
                 now: $crate::__transport::Instant,
                 incoming: $crate::__transport::Incoming,
             ) {
-                $crate::__transport::SansIo::handle_incoming(&mut self.smps, now, incoming);
+                $crate::__transport::SansIo::handle_incoming(&mut self.$($inner).+, now, incoming);
                 self.collect();
             }
 
@@ -319,12 +328,12 @@ macro_rules! sans_io_over_smps {
                 id: $crate::__transport::TxId,
                 error: $crate::__transport::TransportError,
             ) {
-                $crate::__transport::SansIo::handle_send_error(&mut self.smps, now, id, error);
+                $crate::__transport::SansIo::handle_send_error(&mut self.$($inner).+, now, id, error);
                 self.collect();
             }
 
             fn handle_timeout(&mut self, now: $crate::__transport::Instant) {
-                $crate::__transport::SansIo::handle_timeout(&mut self.smps, now);
+                $crate::__transport::SansIo::handle_timeout(&mut self.$($inner).+, now);
                 self.collect();
             }
 
@@ -333,11 +342,11 @@ macro_rules! sans_io_over_smps {
                 now: $crate::__transport::Instant,
             ) -> Option<$crate::__transport::Outgoing> {
                 $( self.$submit(); )?
-                $crate::__transport::SansIo::poll_transmit(&mut self.smps, now)
+                $crate::__transport::SansIo::poll_transmit(&mut self.$($inner).+, now)
             }
 
             fn poll_timeout(&mut self) -> Option<$crate::__transport::Instant> {
-                $crate::__transport::SansIo::poll_timeout(&mut self.smps)
+                $crate::__transport::SansIo::poll_timeout(&mut self.$($inner).+)
             }
 
             fn poll_event(&mut self) -> Option<::core::convert::Infallible> {
@@ -345,13 +354,14 @@ macro_rules! sans_io_over_smps {
             }
 
             fn is_idle(&self) -> bool {
-                let idle: fn(&Self) -> bool = $crate::sans_io_over_smps!(@idle $($idle)?);
+                let idle: fn(&Self) -> bool =
+                    $crate::sans_io_over_smps!(@idle [$($inner).+] $($idle)?);
                 idle(self)
             }
         }
     };
-    (@idle) => { |c| $crate::__transport::SansIo::is_idle(&c.smps) };
-    (@idle $idle:ident) => { |c| c.$idle() };
+    (@idle [$($inner:ident).+]) => { |c| $crate::__transport::SansIo::is_idle(&c.$($inner).+) };
+    (@idle [$($inner:ident).+] $idle:ident) => { |c| c.$idle() };
 }
 
 impl<C> Outcome<C> for SmpEvent<C> {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use super::*;
-use ibsm_transport::{LocalPort, Transport};
+use ibsm_transport::{Incoming, LocalPort, Transport};
 use ibsm_wire::GsMad;
 
 /// One agent: capabilities, per-port counters, whether it answers at all.
