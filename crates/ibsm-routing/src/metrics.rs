@@ -35,15 +35,17 @@ pub struct AllToAll {
     pub max_stretch: f64,
 }
 
+/// `num / den`, or 1.0 (the ideal of every ratio here) when there was nothing to
+/// count.
+fn ratio_or_one(num: f64, den: f64) -> f64 {
+    if den == 0.0 { 1.0 } else { num / den }
+}
+
 impl AllToAll {
     /// Max / mean link load over used links (1.0 = perfectly even).
     #[must_use]
     pub fn imbalance(&self) -> f64 {
-        if self.mean_load == 0.0 {
-            1.0
-        } else {
-            self.max_load as f64 / self.mean_load
-        }
+        ratio_or_one(self.max_load as f64, self.mean_load)
     }
 }
 
@@ -178,16 +180,8 @@ pub(crate) fn loads_net(net: &Net, routes: &Routes) -> Result<(Vec<u64>, AllToAl
             }
         }
     }
-    q.minimal_fraction = if q.pairs == 0 {
-        1.0
-    } else {
-        minimal as f64 / q.pairs as f64
-    };
-    q.mean_stretch = if far_pairs == 0 {
-        1.0
-    } else {
-        stretch_sum / far_pairs as f64
-    };
+    q.minimal_fraction = ratio_or_one(minimal as f64, q.pairs as f64);
+    q.mean_stretch = ratio_or_one(stretch_sum, far_pairs as f64);
     if q.max_stretch == 0.0 {
         q.max_stretch = 1.0;
     }
@@ -345,21 +339,13 @@ impl LmcDiversity {
     /// `distinct_first_hops / choice_pairs` (1.0 when there is no choice anywhere).
     #[must_use]
     pub fn first_hop_fraction(&self) -> f64 {
-        if self.choice_pairs == 0 {
-            1.0
-        } else {
-            self.distinct_first_hops as f64 / self.choice_pairs as f64
-        }
+        ratio_or_one(self.distinct_first_hops as f64, self.choice_pairs as f64)
     }
 
     /// `disjoint_paths / source_pairs` (1.0 when there is no choice anywhere).
     #[must_use]
     pub fn disjoint_fraction(&self) -> f64 {
-        if self.source_pairs == 0 {
-            1.0
-        } else {
-            self.disjoint_paths as f64 / self.source_pairs as f64
-        }
+        ratio_or_one(self.disjoint_paths as f64, self.source_pairs as f64)
     }
 }
 

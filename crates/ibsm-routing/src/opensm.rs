@@ -23,6 +23,12 @@ fn hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok()
 }
 
+/// Position of each GUID in a snapshot list (switches or terminals), to match a dump's
+/// GUIDs against the snapshot.
+fn index_of(guids: &[Guid]) -> HashMap<Guid, usize> {
+    guids.iter().enumerate().map(|(i, g)| (*g, i)).collect()
+}
+
 /// Parses an OpenSM LFT dump against the snapshot of the same fabric (matched by switch
 /// and port GUIDs). Returns OpenSM's tables as [`Routes`] (engine name `"opensm"`) and
 /// the LIDs OpenSM assigned, LMC inferred from consecutive LIDs of one port.
@@ -31,18 +37,8 @@ fn hex(s: &str) -> Option<u64> {
 /// [`DumpError`] for malformed lines, GUIDs the snapshot does not know, ports beyond the
 /// switch or LIDs out of range.
 pub fn read_opensm_lfts(text: &str, csr: &Csr) -> Result<(Routes, LidAssignment), DumpError> {
-    let sw_of: HashMap<Guid, usize> = csr
-        .switch_guid
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (*g, i))
-        .collect();
-    let term_of: HashMap<Guid, usize> = csr
-        .term_guid
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (*g, i))
-        .collect();
+    let sw_of = index_of(&csr.switch_guid);
+    let term_of = index_of(&csr.term_guid);
     let err = |line: usize, m: String| DumpError { line, message: m };
     let mut entries: Vec<(usize, u16, u8)> = Vec::new();
     let mut owner: HashMap<u16, Guid> = HashMap::new();
