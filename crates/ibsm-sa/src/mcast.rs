@@ -11,7 +11,7 @@ use ibsm_wire::sa::{ComponentMask, McMemberRecord, SaStatus, Selector, join_stat
 use ibsm_wire::{Gid, Mtu, MulticastForwardingTable};
 
 use crate::db::{Db, rate_code};
-use crate::request::{Requester, SaError};
+use crate::request::Requester;
 use crate::select::{select_life, select_rate, select_up};
 
 /// First multicast LID.
@@ -93,6 +93,19 @@ pub(crate) struct Groups {
 /// JoinState bits of a member that receives the group's traffic.
 const RECEIVES: u8 = join_state::FULL_MEMBER | join_state::NON_MEMBER;
 
+/// A McMemberRecord Set (join) or Delete (leave) as the SA received it.
+#[derive(Clone, Copy)]
+pub(crate) struct MemberChange<'a> {
+    /// The record sent.
+    pub(crate) t: &'a McMemberRecord,
+    /// Its ComponentMask.
+    pub(crate) mask: ComponentMask,
+    /// The request carried our SM_Key: it may join or leave for other ports.
+    pub(crate) trusted: bool,
+    /// Who sent it.
+    pub(crate) from: &'a Requester,
+}
+
 type Res<T> = Result<T, SaStatus>;
 
 impl Groups {
@@ -161,46 +174,24 @@ impl Groups {
         }
     }
 
-    fn member_end(
-        db: &Db,
-        t: &McMemberRecord,
-        trusted: bool,
-        from: &Requester,
-    ) -> Res<crate::db::EndPort> {
-        let e = *db.end_by_gid(t.port_gid).ok_or(SaStatus::ReqInvalidGid)?;
+    fn member_end(db: &Db, c: MemberChange<'_>) -> Res<crate::db::EndPort> {
+        let e = *db.end_by_gid(c.t.port_gid).ok_or(SaStatus::ReqInvalidGid)?;
         // Joining or leaving for another port needs our SM_Key.
-        if !trusted && !e.owns(from.lid) {
+        if !c.trusted && !e.owns(c.from.lid) {
             return Err(SaStatus::ReqDenied);
         }
         Ok(e)
     }
 
-    pub(crate) fn join(
-        &mut self,
-        db: &Db,
-        t: &McMemberRecord,
-        mask: ComponentMask,
-        trusted: bool,
-        from: &Requester,
-    ) -> Result<McMemberRecord, SaError> {
-        Ok(self.join_inner(db, t, mask, trusted, from)?)
-    }
-
-    fn join_inner(
-        &mut self,
-        db: &Db,
-        t: &McMemberRecord,
-        mask: ComponentMask,
-        trusted: bool,
-        from: &Requester,
-    ) -> Res<McMemberRecord> {
+    pub(crate) fn join(&mut self, db: &Db, c: MemberChange<'_>) -> Res<McMemberRecord> {
+        let MemberChange { t, mask, .. } = c;
         if !mask.contains(McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE) {
             return Err(SaStatus::ReqInsufficientComponents);
         }
         if t.join_state & 0xF == 0 {
             return Err(SaStatus::ReqInvalid);
         }
-        let e = Self::member_end(db, t, trusted, from)?;
+        let e = Self::member_end(db, c)?;
         let want_mgid = mask.contains(McMemberRecord::CM_MGID) && t.mgid != Gid::default();
         if want_mgid && !t.mgid.is_multicast() {
             return Err(SaStatus::ReqInvalidGid);
@@ -335,20 +326,14 @@ impl Groups {
         Ok(out)
     }
 
-    pub(crate) fn leave(
-        &mut self,
-        db: &Db,
-        t: &McMemberRecord,
-        mask: ComponentMask,
-        trusted: bool,
-        from: &Requester,
-    ) -> Result<McMemberRecord, SaError> {
+    pub(crate) fn leave(&mut self, db: &Db, c: MemberChange<'_>) -> Res<McMemberRecord> {
+        let MemberChange { t, mask, .. } = c;
         let need =
             McMemberRecord::CM_MGID | McMemberRecord::CM_PORT_GID | McMemberRecord::CM_JOIN_STATE;
         if !mask.contains(need) {
-            return Err(SaStatus::ReqInsufficientComponents.into());
+            return Err(SaStatus::ReqInsufficientComponents);
         }
-        let e = Self::member_end(db, t, trusted, from)?;
+        let e = Self::member_end(db, c)?;
         let g = self.groups.get_mut(&t.mgid.0).ok_or(SaStatus::ReqInvalid)?;
         let m = g.members.get_mut(&e.guid).ok_or(SaStatus::ReqInvalid)?;
         m.1 &= !(t.join_state & 0xF);

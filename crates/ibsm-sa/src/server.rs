@@ -16,7 +16,7 @@ use ibsm_wire::{
 };
 
 use crate::db::Db;
-use crate::mcast::{Groups, MftUpdate};
+use crate::mcast::{Groups, MemberChange, MftUpdate};
 use crate::request::{Requester, SaError};
 use crate::snapshot::SaSnapshot;
 
@@ -719,12 +719,18 @@ impl SaServer {
             SaAttributeId::McMemberRecord => {
                 let t: McMemberRecord = req.record(0).map_err(|_| invalid())?;
                 match m {
-                    Method::Set => {
-                        let rec = self.groups.join(&self.db, &t, mask, trusted, from)?;
-                        Ok(self.single(req, Status::OK, &rec))
-                    }
-                    Method::Delete => {
-                        let rec = self.groups.leave(&self.db, &t, mask, trusted, from)?;
+                    Method::Set | Method::Delete => {
+                        let c = MemberChange {
+                            t: &t,
+                            mask,
+                            trusted,
+                            from,
+                        };
+                        let rec = if m == Method::Set {
+                            self.groups.join(&self.db, c)
+                        } else {
+                            self.groups.leave(&self.db, c)
+                        }?;
                         Ok(self.single(req, Status::OK, &rec))
                     }
                     _ if read => {
