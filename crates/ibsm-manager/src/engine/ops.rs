@@ -150,9 +150,9 @@ struct Spec {
 impl Op {
     /// The operation table.
     fn spec(&self) -> Spec {
-        let row = |attr, name, method, target, on_failure| Spec {
+        let row = |attr: SmAttributeId, method, target, on_failure| Spec {
             attr,
-            name,
+            name: attr.label().unwrap_or("other"),
             method,
             target,
             on_failure,
@@ -161,105 +161,90 @@ impl Op {
         match *self {
             Op::NodeInfo { ref path, .. } => row(
                 SmAttributeId::NodeInfo,
-                "NodeInfo",
                 get,
                 Target::Route(**path),
                 OnFailure::Nothing,
             ),
             Op::NodeDesc { node } => row(
                 SmAttributeId::NodeDescription,
-                "NodeDescription",
                 get,
                 Target::Node(node),
                 OnFailure::Lock,
             ),
             Op::SwitchInfo { node } => row(
                 SmAttributeId::SwitchInfo,
-                "SwitchInfo",
                 get,
                 Target::Node(node),
                 OnFailure::LatchUnknownAndLock,
             ),
             Op::SetSwitchInfo { node } => row(
                 SmAttributeId::SwitchInfo,
-                "SwitchInfo",
                 set,
                 Target::Node(node),
                 OnFailure::Lock,
             ),
             Op::LightSwitchInfo { node } => row(
                 SmAttributeId::SwitchInfo,
-                "SwitchInfo",
                 get,
                 Target::Node(node),
                 OnFailure::Nothing,
             ),
             Op::ClearPortStateChange { node } => row(
                 SmAttributeId::SwitchInfo,
-                "SwitchInfo",
                 set,
                 Target::Node(node),
                 OnFailure::LatchUnknown,
             ),
             Op::CheckSwitchInfo { ref path, guid, .. } => row(
                 SmAttributeId::SwitchInfo,
-                "SwitchInfo",
                 get,
                 Target::Switch(**path, guid),
                 OnFailure::Sweep,
             ),
             Op::PortInfo { node, port } => row(
                 SmAttributeId::PortInfo,
-                "PortInfo",
                 get,
                 Target::Port(node, port),
                 OnFailure::Lock,
             ),
             Op::SetPortInfo { node, port } => row(
                 SmAttributeId::PortInfo,
-                "PortInfo",
                 set,
                 Target::Port(node, port),
                 OnFailure::Lock,
             ),
             Op::SetLft { node, .. } => row(
                 SmAttributeId::LinearForwardingTable,
-                "LinearForwardingTable",
                 set,
                 Target::Node(node),
                 OnFailure::Lock,
             ),
             Op::SetSl2Vl { node, .. } => row(
                 SmAttributeId::SlToVlMappingTable,
-                "SLtoVLMappingTable",
                 set,
                 Target::Node(node),
                 OnFailure::Lock,
             ),
             Op::SetVlArb { node, .. } => row(
                 SmAttributeId::VlArbitrationTable,
-                "VLArbitrationTable",
                 set,
                 Target::Node(node),
                 OnFailure::Lock,
             ),
             Op::SetMft { ref path, guid, .. } => row(
                 SmAttributeId::MulticastForwardingTable,
-                "MulticastForwardingTable",
                 set,
                 Target::Switch(**path, guid),
                 OnFailure::Lock,
             ),
             Op::PKeyTable { node, port, .. } => row(
                 SmAttributeId::PKeyTable,
-                "P_KeyTable",
                 get,
                 Target::Port(node, port),
                 OnFailure::Nothing,
             ),
             Op::SetPKeyTable { node, port, .. } => row(
                 SmAttributeId::PKeyTable,
-                "P_KeyTable",
                 set,
                 Target::Port(node, port),
                 OnFailure::Warn,

@@ -20,6 +20,19 @@ macro_rules! smp_attributes {
         $(impl SmpAttribute for $ty {
             const ID: SmAttributeId = SmAttributeId::$id;
         })*
+
+        impl SmAttributeId {
+            /// The name of the attribute's layout ([`WireStruct::LABEL`], the IBA's
+            /// spelling: `"P_KeyTable"`, `"SLtoVLMappingTable"`), for the attributes
+            /// this crate lays out; `None` for the others.
+            #[must_use]
+            pub fn label(self) -> Option<&'static str> {
+                match self {
+                    $(SmAttributeId::$id => Some(<$ty as WireStruct>::LABEL),)*
+                    _ => None,
+                }
+            }
+        }
     };
 }
 
@@ -56,6 +69,12 @@ mod tests {
         assert!(fits::<LinearForwardingTable>() && fits::<MulticastForwardingTable>());
         assert!(fits::<NodeDescription>() && fits::<SmInfo>() && fits::<PKeyTable>());
         assert_eq!(<PortInfo as SmpAttribute>::ID, SmAttributeId::PortInfo);
+        assert_eq!(SmAttributeId::PKeyTable.label(), Some("P_KeyTable"));
+        assert_eq!(
+            SmAttributeId::SlToVlMappingTable.label(),
+            Some("SLtoVLMappingTable")
+        );
+        assert_eq!(SmAttributeId::Notice.label(), None);
         assert_eq!(
             <NodeDescription as SmpAttribute>::ID,
             SmAttributeId::NodeDescription
