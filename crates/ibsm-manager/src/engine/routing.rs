@@ -341,44 +341,38 @@ impl Reach {
         port: u8,
         to: ibsm_topology::NodeId,
     ) -> bool {
-        let found = self.search(fabric, from, port, to);
+        // A BFS that returns as soon as it meets `to`; the marks it leaves are
+        // cleared after it, whichever way it ended.
+        let found = 'search: {
+            self.mark(from);
+            self.queue.push_back(from);
+            while let Some(n) = self.queue.pop_front() {
+                let Some(node) = fabric.node(n) else {
+                    continue;
+                };
+                for p in 1..=node.num_ports() {
+                    if n == from && p == port {
+                        continue;
+                    }
+                    let Some(peer) = fabric.port_peer(n, p) else {
+                        continue;
+                    };
+                    if peer.node == to {
+                        break 'search true;
+                    }
+                    if !self.seen[peer.node.index()] {
+                        self.mark(peer.node);
+                        self.queue.push_back(peer.node);
+                    }
+                }
+            }
+            false
+        };
         for i in self.touched.drain(..) {
             self.seen[i] = false;
         }
         self.queue.clear();
         found
-    }
-
-    fn search(
-        &mut self,
-        fabric: &Fabric,
-        from: ibsm_topology::NodeId,
-        port: u8,
-        to: ibsm_topology::NodeId,
-    ) -> bool {
-        self.mark(from);
-        self.queue.push_back(from);
-        while let Some(n) = self.queue.pop_front() {
-            let Some(node) = fabric.node(n) else {
-                continue;
-            };
-            for p in 1..=node.num_ports() {
-                if n == from && p == port {
-                    continue;
-                }
-                let Some(peer) = fabric.port_peer(n, p) else {
-                    continue;
-                };
-                if peer.node == to {
-                    return true;
-                }
-                if !self.seen[peer.node.index()] {
-                    self.mark(peer.node);
-                    self.queue.push_back(peer.node);
-                }
-            }
-        }
-        false
     }
 
     fn mark(&mut self, n: ibsm_topology::NodeId) {
