@@ -133,20 +133,16 @@ fn parse_args() -> Result<Args, String> {
     let guids = |path: String| {
         ibsm::routing::read_guid_file(std::path::Path::new(&path)).map_err(|e| e.to_string())
     };
-    let byte = |name: &str, v: String| {
-        v.parse::<u8>()
-            .map_err(|_| usage(&format!("{name} wants 0..255")))
-    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = |name: &str| {
+        let mut value = || {
             it.next()
-                .ok_or_else(|| usage(&format!("{name} needs a value")))
+                .ok_or_else(|| usage(&format!("{flag} needs a value")))
         };
         match flag.as_str() {
-            "--topology" => a.topology = Some(value("--topology")?),
+            "--topology" => a.topology = Some(value()?),
             "--fat-tree" => {
-                let v = value("--fat-tree")?;
+                let v = value()?;
                 let (l, r) = v
                     .split_once(',')
                     .ok_or_else(|| usage("--fat-tree wants LEVELS,RADIX"))?;
@@ -160,7 +156,7 @@ fn parse_args() -> Result<Args, String> {
                 );
             }
             "--torus" => {
-                let v = value("--torus")?;
+                let v = value()?;
                 let nums: Result<Vec<u32>, _> =
                     v.split(',').map(|x| x.trim().parse::<u32>()).collect();
                 let nums = nums.map_err(|_| usage("--torus wants X,Y[,Z],CAS"))?;
@@ -171,56 +167,40 @@ fn parse_args() -> Result<Args, String> {
                 a.torus = Some((dims.to_vec(), cas[0]));
             }
             "--routing" => {
-                let v = value("--routing")?;
+                let v = value()?;
                 a.routing = v.parse().map_err(|e| usage(&format!("--routing: {e}")))?;
             }
             "--lmc" => {
-                a.lmc = value("--lmc")?
+                a.lmc = value()?
                     .parse()
                     .ok()
                     .filter(|l| *l <= 7)
                     .ok_or_else(|| usage("--lmc wants 0..7"))?;
             }
             "--link-speed" => {
-                let v = value("--link-speed")?;
+                let v = value()?;
                 a.link_speed = ibsm::topology::ActiveSpeed::from_name(&v.to_uppercase())
                     .filter(|s| s.lane_mbps() >= 10_000)
                     .ok_or_else(|| usage("--link-speed wants QDR, FDR, EDR, HDR, NDR or XDR"))?;
             }
             "--drop" => {
-                a.drop = value("--drop")?
+                a.drop = value()?
                     .parse()
                     .ok()
                     .filter(|d: &f64| (0.0..1.0).contains(d))
                     .ok_or_else(|| usage("--drop wants a rate in 0.0..1.0"))?;
             }
-            "--seed" => {
-                a.seed = value("--seed")?
-                    .parse()
-                    .map_err(|_| usage("--seed wants a number"))?;
-            }
-            "--until" => {
-                a.until = value("--until")?
-                    .parse()
-                    .map_err(|_| usage("--until wants seconds"))?;
-            }
-            "--routing-threads" => {
-                a.routing_threads = value("--routing-threads")?
-                    .parse()
-                    .map_err(|_| usage("--routing-threads wants a number"))?;
-            }
+            "--seed" => a.seed = number(&flag, value()?, "a number")?,
+            "--until" => a.until = number(&flag, value()?, "seconds")?,
+            "--routing-threads" => a.routing_threads = number(&flag, value()?, "a number")?,
             "--no-verify" => a.no_verify = true,
             "--json" => a.json = true,
             "--offload" => a.offload = true,
-            "--rebalances" => {
-                a.rebalances = value("--rebalances")?
-                    .parse()
-                    .map_err(|_| usage("--rebalances wants a number"))?;
-            }
+            "--rebalances" => a.rebalances = number(&flag, value()?, "a number")?,
             "--sa" => a.sa = true,
             "--no-sa" => a.sa = false,
             "--partitions" => {
-                let path = value("--partitions")?;
+                let path = value()?;
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("--partitions {path}: {e}"))?;
                 a.partitions = Some(
@@ -228,27 +208,33 @@ fn parse_args() -> Result<Args, String> {
                         .map_err(|e| format!("--partitions {path}: {e}"))?,
                 );
             }
-            "--topology-ref" => a.topology_ref = Some(value("--topology-ref")?),
-            "--root-guid-file" => a.inputs.roots = guids(value("--root-guid-file")?)?,
-            "--cn-guid-file" => a.inputs.compute_nodes = guids(value("--cn-guid-file")?)?,
-            "--io-guid-file" => a.inputs.io_nodes = guids(value("--io-guid-file")?)?,
+            "--topology-ref" => a.topology_ref = Some(value()?),
+            "--root-guid-file" => a.inputs.roots = guids(value()?)?,
+            "--cn-guid-file" => a.inputs.compute_nodes = guids(value()?)?,
+            "--io-guid-file" => a.inputs.io_nodes = guids(value()?)?,
             "--guid-routing-order-file" => {
-                a.inputs.order = guids(value("--guid-routing-order-file")?)?;
+                a.inputs.order = guids(value()?)?;
             }
             "--force-link-speed" => {
-                a.force_link.0 = byte("--force-link-speed", value("--force-link-speed")?)?;
+                a.force_link.0 = number(&flag, value()?, "0..255")?;
             }
             "--force-link-speed-ext" => {
-                a.force_link.1 = byte("--force-link-speed-ext", value("--force-link-speed-ext")?)?;
+                a.force_link.1 = number(&flag, value()?, "0..255")?;
             }
             "--force-link-width" => {
-                a.force_link.2 = byte("--force-link-width", value("--force-link-width")?)?;
+                a.force_link.2 = number(&flag, value()?, "0..255")?;
             }
             "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
             other => return Err(usage(&format!("unknown option {other:?}"))),
         }
     }
     Ok(a)
+}
+
+/// `v` as a number of type `T`, or a usage error saying what `flag` wants.
+fn number<T: std::str::FromStr>(flag: &str, v: String, wants: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| usage(&format!("{flag} wants {wants}")))
 }
 
 /// The process's resident set now and its peak so far (Linux), in MiB, to see which

@@ -228,6 +228,13 @@ fn counter(reg: &mut Registry, name: &str, help: &str, v: u64) {
     reg.register(name, help, c);
 }
 
+/// A gauge in seconds (the OpenMetrics unit) of a duration kept in ms.
+fn seconds(reg: &mut Registry, name: &str, help: &str, ms: f64) {
+    let g: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+    g.set(ms / 1e3);
+    reg.register(name, help, g);
+}
+
 fn as_i64(v: usize) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -264,12 +271,11 @@ pub(crate) fn exposition(s: &Status) -> String {
         "1 once the subnet was brought up",
         i64::from(s.subnet_up),
     );
-    let longest: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
-    longest.set(s.engine.longest_ms / 1e3);
-    reg.register(
+    seconds(
+        reg,
         "engine_longest_call_seconds",
         "The longest call into the engine since the start: the port went unread that long",
-        longest,
+        s.engine.longest_ms,
     );
     let busy: Counter<f64, std::sync::atomic::AtomicU64> = Counter::default();
     busy.inc_by(s.engine.busy_ms / 1e3);
@@ -423,12 +429,11 @@ fn perf_sweeps(reg: &mut Registry, p: &Perf) {
         "Ports of the last counter sweep",
         ports,
     );
-    let d: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
-    d.set(last.duration_ms / 1e3);
-    reg.register(
+    seconds(
+        reg,
         "perfmgr_last_sweep_duration_seconds",
         "The last counter sweep's duration on the transport's clock",
-        d,
+        last.duration_ms,
     );
     counter(
         reg,
