@@ -226,6 +226,25 @@ impl MadHeader {
 /// writes them through a [`MadHeaderView`] of its first 24 bytes. `$attr` is the type
 /// the view's `attribute_id` speaks (a class's own attribute ID enum, or `u16`).
 macro_rules! mad_form {
+    // One form for the forwarding: each header getter and setter of a view reads or
+    // writes the same field of the view's `MadHeaderView`.
+    (@get $($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            #[must_use]
+            pub fn $field(&self) -> $ty {
+                self.mad_header().$field()
+            }
+        )*
+    };
+    (@set $($(#[$doc:meta])* $setter:ident: $ty:ty;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $setter(&mut self, v: $ty) {
+                self.mad_header_mut().$setter(v);
+            }
+        )*
+    };
     ($name:ident, $view:ident, $attr:ty) => {
         impl core::ops::Deref for $name {
             type Target = $crate::mad::MadHeader;
@@ -247,60 +266,32 @@ macro_rules! mad_form {
             fn mad_header(&self) -> $crate::mad::MadHeaderView<&[u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_ref())
             }
-            /// Base version (1).
-            #[must_use]
-            pub fn base_version(&self) -> u8 {
-                self.mad_header().base_version()
-            }
-            /// Management class.
-            #[must_use]
-            pub fn mgmt_class(&self) -> $crate::mad::MgmtClass {
-                self.mad_header().mgmt_class()
-            }
-            /// Class version.
-            #[must_use]
-            pub fn class_version(&self) -> u8 {
-                self.mad_header().class_version()
-            }
-            /// R bit: this MAD is a response.
-            #[must_use]
-            pub fn response(&self) -> bool {
-                self.mad_header().response()
-            }
-            /// Method without the R bit.
-            #[must_use]
-            pub fn method(&self) -> $crate::mad::Method {
-                self.mad_header().method()
-            }
-            /// The whole method byte (R bit included).
-            #[must_use]
-            pub fn method_byte(&self) -> u8 {
-                self.mad_header().method_byte()
-            }
-            /// Status word.
-            #[must_use]
-            pub fn status(&self) -> $crate::mad::Status {
-                self.mad_header().status()
-            }
-            /// Class-specific word.
-            #[must_use]
-            pub fn class_specific(&self) -> u16 {
-                self.mad_header().class_specific()
-            }
-            /// Transaction ID.
-            #[must_use]
-            pub fn transaction_id(&self) -> u64 {
-                self.mad_header().transaction_id()
+            $crate::mad::mad_form! { @get
+                /// Base version (1).
+                base_version: u8;
+                /// Management class.
+                mgmt_class: $crate::mad::MgmtClass;
+                /// Class version.
+                class_version: u8;
+                /// R bit: this MAD is a response.
+                response: bool;
+                /// Method without the R bit.
+                method: $crate::mad::Method;
+                /// The whole method byte (R bit included).
+                method_byte: u8;
+                /// Status word.
+                status: $crate::mad::Status;
+                /// Class-specific word.
+                class_specific: u16;
+                /// Transaction ID.
+                transaction_id: u64;
+                /// Attribute modifier.
+                attribute_modifier: u32;
             }
             /// Attribute ID.
             #[must_use]
             pub fn attribute_id(&self) -> $attr {
                 <$attr>::from(self.mad_header().attribute_id())
-            }
-            /// Attribute modifier.
-            #[must_use]
-            pub fn attribute_modifier(&self) -> u32 {
-                self.mad_header().attribute_modifier()
             }
         }
 
@@ -308,45 +299,29 @@ macro_rules! mad_form {
             fn mad_header_mut(&mut self) -> $crate::mad::MadHeaderView<&mut [u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_mut())
             }
-            /// Sets the base version.
-            pub fn set_base_version(&mut self, v: u8) {
-                self.mad_header_mut().set_base_version(v);
-            }
-            /// Sets the management class.
-            pub fn set_mgmt_class(&mut self, v: $crate::mad::MgmtClass) {
-                self.mad_header_mut().set_mgmt_class(v);
-            }
-            /// Sets the class version.
-            pub fn set_class_version(&mut self, v: u8) {
-                self.mad_header_mut().set_class_version(v);
-            }
-            /// Sets the R bit.
-            pub fn set_response(&mut self, v: bool) {
-                self.mad_header_mut().set_response(v);
-            }
-            /// Sets the method (R bit apart).
-            pub fn set_method(&mut self, v: $crate::mad::Method) {
-                self.mad_header_mut().set_method(v);
-            }
-            /// Sets the status word.
-            pub fn set_status(&mut self, v: $crate::mad::Status) {
-                self.mad_header_mut().set_status(v);
-            }
-            /// Sets the class-specific word.
-            pub fn set_class_specific(&mut self, v: u16) {
-                self.mad_header_mut().set_class_specific(v);
-            }
-            /// Sets the transaction ID.
-            pub fn set_transaction_id(&mut self, v: u64) {
-                self.mad_header_mut().set_transaction_id(v);
+            $crate::mad::mad_form! { @set
+                /// Sets the base version.
+                set_base_version: u8;
+                /// Sets the management class.
+                set_mgmt_class: $crate::mad::MgmtClass;
+                /// Sets the class version.
+                set_class_version: u8;
+                /// Sets the R bit.
+                set_response: bool;
+                /// Sets the method (R bit apart).
+                set_method: $crate::mad::Method;
+                /// Sets the status word.
+                set_status: $crate::mad::Status;
+                /// Sets the class-specific word.
+                set_class_specific: u16;
+                /// Sets the transaction ID.
+                set_transaction_id: u64;
+                /// Sets the attribute modifier.
+                set_attribute_modifier: u32;
             }
             /// Sets the attribute ID.
             pub fn set_attribute_id(&mut self, v: $attr) {
                 self.mad_header_mut().set_attribute_id(u16::from(v));
-            }
-            /// Sets the attribute modifier.
-            pub fn set_attribute_modifier(&mut self, v: u32) {
-                self.mad_header_mut().set_attribute_modifier(v);
             }
         }
     };
