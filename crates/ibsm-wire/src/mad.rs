@@ -444,9 +444,9 @@ wire_struct! {
         /// Highest class version supported.
         class_version, set_class_version: u8 = (1, 0, 8), "IB_CPI_CLASSVER_F";
         /// Capability bits: 0 traps, 1 Get/Set(Notice), 2 CapabilityMask2 valid, 8..15
-        /// class specific (SA: [`crate::sa::sa_cap`]).
+        /// class specific (SA: [`crate::sa::SaCapabilityMask`]).
         capability_mask, set_capability_mask: u16 = (2, 0, 16), "IB_CPI_CAPMASK_F";
-        /// Class-specific extension bits (SA: [`crate::sa::sa_cap2`]).
+        /// Class-specific extension bits (SA: [`crate::sa::SaCapabilityMask2`]).
         capability_mask2, set_capability_mask2: u32 = (4, 0, 27), "IB_CPI_CAPMASK2_F";
         /// Expected response time: 4.096 us * 2^value.
         resp_time_value, set_resp_time_value: u8 = (7, 3, 5), "IB_CPI_RESP_TIME_VALUE_F";
