@@ -507,19 +507,14 @@ impl Pma {
 
     /// Processes one received PerfMgt MAD and returns the answer to send, if any.
     pub fn handle(&mut self, now: Instant, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
-        let mut out: Option<[u8; MAD_SIZE]> = request
-            .get(..MAD_SIZE)
-            .and_then(|r| <[u8; MAD_SIZE]>::try_from(r).ok());
-        let Some(buf) = out.as_mut() else {
-            self.stats.received += 1;
-            self.stats.dropped += 1;
-            return None;
-        };
-        if self.handle_in_place(now, buf) {
-            out
-        } else {
-            None
-        }
+        crate::answer_in_copy(request, |buf| match buf {
+            Some(buf) => self.handle_in_place(now, buf),
+            None => {
+                self.stats.received += 1;
+                self.stats.dropped += 1;
+                false
+            }
+        })
     }
 
     /// As [`Self::handle`], turning the request buffer into the answer in place;
