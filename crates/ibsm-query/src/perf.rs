@@ -284,11 +284,9 @@ impl<C> PerfClient<C> {
         select: CounterSelect,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let pc = PortCounters {
-            counter_select: select,
-            ..PortCounters::for_port(port)
-        };
-        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+        self.set(lid, port, cookie, |pc: &mut PortCounters| {
+            pc.counter_select = select;
+        })
     }
 
     /// Resets the PortCountersExtended `select` names on `port`.
@@ -302,11 +300,23 @@ impl<C> PerfClient<C> {
         select: ExtCounterSelect,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let pc = PortCountersExtended {
-            counter_select: select,
-            ..PortCountersExtended::for_port(port)
-        };
-        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+        self.set(lid, port, cookie, |pc: &mut PortCountersExtended| {
+            pc.counter_select = select;
+        })
+    }
+
+    /// Sends a Set of `A`'s request template for `port` (as [`Self::get`] sends) once
+    /// `fill` has written what the Set asks for.
+    fn set<A: PerfAttribute>(
+        &mut self,
+        lid: u16,
+        port: u8,
+        cookie: C,
+        fill: impl FnOnce(&mut A),
+    ) -> Result<TxId, PerfError> {
+        let mut value = A::for_port(port);
+        fill(&mut value);
+        self.submit_attr(Method::Set, lid, port, &value, cookie)
     }
 
     /// Sends `value` of `port` at `lid` with `method` (a Get's template, a reset's Set).
