@@ -226,24 +226,27 @@ impl MadHeader {
 /// writes them through a [`MadHeaderView`] of its first 24 bytes. `$attr` is the type
 /// the view's `attribute_id` speaks (a class's own attribute ID enum, or `u16`).
 macro_rules! mad_form {
-    // One form for the forwarding: each header getter and setter of a view reads or
-    // writes the same field of the view's `MadHeaderView`.
-    (@get $($(#[$doc:meta])* $field:ident: $ty:ty;)*) => {
-        $(
-            $(#[$doc])*
-            #[must_use]
-            pub fn $field(&self) -> $ty {
-                self.mad_header().$field()
-            }
-        )*
-    };
-    (@set $($(#[$doc:meta])* $setter:ident: $ty:ty;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $setter(&mut self, v: $ty) {
-                self.mad_header_mut().$setter(v);
-            }
-        )*
+    // One form for the forwarding: each header field of a view is read (and, where it
+    // has a setter, written) through the view's `MadHeaderView`.
+    (@header $view:ident, $($(#[$doc:meta])* $field:ident $(, $setter:ident)?: $ty:ty;)*) => {
+        impl<T: AsRef<[u8]>> $view<T> {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $field(&self) -> $ty {
+                    self.mad_header().$field()
+                }
+            )*
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+            $($(
+                #[doc = concat!("Sets [`Self::", stringify!($field), "`].")]
+                pub fn $setter(&mut self, v: $ty) {
+                    self.mad_header_mut().$setter(v);
+                }
+            )?)*
+        }
     };
     ($name:ident, $view:ident, $attr:ty) => {
         impl core::ops::Deref for $name {
@@ -259,34 +262,35 @@ macro_rules! mad_form {
             }
         }
 
+        $crate::mad::mad_form! { @header $view,
+            /// Base version (1).
+            base_version, set_base_version: u8;
+            /// Management class.
+            mgmt_class, set_mgmt_class: $crate::mad::MgmtClass;
+            /// Class version.
+            class_version, set_class_version: u8;
+            /// R bit: this MAD is a response.
+            response, set_response: bool;
+            /// Method without the R bit.
+            method, set_method: $crate::mad::Method;
+            /// The whole method byte (R bit included).
+            method_byte: u8;
+            /// Status word.
+            status, set_status: $crate::mad::Status;
+            /// Class-specific word.
+            class_specific, set_class_specific: u16;
+            /// Transaction ID.
+            transaction_id, set_transaction_id: u64;
+            /// Attribute modifier.
+            attribute_modifier, set_attribute_modifier: u32;
+        }
+
         impl<T: AsRef<[u8]>> $view<T> {
             // Over the whole buffer, not `as_bytes` (cut at the form's size, so it would
             // need all of it): a header reads on a MAD shorter than its form, as the
             // form's own accessors do.
             fn mad_header(&self) -> $crate::mad::MadHeaderView<&[u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_ref())
-            }
-            $crate::mad::mad_form! { @get
-                /// Base version (1).
-                base_version: u8;
-                /// Management class.
-                mgmt_class: $crate::mad::MgmtClass;
-                /// Class version.
-                class_version: u8;
-                /// R bit: this MAD is a response.
-                response: bool;
-                /// Method without the R bit.
-                method: $crate::mad::Method;
-                /// The whole method byte (R bit included).
-                method_byte: u8;
-                /// Status word.
-                status: $crate::mad::Status;
-                /// Class-specific word.
-                class_specific: u16;
-                /// Transaction ID.
-                transaction_id: u64;
-                /// Attribute modifier.
-                attribute_modifier: u32;
             }
             /// Attribute ID.
             #[must_use]
@@ -299,27 +303,7 @@ macro_rules! mad_form {
             fn mad_header_mut(&mut self) -> $crate::mad::MadHeaderView<&mut [u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_mut())
             }
-            $crate::mad::mad_form! { @set
-                /// Sets the base version.
-                set_base_version: u8;
-                /// Sets the management class.
-                set_mgmt_class: $crate::mad::MgmtClass;
-                /// Sets the class version.
-                set_class_version: u8;
-                /// Sets the R bit.
-                set_response: bool;
-                /// Sets the method (R bit apart).
-                set_method: $crate::mad::Method;
-                /// Sets the status word.
-                set_status: $crate::mad::Status;
-                /// Sets the class-specific word.
-                set_class_specific: u16;
-                /// Sets the transaction ID.
-                set_transaction_id: u64;
-                /// Sets the attribute modifier.
-                set_attribute_modifier: u32;
-            }
-            /// Sets the attribute ID.
+            /// Sets [`Self::attribute_id`].
             pub fn set_attribute_id(&mut self, v: $attr) {
                 self.mad_header_mut().set_attribute_id(u16::from(v));
             }
