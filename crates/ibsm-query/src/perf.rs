@@ -688,28 +688,25 @@ impl Scrape {
                 self.report.sums.insert(lid, sum);
             }
             Step::Counters(p) => {
-                let pc = outcome.and_then(|ev| ev.decode::<PortCounters>());
-                self.report
-                    .ports
-                    .entry((lid, p))
-                    .or_insert_with(|| PortReading {
-                        counters: Ok(PortCounters::default()),
-                        extended: None,
-                    })
-                    .counters = pc;
+                self.reading(lid, p).counters = outcome.and_then(|ev| ev.decode::<PortCounters>());
             }
             Step::Extended(p) => {
-                let pc = outcome.and_then(|ev| ev.decode::<PortCountersExtended>());
-                self.report
-                    .ports
-                    .entry((lid, p))
-                    .or_insert_with(|| PortReading {
-                        counters: Ok(PortCounters::default()),
-                        extended: None,
-                    })
-                    .extended = Some(pc);
+                self.reading(lid, p).extended =
+                    Some(outcome.and_then(|ev| ev.decode::<PortCountersExtended>()));
             }
         }
+    }
+
+    /// The reading of `port` at `lid`, started blank for whichever of its answers comes
+    /// first.
+    fn reading(&mut self, lid: u16, port: u8) -> &mut PortReading {
+        self.report
+            .ports
+            .entry((lid, port))
+            .or_insert_with(|| PortReading {
+                counters: Ok(PortCounters::default()),
+                extended: None,
+            })
     }
 
     /// The next MAD to send now, with its attempt number ([`SansIo::poll_transmit`]
