@@ -283,11 +283,9 @@ impl<C> PerfClient<C> {
         select: CounterSelect,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let pc = PortCounters {
-            counter_select: select,
-            ..PortCounters::for_port(port)
-        };
-        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+        self.set(lid, port, cookie, |pc: &mut PortCounters| {
+            pc.counter_select = select;
+        })
     }
 
     /// Resets the PortCountersExtended `select` names on `port`.
@@ -301,11 +299,23 @@ impl<C> PerfClient<C> {
         select: ExtCounterSelect,
         cookie: C,
     ) -> Result<TxId, PerfError> {
-        let pc = PortCountersExtended {
-            counter_select: select,
-            ..PortCountersExtended::for_port(port)
-        };
-        self.submit_attr(Method::Set, lid, port, &pc, cookie)
+        self.set(lid, port, cookie, |pc: &mut PortCountersExtended| {
+            pc.counter_select = select;
+        })
+    }
+
+    /// Sends a Set of `A`'s request template for `port` (as [`Self::get`] sends) once
+    /// `fill` has written what the Set asks for.
+    fn set<A: PerfAttribute>(
+        &mut self,
+        lid: u16,
+        port: u8,
+        cookie: C,
+        fill: impl FnOnce(&mut A),
+    ) -> Result<TxId, PerfError> {
+        let mut value = A::for_port(port);
+        fill(&mut value);
+        self.submit_attr(Method::Set, lid, port, &value, cookie)
     }
 
     /// Sends `value` of `port` at `lid` with `method` (a Get's template, a reset's Set).
@@ -677,28 +687,25 @@ impl Scrape {
                 self.report.sums.insert(lid, sum);
             }
             Step::Counters(p) => {
-                let pc = outcome.and_then(|ev| ev.decode::<PortCounters>());
-                self.report
-                    .ports
-                    .entry((lid, p))
-                    .or_insert_with(|| PortReading {
-                        counters: Ok(PortCounters::default()),
-                        extended: None,
-                    })
-                    .counters = pc;
+                self.reading(lid, p).counters = outcome.and_then(|ev| ev.decode::<PortCounters>());
             }
             Step::Extended(p) => {
-                let pc = outcome.and_then(|ev| ev.decode::<PortCountersExtended>());
-                self.report
-                    .ports
-                    .entry((lid, p))
-                    .or_insert_with(|| PortReading {
-                        counters: Ok(PortCounters::default()),
-                        extended: None,
-                    })
-                    .extended = Some(pc);
+                self.reading(lid, p).extended =
+                    Some(outcome.and_then(|ev| ev.decode::<PortCountersExtended>()));
             }
         }
+    }
+
+    /// The reading of `port` at `lid`, started blank for whichever of its answers comes
+    /// first.
+    fn reading(&mut self, lid: u16, port: u8) -> &mut PortReading {
+        self.report
+            .ports
+            .entry((lid, port))
+            .or_insert_with(|| PortReading {
+                counters: Ok(PortCounters::default()),
+                extended: None,
+            })
     }
 
     /// The next MAD to send now, with its attempt number ([`SansIo::poll_transmit`]

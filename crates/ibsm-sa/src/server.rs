@@ -7,8 +7,8 @@ use std::time::Duration;
 use ibsm_wire::sa::rmpp::{RMPP_VERSION, RmppPayload, Segmenter, Sender, SenderState};
 use ibsm_wire::sa::{
     ComponentMask, InformInfoRecord, LinearForwardingTableRecord, McMemberRecord, PathRecord,
-    PortInfoRecord, SA_CLASS_VERSION, SaAttributeId, SaMad, SaRecord, SaStatus, ServiceRecord,
-    Template, sa_cap,
+    PortInfoRecord, SA_CLASS_VERSION, SaAttributeId, SaCapabilityMask, SaCapabilityMask2, SaMad,
+    SaRecord, SaStatus, ServiceRecord, Template,
 };
 use ibsm_wire::{
     ClassPortInfo, Instant, MadHeaderView, Method, MgmtClass, RmppFlags, RmppHeaderView,
@@ -787,18 +787,19 @@ impl SaServer {
     }
 
     fn class_port_info(&self) -> ClassPortInfo {
-        use ibsm_wire::mad::cpi_cap;
         ClassPortInfo {
             base_version: 1,
             class_version: SA_CLASS_VERSION,
             // Reports are sent (InformInfo); optional records and multicast served.
-            capability_mask: cpi_cap::TRAP
-                | sa_cap::OPTIONAL_RECORDS
-                | sa_cap::UD_MULTICAST
-                | sa_cap::PORT_INFO_CAP_MASK_MATCH,
+            capability_mask: (SaCapabilityMask::TRAP
+                | SaCapabilityMask::OPTIONAL_RECORDS
+                | SaCapabilityMask::UD_MULTICAST
+                | SaCapabilityMask::PORT_INFO_CAP_MASK_MATCH)
+                .bits(),
             // Send-only full members create groups (what Linux IPoIB checks for).
-            capability_mask2: ibsm_wire::sa::sa_cap2::PORT_INFO_CAP_MASK2_MATCH
-                | ibsm_wire::sa::sa_cap2::SENDONLY_FULL_MEMBER,
+            capability_mask2: (SaCapabilityMask2::PORT_INFO_CAP_MASK2_MATCH
+                | SaCapabilityMask2::SENDONLY_FULL_MEMBER)
+                .bits(),
             resp_time_value: self.cfg.resp_time_value,
             ..ClassPortInfo::default()
         }

@@ -772,19 +772,14 @@ impl<S: NvStore> Sma<S> {
     /// returning rules.
     #[inline]
     pub fn handle(&mut self, now: Instant, rx: Rx, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
-        // Built in the return value itself, so the response is not copied again.
-        let mut out: Option<[u8; MAD_SIZE]> = request
-            .get(..MAD_SIZE)
-            .and_then(|r| <[u8; MAD_SIZE]>::try_from(r).ok());
-        let Some(buf) = out.as_mut() else {
-            self.stats.received += 1;
-            self.stats.other_dropped += 1;
-            return None;
-        };
-        match self.handle_in_place(now, rx, buf) {
-            Outcome::Respond => out,
-            _ => None,
-        }
+        crate::answer_in_copy(request, |buf| match buf {
+            Some(buf) => self.handle_in_place(now, rx, buf) == Outcome::Respond,
+            None => {
+                self.stats.received += 1;
+                self.stats.other_dropped += 1;
+                false
+            }
+        })
     }
 
     /// As [`Self::handle`], turning the request buffer into the response in place.

@@ -112,3 +112,18 @@ pub use mkey::{CheckedMethod, MKeyConfig, MKeyState, Verdict};
 pub use pma::{Counter, Pma, PmaConfig, PmaStats};
 pub use port::{LinkActive, LinkRequest, LogicalState, negotiate};
 pub use trap::Trap;
+
+/// The `handle` of both agents: `answer` turns a MAD-sized copy of `request` into the
+/// answer in place and says whether to send it, or gets `None` for a request shorter
+/// than a MAD (to count the drop). The copy is the return value itself, so an answer
+/// is not copied again.
+#[inline]
+fn answer_in_copy(
+    request: &[u8],
+    answer: impl FnOnce(Option<&mut [u8; ibsm_wire::MAD_SIZE]>) -> bool,
+) -> Option<[u8; ibsm_wire::MAD_SIZE]> {
+    let mut out: Option<[u8; ibsm_wire::MAD_SIZE]> = request
+        .get(..ibsm_wire::MAD_SIZE)
+        .and_then(|r| r.try_into().ok());
+    if answer(out.as_mut()) { out } else { None }
+}

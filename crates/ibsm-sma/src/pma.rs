@@ -31,7 +31,9 @@ use ibsm_wire::perf::{
     PERF_CLASS_VERSION, PerfAttributeId, PmCapabilityMask, PmCapabilityMask2, PortCounters,
     PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails, PortXmitDiscardDetails,
 };
-use ibsm_wire::{ClassPortInfo, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status};
+use ibsm_wire::{
+    ClassPortInfo, FieldType, FieldValue, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status,
+};
 
 pub use ibsm_wire::perf::Counter;
 
@@ -484,7 +486,12 @@ impl Pma {
         }
     }
 
-    fn reset_selected(&mut self, sel: Sel, table: &[Counter], bits: u64) {
+    /// Resets, at `sel`, the counters the set bits of `word` name (bit i: `table[i]`).
+    fn reset_selected(&mut self, sel: Sel, table: &[Counter], word: impl FieldType) {
+        // A select word is an unsigned field: a flag set, or a plain `u16`.
+        let FieldValue::Uint(bits) = word.to_value() else {
+            return;
+        };
         let range = match sel {
             Sel::One(i) => i..i + 1,
             Sel::All => 0..self.ports.len(),
@@ -500,19 +507,14 @@ impl Pma {
 
     /// Processes one received PerfMgt MAD and returns the answer to send, if any.
     pub fn handle(&mut self, now: Instant, request: &[u8]) -> Option<[u8; MAD_SIZE]> {
-        let mut out: Option<[u8; MAD_SIZE]> = request
-            .get(..MAD_SIZE)
-            .and_then(|r| <[u8; MAD_SIZE]>::try_from(r).ok());
-        let Some(buf) = out.as_mut() else {
-            self.stats.received += 1;
-            self.stats.dropped += 1;
-            return None;
-        };
-        if self.handle_in_place(now, buf) {
-            out
-        } else {
-            None
-        }
+        crate::answer_in_copy(request, |buf| match buf {
+            Some(buf) => self.handle_in_place(now, buf),
+            None => {
+                self.stats.received += 1;
+                self.stats.dropped += 1;
+                false
+            }
+        })
     }
 
     /// As [`Self::handle`], turning the request buffer into the answer in place;
@@ -571,56 +573,45 @@ impl Pma {
         let data = &mut buf[GS_DATA_OFFSET..];
         let bad = Status::INVALID_VALUE;
         let enc = |r: ibsm_wire::Result<()>| r.map_err(|_| bad);
+        // A counter attribute: a Set first resets, at the request's PortSelect, the
+        // counters each select word names (bit i: the i-th of its table); the answer is
+        // the Get after it (`$read`), echoing the request's select words.
+        macro_rules! counters {
+            ($attr:ident, $read:ident, $($word:ident: $table:expr),+ $(,)?) => {{
+                let req = $attr::parse(data).map_err(|_| bad)?;
+                let sel = self.select(req.port_select).ok_or(bad)?;
+                if set {
+                    $(self.reset_selected(sel, $table, req.$word);)+
+                }
+                let mut a = self.$read(req.port_select).ok_or(bad)?;
+                $(a.$word = req.$word;)+
+                enc(a.emit_into(data))
+            }};
+        }
         match PerfAttributeId::from(attr) {
             PerfAttributeId::ClassPortInfo if !set => enc(self.class_port_info().emit_into(data)),
-            PerfAttributeId::PortCounters => {
-                let req = PortCounters::parse(data).map_err(|_| bad)?;
-                let sel = self.select(req.port_select).ok_or(bad)?;
-                if set {
-                    self.reset_selected(sel, &PC_SELECT, u64::from(req.counter_select.bits()));
-                    self.reset_selected(
-                        sel,
-                        &[Counter::XmitWait],
-                        u64::from(req.counter_select2.bits()),
-                    );
-                }
-                let mut a = self.port_counters(req.port_select).ok_or(bad)?;
-                a.counter_select = req.counter_select;
-                a.counter_select2 = req.counter_select2;
-                enc(a.emit_into(data))
-            }
-            PerfAttributeId::PortCountersExtended => {
-                let req = PortCountersExtended::parse(data).map_err(|_| bad)?;
-                let sel = self.select(req.port_select).ok_or(bad)?;
-                if set {
-                    self.reset_selected(sel, &EXT_SELECT, u64::from(req.counter_select.bits()));
-                    self.reset_selected(sel, &EXT_SELECT2, u64::from(req.counter_select2.bits()));
-                }
-                let mut a = self.port_counters_extended(req.port_select).ok_or(bad)?;
-                a.counter_select = req.counter_select;
-                a.counter_select2 = req.counter_select2;
-                enc(a.emit_into(data))
-            }
-            PerfAttributeId::PortRcvErrorDetails => {
-                let req = PortRcvErrorDetails::parse(data).map_err(|_| bad)?;
-                let sel = self.select(req.port_select).ok_or(bad)?;
-                if set {
-                    self.reset_selected(sel, &RCV_DETAIL_SELECT, u64::from(req.counter_select));
-                }
-                let mut a = self.port_rcv_error_details(req.port_select).ok_or(bad)?;
-                a.counter_select = req.counter_select;
-                enc(a.emit_into(data))
-            }
-            PerfAttributeId::PortXmitDiscardDetails => {
-                let req = PortXmitDiscardDetails::parse(data).map_err(|_| bad)?;
-                let sel = self.select(req.port_select).ok_or(bad)?;
-                if set {
-                    self.reset_selected(sel, &XMIT_DETAIL_SELECT, u64::from(req.counter_select));
-                }
-                let mut a = self.port_xmit_discard_details(req.port_select).ok_or(bad)?;
-                a.counter_select = req.counter_select;
-                enc(a.emit_into(data))
-            }
+            PerfAttributeId::PortCounters => counters!(
+                PortCounters,
+                port_counters,
+                counter_select: &PC_SELECT,
+                counter_select2: &[Counter::XmitWait],
+            ),
+            PerfAttributeId::PortCountersExtended => counters!(
+                PortCountersExtended,
+                port_counters_extended,
+                counter_select: &EXT_SELECT,
+                counter_select2: &EXT_SELECT2,
+            ),
+            PerfAttributeId::PortRcvErrorDetails => counters!(
+                PortRcvErrorDetails,
+                port_rcv_error_details,
+                counter_select: &RCV_DETAIL_SELECT,
+            ),
+            PerfAttributeId::PortXmitDiscardDetails => counters!(
+                PortXmitDiscardDetails,
+                port_xmit_discard_details,
+                counter_select: &XMIT_DETAIL_SELECT,
+            ),
             PerfAttributeId::PortExtendedSpeedsCounters => {
                 let req = PortExtendedSpeedsCounters::parse(data).map_err(|_| bad)?;
                 self.select(req.port_select).ok_or(bad)?;

@@ -515,21 +515,20 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             });
             continue;
         }
-        if let Some(rest) = l.strip_prefix("include")
-            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
-        {
+        // The ibsim extensions: each `keyword [argument]` is noted, not followed.
+        let skipped = [
+            ("include", "skipped include of"),
+            ("do", "skipped ibsim command"),
+        ]
+        .into_iter()
+        .find_map(|(keyword, what)| {
+            let rest = l.strip_prefix(keyword)?;
+            (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| (what, rest.trim()))
+        });
+        if let Some((what, argument)) = skipped {
             notes.push(Note {
                 line,
-                message: format!("skipped include of {:?}", rest.trim()),
-            });
-            continue;
-        }
-        if let Some(rest) = l.strip_prefix("do")
-            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
-        {
-            notes.push(Note {
-                line,
-                message: format!("skipped ibsim command {:?}", rest.trim()),
+                message: format!("{what} {argument:?}"),
             });
             continue;
         }

@@ -258,7 +258,11 @@ Rt 1 \"R1\"
     let f = &p.fabric;
     assert_eq!(p.notes.len(), 2);
     assert_eq!(p.notes[0].line, 2);
-    assert!(p.notes[1].message.contains("Unlink"));
+    assert_eq!(p.notes[0].message, r#"skipped include of "other.net""#);
+    assert_eq!(
+        p.notes[1].message,
+        r#"skipped ibsim command "Unlink \"Sw1\"[3]""#
+    );
     assert_eq!(
         (f.switch_count(), f.cas().count(), f.routers().count()),
         (2, 1, 1)

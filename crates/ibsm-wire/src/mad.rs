@@ -226,6 +226,28 @@ impl MadHeader {
 /// writes them through a [`MadHeaderView`] of its first 24 bytes. `$attr` is the type
 /// the view's `attribute_id` speaks (a class's own attribute ID enum, or `u16`).
 macro_rules! mad_form {
+    // One form for the forwarding: each header field of a view is read (and, where it
+    // has a setter, written) through the view's `MadHeaderView`.
+    (@header $view:ident, $($(#[$doc:meta])* $field:ident $(, $setter:ident)?: $ty:ty;)*) => {
+        impl<T: AsRef<[u8]>> $view<T> {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $field(&self) -> $ty {
+                    self.mad_header().$field()
+                }
+            )*
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+            $($(
+                #[doc = concat!("Sets [`Self::", stringify!($field), "`].")]
+                pub fn $setter(&mut self, v: $ty) {
+                    self.mad_header_mut().$setter(v);
+                }
+            )?)*
+        }
+    };
     ($name:ident, $view:ident, $attr:ty) => {
         impl core::ops::Deref for $name {
             type Target = $crate::mad::MadHeader;
@@ -240,6 +262,29 @@ macro_rules! mad_form {
             }
         }
 
+        $crate::mad::mad_form! { @header $view,
+            /// Base version (1).
+            base_version, set_base_version: u8;
+            /// Management class.
+            mgmt_class, set_mgmt_class: $crate::mad::MgmtClass;
+            /// Class version.
+            class_version, set_class_version: u8;
+            /// R bit: this MAD is a response.
+            response, set_response: bool;
+            /// Method without the R bit.
+            method, set_method: $crate::mad::Method;
+            /// The whole method byte (R bit included).
+            method_byte: u8;
+            /// Status word.
+            status, set_status: $crate::mad::Status;
+            /// Class-specific word.
+            class_specific, set_class_specific: u16;
+            /// Transaction ID.
+            transaction_id, set_transaction_id: u64;
+            /// Attribute modifier.
+            attribute_modifier, set_attribute_modifier: u32;
+        }
+
         impl<T: AsRef<[u8]>> $view<T> {
             // Over the whole buffer, not `as_bytes` (cut at the form's size, so it would
             // need all of it): a header reads on a MAD shorter than its form, as the
@@ -247,60 +292,10 @@ macro_rules! mad_form {
             fn mad_header(&self) -> $crate::mad::MadHeaderView<&[u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_ref())
             }
-            /// Base version (1).
-            #[must_use]
-            pub fn base_version(&self) -> u8 {
-                self.mad_header().base_version()
-            }
-            /// Management class.
-            #[must_use]
-            pub fn mgmt_class(&self) -> $crate::mad::MgmtClass {
-                self.mad_header().mgmt_class()
-            }
-            /// Class version.
-            #[must_use]
-            pub fn class_version(&self) -> u8 {
-                self.mad_header().class_version()
-            }
-            /// R bit: this MAD is a response.
-            #[must_use]
-            pub fn response(&self) -> bool {
-                self.mad_header().response()
-            }
-            /// Method without the R bit.
-            #[must_use]
-            pub fn method(&self) -> $crate::mad::Method {
-                self.mad_header().method()
-            }
-            /// The whole method byte (R bit included).
-            #[must_use]
-            pub fn method_byte(&self) -> u8 {
-                self.mad_header().method_byte()
-            }
-            /// Status word.
-            #[must_use]
-            pub fn status(&self) -> $crate::mad::Status {
-                self.mad_header().status()
-            }
-            /// Class-specific word.
-            #[must_use]
-            pub fn class_specific(&self) -> u16 {
-                self.mad_header().class_specific()
-            }
-            /// Transaction ID.
-            #[must_use]
-            pub fn transaction_id(&self) -> u64 {
-                self.mad_header().transaction_id()
-            }
             /// Attribute ID.
             #[must_use]
             pub fn attribute_id(&self) -> $attr {
                 <$attr>::from(self.mad_header().attribute_id())
-            }
-            /// Attribute modifier.
-            #[must_use]
-            pub fn attribute_modifier(&self) -> u32 {
-                self.mad_header().attribute_modifier()
             }
         }
 
@@ -308,45 +303,9 @@ macro_rules! mad_form {
             fn mad_header_mut(&mut self) -> $crate::mad::MadHeaderView<&mut [u8]> {
                 $crate::mad::MadHeaderView::new_unchecked(self.buffer.as_mut())
             }
-            /// Sets the base version.
-            pub fn set_base_version(&mut self, v: u8) {
-                self.mad_header_mut().set_base_version(v);
-            }
-            /// Sets the management class.
-            pub fn set_mgmt_class(&mut self, v: $crate::mad::MgmtClass) {
-                self.mad_header_mut().set_mgmt_class(v);
-            }
-            /// Sets the class version.
-            pub fn set_class_version(&mut self, v: u8) {
-                self.mad_header_mut().set_class_version(v);
-            }
-            /// Sets the R bit.
-            pub fn set_response(&mut self, v: bool) {
-                self.mad_header_mut().set_response(v);
-            }
-            /// Sets the method (R bit apart).
-            pub fn set_method(&mut self, v: $crate::mad::Method) {
-                self.mad_header_mut().set_method(v);
-            }
-            /// Sets the status word.
-            pub fn set_status(&mut self, v: $crate::mad::Status) {
-                self.mad_header_mut().set_status(v);
-            }
-            /// Sets the class-specific word.
-            pub fn set_class_specific(&mut self, v: u16) {
-                self.mad_header_mut().set_class_specific(v);
-            }
-            /// Sets the transaction ID.
-            pub fn set_transaction_id(&mut self, v: u64) {
-                self.mad_header_mut().set_transaction_id(v);
-            }
-            /// Sets the attribute ID.
+            /// Sets [`Self::attribute_id`].
             pub fn set_attribute_id(&mut self, v: $attr) {
                 self.mad_header_mut().set_attribute_id(u16::from(v));
-            }
-            /// Sets the attribute modifier.
-            pub fn set_attribute_modifier(&mut self, v: u32) {
-                self.mad_header_mut().set_attribute_modifier(v);
             }
         }
     };
@@ -469,9 +428,9 @@ wire_struct! {
         /// Highest class version supported.
         class_version, set_class_version: u8 = (1, 0, 8), "IB_CPI_CLASSVER_F";
         /// Capability bits: 0 traps, 1 Get/Set(Notice), 2 CapabilityMask2 valid, 8..15
-        /// class specific (SA: [`crate::sa::sa_cap`]).
+        /// class specific (SA: [`crate::sa::SaCapabilityMask`]).
         capability_mask, set_capability_mask: u16 = (2, 0, 16), "IB_CPI_CAPMASK_F";
-        /// Class-specific extension bits (SA: [`crate::sa::sa_cap2`]).
+        /// Class-specific extension bits (SA: [`crate::sa::SaCapabilityMask2`]).
         capability_mask2, set_capability_mask2: u32 = (4, 0, 27), "IB_CPI_CAPMASK2_F";
         /// Expected response time: 4.096 us * 2^value.
         resp_time_value, set_resp_time_value: u8 = (7, 3, 5), "IB_CPI_RESP_TIME_VALUE_F";

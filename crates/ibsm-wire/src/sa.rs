@@ -42,7 +42,7 @@ mod tests;
 
 /// The MTU code of SA records is the PortInfo one (6 bits wide here, 4 in PortInfo).
 pub use crate::attr::Mtu;
-pub use codes::{Rate, SaAttributeId, SaStatus, Selector, sa_cap, sa_cap2};
+pub use codes::{Rate, SaAttributeId, SaCapabilityMask, SaCapabilityMask2, SaStatus, Selector};
 pub use component::{Component, ComponentMask, SaRecord, Template, bits_equal};
 pub use header::{
     RecordIter, SA_CLASS_VERSION, SA_DATA_OFFSET, SA_DATA_SIZE, SA_HEADER_SIZE, SaMad, SaMadView,

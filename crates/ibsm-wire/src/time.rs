@@ -91,15 +91,7 @@ impl Sub for Instant {
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if *self == Self::MAX {
-            return f.write_str("Instant(never)");
-        }
-        write!(
-            f,
-            "Instant({}.{:09}s)",
-            self.0 / 1_000_000_000,
-            self.0 % 1_000_000_000
-        )
+        write!(f, "Instant({self})")
     }
 }
 
@@ -133,5 +125,10 @@ mod tests {
         assert_eq!(t - Instant::ZERO, Duration::from_millis(5));
         assert_eq!(format!("{}", Instant::from_secs(60)), "60.000000000s");
         assert_eq!(format!("{}", Instant::MAX), "never");
+        assert_eq!(
+            format!("{:?}", Instant::from_secs(1)),
+            "Instant(1.000000000s)"
+        );
+        assert_eq!(format!("{:?}", Instant::MAX), "Instant(never)");
     }
 }

@@ -284,9 +284,9 @@ fn send_only_full_member_joins_create_the_group() {
     cpi.attribute_id = SaAttributeId::ClassPortInfo.into();
     let out = sa.handle(T0, &cpi.to_bytes(), &from(la));
     let cpi = ibsm_wire::mad::ClassPortInfo::parse(&SaMad::parse(&out[0]).unwrap().data).unwrap();
-    assert_ne!(
-        cpi.capability_mask2 & ibsm_wire::sa::sa_cap2::SENDONLY_FULL_MEMBER,
-        0,
+    assert!(
+        cpi.sa_capabilities2()
+            .contains(ibsm_wire::sa::SaCapabilityMask2::SENDONLY_FULL_MEMBER),
         "ClassPortInfo.CapabilityMask2 bit 12"
     );
     // A host sends to 239.1.1.1 without having joined it: IPoIB joins send-only.

@@ -1023,7 +1023,14 @@ fn methods_versions_and_routing_forms() {
     let req = lid_req(Method::Get, SmAttributeId::CableInfo, 0, 0, &[]);
     assert_eq!(status(&s.handle(T0, Rx::port(1), &req).unwrap()), 0x000C);
     assert!(s.handle(T0, Rx::port(3), &req).is_none(), "no port 3");
+    let before = s.stats();
     assert!(s.handle(T0, Rx::port(1), &req[..255]).is_none());
+    let after = s.stats();
+    assert_eq!(
+        (after.received, after.other_dropped),
+        (before.received + 1, before.other_dropped + 1),
+        "a short SMP is counted received and dropped"
+    );
     // Directed route: answered in the same form, turned around.
     let req = dr_req(Method::Get, SmAttributeId::NodeInfo, 0, 0, &[]);
     let r = s.handle(T0, Rx::port(1), &req).unwrap();

@@ -1,6 +1,34 @@
 //! PortInfo (0x0015) with its code points (port states, MTU, VL counts, active width and
 //! speed) and flag words (CapabilityMask, CapabilityMask2, width and speed masks).
 
+/// A code whose values are single bits of a mask type (the active width or speed and
+/// its supported/enabled masks): `mask` turns a value into its one-bit mask, and the
+/// mask's `$pick` answers the first value of a preference order that it contains.
+macro_rules! one_bit_codes {
+    (
+        $(#[$mask_doc:meta])* $code:ident::mask -> $mask:ident;
+        $(#[$pick_doc:meta])* $set:ident::$pick:ident -> [$($best:ident),+];
+    ) => {
+        impl $code {
+            $(#[$mask_doc])*
+            #[must_use]
+            pub fn mask(self) -> $mask {
+                $mask(u8::from(self))
+            }
+        }
+
+        // `$set` is `$mask` again, named so the call reads as the two items it makes
+        // (a different type would not compile: `contains` takes a `$set`).
+        impl $set {
+            $(#[$pick_doc])*
+            #[must_use]
+            pub fn $pick(self) -> Option<$code> {
+                [$($code::$best),+].into_iter().find(|c| self.contains(c.mask()))
+            }
+        }
+    };
+}
+
 code_enum! {
     /// PortInfo.PortState, the logical link state (IBA Vol. 1 §14.2.5.6, PortState).
     pub enum PortState: u8 {
@@ -161,12 +189,6 @@ impl LinkWidth {
             Self::Unknown(_) => None,
         }
     }
-
-    /// This width as a one-bit [`LinkWidthMask`].
-    #[must_use]
-    pub fn mask(self) -> LinkWidthMask {
-        LinkWidthMask(u8::from(self))
-    }
 }
 
 bit_flags! {
@@ -188,20 +210,13 @@ bit_flags! {
 impl LinkWidthMask {
     /// LinkWidthEnabled in a Set: set it to LinkWidthSupported.
     pub const SET_TO_SUPPORTED: Self = Self(0xFF);
+}
 
+one_bit_codes! {
+    /// This width as a one-bit [`LinkWidthMask`].
+    LinkWidth::mask -> LinkWidthMask;
     /// The widest width in the mask (12x > 8x > 4x > 2x > 1x).
-    #[must_use]
-    pub fn widest(self) -> Option<LinkWidth> {
-        [
-            LinkWidth::X12,
-            LinkWidth::X8,
-            LinkWidth::X4,
-            LinkWidth::X2,
-            LinkWidth::X1,
-        ]
-        .into_iter()
-        .find(|w| self.contains(w.mask()))
-    }
+    LinkWidthMask::widest -> [X12, X8, X4, X2, X1];
 }
 
 code_enum! {
@@ -219,12 +234,6 @@ code_enum! {
 }
 
 impl LinkSpeed {
-    /// This speed as a one-bit [`LinkSpeedMask`] (`Extended` gives the empty mask).
-    #[must_use]
-    pub fn mask(self) -> LinkSpeedMask {
-        LinkSpeedMask(u8::from(self))
-    }
-
     /// Signalling rate of one lane in Mb/s; `None` for `Extended` and unknown values.
     #[must_use]
     pub fn lane_mbps(self) -> Option<u32> {
@@ -252,14 +261,13 @@ bit_flags! {
 impl LinkSpeedMask {
     /// LinkSpeedEnabled in a Set: set it to LinkSpeedSupported.
     pub const SET_TO_SUPPORTED: Self = Self(15);
+}
 
+one_bit_codes! {
+    /// This speed as a one-bit [`LinkSpeedMask`] (`Extended` gives the empty mask).
+    LinkSpeed::mask -> LinkSpeedMask;
     /// The fastest speed in the mask (QDR > DDR > SDR).
-    #[must_use]
-    pub fn fastest(self) -> Option<LinkSpeed> {
-        [LinkSpeed::Qdr, LinkSpeed::Ddr, LinkSpeed::Sdr]
-            .into_iter()
-            .find(|s| self.contains(s.mask()))
-    }
+    LinkSpeedMask::fastest -> [Qdr, Ddr, Sdr];
 }
 
 code_enum! {
@@ -280,12 +288,6 @@ code_enum! {
 }
 
 impl LinkSpeedExt {
-    /// This speed as a one-bit [`LinkSpeedExtMask`].
-    #[must_use]
-    pub fn mask(self) -> LinkSpeedExtMask {
-        LinkSpeedExtMask(u8::from(self))
-    }
-
     /// Signalling rate of one lane in Mb/s (rounded down); `None` for `None`/unknown.
     #[must_use]
     pub fn lane_mbps(self) -> Option<u32> {
@@ -319,19 +321,13 @@ impl LinkSpeedExtMask {
     pub const DISABLE_ALL: Self = Self(30);
     /// LinkSpeedExtEnabled in a Set: set it to LinkSpeedExtSupported.
     pub const SET_TO_SUPPORTED: Self = Self(31);
+}
 
+one_bit_codes! {
+    /// This speed as a one-bit [`LinkSpeedExtMask`].
+    LinkSpeedExt::mask -> LinkSpeedExtMask;
     /// The fastest extended speed in the mask (NDR > HDR > EDR > FDR).
-    #[must_use]
-    pub fn fastest(self) -> Option<LinkSpeedExt> {
-        [
-            LinkSpeedExt::Ndr,
-            LinkSpeedExt::Hdr,
-            LinkSpeedExt::Edr,
-            LinkSpeedExt::Fdr,
-        ]
-        .into_iter()
-        .find(|s| self.contains(s.mask()))
-    }
+    LinkSpeedExtMask::fastest -> [Ndr, Hdr, Edr, Fdr];
 }
 
 bit_flags! {

@@ -2,7 +2,8 @@
 //! selector encodings of path-like records (IBA Vol. 1 §15.2.3 for the status, §15.2.5
 //! for the attributes and PathRecord's selector and rate encodings).
 
-use crate::mad::Status;
+use crate::attr::bit_flags;
+use crate::mad::{ClassPortInfo, Status};
 
 code_enum! {
     /// AttributeID of the SA class (0x03), IBA Vol. 1 §15.2.5.
@@ -218,57 +219,79 @@ impl Rate {
     }
 }
 
-/// SA-specific bits of ClassPortInfo.CapabilityMask: IBA Vol. 1 §15.2.5 (ClassPortInfo,
-/// SA capability bits).
-pub mod sa_cap {
-    /// Optional records supported.
-    pub const OPTIONAL_RECORDS: u16 = 0x0100;
-    /// UD multicast supported.
-    pub const UD_MULTICAST: u16 = 0x0200;
-    /// MultiPathRecord supported.
-    pub const MULTI_PATH: u16 = 0x0400;
-    /// Reinit supported.
-    pub const REINIT: u16 = 0x0800;
-    /// GID-scoped MultiPath supported.
-    pub const GID_SCOPED_MULTI_PATH: u16 = 0x1000;
-    /// PortInfo CapabilityMask matching ("every template bit set") supported.
-    pub const PORT_INFO_CAP_MASK_MATCH: u16 = 0x2000;
-    /// LinkSpeedWidthPairs records supported.
-    pub const LINK_SPEED_WIDTH_PAIRS: u16 = 0x4000;
-    /// PA services supported.
-    pub const PA_SERVICES: u16 = 0x8000;
+bit_flags! {
+    /// ClassPortInfo.CapabilityMask of a subnet administrator: IBA Vol. 1 §15.2.5
+    /// (ClassPortInfo, SA capability bits).
+    pub struct SaCapabilityMask: u16 {
+        /// The SA sends reports (common to every class).
+        const TRAP = 1 << 0;
+        /// CapabilityMask2 is valid (common to every class).
+        const CAP_MASK2 = 1 << 2;
+        /// Optional records supported.
+        const OPTIONAL_RECORDS = 1 << 8;
+        /// UD multicast supported.
+        const UD_MULTICAST = 1 << 9;
+        /// MultiPathRecord supported.
+        const MULTI_PATH = 1 << 10;
+        /// Reinit supported.
+        const REINIT = 1 << 11;
+        /// GID-scoped MultiPath supported.
+        const GID_SCOPED_MULTI_PATH = 1 << 12;
+        /// PortInfo CapabilityMask matching ("every template bit set") supported.
+        const PORT_INFO_CAP_MASK_MATCH = 1 << 13;
+        /// LinkSpeedWidthPairs records supported.
+        const LINK_SPEED_WIDTH_PAIRS = 1 << 14;
+        /// PA services supported.
+        const PA_SERVICES = 1 << 15;
+    }
 }
 
-/// SA bits of ClassPortInfo.CapabilityMask2, values within the 27-bit field: IBA Vol. 1
-/// §15.2.5 (ClassPortInfo, SA capability bits).
-pub mod sa_cap2 {
-    /// Unpath/repath.
-    pub const UNPATH_REPATH: u32 = 1 << 0;
-    /// QoS.
-    pub const QOS: u32 = 1 << 1;
-    /// Reverse-path P_Key member bit.
-    pub const REVERSE_PATH_PKEY: u32 = 1 << 2;
-    /// MulticastFDBTop.
-    pub const MCAST_FDB_TOP: u32 = 1 << 3;
-    /// HierarchyInfo.
-    pub const HIERARCHY_INFO: u32 = 1 << 4;
-    /// Additional (alias) GUIDs.
-    pub const ALIAS_GUIDS: u32 = 1 << 5;
-    /// Full PortInfoRecord.
-    pub const FULL_PORT_INFO_RECORD: u32 = 1 << 6;
-    /// Extended speeds.
-    pub const EXTENDED_SPEEDS: u32 = 1 << 7;
-    /// Multicast ServiceRecords.
-    pub const MCAST_SERVICE_RECORDS: u32 = 1 << 8;
-    /// CableInfo records.
-    pub const CABLE_INFO: u32 = 1 << 9;
-    /// PortInfo CapabilityMask2 matching.
-    pub const PORT_INFO_CAP_MASK2_MATCH: u32 = 1 << 10;
-    /// PortInfoExtended records.
-    pub const PORT_INFO_EXTENDED: u32 = 1 << 11;
-    /// MCMemberRecord joins with JoinState SendOnlyFullMember (0x8) create a group
-    /// (IBA 1.3; Linux checks this bit before joining send-only).
-    pub const SENDONLY_FULL_MEMBER: u32 = 1 << 12;
+bit_flags! {
+    /// ClassPortInfo.CapabilityMask2 of a subnet administrator (27 bits): IBA Vol. 1
+    /// §15.2.5 (ClassPortInfo, SA capability bits).
+    pub struct SaCapabilityMask2: u32 {
+        /// Unpath/repath.
+        const UNPATH_REPATH = 1 << 0;
+        /// QoS.
+        const QOS = 1 << 1;
+        /// Reverse-path P_Key member bit.
+        const REVERSE_PATH_PKEY = 1 << 2;
+        /// MulticastFDBTop.
+        const MCAST_FDB_TOP = 1 << 3;
+        /// HierarchyInfo.
+        const HIERARCHY_INFO = 1 << 4;
+        /// Additional (alias) GUIDs.
+        const ALIAS_GUIDS = 1 << 5;
+        /// Full PortInfoRecord.
+        const FULL_PORT_INFO_RECORD = 1 << 6;
+        /// Extended speeds.
+        const EXTENDED_SPEEDS = 1 << 7;
+        /// Multicast ServiceRecords.
+        const MCAST_SERVICE_RECORDS = 1 << 8;
+        /// CableInfo records.
+        const CABLE_INFO = 1 << 9;
+        /// PortInfo CapabilityMask2 matching.
+        const PORT_INFO_CAP_MASK2_MATCH = 1 << 10;
+        /// PortInfoExtended records.
+        const PORT_INFO_EXTENDED = 1 << 11;
+        /// MCMemberRecord joins with JoinState SendOnlyFullMember (0x8) create a group
+        /// (IBA 1.3; Linux checks this bit before joining send-only).
+        const SENDONLY_FULL_MEMBER = 1 << 12;
+    }
+}
+
+impl ClassPortInfo {
+    /// CapabilityMask read as a subnet administrator's.
+    #[must_use]
+    pub fn sa_capabilities(&self) -> SaCapabilityMask {
+        SaCapabilityMask(self.capability_mask)
+    }
+
+    /// CapabilityMask2 read as a subnet administrator's.
+    #[must_use]
+    pub fn sa_capabilities2(&self) -> SaCapabilityMask2 {
+        SaCapabilityMask2(self.capability_mask2)
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +309,27 @@ mod tests {
             assert!(r.is_known());
             assert_eq!(Rate::from_mbps(r.mbps().unwrap()), Some(r));
         }
+    }
+
+    #[test]
+    fn sa_capability_bits() {
+        // The SA bits of CapabilityMask are its high byte; CapabilityMask2 numbers from 0.
+        assert_eq!(SaCapabilityMask::OPTIONAL_RECORDS.bits(), 0x0100);
+        assert_eq!(SaCapabilityMask::PA_SERVICES.bits(), 0x8000);
+        assert_eq!(SaCapabilityMask2::SENDONLY_FULL_MEMBER.bits(), 0x1000);
+        let cpi = ClassPortInfo {
+            capability_mask: 0x0201,
+            capability_mask2: 0x0400,
+            ..ClassPortInfo::default()
+        };
+        assert_eq!(
+            cpi.sa_capabilities(),
+            SaCapabilityMask::TRAP | SaCapabilityMask::UD_MULTICAST
+        );
+        assert_eq!(
+            cpi.sa_capabilities2(),
+            SaCapabilityMask2::PORT_INFO_CAP_MASK2_MATCH
+        );
     }
 
     #[test]

@@ -538,6 +538,38 @@ fn component_mask_usage() {
 }
 
 #[test]
+fn service_data_arrays_sit_where_the_spec_puts_them() {
+    // 16 x 8-bit at bytes 0..16, 8 x 16-bit at 16..32, 4 x 32-bit at 32..48,
+    // 2 x 64-bit at 48..64, each big-endian; one index past each array is refused.
+    let mut r = ServiceRecord::default();
+    assert!(r.set_data8(15, 0xA1));
+    assert!(r.set_data16(7, 0xB2C3));
+    assert!(r.set_data32(3, 0xD4E5_F607));
+    assert!(r.set_data64(1, 0x0102_0304_0506_0708));
+    assert!(!r.set_data8(16, 1) && !r.set_data16(8, 1));
+    assert!(!r.set_data32(4, 1) && !r.set_data64(2, 1));
+    let d = r.service_data;
+    assert_eq!(d[15], 0xA1);
+    assert_eq!(d[30..32], [0xB2, 0xC3]);
+    assert_eq!(d[44..48], [0xD4, 0xE5, 0xF6, 0x07]);
+    assert_eq!(d[56..64], [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(d.iter().filter(|&&b| b != 0).count(), 15);
+    assert_eq!(
+        (r.data8(15), r.data16(7), r.data32(3), r.data64(1)),
+        (
+            Some(0xA1),
+            Some(0xB2C3),
+            Some(0xD4E5_F607),
+            Some(0x0102_0304_0506_0708)
+        )
+    );
+    assert_eq!(
+        (r.data8(16), r.data16(8), r.data32(4), r.data64(2)),
+        (None, None, None, None)
+    );
+}
+
+#[test]
 fn response_header_and_status() {
     let req = SaMad::request(
         Method::Set,

@@ -50,70 +50,65 @@ impl ServiceRecord {
         crate::sa::ComponentMask::bit(35 + (i & 1))
     }
 
-    fn data_be(&self, at: usize, n: usize) -> Option<u64> {
+    /// Byte offset in `service_data` of the `i`th `n`-byte value: the 64 bytes are four
+    /// 16-byte arrays of 1-, 2-, 4- and 8-byte values, in that order. `None` past the
+    /// end of the array.
+    fn data_at(n: usize, i: usize) -> Option<usize> {
+        (i < 16 / n).then(|| 16 * n.trailing_zeros() as usize + n * i)
+    }
+
+    fn data_be(&self, n: usize, i: usize) -> Option<u64> {
+        let at = Self::data_at(n, i)?;
         let b = self.service_data.get(at..at + n)?;
         Some(b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
     }
 
-    fn set_data_be(&mut self, at: usize, n: usize, v: u64) -> bool {
-        match self.service_data.get_mut(at..at + n) {
-            Some(b) => {
-                for (k, x) in b.iter_mut().enumerate() {
-                    *x = (v >> (8 * (n - 1 - k))) as u8;
-                }
-                true
-            }
-            None => false,
+    fn set_data_be(&mut self, n: usize, i: usize, v: u64) -> bool {
+        let Some(b) = Self::data_at(n, i).and_then(|at| self.service_data.get_mut(at..at + n))
+        else {
+            return false;
+        };
+        for (k, x) in b.iter_mut().enumerate() {
+            *x = (v >> (8 * (n - 1 - k))) as u8;
         }
+        true
     }
 
     /// `ServiceData8[i]` (0..16).
     #[must_use]
     pub fn data8(&self, i: usize) -> Option<u8> {
-        (i < 16).then(|| self.service_data[i])
+        self.data_be(1, i).map(|v| v as u8)
     }
     /// `ServiceData16[i]` (0..8).
     #[must_use]
     pub fn data16(&self, i: usize) -> Option<u16> {
-        if i < 8 {
-            self.data_be(16 + 2 * i, 2).map(|v| v as u16)
-        } else {
-            None
-        }
+        self.data_be(2, i).map(|v| v as u16)
     }
     /// `ServiceData32[i]` (0..4).
     #[must_use]
     pub fn data32(&self, i: usize) -> Option<u32> {
-        if i < 4 {
-            self.data_be(32 + 4 * i, 4).map(|v| v as u32)
-        } else {
-            None
-        }
+        self.data_be(4, i).map(|v| v as u32)
     }
     /// `ServiceData64[i]` (0..2).
     #[must_use]
     pub fn data64(&self, i: usize) -> Option<u64> {
-        if i < 2 {
-            self.data_be(48 + 8 * i, 8)
-        } else {
-            None
-        }
+        self.data_be(8, i)
     }
     /// Sets `ServiceData8[i]`; `false` if `i` is out of range.
     pub fn set_data8(&mut self, i: usize, v: u8) -> bool {
-        i < 16 && self.set_data_be(i, 1, u64::from(v))
+        self.set_data_be(1, i, u64::from(v))
     }
     /// Sets `ServiceData16[i]`; `false` if `i` is out of range.
     pub fn set_data16(&mut self, i: usize, v: u16) -> bool {
-        i < 8 && self.set_data_be(16 + 2 * i, 2, u64::from(v))
+        self.set_data_be(2, i, u64::from(v))
     }
     /// Sets `ServiceData32[i]`; `false` if `i` is out of range.
     pub fn set_data32(&mut self, i: usize, v: u32) -> bool {
-        i < 4 && self.set_data_be(32 + 4 * i, 4, u64::from(v))
+        self.set_data_be(4, i, u64::from(v))
     }
     /// Sets `ServiceData64[i]`; `false` if `i` is out of range.
     pub fn set_data64(&mut self, i: usize, v: u64) -> bool {
-        i < 2 && self.set_data_be(48 + 8 * i, 8, v)
+        self.set_data_be(8, i, v)
     }
 
     /// The service name up to the first NUL, if it is valid UTF-8.
