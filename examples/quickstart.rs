@@ -190,13 +190,13 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|d: &f64| (0.0..1.0).contains(d))
                     .ok_or_else(|| usage("--drop wants a rate in 0.0..1.0"))?;
             }
-            "--seed" => a.seed = number(&flag, value()?, "a number")?,
-            "--until" => a.until = number(&flag, value()?, "seconds")?,
-            "--routing-threads" => a.routing_threads = number(&flag, value()?, "a number")?,
+            "--seed" => a.seed = number(&flag, &value()?, "a number")?,
+            "--until" => a.until = number(&flag, &value()?, "seconds")?,
+            "--routing-threads" => a.routing_threads = number(&flag, &value()?, "a number")?,
             "--no-verify" => a.no_verify = true,
             "--json" => a.json = true,
             "--offload" => a.offload = true,
-            "--rebalances" => a.rebalances = number(&flag, value()?, "a number")?,
+            "--rebalances" => a.rebalances = number(&flag, &value()?, "a number")?,
             "--sa" => a.sa = true,
             "--no-sa" => a.sa = false,
             "--partitions" => {
@@ -216,13 +216,13 @@ fn parse_args() -> Result<Args, String> {
                 a.inputs.order = guids(value()?)?;
             }
             "--force-link-speed" => {
-                a.force_link.0 = number(&flag, value()?, "0..255")?;
+                a.force_link.0 = number(&flag, &value()?, "0..255")?;
             }
             "--force-link-speed-ext" => {
-                a.force_link.1 = number(&flag, value()?, "0..255")?;
+                a.force_link.1 = number(&flag, &value()?, "0..255")?;
             }
             "--force-link-width" => {
-                a.force_link.2 = number(&flag, value()?, "0..255")?;
+                a.force_link.2 = number(&flag, &value()?, "0..255")?;
             }
             "-h" | "--help" => return Err(usage("quickstart: bring a simulated fabric up")),
             other => return Err(usage(&format!("unknown option {other:?}"))),
@@ -232,7 +232,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// `v` as a number of type `T`, or a usage error saying what `flag` wants.
-fn number<T: std::str::FromStr>(flag: &str, v: String, wants: &str) -> Result<T, String> {
+fn number<T: std::str::FromStr>(flag: &str, v: &str, wants: &str) -> Result<T, String> {
     v.parse()
         .map_err(|_| usage(&format!("{flag} wants {wants}")))
 }
