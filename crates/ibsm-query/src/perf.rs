@@ -21,7 +21,7 @@ use ibsm_wire::perf::{
     PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails, PortXmitDiscardDetails,
     perf_request,
 };
-use ibsm_wire::{MAD_SIZE, Method, MgmtClass, WireStruct};
+use ibsm_wire::{LayoutVisitor, MAD_SIZE, Method, MgmtClass, WireStruct};
 
 use crate::discover::Discovered;
 use crate::outcome::{Failure, Outcome, Slot, sans_io_over_txns};
@@ -42,6 +42,15 @@ macro_rules! perf_attributes {
                 Self { port_select: port, ..Self::default() }
             }
         })*
+
+        /// Runs `v` with the type of the [`PerfAttribute`] that `id` names; `None` for
+        /// ClassPortInfo and the attributes this crate does not read.
+        pub fn visit_attribute<V: LayoutVisitor>(id: PerfAttributeId, v: V) -> Option<V::Output> {
+            match id {
+                $(PerfAttributeId::$id => Some(v.visit::<$ty>()),)*
+                _ => None,
+            }
+        }
     };
 }
 

@@ -10,8 +10,7 @@ use std::fmt::Write as _;
 
 use ibsm_wire::perf::{
     CounterSelect, ExtCounterSelect, ExtCounterSelect2, PerfAttributeId, PmCapabilityMask,
-    PmCapabilityMask2, PortCounters, PortCountersExtended, PortExtendedSpeedsCounters,
-    PortRcvErrorDetails, PortXmitDiscardDetails,
+    PmCapabilityMask2,
 };
 use ibsm_wire::sa::{
     Component, GuidInfoRecord, InformInfo, InformInfoRecord, LinearForwardingTableRecord,
@@ -21,13 +20,10 @@ use ibsm_wire::sa::{
     SwitchInfoRecord, VlArbitrationTableRecord,
 };
 use ibsm_wire::{
-    CapabilityMask, CapabilityMask2, DrPath, DrSmp, FecMode, FieldValue, GuidInfo, LedInfo, LidSmp,
-    LinearForwardingTable, LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkSpeedWidthPairsTable,
-    LinkWidth, MAD_HEADER_SIZE, MadHeader, Method, MgmtClass, MlnxExtPortInfo, Mtu,
-    MulticastForwardingTable, NodeDescription, NodeInfo, NodeType, Notice, NoticeType, PKeyTable,
-    PhysPortState, PortInfo, PortInfoExtended, PortState, RandomForwardingTable, Reflect,
-    SlToVlMappingTable, SmAttributeId, SmInfo, SmState, SwitchInfo, TrapData, VendorDiag,
-    VlArbitrationTable, VlCap, WireStruct,
+    CapabilityMask, CapabilityMask2, DrPath, DrSmp, FecMode, FieldValue, LayoutVisitor, LidSmp,
+    LinkDownDefaultState, LinkSpeed, LinkSpeedExt, LinkWidth, MAD_HEADER_SIZE, MadHeader, Method,
+    MgmtClass, Mtu, NodeType, Notice, NoticeType, PhysPortState, PortState, Reflect, SmAttributeId,
+    SmState, TrapData, VlCap, WireStruct,
 };
 use ibsm_wire::{ClassPortInfo, GsMad, SaNotice, Vendor2Mad};
 
@@ -216,44 +212,31 @@ fn boxed<T: WireStruct + Reflect + 'static>(b: &[u8]) -> Result<Box<dyn Reflect>
 
 type Parser = fn(&[u8]) -> Result<Box<dyn Reflect>, DecodeError>;
 
+/// [`boxed`] for the layout an AttributeID names.
+struct Boxed;
+
+impl LayoutVisitor for Boxed {
+    type Output = Parser;
+    fn visit<A: WireStruct + Reflect + 'static>(self) -> Parser {
+        boxed::<A>
+    }
+}
+
 /// The structure carried by an SMP (classes 0x01 and 0x81) with this AttributeID.
 #[must_use]
 pub fn smp_attribute(id: u16) -> Option<Parser> {
-    Some(match SmAttributeId::from(id) {
-        SmAttributeId::Notice => boxed::<Notice>,
-        SmAttributeId::NodeDescription => boxed::<NodeDescription>,
-        SmAttributeId::NodeInfo => boxed::<NodeInfo>,
-        SmAttributeId::SwitchInfo => boxed::<SwitchInfo>,
-        SmAttributeId::GuidInfo => boxed::<GuidInfo>,
-        SmAttributeId::PortInfo => boxed::<PortInfo>,
-        SmAttributeId::PKeyTable => boxed::<PKeyTable>,
-        SmAttributeId::SlToVlMappingTable => boxed::<SlToVlMappingTable>,
-        SmAttributeId::VlArbitrationTable => boxed::<VlArbitrationTable>,
-        SmAttributeId::LinearForwardingTable => boxed::<LinearForwardingTable>,
-        SmAttributeId::RandomForwardingTable => boxed::<RandomForwardingTable>,
-        SmAttributeId::MulticastForwardingTable => boxed::<MulticastForwardingTable>,
-        SmAttributeId::LinkSpeedWidthPairsTable => boxed::<LinkSpeedWidthPairsTable>,
-        SmAttributeId::SmInfo => boxed::<SmInfo>,
-        SmAttributeId::VendorDiag => boxed::<VendorDiag>,
-        SmAttributeId::LedInfo => boxed::<LedInfo>,
-        SmAttributeId::PortInfoExtended => boxed::<PortInfoExtended>,
-        SmAttributeId::MlnxExtPortInfo => boxed::<MlnxExtPortInfo>,
-        _ => return None,
-    })
+    match SmAttributeId::from(id) {
+        // Notice travels in traps, not in a Get/Set of the SMA.
+        SmAttributeId::Notice => Some(boxed::<Notice>),
+        id => id.visit(Boxed),
+    }
 }
 
 /// The structure carried by a PerfMgt MAD (class 0x04) with this AttributeID, besides
 /// ClassPortInfo.
 #[must_use]
 pub fn perf_attribute(id: u16) -> Option<Parser> {
-    Some(match PerfAttributeId::from(id) {
-        PerfAttributeId::PortCounters => boxed::<PortCounters>,
-        PerfAttributeId::PortCountersExtended => boxed::<PortCountersExtended>,
-        PerfAttributeId::PortRcvErrorDetails => boxed::<PortRcvErrorDetails>,
-        PerfAttributeId::PortXmitDiscardDetails => boxed::<PortXmitDiscardDetails>,
-        PerfAttributeId::PortExtendedSpeedsCounters => boxed::<PortExtendedSpeedsCounters>,
-        _ => return None,
-    })
+    ibsm_query::perf::visit_attribute(PerfAttributeId::from(id), Boxed)
 }
 
 /// The typed DataDetails of a Notice, when its trap number has a layout.

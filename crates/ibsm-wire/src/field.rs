@@ -384,6 +384,29 @@ pub trait WireStruct: Sized + Copy + Default + PartialEq + core::fmt::Debug {
     fn for_each_field(&self, f: &mut dyn FnMut(&'static FieldDesc, FieldValue<'_>));
 }
 
+/// Work on a layout chosen at run time by an AttributeID, such as decoding it:
+/// [`SmAttributeId::visit`](crate::SmAttributeId::visit) calls [`Self::visit`] with the
+/// attribute's type, so a table of which type an ID carries is written once.
+///
+/// ```
+/// use ibsm_wire::{LayoutVisitor, Reflect, SmAttributeId, WireStruct};
+///
+/// struct Size;
+/// impl LayoutVisitor for Size {
+///     type Output = usize;
+///     fn visit<A: WireStruct + Reflect + 'static>(self) -> usize {
+///         A::SIZE
+///     }
+/// }
+/// assert_eq!(SmAttributeId::NodeInfo.visit(Size), Some(40));
+/// ```
+pub trait LayoutVisitor {
+    /// What the work gives.
+    type Output;
+    /// Does the work for layout `A`.
+    fn visit<A: WireStruct + Reflect + 'static>(self) -> Self::Output;
+}
+
 /// Checks that `buf` holds at least `need` bytes.
 #[inline]
 pub(crate) fn check_len(what: &'static str, buf: &[u8], need: usize) -> Result<()> {

@@ -76,7 +76,7 @@ mod tests;
 
 pub use attr::*;
 pub use error::{Error, Result};
-pub use field::{Field, FieldDesc, FieldType, FieldValue, Reflect, WireStruct};
+pub use field::{Field, FieldDesc, FieldType, FieldValue, LayoutVisitor, Reflect, WireStruct};
 pub use gid::{DEFAULT_SUBNET_PREFIX, Gid};
 pub use mad::{
     ClassPortInfo, ClassPortInfoView, GsMad, GsMadView, InvalidField, MAD_HEADER_SIZE, MAD_SIZE,

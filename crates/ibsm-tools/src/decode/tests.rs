@@ -1,5 +1,5 @@
 use super::*;
-use ibsm_wire::{DrPath, DrSmp, Method};
+use ibsm_wire::{DrPath, DrSmp, Method, NodeDescription, NodeInfo};
 
 #[test]
 fn hex() {
@@ -261,4 +261,27 @@ fn every_golden_capture_decodes() {
 #[test]
 fn comments_are_stripped() {
     assert_eq!(strip_comments("# x\n01 02 # y\n03"), "\n01 02 \n03");
+}
+
+#[test]
+fn every_known_attribute_has_its_layout() {
+    let zero = [0u8; 256];
+    let label = |p: Parser| p(&zero).unwrap().label();
+    for (id, want) in [
+        (SmAttributeId::Notice, "Notice"),
+        (SmAttributeId::NodeInfo, "NodeInfo"),
+        (SmAttributeId::PKeyTable, "P_KeyTable"),
+        (SmAttributeId::LinkSpeedWidthPairsTable, "LinkSpeedWidthPairsTable"),
+        (SmAttributeId::MlnxExtPortInfo, "MlnxExtPortInfo"),
+    ] {
+        assert_eq!(smp_attribute(id.into()).map(label), Some(want), "{id:?}");
+    }
+    assert!(smp_attribute(SmAttributeId::CableInfo.into()).is_none());
+    for (id, want) in [
+        (PerfAttributeId::PortCounters, "PortCounters"),
+        (PerfAttributeId::PortExtendedSpeedsCounters, "PortExtendedSpeedsCounters"),
+    ] {
+        assert_eq!(perf_attribute(id.into()).map(label), Some(want), "{id:?}");
+    }
+    assert!(perf_attribute(PerfAttributeId::ClassPortInfo.into()).is_none());
 }

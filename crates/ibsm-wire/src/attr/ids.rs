@@ -32,6 +32,15 @@ macro_rules! smp_attributes {
                     _ => None,
                 }
             }
+
+            /// Runs `v` with the type of the attribute this ID carries, for the
+            /// attributes this crate lays out; `None` for the others.
+            pub fn visit<V: $crate::field::LayoutVisitor>(self, v: V) -> Option<V::Output> {
+                match self {
+                    $(SmAttributeId::$id => Some(v.visit::<$ty>()),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
