@@ -116,74 +116,41 @@ impl Default for RouteOptions {
     }
 }
 
+/// The `with_*` setters of [`RouteOptions`]: each sets its field and returns the options
+/// (the struct is `#[non_exhaustive]`, so code outside this crate starts from
+/// `RouteOptions::default()` and chains these).
+macro_rules! with {
+    ($($with:ident => $field:ident: $ty:ty),* $(,)?) => {
+        impl RouteOptions {
+            $(
+                #[doc = concat!("Sets [`RouteOptions::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $with(mut self, v: $ty) -> Self {
+                    self.$field = v;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+with! {
+    with_threads => threads: usize,
+    with_max_vls => max_vls: u8,
+    with_roots => roots: Vec<Guid>,
+    with_compute_nodes => compute_nodes: Vec<Guid>,
+    with_io_nodes => io_nodes: Vec<Guid>,
+    with_max_reverse_hops => max_reverse_hops: u16,
+    with_routing_order => routing_order: Vec<Guid>,
+    with_fallback => fallback: Vec<EngineKind>,
+    with_allow_unreachable => allow_unreachable: bool,
+}
+
 impl RouteOptions {
-    /// Sets [`RouteOptions::threads`].
-    #[must_use]
-    pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = threads;
-        self
-    }
-
-    /// Sets [`RouteOptions::max_vls`].
-    #[must_use]
-    pub fn with_max_vls(mut self, vls: u8) -> Self {
-        self.max_vls = vls;
-        self
-    }
-
-    /// Sets [`RouteOptions::roots`].
-    #[must_use]
-    pub fn with_roots(mut self, roots: Vec<Guid>) -> Self {
-        self.roots = roots;
-        self
-    }
-
-    /// Sets [`RouteOptions::compute_nodes`].
-    #[must_use]
-    pub fn with_compute_nodes(mut self, guids: Vec<Guid>) -> Self {
-        self.compute_nodes = guids;
-        self
-    }
-
-    /// Sets [`RouteOptions::io_nodes`].
-    #[must_use]
-    pub fn with_io_nodes(mut self, guids: Vec<Guid>) -> Self {
-        self.io_nodes = guids;
-        self
-    }
-
-    /// Sets [`RouteOptions::max_reverse_hops`].
-    #[must_use]
-    pub fn with_max_reverse_hops(mut self, hops: u16) -> Self {
-        self.max_reverse_hops = hops;
-        self
-    }
-
-    /// Sets [`RouteOptions::routing_order`].
-    #[must_use]
-    pub fn with_routing_order(mut self, guids: Vec<Guid>) -> Self {
-        self.routing_order = guids;
-        self
-    }
-
-    /// Sets [`RouteOptions::fallback`].
-    #[must_use]
-    pub fn with_fallback(mut self, chain: Vec<EngineKind>) -> Self {
-        self.fallback = chain;
-        self
-    }
-
     /// Sets [`RouteOptions::coordinates`].
     #[must_use]
     pub fn with_coordinates(mut self, c: Coordinates) -> Self {
         self.coordinates = Some(c);
-        self
-    }
-
-    /// Sets [`RouteOptions::allow_unreachable`].
-    #[must_use]
-    pub fn with_allow_unreachable(mut self, allow: bool) -> Self {
-        self.allow_unreachable = allow;
         self
     }
 }

@@ -271,7 +271,10 @@ fn every_known_attribute_has_its_layout() {
         (SmAttributeId::Notice, "Notice"),
         (SmAttributeId::NodeInfo, "NodeInfo"),
         (SmAttributeId::PKeyTable, "P_KeyTable"),
-        (SmAttributeId::LinkSpeedWidthPairsTable, "LinkSpeedWidthPairsTable"),
+        (
+            SmAttributeId::LinkSpeedWidthPairsTable,
+            "LinkSpeedWidthPairsTable",
+        ),
         (SmAttributeId::MlnxExtPortInfo, "MlnxExtPortInfo"),
     ] {
         assert_eq!(smp_attribute(id.into()).map(label), Some(want), "{id:?}");
@@ -279,7 +282,10 @@ fn every_known_attribute_has_its_layout() {
     assert!(smp_attribute(SmAttributeId::CableInfo.into()).is_none());
     for (id, want) in [
         (PerfAttributeId::PortCounters, "PortCounters"),
-        (PerfAttributeId::PortExtendedSpeedsCounters, "PortExtendedSpeedsCounters"),
+        (
+            PerfAttributeId::PortExtendedSpeedsCounters,
+            "PortExtendedSpeedsCounters",
+        ),
     ] {
         assert_eq!(perf_attribute(id.into()).map(label), Some(want), "{id:?}");
     }
