@@ -54,29 +54,50 @@ fn small(c: &mut Criterion) {
     g.finish();
 }
 
-fn big(c: &mut Criterion) {
-    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
+/// One XGFT, routed by each of `kinds` at each of `threads` as the criterion group
+/// `group`; the tree and its LIDs are handed back for further benches in the group.
+fn xgft_group<'c>(
+    c: &'c mut Criterion,
+    group: &str,
+    (m, w, lmc): (&[u32], &[u32], u8),
+    (kinds, threads): (&[EngineKind], &[usize]),
+    secs: u64,
+) -> (
+    criterion::BenchmarkGroup<'c, criterion::measurement::WallTime>,
+    Fabric,
+    Csr,
+    LidAssignment,
+) {
+    let f = xgft(m, w);
     let csr = Csr::new(&f);
-    let lids = LidAssignment::sequential(&csr, 0).expect("lids");
-    let mut g = c.benchmark_group("route_xgft_11k");
-    g.sample_size(10).measurement_time(Duration::from_secs(8));
-    for kind in [
-        EngineKind::MinHop,
-        EngineKind::UpDn,
-        EngineKind::FatTree,
-        EngineKind::Dfsssp,
-    ] {
+    let lids = LidAssignment::sequential(&csr, lmc).expect("lids");
+    let mut g = c.benchmark_group(group);
+    g.sample_size(10)
+        .measurement_time(Duration::from_secs(secs));
+    for kind in kinds {
         let eng = kind.engine();
-        for threads in [1, 2] {
+        for &threads in threads {
             let opts = RouteOptions::default().with_threads(threads);
             g.bench_function(format!("{}/threads{threads}", kind.name()), |b| {
                 b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
             });
         }
     }
+    (g, f, csr, lids)
+}
+
+fn big(c: &mut Criterion) {
+    use EngineKind::{Dfsssp, FatTree, MinHop, UpDn};
+    let (mut g, f, csr, lids) = xgft_group(
+        c,
+        "route_xgft_11k",
+        (&[18, 18, 36], &[1, 18, 18], 0),
+        (&[MinHop, UpDn, FatTree, Dfsssp], &[1, 2]),
+        8,
+    );
     // One leaf-to-spine cable fails; re-route from the previous tables.
     let opts = RouteOptions::default();
-    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
+    for kind in [MinHop, UpDn, FatTree] {
         let eng = kind.engine();
         let before = eng.route(&csr, &lids, &opts).expect("routes");
         let mut cut = f.clone();
@@ -93,36 +114,22 @@ fn big(c: &mut Criterion) {
 
 /// The 11k tree with LMC 1 (24,949 LIDs): siblings avoid each other's ports.
 fn big_lmc(c: &mut Criterion) {
-    let f = xgft(&[18, 18, 36], &[1, 18, 18]);
-    let csr = Csr::new(&f);
-    let lids = LidAssignment::sequential(&csr, 1).expect("lids");
-    let mut g = c.benchmark_group("route_xgft_11k_lmc1");
-    g.sample_size(10).measurement_time(Duration::from_secs(8));
-    let opts = RouteOptions::default();
-    for kind in [EngineKind::MinHop, EngineKind::UpDn, EngineKind::FatTree] {
-        let eng = kind.engine();
-        g.bench_function(format!("{}/threads1", kind.name()), |b| {
-            b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
-        });
-    }
+    use EngineKind::{FatTree, MinHop, UpDn};
+    let tree = (&[18, 18, 36][..], &[1, 18, 18][..], 1);
+    let (g, ..) = xgft_group(
+        c,
+        "route_xgft_11k_lmc1",
+        tree,
+        (&[MinHop, UpDn, FatTree], &[1]),
+        8,
+    );
     g.finish();
 }
 
 fn lid_limit(c: &mut Criterion) {
-    let f = xgft(&[32, 32, 44], &[1, 32, 32]);
-    let csr = Csr::new(&f);
-    let lids = LidAssignment::sequential(&csr, 0).expect("lids");
-    let mut g = c.benchmark_group("route_xgft_45k");
-    g.sample_size(10).measurement_time(Duration::from_secs(20));
-    for kind in [EngineKind::MinHop, EngineKind::FatTree] {
-        let eng = kind.engine();
-        for threads in [1, 2] {
-            let opts = RouteOptions::default().with_threads(threads);
-            g.bench_function(format!("{}/threads{threads}", kind.name()), |b| {
-                b.iter(|| black_box(eng.route(&csr, &lids, &opts)));
-            });
-        }
-    }
+    use EngineKind::{FatTree, MinHop};
+    let tree = (&[32, 32, 44][..], &[1, 32, 32][..], 0);
+    let (g, ..) = xgft_group(c, "route_xgft_45k", tree, (&[MinHop, FatTree], &[1, 2]), 20);
     g.finish();
 }
 
