@@ -27,12 +27,13 @@ use alloc::vec::Vec;
 
 use ibsm_wire::mad::{GS_DATA_OFFSET, METHOD_GET_RESP};
 use ibsm_wire::perf::{
-    ALL_PORTS, CounterSelect, CounterSelect2, ExtCounterSelect, ExtCounterSelect2,
-    PERF_CLASS_VERSION, PerfAttributeId, PmCapabilityMask, PmCapabilityMask2, PortCounters,
-    PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails, PortXmitDiscardDetails,
+    ALL_PORTS, PERF_CLASS_VERSION, PerfAttributeId, PmCapabilityMask, PmCapabilityMask2,
+    PortCounters, PortCountersExtended, PortExtendedSpeedsCounters, PortRcvErrorDetails,
+    PortXmitDiscardDetails,
 };
 use ibsm_wire::{
     ClassPortInfo, FieldType, FieldValue, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status,
+    WireStruct,
 };
 
 pub use ibsm_wire::perf::Counter;
@@ -366,28 +367,8 @@ impl Pma {
     #[must_use]
     pub fn port_counters(&self, port_select: u8) -> Option<PortCounters> {
         let p = self.counts(self.select(port_select)?);
-        Some(PortCounters {
-            port_select,
-            counter_select: CounterSelect::EMPTY,
-            symbol_error_counter: p.narrow(Counter::SymbolErrors) as u16,
-            link_error_recovery_counter: p.narrow(Counter::LinkErrorRecovery) as u8,
-            link_downed_counter: p.narrow(Counter::LinkDowned) as u8,
-            port_rcv_errors: p.narrow(Counter::RcvErrors) as u16,
-            port_rcv_remote_physical_errors: p.narrow(Counter::RcvRemotePhysicalErrors) as u16,
-            port_rcv_switch_relay_errors: p.narrow(Counter::RcvSwitchRelayErrors) as u16,
-            port_xmit_discards: p.narrow(Counter::XmitDiscards) as u16,
-            port_xmit_constraint_errors: p.narrow(Counter::XmitConstraintErrors) as u8,
-            port_rcv_constraint_errors: p.narrow(Counter::RcvConstraintErrors) as u8,
-            counter_select2: CounterSelect2::EMPTY,
-            local_link_integrity_errors: p.narrow(Counter::LocalLinkIntegrityErrors) as u8,
-            excessive_buffer_overrun_errors: p.narrow(Counter::ExcessiveBufferOverrunErrors) as u8,
-            vl15_dropped: p.narrow(Counter::Vl15Dropped) as u16,
-            port_xmit_data: p.narrow(Counter::XmitData) as u32,
-            port_rcv_data: p.narrow(Counter::RcvData) as u32,
-            port_xmit_pkts: p.narrow(Counter::XmitPkts) as u32,
-            port_rcv_pkts: p.narrow(Counter::RcvPkts) as u32,
-            port_xmit_wait: p.narrow(Counter::XmitWait) as u32,
-        })
+        let counters = Counter::COUNTER_SELECT.iter().chain(&[Counter::XmitWait]);
+        Some(reading(port_select, counters, |c| p.narrow(c)))
     }
 
     /// PortCountersExtended of `port` (or all ports) as a Get answers it.
@@ -398,66 +379,32 @@ impl Pma {
             .cfg
             .capability_mask2
             .contains(PmCapabilityMask2::ADDITIONAL_EXT_COUNTERS);
-        // Without the capability the error words are reserved: zero.
-        let e = |c| if additional { p.get(c) } else { 0 };
-        Some(PortCountersExtended {
-            port_select,
-            counter_select: ExtCounterSelect::EMPTY,
-            counter_select2: ExtCounterSelect2::EMPTY,
-            port_xmit_data: p.get(Counter::XmitData),
-            port_rcv_data: p.get(Counter::RcvData),
-            port_xmit_pkts: p.get(Counter::XmitPkts),
-            port_rcv_pkts: p.get(Counter::RcvPkts),
-            port_unicast_xmit_pkts: p.get(Counter::UnicastXmitPkts),
-            port_unicast_rcv_pkts: p.get(Counter::UnicastRcvPkts),
-            port_multicast_xmit_pkts: p.get(Counter::MulticastXmitPkts),
-            port_multicast_rcv_pkts: p.get(Counter::MulticastRcvPkts),
-            symbol_error_counter: e(Counter::SymbolErrors),
-            link_error_recovery_counter: e(Counter::LinkErrorRecovery),
-            link_downed_counter: e(Counter::LinkDowned),
-            port_rcv_errors: e(Counter::RcvErrors),
-            port_rcv_remote_physical_errors: e(Counter::RcvRemotePhysicalErrors),
-            port_rcv_switch_relay_errors: e(Counter::RcvSwitchRelayErrors),
-            port_xmit_discards: e(Counter::XmitDiscards),
-            port_xmit_constraint_errors: e(Counter::XmitConstraintErrors),
-            port_rcv_constraint_errors: e(Counter::RcvConstraintErrors),
-            local_link_integrity_errors: e(Counter::LocalLinkIntegrityErrors),
-            excessive_buffer_overrun_errors: e(Counter::ExcessiveBufferOverrunErrors),
-            vl15_dropped: e(Counter::Vl15Dropped),
-            port_xmit_wait: e(Counter::XmitWait),
-            qp1_dropped: e(Counter::Qp1Dropped),
-        })
+        // Without the capability the words of CounterSelect2 (the error counters,
+        // PortXmitWait, QP1Dropped) are reserved: zero.
+        let traffic = &Counter::EXT_COUNTER_SELECT;
+        Some(reading(port_select, Counter::ALL, |c| {
+            if additional || traffic.contains(&c) {
+                p.get(c)
+            } else {
+                0
+            }
+        }))
     }
 
     /// PortRcvErrorDetails of `port` (or all ports) as a Get answers it.
     #[must_use]
     pub fn port_rcv_error_details(&self, port_select: u8) -> Option<PortRcvErrorDetails> {
         let p = self.counts(self.select(port_select)?);
-        Some(PortRcvErrorDetails {
-            port_select,
-            counter_select: 0,
-            port_local_physical_errors: p.narrow(Counter::RcvLocalPhysicalErrors) as u16,
-            port_malformed_packet_errors: p.narrow(Counter::RcvMalformedPacketErrors) as u16,
-            port_buffer_overrun_errors: p.narrow(Counter::RcvBufferOverrunErrors) as u16,
-            port_dlid_mapping_errors: p.narrow(Counter::RcvDlidMappingErrors) as u16,
-            port_vl_mapping_errors: p.narrow(Counter::RcvVlMappingErrors) as u16,
-            port_looping_errors: p.narrow(Counter::RcvLoopingErrors) as u16,
-        })
+        let counters = &Counter::RCV_ERROR_DETAILS_SELECT;
+        Some(reading(port_select, counters, |c| p.narrow(c)))
     }
 
     /// PortXmitDiscardDetails of `port` (or all ports) as a Get answers it.
     #[must_use]
     pub fn port_xmit_discard_details(&self, port_select: u8) -> Option<PortXmitDiscardDetails> {
         let p = self.counts(self.select(port_select)?);
-        Some(PortXmitDiscardDetails {
-            port_select,
-            counter_select: 0,
-            port_inactive_discards: p.narrow(Counter::XmitInactiveDiscards) as u16,
-            port_neighbor_mtu_discards: p.narrow(Counter::XmitNeighborMtuDiscards) as u16,
-            port_sw_lifetime_limit_discards: p.narrow(Counter::XmitSwLifetimeLimitDiscards) as u16,
-            port_sw_hoq_lifetime_limit_discards: p.narrow(Counter::XmitSwHoqLifetimeLimitDiscards)
-                as u16,
-        })
+        let counters = &Counter::XMIT_DISCARD_DETAILS_SELECT;
+        Some(reading(port_select, counters, |c| p.narrow(c)))
     }
 
     fn select(&self, port_select: u8) -> Option<Sel> {
@@ -625,6 +572,26 @@ impl Pma {
             _ => Err(Status::METHOD_ATTR_UNSUPPORTED),
         }
     }
+}
+
+/// A counter attribute as a Get answers it: `port_select`, each of `counters` in its
+/// field ([`Counter::field`]) at `value` (which the caller keeps within the field's
+/// width), the select words zero.
+fn reading<'c, A: WireStruct>(
+    port_select: u8,
+    counters: impl IntoIterator<Item = &'c Counter>,
+    value: impl Fn(Counter) -> u64,
+) -> A {
+    let mut a = A::default();
+    let mut set = |name, v| {
+        let ok = a.set_field(name, FieldValue::Uint(v)).is_ok();
+        debug_assert!(ok, "{} has no field {name} for {v}", A::LABEL);
+    };
+    set("port_select", u64::from(port_select));
+    for &c in counters {
+        set(c.field(), value(c));
+    }
+    a
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 use super::*;
 
 use ibsm_wire::GsMad;
-use ibsm_wire::perf::perf_request;
+use ibsm_wire::perf::{
+    CounterSelect, CounterSelect2, ExtCounterSelect, ExtCounterSelect2, perf_request,
+};
 use proptest::prelude::*;
 
 fn ask(pma: &mut Pma, method: Method, attr: PerfAttributeId, data: &[u8]) -> Option<GsMad> {

@@ -4,9 +4,10 @@
 //! that holds it and the CounterSelect bit that names it.
 
 use super::{PortCounters, PortCountersExtended, PortRcvErrorDetails, PortXmitDiscardDetails};
+use crate::field::{FieldValue, WireStruct, find_field};
 
 macro_rules! counters {
-    ($($(#[$m:meta])* $v:ident => $name:literal, $stem:literal, $error:literal, $width:literal;)*) => {
+    ($($(#[$m:meta])* $v:ident => $name:literal, $stem:literal, $error:literal, $field:literal;)*) => {
         /// A port counter, by the name `perfquery` prints.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -41,11 +42,11 @@ macro_rules! counters {
                 match self { $(Counter::$v => $error,)* }
             }
 
-            /// Its width in bits in PortCounters or its detail attribute (64 for the
-            /// counters only PortCountersExtended has).
+            /// The field that holds it in each attribute that has it (PortCounters,
+            /// PortCountersExtended, its detail attribute): the same name in each.
             #[must_use]
-            pub const fn width(self) -> u32 {
-                match self { $(Counter::$v => $width,)* }
+            pub const fn field(self) -> &'static str {
+                match self { $(Counter::$v => $field,)* }
             }
         }
     };
@@ -53,70 +54,70 @@ macro_rules! counters {
 
 counters! {
     /// PortXmitData (4-byte words).
-    XmitData => "PortXmitData", "transmit_data_bytes", false, 32;
+    XmitData => "PortXmitData", "transmit_data_bytes", false, "port_xmit_data";
     /// PortRcvData (4-byte words).
-    RcvData => "PortRcvData", "receive_data_bytes", false, 32;
+    RcvData => "PortRcvData", "receive_data_bytes", false, "port_rcv_data";
     /// PortXmitPkts.
-    XmitPkts => "PortXmitPkts", "transmit_packets", false, 32;
+    XmitPkts => "PortXmitPkts", "transmit_packets", false, "port_xmit_pkts";
     /// PortRcvPkts.
-    RcvPkts => "PortRcvPkts", "receive_packets", false, 32;
+    RcvPkts => "PortRcvPkts", "receive_packets", false, "port_rcv_pkts";
     /// PortUnicastXmitPkts (PortCountersExtended only).
-    UnicastXmitPkts => "PortUnicastXmitPkts", "unicast_transmit_packets", false, 64;
+    UnicastXmitPkts => "PortUnicastXmitPkts", "unicast_transmit_packets", false, "port_unicast_xmit_pkts";
     /// PortUnicastRcvPkts (PortCountersExtended only).
-    UnicastRcvPkts => "PortUnicastRcvPkts", "unicast_receive_packets", false, 64;
+    UnicastRcvPkts => "PortUnicastRcvPkts", "unicast_receive_packets", false, "port_unicast_rcv_pkts";
     /// PortMulticastXmitPkts (PortCountersExtended only).
-    MulticastXmitPkts => "PortMulticastXmitPkts", "multicast_transmit_packets", false, 64;
+    MulticastXmitPkts => "PortMulticastXmitPkts", "multicast_transmit_packets", false, "port_multicast_xmit_pkts";
     /// PortMulticastRcvPkts (PortCountersExtended only).
-    MulticastRcvPkts => "PortMulticastRcvPkts", "multicast_receive_packets", false, 64;
+    MulticastRcvPkts => "PortMulticastRcvPkts", "multicast_receive_packets", false, "port_multicast_rcv_pkts";
     /// SymbolErrorCounter.
-    SymbolErrors => "SymbolErrorCounter", "symbol_error", true, 16;
+    SymbolErrors => "SymbolErrorCounter", "symbol_error", true, "symbol_error_counter";
     /// LinkErrorRecoveryCounter.
-    LinkErrorRecovery => "LinkErrorRecoveryCounter", "link_error_recovery", true, 8;
+    LinkErrorRecovery => "LinkErrorRecoveryCounter", "link_error_recovery", true, "link_error_recovery_counter";
     /// LinkDownedCounter.
-    LinkDowned => "LinkDownedCounter", "link_downed", true, 8;
+    LinkDowned => "LinkDownedCounter", "link_downed", true, "link_downed_counter";
     /// PortRcvErrors.
-    RcvErrors => "PortRcvErrors", "receive_errors", true, 16;
+    RcvErrors => "PortRcvErrors", "receive_errors", true, "port_rcv_errors";
     /// PortRcvRemotePhysicalErrors.
-    RcvRemotePhysicalErrors => "PortRcvRemotePhysicalErrors", "receive_remote_physical_errors", true, 16;
+    RcvRemotePhysicalErrors => "PortRcvRemotePhysicalErrors", "receive_remote_physical_errors", true, "port_rcv_remote_physical_errors";
     /// PortRcvSwitchRelayErrors.
-    RcvSwitchRelayErrors => "PortRcvSwitchRelayErrors", "receive_switch_relay_errors", true, 16;
+    RcvSwitchRelayErrors => "PortRcvSwitchRelayErrors", "receive_switch_relay_errors", true, "port_rcv_switch_relay_errors";
     /// PortXmitDiscards.
-    XmitDiscards => "PortXmitDiscards", "transmit_discards", true, 16;
+    XmitDiscards => "PortXmitDiscards", "transmit_discards", true, "port_xmit_discards";
     /// PortXmitConstraintErrors.
-    XmitConstraintErrors => "PortXmitConstraintErrors", "transmit_constraint_errors", true, 8;
+    XmitConstraintErrors => "PortXmitConstraintErrors", "transmit_constraint_errors", true, "port_xmit_constraint_errors";
     /// PortRcvConstraintErrors.
-    RcvConstraintErrors => "PortRcvConstraintErrors", "receive_constraint_errors", true, 8;
+    RcvConstraintErrors => "PortRcvConstraintErrors", "receive_constraint_errors", true, "port_rcv_constraint_errors";
     /// LocalLinkIntegrityErrors.
-    LocalLinkIntegrityErrors => "LocalLinkIntegrityErrors", "local_link_integrity_errors", true, 4;
+    LocalLinkIntegrityErrors => "LocalLinkIntegrityErrors", "local_link_integrity_errors", true, "local_link_integrity_errors";
     /// ExcessiveBufferOverrunErrors.
-    ExcessiveBufferOverrunErrors => "ExcessiveBufferOverrunErrors", "excessive_buffer_overrun_errors", true, 4;
+    ExcessiveBufferOverrunErrors => "ExcessiveBufferOverrunErrors", "excessive_buffer_overrun_errors", true, "excessive_buffer_overrun_errors";
     /// VL15Dropped.
-    Vl15Dropped => "VL15Dropped", "vl15_dropped", true, 16;
+    Vl15Dropped => "VL15Dropped", "vl15_dropped", true, "vl15_dropped";
     /// QP1Dropped (the same bits as VL15Dropped in PortCounters, on agents with
     /// QP1Dropped; its own 64 bits in PortCountersExtended).
-    Qp1Dropped => "QP1Dropped", "qp1_dropped", true, 64;
+    Qp1Dropped => "QP1Dropped", "qp1_dropped", true, "qp1_dropped";
     /// PortXmitWait (ticks with data to send and no credits: congestion, not errors).
-    XmitWait => "PortXmitWait", "transmit_wait", false, 32;
+    XmitWait => "PortXmitWait", "transmit_wait", false, "port_xmit_wait";
     /// PortRcvErrorDetails.PortLocalPhysicalErrors.
-    RcvLocalPhysicalErrors => "PortLocalPhysicalErrors", "", true, 16;
+    RcvLocalPhysicalErrors => "PortLocalPhysicalErrors", "", true, "port_local_physical_errors";
     /// PortRcvErrorDetails.PortMalformedPktErrors.
-    RcvMalformedPacketErrors => "PortMalformedPktErrors", "", true, 16;
+    RcvMalformedPacketErrors => "PortMalformedPktErrors", "", true, "port_malformed_packet_errors";
     /// PortRcvErrorDetails.PortBufferOverrunErrors.
-    RcvBufferOverrunErrors => "PortBufferOverrunErrors", "", true, 16;
+    RcvBufferOverrunErrors => "PortBufferOverrunErrors", "", true, "port_buffer_overrun_errors";
     /// PortRcvErrorDetails.PortDLIDMappingErrors.
-    RcvDlidMappingErrors => "PortDLIDMappingErrors", "", true, 16;
+    RcvDlidMappingErrors => "PortDLIDMappingErrors", "", true, "port_dlid_mapping_errors";
     /// PortRcvErrorDetails.PortVLMappingErrors.
-    RcvVlMappingErrors => "PortVLMappingErrors", "", true, 16;
+    RcvVlMappingErrors => "PortVLMappingErrors", "", true, "port_vl_mapping_errors";
     /// PortRcvErrorDetails.PortLoopingErrors.
-    RcvLoopingErrors => "PortLoopingErrors", "", true, 16;
+    RcvLoopingErrors => "PortLoopingErrors", "", true, "port_looping_errors";
     /// PortXmitDiscardDetails.PortInactiveDiscards.
-    XmitInactiveDiscards => "PortInactiveDiscards", "", true, 16;
+    XmitInactiveDiscards => "PortInactiveDiscards", "", true, "port_inactive_discards";
     /// PortXmitDiscardDetails.PortNeighborMTUDiscards.
-    XmitNeighborMtuDiscards => "PortNeighborMTUDiscards", "", true, 16;
+    XmitNeighborMtuDiscards => "PortNeighborMTUDiscards", "", true, "port_neighbor_mtu_discards";
     /// PortXmitDiscardDetails.PortSwLifetimeLimitDiscards.
-    XmitSwLifetimeLimitDiscards => "PortSwLifetimeLimitDiscards", "", true, 16;
+    XmitSwLifetimeLimitDiscards => "PortSwLifetimeLimitDiscards", "", true, "port_sw_lifetime_limit_discards";
     /// PortXmitDiscardDetails.PortSwHOQLifetimeLimitDiscards.
-    XmitSwHoqLifetimeLimitDiscards => "PortSwHOQLifetimeLimitDiscards", "", true, 16;
+    XmitSwHoqLifetimeLimitDiscards => "PortSwHOQLifetimeLimitDiscards", "", true, "port_sw_hoq_lifetime_limit_discards";
 }
 
 impl Counter {
@@ -192,6 +193,35 @@ impl Counter {
         Self::XmitSwHoqLifetimeLimitDiscards,
     ];
 
+    /// Its width in bits in PortCounters or its detail attribute (64 for the
+    /// counters only PortCountersExtended has), as their field tables lay it out.
+    #[must_use]
+    pub const fn width(self) -> u32 {
+        let narrow = [
+            <PortCounters as WireStruct>::FIELDS,
+            <PortRcvErrorDetails as WireStruct>::FIELDS,
+            <PortXmitDiscardDetails as WireStruct>::FIELDS,
+        ];
+        let mut i = 0;
+        while i < narrow.len() {
+            if let Some(f) = find_field(narrow[i], self.field()) {
+                return f.len as u32;
+            }
+            i += 1;
+        }
+        64
+    }
+
+    /// Its value in a reading of `A` (PortCounters, PortCountersExtended or a detail
+    /// attribute), widened; `None` when `A` has no field for it.
+    #[must_use]
+    pub fn read<A: WireStruct>(self, a: &A) -> Option<u64> {
+        match a.get_field(self.field())? {
+            FieldValue::Uint(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// The largest value the narrow attribute shows ([`Self::width`] bits).
     #[must_use]
     pub const fn narrow_max(self) -> u64 {
@@ -242,86 +272,32 @@ impl Counter {
     }
 
     /// Its value in a PortCounters reading, widened; `None` for the counters
-    /// PortCounters does not have.
+    /// PortCounters does not have. QP1Dropped reads the bits it shares with VL15Dropped
+    /// there (see [`PortCounters::qp1_dropped`]).
     #[must_use]
     pub fn of_counters(self, pc: &PortCounters) -> Option<u64> {
-        Some(match self {
-            Counter::XmitData => pc.port_xmit_data.into(),
-            Counter::RcvData => pc.port_rcv_data.into(),
-            Counter::XmitPkts => pc.port_xmit_pkts.into(),
-            Counter::RcvPkts => pc.port_rcv_pkts.into(),
-            Counter::SymbolErrors => pc.symbol_error_counter.into(),
-            Counter::LinkErrorRecovery => pc.link_error_recovery_counter.into(),
-            Counter::LinkDowned => pc.link_downed_counter.into(),
-            Counter::RcvErrors => pc.port_rcv_errors.into(),
-            Counter::RcvRemotePhysicalErrors => pc.port_rcv_remote_physical_errors.into(),
-            Counter::RcvSwitchRelayErrors => pc.port_rcv_switch_relay_errors.into(),
-            Counter::XmitDiscards => pc.port_xmit_discards.into(),
-            Counter::XmitConstraintErrors => pc.port_xmit_constraint_errors.into(),
-            Counter::RcvConstraintErrors => pc.port_rcv_constraint_errors.into(),
-            Counter::LocalLinkIntegrityErrors => pc.local_link_integrity_errors.into(),
-            Counter::ExcessiveBufferOverrunErrors => pc.excessive_buffer_overrun_errors.into(),
-            Counter::Vl15Dropped => pc.vl15_dropped.into(),
-            Counter::Qp1Dropped => pc.qp1_dropped().into(),
-            Counter::XmitWait => pc.port_xmit_wait.into(),
-            _ => return None,
-        })
+        if self == Counter::Qp1Dropped {
+            return Some(pc.qp1_dropped().into());
+        }
+        self.read(pc)
     }
 
     /// Its value in a PortCountersExtended reading; `None` for the detail counters.
     #[must_use]
     pub fn of_extended(self, e: &PortCountersExtended) -> Option<u64> {
-        Some(match self {
-            Counter::XmitData => e.port_xmit_data,
-            Counter::RcvData => e.port_rcv_data,
-            Counter::XmitPkts => e.port_xmit_pkts,
-            Counter::RcvPkts => e.port_rcv_pkts,
-            Counter::UnicastXmitPkts => e.port_unicast_xmit_pkts,
-            Counter::UnicastRcvPkts => e.port_unicast_rcv_pkts,
-            Counter::MulticastXmitPkts => e.port_multicast_xmit_pkts,
-            Counter::MulticastRcvPkts => e.port_multicast_rcv_pkts,
-            Counter::SymbolErrors => e.symbol_error_counter,
-            Counter::LinkErrorRecovery => e.link_error_recovery_counter,
-            Counter::LinkDowned => e.link_downed_counter,
-            Counter::RcvErrors => e.port_rcv_errors,
-            Counter::RcvRemotePhysicalErrors => e.port_rcv_remote_physical_errors,
-            Counter::RcvSwitchRelayErrors => e.port_rcv_switch_relay_errors,
-            Counter::XmitDiscards => e.port_xmit_discards,
-            Counter::XmitConstraintErrors => e.port_xmit_constraint_errors,
-            Counter::RcvConstraintErrors => e.port_rcv_constraint_errors,
-            Counter::LocalLinkIntegrityErrors => e.local_link_integrity_errors,
-            Counter::ExcessiveBufferOverrunErrors => e.excessive_buffer_overrun_errors,
-            Counter::Vl15Dropped => e.vl15_dropped,
-            Counter::Qp1Dropped => e.qp1_dropped,
-            Counter::XmitWait => e.port_xmit_wait,
-            _ => return None,
-        })
+        self.read(e)
     }
 
     /// Its value in a PortRcvErrorDetails reading; `None` for the other counters.
     #[must_use]
     pub fn of_rcv_error_details(self, d: &PortRcvErrorDetails) -> Option<u64> {
-        Some(u64::from(match self {
-            Counter::RcvLocalPhysicalErrors => d.port_local_physical_errors,
-            Counter::RcvMalformedPacketErrors => d.port_malformed_packet_errors,
-            Counter::RcvBufferOverrunErrors => d.port_buffer_overrun_errors,
-            Counter::RcvDlidMappingErrors => d.port_dlid_mapping_errors,
-            Counter::RcvVlMappingErrors => d.port_vl_mapping_errors,
-            Counter::RcvLoopingErrors => d.port_looping_errors,
-            _ => return None,
-        }))
+        self.read(d)
     }
 
     /// Its value in a PortXmitDiscardDetails reading; `None` for the other counters.
     #[must_use]
     pub fn of_xmit_discard_details(self, d: &PortXmitDiscardDetails) -> Option<u64> {
-        Some(u64::from(match self {
-            Counter::XmitInactiveDiscards => d.port_inactive_discards,
-            Counter::XmitNeighborMtuDiscards => d.port_neighbor_mtu_discards,
-            Counter::XmitSwLifetimeLimitDiscards => d.port_sw_lifetime_limit_discards,
-            Counter::XmitSwHoqLifetimeLimitDiscards => d.port_sw_hoq_lifetime_limit_discards,
-            _ => return None,
-        }))
+        self.read(d)
     }
 }
 
@@ -350,6 +326,48 @@ mod tests {
                 .iter()
                 .all(|c| c.exporter_stem().is_empty())
         );
+    }
+
+    #[test]
+    fn widths_come_from_the_field_tables() {
+        let pinned = [
+            (Counter::XmitData, 32),
+            (Counter::RcvData, 32),
+            (Counter::XmitPkts, 32),
+            (Counter::RcvPkts, 32),
+            (Counter::UnicastXmitPkts, 64),
+            (Counter::UnicastRcvPkts, 64),
+            (Counter::MulticastXmitPkts, 64),
+            (Counter::MulticastRcvPkts, 64),
+            (Counter::SymbolErrors, 16),
+            (Counter::LinkErrorRecovery, 8),
+            (Counter::LinkDowned, 8),
+            (Counter::RcvErrors, 16),
+            (Counter::RcvRemotePhysicalErrors, 16),
+            (Counter::RcvSwitchRelayErrors, 16),
+            (Counter::XmitDiscards, 16),
+            (Counter::XmitConstraintErrors, 8),
+            (Counter::RcvConstraintErrors, 8),
+            (Counter::LocalLinkIntegrityErrors, 4),
+            (Counter::ExcessiveBufferOverrunErrors, 4),
+            (Counter::Vl15Dropped, 16),
+            (Counter::Qp1Dropped, 64),
+            (Counter::XmitWait, 32),
+            (Counter::RcvLocalPhysicalErrors, 16),
+            (Counter::RcvMalformedPacketErrors, 16),
+            (Counter::RcvBufferOverrunErrors, 16),
+            (Counter::RcvDlidMappingErrors, 16),
+            (Counter::RcvVlMappingErrors, 16),
+            (Counter::RcvLoopingErrors, 16),
+            (Counter::XmitInactiveDiscards, 16),
+            (Counter::XmitNeighborMtuDiscards, 16),
+            (Counter::XmitSwLifetimeLimitDiscards, 16),
+            (Counter::XmitSwHoqLifetimeLimitDiscards, 16),
+        ];
+        for (c, w) in pinned {
+            assert_eq!(c.width(), w, "{c:?}");
+        }
+        assert_eq!(pinned.len(), Counter::EVERY.len());
     }
 
     #[test]
