@@ -1,12 +1,15 @@
 //! Requests per second the SMA answers: SubnGet(PortInfo) (every sweep reads it for
 //! every port) in both routing forms, a rejected (M_Key-protected) Get, and
-//! SubnSet(LinearForwardingTable) blocks (routing uploads). Target: > 10 M/s.
+//! SubnSet(LinearForwardingTable) blocks (routing uploads). Target: > 10 M/s. And the
+//! PMA's counter Gets (a PerfMgr sweep reads PortCounters and PortCountersExtended of
+//! every port).
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ibsm_sma::{NodeConfig, Rx, Sma};
-use ibsm_wire::{DrPath, DrSmp, Instant, LidSmp, Method, SmAttributeId};
+use ibsm_sma::{NodeConfig, Pma, PmaConfig, Rx, Sma};
+use ibsm_wire::perf::{PerfAttributeId, PortCounters, PortCountersExtended, perf_request};
+use ibsm_wire::{DrPath, DrSmp, Instant, LidSmp, Method, SmAttributeId, WireStruct};
 
 /// The SMA paths measured here have no timers: every call happens at the origin.
 const T0: Instant = Instant::ZERO;
@@ -98,5 +101,35 @@ fn requests(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, requests);
+fn pma(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pma");
+    g.throughput(Throughput::Elements(1));
+    let mut pma = Pma::new(PmaConfig::switch(36));
+    let mut data = [0u8; 192];
+    PortCounters {
+        port_select: 1,
+        ..PortCounters::default()
+    }
+    .emit_into(&mut data)
+    .expect("fits");
+    let get = perf_request(Method::Get, PerfAttributeId::PortCounters, 1, &data).to_bytes();
+    g.bench_function("PortCounters Get", |b| {
+        b.iter(|| pma.handle(T0, black_box(&get[..])));
+    });
+    let mut data = [0u8; 192];
+    PortCountersExtended {
+        port_select: 1,
+        ..PortCountersExtended::default()
+    }
+    .emit_into(&mut data)
+    .expect("fits");
+    let get = perf_request(Method::Get, PerfAttributeId::PortCountersExtended, 1, &data);
+    let get = get.to_bytes();
+    g.bench_function("PortCountersExtended Get", |b| {
+        b.iter(|| pma.handle(T0, black_box(&get[..])));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, requests, pma);
 criterion_main!(benches);

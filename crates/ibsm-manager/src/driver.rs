@@ -1,7 +1,7 @@
 //! The engine over any [`Transport`], in one call: a convenience over
 //! [`ibsm_transport::drive`], the one run loop of every sans-IO core (the engine is
-//! [`SansIo`](ibsm_transport::SansIo)). Hosts that keep jobs running across calls (a
-//! daemon running the engine in slices) call `drive` with a [`JobRunner`] of their own.
+//! [`SansIo`]). [`run`] runs jobs inline; [`run_with`] takes a [`JobRunner`] the caller
+//! keeps, so jobs may run on threads and outlive one call.
 
 use std::ops::ControlFlow;
 

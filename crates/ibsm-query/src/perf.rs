@@ -718,7 +718,7 @@ impl Scrape {
     }
 
     /// The next MAD to send now, with its attempt number ([`SansIo::poll_transmit`]
-    /// returns the same MAD as an [`Outgoing`]).
+    /// returns the same MAD as an [`Outgoing`](ibsm_transport::Outgoing)).
     pub fn next_attempt(&mut self, now: Instant) -> Option<Transmit> {
         self.submit_queued();
         self.client.txns.next_attempt(now)

@@ -3,11 +3,12 @@
 
 /// A code whose values are single bits of a mask type (the active width or speed and
 /// its supported/enabled masks): `mask` turns a value into its one-bit mask, and the
-/// mask's `$pick` answers the first value of a preference order that it contains.
+/// mask's `$pick` (`widest`, `fastest`) answers the first value of a preference order
+/// that it contains.
 macro_rules! one_bit_codes {
     (
         $(#[$mask_doc:meta])* $code:ident::mask -> $mask:ident;
-        $(#[$pick_doc:meta])* $set:ident::$pick:ident -> [$($best:ident),+];
+        $(#[$pick_doc:meta])* $pick:ident -> [$($best:ident),+];
     ) => {
         impl $code {
             $(#[$mask_doc])*
@@ -17,9 +18,7 @@ macro_rules! one_bit_codes {
             }
         }
 
-        // `$set` is `$mask` again, named so the call reads as the two items it makes
-        // (a different type would not compile: `contains` takes a `$set`).
-        impl $set {
+        impl $mask {
             $(#[$pick_doc])*
             #[must_use]
             pub fn $pick(self) -> Option<$code> {
@@ -216,7 +215,7 @@ one_bit_codes! {
     /// This width as a one-bit [`LinkWidthMask`].
     LinkWidth::mask -> LinkWidthMask;
     /// The widest width in the mask (12x > 8x > 4x > 2x > 1x).
-    LinkWidthMask::widest -> [X12, X8, X4, X2, X1];
+    widest -> [X12, X8, X4, X2, X1];
 }
 
 code_enum! {
@@ -267,7 +266,7 @@ one_bit_codes! {
     /// This speed as a one-bit [`LinkSpeedMask`] (`Extended` gives the empty mask).
     LinkSpeed::mask -> LinkSpeedMask;
     /// The fastest speed in the mask (QDR > DDR > SDR).
-    LinkSpeedMask::fastest -> [Qdr, Ddr, Sdr];
+    fastest -> [Qdr, Ddr, Sdr];
 }
 
 code_enum! {
@@ -327,7 +326,7 @@ one_bit_codes! {
     /// This speed as a one-bit [`LinkSpeedExtMask`].
     LinkSpeedExt::mask -> LinkSpeedExtMask;
     /// The fastest extended speed in the mask (NDR > HDR > EDR > FDR).
-    LinkSpeedExtMask::fastest -> [Ndr, Hdr, Edr, Fdr];
+    fastest -> [Ndr, Hdr, Edr, Fdr];
 }
 
 bit_flags! {
