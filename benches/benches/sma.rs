@@ -9,7 +9,7 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ibsm_sma::{NodeConfig, Pma, PmaConfig, Rx, Sma};
 use ibsm_wire::perf::{PerfAttributeId, PortCounters, PortCountersExtended, perf_request};
-use ibsm_wire::{DrPath, DrSmp, Instant, LidSmp, Method, SmAttributeId, WireStruct};
+use ibsm_wire::{DrPath, DrSmp, Instant, LidSmp, Method, SmAttributeId};
 
 /// The SMA paths measured here have no timers: every call happens at the origin.
 const T0: Instant = Instant::ZERO;
