@@ -148,107 +148,40 @@ struct Spec {
 }
 
 impl Op {
-    /// The operation table.
+    /// The operation table: each operation's attribute, method, target and what a
+    /// request that got no answer means.
     fn spec(&self) -> Spec {
-        let row = |attr: SmAttributeId, method, target, on_failure| Spec {
+        use OnFailure::{LatchUnknown, LatchUnknownAndLock, Lock, Nothing, Sweep, Warn};
+        use SmAttributeId as A;
+        use Target::{Node, Port, Route, Switch};
+        let (get, set) = (Method::Get, Method::Set);
+        let (attr, method, target, on_failure) = match *self {
+            Op::NodeInfo { ref path, .. } => (A::NodeInfo, get, Route(**path), Nothing),
+            Op::NodeDesc { node } => (A::NodeDescription, get, Node(node), Lock),
+            Op::SwitchInfo { node } => (A::SwitchInfo, get, Node(node), LatchUnknownAndLock),
+            Op::SetSwitchInfo { node } => (A::SwitchInfo, set, Node(node), Lock),
+            Op::LightSwitchInfo { node } => (A::SwitchInfo, get, Node(node), Nothing),
+            Op::ClearPortStateChange { node } => (A::SwitchInfo, set, Node(node), LatchUnknown),
+            Op::CheckSwitchInfo { ref path, guid, .. } => {
+                (A::SwitchInfo, get, Switch(**path, guid), Sweep)
+            }
+            Op::PortInfo { node, port } => (A::PortInfo, get, Port(node, port), Lock),
+            Op::SetPortInfo { node, port } => (A::PortInfo, set, Port(node, port), Lock),
+            Op::SetLft { node, .. } => (A::LinearForwardingTable, set, Node(node), Lock),
+            Op::SetSl2Vl { node, .. } => (A::SlToVlMappingTable, set, Node(node), Lock),
+            Op::SetVlArb { node, .. } => (A::VlArbitrationTable, set, Node(node), Lock),
+            Op::SetMft { ref path, guid, .. } => {
+                (A::MulticastForwardingTable, set, Switch(**path, guid), Lock)
+            }
+            Op::PKeyTable { node, port, .. } => (A::PKeyTable, get, Port(node, port), Nothing),
+            Op::SetPKeyTable { node, port, .. } => (A::PKeyTable, set, Port(node, port), Warn),
+        };
+        Spec {
             attr,
             name: attr.label().unwrap_or("other"),
             method,
             target,
             on_failure,
-        };
-        let (get, set) = (Method::Get, Method::Set);
-        match *self {
-            Op::NodeInfo { ref path, .. } => row(
-                SmAttributeId::NodeInfo,
-                get,
-                Target::Route(**path),
-                OnFailure::Nothing,
-            ),
-            Op::NodeDesc { node } => row(
-                SmAttributeId::NodeDescription,
-                get,
-                Target::Node(node),
-                OnFailure::Lock,
-            ),
-            Op::SwitchInfo { node } => row(
-                SmAttributeId::SwitchInfo,
-                get,
-                Target::Node(node),
-                OnFailure::LatchUnknownAndLock,
-            ),
-            Op::SetSwitchInfo { node } => row(
-                SmAttributeId::SwitchInfo,
-                set,
-                Target::Node(node),
-                OnFailure::Lock,
-            ),
-            Op::LightSwitchInfo { node } => row(
-                SmAttributeId::SwitchInfo,
-                get,
-                Target::Node(node),
-                OnFailure::Nothing,
-            ),
-            Op::ClearPortStateChange { node } => row(
-                SmAttributeId::SwitchInfo,
-                set,
-                Target::Node(node),
-                OnFailure::LatchUnknown,
-            ),
-            Op::CheckSwitchInfo { ref path, guid, .. } => row(
-                SmAttributeId::SwitchInfo,
-                get,
-                Target::Switch(**path, guid),
-                OnFailure::Sweep,
-            ),
-            Op::PortInfo { node, port } => row(
-                SmAttributeId::PortInfo,
-                get,
-                Target::Port(node, port),
-                OnFailure::Lock,
-            ),
-            Op::SetPortInfo { node, port } => row(
-                SmAttributeId::PortInfo,
-                set,
-                Target::Port(node, port),
-                OnFailure::Lock,
-            ),
-            Op::SetLft { node, .. } => row(
-                SmAttributeId::LinearForwardingTable,
-                set,
-                Target::Node(node),
-                OnFailure::Lock,
-            ),
-            Op::SetSl2Vl { node, .. } => row(
-                SmAttributeId::SlToVlMappingTable,
-                set,
-                Target::Node(node),
-                OnFailure::Lock,
-            ),
-            Op::SetVlArb { node, .. } => row(
-                SmAttributeId::VlArbitrationTable,
-                set,
-                Target::Node(node),
-                OnFailure::Lock,
-            ),
-            Op::SetMft { ref path, guid, .. } => row(
-                SmAttributeId::MulticastForwardingTable,
-                set,
-                Target::Switch(**path, guid),
-                OnFailure::Lock,
-            ),
-            Op::PKeyTable { node, port, .. } => row(
-                SmAttributeId::PKeyTable,
-                get,
-                Target::Port(node, port),
-                OnFailure::Nothing,
-            ),
-            Op::SetPKeyTable { node, port, .. } => row(
-                SmAttributeId::PKeyTable,
-                set,
-                Target::Port(node, port),
-                OnFailure::Warn,
-            ),
         }
     }
 }
