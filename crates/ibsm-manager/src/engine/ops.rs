@@ -259,42 +259,30 @@ impl SubnetManager {
             }
         }
         let spec = op.spec();
-        let latch_node = match spec.target {
-            Target::Node(n) => Some(n),
-            _ => None,
-        };
+        // The switch's latch tells nothing: its ports are read all the same.
+        if matches!(
+            spec.on_failure,
+            OnFailure::LatchUnknown | OnFailure::LatchUnknownAndLock
+        ) && let Target::Node(n) = spec.target
+        {
+            self.sweep.found_mut(&mut self.last).switch_latch_done(
+                n,
+                Latch::Unknown,
+                &self.health,
+                &mut self.smps,
+            );
+        }
         match spec.on_failure {
-            OnFailure::Nothing => return,
+            OnFailure::Nothing | OnFailure::LatchUnknown => return,
             OnFailure::Warn => {
                 tracing::warn!(?op, "P_KeyTable Set refused or lost");
-                return;
-            }
-            OnFailure::LatchUnknown => {
-                if let Some(n) = latch_node {
-                    self.sweep.found_mut(&mut self.last).switch_latch_done(
-                        n,
-                        Latch::Unknown,
-                        &self.health,
-                        &mut self.smps,
-                    );
-                }
                 return;
             }
             OnFailure::Sweep => {
                 self.heavy_sweep_wanted(now);
                 return;
             }
-            OnFailure::LatchUnknownAndLock => {
-                if let Some(n) = latch_node {
-                    self.sweep.found_mut(&mut self.last).switch_latch_done(
-                        n,
-                        Latch::Unknown,
-                        &self.health,
-                        &mut self.smps,
-                    );
-                }
-            }
-            OnFailure::Lock => {}
+            OnFailure::LatchUnknownAndLock | OnFailure::Lock => {}
         }
         let guid = match spec.target {
             // A CA's node-wide attribute went through the port it was reached by, with
