@@ -25,6 +25,7 @@ use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use ibsm_wire::field::{find_field, set_uint};
 use ibsm_wire::mad::{GS_DATA_OFFSET, METHOD_GET_RESP};
 use ibsm_wire::perf::{
     ALL_PORTS, PERF_CLASS_VERSION, PerfAttributeId, PmCapabilityMask, PmCapabilityMask2,
@@ -32,8 +33,8 @@ use ibsm_wire::perf::{
     PortXmitDiscardDetails,
 };
 use ibsm_wire::{
-    ClassPortInfo, FieldType, FieldValue, GsMadView, Instant, MAD_SIZE, Method, MgmtClass, Status,
-    WireStruct,
+    ClassPortInfo, Field, FieldType, FieldValue, GsMadView, Instant, MAD_SIZE, Method, MgmtClass,
+    Status, WireStruct,
 };
 
 pub use ibsm_wire::perf::Counter;
@@ -367,8 +368,7 @@ impl Pma {
     #[must_use]
     pub fn port_counters(&self, port_select: u8) -> Option<PortCounters> {
         let p = self.counts(self.select(port_select)?);
-        let counters = Counter::COUNTER_SELECT.iter().chain(&[Counter::XmitWait]);
-        Some(reading(port_select, counters, |c| p.narrow(c)))
+        Some(reading(port_select, &PC_AT, |c| p.narrow(c)))
     }
 
     /// PortCountersExtended of `port` (or all ports) as a Get answers it.
@@ -382,7 +382,7 @@ impl Pma {
         // Without the capability the words of CounterSelect2 (the error counters,
         // PortXmitWait, QP1Dropped) are reserved: zero.
         let traffic = &Counter::EXT_COUNTER_SELECT;
-        Some(reading(port_select, Counter::ALL, |c| {
+        Some(reading(port_select, &EXT_AT, |c| {
             if additional || traffic.contains(&c) {
                 p.get(c)
             } else {
@@ -395,16 +395,14 @@ impl Pma {
     #[must_use]
     pub fn port_rcv_error_details(&self, port_select: u8) -> Option<PortRcvErrorDetails> {
         let p = self.counts(self.select(port_select)?);
-        let counters = &Counter::RCV_ERROR_DETAILS_SELECT;
-        Some(reading(port_select, counters, |c| p.narrow(c)))
+        Some(reading(port_select, &RCV_DETAILS_AT, |c| p.narrow(c)))
     }
 
     /// PortXmitDiscardDetails of `port` (or all ports) as a Get answers it.
     #[must_use]
     pub fn port_xmit_discard_details(&self, port_select: u8) -> Option<PortXmitDiscardDetails> {
         let p = self.counts(self.select(port_select)?);
-        let counters = &Counter::XMIT_DISCARD_DETAILS_SELECT;
-        Some(reading(port_select, counters, |c| p.narrow(c)))
+        Some(reading(port_select, &XMIT_DETAILS_AT, |c| p.narrow(c)))
     }
 
     fn select(&self, port_select: u8) -> Option<Sel> {
@@ -574,24 +572,52 @@ impl Pma {
     }
 }
 
-/// A counter attribute as a Get answers it: `port_select`, each of `counters` in its
-/// field ([`Counter::field`]) at `value` (which the caller keeps within the field's
-/// width), the select words zero.
-fn reading<'c, A: WireStruct>(
-    port_select: u8,
-    counters: impl IntoIterator<Item = &'c Counter>,
-    value: impl Fn(Counter) -> u64,
-) -> A {
-    let mut a = A::default();
-    let mut set = |name, v| {
-        let ok = a.set_field(name, FieldValue::Uint(v)).is_ok();
-        debug_assert!(ok, "{} has no field {name} for {v}", A::LABEL);
-    };
-    set("port_select", u64::from(port_select));
-    for &c in counters {
-        set(c.field(), value(c));
+/// The counters PortCounters holds (its CounterSelect's, then PortXmitWait) with their
+/// positions; as for the other counter attributes below, resolved when the crate
+/// compiles from the counter table and the attribute's field table.
+const PC_AT: [(Counter, Field); 17] = Counter::positions(<PortCounters as WireStruct>::FIELDS, {
+    let mut a = [Counter::XmitWait; 17];
+    let mut i = 0;
+    while i < 16 {
+        a[i] = Counter::COUNTER_SELECT[i];
+        i += 1;
     }
     a
+});
+/// Every counter of PortCountersExtended ([`Counter::ALL`]).
+const EXT_AT: [(Counter, Field); 22] = Counter::positions(
+    <PortCountersExtended as WireStruct>::FIELDS,
+    match Counter::ALL.first_chunk() {
+        Some(all) => *all,
+        None => panic!("Counter::ALL has the 22 counters of PortCountersExtended"),
+    },
+);
+const RCV_DETAILS_AT: [(Counter, Field); 6] = Counter::positions(
+    <PortRcvErrorDetails as WireStruct>::FIELDS,
+    Counter::RCV_ERROR_DETAILS_SELECT,
+);
+const XMIT_DETAILS_AT: [(Counter, Field); 4] = Counter::positions(
+    <PortXmitDiscardDetails as WireStruct>::FIELDS,
+    Counter::XMIT_DISCARD_DETAILS_SELECT,
+);
+
+/// A counter attribute as a Get answers it: `port_select`, each counter of `at` in its
+/// field at `value` (which the caller keeps within the field's width), the select words
+/// zero. Written as bytes through the positions and read back, as reflection by field
+/// name costs several times the whole answer.
+fn reading<A: WireStruct>(
+    port_select: u8,
+    at: &[(Counter, Field)],
+    value: impl Fn(Counter) -> u64,
+) -> A {
+    let mut buf = [0u8; MAD_SIZE];
+    if let Some(f) = find_field(A::FIELDS, "port_select") {
+        set_uint(&mut buf, f, u64::from(port_select));
+    }
+    for &(c, f) in at {
+        set_uint(&mut buf, f, value(c));
+    }
+    A::parse(&buf).unwrap_or_default()
 }
 
 #[cfg(test)]

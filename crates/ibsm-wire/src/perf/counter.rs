@@ -4,7 +4,7 @@
 //! that holds it and the CounterSelect bit that names it.
 
 use super::{PortCounters, PortCountersExtended, PortRcvErrorDetails, PortXmitDiscardDetails};
-use crate::field::{FieldValue, WireStruct, find_field};
+use crate::field::{Field, FieldDesc, FieldValue, WireStruct, find_field};
 
 macro_rules! counters {
     ($($(#[$m:meta])* $v:ident => $name:literal, $stem:literal, $error:literal, $field:literal;)*) => {
@@ -197,19 +197,37 @@ impl Counter {
     /// counters only PortCountersExtended has), as their field tables lay it out.
     #[must_use]
     pub const fn width(self) -> u32 {
-        let narrow = [
-            <PortCounters as WireStruct>::FIELDS,
-            <PortRcvErrorDetails as WireStruct>::FIELDS,
-            <PortXmitDiscardDetails as WireStruct>::FIELDS,
-        ];
+        WIDTHS[self as usize]
+    }
+
+    /// Each of `counters` with the position of its field in the layout `fields`, for
+    /// code that writes counter attributes as bytes: a `const fn`, so a table of them is
+    /// resolved when the crate compiles, and a counter the layout lacks fails the build.
+    ///
+    /// ```
+    /// use ibsm_wire::WireStruct;
+    /// use ibsm_wire::perf::{Counter, PortCounters};
+    ///
+    /// const AT: [(Counter, ibsm_wire::Field); 1] =
+    ///     Counter::positions(PortCounters::FIELDS, [Counter::LinkDowned]);
+    /// // LinkDownedCounter: the byte after SymbolErrorCounter and LinkErrorRecoveryCounter.
+    /// assert_eq!(AT[0].1, ibsm_wire::Field::new(7, 0, 8));
+    /// ```
+    #[must_use]
+    pub const fn positions<const N: usize>(
+        fields: &[FieldDesc],
+        counters: [Counter; N],
+    ) -> [(Counter, Field); N] {
+        let mut out = [(Counter::XmitData, Field::new(0, 0, 0)); N];
         let mut i = 0;
-        while i < narrow.len() {
-            if let Some(f) = find_field(narrow[i], self.field()) {
-                return f.len as u32;
-            }
+        while i < N {
+            let Some(at) = find_field(fields, counters[i].field()) else {
+                panic!("a counter the layout has no field for");
+            };
+            out[i] = (counters[i], at);
             i += 1;
         }
-        64
+        out
     }
 
     /// Its value in a reading of `A` (PortCounters, PortCountersExtended or a detail
@@ -300,6 +318,30 @@ impl Counter {
         self.read(d)
     }
 }
+
+/// Every counter's [`Counter::width`], in [`Counter::EVERY`] order: looked up in the
+/// field tables when the crate compiles (the PMA narrows every counter it answers).
+const WIDTHS: [u32; Counter::EVERY.len()] = {
+    let narrow = [
+        <PortCounters as WireStruct>::FIELDS,
+        <PortRcvErrorDetails as WireStruct>::FIELDS,
+        <PortXmitDiscardDetails as WireStruct>::FIELDS,
+    ];
+    let mut widths = [64; Counter::EVERY.len()];
+    let mut c = 0;
+    while c < widths.len() {
+        let mut t = 0;
+        while t < narrow.len() {
+            if let Some(f) = find_field(narrow[t], Counter::EVERY[c].field()) {
+                widths[c] = f.len as u32;
+                break;
+            }
+            t += 1;
+        }
+        c += 1;
+    }
+    widths
+};
 
 /// infiniband_exporter's word for a switch port's or a CA port's metrics.
 #[cfg(feature = "alloc")]
