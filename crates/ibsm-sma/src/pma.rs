@@ -367,8 +367,7 @@ impl Pma {
     /// answers it; `None` for a PortSelect the agent refuses.
     #[must_use]
     pub fn port_counters(&self, port_select: u8) -> Option<PortCounters> {
-        let p = self.counts(self.select(port_select)?);
-        Some(reading(port_select, &PC_AT, |c| p.narrow(c)))
+        self.narrow_reading(port_select, &PC_AT)
     }
 
     /// PortCountersExtended of `port` (or all ports) as a Get answers it.
@@ -394,15 +393,20 @@ impl Pma {
     /// PortRcvErrorDetails of `port` (or all ports) as a Get answers it.
     #[must_use]
     pub fn port_rcv_error_details(&self, port_select: u8) -> Option<PortRcvErrorDetails> {
-        let p = self.counts(self.select(port_select)?);
-        Some(reading(port_select, &RCV_DETAILS_AT, |c| p.narrow(c)))
+        self.narrow_reading(port_select, &RCV_DETAILS_AT)
     }
 
     /// PortXmitDiscardDetails of `port` (or all ports) as a Get answers it.
     #[must_use]
     pub fn port_xmit_discard_details(&self, port_select: u8) -> Option<PortXmitDiscardDetails> {
+        self.narrow_reading(port_select, &XMIT_DETAILS_AT)
+    }
+
+    /// A counter attribute whose counters are narrower than the agent's (PortCounters,
+    /// the detail attributes) for `port_select`: each saturated at its field's width.
+    fn narrow_reading<A: WireStruct>(&self, port_select: u8, at: &[(Counter, Field)]) -> Option<A> {
         let p = self.counts(self.select(port_select)?);
-        Some(reading(port_select, &XMIT_DETAILS_AT, |c| p.narrow(c)))
+        Some(reading(port_select, at, |c| p.narrow(c)))
     }
 
     fn select(&self, port_select: u8) -> Option<Sel> {
