@@ -213,6 +213,10 @@ impl Counter {
     /// // LinkDownedCounter: the byte after SymbolErrorCounter and LinkErrorRecoveryCounter.
     /// assert_eq!(AT[0].1, ibsm_wire::Field::new(7, 0, 8));
     /// ```
+    ///
+    /// # Panics
+    /// When a counter has no field in `fields`: a build error in a `const`, a panic if
+    /// called at run time.
     #[must_use]
     pub const fn positions<const N: usize>(
         fields: &[FieldDesc],
@@ -231,7 +235,9 @@ impl Counter {
     }
 
     /// Its value in a reading of `A` (PortCounters, PortCountersExtended or a detail
-    /// attribute), widened; `None` when `A` has no field for it.
+    /// attribute), widened; `None` when `A` has no field for it (QP1Dropped in
+    /// PortCounters, whose bits it shares with VL15Dropped: [`Self::of_counters`] reads
+    /// those).
     #[must_use]
     pub fn read<A: WireStruct>(self, a: &A) -> Option<u64> {
         match a.get_field(self.field())? {
