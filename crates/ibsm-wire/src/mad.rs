@@ -471,7 +471,9 @@ wire_struct! {
     }
 }
 
-/// ClassPortInfo.CapabilityMask bits common to every class.
+/// ClassPortInfo.CapabilityMask bits common to every class (the classes' own masks,
+/// such as [`crate::sa::SaCapabilityMask`] and [`crate::perf::PmCapabilityMask`], take
+/// theirs from here).
 pub mod cpi_cap {
     /// The agent generates traps.
     pub const TRAP: u16 = 0x0001;

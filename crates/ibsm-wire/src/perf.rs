@@ -75,9 +75,9 @@ bit_flags! {
     /// ClassPortInfo.CapabilityMask of a performance agent.
     pub struct PmCapabilityMask: u16 {
         /// The agent generates traps (common to every class).
-        const TRAP = 1 << 0;
+        const TRAP = crate::mad::cpi_cap::TRAP;
         /// CapabilityMask2 is valid (common to every class).
-        const CAP_MASK2 = 1 << 2;
+        const CAP_MASK2 = crate::mad::cpi_cap::CAP_MASK2;
         /// PortSelect 0xFF reads the sum of (or resets) every port of a switch.
         const ALL_PORT_SELECT = 1 << 8;
         /// PortCountersExtended's unicast/multicast counters are valid.

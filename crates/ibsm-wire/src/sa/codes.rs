@@ -224,9 +224,9 @@ bit_flags! {
     /// (ClassPortInfo, SA capability bits).
     pub struct SaCapabilityMask: u16 {
         /// The SA sends reports (common to every class).
-        const TRAP = 1 << 0;
+        const TRAP = crate::mad::cpi_cap::TRAP;
         /// CapabilityMask2 is valid (common to every class).
-        const CAP_MASK2 = 1 << 2;
+        const CAP_MASK2 = crate::mad::cpi_cap::CAP_MASK2;
         /// Optional records supported.
         const OPTIONAL_RECORDS = 1 << 8;
         /// UD multicast supported.
